@@ -1,0 +1,201 @@
+//! Human units in config files: durations (`250ms`, `5s`, `2m`, `1h`, or a number of
+//! seconds) and byte sizes (`512MiB`, `4GB`, or a number of bytes).
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt;
+
+/// A non-negative duration in microseconds of virtual time.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct DurationSpec(pub u64);
+
+impl DurationSpec {
+    pub fn secs(s: f64) -> DurationSpec {
+        DurationSpec((s * 1e6).round() as u64)
+    }
+    pub fn as_micros(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+}
+
+pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.trim().parse().map_err(|_| {
+        format!("invalid duration {s:?}: expected a number with a unit such as 250ms, 5s, 2m or 1h")
+    })?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("invalid duration {s:?}: must be zero or positive"));
+    }
+    let scale = match unit.trim() {
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        other => {
+            return Err(format!(
+                "invalid duration {s:?}: unknown unit {other:?} (valid units: us, ms, s, m, h, d)"
+            ))
+        }
+    };
+    Ok(DurationSpec::secs(v * scale))
+}
+
+impl fmt::Display for DurationSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0;
+        if us % 3_600_000_000 == 0 && us > 0 {
+            write!(f, "{}h", us / 3_600_000_000)
+        } else if us % 60_000_000 == 0 && us > 0 {
+            write!(f, "{}m", us / 60_000_000)
+        } else if us % 1_000_000 == 0 {
+            write!(f, "{}s", us / 1_000_000)
+        } else if us % 1000 == 0 {
+            write!(f, "{}ms", us / 1000)
+        } else {
+            write!(f, "{}us", us)
+        }
+    }
+}
+
+impl Serialize for DurationSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = DurationSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration such as 250ms, 5s, 2m, 1h, or a number of seconds")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DurationSpec, E> {
+                parse_duration(v).map_err(E::custom)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DurationSpec, E> {
+                if v < 0.0 || !v.is_finite() {
+                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
+                }
+                Ok(DurationSpec::secs(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DurationSpec, E> {
+                Ok(DurationSpec::secs(v as f64))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DurationSpec, E> {
+                if v < 0 {
+                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
+                }
+                Ok(DurationSpec::secs(v as f64))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A byte size.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct ByteSize(pub u64);
+
+pub fn parse_bytes(s: &str) -> Result<ByteSize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.trim().parse().map_err(|_| {
+        format!("invalid size {s:?}: expected a number with a unit such as 512MiB, 4GiB or 100KB")
+    })?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("invalid size {s:?}: must be zero or positive"));
+    }
+    let scale: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "invalid size {s:?}: unknown unit {other:?} (valid units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+            ))
+        }
+    };
+    Ok(ByteSize((v * scale).round() as u64))
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::model::resources::Bytes(self.0))
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size such as 512MiB, 4GiB, or a number of bytes")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                parse_bytes(v).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                if v < 0 {
+                    return Err(E::custom(format!("invalid size {v}: must be zero or positive")));
+                }
+                Ok(ByteSize(v as u64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
+                if v < 0.0 || !v.is_finite() {
+                    return Err(E::custom(format!("invalid size {v}: must be zero or positive")));
+                }
+                Ok(ByteSize(v.round() as u64))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("250ms").unwrap().0, 250_000);
+        assert_eq!(parse_duration("5s").unwrap().0, 5_000_000);
+        assert_eq!(parse_duration("2m").unwrap().0, 120_000_000);
+        assert_eq!(parse_duration("1.5h").unwrap().0, 5_400_000_000);
+        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_units() {
+        assert_eq!(parse_bytes("1KiB").unwrap().0, 1024);
+        assert_eq!(parse_bytes("2GB").unwrap().0, 2_000_000_000);
+        assert_eq!(parse_bytes("100").unwrap().0, 100);
+        assert!(parse_bytes("3 bananas").is_err());
+    }
+}

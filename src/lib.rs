@@ -1,0 +1,12 @@
+//! rayscope: a deterministic, in-process model of a Ray cluster that exports what a
+//! Ray cluster exports.
+//!
+//! Data flows one way: [`config`] → [`workload`] + [`sim`] drive [`scheduler`] over
+//! [`model`] → snapshots → [`metrics`], [`api`], [`flow`]. See ARCHITECTURE.md.
+
+pub mod config;
+pub mod host;
+pub mod model;
+pub mod scheduler;
+pub mod sim;
+pub mod workload;

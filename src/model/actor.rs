@@ -1,0 +1,44 @@
+//! The actor table.
+
+use super::ids::{ActorId, JobId, NameId, NodeIdx, TaskId};
+use super::states::ActorState;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+pub struct Actor {
+    pub id: ActorId,
+    pub job: JobId,
+    pub class: NameId,
+    pub state: ActorState,
+    pub node: Option<NodeIdx>,
+    /// Call-spec index of the creation task (rerun on restart).
+    pub creation_spec: u32,
+    pub creation_task: TaskId,
+    pub owner: TaskId,
+    pub num_restarts: u32,
+    pub max_restarts: i32,
+    pub max_task_retries: i32,
+    pub max_concurrency: u32,
+    /// Actor tasks queued (waiting for ordering or concurrency), FIFO.
+    pub queue: VecDeque<TaskId>,
+    /// Actor tasks currently executing (≤ max_concurrency).
+    pub running: u32,
+    /// Workload parameters: tree depth for flow-insight workers.
+    pub level: u32,
+    /// Workload flag: the flow-insight bottleneck flag.
+    pub flag: bool,
+    /// Handles this actor created (its children), in creation order.
+    pub children: Vec<ActorId>,
+    /// Whether it holds its resources while alive (explicit resources), or only used them to be placed.
+    pub holds_resources: bool,
+    pub pid: u32,
+    pub death_cause: Option<String>,
+    pub created_at: u64,
+    pub ended_at: Option<u64>,
+}
+
+impl Actor {
+    pub fn has_free_slot(&self) -> bool {
+        self.state == ActorState::Alive && self.running < self.max_concurrency
+    }
+}

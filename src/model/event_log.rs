@@ -1,0 +1,145 @@
+//! The GCS event log: every state change, as one text line.
+//!
+//! The whole log streams through a SHA-256 digest (and optionally to a file), so two
+//! runs can be compared byte for byte; only the newest `capacity` lines stay in memory.
+
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io::Write;
+
+pub struct EventLog {
+    recent: VecDeque<LoggedEvent>,
+    capacity: usize,
+    digest: Sha256,
+    total: u64,
+    sink: Option<Box<dyn Write + Send>>,
+    sink_error: Option<String>,
+    line: String,
+}
+
+/// One event kept in memory for the state API.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoggedEvent {
+    pub seq: u64,
+    /// Virtual time in microseconds.
+    pub time_us: u64,
+    pub source: &'static str,
+    pub message: String,
+}
+
+impl EventLog {
+    pub fn new(capacity: usize) -> EventLog {
+        EventLog {
+            recent: VecDeque::with_capacity(capacity.min(1 << 16)),
+            capacity: capacity.max(1),
+            digest: Sha256::new(),
+            total: 0,
+            sink: None,
+            sink_error: None,
+            line: String::with_capacity(128),
+        }
+    }
+
+    /// Also write every line to `sink` (e.g. `--events FILE`).
+    pub fn set_sink(&mut self, sink: Box<dyn Write + Send>) {
+        self.sink = Some(sink);
+    }
+
+    /// Record an event. `source` is the emitting component (`task`, `actor`, `node`, ...).
+    pub fn record(&mut self, time_us: u64, source: &'static str, args: std::fmt::Arguments<'_>) {
+        self.line.clear();
+        let _ = write!(self.line, "{time_us} {source} ");
+        let head = self.line.len();
+        let _ = self.line.write_fmt(args);
+        self.line.push('\n');
+        self.digest.update(self.line.as_bytes());
+        if let Some(sink) = self.sink.as_mut() {
+            if let Err(e) = sink.write_all(self.line.as_bytes()) {
+                self.sink_error.get_or_insert_with(|| e.to_string());
+                self.sink = None;
+            }
+        }
+        if self.recent.len() == self.capacity {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(LoggedEvent {
+            seq: self.total,
+            time_us,
+            source,
+            message: self.line[head..self.line.len() - 1].to_string(),
+        });
+        self.total += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Newest first.
+    pub fn recent(&self) -> impl Iterator<Item = &LoggedEvent> {
+        self.recent.iter().rev()
+    }
+
+    pub fn len(&self) -> usize {
+        self.recent.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.recent.is_empty()
+    }
+
+    /// Hex SHA-256 of every line recorded so far (the log so far, not just the kept part).
+    pub fn sha256_hex(&self) -> String {
+        let d = self.digest.clone().finalize();
+        d.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Flush the sink; returns the first write error, if any happened.
+    pub fn finish(&mut self) -> Result<(), String> {
+        if let Some(sink) = self.sink.as_mut() {
+            if let Err(e) = sink.flush() {
+                self.sink_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        match self.sink_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `log_event!(log, time, "task", "{} RUNNING", id)`
+#[macro_export]
+macro_rules! log_event {
+    ($log:expr, $time:expr, $source:expr, $($arg:tt)*) => {
+        $log.record($time, $source, format_args!($($arg)*))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_only_capacity_but_hashes_everything() {
+        let mut a = EventLog::new(2);
+        let mut b = EventLog::new(100);
+        for i in 0..10 {
+            crate::log_event!(a, i, "test", "event {i}");
+            crate::log_event!(b, i, "test", "event {i}");
+        }
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.total(), 10);
+        assert_eq!(a.sha256_hex(), b.sha256_hex());
+        assert_eq!(a.recent().next().unwrap().message, "event 9");
+    }
+
+    #[test]
+    fn different_logs_hash_differently() {
+        let mut a = EventLog::new(4);
+        let mut b = EventLog::new(4);
+        crate::log_event!(a, 1, "x", "a");
+        crate::log_event!(b, 1, "x", "b");
+        assert_ne!(a.sha256_hex(), b.sha256_hex());
+    }
+}

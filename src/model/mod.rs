@@ -1,0 +1,386 @@
+//! The model: Ray's GCS tables (nodes, jobs, tasks, actors, objects, placement groups)
+//! and the bounded event log.
+//!
+//! Owns: every table and the aggregate counters derived from them.
+//! Must never: know about HTTP or Prometheus, or be written by anyone but the
+//! simulation thread (readers get snapshots). Memory stays bounded: finished tasks,
+//! dead actors, finished jobs, removed placement groups and events are kept in rings.
+
+pub mod actor;
+pub mod event_log;
+pub mod ids;
+pub mod job;
+pub mod node;
+pub mod object;
+pub mod resources;
+pub mod states;
+pub mod task;
+
+pub use actor::Actor;
+pub use event_log::{EventLog, LoggedEvent};
+pub use ids::*;
+pub use job::{Bundle, Job, PlacementGroup};
+pub use node::{Node, NodeStats, ObjectStore};
+pub use object::{Object, ObjectStatus};
+pub use resources::*;
+pub use states::*;
+pub use task::{Exec, Task, TaskRecord};
+
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Interned names (functions, `Class.method`, actor classes).
+#[derive(Default, Clone, Debug)]
+pub struct Names {
+    names: Vec<String>,
+    index: FxHashMap<String, NameId>,
+}
+
+impl Names {
+    pub fn intern(&mut self, s: &str) -> NameId {
+        if let Some(id) = self.index.get(s) {
+            return *id;
+        }
+        let id = NameId(self.names.len() as u32);
+        self.names.push(s.to_string());
+        self.index.insert(s.to_string(), id);
+        id
+    }
+    pub fn get(&self, id: NameId) -> &str {
+        &self.names[id.index()]
+    }
+    pub fn all(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// Key of the per-state task counts behind `ray_tasks`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct TaskCountKey {
+    pub name: NameId,
+    pub job: JobId,
+    pub is_retry: bool,
+    pub state: TaskState,
+}
+
+/// A histogram with fixed upper bounds (Prometheus style, cumulative on export).
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    pub bounds: &'static [f64],
+    /// Non-cumulative counts per bucket; the last is +Inf.
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram { bounds, counts: vec![0; bounds.len() + 1], sum: 0.0, count: 0 }
+    }
+    pub fn observe(&mut self, v: f64) {
+        let i = self.bounds.iter().position(|b| v <= *b).unwrap_or(self.bounds.len());
+        self.counts[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+/// Ray's `ray_scheduler_placement_time_ms` buckets.
+pub const PLACEMENT_MS_BUCKETS: &[f64] = &[1.0, 10.0, 100.0, 1000.0, 10000.0];
+
+/// Cumulative counters: aggregates survive the eviction of the records they came from.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub tasks_submitted: u64,
+    pub tasks_finished: u64,
+    pub tasks_failed: u64,
+    pub tasks_retried: u64,
+    pub actors_created: u64,
+    pub actors_restarted: u64,
+    pub actors_died: u64,
+    pub spillbacks: u64,
+    pub spilled_bytes: u64,
+    pub spilled_objects: u64,
+    pub restored_bytes: u64,
+    pub restored_objects: u64,
+    pub transferred_bytes: u64,
+    pub objects_created: u64,
+    pub objects_freed: u64,
+    pub objects_reconstructed: u64,
+    pub node_failures: u64,
+    pub jobs_finished: u64,
+    pub jobs_dropped: u64,
+    pub pgs_created: u64,
+    pub pgs_removed: u64,
+    pub workers_started: u64,
+    /// OOM kills by (Ray eviction type, task or actor name).
+    pub oom_kills: BTreeMap<(&'static str, String), u64>,
+    /// Unexpected worker failures by (type, name).
+    pub worker_failures: BTreeMap<(&'static str, String), u64>,
+    pub illegal_transitions: u64,
+}
+
+/// The GCS tables.
+pub struct Model {
+    pub session_name: String,
+    pub version: String,
+    pub resource_names: ResourceNames,
+    pub names: Names,
+    pub nodes: Vec<Node>,
+    pub tasks: FxHashMap<TaskId, Task>,
+    pub finished_tasks: VecDeque<TaskRecord>,
+    pub finished_task_capacity: usize,
+    pub actors: FxHashMap<ActorId, Actor>,
+    /// Dead actors in order of death; the oldest are evicted past the capacity.
+    pub dead_actors: VecDeque<ActorId>,
+    pub dead_actor_capacity: usize,
+    pub objects: FxHashMap<ObjectId, Object>,
+    pub jobs: BTreeMap<JobId, Job>,
+    pub finished_jobs: VecDeque<JobId>,
+    pub finished_job_capacity: usize,
+    pub pgs: BTreeMap<PgId, PlacementGroup>,
+    pub removed_pgs: VecDeque<PgId>,
+    pub task_counts: FxHashMap<TaskCountKey, i64>,
+    /// Placement time histograms: Task, Actor, PlacementGroup.
+    pub placement_ms: [Histogram; 3],
+    pub counters: Counters,
+    pub log: EventLog,
+    pub next_task: u64,
+    pub next_actor: u64,
+    pub next_object: u64,
+    pub next_job: u32,
+    pub next_pg: u32,
+    pub next_pid: u32,
+}
+
+fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, t: &Task, delta: i64) {
+    let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
+    let e = counts.entry(key).or_insert(0);
+    *e += delta;
+    if *e == 0 && !t.state.is_terminal() {
+        counts.remove(&key);
+    }
+}
+
+/// Bound on removed placement groups kept in the table.
+const REMOVED_PG_CAPACITY: usize = 1_000;
+
+impl Model {
+    pub fn new(session_name: String, version: String, resource_names: ResourceNames, limits: &crate::config::SimConfig) -> Model {
+        Model {
+            session_name,
+            version,
+            resource_names,
+            names: Names::default(),
+            nodes: Vec::new(),
+            tasks: FxHashMap::default(),
+            finished_tasks: VecDeque::new(),
+            finished_task_capacity: limits.finished_task_capacity,
+            actors: FxHashMap::default(),
+            dead_actors: VecDeque::new(),
+            dead_actor_capacity: limits.dead_actor_capacity,
+            objects: FxHashMap::default(),
+            jobs: BTreeMap::new(),
+            finished_jobs: VecDeque::new(),
+            finished_job_capacity: limits.finished_job_capacity,
+            pgs: BTreeMap::new(),
+            removed_pgs: VecDeque::new(),
+            task_counts: FxHashMap::default(),
+            placement_ms: [
+                Histogram::new(PLACEMENT_MS_BUCKETS),
+                Histogram::new(PLACEMENT_MS_BUCKETS),
+                Histogram::new(PLACEMENT_MS_BUCKETS),
+            ],
+            counters: Counters::default(),
+            log: EventLog::new(limits.event_log_capacity),
+            next_task: 1,
+            next_actor: 1,
+            next_object: 1,
+            next_job: 1,
+            next_pg: 1,
+            next_pid: 1000,
+        }
+    }
+
+    pub fn node(&self, idx: NodeIdx) -> &Node {
+        &self.nodes[idx.index()]
+    }
+    pub fn node_mut(&mut self, idx: NodeIdx) -> &mut Node {
+        &mut self.nodes[idx.index()]
+    }
+
+    pub fn alloc_task_id(&mut self) -> TaskId {
+        let id = TaskId(self.next_task);
+        self.next_task += 1;
+        id
+    }
+    pub fn alloc_object_id(&mut self) -> ObjectId {
+        let id = ObjectId(self.next_object);
+        self.next_object += 1;
+        id
+    }
+    pub fn alloc_actor_id(&mut self) -> ActorId {
+        let id = ActorId(self.next_actor);
+        self.next_actor += 1;
+        id
+    }
+    pub fn alloc_pid(&mut self) -> u32 {
+        self.next_pid += 1;
+        self.next_pid
+    }
+
+    /// Add a new task to the table, counted in its initial state.
+    pub fn insert_task(&mut self, task: Task) {
+        bump(&mut self.task_counts, &task, 1);
+        self.counters.tasks_submitted += 1;
+        self.tasks.insert(task.id, task);
+    }
+
+    /// Move a live task to `next`, keeping per-state counts exact. Illegal moves are
+    /// counted (and caught by the property tests) rather than panicking.
+    pub fn set_task_state(&mut self, id: TaskId, next: TaskState, now: u64) {
+        let Some(t) = self.tasks.get_mut(&id) else { return };
+        if t.state == next {
+            return;
+        }
+        if !t.state.can_move_to(next) {
+            self.counters.illegal_transitions += 1;
+        }
+        bump(&mut self.task_counts, t, -1);
+        t.state = next;
+        bump(&mut self.task_counts, t, 1);
+        crate::log_event!(self.log, now, "task", "{:x} {} attempt={}", id.0, next.as_str(), t.attempt);
+    }
+
+    /// Start a new attempt: the old attempt is counted as it ends; the new one starts pending.
+    pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64) {
+        let Some(t) = self.tasks.get_mut(&id) else { return };
+        bump(&mut self.task_counts, t, -1);
+        t.attempt += 1;
+        t.state = next;
+        t.node = None;
+        t.started_at = None;
+        t.exec = Exec::default();
+        bump(&mut self.task_counts, t, 1);
+        self.counters.tasks_retried += 1;
+        crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
+    }
+
+    /// Remove a task that reached FINISHED or FAILED and keep its span in the bounded ring.
+    pub fn retire_task(&mut self, id: TaskId, terminal: TaskState, now: u64, return_bytes: u64) {
+        let Some(mut t) = self.tasks.remove(&id) else { return };
+        if !t.state.can_move_to(terminal) {
+            self.counters.illegal_transitions += 1;
+        }
+        bump(&mut self.task_counts, &t, -1);
+        t.state = terminal;
+        bump(&mut self.task_counts, &t, 1);
+        match terminal {
+            TaskState::Finished => self.counters.tasks_finished += 1,
+            _ => self.counters.tasks_failed += 1,
+        }
+        crate::log_event!(
+            self.log,
+            now,
+            "task",
+            "{:x} {} attempt={}{}",
+            id.0,
+            terminal.as_str(),
+            t.attempt,
+            t.error.map(|e| format!(" error={}", e.as_str())).unwrap_or_default()
+        );
+        if self.finished_tasks.len() >= self.finished_task_capacity {
+            self.finished_tasks.pop_front();
+        }
+        if self.finished_task_capacity > 0 {
+            self.finished_tasks.push_back(TaskRecord {
+                id,
+                job: t.job,
+                name: t.name,
+                kind: t.kind,
+                state: terminal,
+                attempt: t.attempt,
+                parent: t.parent,
+                actor: t.actor,
+                node: t.node,
+                submitted_at: t.submitted_at,
+                started_at: t.started_at,
+                ended_at: now,
+                error: t.error,
+                arg_bytes: t.arg_bytes,
+                return_bytes,
+            });
+        }
+    }
+
+    pub fn set_actor_state(&mut self, id: ActorId, next: ActorState, now: u64) {
+        let Some(a) = self.actors.get_mut(&id) else { return };
+        if a.state == next {
+            return;
+        }
+        if !a.state.can_move_to(next) {
+            self.counters.illegal_transitions += 1;
+        }
+        a.state = next;
+        crate::log_event!(self.log, now, "actor", "{:x} {} restarts={}", id.0, next.as_str(), a.num_restarts);
+        if next == ActorState::Dead {
+            a.ended_at = Some(now);
+            self.counters.actors_died += 1;
+            self.dead_actors.push_back(id);
+            while self.dead_actors.len() > self.dead_actor_capacity {
+                if let Some(old) = self.dead_actors.pop_front() {
+                    self.actors.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn set_job_status(&mut self, id: JobId, next: JobStatus, now: u64, message: &str) {
+        let Some(j) = self.jobs.get_mut(&id) else { return };
+        if j.status == next || j.status.is_terminal() {
+            return;
+        }
+        j.status = next;
+        j.message = message.to_string();
+        crate::log_event!(self.log, now, "job", "{} {} {}", id.hex(), next.as_str(), message);
+        if next.is_terminal() {
+            j.end_time = Some(now);
+            self.counters.jobs_finished += 1;
+            self.finished_jobs.push_back(id);
+            while self.finished_jobs.len() > self.finished_job_capacity {
+                if let Some(old) = self.finished_jobs.pop_front() {
+                    self.jobs.remove(&old);
+                    // Counts of an evicted job's tasks go with it, so `ray_tasks` stays bounded.
+                    self.task_counts.retain(|k, _| k.job != old);
+                }
+            }
+        }
+    }
+
+    pub fn set_pg_state(&mut self, id: PgId, next: PgState, now: u64) {
+        let Some(pg) = self.pgs.get_mut(&id) else { return };
+        if pg.state == next {
+            return;
+        }
+        pg.state = next;
+        crate::log_event!(self.log, now, "placement_group", "{} {}", id.0, next.as_str());
+        if next == PgState::Removed {
+            self.counters.pgs_removed += 1;
+            self.removed_pgs.push_back(id);
+            while self.removed_pgs.len() > REMOVED_PG_CAPACITY {
+                if let Some(old) = self.removed_pgs.pop_front() {
+                    self.pgs.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Tasks per state, summed over names, jobs and retries.
+    pub fn tasks_by_state(&self) -> BTreeMap<TaskState, i64> {
+        let mut m = BTreeMap::new();
+        for (k, v) in &self.task_counts {
+            *m.entry(k.state).or_insert(0) += *v;
+        }
+        m
+    }
+}

@@ -1,0 +1,80 @@
+//! The node table: one raylet each, with its logical resources and object store.
+
+use super::ids::NodeIdx;
+use super::resources::{Bytes, ResVec};
+use super::states::NodeState;
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub idx: NodeIdx,
+    /// 56-hex Ray NodeID.
+    pub node_id: String,
+    pub ip: String,
+    /// Index into the config's node types; `None` for the head node.
+    pub node_type: Option<u16>,
+    /// Node type name (`ray.head.default` for the head).
+    pub type_name: String,
+    pub is_head: bool,
+    pub state: NodeState,
+    pub total: ResVec,
+    pub available: ResVec,
+    /// Heap memory of the node (the `memory` config), for the memory monitor.
+    pub memory_bytes: Bytes,
+    pub store: ObjectStore,
+    /// Heap bytes used by running workers (counts toward the memory monitor).
+    pub worker_heap_used: Bytes,
+    /// Extra memory occupied by a memory-pressure fault.
+    pub pressure_bytes: Bytes,
+    pub gpu_model: Option<String>,
+    pub gpu_memory: Bytes,
+    pub started_at: u64,
+    pub died_at: Option<u64>,
+    pub death_reason: Option<String>,
+    /// Last time (µs) this node had any work; the autoscaler's idle clock.
+    pub idle_since: Option<u64>,
+    /// Counters kept per node for the exporter.
+    pub stats: NodeStats,
+}
+
+/// One node's plasma store. Bytes are split by where they live, as `ray_object_store_memory`.
+#[derive(Clone, Debug, Default)]
+pub struct ObjectStore {
+    pub capacity: Bytes,
+    /// Bytes of objects in shared memory (primary copies and secondary copies).
+    pub used: Bytes,
+    /// Bytes of objects spilled to local disk.
+    pub spilled: Bytes,
+    /// Objects currently in memory here.
+    pub num_objects: u64,
+    /// Bytes over capacity that had to be allocated on disk (fallback allocations).
+    pub fallback: Bytes,
+}
+
+/// Cumulative per-node counters.
+#[derive(Clone, Debug, Default)]
+pub struct NodeStats {
+    pub tasks_started: u64,
+    pub tasks_finished: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub bytes_spilled: u64,
+    pub bytes_restored: u64,
+    pub objects_spilled: u64,
+    pub objects_restored: u64,
+    pub spillbacks: u64,
+    pub oom_kills: u64,
+    pub worker_failures: u64,
+    pub workers_started: u64,
+    /// Busy CPU time of tasks and actors, in µs of CPU (for utilization readings).
+    pub cpu_busy_us: u64,
+}
+
+impl Node {
+    pub fn is_alive(&self) -> bool {
+        self.state == NodeState::Alive
+    }
+    /// Node memory in use for the memory monitor: worker heaps + object store + pressure.
+    pub fn memory_used(&self) -> Bytes {
+        Bytes(self.worker_heap_used.0 + self.store.used.0 + self.pressure_bytes.0)
+    }
+}

@@ -1,0 +1,52 @@
+//! The object table (what Ray keeps at each object's owner).
+
+use super::ids::{JobId, NodeIdx, ObjectId, TaskId};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
+pub enum ObjectStatus {
+    /// The producing task has not finished.
+    Pending,
+    Ready,
+    /// The producer failed for good; readers get its error.
+    Failed,
+    /// Every copy was lost with a node; being reconstructed or unrecoverable.
+    Lost,
+}
+
+#[derive(Clone, Debug)]
+pub struct Object {
+    pub id: ObjectId,
+    pub job: JobId,
+    pub owner: TaskId,
+    /// The task whose return this is (lineage), `None` for `ray.put`.
+    pub producer: Option<TaskId>,
+    pub size: u64,
+    pub status: ObjectStatus,
+    /// Small objects live in the owner's heap (inline), not in plasma.
+    pub inline: bool,
+    /// Primary copy location (plasma objects).
+    pub primary: Option<NodeIdx>,
+    /// Whether the primary copy is spilled to the primary node's disk.
+    pub spilled: bool,
+    /// Secondary in-memory copies made by transfers.
+    pub copies: Vec<NodeIdx>,
+    /// References: the owner's handle plus each pending consumer.
+    pub refs: u32,
+    /// Whether the owner counts this object among its unresolved futures.
+    pub owner_waits: bool,
+    /// Tasks waiting for this object as an argument.
+    pub waiters: Vec<TaskId>,
+    pub created_at: u64,
+    /// Spill order: objects with a lower sequence number are spilled first.
+    pub lru_seq: u64,
+}
+
+impl Object {
+    pub fn is_ready(&self) -> bool {
+        self.status == ObjectStatus::Ready
+    }
+    /// Whether this node has the bytes in memory.
+    pub fn in_memory_at(&self, node: NodeIdx) -> bool {
+        (self.primary == Some(node) && !self.spilled) || self.copies.contains(&node)
+    }
+}

@@ -1,0 +1,88 @@
+//! Task records: live tasks in the task table, finished ones in a bounded ring.
+
+use super::ids::{ActorId, JobId, NameId, NodeIdx, ObjectId, PgId, TaskId};
+use super::states::{ErrorType, TaskState, TaskType};
+
+/// A live task (pending or running). Retries keep the id and bump `attempt`.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub id: TaskId,
+    pub job: JobId,
+    pub name: NameId,
+    pub kind: TaskType,
+    pub state: TaskState,
+    pub attempt: u32,
+    /// The task whose code submitted this one (the caller span); `None` for drivers.
+    pub parent: Option<TaskId>,
+    /// The node of the submitting worker: where the lease request goes first.
+    pub owner_node: NodeIdx,
+    /// Index into the engine's call-spec registry.
+    pub spec: u32,
+    /// Target actor (actor tasks) or the actor being created.
+    pub actor: Option<ActorId>,
+    pub node: Option<NodeIdx>,
+    pub args: Box<[ObjectId]>,
+    pub returns: ObjectId,
+    /// Placement group bundle this task runs in, if any.
+    pub bundle: Option<(PgId, u32)>,
+    pub submitted_at: u64,
+    /// When its dependencies were resolved (start of placement time).
+    pub ready_at: u64,
+    pub started_at: Option<u64>,
+    /// Whether resources are currently reserved on `node`.
+    pub holds_resources: bool,
+    /// Whether its CPU was lent back to the node while blocked in `ray.get`.
+    pub cpu_released: bool,
+    pub retries_left: i32,
+    pub oom_retries: u32,
+    pub error: Option<ErrorType>,
+    /// Bytes of arguments fetched from other nodes (for spans and the flow views).
+    pub arg_bytes: u64,
+    pub exec: Exec,
+}
+
+impl Task {
+    pub fn is_retry(&self) -> bool {
+        self.attempt > 0
+    }
+}
+
+/// Interpreter state of a running program (see `workload::program`).
+#[derive(Clone, Debug, Default)]
+pub struct Exec {
+    pub pc: u16,
+    /// Inner counters of the current op (e.g. child index and call index of `CallEach`).
+    pub i: u32,
+    pub j: u32,
+    /// Iterations done of the current `Repeat`.
+    pub loops: u32,
+    /// Futures this task holds (returns of what it submitted), in submission order.
+    pub futures: Vec<ObjectId>,
+    /// How many of `futures` are not ready yet.
+    pub unresolved: u32,
+    /// How many of `futures` failed.
+    pub failed_futures: u32,
+    /// Actor handles this task created (when it is not itself an actor).
+    pub handles: Vec<ActorId>,
+    pub pg: Option<PgId>,
+}
+
+/// What remains of a finished task: a span for the flow views and the state API.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub job: JobId,
+    pub name: NameId,
+    pub kind: TaskType,
+    pub state: TaskState,
+    pub attempt: u32,
+    pub parent: Option<TaskId>,
+    pub actor: Option<ActorId>,
+    pub node: Option<NodeIdx>,
+    pub submitted_at: u64,
+    pub started_at: Option<u64>,
+    pub ended_at: u64,
+    pub error: Option<ErrorType>,
+    pub arg_bytes: u64,
+    pub return_bytes: u64,
+}

@@ -1,0 +1,1 @@
+//! scheduler (in progress)

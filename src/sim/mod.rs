@@ -1,0 +1,1 @@
+//! sim (in progress)
