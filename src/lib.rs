@@ -5,6 +5,7 @@
 //! [`model`] → snapshots → [`metrics`], [`api`], [`flow`]. See ARCHITECTURE.md.
 
 pub mod config;
+
 pub mod host;
 pub mod model;
 pub mod scheduler;
