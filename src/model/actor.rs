@@ -22,7 +22,7 @@ pub struct Actor {
     /// Actor tasks queued (waiting for ordering or concurrency), FIFO.
     pub queue: VecDeque<TaskId>,
     /// Actor tasks currently executing (≤ max_concurrency).
-    pub running: u32,
+    pub running: Vec<TaskId>,
     /// Workload parameters: tree depth for flow-insight workers.
     pub level: u32,
     /// Workload flag: the flow-insight bottleneck flag.
@@ -39,6 +39,6 @@ pub struct Actor {
 
 impl Actor {
     pub fn has_free_slot(&self) -> bool {
-        self.state == ActorState::Alive && self.running < self.max_concurrency
+        self.state == ActorState::Alive && (self.running.len() as u32) < self.max_concurrency
     }
 }

@@ -48,6 +48,8 @@ pub struct ObjectStore {
     pub num_objects: u64,
     /// Bytes over capacity that had to be allocated on disk (fallback allocations).
     pub fallback: Bytes,
+    /// Small (inline) objects held in the heaps of workers on this node.
+    pub worker_heap: Bytes,
 }
 
 /// Cumulative per-node counters.

@@ -37,6 +37,10 @@ pub struct Object {
     /// Tasks waiting for this object as an argument.
     pub waiters: Vec<TaskId>,
     pub created_at: u64,
+    /// Lineage: the producer's spec and arguments, to re-execute it if every copy is lost.
+    pub spec: u32,
+    pub lineage_args: Box<[ObjectId]>,
+    pub reconstructions: u32,
     /// Spill order: objects with a lower sequence number are spilled first.
     pub lru_seq: u64,
 }

@@ -54,6 +54,8 @@ pub struct Exec {
     /// Inner counters of the current op (e.g. child index and call index of `CallEach`).
     pub i: u32,
     pub j: u32,
+    /// Whether `CallEach` already slept before its next submit.
+    pub slept: bool,
     /// Iterations done of the current `Repeat`.
     pub loops: u32,
     /// Futures this task holds (returns of what it submitted), in submission order.

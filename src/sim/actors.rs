@@ -1,0 +1,265 @@
+//! Actors (creation, per-actor call queues, death and restart) and jobs' ends.
+
+use super::engine::Engine;
+use crate::log_event;
+use crate::model::*;
+
+impl Engine {
+    /// Create an actor: register it, then submit its creation task.
+    pub(crate) fn create_actor(
+        &mut self,
+        spec_id: u32,
+        creator: TaskId,
+        level: u32,
+        flag: bool,
+        bundle: Option<(PgId, u32)>,
+    ) -> ActorId {
+        let aid = self.model.alloc_actor_id();
+        let job = self.model.tasks[&creator].job;
+        let opts = self.specs[spec_id as usize].actor.clone().expect("actor constructor spec has actor options");
+        self.model.actors.insert(
+            aid,
+            Actor {
+                id: aid,
+                job,
+                class: opts.class,
+                state: ActorState::DependenciesUnready,
+                node: None,
+                creation_spec: spec_id,
+                creation_task: TaskId(0),
+                owner: creator,
+                num_restarts: 0,
+                max_restarts: opts.max_restarts,
+                max_task_retries: opts.max_task_retries,
+                max_concurrency: opts.max_concurrency,
+                queue: Default::default(),
+                running: Vec::new(),
+                level,
+                flag,
+                children: Vec::new(),
+                holds_resources: false,
+                pid: 0,
+                death_cause: None,
+                created_at: self.now,
+                ended_at: None,
+            },
+        );
+        self.model.counters.actors_created += 1;
+        log_event!(
+            self.model.log,
+            self.now,
+            "actor",
+            "{:x} DEPENDENCIES_UNREADY class={} job={} level={} flag={}",
+            aid.0,
+            self.model.names.get(opts.class),
+            job.hex(),
+            level,
+            flag
+        );
+        self.model.set_actor_state(aid, ActorState::PendingCreation, self.now);
+        let (tid, ret) = self.submit_call(spec_id, creator, Box::new([]), Some(aid), bundle);
+        if let Some(a) = self.model.actors.get_mut(&aid) {
+            a.creation_task = tid;
+        }
+        // The creation task's return is the handle; nobody waits on it.
+        if let Some(o) = self.model.objects.get_mut(&ret) {
+            o.owner_waits = false;
+        }
+        self.unref_object(ret);
+        aid
+    }
+
+    pub(crate) fn actor_created(&mut self, aid: ActorId, node: NodeIdx, holds: bool) {
+        let Some(a) = self.model.actors.get_mut(&aid) else { return };
+        if a.state == ActorState::Dead {
+            return;
+        }
+        a.node = Some(node);
+        a.holds_resources = holds;
+        self.actors_on[node.index()].push(aid);
+        self.model.set_actor_state(aid, ActorState::Alive, self.now);
+        self.pump_actor(aid);
+    }
+
+    pub(crate) fn enqueue_actor_task(&mut self, tid: TaskId) {
+        let Some(aid) = self.model.tasks.get(&tid).and_then(|t| t.actor) else { return };
+        match self.model.actors.get_mut(&aid) {
+            Some(a) if a.state != ActorState::Dead => {
+                a.queue.push_back(tid);
+                self.pump_actor(aid);
+            }
+            _ => self.fail_task(tid, ErrorType::ActorDied, false),
+        }
+    }
+
+    /// Start queued calls while the actor has free concurrency (one at a time by default).
+    pub(crate) fn pump_actor(&mut self, aid: ActorId) {
+        loop {
+            let Some(a) = self.model.actors.get_mut(&aid) else { return };
+            if !a.has_free_slot() {
+                return;
+            }
+            let Some(tid) = a.queue.pop_front() else { return };
+            let node = a.node.expect("alive actor has a node");
+            a.running.push(tid);
+            let Some(t) = self.model.tasks.get_mut(&tid) else { continue };
+            t.node = Some(node);
+            let attempt = t.attempt;
+            let fetch = self.fetch_args(tid, node);
+            if fetch > 0 {
+                self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.now);
+                self.schedule_in(fetch, super::engine::Event::ArgsFetched(tid, attempt));
+            } else {
+                self.start_task(tid, node);
+            }
+        }
+    }
+
+    /// An actor's worker died (node death, OOM kill, `ray.kill`, owner exit). It restarts
+    /// within `max_restarts` when allowed, else it is DEAD and its pending calls fail.
+    pub(crate) fn actor_died(&mut self, aid: ActorId, cause: &str, allow_restart: bool) {
+        let Some(a) = self.model.actors.get_mut(&aid) else { return };
+        if a.state == ActorState::Dead {
+            return;
+        }
+        let node = a.node.take();
+        let running = std::mem::take(&mut a.running);
+        let restart = allow_restart && (a.max_restarts < 0 || (a.num_restarts as i32) < a.max_restarts);
+        let holds = std::mem::take(&mut a.holds_resources);
+        let (spec_id, creation_task) = (a.creation_spec, a.creation_task);
+        if let Some(n) = node {
+            let list = &mut self.actors_on[n.index()];
+            if let Some(pos) = list.iter().position(|x| *x == aid) {
+                list.swap_remove(pos);
+            }
+            if holds && self.model.nodes[n.index()].is_alive() {
+                let bundle = self.model.tasks.get(&creation_task).and_then(|t| t.bundle);
+                let req = self.specs[spec_id as usize].request.clone();
+                match bundle.or_else(|| self.creation_bundle(aid)) {
+                    Some((pg, b)) => self.return_to_bundle(pg, b, &req),
+                    None => {
+                        self.model.nodes[n.index()].available.add(&req);
+                        self.sched.update_node(&self.model.nodes[n.index()]);
+                        self.on_resources_freed(n);
+                    }
+                }
+            }
+        }
+        // A creation task still in flight dies with the worker.
+        if self.model.tasks.contains_key(&creation_task) {
+            self.fail_task(creation_task, ErrorType::ActorDied, false);
+        }
+        if restart {
+            let a = self.model.actors.get_mut(&aid).expect("actor exists");
+            a.num_restarts += 1;
+            a.death_cause = Some(cause.to_string());
+            self.model.counters.actors_restarted += 1;
+            self.model.set_actor_state(aid, ActorState::Restarting, self.now);
+            for tid in running {
+                self.fail_task(tid, ErrorType::ActorDied, true);
+            }
+            self.resubmit_actor_creation(aid);
+            return;
+        }
+        let a = self.model.actors.get_mut(&aid).expect("actor exists");
+        a.death_cause = Some(cause.to_string());
+        let queued: Vec<TaskId> = a.queue.drain(..).collect();
+        let children = a.children.clone();
+        self.model.set_actor_state(aid, ActorState::Dead, self.now);
+        for tid in running.into_iter().chain(queued) {
+            self.fail_task(tid, ErrorType::ActorDied, false);
+        }
+        // Actors fate-share with their owner.
+        for c in children {
+            self.actor_died(c, "owner actor died", false);
+        }
+    }
+
+    fn creation_bundle(&self, aid: ActorId) -> Option<(PgId, u32)> {
+        let a = self.model.actors.get(&aid)?;
+        self.model.tasks.get(&a.creation_task).and_then(|t| t.bundle)
+    }
+
+    /// Run the constructor again (a new attempt of the creation task).
+    fn resubmit_actor_creation(&mut self, aid: ActorId) {
+        let a = &self.model.actors[&aid];
+        let (spec_id, tid, owner, job, attempt) = (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts);
+        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
+        let ret = self.new_return_object(tid, owner, job, spec_id, 0, &[]);
+        let name = self.specs[spec_id as usize].name;
+        if let Some(o) = self.model.objects.get_mut(&ret) {
+            o.owner_waits = false;
+            o.refs = 0;
+        }
+        let task = Task {
+            id: tid,
+            job,
+            name,
+            kind: TaskType::ActorCreationTask,
+            state: TaskState::PendingNodeAssignment,
+            attempt,
+            parent: Some(owner),
+            owner_node,
+            spec: spec_id,
+            actor: Some(aid),
+            node: None,
+            args: Box::new([]),
+            returns: ret,
+            bundle: None,
+            submitted_at: self.now,
+            ready_at: self.now,
+            started_at: None,
+            holds_resources: false,
+            cpu_released: false,
+            retries_left: 0,
+            oom_retries: 0,
+            error: None,
+            arg_bytes: 0,
+            exec: Exec::default(),
+        };
+        self.model.insert_task(task);
+        self.model.counters.tasks_retried += 1;
+        self.try_schedule(tid);
+    }
+
+    /// A job ends: its actors die (they fate-share with the driver), its groups are removed
+    /// and anything still running is cancelled.
+    pub(crate) fn end_job(&mut self, job: JobId, status: JobStatus, message: &str) {
+        if self.model.jobs.get(&job).is_none_or(|j| j.status.is_terminal()) {
+            return;
+        }
+        self.live_jobs = self.live_jobs.saturating_sub(1);
+        self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
+        self.model.set_job_status(job, status, self.now, message);
+        let mut actors: Vec<ActorId> = self
+            .model
+            .actors
+            .values()
+            .filter(|a| a.job == job && a.state != ActorState::Dead)
+            .map(|a| a.id)
+            .collect();
+        actors.sort();
+        for a in actors {
+            self.actor_died(a, "job finished: the driver exited", false);
+        }
+        let mut tasks: Vec<TaskId> = self.model.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
+        tasks.sort();
+        for t in tasks {
+            self.fail_task(t, ErrorType::JobStopped, false);
+        }
+        let pgs: Vec<PgId> = self
+            .model
+            .pgs
+            .values()
+            .filter(|p| p.job == job && p.state != PgState::Removed)
+            .map(|p| p.id)
+            .collect();
+        for pg in pgs {
+            self.remove_placement_group(pg);
+        }
+        if let Some(d) = self.model.jobs.get(&job).map(|j| j.driver) {
+            // The driver of a stopped job may still hold futures.
+            self.release_task_refs(d, true);
+        }
+    }
+}

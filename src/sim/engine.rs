@@ -1,0 +1,456 @@
+//! The engine: one thread, one virtual clock, one seeded RNG, one event queue.
+//!
+//! Owns: the model, the scheduler and every queue of pending work. Events with equal
+//! times run in insertion order (a sequence number breaks ties), so the same config and
+//! seed always produce the same event log.
+
+use super::autoscaler::Autoscaler;
+use super::faults::FaultState;
+use crate::config::Config;
+use crate::log_event;
+use crate::model::*;
+use crate::scheduler::{Params, Scheduler};
+use crate::workload::{self, CallSpec, JobMix, JobTemplate};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+/// Something that happens at a virtual time.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Event {
+    StartJob(usize),
+    MixArrival(usize),
+    /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
+    Dispatch(TaskId, u32),
+    ArgsFetched(TaskId, u32),
+    /// The current compute/sleep op of a running task finished.
+    OpDone(TaskId, u32),
+    /// Resubmit a task (after a retry backoff).
+    Resubmit(TaskId, u32),
+    Fault(usize),
+    FaultEnd(usize),
+    NodeLaunched(u16),
+    AutoscalerTick,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Scheduled {
+    time: u64,
+    seq: u64,
+    event: Event,
+}
+
+/// Key of a queue of tasks waiting for resources: the call spec (one request shape and
+/// strategy) and, for hard node affinity, the one node it may run on.
+pub(crate) type WaitKey = (u32, Option<NodeIdx>);
+
+pub struct Engine {
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) now: u64,
+    pub(crate) rng: ChaCha8Rng,
+    queue: BinaryHeap<Reverse<Scheduled>>,
+    seq: u64,
+    pub model: Model,
+    pub(crate) sched: Scheduler,
+    pub(crate) specs: Vec<CallSpec>,
+    pub(crate) templates: Vec<JobTemplate>,
+    pub(crate) mixes: Vec<JobMix>,
+    /// Per mix: (weight, index into `templates`).
+    pub(crate) mix_templates: Vec<Vec<(f64, usize)>>,
+    /// Plasma objects whose primary copy is on each node, oldest first (spill order).
+    pub(crate) primaries: Vec<VecDeque<ObjectId>>,
+    /// Jobs still expected to start (one-off starts not yet reached, live mixes).
+    pub(crate) pending_job_starts: usize,
+    pub(crate) live_jobs: usize,
+    pub(crate) head: NodeIdx,
+    /// Tasks holding a lease (resources) on each node, for node death and the OOM killer.
+    pub(crate) leased: Vec<Vec<TaskId>>,
+    /// Actors placed on each node.
+    pub(crate) actors_on: Vec<Vec<ActorId>>,
+    /// Tasks waiting for resources, by request shape.
+    pub(crate) waiting: BTreeMap<WaitKey, VecDeque<TaskId>>,
+    pub(crate) waiting_count: usize,
+    /// Tasks no alive node can hold, by spec.
+    pub(crate) infeasible: BTreeMap<u32, VecDeque<TaskId>>,
+    pub(crate) infeasible_count: usize,
+    /// Tasks waiting for room in their placement-group bundle.
+    pub(crate) waiting_bundle: BTreeMap<PgId, VecDeque<TaskId>>,
+    /// Placement groups not yet placed, in creation order.
+    pub(crate) pending_pgs: VecDeque<PgId>,
+    /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again.
+    pub(crate) resuming: Vec<VecDeque<TaskId>>,
+    pub(crate) faults: FaultState,
+    pub(crate) autoscaler: Autoscaler,
+    pub(crate) events_processed: u64,
+    /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
+    pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
+    pub(crate) stopped: bool,
+}
+
+impl Engine {
+    /// Build the cluster and the workloads from a validated config.
+    pub fn new(cfg: Config) -> Engine {
+        let cfg = Arc::new(cfg);
+        let seed = cfg.sim.seed;
+        let session = cfg.cluster.session_name.clone().unwrap_or_else(|| session_name_for(seed));
+        let mut resource_names = ResourceNames::default();
+        for r in cfg.cluster.head.resources.keys() {
+            resource_names.intern(r);
+        }
+        for t in &cfg.cluster.node_types {
+            for r in t.resources.keys() {
+                resource_names.intern(r);
+            }
+        }
+        let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, &cfg.sim);
+        let plan = workload::plan(&cfg.workloads, &mut model.names, &mut model.resource_names);
+        let mut engine = Engine {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            now: 0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            sched: Scheduler::new(Params::from(&cfg.scheduler)),
+            specs: plan.specs,
+            templates: Vec::new(),
+            mixes: plan.mixes,
+            mix_templates: Vec::new(),
+            primaries: Vec::new(),
+            pending_job_starts: 0,
+            live_jobs: 0,
+            head: NodeIdx(0),
+            leased: Vec::new(),
+            actors_on: Vec::new(),
+            waiting: BTreeMap::new(),
+            waiting_count: 0,
+            infeasible: BTreeMap::new(),
+            infeasible_count: 0,
+            waiting_bundle: BTreeMap::new(),
+            pending_pgs: VecDeque::new(),
+            resuming: Vec::new(),
+            faults: FaultState::new(&cfg.faults),
+            autoscaler: Autoscaler::new(&cfg.cluster),
+            events_processed: 0,
+            node_by_ip: FxHashMap::default(),
+            stopped: false,
+            model,
+            cfg: cfg.clone(),
+        };
+        engine.build_cluster();
+        for (start, t) in plan.jobs {
+            engine.templates.push(t);
+            let idx = engine.templates.len() - 1;
+            engine.pending_job_starts += 1;
+            engine.schedule_at(start, Event::StartJob(idx));
+        }
+        for i in 0..engine.mixes.len() {
+            let mut picks = Vec::new();
+            for (w, t) in engine.mixes[i].templates.clone() {
+                engine.templates.push(t);
+                picks.push((w, engine.templates.len() - 1));
+            }
+            engine.mix_templates.push(picks);
+            engine.pending_job_starts += 1;
+            let start = engine.mixes[i].start;
+            engine.schedule_at(start, Event::MixArrival(i));
+        }
+        for (i, f) in cfg.faults.iter().enumerate() {
+            engine.schedule_at(f.at().as_micros(), Event::Fault(i));
+        }
+        if engine.autoscaler.enabled() {
+            engine.schedule_at(super::autoscaler::TICK_US, Event::AutoscalerTick);
+        }
+        engine
+    }
+
+    fn build_cluster(&mut self) {
+        let cfg = self.cfg.clone();
+        let h = &cfg.cluster.head;
+        let head = self.add_node(
+            None,
+            &h.name,
+            h.ip.clone(),
+            h.cpu,
+            h.gpu,
+            h.memory.0,
+            h.object_store_memory.map(|b| b.0),
+            &h.resources,
+            h.gpu_model.clone(),
+            h.gpu_memory.map(|b| b.0).unwrap_or(0),
+        );
+        self.head = head;
+        for (t, nt) in cfg.cluster.node_types.iter().enumerate() {
+            let count = nt.count.unwrap_or_else(|| nt.autoscaler.as_ref().map(|a| a.min_workers).unwrap_or(0));
+            for _ in 0..count {
+                self.launch_node_of_type(t as u16);
+            }
+        }
+    }
+
+    /// Add a worker node of a configured type at its next free address.
+    pub(crate) fn launch_node_of_type(&mut self, t: u16) -> Option<NodeIdx> {
+        let cfg = self.cfg.clone();
+        let nt = &cfg.cluster.node_types[t as usize];
+        let range = crate::config::ip_range::IpRange::parse(&nt.ip_range).ok()?;
+        let ip = (0..range.len()).filter_map(|i| range.nth(i)).map(|a| a.to_string()).find(|ip| {
+            self.node_by_ip.get(ip).map(|n| !self.model.node(*n).is_alive()).unwrap_or(true)
+        })?;
+        Some(self.add_node(
+            Some(t),
+            &nt.name,
+            ip,
+            nt.cpu,
+            nt.gpu,
+            nt.memory.0,
+            nt.object_store_memory.map(|b| b.0),
+            &nt.resources,
+            nt.gpu_model.clone(),
+            nt.gpu_memory.map(|b| b.0).unwrap_or(0),
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_node(
+        &mut self,
+        node_type: Option<u16>,
+        type_name: &str,
+        ip: String,
+        cpu: f64,
+        gpu: f64,
+        memory: u64,
+        object_store: Option<u64>,
+        custom: &BTreeMap<String, f64>,
+        gpu_model: Option<String>,
+        gpu_memory: u64,
+    ) -> NodeIdx {
+        let idx = NodeIdx(self.model.nodes.len() as u32);
+        // Ray: 30% of memory by default, capped at 200 GB.
+        let store = object_store.unwrap_or(((memory as f64 * 0.3) as u64).min(200_000_000_000));
+        let n = self.model.resource_names.len();
+        let mut total = ResVec::zeros(n);
+        total.set(ResourceId::CPU, FixedPoint::from_f64(cpu));
+        total.set(ResourceId::GPU, FixedPoint::from_f64(gpu));
+        total.set(ResourceId::MEMORY, FixedPoint::from_f64((memory - store.min(memory)) as f64));
+        total.set(ResourceId::OBJECT_STORE_MEMORY, FixedPoint::from_f64(store as f64));
+        for (name, q) in custom {
+            if let Some(id) = self.model.resource_names.id_of(name) {
+                total.set(id, FixedPoint::from_f64(*q));
+            }
+        }
+        let node = Node {
+            idx,
+            node_id: node_id_hex(self.cfg.sim.seed, idx),
+            ip: ip.clone(),
+            node_type,
+            type_name: type_name.to_string(),
+            is_head: node_type.is_none(),
+            state: NodeState::Alive,
+            available: total.clone(),
+            total,
+            memory_bytes: Bytes(memory),
+            store: ObjectStore { capacity: Bytes(store), ..Default::default() },
+            worker_heap_used: Bytes(0),
+            pressure_bytes: Bytes(0),
+            gpu_model,
+            gpu_memory: Bytes(gpu_memory),
+            started_at: self.now,
+            died_at: None,
+            death_reason: None,
+            idle_since: Some(self.now),
+            stats: NodeStats::default(),
+        };
+        log_event!(self.model.log, self.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
+        self.sched.add_node(&node);
+        self.model.nodes.push(node);
+        self.leased.push(Vec::new());
+        self.actors_on.push(Vec::new());
+        self.resuming.push(VecDeque::new());
+        self.primaries.push(VecDeque::new());
+        self.node_by_ip.insert(ip, idx);
+        self.on_node_added();
+        idx
+    }
+
+    pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse(Scheduled { time: time.max(self.now), seq: self.seq, event }));
+    }
+
+    pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
+        self.schedule_at(self.now + delay, event);
+    }
+
+    /// Virtual time now, in µs.
+    pub fn now_us(&self) -> u64 {
+        self.now
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events_processed
+    }
+
+    /// Time of the next event, if any.
+    pub fn next_event_time(&self) -> Option<u64> {
+        self.queue.peek().map(|Reverse(s)| s.time)
+    }
+
+    /// True when every job has ended and none will start.
+    pub fn workloads_done(&self) -> bool {
+        self.pending_job_starts == 0 && self.live_jobs == 0
+    }
+
+    /// Process every event at or before `until`; returns how many ran.
+    pub fn run_until(&mut self, until: u64) -> u64 {
+        let mut n = 0;
+        while let Some(Reverse(top)) = self.queue.peek() {
+            if top.time > until || self.stopped {
+                break;
+            }
+            let Some(Reverse(s)) = self.queue.pop() else { break };
+            self.now = s.time;
+            self.handle(s.event);
+            n += 1;
+        }
+        if !self.stopped {
+            self.now = self.now.max(until);
+        }
+        self.events_processed += n;
+        n
+    }
+
+    /// Process the next event (or nothing if the queue is empty).
+    pub fn step(&mut self) -> bool {
+        let Some(Reverse(s)) = self.queue.pop() else { return false };
+        self.now = s.time;
+        self.handle(s.event);
+        self.events_processed += 1;
+        true
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::StartJob(t) => {
+                self.pending_job_starts -= 1;
+                self.start_job(t, None);
+            }
+            Event::MixArrival(m) => self.mix_arrival(m),
+            Event::Dispatch(t, a) => self.on_dispatch(t, a),
+            Event::ArgsFetched(t, a) => self.on_args_fetched(t, a),
+            Event::OpDone(t, a) => self.on_op_done(t, a),
+            Event::Resubmit(t, a) => self.on_resubmit(t, a),
+            Event::Fault(i) => self.on_fault(i),
+            Event::FaultEnd(i) => self.on_fault_end(i),
+            Event::NodeLaunched(t) => self.on_node_launched(t),
+            Event::AutoscalerTick => self.on_autoscaler_tick(),
+        }
+    }
+
+    /// Start a job from a template; returns its id.
+    pub(crate) fn start_job(&mut self, template: usize, submission_id: Option<String>) -> JobId {
+        let id = JobId(self.model.next_job);
+        self.model.next_job += 1;
+        let t = self.templates[template].clone();
+        let driver_id = self.model.alloc_task_id();
+        let ret = self.model.alloc_object_id();
+        let head = self.head;
+        let spec = &self.specs[t.driver as usize];
+        let task = Task {
+            id: driver_id,
+            job: id,
+            name: spec.name,
+            kind: TaskType::DriverTask,
+            state: TaskState::Nil,
+            attempt: 0,
+            parent: None,
+            owner_node: head,
+            spec: t.driver,
+            actor: None,
+            node: Some(head),
+            args: Box::new([]),
+            returns: ret,
+            bundle: None,
+            submitted_at: self.now,
+            ready_at: self.now,
+            started_at: Some(self.now),
+            holds_resources: false,
+            cpu_released: false,
+            retries_left: 0,
+            oom_retries: 0,
+            error: None,
+            arg_bytes: 0,
+            exec: Exec::default(),
+        };
+        self.model.insert_task(task);
+        let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
+        self.model.jobs.insert(
+            id,
+            Job {
+                id,
+                submission_id,
+                name: t.name.clone(),
+                entrypoint: t.entrypoint.clone(),
+                status: JobStatus::Pending,
+                driver: driver_id,
+                driver_node: head,
+                start_time: self.now,
+                end_time: None,
+                message: String::new(),
+                workload: template,
+                log: Vec::new(),
+            },
+        );
+        self.live_jobs += 1;
+        self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
+        self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
+        self.leased[head.index()].push(driver_id);
+        self.model.set_task_state(driver_id, TaskState::Running, self.now);
+        self.run_program(driver_id);
+        id
+    }
+
+    /// Append a line to a job's log (bounded).
+    pub(crate) fn job_log(&mut self, job: JobId, line: String) {
+        let now = self.now;
+        if let Some(j) = self.model.jobs.get_mut(&job) {
+            if j.log.len() >= 1000 {
+                j.log.remove(0);
+            }
+            j.log.push(format!("[{:.3}s] {line}", now as f64 / 1e6));
+        }
+    }
+
+    fn mix_arrival(&mut self, m: usize) {
+        let mix = self.mixes[m].clone();
+        if mix.until.is_some_and(|u| self.now > u) {
+            self.pending_job_starts -= 1;
+            return;
+        }
+        if self.live_jobs < mix.max_concurrent_jobs as usize {
+            let picks = &self.mix_templates[m];
+            let total: f64 = picks.iter().map(|(w, _)| *w).sum();
+            let mut x = rand::Rng::random::<f64>(&mut self.rng) * total;
+            let mut chosen = picks[picks.len() - 1].1;
+            for (w, t) in picks {
+                if x < *w {
+                    chosen = *t;
+                    break;
+                }
+                x -= *w;
+            }
+            self.start_job(chosen, None);
+        } else {
+            self.model.counters.jobs_dropped += 1;
+        }
+        // Exponential inter-arrival time.
+        let u: f64 = rand::Rng::random::<f64>(&mut self.rng);
+        let gap = (-(1.0 - u).ln() * mix.mean_interarrival_us).max(1.0) as u64;
+        self.schedule_in(gap, Event::MixArrival(m));
+    }
+}
+
+/// Ray-shaped session name, derived from the seed so it is stable across runs.
+pub fn session_name_for(seed: u64) -> String {
+    format!("session_2026-01-01_00-00-00_{:06}_{}", seed % 1_000_000, 1000 + seed % 60000)
+}

@@ -1,0 +1,286 @@
+//! The interpreter for task bodies (`workload::Op`).
+
+use super::engine::{Engine, Event};
+use crate::config::DurationDist;
+use crate::model::*;
+use crate::workload::{FlagRule, LevelRule, Op};
+use rand::Rng;
+
+impl Engine {
+    pub(crate) fn sample(&mut self, d: DurationDist) -> u64 {
+        if d.max.0 > d.min.0 {
+            self.rng.random_range(d.min.0..=d.max.0)
+        } else {
+            d.min.0
+        }
+    }
+
+    /// Run a task's program from its program counter until it blocks or ends.
+    pub(crate) fn run_program(&mut self, tid: TaskId) {
+        loop {
+            let Some(t) = self.model.tasks.get(&tid) else { return };
+            if t.state != TaskState::Running {
+                return;
+            }
+            let (spec_id, pc, attempt) = (t.spec, t.exec.pc as usize, t.attempt);
+            let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
+                self.finish_task(tid);
+                return;
+            };
+            match op {
+                Op::Compute(d) => {
+                    let d = *d;
+                    let dur = self.sample(d);
+                    let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
+                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    t.exec.pc += 1;
+                    if let Some(n) = t.node {
+                        self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
+                    }
+                    self.schedule_in(dur, Event::OpDone(tid, attempt));
+                    return;
+                }
+                Op::Sleep(us) => {
+                    let us = *us;
+                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                    self.schedule_in(us, Event::OpDone(tid, attempt));
+                    return;
+                }
+                Op::Submit { spec, count, take_futures } => {
+                    let (spec, count, take) = (*spec, *count, *take_futures);
+                    self.op_submit(tid, spec, count, take);
+                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                }
+                Op::CreateActors { spec, min, max, level, flag } => {
+                    let (spec, min, max, level, flag) = (*spec, *min, *max, *level, *flag);
+                    self.op_create_actors(tid, spec, min, max, level, flag);
+                    if let Some(t) = self.model.tasks.get_mut(&tid) {
+                        t.exec.pc += 1;
+                    }
+                }
+                Op::CallEach { method, calls, sleep, bottleneck_sleep } => {
+                    let (method, calls, sleep, extra) = (*method, *calls, *sleep, *bottleneck_sleep);
+                    if self.op_call_each(tid, method, calls, sleep, extra) {
+                        return;
+                    }
+                }
+                Op::Get => {
+                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    if t.exec.unresolved > 0 {
+                        self.block_in_get(tid);
+                        return;
+                    }
+                    if t.exec.failed_futures > 0 {
+                        // The exception re-raises in the caller (RayTaskError).
+                        self.fail_task(tid, ErrorType::TaskExecutionException, true);
+                        return;
+                    }
+                    t.exec.pc += 1;
+                    self.release_task_refs(tid, false);
+                }
+                Op::Put(size) => {
+                    let size = *size;
+                    self.op_put(tid, size);
+                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                }
+                Op::CreatePlacementGroup { bundles, strategy } => {
+                    let (bundles, strategy) = (bundles.clone(), *strategy);
+                    let pg = self.create_placement_group(tid, bundles, strategy);
+                    let created = self.model.pgs.get(&pg).is_some_and(|p| p.state == PgState::Created);
+                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    t.exec.pg = Some(pg);
+                    if !created {
+                        // `ray.get(pg.ready())`: resumed when the group is placed.
+                        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+                        return;
+                    }
+                    t.exec.pc += 1;
+                }
+                Op::RemovePlacementGroup => {
+                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    t.exec.pc += 1;
+                    if let Some(pg) = t.exec.pg.take() {
+                        self.remove_placement_group(pg);
+                    }
+                }
+                Op::Repeat { to, times } => {
+                    let (to, times) = (*to, *times);
+                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    if t.exec.loops < times {
+                        t.exec.loops += 1;
+                        t.exec.pc = to;
+                    } else {
+                        t.exec.loops = 0;
+                        t.exec.pc += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn op_submit(&mut self, tid: TaskId, spec: u32, count: u32, take: bool) {
+        let mut inputs = Vec::new();
+        if take {
+            let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+            inputs = std::mem::take(&mut t.exec.futures);
+            t.exec.unresolved = 0;
+            t.exec.failed_futures = 0;
+            for f in &inputs {
+                if let Some(o) = self.model.objects.get_mut(f) {
+                    o.owner_waits = false;
+                }
+            }
+        }
+        let per = if count > 0 { inputs.len().div_ceil(count as usize) } else { 0 };
+        let mut returns = Vec::with_capacity(count as usize);
+        for i in 0..count as usize {
+            let args: Box<[ObjectId]> = if take && per > 0 {
+                let lo = (i * per).min(inputs.len());
+                let hi = ((i + 1) * per).min(inputs.len());
+                inputs[lo..hi].into()
+            } else {
+                Box::new([])
+            };
+            let (_, ret) = self.submit_call(spec, tid, args, None, None);
+            returns.push(ret);
+        }
+        // The consumers now hold the inputs; the submitter's own references go.
+        for f in inputs {
+            self.unref_object(f);
+        }
+        self.hold_futures(tid, returns);
+    }
+
+    /// Record returned futures on their owner, counting the ones not yet ready.
+    pub(crate) fn hold_futures(&mut self, tid: TaskId, returns: Vec<ObjectId>) {
+        let mut unresolved = 0;
+        let mut failed = 0;
+        for r in &returns {
+            match self.model.objects.get(r).map(|o| o.status) {
+                Some(ObjectStatus::Ready) => {}
+                Some(ObjectStatus::Failed) => failed += 1,
+                Some(_) => unresolved += 1,
+                None => {}
+            }
+        }
+        if let Some(t) = self.model.tasks.get_mut(&tid) {
+            t.exec.unresolved += unresolved;
+            t.exec.failed_futures += failed;
+            t.exec.futures.extend(returns);
+        }
+    }
+
+    fn op_create_actors(&mut self, tid: TaskId, spec: u32, min: u32, max: u32, level: LevelRule, flag: FlagRule) {
+        let t = &self.model.tasks[&tid];
+        let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
+        let parent_level = self_actor.and_then(|a| self.model.actors.get(&a)).map(|a| a.level).unwrap_or(0);
+        let child_level = match level {
+            LevelRule::Fixed(l) => l,
+            LevelRule::BelowParent => {
+                if parent_level == 0 {
+                    return;
+                }
+                parent_level - 1
+            }
+        };
+        let count = if max > min { self.rng.random_range(min..=max) } else { min };
+        let pg = t.exec.pg;
+        let in_pg = matches!(self.specs[spec as usize].placing, crate::workload::Placing::CallerPlacementGroup);
+        for i in 0..count {
+            let child_flag = match flag {
+                FlagRule::Fixed(f) => f,
+                FlagRule::Random(p) => self.rng.random::<f64>() < p,
+            };
+            let bundle = if in_pg { pg.map(|p| (p, i)) } else { None };
+            let aid = self.create_actor(spec, tid, child_level, child_flag, bundle);
+            match self_actor.and_then(|a| self.model.actors.get_mut(&a)) {
+                Some(a) => a.children.push(aid),
+                None => {
+                    if let Some(t) = self.model.tasks.get_mut(&tid) {
+                        t.exec.handles.push(aid);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Returns true when the task must wait (it slept); false to continue with the next op.
+    fn op_call_each(&mut self, tid: TaskId, method: u32, calls: u32, sleep: u64, extra: u64) -> bool {
+        let t = &self.model.tasks[&tid];
+        let attempt = t.attempt;
+        let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
+        let (handle, bottleneck_leaf_parent) = {
+            let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors.get(&a)) {
+                // `if self.is_bottleneck and self.depth - 1 <= 0`
+                Some(a) => (&a.children, a.flag && a.level <= 1),
+                None => (&t.exec.handles, false),
+            };
+            (handles.get(t.exec.i as usize).copied(), flagged)
+        };
+        let Some(child) = handle else {
+            let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+            t.exec.i = 0;
+            t.exec.j = 0;
+            t.exec.pc += 1;
+            return false;
+        };
+        let pause = sleep + if bottleneck_leaf_parent { extra } else { 0 };
+        let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+        if pause > 0 && !t.exec.slept {
+            t.exec.slept = true;
+            self.schedule_in(pause, Event::OpDone(tid, attempt));
+            return true;
+        }
+        t.exec.slept = false;
+        t.exec.j += 1;
+        if t.exec.j >= calls {
+            t.exec.j = 0;
+            t.exec.i += 1;
+        }
+        let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
+        self.hold_futures(tid, vec![ret]);
+        false
+    }
+
+    /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.
+    fn block_in_get(&mut self, tid: TaskId) {
+        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+        let t = self.model.tasks.get_mut(&tid).expect("task exists");
+        if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
+            let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
+            if cpu.0 > 0 {
+                if let Some(n) = t.node {
+                    t.cpu_released = true;
+                    self.model.nodes[n.index()].available.0[ResourceId::CPU.index()] += cpu;
+                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.on_resources_freed(n);
+                }
+            }
+        }
+    }
+
+    /// A future of `owner` resolved (or failed); resume it if it was blocked on the last one.
+    pub(crate) fn on_future_resolved(&mut self, owner: TaskId, failed: bool) {
+        let Some(t) = self.model.tasks.get_mut(&owner) else { return };
+        t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
+        if failed {
+            t.exec.failed_futures += 1;
+        }
+        if t.state != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
+            return;
+        }
+        let spec = &self.specs[t.spec as usize];
+        if !matches!(spec.program.get(t.exec.pc as usize), Some(Op::Get)) {
+            return;
+        }
+        if t.cpu_released {
+            if let Some(n) = t.node {
+                self.resuming[n.index()].push_back(owner);
+                self.on_resources_freed(n);
+            }
+            return;
+        }
+        self.model.set_task_state(owner, TaskState::Running, self.now);
+        self.run_program(owner);
+    }
+}

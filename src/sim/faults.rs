@@ -1,0 +1,278 @@
+//! Faults: the configured schedule (node loss and return, actor kills, random task
+//! failures, memory pressure) and the raylet's memory monitor (OOM killer).
+
+use super::engine::{Engine, Event};
+use crate::config::FaultConfig;
+use crate::log_event;
+use crate::model::*;
+
+/// Faults in effect now.
+#[derive(Default)]
+pub struct FaultState {
+    /// Active random-failure windows: (fault index, probability, application error?).
+    failures: Vec<(usize, f64, bool)>,
+    /// Active memory pressure: (fault index, node, bytes).
+    pressure: Vec<(usize, NodeIdx, u64)>,
+}
+
+impl FaultState {
+    pub fn new(_faults: &[FaultConfig]) -> FaultState {
+        FaultState::default()
+    }
+
+    /// The strongest active failure probability and whether it is an application error.
+    pub fn failure_probability(&self, _now: u64) -> Option<(f64, bool)> {
+        self.failures.iter().map(|(_, p, a)| (*p, *a)).fold(None, |acc, (p, a)| match acc {
+            Some((q, _)) if q >= p => acc,
+            _ => Some((p, a)),
+        })
+    }
+}
+
+impl Engine {
+    pub(crate) fn on_fault(&mut self, i: usize) {
+        let f = self.cfg.faults[i].clone();
+        match f {
+            FaultConfig::KillNode { node, node_type, .. } => {
+                if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
+                    self.kill_node(n, "fault injection: node killed", true);
+                }
+            }
+            FaultConfig::RestoreNode { node, .. } => {
+                self.restore_node(&node);
+            }
+            FaultConfig::KillActor { class, no_restart, .. } => {
+                let mut alive: Vec<ActorId> = self
+                    .model
+                    .actors
+                    .values()
+                    .filter(|a| a.state == ActorState::Alive && self.model.names.get(a.class) == class)
+                    .map(|a| a.id)
+                    .collect();
+                alive.sort();
+                if let Some(a) = alive.first() {
+                    log_event!(self.model.log, self.now, "fault", "kill actor {:x} class={}", a.0, class);
+                    self.actor_died(*a, "killed by ray.kill (fault injection)", !no_restart);
+                }
+            }
+            FaultConfig::TaskFailures { until, probability, application_error, .. } => {
+                log_event!(self.model.log, self.now, "fault", "task failures p={} application={}", probability, application_error);
+                self.faults.failures.push((i, probability, application_error));
+                if let Some(u) = until {
+                    self.schedule_at(u.as_micros(), Event::FaultEnd(i));
+                }
+            }
+            FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
+                if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
+                    let bytes = (self.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
+                    log_event!(self.model.log, self.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
+                    self.model.nodes[n.index()].pressure_bytes.0 += bytes;
+                    self.faults.pressure.push((i, n, bytes));
+                    self.schedule_in(duration.as_micros(), Event::FaultEnd(i));
+                    self.check_memory(n);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_fault_end(&mut self, i: usize) {
+        self.faults.failures.retain(|(f, _, _)| *f != i);
+        let ended: Vec<(usize, NodeIdx, u64)> = self.faults.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
+        self.faults.pressure.retain(|(f, _, _)| *f != i);
+        for (_, n, bytes) in ended {
+            let nd = &mut self.model.nodes[n.index()];
+            nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
+        }
+        log_event!(self.model.log, self.now, "fault", "fault {} ended", i);
+    }
+
+    /// A node by IP, or one alive node of a type chosen with the seeded RNG.
+    fn resolve_node(&mut self, ip: Option<&str>, node_type: Option<&str>) -> Option<NodeIdx> {
+        if let Some(ip) = ip {
+            return self.node_by_ip.get(ip).copied().filter(|n| self.model.nodes[n.index()].is_alive());
+        }
+        let t = node_type?;
+        let candidates: Vec<NodeIdx> =
+            self.model.nodes.iter().filter(|n| n.is_alive() && n.type_name == t).map(|n| n.idx).collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        let k = rand::Rng::random_range(&mut self.rng, 0..candidates.len());
+        Some(candidates[k])
+    }
+
+    /// A node dies (`failure`) or is terminated by the autoscaler (not a failure).
+    pub(crate) fn kill_node(&mut self, n: NodeIdx, reason: &str, failure: bool) {
+        if !self.model.nodes[n.index()].is_alive() {
+            return;
+        }
+        log_event!(self.model.log, self.now, "node", "{} DEAD reason={}", n.0, reason);
+        {
+            let nd = &mut self.model.nodes[n.index()];
+            nd.state = NodeState::Dead;
+            nd.died_at = Some(self.now);
+            nd.death_reason = Some(reason.to_string());
+            nd.available = nd.total.clone();
+            nd.worker_heap_used = Bytes(0);
+        }
+        self.sched.remove_node(&self.model.nodes[n.index()]);
+        if failure {
+            self.model.counters.node_failures += 1;
+            if let Some(t) = self.model.nodes[n.index()].node_type {
+                self.autoscaler.note_failure(t);
+            }
+        }
+        // Work leased there fails; retries go elsewhere.
+        let mut leased = std::mem::take(&mut self.leased[n.index()]);
+        leased.sort();
+        for tid in leased {
+            if let Some(t) = self.model.tasks.get_mut(&tid) {
+                // The node's resources are gone with it: nothing to give back.
+                t.holds_resources = false;
+                t.cpu_released = false;
+            }
+            let is_driver = self.model.tasks.get(&tid).is_some_and(|t| t.kind == TaskType::DriverTask);
+            if is_driver {
+                if let Some(job) = self.model.tasks.get(&tid).map(|t| t.job) {
+                    self.end_job(job, JobStatus::Failed, "the head node died");
+                }
+            } else {
+                self.fail_task(tid, ErrorType::NodeDied, true);
+            }
+        }
+        self.resuming[n.index()].clear();
+        let mut actors = std::mem::take(&mut self.actors_on[n.index()]);
+        actors.sort();
+        for a in actors {
+            if let Some(actor) = self.model.actors.get_mut(&a) {
+                actor.holds_resources = false;
+            }
+            self.actor_died(a, "the node running the actor died", true);
+        }
+        // Hard affinity to this node can never be satisfied now.
+        let pinned: Vec<_> = self.waiting.keys().filter(|k| k.1 == Some(n)).copied().collect();
+        for key in pinned {
+            if let Some(q) = self.waiting.remove(&key) {
+                self.waiting_count -= q.len();
+                for tid in q {
+                    self.try_schedule(tid);
+                }
+            }
+        }
+        self.lose_objects_on(n);
+        {
+            let s = &mut self.model.nodes[n.index()].store;
+            s.used = Bytes(0);
+            s.spilled = Bytes(0);
+            s.num_objects = 0;
+            s.fallback = Bytes(0);
+            s.worker_heap = Bytes(0);
+        }
+        self.reschedule_pgs_on(n);
+    }
+
+    /// A node comes back at this IP as a new raylet (a new node id).
+    pub(crate) fn restore_node(&mut self, ip: &str) -> Option<NodeIdx> {
+        if self.node_by_ip.get(ip).is_some_and(|n| self.model.nodes[n.index()].is_alive()) {
+            return None;
+        }
+        let addr: std::net::Ipv4Addr = ip.parse().ok()?;
+        let cfg = self.cfg.clone();
+        let t = cfg.cluster.node_types.iter().position(|t| {
+            crate::config::ip_range::IpRange::parse(&t.ip_range).is_ok_and(|r| r.contains(addr))
+        });
+        match t {
+            Some(t) => {
+                let nt = &cfg.cluster.node_types[t];
+                Some(self.add_node(
+                    Some(t as u16),
+                    &nt.name,
+                    ip.to_string(),
+                    nt.cpu,
+                    nt.gpu,
+                    nt.memory.0,
+                    nt.object_store_memory.map(|b| b.0),
+                    &nt.resources,
+                    nt.gpu_model.clone(),
+                    nt.gpu_memory.map(|b| b.0).unwrap_or(0),
+                ))
+            }
+            None if ip == cfg.cluster.head.ip => {
+                let h = &cfg.cluster.head;
+                let idx = self.add_node(
+                    None,
+                    &h.name,
+                    ip.to_string(),
+                    h.cpu,
+                    h.gpu,
+                    h.memory.0,
+                    h.object_store_memory.map(|b| b.0),
+                    &h.resources,
+                    h.gpu_model.clone(),
+                    h.gpu_memory.map(|b| b.0).unwrap_or(0),
+                );
+                self.head = idx;
+                Some(idx)
+            }
+            None => None,
+        }
+    }
+
+    /// Ray's memory monitor: above the usage threshold, kill the most recently started
+    /// worker (retriable tasks first) until usage is below it again.
+    pub(crate) fn check_memory(&mut self, n: NodeIdx) {
+        let threshold = self.cfg.memory_monitor.usage_threshold;
+        if threshold <= 0.0 {
+            return;
+        }
+        for _ in 0..10_000 {
+            let nd = &self.model.nodes[n.index()];
+            if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
+                return;
+            }
+            let Some(victim) = self.oom_victim(n) else { return };
+            let t = &self.model.tasks[&victim];
+            let name = self.model.names.get(t.name).to_string();
+            let (kind, actor) = (t.kind, t.actor);
+            self.model.nodes[n.index()].stats.oom_kills += 1;
+            log_event!(self.model.log, self.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+            match (kind, actor) {
+                (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
+                    let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
+                    *self.model.counters.oom_kills.entry(("MemoryManager.ActorEviction.Total", class)).or_insert(0) += 1;
+                    if kind == TaskType::ActorTask {
+                        self.actor_died(a, "killed by the memory monitor (OOM)", true);
+                    } else {
+                        self.fail_task(victim, ErrorType::OutOfMemory, false);
+                        self.actor_died(a, "killed by the memory monitor (OOM)", true);
+                    }
+                }
+                _ => {
+                    *self.model.counters.oom_kills.entry(("MemoryManager.TaskEviction.Total", name)).or_insert(0) += 1;
+                    self.fail_task(victim, ErrorType::OutOfMemory, true);
+                }
+            }
+        }
+    }
+
+    fn oom_victim(&self, n: NodeIdx) -> Option<TaskId> {
+        let mut best: Option<(bool, u64, TaskId)> = None;
+        let leased = self.leased[n.index()].iter().copied();
+        let actor_tasks = self.actors_on[n.index()]
+            .iter()
+            .filter_map(|a| self.model.actors.get(a))
+            .flat_map(|a| a.running.iter().copied());
+        for tid in leased.chain(actor_tasks) {
+            let Some(t) = self.model.tasks.get(&tid) else { continue };
+            if !t.state.is_running() || t.kind == TaskType::DriverTask {
+                continue;
+            }
+            let retriable = t.retries_left != 0 || t.kind == TaskType::NormalTask;
+            let key = (retriable, t.started_at.unwrap_or(0), tid);
+            if best.is_none_or(|b| key > b) {
+                best = Some(key);
+            }
+        }
+        best.map(|(_, _, t)| t)
+    }
+}

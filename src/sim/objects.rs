@@ -1,0 +1,377 @@
+//! Objects: creation, the per-node plasma stores (spill at the threshold, restore on
+//! access), transfers between nodes, reference counting, and loss with lineage
+//! reconstruction when a node dies.
+
+use super::engine::Engine;
+use crate::log_event;
+use crate::model::*;
+
+impl Engine {
+    /// Create the (pending) return object of a new task. The owner holds one reference.
+    pub(crate) fn new_return_object(
+        &mut self,
+        producer: TaskId,
+        owner: TaskId,
+        job: JobId,
+        spec: u32,
+        size: u64,
+        args: &[ObjectId],
+    ) -> ObjectId {
+        let id = self.model.alloc_object_id();
+        let inline = size <= self.cfg.object_store.inline_threshold.0;
+        self.model.objects.insert(
+            id,
+            Object {
+                id,
+                job,
+                owner,
+                producer: Some(producer),
+                size,
+                status: ObjectStatus::Pending,
+                inline,
+                primary: None,
+                spilled: false,
+                copies: Vec::new(),
+                refs: 1,
+                owner_waits: true,
+                waiters: Vec::new(),
+                created_at: self.now,
+                lru_seq: 0,
+                spec,
+                lineage_args: if inline { Box::new([]) } else { args.into() },
+                reconstructions: 0,
+            },
+        );
+        self.model.counters.objects_created += 1;
+        id
+    }
+
+    /// The producer finished on `node`: the value exists, inline or in that node's plasma store.
+    pub(crate) fn seal_object(&mut self, id: ObjectId, node: NodeIdx) {
+        let Some(o) = self.model.objects.get_mut(&id) else { return };
+        if o.status == ObjectStatus::Ready {
+            return;
+        }
+        o.status = ObjectStatus::Ready;
+        let (size, inline) = (o.size, o.inline);
+        if inline {
+            // Small returns travel back to the owner's in-process store.
+            let owner_node = self.model.tasks.get(&o.owner).and_then(|t| t.node).unwrap_or(node);
+            o.primary = Some(owner_node);
+            self.model.nodes[owner_node.index()].store.worker_heap.0 += size;
+        } else {
+            o.primary = Some(node);
+            o.spilled = false;
+            self.store_add(node, id, size);
+        }
+        self.object_ready(id);
+    }
+
+    /// Wake the owner (if it counts this future) and any task waiting for it as an argument.
+    pub(crate) fn object_ready(&mut self, id: ObjectId) {
+        let Some(o) = self.model.objects.get_mut(&id) else { return };
+        let waiters = std::mem::take(&mut o.waiters);
+        let (owner, owner_waits) = (o.owner, o.owner_waits);
+        if owner_waits {
+            self.on_future_resolved(owner, false);
+        }
+        for w in waiters {
+            let Some(t) = self.model.tasks.get_mut(&w) else { continue };
+            if t.state != TaskState::PendingArgsAvail {
+                continue;
+            }
+            t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
+            if t.exec.unresolved == 0 {
+                self.on_task_ready(w);
+            }
+        }
+    }
+
+    /// The producer failed for good: readers get its error.
+    pub(crate) fn object_failed(&mut self, id: ObjectId) {
+        let Some(o) = self.model.objects.get_mut(&id) else { return };
+        o.status = ObjectStatus::Failed;
+        let waiters = std::mem::take(&mut o.waiters);
+        let (owner, owner_waits) = (o.owner, o.owner_waits);
+        if owner_waits {
+            self.on_future_resolved(owner, true);
+        }
+        for w in waiters {
+            if self.model.tasks.get(&w).is_some_and(|t| t.state == TaskState::PendingArgsAvail) {
+                self.fail_task(w, ErrorType::TaskExecutionException, false);
+            }
+        }
+        self.free_if_unreferenced(id);
+    }
+
+    pub(crate) fn unref_object(&mut self, id: ObjectId) {
+        if let Some(o) = self.model.objects.get_mut(&id) {
+            o.refs = o.refs.saturating_sub(1);
+        }
+        self.free_if_unreferenced(id);
+    }
+
+    fn free_if_unreferenced(&mut self, id: ObjectId) {
+        let Some(o) = self.model.objects.get(&id) else { return };
+        if o.refs > 0 || o.status == ObjectStatus::Pending {
+            return;
+        }
+        let o = self.model.objects.remove(&id).expect("object exists");
+        self.model.counters.objects_freed += 1;
+        if o.status != ObjectStatus::Ready {
+            return;
+        }
+        if o.inline {
+            if let Some(n) = o.primary {
+                let s = &mut self.model.nodes[n.index()].store;
+                s.worker_heap.0 = s.worker_heap.0.saturating_sub(o.size);
+            }
+            return;
+        }
+        if let Some(n) = o.primary {
+            let s = &mut self.model.nodes[n.index()].store;
+            if o.spilled {
+                s.spilled.0 = s.spilled.0.saturating_sub(o.size);
+            } else {
+                self.store_remove(n, o.size);
+            }
+        }
+        for c in o.copies {
+            self.store_remove(c, o.size);
+        }
+    }
+
+    /// Put bytes into a node's plasma store; spill when usage crosses the threshold.
+    fn store_add(&mut self, node: NodeIdx, id: ObjectId, size: u64) {
+        let s = &mut self.model.nodes[node.index()].store;
+        s.used.0 += size;
+        s.num_objects += 1;
+        if let Some(o) = self.model.objects.get_mut(&id) {
+            if o.primary == Some(node) {
+                o.lru_seq = self.model.counters.objects_created;
+                self.primaries[node.index()].push_back(id);
+            }
+        }
+        self.maybe_spill(node);
+        if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
+            self.check_memory(node);
+        }
+    }
+
+    fn store_remove(&mut self, node: NodeIdx, size: u64) {
+        let s = &mut self.model.nodes[node.index()].store;
+        s.used.0 = s.used.0.saturating_sub(size);
+        s.num_objects = s.num_objects.saturating_sub(1);
+        if s.fallback.0 > 0 && s.used.0 <= s.capacity.0 {
+            s.fallback.0 = 0;
+        }
+    }
+
+    /// Ray spills primary copies once the store is `spill_threshold` full, oldest first.
+    pub(crate) fn maybe_spill(&mut self, node: NodeIdx) {
+        let cap = self.model.nodes[node.index()].store.capacity.0;
+        let limit = (cap as f64 * self.cfg.object_store.spill_threshold) as u64;
+        while self.model.nodes[node.index()].store.used.0 >= limit && limit > 0 {
+            let Some(id) = self.primaries[node.index()].pop_front() else { break };
+            let Some(o) = self.model.objects.get_mut(&id) else { continue };
+            if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
+                continue;
+            }
+            o.spilled = true;
+            let size = o.size;
+            let n = &mut self.model.nodes[node.index()];
+            n.store.used.0 = n.store.used.0.saturating_sub(size);
+            n.store.num_objects = n.store.num_objects.saturating_sub(1);
+            n.store.spilled.0 += size;
+            n.stats.bytes_spilled += size;
+            n.stats.objects_spilled += 1;
+            self.model.counters.spilled_bytes += size;
+            self.model.counters.spilled_objects += 1;
+            log_event!(self.model.log, self.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
+        }
+        let s = &mut self.model.nodes[node.index()].store;
+        s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
+        // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
+        let q = &mut self.primaries[node.index()];
+        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+            let objects = &self.model.objects;
+            q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
+        }
+    }
+
+    /// Bring a task's plasma arguments to `node`; returns the virtual time that takes (µs).
+    pub(crate) fn fetch_args(&mut self, tid: TaskId, node: NodeIdx) -> u64 {
+        let args = self.model.tasks[&tid].args.clone();
+        if args.is_empty() {
+            return 0;
+        }
+        let net = self.cfg.cluster.network_bandwidth.0.max(1) as f64;
+        let disk = self.cfg.object_store.spill_bandwidth.0.max(1) as f64;
+        let mut micros = 0f64;
+        let mut fetched = 0u64;
+        for a in args.iter() {
+            let Some(o) = self.model.objects.get_mut(a) else { continue };
+            if o.inline || o.status != ObjectStatus::Ready || o.in_memory_at(node) {
+                continue;
+            }
+            let size = o.size;
+            let primary = o.primary;
+            if o.spilled {
+                // Restore from the spilling node's disk first.
+                o.spilled = false;
+                micros += size as f64 / disk * 1e6;
+                if let Some(p) = primary {
+                    let n = &mut self.model.nodes[p.index()];
+                    n.store.spilled.0 = n.store.spilled.0.saturating_sub(size);
+                    n.stats.bytes_restored += size;
+                    n.stats.objects_restored += 1;
+                    self.model.counters.restored_bytes += size;
+                    self.model.counters.restored_objects += 1;
+                    self.store_add(p, *a, size);
+                }
+            }
+            if primary == Some(node) {
+                continue;
+            }
+            let source = primary.unwrap_or(node);
+            micros += size as f64 / net * 1e6;
+            fetched += size;
+            self.model.nodes[source.index()].stats.bytes_sent += size;
+            self.model.nodes[node.index()].stats.bytes_received += size;
+            self.model.counters.transferred_bytes += size;
+            if let Some(o) = self.model.objects.get_mut(a) {
+                o.copies.push(node);
+            }
+            self.store_add(node, *a, size);
+        }
+        if let Some(t) = self.model.tasks.get_mut(&tid) {
+            t.arg_bytes += fetched;
+        }
+        micros.ceil() as u64
+    }
+
+    /// `ray.put`: an object owned by the task, stored on its node.
+    pub(crate) fn op_put(&mut self, tid: TaskId, size: u64) {
+        let (job, node) = {
+            let t = &self.model.tasks[&tid];
+            (t.job, t.node.unwrap_or(self.head))
+        };
+        let id = self.new_return_object(tid, tid, job, u32::MAX, size, &[]);
+        if let Some(o) = self.model.objects.get_mut(&id) {
+            o.producer = None;
+            o.owner_waits = false;
+        }
+        self.seal_object(id, node);
+        self.hold_futures(tid, vec![id]);
+    }
+
+    /// A node died: copies there are gone. Objects left without any copy are
+    /// reconstructed from lineage when their producer can run again, else lost for good.
+    pub(crate) fn lose_objects_on(&mut self, node: NodeIdx) {
+        let mut lost = Vec::new();
+        let mut ids: Vec<ObjectId> = self
+            .model
+            .objects
+            .values()
+            .filter(|o| o.primary == Some(node) || o.copies.contains(&node))
+            .map(|o| o.id)
+            .collect();
+        ids.sort();
+        for id in ids {
+            let o = self.model.objects.get_mut(&id).expect("object exists");
+            o.copies.retain(|c| *c != node);
+            if o.primary == Some(node) {
+                if let Some(c) = o.copies.pop() {
+                    o.primary = Some(c);
+                    o.spilled = false;
+                } else if o.status == ObjectStatus::Ready {
+                    o.primary = None;
+                    o.status = ObjectStatus::Lost;
+                    lost.push(id);
+                }
+            }
+        }
+        self.primaries[node.index()].clear();
+        for id in lost {
+            self.reconstruct_or_fail(id);
+        }
+    }
+
+    fn reconstruct_or_fail(&mut self, id: ObjectId) {
+        let o = &self.model.objects[&id];
+        if o.refs == 0 {
+            self.model.objects.remove(&id);
+            return;
+        }
+        let (spec_id, producer, owner, job) = (o.spec, o.producer, o.owner, o.job);
+        let args_alive = o.lineage_args.iter().all(|a| self.model.objects.contains_key(a));
+        let budget = self.specs.get(spec_id as usize).map(|s| s.max_retries).unwrap_or(0);
+        let can = producer.is_some()
+            && args_alive
+            && self.specs.get(spec_id as usize).is_some_and(|s| s.kind == TaskType::NormalTask)
+            && (budget < 0 || o.reconstructions < budget as u32)
+            && self.model.tasks.contains_key(&owner)
+            && !self.model.tasks.contains_key(&producer.unwrap_or_default());
+        if !can {
+            log_event!(self.model.log, self.now, "object", "{:x} LOST unrecoverable", id.0);
+            let o = self.model.objects.get_mut(&id).expect("object exists");
+            let waiters = std::mem::take(&mut o.waiters);
+            o.status = ObjectStatus::Failed;
+            for w in waiters {
+                self.fail_task(w, ErrorType::ObjectLost, false);
+            }
+            return;
+        }
+        let producer = producer.expect("checked above");
+        let o = self.model.objects.get_mut(&id).expect("object exists");
+        o.reconstructions += 1;
+        o.status = ObjectStatus::Pending;
+        let attempt = o.reconstructions;
+        let args = o.lineage_args.clone();
+        let owner_waits = o.owner_waits;
+        if owner_waits {
+            if let Some(t) = self.model.tasks.get_mut(&owner) {
+                t.exec.unresolved += 1;
+            }
+        }
+        for a in args.iter() {
+            if let Some(ao) = self.model.objects.get_mut(a) {
+                ao.refs += 1;
+            }
+        }
+        self.model.counters.objects_reconstructed += 1;
+        log_event!(self.model.log, self.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
+        let spec = &self.specs[spec_id as usize];
+        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
+        let task = Task {
+            id: producer,
+            job,
+            name: spec.name,
+            kind: TaskType::NormalTask,
+            state: TaskState::PendingNodeAssignment,
+            attempt,
+            parent: Some(owner),
+            owner_node,
+            spec: spec_id,
+            actor: None,
+            node: None,
+            args,
+            returns: id,
+            bundle: None,
+            submitted_at: self.now,
+            ready_at: self.now,
+            started_at: None,
+            holds_resources: false,
+            cpu_released: false,
+            retries_left: 0,
+            oom_retries: 0,
+            error: None,
+            arg_bytes: 0,
+            exec: Exec::default(),
+        };
+        self.model.insert_task(task);
+        self.model.counters.tasks_retried += 1;
+        let attempt = self.model.tasks[&producer].attempt;
+        self.schedule_in(0, super::engine::Event::Resubmit(producer, attempt));
+    }
+}

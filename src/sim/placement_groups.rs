@@ -1,0 +1,226 @@
+//! Placement groups: atomic bundle reservation, tasks and actors placed in bundles,
+//! rescheduling after node loss, removal.
+
+use super::engine::Engine;
+use crate::log_event;
+use crate::model::*;
+use crate::scheduler::PgPlacement;
+
+impl Engine {
+    pub(crate) fn create_placement_group(&mut self, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy) -> PgId {
+        let id = PgId(self.model.next_pg);
+        self.model.next_pg += 1;
+        let job = self.model.tasks[&creator].job;
+        self.model.pgs.insert(
+            id,
+            PlacementGroup {
+                id,
+                job,
+                name: format!("pg_{}", id.0),
+                strategy,
+                state: PgState::Pending,
+                bundles: bundles
+                    .into_iter()
+                    .map(|r| Bundle { available: r.clone(), request: r, node: None })
+                    .collect(),
+                creator,
+                created_at: self.now,
+                scheduled_at: None,
+            },
+        );
+        self.model.counters.pgs_created += 1;
+        log_event!(self.model.log, self.now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
+        if !self.try_place_pg(id) {
+            self.pending_pgs.push_back(id);
+        }
+        id
+    }
+
+    /// Try to reserve every unplaced bundle at once; true when the group is CREATED.
+    fn try_place_pg(&mut self, id: PgId) -> bool {
+        let Some(pg) = self.model.pgs.get(&id) else { return true };
+        if pg.state == PgState::Removed {
+            return true;
+        }
+        let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
+        let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
+        let strategy = pg.strategy;
+        match self.sched.place_bundles(&self.model.nodes, &requests, strategy) {
+            PgPlacement::Placed(nodes) => {
+                self.model.set_pg_state(id, PgState::Prepared, self.now);
+                for (k, &bi) in unplaced.iter().enumerate() {
+                    let n = nodes[k];
+                    let req = requests[k].clone();
+                    let nd = &mut self.model.nodes[n.index()];
+                    nd.available.subtract(&req);
+                    nd.idle_since = None;
+                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    let pg = self.model.pgs.get_mut(&id).expect("pg exists");
+                    pg.bundles[bi].node = Some(n);
+                    pg.bundles[bi].available = req;
+                }
+                let pg = self.model.pgs.get_mut(&id).expect("pg exists");
+                let ms = (self.now - pg.created_at) as f64 / 1000.0;
+                pg.scheduled_at = Some(self.now);
+                let creator = pg.creator;
+                self.model.placement_ms[2].observe(ms);
+                self.model.set_pg_state(id, PgState::Created, self.now);
+                // Resume the creator blocked in `ray.get(pg.ready())`.
+                if let Some(t) = self.model.tasks.get_mut(&creator) {
+                    if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) {
+                        t.exec.pc += 1;
+                        self.model.set_task_state(creator, TaskState::Running, self.now);
+                        self.run_program(creator);
+                    }
+                }
+                self.drain_bundle_waiters(id);
+                true
+            }
+            PgPlacement::Wait => false,
+            PgPlacement::Infeasible => {
+                log_event!(self.model.log, self.now, "placement_group", "{} INFEASIBLE", id.0);
+                false
+            }
+        }
+    }
+
+    pub(crate) fn retry_pending_pgs(&mut self) {
+        let pending: Vec<PgId> = self.pending_pgs.drain(..).collect();
+        for id in pending {
+            if !self.try_place_pg(id) {
+                self.pending_pgs.push_back(id);
+            }
+        }
+    }
+
+    /// Demand of pending groups, for the autoscaler.
+    pub(crate) fn pending_pg_bundles(&self) -> Vec<ResourceRequest> {
+        self.pending_pgs
+            .iter()
+            .filter_map(|id| self.model.pgs.get(id))
+            .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
+            .collect()
+    }
+
+    pub(crate) fn remove_placement_group(&mut self, id: PgId) {
+        let Some(pg) = self.model.pgs.get_mut(&id) else { return };
+        if pg.state == PgState::Removed {
+            return;
+        }
+        let bundles = std::mem::take(&mut pg.bundles);
+        for b in &bundles {
+            if let Some(n) = b.node {
+                if self.model.nodes[n.index()].is_alive() {
+                    self.model.nodes[n.index()].available.add(&b.request);
+                    self.sched.update_node(&self.model.nodes[n.index()]);
+                }
+            }
+        }
+        if let Some(pg) = self.model.pgs.get_mut(&id) {
+            pg.bundles = bundles.into_iter().map(|mut b| {
+                b.available = b.request.clone();
+                b
+            }).collect();
+        }
+        self.pending_pgs.retain(|p| *p != id);
+        self.waiting_bundle.remove(&id);
+        self.model.set_pg_state(id, PgState::Removed, self.now);
+        let nodes: Vec<NodeIdx> = self.model.pgs[&id].bundles.iter().filter_map(|b| b.node).collect();
+        for n in nodes {
+            self.on_resources_freed(n);
+        }
+    }
+
+    /// A task or actor placed in bundle `b` of `pg`: reserve from the bundle, not the node.
+    pub(crate) fn try_schedule_in_bundle(&mut self, tid: TaskId, pg: PgId, b: u32) {
+        let spec = self.model.tasks[&tid].spec;
+        let req = self.specs[spec as usize].request.clone();
+        let Some(group) = self.model.pgs.get_mut(&pg) else {
+            self.fail_task(tid, ErrorType::TaskUnschedulable, false);
+            return;
+        };
+        if group.state == PgState::Removed {
+            self.fail_task(tid, ErrorType::TaskUnschedulable, false);
+            return;
+        }
+        let placed = group.state == PgState::Created;
+        let bundle = group.bundles.get_mut(b as usize);
+        match bundle {
+            Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
+                take(&mut bd.available, &req);
+                let node = bd.node.expect("placed bundle has a node");
+                self.leased[node.index()].push(tid);
+                let t = self.model.tasks.get_mut(&tid).expect("task exists");
+                t.node = Some(node);
+                t.holds_resources = true;
+                let attempt = t.attempt;
+                let kind = t.kind;
+                let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
+                let ms = (self.now - t.ready_at) as f64 / 1000.0;
+                self.model.placement_ms[hist].observe(ms);
+                log_event!(self.model.log, self.now, "scheduler", "{:x} LEASED node={} pg={} bundle={}", tid.0, node.0, pg.0, b);
+                let delay = self.cfg.scheduler.lease_latency.as_micros()
+                    + if kind == TaskType::ActorCreationTask { self.cfg.scheduler.worker_start_latency.as_micros() } else { 0 };
+                self.schedule_in(delay, super::engine::Event::Dispatch(tid, attempt));
+            }
+            Some(_) => self.waiting_bundle.entry(pg).or_default().push_back(tid),
+            None => self.fail_task(tid, ErrorType::TaskUnschedulable, false),
+        }
+    }
+
+    pub(crate) fn return_to_bundle(&mut self, pg: PgId, b: u32, req: &ResourceRequest) {
+        if let Some(bd) = self.model.pgs.get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
+            for &(id, q) in &req.0 {
+                match bd.available.0.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, v)) => *v += q,
+                    None => bd.available.0.push((id, q)),
+                }
+            }
+            bd.available.0.sort_by_key(|(i, _)| *i);
+        }
+        self.drain_bundle_waiters(pg);
+    }
+
+    fn drain_bundle_waiters(&mut self, pg: PgId) {
+        let Some(q) = self.waiting_bundle.remove(&pg) else { return };
+        for tid in q {
+            if self.model.tasks.contains_key(&tid) {
+                self.try_schedule(tid);
+            }
+        }
+    }
+
+    /// Bundles on a dead node are lost: the group is RESCHEDULING until they are placed again.
+    pub(crate) fn reschedule_pgs_on(&mut self, node: NodeIdx) {
+        let affected: Vec<PgId> = self
+            .model
+            .pgs
+            .values()
+            .filter(|p| p.state != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
+            .map(|p| p.id)
+            .collect();
+        for id in affected {
+            let pg = self.model.pgs.get_mut(&id).expect("pg exists");
+            for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
+                b.node = None;
+                b.available = b.request.clone();
+            }
+            self.model.set_pg_state(id, PgState::Rescheduling, self.now);
+            if !self.try_place_pg(id) {
+                self.pending_pgs.push_back(id);
+            }
+        }
+    }
+}
+
+fn fits(avail: &ResourceRequest, req: &ResourceRequest) -> bool {
+    req.0.iter().all(|&(id, q)| avail.get(id) >= q)
+}
+
+fn take(avail: &mut ResourceRequest, req: &ResourceRequest) {
+    for &(id, q) in &req.0 {
+        if let Some((_, v)) = avail.0.iter_mut().find(|(i, _)| *i == id) {
+            *v -= q;
+        }
+    }
+}

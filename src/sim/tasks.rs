@@ -1,0 +1,673 @@
+//! The task lifecycle: submit → dependencies → lease (local raylet first, spillback)
+//! → argument fetch → run → finish, or fail and retry within the budget.
+
+use super::engine::{Engine, Event};
+use crate::log_event;
+use crate::model::*;
+use crate::scheduler::{Placement, Strategy};
+use crate::workload::Placing;
+
+impl Engine {
+    /// Submit one call on behalf of a running task `parent`; returns the task and its return object.
+    pub(crate) fn submit_call(
+        &mut self,
+        spec_id: u32,
+        parent: TaskId,
+        args: Box<[ObjectId]>,
+        actor: Option<ActorId>,
+        bundle: Option<(PgId, u32)>,
+    ) -> (TaskId, ObjectId) {
+        let (job, owner_node) = {
+            let p = &self.model.tasks[&parent];
+            (p.job, p.node.unwrap_or(self.head))
+        };
+        let tid = self.model.alloc_task_id();
+        let spec = &self.specs[spec_id as usize];
+        let (kind, name, max_retries, return_size) = (spec.kind, spec.name, spec.max_retries, spec.return_size);
+        let actor_retries = actor.and_then(|a| self.model.actors.get(&a)).map(|a| a.max_task_retries).unwrap_or(0);
+        let ret = self.new_return_object(tid, parent, job, spec_id, return_size, &args);
+        let mut unresolved = 0u32;
+        let mut failed_arg = false;
+        for a in args.iter() {
+            if let Some(o) = self.model.objects.get_mut(a) {
+                o.refs += 1;
+                match o.status {
+                    ObjectStatus::Ready => {}
+                    ObjectStatus::Failed => failed_arg = true,
+                    ObjectStatus::Pending | ObjectStatus::Lost => {
+                        o.waiters.push(tid);
+                        unresolved += 1;
+                    }
+                }
+            } else {
+                failed_arg = true;
+            }
+        }
+        let initial = if unresolved > 0 || failed_arg {
+            TaskState::PendingArgsAvail
+        } else if kind == TaskType::ActorTask {
+            TaskState::PendingActorTaskOrderingOrConcurrency
+        } else {
+            TaskState::PendingNodeAssignment
+        };
+        let task = Task {
+            id: tid,
+            job,
+            name,
+            kind,
+            state: initial,
+            attempt: 0,
+            parent: Some(parent),
+            owner_node,
+            spec: spec_id,
+            actor,
+            node: None,
+            args,
+            returns: ret,
+            bundle,
+            submitted_at: self.now,
+            ready_at: self.now,
+            started_at: None,
+            holds_resources: false,
+            cpu_released: false,
+            retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
+            oom_retries: 0,
+            error: None,
+            arg_bytes: 0,
+            exec: Exec { unresolved, ..Default::default() },
+        };
+        log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
+        self.model.insert_task(task);
+        if failed_arg {
+            self.fail_task(tid, ErrorType::TaskExecutionException, false);
+        } else if unresolved == 0 {
+            self.on_task_ready(tid);
+        }
+        (tid, ret)
+    }
+
+    /// Dependencies are resolved: actor tasks join their actor's queue, the rest ask for a lease.
+    pub(crate) fn on_task_ready(&mut self, tid: TaskId) {
+        let Some(t) = self.model.tasks.get_mut(&tid) else { return };
+        t.ready_at = self.now;
+        if t.kind == TaskType::ActorTask {
+            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.now);
+            self.enqueue_actor_task(tid);
+        } else {
+            self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.now);
+            self.try_schedule(tid);
+        }
+    }
+
+    /// Ask for a lease: the owner's local raylet first, else a node it spills back to.
+    pub(crate) fn try_schedule(&mut self, tid: TaskId) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if let Some((pg, bundle)) = t.bundle {
+            self.try_schedule_in_bundle(tid, pg, bundle);
+            return;
+        }
+        let spec_id = t.spec;
+        let owner_node = t.owner_node;
+        let kind = t.kind;
+        let spec = &self.specs[spec_id as usize];
+        let strategy = match &spec.placing {
+            Placing::Default | Placing::CallerPlacementGroup => Strategy::Default,
+            Placing::Spread => Strategy::Spread,
+            Placing::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
+                Some(&n) => Strategy::NodeAffinity { node: n, soft: *soft },
+                // No node ever had that address: treat as dead.
+                None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
+            },
+        };
+        let locality = if strategy == Strategy::Default && kind == TaskType::NormalTask && self.cfg.scheduler.locality_aware {
+            self.locality_node(tid)
+        } else {
+            None
+        };
+        let placement =
+            self.sched.schedule(&self.model.nodes, &spec.request, strategy, owner_node, locality, &mut self.rng);
+        match placement {
+            Placement::Node(n) => self.grant_lease(tid, n),
+            Placement::Wait { only } => {
+                self.waiting.entry((spec_id, only)).or_default().push_back(tid);
+                self.waiting_count += 1;
+            }
+            Placement::Infeasible => {
+                log_event!(self.model.log, self.now, "scheduler", "{:x} INFEASIBLE", tid.0);
+                self.infeasible.entry(spec_id).or_default().push_back(tid);
+                self.infeasible_count += 1;
+            }
+            Placement::Unschedulable => {
+                let err = if kind == TaskType::ActorCreationTask {
+                    ErrorType::ActorUnschedulable
+                } else {
+                    ErrorType::TaskUnschedulable
+                };
+                self.fail_task(tid, err, false);
+            }
+        }
+    }
+
+    /// The node holding the most bytes of this task's plasma arguments.
+    fn locality_node(&self, tid: TaskId) -> Option<NodeIdx> {
+        let t = &self.model.tasks[&tid];
+        if t.args.is_empty() {
+            return None;
+        }
+        let mut best: Option<(u64, NodeIdx)> = None;
+        for a in t.args.iter() {
+            let Some(o) = self.model.objects.get(a) else { continue };
+            if let (false, Some(n)) = (o.inline, o.primary) {
+                let bytes: u64 = t
+                    .args
+                    .iter()
+                    .filter_map(|b| self.model.objects.get(b))
+                    .filter(|b| !b.inline && b.primary == Some(n))
+                    .map(|b| b.size)
+                    .sum();
+                if best.is_none_or(|(bb, bn)| bytes > bb || (bytes == bb && n < bn)) {
+                    best = Some((bytes, n));
+                }
+            }
+        }
+        best.map(|(_, n)| n)
+    }
+
+    /// Reserve resources on `node` and send the task there.
+    pub(crate) fn grant_lease(&mut self, tid: TaskId, node: NodeIdx) {
+        let spec_id = self.model.tasks[&tid].spec;
+        let req = &self.specs[spec_id as usize].request;
+        let n = &mut self.model.nodes[node.index()];
+        n.available.subtract(req);
+        n.idle_since = None;
+        self.sched.update_node(&self.model.nodes[node.index()]);
+        self.leased[node.index()].push(tid);
+        let t = self.model.tasks.get_mut(&tid).expect("task being granted exists");
+        t.node = Some(node);
+        t.holds_resources = true;
+        let spilled = node != t.owner_node;
+        let kind = t.kind;
+        let attempt = t.attempt;
+        let owner = t.owner_node;
+        let lease = self.cfg.scheduler.lease_latency.as_micros();
+        let mut delay = lease;
+        if spilled {
+            // The local raylet answers with another raylet's address; the owner asks again there.
+            delay += lease;
+            self.model.counters.spillbacks += 1;
+            self.model.nodes[owner.index()].stats.spillbacks += 1;
+        }
+        let placement_ms = (self.now + delay - t.ready_at) as f64 / 1000.0;
+        let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
+        self.model.placement_ms[hist].observe(placement_ms);
+        if kind == TaskType::ActorCreationTask {
+            delay += self.cfg.scheduler.worker_start_latency.as_micros();
+        }
+        log_event!(self.model.log, self.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
+        self.schedule_in(delay, Event::Dispatch(tid, attempt));
+    }
+
+    /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not returned twice.
+    pub(crate) fn release_lease(&mut self, tid: TaskId) {
+        let Some(t) = self.model.tasks.get_mut(&tid) else { return };
+        if !t.holds_resources {
+            return;
+        }
+        t.holds_resources = false;
+        let Some(node) = t.node else { return };
+        let cpu_released = std::mem::take(&mut t.cpu_released);
+        let list = &mut self.leased[node.index()];
+        if let Some(pos) = list.iter().position(|x| *x == tid) {
+            list.swap_remove(pos);
+        }
+        if let Some((pg, b)) = t.bundle {
+            let req = self.specs[t.spec as usize].request.clone();
+            self.return_to_bundle(pg, b, &req);
+            return;
+        }
+        let n = &mut self.model.nodes[node.index()];
+        if !n.is_alive() {
+            return;
+        }
+        let req = &self.specs[t.spec as usize].request;
+        if cpu_released {
+            let cpu = req.get(ResourceId::CPU);
+            n.available.add(req);
+            n.available.0[ResourceId::CPU.index()] -= cpu;
+        } else {
+            n.available.add(req);
+        }
+        self.sched.update_node(&self.model.nodes[node.index()]);
+        self.on_resources_freed(node);
+    }
+
+    pub(crate) fn on_dispatch(&mut self, tid: TaskId, attempt: u32) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.attempt != attempt || t.state != TaskState::PendingNodeAssignment || !t.holds_resources {
+            return;
+        }
+        let node = t.node.expect("leased task has a node");
+        // Arguments lost since submission (node death) send the task back to wait for them.
+        if self.rewait_for_lost_args(tid) {
+            return;
+        }
+        let fetch = self.fetch_args(tid, node);
+        if fetch > 0 {
+            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.now);
+            self.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
+        } else {
+            self.start_task(tid, node);
+        }
+    }
+
+    pub(crate) fn on_args_fetched(&mut self, tid: TaskId, attempt: u32) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.attempt != attempt {
+            return;
+        }
+        match (t.state, t.node) {
+            (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => self.start_task(tid, n),
+            _ => {}
+        }
+    }
+
+    /// If some argument is no longer available, give up the lease and wait for it again.
+    fn rewait_for_lost_args(&mut self, tid: TaskId) -> bool {
+        let args = self.model.tasks[&tid].args.clone();
+        let mut missing = 0;
+        for a in args.iter() {
+            if let Some(o) = self.model.objects.get_mut(a) {
+                if matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) {
+                    o.waiters.push(tid);
+                    missing += 1;
+                }
+            }
+        }
+        if missing == 0 {
+            return false;
+        }
+        self.release_lease(tid);
+        let t = self.model.tasks.get_mut(&tid).expect("task exists");
+        t.exec.unresolved = missing;
+        t.node = None;
+        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.now);
+        true
+    }
+
+    /// A worker starts executing the task.
+    pub(crate) fn start_task(&mut self, tid: TaskId, node: NodeIdx) {
+        self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
+        self.model.set_task_state(tid, TaskState::Running, self.now);
+        let t = self.model.tasks.get_mut(&tid).expect("task exists");
+        t.started_at = Some(self.now);
+        t.node = Some(node);
+        t.exec = Exec::default();
+        let heap = self.specs[t.spec as usize].heap;
+        let kind = t.kind;
+        let actor = t.actor;
+        let n = &mut self.model.nodes[node.index()];
+        n.worker_heap_used.0 += heap;
+        n.stats.tasks_started += 1;
+        if kind == TaskType::ActorCreationTask {
+            // Each actor gets a dedicated worker process.
+            n.stats.workers_started += 1;
+            self.model.counters.workers_started += 1;
+            let pid = self.model.alloc_pid();
+            if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
+                a.node = Some(node);
+                a.pid = pid;
+            }
+        }
+        if heap > 0 {
+            self.check_memory(node);
+        }
+        if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::Running) {
+            self.run_program(tid);
+        }
+    }
+
+    pub(crate) fn on_op_done(&mut self, tid: TaskId, attempt: u32) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.attempt != attempt || t.state != TaskState::Running {
+            return;
+        }
+        if t.kind != TaskType::DriverTask {
+            if let Some((p, application)) = self.faults.failure_probability(self.now) {
+                if rand::Rng::random::<f64>(&mut self.rng) < p {
+                    let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
+                    if !application {
+                        let name = self.model.names.get(t.name).to_string();
+                        let node = t.node;
+                        *self.model.counters.worker_failures.entry(("SystemError", name)).or_insert(0) += 1;
+                        if let Some(n) = node {
+                            self.model.nodes[n.index()].stats.worker_failures += 1;
+                        }
+                    }
+                    self.fail_task(tid, err, true);
+                    return;
+                }
+            }
+        }
+        self.run_program(tid);
+    }
+
+    /// The program ran to its end: seal the return value and release everything.
+    pub(crate) fn finish_task(&mut self, tid: TaskId) {
+        let t = self.model.tasks.get(&tid).expect("finishing task exists");
+        let (kind, node, spec_id, ret, actor, job) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job);
+        let spec = &self.specs[spec_id as usize];
+        let (heap, return_size) = (spec.heap, spec.return_size);
+        let keeps_resources = kind == TaskType::ActorCreationTask
+            && spec.actor.as_ref().is_some_and(|a| a.holds_resources);
+        if let Some(n) = node {
+            let nd = &mut self.model.nodes[n.index()];
+            nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);
+            nd.stats.tasks_finished += 1;
+        }
+        if keeps_resources {
+            // The actor keeps its resources for its lifetime: the lease becomes the actor's.
+            let t = self.model.tasks.get_mut(&tid).expect("task exists");
+            t.holds_resources = false;
+            if let Some(n) = node {
+                let list = &mut self.leased[n.index()];
+                if let Some(pos) = list.iter().position(|x| *x == tid) {
+                    list.swap_remove(pos);
+                }
+            }
+        } else if kind == TaskType::DriverTask {
+            if let Some(n) = node {
+                let list = &mut self.leased[n.index()];
+                if let Some(pos) = list.iter().position(|x| *x == tid) {
+                    list.swap_remove(pos);
+                }
+            }
+        } else {
+            self.release_lease(tid);
+        }
+        self.release_task_refs(tid, true);
+        self.model.retire_task(tid, TaskState::Finished, self.now, return_size);
+        if kind == TaskType::ActorTask {
+            if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
+                if let Some(pos) = a.running.iter().position(|x| *x == tid) {
+                    a.running.swap_remove(pos);
+                }
+            }
+        }
+        if let Some(n) = node {
+            self.seal_object(ret, n);
+        }
+        match kind {
+            TaskType::ActorCreationTask => {
+                if let (Some(a), Some(n)) = (actor, node) {
+                    self.actor_created(a, n, keeps_resources);
+                }
+            }
+            TaskType::ActorTask => {
+                if let Some(a) = actor {
+                    self.pump_actor(a);
+                }
+            }
+            TaskType::DriverTask => self.end_job(job, JobStatus::Succeeded, "driver finished"),
+            TaskType::NormalTask => {}
+        }
+    }
+
+    /// Drop what a task holds: its arguments (when it ends for good) and its futures.
+    pub(crate) fn release_task_refs(&mut self, tid: TaskId, args_too: bool) {
+        let Some(t) = self.model.tasks.get_mut(&tid) else { return };
+        let futures = std::mem::take(&mut t.exec.futures);
+        t.exec.unresolved = 0;
+        t.exec.failed_futures = 0;
+        let args = if args_too { std::mem::take(&mut t.args) } else { Box::new([]) as Box<[ObjectId]> };
+        for f in futures {
+            if let Some(o) = self.model.objects.get_mut(&f) {
+                o.owner_waits = false;
+            }
+            self.unref_object(f);
+        }
+        for a in args.iter() {
+            self.unref_object(*a);
+        }
+    }
+
+    /// A task attempt failed. Retries within its budget (system failures; application
+    /// errors only with `retry_exceptions`), else it fails for good and so do readers of its result.
+    pub(crate) fn fail_task(&mut self, tid: TaskId, err: ErrorType, retry_allowed: bool) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.state.is_terminal() {
+            return;
+        }
+        let (kind, spec_id, actor, node, job) = (t.kind, t.spec, t.actor, t.node, t.job);
+        let was_running = t.state.is_running() || t.state == TaskState::SubmittedToWorker;
+        let spec = &self.specs[spec_id as usize];
+        let retry_exceptions = spec.retry_exceptions;
+        let heap = spec.heap;
+        let budget_ok = t.retries_left != 0 || err == ErrorType::OutOfMemory;
+        let actor_alive = actor
+            .and_then(|a| self.model.actors.get(&a))
+            .is_some_and(|a| a.state != ActorState::Dead);
+        let retry = retry_allowed
+            && budget_ok
+            && match kind {
+                TaskType::NormalTask => err.is_system() || (retry_exceptions && err == ErrorType::TaskExecutionException),
+                TaskType::ActorTask => err.is_system() || err == ErrorType::ActorDied,
+                _ => false,
+            }
+            && (kind != TaskType::ActorTask || actor_alive);
+        // Undo what this attempt holds.
+        if was_running {
+            if let Some(n) = node {
+                let nd = &mut self.model.nodes[n.index()];
+                nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);
+            }
+        }
+        self.unqueue_waiting(tid);
+        self.release_lease(tid);
+        if kind == TaskType::DriverTask {
+            if let Some(n) = node {
+                let list = &mut self.leased[n.index()];
+                if let Some(pos) = list.iter().position(|x| *x == tid) {
+                    list.swap_remove(pos);
+                }
+            }
+        }
+        if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
+            if let Some(pos) = a.running.iter().position(|x| *x == tid) {
+                a.running.swap_remove(pos);
+            }
+            if let Some(pos) = a.queue.iter().position(|x| *x == tid) {
+                a.queue.remove(pos);
+            }
+        }
+        self.release_task_refs(tid, !retry);
+        if retry {
+            let t = self.model.tasks.get_mut(&tid).expect("task exists");
+            let mut delay = 0;
+            if err == ErrorType::OutOfMemory {
+                t.oom_retries += 1;
+                let base = self.cfg.memory_monitor.oom_retry_delay.as_micros();
+                delay = (base << t.oom_retries.min(6)).min(60_000_000);
+            } else if t.retries_left > 0 {
+                t.retries_left -= 1;
+            }
+            let next = if kind == TaskType::ActorTask {
+                TaskState::PendingActorTaskOrderingOrConcurrency
+            } else {
+                TaskState::PendingNodeAssignment
+            };
+            log_event!(self.model.log, self.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
+            self.model.begin_retry(tid, next, self.now);
+            let attempt = self.model.tasks[&tid].attempt;
+            self.schedule_in(delay, Event::Resubmit(tid, attempt));
+        } else {
+            let t = self.model.tasks.get_mut(&tid).expect("task exists");
+            t.error = Some(err);
+            let ret = t.returns;
+            self.model.retire_task(tid, TaskState::Failed, self.now, 0);
+            self.object_failed(ret);
+            if kind == TaskType::DriverTask {
+                self.end_job(job, JobStatus::Failed, &format!("driver failed: {}", err.as_str()));
+            }
+        }
+        if let Some(a) = actor {
+            if kind == TaskType::ActorTask {
+                self.pump_actor(a);
+            }
+        }
+    }
+
+    /// Take a task out of any wait queue it sits in.
+    fn unqueue_waiting(&mut self, tid: TaskId) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.state != TaskState::PendingNodeAssignment || t.holds_resources {
+            return;
+        }
+        let spec = t.spec;
+        let mut removed = false;
+        for (key, q) in self.waiting.range_mut((spec, None)..) {
+            if key.0 != spec {
+                break;
+            }
+            if let Some(pos) = q.iter().position(|x| *x == tid) {
+                q.remove(pos);
+                self.waiting_count -= 1;
+                removed = true;
+                break;
+            }
+        }
+        if !removed {
+            if let Some(q) = self.infeasible.get_mut(&spec) {
+                if let Some(pos) = q.iter().position(|x| *x == tid) {
+                    q.remove(pos);
+                    self.infeasible_count -= 1;
+                    removed = true;
+                }
+            }
+        }
+        if !removed {
+            if let Some((pg, _)) = t.bundle {
+                if let Some(q) = self.waiting_bundle.get_mut(&pg) {
+                    if let Some(pos) = q.iter().position(|x| *x == tid) {
+                        q.remove(pos);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_resubmit(&mut self, tid: TaskId, attempt: u32) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.attempt != attempt {
+            return;
+        }
+        if self.rewait_for_lost_args_pending(tid) {
+            return;
+        }
+        if self.model.tasks[&tid].kind == TaskType::ActorTask {
+            self.enqueue_actor_task(tid);
+        } else {
+            self.try_schedule(tid);
+        }
+    }
+
+    /// Before a retry: wait for any argument that is not available.
+    fn rewait_for_lost_args_pending(&mut self, tid: TaskId) -> bool {
+        let args = self.model.tasks[&tid].args.clone();
+        let mut missing = 0;
+        for a in args.iter() {
+            match self.model.objects.get_mut(a) {
+                Some(o) if matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) => {
+                    o.waiters.push(tid);
+                    missing += 1;
+                }
+                Some(o) if o.status == ObjectStatus::Failed => {
+                    self.fail_task(tid, ErrorType::ObjectLost, false);
+                    return true;
+                }
+                None => {
+                    self.fail_task(tid, ErrorType::ObjectLost, false);
+                    return true;
+                }
+                _ => {}
+            }
+        }
+        if missing == 0 {
+            return false;
+        }
+        let t = self.model.tasks.get_mut(&tid).expect("task exists");
+        t.exec.unresolved = missing;
+        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.now);
+        true
+    }
+
+    /// Resources were freed on `node`: resume blocked getters, place bundles, then waiting tasks.
+    pub(crate) fn on_resources_freed(&mut self, node: NodeIdx) {
+        if !self.model.nodes[node.index()].is_alive() {
+            return;
+        }
+        // Tasks returning from `ray.get` take their CPU back first.
+        while let Some(&tid) = self.resuming[node.index()].front() {
+            let Some(t) = self.model.tasks.get(&tid) else {
+                self.resuming[node.index()].pop_front();
+                continue;
+            };
+            let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
+            let n = &mut self.model.nodes[node.index()];
+            if n.available.get(ResourceId::CPU) < cpu {
+                break;
+            }
+            self.resuming[node.index()].pop_front();
+            n.available.0[ResourceId::CPU.index()] -= cpu;
+            self.sched.update_node(&self.model.nodes[node.index()]);
+            let t = self.model.tasks.get_mut(&tid).expect("task exists");
+            t.cpu_released = false;
+            self.model.set_task_state(tid, TaskState::Running, self.now);
+            self.run_program(tid);
+        }
+        if !self.pending_pgs.is_empty() {
+            self.retry_pending_pgs();
+        }
+        if self.waiting_count == 0 {
+            return;
+        }
+        let keys: Vec<_> = self.waiting.keys().copied().collect();
+        for key in keys {
+            if key.1.is_some_and(|only| only != node) {
+                continue;
+            }
+            loop {
+                let fits = self.model.nodes[node.index()].available.fits(&self.specs[key.0 as usize].request);
+                if !fits {
+                    break;
+                }
+                let Some(q) = self.waiting.get_mut(&key) else { break };
+                let Some(tid) = q.pop_front() else { break };
+                self.waiting_count -= 1;
+                if q.is_empty() {
+                    self.waiting.remove(&key);
+                }
+                self.grant_lease(tid, node);
+            }
+        }
+    }
+
+    /// New capacity: infeasible work may now fit somewhere.
+    pub(crate) fn on_node_added(&mut self) {
+        if self.infeasible_count > 0 {
+            let all: Vec<TaskId> = std::mem::take(&mut self.infeasible).into_values().flatten().collect();
+            self.infeasible_count = 0;
+            for tid in all {
+                self.try_schedule(tid);
+            }
+        }
+        if !self.pending_pgs.is_empty() {
+            self.retry_pending_pgs();
+        }
+        if let Some(last) = self.model.nodes.last() {
+            let idx = last.idx;
+            if self.waiting_count > 0 {
+                self.on_resources_freed(idx);
+            }
+        }
+    }
+}

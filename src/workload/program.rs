@@ -1,0 +1,96 @@
+//! Task bodies as small programs the engine interprets.
+//!
+//! A remote function, actor constructor or actor method is a list of [`Op`]s: compute,
+//! sleep, submit tasks, create actors, call each child actor, `ray.get` everything
+//! submitted so far, placement groups, and a loop. This is enough to express each
+//! built-in workload exactly (the seed's actor tree included) while keeping per-task
+//! state to a program counter and a few counters.
+
+use crate::config::DurationDist;
+use crate::model::{NameId, PgStrategy, ResourceRequest, TaskType};
+
+/// Index into the engine's registry of call specs.
+pub type SpecId = u32;
+
+/// Where a spec's tasks or actors are placed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placing {
+    Default,
+    Spread,
+    /// Node affinity by IP (resolved to the node alive at that IP when scheduled).
+    NodeAffinity { ip: String, soft: bool },
+    /// In the caller's placement group; the n-th actor created goes to bundle n.
+    CallerPlacementGroup,
+}
+
+/// Actor options (Ray's `@ray.remote(max_restarts=..., ...)`).
+#[derive(Clone, Debug)]
+pub struct ActorOptions {
+    pub class: NameId,
+    pub max_restarts: i32,
+    pub max_task_retries: i32,
+    pub max_concurrency: u32,
+    /// Explicit resources are held while alive; Ray's default (1 CPU) only to be placed.
+    pub holds_resources: bool,
+}
+
+/// Everything needed to submit a call: a remote function, an actor class (its
+/// constructor), or an actor method.
+#[derive(Clone, Debug)]
+pub struct CallSpec {
+    pub kind: TaskType,
+    /// `Name` label: function, `Class.__init__`, or `Class.method`.
+    pub name: NameId,
+    pub request: ResourceRequest,
+    pub placing: Placing,
+    pub program: Vec<Op>,
+    /// Bytes of the return value.
+    pub return_size: u64,
+    /// Heap bytes the worker uses while running this.
+    pub heap: u64,
+    pub max_retries: i32,
+    pub retry_exceptions: bool,
+    /// For actor constructors.
+    pub actor: Option<ActorOptions>,
+}
+
+/// How a created actor's workload parameters are set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LevelRule {
+    Fixed(u32),
+    /// One below the creating actor's level; nothing is created at level 0.
+    BelowParent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FlagRule {
+    Fixed(bool),
+    /// True with this probability, drawn per actor from the seeded RNG.
+    Random(f64),
+}
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Busy computing for a while.
+    Compute(DurationDist),
+    /// `time.sleep`: holds the worker, uses no CPU.
+    Sleep(u64),
+    /// Submit `count` calls of a remote function. With `take_futures`, the futures held
+    /// so far are split evenly among them as arguments (a reduce step).
+    Submit { spec: SpecId, count: u32, take_futures: bool },
+    /// Create between `min` and `max` actors (count drawn first, then each flag, as the seed's Python does).
+    CreateActors { spec: SpecId, min: u32, max: u32, level: LevelRule, flag: FlagRule },
+    /// For each child actor handle in order, `calls` times: sleep (`sleep`, plus
+    /// `bottleneck_sleep` when this actor is flagged and its children are leaves), then
+    /// submit `method` to that child.
+    CallEach { method: SpecId, calls: u32, sleep: u64, bottleneck_sleep: u64 },
+    /// `ray.get` on every future held: blocks until all are ready.
+    Get,
+    /// `ray.put` of this many bytes.
+    Put(u64),
+    /// Create a placement group and wait until it is ready.
+    CreatePlacementGroup { bundles: Vec<ResourceRequest>, strategy: PgStrategy },
+    RemovePlacementGroup,
+    /// Jump back to `to` until this op has been passed `times` times.
+    Repeat { to: u16, times: u32 },
+}
