@@ -13,6 +13,7 @@
 //! as zero, `None` or no GPUs, and a missing driver is said once, at `info`); or know
 //! about Prometheus (metric names and MiB conversions for the wire belong to
 //! `metrics`, which reads a [`HostReading`]).
+mod disk;
 mod reading;
 
 pub use reading::{GpuReading, HostReading, ProcessReading, MIB};
