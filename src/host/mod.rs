@@ -14,6 +14,7 @@
 //! about Prometheus (metric names and MiB conversions for the wire belong to
 //! `metrics`, which reads a [`HostReading`]).
 mod disk;
+mod procfs;
 mod reading;
 
 pub use reading::{GpuReading, HostReading, ProcessReading, MIB};
