@@ -14,7 +14,9 @@
 //! about Prometheus (metric names and MiB conversions for the wire belong to
 //! `metrics`, which reads a [`HostReading`]).
 mod disk;
+mod gpu;
 mod procfs;
 mod reading;
 
+pub use gpu::{detect_gpus, gpus_or_off, GpuSource, NoGpus, NvmlGpus, GPU_READINGS_OFF};
 pub use reading::{GpuReading, HostReading, ProcessReading, MIB};
