@@ -17,6 +17,8 @@ mod disk;
 mod gpu;
 mod procfs;
 mod reading;
+mod sampler;
 
 pub use gpu::{detect_gpus, gpus_or_off, GpuSource, NoGpus, NvmlGpus, GPU_READINGS_OFF};
 pub use reading::{GpuReading, HostReading, ProcessReading, MIB};
+pub use sampler::HostSampler;
