@@ -13,12 +13,15 @@
 //! as zero, `None` or no GPUs, and a missing driver is said once, at `info`); or know
 //! about Prometheus (metric names and MiB conversions for the wire belong to
 //! `metrics`, which reads a [`HostReading`]).
+
 mod disk;
 mod gpu;
+mod monitor;
 mod procfs;
 mod reading;
 mod sampler;
 
 pub use gpu::{detect_gpus, gpus_or_off, GpuSource, NoGpus, NvmlGpus, GPU_READINGS_OFF};
+pub use monitor::{Clock, HostMonitor, ReadHost, SystemClock};
 pub use reading::{GpuReading, HostReading, ProcessReading, MIB};
 pub use sampler::HostSampler;
