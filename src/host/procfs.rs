@@ -24,7 +24,7 @@ pub fn shmem_bytes(meminfo: &str) -> Option<u64> {
 }
 
 /// Unique set size as psutil computes it: the sum of the `Private_*` lines
-/// (clean, dirty, hugetlb) of /proc/<pid>/smaps_rollup.
+/// (clean, dirty, hugetlb) of `/proc/<pid>/smaps_rollup`.
 pub fn uss_bytes(smaps_rollup: &str) -> Option<u64> {
     let mut found = false;
     let mut total = 0u64;
@@ -37,7 +37,7 @@ pub fn uss_bytes(smaps_rollup: &str) -> Option<u64> {
     found.then_some(total)
 }
 
-/// Resident shared pages from /proc/<pid>/statm (third field), in bytes.
+/// Resident shared pages from `/proc/<pid>/statm` (third field), in bytes.
 pub fn statm_shared_bytes(statm: &str, page_size: u64) -> Option<u64> {
     let pages = statm.split_whitespace().nth(2)?.parse::<u64>().ok()?;
     Some(pages.saturating_mul(page_size))

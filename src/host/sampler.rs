@@ -5,6 +5,10 @@
 //! calls. The sampler takes one priming look when built, so the first `read` already
 //! has a baseline. A counter that goes backwards (a device or interface removed)
 //! gives a rate of 0 for that interval rather than a huge or negative number.
+//!
+//! CPU percentages are over the same interval. sysinfo skips a CPU refresh less than
+//! 200 ms after the last, so reads closer together repeat the previous figure; and a
+//! process that had used no whole clock tick when primed reads 0% once.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
