@@ -11,8 +11,9 @@
 //! handlers do, and pay at most one read of a few milliseconds); fail or panic because
 //! hardware information is missing (a missing file, platform or NVIDIA driver reads
 //! as zero, `None` or no GPUs, and a missing driver is said once, at `info`); or know
-//! about Prometheus (metric names and MiB conversions for the wire belong to
-//! `metrics`, which reads a [`HostReading`]).
+//! about Prometheus (metric names and labels belong to `metrics`, which reads a
+//! [`HostReading`]; the one unit Ray's wire needs that a reading lacks, GPU memory in
+//! whole MiB, is a helper on [`GpuReading`]).
 
 mod disk;
 mod gpu;
