@@ -67,12 +67,26 @@ pub struct Scheduler {
     /// feasibility is a check over a handful of shapes, not over every node.
     shapes: Vec<(ResVec, u32)>,
     candidates: Vec<NodeIdx>,
+    /// Bumped whenever any node's availability changes.
+    epoch: u64,
+    /// Requests that found no available node, per node set, at an epoch: until
+    /// availability changes the answer is the same, so a burst of submissions to a
+    /// saturated cluster does not walk every node for each task.
+    saturated: Vec<(ResourceRequest, Option<bool>, u64)>,
 }
 
 impl Scheduler {
     pub fn new(params: Params) -> Scheduler {
         let index = ScoreIndex::new(params.spread_threshold);
-        Scheduler { params, index, spread_cursor: 0, shapes: Vec::new(), candidates: Vec::new() }
+        Scheduler {
+            params,
+            index,
+            spread_cursor: 0,
+            shapes: Vec::new(),
+            candidates: Vec::new(),
+            epoch: 0,
+            saturated: Vec::new(),
+        }
     }
 
     pub fn params(&self) -> &Params {
@@ -81,6 +95,7 @@ impl Scheduler {
 
     /// A node joined the cluster.
     pub fn add_node(&mut self, node: &Node) {
+        self.epoch += 1;
         self.index.insert(node);
         match self.shapes.iter_mut().find(|(s, _)| *s == node.total) {
             Some((_, n)) => *n += 1,
@@ -90,6 +105,7 @@ impl Scheduler {
 
     /// A node died or was removed.
     pub fn remove_node(&mut self, node: &Node) {
+        self.epoch += 1;
         self.index.remove(node.idx);
         if let Some(pos) = self.shapes.iter().position(|(s, _)| *s == node.total) {
             self.shapes[pos].1 -= 1;
@@ -102,6 +118,7 @@ impl Scheduler {
     /// A node's available resources changed.
     #[inline]
     pub fn update_node(&mut self, node: &Node) {
+        self.epoch += 1;
         self.index.update(node);
     }
 
@@ -209,6 +226,10 @@ impl Scheduler {
         if set_len == 0 {
             return None;
         }
+        let epoch = self.epoch;
+        if self.saturated.iter().any(|(r, g, e)| *e == epoch && *g == gpu_set && r == req) {
+            return None;
+        }
         if let Some(p) = nodes.get(preferred.index()) {
             let in_set = gpu_set.is_none_or(|g| index::has_gpu(p) == g);
             if in_set && p.is_alive() && p.available.fits(req) && self.index.is_below_threshold(preferred) {
@@ -233,13 +254,21 @@ impl Scheduler {
             }
         }
         match self.candidates.len() {
-            0 => None,
+            0 => {
+                self.saturated.retain(|(_, _, e)| *e == epoch);
+                self.saturated.push((req.clone(), gpu_set, epoch));
+                None
+            }
             c => Some(self.candidates[rng.random_range(0..c)]),
         }
     }
 
     /// SPREAD: round-robin over nodes that have the resources now.
     fn spread(&mut self, nodes: &[Node], req: &ResourceRequest) -> Placement {
+        let epoch = self.epoch;
+        if self.saturated.iter().any(|(r, g, e)| *e == epoch && g.is_none() && r == req) {
+            return if self.is_feasible(req) { Placement::Wait { only: None } } else { Placement::Infeasible };
+        }
         let n = nodes.len();
         for step in 0..n {
             let i = (self.spread_cursor + step) % n;
@@ -249,6 +278,8 @@ impl Scheduler {
                 return Placement::Node(node.idx);
             }
         }
+        self.saturated.retain(|(_, _, e)| *e == epoch);
+        self.saturated.push((req.clone(), None, epoch));
         if self.is_feasible(req) {
             Placement::Wait { only: None }
         } else {

@@ -148,29 +148,23 @@ impl Engine {
         }
     }
 
-    /// The node holding the most bytes of this task's plasma arguments.
+    /// The node holding the most bytes of this task's plasma arguments (ties: lowest node).
     fn locality_node(&self, tid: TaskId) -> Option<NodeIdx> {
         let t = &self.model.tasks[&tid];
         if t.args.is_empty() {
             return None;
         }
-        let mut best: Option<(u64, NodeIdx)> = None;
+        let mut per_node: Vec<(NodeIdx, u64)> = Vec::new();
         for a in t.args.iter() {
             let Some(o) = self.model.objects.get(a) else { continue };
             if let (false, Some(n)) = (o.inline, o.primary) {
-                let bytes: u64 = t
-                    .args
-                    .iter()
-                    .filter_map(|b| self.model.objects.get(b))
-                    .filter(|b| !b.inline && b.primary == Some(n))
-                    .map(|b| b.size)
-                    .sum();
-                if best.is_none_or(|(bb, bn)| bytes > bb || (bytes == bb && n < bn)) {
-                    best = Some((bytes, n));
+                match per_node.iter_mut().find(|(m, _)| *m == n) {
+                    Some((_, b)) => *b += o.size,
+                    None => per_node.push((n, o.size)),
                 }
             }
         }
-        best.map(|(_, n)| n)
+        per_node.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(n, _)| n)
     }
 
     /// Reserve resources on `node` and send the task there.
