@@ -3,8 +3,11 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+mod diagnose;
 pub mod ip_range;
+mod locate;
 pub mod schema;
+mod tagged;
 pub mod units;
 
 pub use schema::*;
@@ -29,10 +32,20 @@ pub struct ConfigError {
 }
 
 impl fmt::Display for ConfigError {
+    /// `file:line:column: field: message`, leaving out what is unknown (line 0, no field).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.field, self.message)
+        write!(f, "{}", self.file)?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
+
+impl std::error::Error for ConfigError {}
 
 /// All problems found in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,14 +67,13 @@ impl std::error::Error for ConfigErrors {}
 
 /// Parse and validate config text; `origin` names the file in errors.
 pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
-    serde_yaml::from_str::<Config>(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+    diagnose::parse(text).map_err(|e| {
         ConfigErrors(vec![ConfigError {
             file: origin.to_string(),
-            line,
-            column,
-            field: String::new(),
-            message: e.to_string(),
+            line: e.line,
+            column: e.column,
+            field: e.field,
+            message: e.message,
         }])
     })
 }
@@ -84,4 +96,22 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
 /// The embedded default config (always valid: a test proves it).
 pub fn default_config() -> Config {
     load_str(DEFAULT_CONFIG_YAML, DEFAULT_CONFIG_NAME).expect("embedded default config is valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_is_valid() {
+        default_config();
+    }
+
+    #[test]
+    fn errors_display_without_unknown_parts() {
+        let e = ConfigError { file: "f".into(), line: 0, column: 0, field: String::new(), message: "m".into() };
+        assert_eq!(e.to_string(), "f: m");
+        let e = ConfigError { file: "f".into(), line: 2, column: 3, field: "a.b".into(), message: "m".into() };
+        assert_eq!(e.to_string(), "f:2:3: a.b: m");
+    }
 }
