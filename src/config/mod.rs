@@ -9,10 +9,13 @@ mod locate;
 pub mod schema;
 mod tagged;
 pub mod units;
+pub mod validate;
 
 pub use schema::*;
 pub use units::{ByteSize, DurationSpec};
+pub use validate::{validate, Problem};
 
+use locate::{PosMap, Target};
 use std::fmt;
 use std::path::Path;
 
@@ -66,16 +69,26 @@ impl fmt::Display for ConfigErrors {
 impl std::error::Error for ConfigErrors {}
 
 /// Parse and validate config text; `origin` names the file in errors.
+///
+/// A YAML or type error stops parsing, so it is reported alone; semantic problems are
+/// all reported together, in document order.
 pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
-    diagnose::parse(text).map_err(|e| {
-        ConfigErrors(vec![ConfigError {
-            file: origin.to_string(),
-            line: e.line,
-            column: e.column,
-            field: e.field,
-            message: e.message,
-        }])
-    })
+    let error = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
+    let config = diagnose::parse(text).map_err(|e| ConfigErrors(vec![error(e.line, e.column, e.field, e.message)]))?;
+    let problems = validate::validate(&config);
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    let map = PosMap::build(text);
+    let mut errors: Vec<ConfigError> = problems
+        .into_iter()
+        .map(|p| {
+            let (line, column) = map.locate(&p.field, Target::Value);
+            error(line, column, p.field, p.message)
+        })
+        .collect();
+    errors.sort_by_key(|e| (e.line, e.column));
+    Err(ConfigErrors(errors))
 }
 
 /// Read, parse and validate a config file.
