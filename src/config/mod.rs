@@ -17,7 +17,8 @@ pub use validate::{validate, Problem};
 
 use locate::{PosMap, Target};
 use std::fmt;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The embedded default: what `rayscope` runs with no `--config`.
 pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../examples/default.yaml");
@@ -106,6 +107,36 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     load_str(&text, &origin)
 }
 
+/// `rayscope check FILE...`: print `FILE: ok` on stdout for each valid file and each
+/// problem on stderr, one per line. Returns the exit status: 0 if every file is valid,
+/// 2 otherwise (unreadable files included).
+pub fn check_files(paths: &[PathBuf]) -> i32 {
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    check_files_to(paths, &mut stdout.lock(), &mut stderr.lock())
+}
+
+fn check_files_to(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if paths.is_empty() {
+        let _ = writeln!(err, "check: no config files given; usage: rayscope check FILE...");
+        return 2;
+    }
+    let mut status = 0;
+    for path in paths {
+        match load_file(path) {
+            Ok(_) => {
+                let _ = writeln!(out, "{}: ok", path.display());
+            }
+            Err(errors) => {
+                status = 2;
+                for e in &errors.0 {
+                    let _ = writeln!(err, "{e}");
+                }
+            }
+        }
+    }
+    status
+}
+
 /// The embedded default config (always valid: a test proves it).
 pub fn default_config() -> Config {
     load_str(DEFAULT_CONFIG_YAML, DEFAULT_CONFIG_NAME).expect("embedded default config is valid")
@@ -118,6 +149,34 @@ mod tests {
     #[test]
     fn the_embedded_default_is_valid() {
         default_config();
+    }
+
+    #[test]
+    fn check_reports_each_file_and_exits_2_on_any_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.yaml");
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&good, "sim: {seed: 7}\n").unwrap();
+        std::fs::write(&bad, "sim:\n  speed: 0\n  seed: -1\n").unwrap();
+        let missing = dir.path().join("missing.yaml");
+
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert_eq!(check_files_to(std::slice::from_ref(&good), &mut out, &mut err), 0);
+        assert_eq!(String::from_utf8(out).unwrap(), format!("{}: ok\n", good.display()));
+        assert!(err.is_empty());
+
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert_eq!(check_files_to(&[good.clone(), bad.clone(), missing.clone()], &mut out, &mut err), 2);
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{err}");
+        assert!(
+            lines[0].starts_with(&format!("{}:3:9: sim.seed: invalid value: integer `-1`", bad.display())),
+            "{err}"
+        );
+        assert!(lines[1].starts_with(&format!("{}: cannot read file: ", missing.display())), "{err}");
+        assert!(lines[1].contains("os error"), "{err}");
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
     }
 
     #[test]
