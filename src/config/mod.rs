@@ -3,15 +3,22 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+mod diagnose;
 pub mod ip_range;
+mod locate;
 pub mod schema;
+mod tagged;
 pub mod units;
+pub mod validate;
 
 pub use schema::*;
 pub use units::{ByteSize, DurationSpec};
+pub use validate::{validate, Problem};
 
+use locate::{PosMap, Target};
 use std::fmt;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The embedded default: what `rayscope` runs with no `--config`.
 pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../examples/default.yaml");
@@ -29,10 +36,20 @@ pub struct ConfigError {
 }
 
 impl fmt::Display for ConfigError {
+    /// `file:line:column: field: message`, leaving out what is unknown (line 0, no field).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.field, self.message)
+        write!(f, "{}", self.file)?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
+
+impl std::error::Error for ConfigError {}
 
 /// All problems found in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,17 +70,26 @@ impl fmt::Display for ConfigErrors {
 impl std::error::Error for ConfigErrors {}
 
 /// Parse and validate config text; `origin` names the file in errors.
+///
+/// A YAML or type error stops parsing, so it is reported alone; semantic problems are
+/// all reported together, in document order.
 pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
-    serde_yaml::from_str::<Config>(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        ConfigErrors(vec![ConfigError {
-            file: origin.to_string(),
-            line,
-            column,
-            field: String::new(),
-            message: e.to_string(),
-        }])
-    })
+    let error = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
+    let config = diagnose::parse(text).map_err(|e| ConfigErrors(vec![error(e.line, e.column, e.field, e.message)]))?;
+    let problems = validate::validate(&config);
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    let map = PosMap::build(text);
+    let mut errors: Vec<ConfigError> = problems
+        .into_iter()
+        .map(|p| {
+            let (line, column) = map.locate(&p.field, Target::Value);
+            error(line, column, p.field, p.message)
+        })
+        .collect();
+    errors.sort_by_key(|e| (e.line, e.column));
+    Err(ConfigErrors(errors))
 }
 
 /// Read, parse and validate a config file.
@@ -81,7 +107,83 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     load_str(&text, &origin)
 }
 
+/// `rayscope check FILE...`: print `FILE: ok` on stdout for each valid file and each
+/// problem on stderr, one per line. Returns the exit status: 0 if every file is valid,
+/// 2 otherwise (unreadable files included).
+pub fn check_files(paths: &[PathBuf]) -> i32 {
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    check_files_to(paths, &mut stdout.lock(), &mut stderr.lock())
+}
+
+fn check_files_to(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if paths.is_empty() {
+        let _ = writeln!(err, "check: no config files given; usage: rayscope check FILE...");
+        return 2;
+    }
+    let mut status = 0;
+    for path in paths {
+        match load_file(path) {
+            Ok(_) => {
+                let _ = writeln!(out, "{}: ok", path.display());
+            }
+            Err(errors) => {
+                status = 2;
+                for e in &errors.0 {
+                    let _ = writeln!(err, "{e}");
+                }
+            }
+        }
+    }
+    status
+}
+
 /// The embedded default config (always valid: a test proves it).
 pub fn default_config() -> Config {
     load_str(DEFAULT_CONFIG_YAML, DEFAULT_CONFIG_NAME).expect("embedded default config is valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_is_valid() {
+        default_config();
+    }
+
+    #[test]
+    fn check_reports_each_file_and_exits_2_on_any_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.yaml");
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&good, "sim: {seed: 7}\n").unwrap();
+        std::fs::write(&bad, "sim:\n  speed: 0\n  seed: -1\n").unwrap();
+        let missing = dir.path().join("missing.yaml");
+
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert_eq!(check_files_to(std::slice::from_ref(&good), &mut out, &mut err), 0);
+        assert_eq!(String::from_utf8(out).unwrap(), format!("{}: ok\n", good.display()));
+        assert!(err.is_empty());
+
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert_eq!(check_files_to(&[good.clone(), bad.clone(), missing.clone()], &mut out, &mut err), 2);
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{err}");
+        assert!(
+            lines[0].starts_with(&format!("{}:3:9: sim.seed: invalid value: integer `-1`", bad.display())),
+            "{err}"
+        );
+        assert!(lines[1].starts_with(&format!("{}: cannot read file: ", missing.display())), "{err}");
+        assert!(lines[1].contains("os error"), "{err}");
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
+    }
+
+    #[test]
+    fn errors_display_without_unknown_parts() {
+        let e = ConfigError { file: "f".into(), line: 0, column: 0, field: String::new(), message: "m".into() };
+        assert_eq!(e.to_string(), "f: m");
+        let e = ConfigError { file: "f".into(), line: 2, column: 3, field: "a.b".into(), message: "m".into() };
+        assert_eq!(e.to_string(), "f:2:3: a.b: m");
+    }
 }

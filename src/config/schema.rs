@@ -232,8 +232,11 @@ impl Default for MemoryMonitorConfig {
 // ---------------------------------------------------------------- workloads
 
 /// One workload; each instance runs as its own Ray job with a driver on the head node.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+///
+/// Deserialize is written by hand in `tagged.rs` (same `kind` tag, unknown keys denied)
+/// so that errors inside a variant keep their field path and position.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadConfig {
     /// The seed's Flow Insight actor tree.
     FlowInsight(FlowInsightConfig),
@@ -530,8 +533,9 @@ impl<'de> Deserialize<'de> for DurationDist {
 
 // ---------------------------------------------------------------- faults
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+/// Deserialize is written by hand in `tagged.rs`, as for [`WorkloadConfig`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FaultConfig {
     /// The node dies: its tasks fail or retry, its actors restart or die, its objects are lost.
     KillNode {
@@ -576,6 +580,9 @@ pub enum FaultConfig {
 }
 
 impl FaultConfig {
+    /// The fault kinds, for error messages.
+    pub const KINDS: &'static [&'static str] =
+        &["kill_node", "restore_node", "kill_actor", "task_failures", "memory_pressure"];
     pub fn at(&self) -> DurationSpec {
         match self {
             FaultConfig::KillNode { at, .. }
