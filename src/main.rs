@@ -99,7 +99,7 @@ fn load_config(path: Option<&PathBuf>, seed: Option<u64>) -> Result<Config, Exit
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Check { files }) => ExitCode::from(check(&files) as u8),
+        Some(Command::Check { files }) => ExitCode::from(config::check_files(&files) as u8),
         Some(Command::Simulate(args)) => match simulate(args) {
             Ok(code) => code,
             Err(e) => {
@@ -110,20 +110,6 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(ServeArgs::default()),
     }
-}
-
-fn check(files: &[PathBuf]) -> i32 {
-    let mut code = 0;
-    for f in files {
-        match config::load_file(f) {
-            Ok(_) => println!("{}: ok", f.display()),
-            Err(e) => {
-                eprintln!("{e}");
-                code = 2;
-            }
-        }
-    }
-    code
 }
 
 fn simulate(args: SimulateArgs) -> Result<ExitCode> {
