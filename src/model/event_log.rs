@@ -60,15 +60,15 @@ impl EventLog {
                 self.sink = None;
             }
         }
-        if self.recent.len() == self.capacity {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(LoggedEvent {
-            seq: self.total,
-            time_us,
-            source,
-            message: self.line[head..self.line.len() - 1].to_string(),
-        });
+        let text = &self.line[head..self.line.len() - 1];
+        // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
+        let mut message = match self.recent.len() == self.capacity {
+            true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
+            false => String::with_capacity(text.len()),
+        };
+        message.clear();
+        message.push_str(text);
+        self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
         self.total += 1;
     }
 

@@ -384,3 +384,4 @@ impl Model {
         m
     }
 }
+

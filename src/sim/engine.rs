@@ -87,6 +87,8 @@ pub struct Engine {
     pub(crate) events_processed: u64,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
+    /// Per node type: the next address of its range to try.
+    ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
 }
 
@@ -107,6 +109,9 @@ impl Engine {
         }
         let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, &cfg.sim);
         let plan = workload::plan(&cfg.workloads, &mut model.names, &mut model.resource_names);
+        let peak = workload::Plan::expected_peak_tasks(&cfg.workloads);
+        model.tasks.reserve(peak);
+        model.objects.reserve(peak);
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(seed),
             now: 0,
@@ -134,6 +139,7 @@ impl Engine {
             autoscaler: Autoscaler::new(&cfg.cluster),
             events_processed: 0,
             node_by_ip: FxHashMap::default(),
+            ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
             model,
             cfg: cfg.clone(),
@@ -194,9 +200,16 @@ impl Engine {
         let cfg = self.cfg.clone();
         let nt = &cfg.cluster.node_types[t as usize];
         let range = crate::config::ip_range::IpRange::parse(&nt.ip_range).ok()?;
-        let ip = (0..range.len()).filter_map(|i| range.nth(i)).map(|a| a.to_string()).find(|ip| {
-            self.node_by_ip.get(ip).map(|n| !self.model.node(*n).is_alive()).unwrap_or(true)
-        })?;
+        // Addresses are handed out in order; after wrapping, the first one not in use.
+        let start = self.ip_cursor[t as usize];
+        let ip = (0..range.len())
+            .map(|k| (start + k) % range.len())
+            .filter_map(|i| range.nth(i).map(|a| (i, a.to_string())))
+            .find(|(_, ip)| self.node_by_ip.get(ip).is_none_or(|n| !self.model.node(*n).is_alive()))
+            .map(|(i, ip)| {
+                self.ip_cursor[t as usize] = i + 1;
+                ip
+            })?;
         Some(self.add_node(
             Some(t),
             &nt.name,

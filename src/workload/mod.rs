@@ -44,6 +44,23 @@ pub struct Plan {
     pub mixes: Vec<JobMix>,
 }
 
+impl Plan {
+    /// Tasks the one-off jobs will have in flight at their peak (drivers submit their
+    /// whole fan-out at once), so the engine can size its tables once instead of
+    /// doubling and copying them while a million tasks arrive.
+    pub fn expected_peak_tasks(workloads: &[WorkloadConfig]) -> usize {
+        workloads
+            .iter()
+            .map(|w| match w {
+                WorkloadConfig::FanOut(c) => (c.tasks + c.reducers) as usize,
+                WorkloadConfig::ActorPool(c) => c.actors as usize * (c.calls_per_actor as usize + 1),
+                _ => 0,
+            })
+            .sum::<usize>()
+            .min(4_000_000)
+    }
+}
+
 /// Builds specs into a registry shared by every job of a run.
 pub struct Builder<'a> {
     pub specs: &'a mut Vec<CallSpec>,
