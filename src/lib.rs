@@ -6,7 +6,10 @@
 
 pub mod config;
 
+pub mod api;
+pub mod flow;
 pub mod host;
+pub mod metrics;
 pub mod model;
 pub mod scheduler;
 pub mod sim;

@@ -141,6 +141,8 @@ pub struct Model {
     pub pgs: BTreeMap<PgId, PlacementGroup>,
     pub removed_pgs: VecDeque<PgId>,
     pub task_counts: FxHashMap<TaskCountKey, i64>,
+    /// Running tasks (RUNNING, RUNNING_IN_RAY_GET) per executing node, for the executor series.
+    pub running_by_node: FxHashMap<(NodeIdx, TaskCountKey), i64>,
     /// Placement time histograms: Task, Actor, PlacementGroup.
     pub placement_ms: [Histogram; 3],
     pub counters: Counters,
@@ -153,12 +155,23 @@ pub struct Model {
     pub next_pid: u32,
 }
 
-fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, t: &Task, delta: i64) {
+type RunningCounts = FxHashMap<(NodeIdx, TaskCountKey), i64>;
+
+fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, running: &mut RunningCounts, t: &Task, delta: i64) {
     let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
     let e = counts.entry(key).or_insert(0);
     *e += delta;
     if *e == 0 && !t.state.is_terminal() {
         counts.remove(&key);
+    }
+    if t.state.is_running() {
+        if let Some(n) = t.node {
+            let e = running.entry((n, key)).or_insert(0);
+            *e += delta;
+            if *e == 0 {
+                running.remove(&(n, key));
+            }
+        }
     }
 }
 
@@ -186,6 +199,7 @@ impl Model {
             pgs: BTreeMap::new(),
             removed_pgs: VecDeque::new(),
             task_counts: FxHashMap::default(),
+            running_by_node: FxHashMap::default(),
             placement_ms: [
                 Histogram::new(PLACEMENT_MS_BUCKETS),
                 Histogram::new(PLACEMENT_MS_BUCKETS),
@@ -231,7 +245,7 @@ impl Model {
 
     /// Add a new task to the table, counted in its initial state.
     pub fn insert_task(&mut self, task: Task) {
-        bump(&mut self.task_counts, &task, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &task, 1);
         self.counters.tasks_submitted += 1;
         self.tasks.insert(task.id, task);
     }
@@ -246,22 +260,22 @@ impl Model {
         if !t.state.can_move_to(next) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, t, -1);
         t.state = next;
-        bump(&mut self.task_counts, t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, t, 1);
         crate::log_event!(self.log, now, "task", "{:x} {} attempt={}", id.0, next.as_str(), t.attempt);
     }
 
     /// Start a new attempt: the old attempt is counted as it ends; the new one starts pending.
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
-        bump(&mut self.task_counts, t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, t, -1);
         t.attempt += 1;
         t.state = next;
         t.node = None;
         t.started_at = None;
         t.exec = Exec::default();
-        bump(&mut self.task_counts, t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, t, 1);
         self.counters.tasks_retried += 1;
         crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
     }
@@ -272,9 +286,9 @@ impl Model {
         if !t.state.can_move_to(terminal) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, &t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &t, -1);
         t.state = terminal;
-        bump(&mut self.task_counts, &t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &t, 1);
         match terminal {
             TaskState::Finished => self.counters.tasks_finished += 1,
             _ => self.counters.tasks_failed += 1,

@@ -90,6 +90,8 @@ pub struct Engine {
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
+    /// Workload definitions submitted through the Jobs API, by their YAML, to reuse specs.
+    pub(crate) submitted_templates: FxHashMap<String, usize>,
 }
 
 impl Engine {
@@ -141,6 +143,7 @@ impl Engine {
             node_by_ip: FxHashMap::default(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
+            submitted_templates: FxHashMap::default(),
             model,
             cfg: cfg.clone(),
         };

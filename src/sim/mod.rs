@@ -12,6 +12,9 @@ mod exec;
 mod faults;
 mod objects;
 mod placement_groups;
+pub mod snapshot;
+pub mod control;
+pub mod runner;
 pub mod report;
 mod tasks;
 

@@ -1,0 +1,1 @@
+//! HTTP API (in progress: see the api branch).

@@ -1,0 +1,1 @@
+//! Flow Insight views (a later issue).

@@ -1,0 +1,129 @@
+//! Control requests: what the API may ask of the engine. Each is validated in full
+//! before anything changes, so a rejected request leaves the model untouched.
+
+use super::engine::Engine;
+use crate::config::WorkloadConfig;
+use crate::model::*;
+use serde_json::{json, Value};
+
+/// A request to change the simulation.
+#[derive(Debug)]
+pub enum Control {
+    KillNode { ip: String },
+    RestoreNode { ip: String },
+    KillActor { actor_id: u64, no_restart: bool },
+    SetSpeed(f64),
+    SubmitJob { workload: Box<WorkloadConfig>, entrypoint: String, submission_id: Option<String> },
+    StopJob { id: String },
+}
+
+/// Why a control request was refused; `status` is the HTTP status it maps to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ControlError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ControlError {
+    pub fn not_found(message: impl Into<String>) -> ControlError {
+        ControlError { status: 404, message: message.into() }
+    }
+    pub fn bad_request(message: impl Into<String>) -> ControlError {
+        ControlError { status: 400, message: message.into() }
+    }
+    pub fn conflict(message: impl Into<String>) -> ControlError {
+        ControlError { status: 409, message: message.into() }
+    }
+}
+
+/// Distinct submitted workload definitions kept (each adds call specs to the registry).
+const MAX_SUBMITTED_TEMPLATES: usize = 1_000;
+
+impl Engine {
+    /// Apply a control request (speed changes are handled by the runner).
+    pub fn apply(&mut self, c: Control) -> Result<Value, ControlError> {
+        match c {
+            Control::KillNode { ip } => {
+                let n = self.alive_node_at(&ip)?;
+                self.kill_node(n, "killed through the control API", true);
+                Ok(json!({"killed": ip, "node_id": self.model.node(n).node_id}))
+            }
+            Control::RestoreNode { ip } => {
+                if self.alive_node_at(&ip).is_ok() {
+                    return Err(ControlError::conflict(format!("node {ip} is already alive")));
+                }
+                match self.restore_node(&ip) {
+                    Some(n) => Ok(json!({"restored": ip, "node_id": self.model.node(n).node_id})),
+                    None => Err(ControlError::not_found(format!(
+                        "no node type's ip_range (nor the head) contains {ip}"
+                    ))),
+                }
+            }
+            Control::KillActor { actor_id, no_restart } => {
+                let a = ActorId(actor_id);
+                match self.model.actors.get(&a) {
+                    None => Err(ControlError::not_found(format!("no actor with id {actor_id:x}"))),
+                    Some(x) if x.state == ActorState::Dead => {
+                        Err(ControlError::conflict(format!("actor {actor_id:x} is already dead")))
+                    }
+                    Some(_) => {
+                        self.actor_died(a, "killed by ray.kill through the control API", !no_restart);
+                        let state = self.model.actors.get(&a).map(|x| x.state.as_str()).unwrap_or("DEAD");
+                        Ok(json!({"actor_id": format!("{actor_id:x}"), "state": state}))
+                    }
+                }
+            }
+            Control::SetSpeed(s) => Ok(json!({"speed": s})),
+            Control::SubmitJob { workload, entrypoint, submission_id } => {
+                if let Some(sid) = &submission_id {
+                    if self.model.jobs.values().any(|j| &j.submission_id == sid) {
+                        return Err(ControlError::conflict(format!("a job with submission_id {sid:?} already exists")));
+                    }
+                }
+                if matches!(*workload, WorkloadConfig::JobMix(_)) {
+                    return Err(ControlError::bad_request("a job_mix cannot be submitted as one job"));
+                }
+                let key = serde_yaml::to_string(&workload).unwrap_or_default();
+                let template = match self.submitted_templates.get(&key) {
+                    Some(t) => *t,
+                    None => {
+                        if self.submitted_templates.len() >= MAX_SUBMITTED_TEMPLATES {
+                            return Err(ControlError { status: 429, message: "too many distinct workload definitions submitted; reuse an earlier one".into() });
+                        }
+                        let mut t = crate::workload::template_for(&workload, &mut self.specs, &mut self.model.names, &mut self.model.resource_names);
+                        t.entrypoint = entrypoint;
+                        self.templates.push(t);
+                        let idx = self.templates.len() - 1;
+                        self.submitted_templates.insert(key, idx);
+                        idx
+                    }
+                };
+                let job = self.start_job(template, submission_id);
+                let j = &self.model.jobs[&job];
+                Ok(json!({"job_id": job.hex(), "submission_id": j.submission_id}))
+            }
+            Control::StopJob { id } => {
+                let job = self.find_job(&id).ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
+                if self.model.jobs[&job].status.is_terminal() {
+                    return Ok(json!({"stopped": false}));
+                }
+                self.end_job(job, JobStatus::Stopped, "stopped through the Jobs API");
+                Ok(json!({"stopped": true}))
+            }
+        }
+    }
+
+    fn alive_node_at(&self, ip: &str) -> Result<NodeIdx, ControlError> {
+        match self.node_by_ip.get(ip) {
+            Some(n) if self.model.node(*n).is_alive() => Ok(*n),
+            Some(_) => Err(ControlError::conflict(format!("node {ip} is already dead"))),
+            None => Err(ControlError::not_found(format!("no node with IP {ip}"))),
+        }
+    }
+
+    /// A job by hex id (`01000000`) or submission id.
+    pub fn find_job(&self, id: &str) -> Option<JobId> {
+        self.model.jobs.values().find(|j| j.id.hex() == id || j.submission_id == id).map(|j| j.id)
+    }
+}

@@ -1,0 +1,207 @@
+//! Serve mode: the engine on its own thread, virtual time paced to wall time × speed,
+//! snapshots published through an `ArcSwap` (readers never lock the engine), control
+//! requests in over a channel with replies back on one-shot channels.
+
+use super::control::{Control, ControlError};
+use super::engine::Engine;
+use super::snapshot::{Snapshot, Tables};
+use crate::config::Config;
+use crate::model::LoggedEvent;
+use arc_swap::ArcSwap;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How serve mode runs.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Publish a snapshot at least this often (wall time).
+    pub publish_every: Duration,
+    /// Rebuild the State API tables at most this often, and only while they are read.
+    pub tables_every: Duration,
+    /// Events of the GCS log copied into each snapshot.
+    pub recent_events: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { publish_every: Duration::from_millis(100), tables_every: Duration::from_secs(1), recent_events: 1_000 }
+    }
+}
+
+type Reply = tokio::sync::oneshot::Sender<Result<Value, ControlError>>;
+
+/// A handle to the running engine. Cheap to clone.
+#[derive(Clone)]
+pub struct EngineHandle {
+    snapshot: Arc<ArcSwap<Snapshot>>,
+    tx: mpsc::Sender<(Control, Reply)>,
+    /// Wall-clock ms (since start) of the last State API read, so tables are built only when wanted.
+    tables_wanted_at: Arc<AtomicU64>,
+    started: Instant,
+    stop: Arc<AtomicBool>,
+    join: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl EngineHandle {
+    /// Start the engine thread. The first snapshot is published before this returns.
+    pub fn spawn(cfg: Config, opts: RunOptions) -> EngineHandle {
+        let speed = cfg.sim.speed;
+        let mut engine = Engine::new(cfg);
+        let first = engine.snapshot(0, speed, 0.0, Some(Arc::new(engine.build_tables())), Arc::new(engine.recent_events(opts.recent_events)));
+        let snapshot = Arc::new(ArcSwap::from_pointee(first));
+        let (tx, rx) = mpsc::channel::<(Control, Reply)>();
+        let tables_wanted_at = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let shared = (snapshot.clone(), tables_wanted_at.clone(), stop.clone());
+        let join = std::thread::Builder::new()
+            .name("rayscope-engine".into())
+            .spawn(move || run(&mut engine, speed, opts, rx, shared.0, shared.1, shared.2, started))
+            .expect("spawn engine thread");
+        EngineHandle { snapshot, tx, tables_wanted_at, started, stop, join: Arc::new(std::sync::Mutex::new(Some(join))) }
+    }
+
+    /// The latest snapshot (never blocks the engine).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Note that someone reads the State API tables, so the engine keeps them fresh.
+    pub fn want_tables(&self) {
+        self.tables_wanted_at.store(self.started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+    }
+
+    /// Send a control request and wait for the engine's answer.
+    pub async fn control(&self, c: Control) -> Result<Value, ControlError> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send((c, reply))
+            .map_err(|_| ControlError { status: 503, message: "the simulation engine has stopped".into() })?;
+        rx.await.unwrap_or_else(|_| Err(ControlError { status: 503, message: "the simulation engine has stopped".into() }))
+    }
+
+    /// Stop the engine thread and wait for it.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(j) = self.join.lock().ok().and_then(|mut g| g.take()) {
+            let _ = j.join();
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    engine: &mut Engine,
+    mut speed: f64,
+    opts: RunOptions,
+    rx: mpsc::Receiver<(Control, Reply)>,
+    out: Arc<ArcSwap<Snapshot>>,
+    tables_wanted_at: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+) {
+    let mut wall_base = Instant::now();
+    let mut virt_base = engine.now_us();
+    let mut last_publish = Instant::now();
+    let mut last_tables: Option<(Instant, Arc<Tables>)> = None;
+    let mut seq = 1u64;
+    let mut lag = 0.0f64;
+    let mut recent: (u64, Arc<Vec<LoggedEvent>>) = (u64::MAX, Arc::new(Vec::new()));
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let target = virt_base + (wall_base.elapsed().as_secs_f64() * speed * 1e6) as u64;
+        // Catch up in slices so snapshots keep flowing even when the engine falls behind.
+        loop {
+            match engine.next_event_time() {
+                Some(t) if t <= target => {
+                    for _ in 0..4096 {
+                        match engine.next_event_time() {
+                            Some(t) if t <= target => {
+                                engine.step();
+                            }
+                            _ => break,
+                        }
+                    }
+                    if last_publish.elapsed() >= opts.publish_every {
+                        break;
+                    }
+                }
+                _ => {
+                    engine.run_until(target);
+                    break;
+                }
+            }
+        }
+        let behind_us = engine.next_event_time().map(|t| target.saturating_sub(t)).unwrap_or(0);
+        lag = if speed > 0.0 { behind_us as f64 / 1e6 / speed } else { lag };
+        if last_publish.elapsed() >= opts.publish_every {
+            let want = tables_wanted_at.load(Ordering::Relaxed);
+            let wanted_recently = want > 0 && started.elapsed().as_millis() as u64 <= want + 10_000;
+            let tables = match &last_tables {
+                Some((at, t)) if at.elapsed() < opts.tables_every || !wanted_recently => Some(t.clone()),
+                _ if wanted_recently || last_tables.is_none() => {
+                    let t = Arc::new(engine.build_tables());
+                    last_tables = Some((Instant::now(), t.clone()));
+                    Some(t)
+                }
+                _ => None,
+            };
+            if recent.0 != engine.model.log.total() {
+                recent = (engine.model.log.total(), Arc::new(engine.recent_events(opts.recent_events)));
+            }
+            out.store(Arc::new(engine.snapshot(seq, speed, lag, tables, recent.1.clone())));
+            seq += 1;
+            last_publish = Instant::now();
+        }
+        // Sleep until the next event is due, a snapshot is due, or a request arrives.
+        let until_publish = opts.publish_every.saturating_sub(last_publish.elapsed());
+        let until_event = match (engine.next_event_time(), speed > 0.0) {
+            (Some(t), true) => {
+                let virt_now = virt_base + (wall_base.elapsed().as_secs_f64() * speed * 1e6) as u64;
+                Duration::from_micros(((t.saturating_sub(virt_now)) as f64 / speed) as u64)
+            }
+            _ => Duration::from_millis(50),
+        };
+        let wait = until_publish.min(until_event).min(Duration::from_millis(50));
+        match rx.recv_timeout(wait) {
+            Ok((c, reply)) => {
+                let mut pending = vec![(c, reply)];
+                while let Ok(more) = rx.try_recv() {
+                    pending.push(more);
+                }
+                for (c, reply) in pending {
+                    let result = match c {
+                        Control::SetSpeed(s) => {
+                            if !(s.is_finite() && s > 0.0) {
+                                Err(ControlError::bad_request(format!("speed must be a positive number, got {s}")))
+                            } else {
+                                // Rebase so virtual time continues smoothly at the new pace.
+                                virt_base += (wall_base.elapsed().as_secs_f64() * speed * 1e6) as u64;
+                                wall_base = Instant::now();
+                                speed = s;
+                                Ok(serde_json::json!({"speed": s}))
+                            }
+                        }
+                        other => engine.apply(other),
+                    };
+                    let _ = reply.send(result);
+                }
+                // Make the change visible at once.
+                last_publish = Instant::now() - opts.publish_every;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(wait);
+            }
+        }
+    }
+}
