@@ -38,11 +38,28 @@ pub(crate) enum Event {
     MemoryCheck(NodeIdx),
 }
 
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Scheduled {
     time: u64,
     seq: u64,
     event: Event,
+}
+
+// Ordered by (time, seq) only: seq is unique, so the event itself never decides.
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        self.time == o.time && self.seq == o.seq
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(o.time, o.seq))
+    }
 }
 
 /// Key of a queue of tasks waiting for resources: the call spec (one request shape and
