@@ -38,6 +38,7 @@ impl Engine {
                 flag,
                 children: Vec::new(),
                 holds_resources: false,
+                bundle,
                 pid: 0,
                 death_cause: None,
                 created_at: self.now,

@@ -307,6 +307,11 @@ impl Engine {
         self.events_processed
     }
 
+    /// Every scheduled event, in no particular order (for the invariant checks).
+    pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
+        self.queue.iter().map(|Reverse(s)| &s.event)
+    }
+
     /// Time of the next event, if any.
     pub fn next_event_time(&self) -> Option<u64> {
         self.queue.peek().map(|Reverse(s)| s.time)
