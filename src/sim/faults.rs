@@ -243,8 +243,8 @@ impl Engine {
                     if kind == TaskType::ActorTask {
                         self.actor_died(a, "killed by the memory monitor (OOM)", true);
                     } else {
+                        // Failing the constructor kills (and may restart) the actor.
                         self.fail_task(victim, ErrorType::OutOfMemory, false);
-                        self.actor_died(a, "killed by the memory monitor (OOM)", true);
                     }
                 }
                 _ => {
