@@ -424,6 +424,11 @@ impl Engine {
         );
         self.live_jobs += 1;
         self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
+        if !self.model.nodes[head.index()].is_alive() {
+            // No head node, no GCS: the driver cannot start.
+            self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
+            return id;
+        }
         self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
         self.leased[head.index()].push(driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.now);
