@@ -58,9 +58,13 @@ impl Engine {
                 None => v.push(format!("the {what} queue holds task {:x}, which is not live", tid.0)),
             }
         };
+        // A wait queue holds work some alive node could hold once resources free up; the
+        // infeasible queue work that none could (it is retried when a node joins).
         for ((spec, only), q) in &self.waiting {
-            if let Some(n) = only {
-                ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0);
+            let req = &self.specs[*spec as usize].request;
+            match only {
+                Some(n) => ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
+                None => ensure!(v, q.is_empty() || self.sched.is_feasible(req), "{} tasks of spec {spec} wait though no alive node could ever hold them", q.len()),
             }
             for tid in q {
                 bump(&mut queued, *tid);
@@ -68,6 +72,8 @@ impl Engine {
             }
         }
         for (spec, q) in &self.infeasible {
+            let req = &self.specs[*spec as usize].request;
+            ensure!(v, q.is_empty() || !self.sched.is_feasible(req), "{} tasks of spec {spec} are infeasible though a node could hold them", q.len());
             for tid in q {
                 bump(&mut queued, *tid);
                 waiting_task(v, tid, *spec, "infeasible");
