@@ -158,7 +158,11 @@ impl Engine {
             for tid in running {
                 self.fail_task(tid, ErrorType::ActorDied, true);
             }
-            self.resubmit_actor_creation(aid);
+            // Failing those calls can end the job (the driver sees the error), which kills
+            // this actor for good: then there is nothing to restart.
+            if self.model.actors.get(&aid).is_some_and(|a| a.state == ActorState::Restarting) {
+                self.resubmit_actor_creation(aid);
+            }
             return;
         }
         let a = self.model.actors.get_mut(&aid).expect("actor exists");
