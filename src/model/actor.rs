@@ -1,6 +1,6 @@
 //! The actor table.
 
-use super::ids::{ActorId, JobId, NameId, NodeIdx, TaskId};
+use super::ids::{ActorId, JobId, NameId, NodeIdx, PgId, TaskId};
 use super::states::ActorState;
 use std::collections::VecDeque;
 
@@ -31,6 +31,9 @@ pub struct Actor {
     pub children: Vec<ActorId>,
     /// Whether it holds its resources while alive (explicit resources), or only used them to be placed.
     pub holds_resources: bool,
+    /// The placement-group bundle it is placed in (and reserves from), kept across
+    /// restarts: the creation task that carried it is gone once the actor is alive.
+    pub bundle: Option<(PgId, u32)>,
     pub pid: u32,
     pub death_cause: Option<String>,
     pub created_at: u64,

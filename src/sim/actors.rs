@@ -38,6 +38,7 @@ impl Engine {
                 flag,
                 children: Vec::new(),
                 holds_resources: false,
+                bundle,
                 pid: 0,
                 death_cause: None,
                 created_at: self.now,
@@ -126,16 +127,15 @@ impl Engine {
         let running = std::mem::take(&mut a.running);
         let restart = allow_restart && (a.max_restarts < 0 || (a.num_restarts as i32) < a.max_restarts);
         let holds = std::mem::take(&mut a.holds_resources);
-        let (spec_id, creation_task) = (a.creation_spec, a.creation_task);
+        let (spec_id, creation_task, bundle) = (a.creation_spec, a.creation_task, a.bundle);
         if let Some(n) = node {
             let list = &mut self.actors_on[n.index()];
             if let Some(pos) = list.iter().position(|x| *x == aid) {
                 list.swap_remove(pos);
             }
             if holds && self.model.nodes[n.index()].is_alive() {
-                let bundle = self.model.tasks.get(&creation_task).and_then(|t| t.bundle);
                 let req = self.specs[spec_id as usize].request.clone();
-                match bundle.or_else(|| self.creation_bundle(aid)) {
+                match bundle {
                     Some((pg, b)) => self.return_to_bundle(pg, b, &req),
                     None => {
                         self.model.nodes[n.index()].available.add(&req);
@@ -158,7 +158,11 @@ impl Engine {
             for tid in running {
                 self.fail_task(tid, ErrorType::ActorDied, true);
             }
-            self.resubmit_actor_creation(aid);
+            // Failing those calls can end the job (the driver sees the error), which kills
+            // this actor for good: then there is nothing to restart.
+            if self.model.actors.get(&aid).is_some_and(|a| a.state == ActorState::Restarting) {
+                self.resubmit_actor_creation(aid);
+            }
             return;
         }
         let a = self.model.actors.get_mut(&aid).expect("actor exists");
@@ -175,15 +179,11 @@ impl Engine {
         }
     }
 
-    fn creation_bundle(&self, aid: ActorId) -> Option<(PgId, u32)> {
-        let a = self.model.actors.get(&aid)?;
-        self.model.tasks.get(&a.creation_task).and_then(|t| t.bundle)
-    }
-
     /// Run the constructor again (a new attempt of the creation task).
     fn resubmit_actor_creation(&mut self, aid: ActorId) {
         let a = &self.model.actors[&aid];
-        let (spec_id, tid, owner, job, attempt) = (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts);
+        let (spec_id, tid, owner, job, attempt, bundle) =
+            (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
         let ret = self.new_return_object(tid, owner, job, spec_id, 0, &[]);
         let name = self.specs[spec_id as usize].name;
@@ -205,7 +205,8 @@ impl Engine {
             node: None,
             args: Box::new([]),
             returns: ret,
-            bundle: None,
+            // A restarted actor is placed in its bundle again.
+            bundle,
             submitted_at: self.now,
             ready_at: self.now,
             started_at: None,

@@ -336,6 +336,11 @@ impl Engine {
         self.events_processed
     }
 
+    /// Every scheduled event, in no particular order (for the invariant checks).
+    pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
+        self.queue.iter().map(|Reverse(s)| &s.event)
+    }
+
     /// Time of the next event, if any.
     pub fn next_event_time(&self) -> Option<u64> {
         self.queue.peek().map(|Reverse(s)| s.time)
@@ -452,6 +457,11 @@ impl Engine {
         );
         self.live_jobs += 1;
         self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
+        if !self.model.nodes[head.index()].is_alive() {
+            // No head node, no GCS: the driver cannot start.
+            self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
+            return id;
+        }
         self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
         self.leased[head.index()].push(driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.now);

@@ -152,9 +152,15 @@ impl Engine {
             }
             self.actor_died(a, "the node running the actor died", true);
         }
-        // Hard affinity to this node can never be satisfied now.
-        let pinned: Vec<_> = self.waiting.keys().filter(|k| k.1 == Some(n)).copied().collect();
-        for key in pinned {
+        // Hard affinity to this node can never be satisfied now, and work only this node
+        // could hold is infeasible: ask again (fail, or join the infeasible demand).
+        let stranded: Vec<_> = self
+            .waiting
+            .keys()
+            .filter(|k| k.1 == Some(n) || (k.1.is_none() && !self.sched.is_feasible(&self.specs[k.0 as usize].request)))
+            .copied()
+            .collect();
+        for key in stranded {
             if let Some(q) = self.waiting.remove(&key) {
                 self.waiting_count -= q.len();
                 for tid in q {
@@ -258,8 +264,8 @@ impl Engine {
                     if kind == TaskType::ActorTask {
                         self.actor_died(a, "killed by the memory monitor (OOM)", true);
                     } else {
+                        // Failing the constructor kills (and may restart) the actor.
                         self.fail_task(victim, ErrorType::OutOfMemory, false);
-                        self.actor_died(a, "killed by the memory monitor (OOM)", true);
                     }
                 }
                 _ => {

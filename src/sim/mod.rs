@@ -10,6 +10,7 @@ mod autoscaler;
 mod engine;
 mod exec;
 mod faults;
+mod invariants;
 mod objects;
 mod placement_groups;
 pub mod snapshot;

@@ -65,6 +65,8 @@ impl Engine {
             self.store_add(node, id, size);
         }
         self.object_ready(id);
+        // Nobody may hold it (an actor handle's creation return): it goes as soon as it exists.
+        self.free_if_unreferenced(id);
     }
 
     /// Wake the owner (if it counts this future) and any task waiting for it as an argument.

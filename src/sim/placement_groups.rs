@@ -65,9 +65,14 @@ impl Engine {
                 let creator = pg.creator;
                 self.model.placement_ms[2].observe(ms);
                 self.model.set_pg_state(id, PgState::Created, self.now);
-                // Resume the creator blocked in `ray.get(pg.ready())`.
+                // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a
+                // later `ray.get` while its group is rescheduled).
                 if let Some(t) = self.model.tasks.get_mut(&creator) {
-                    if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) {
+                    let at_create = matches!(
+                        self.specs[t.spec as usize].program.get(t.exec.pc as usize),
+                        Some(crate::workload::Op::CreatePlacementGroup { .. })
+                    );
+                    if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
                         t.exec.pc += 1;
                         self.model.set_task_state(creator, TaskState::Running, self.now);
                         self.run_program(creator);

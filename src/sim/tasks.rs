@@ -499,6 +499,17 @@ impl Engine {
             let ret = t.returns;
             self.model.retire_task(tid, TaskState::Failed, self.now, 0);
             self.object_failed(ret);
+            // The actor whose constructor this was dies with it (unless that death is what
+            // failed it): system failures restart it within `max_restarts`; an exception
+            // in the constructor or an unschedulable actor is final, as in Ray's GCS.
+            if let (TaskType::ActorCreationTask, Some(a), false) = (kind, actor, err == ErrorType::ActorDied) {
+                let cause = match err {
+                    ErrorType::OutOfMemory => "killed by the memory monitor (OOM)".to_string(),
+                    ErrorType::NodeDied => "the node running the actor died".to_string(),
+                    e => format!("the creation task failed: {}", e.as_str()),
+                };
+                self.actor_died(a, &cause, err.is_system());
+            }
             if kind == TaskType::DriverTask {
                 self.end_job(job, JobStatus::Failed, &format!("driver failed: {}", err.as_str()));
             }
