@@ -202,6 +202,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let shutdown = match runtime.block_on(async { shutdown_signal() }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
     // Bind before starting the engine, so a taken port fails fast and says so.
     let listener = match runtime.block_on(tokio::net::TcpListener::bind(&listen)) {
         Ok(l) => l,
@@ -233,7 +240,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         "starting rayscope"
     );
     let handle = EngineHandle::spawn(cfg, RunOptions::default());
-    match runtime.block_on(rayscope::api::serve(listener, handle, opts, shutdown_signal())) {
+    match runtime.block_on(rayscope::api::serve(listener, handle, opts, shutdown)) {
         Ok(()) => {
             // Do not wait for lingering connection tasks: serve already gave them their grace.
             runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -264,26 +271,28 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
+/// called (inside the runtime), not when the future is first polled, so a signal
+/// that arrives once the server answers is never missed.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => tracing::info!("SIGINT received"),
+            _ = term.recv() => tracing::info!("SIGTERM received"),
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("SIGINT received"),
-        _ = term => tracing::info!("SIGTERM received"),
-    }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("Ctrl-C received");
+    })
 }
 
 // The engine allocates and frees millions of small records (tasks, objects, events);
