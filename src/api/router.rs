@@ -3,7 +3,7 @@
 //!
 //! Read-only endpoints are open (safe to expose); every endpoint that changes state
 //! takes an `Authorized` argument (see `auth`). Bodies over
-//! [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES) are refused with 413 before any handler
+//! [`MAX_BODY_BYTES`] are refused with 413 before any handler
 //! runs when the request declares its length, and while reading otherwise.
 
 use super::app::AppState;
