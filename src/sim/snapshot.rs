@@ -129,6 +129,8 @@ pub struct JobView {
     pub start_time_us: u64,
     pub end_time_us: Option<u64>,
     pub driver_node: u32,
+    /// The job's driver log (bounded by the engine), for the Jobs API's `/logs`.
+    pub log: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -425,6 +427,7 @@ impl Engine {
                 start_time_us: j.start_time,
                 end_time_us: j.end_time,
                 driver_node: j.driver_node.0,
+                log: j.log.clone(),
             })
             .collect();
         let c = &m.counters;
