@@ -124,3 +124,50 @@ pub struct RenderContext {
     /// context (or clones of it) for the life of the server.
     pub history: NodeHistory,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn serves_the_classic_text_format() {
+        let text = render_all(cluster(), None, &ctx());
+        assert!(CONTENT_TYPE.starts_with("text/plain; version=0.0.4"));
+        assert!(!text.contains("# EOF"), "no OpenMetrics terminator in the classic format");
+        assert!(text.contains("# TYPE ray_finished_jobs_total counter\n"), "counters are described under their _total name");
+        parse(&text); // rejects timestamps and malformed lines
+    }
+
+    #[test]
+    fn unknown_and_dead_ips_have_no_endpoint() {
+        assert!(render_node(cluster(), &dead().ip, None, &ctx()).is_none());
+        assert!(render_node(cluster(), "192.0.2.7", None, &ctx()).is_none());
+        assert!(render_node(cluster(), &worker(false).ip, None, &ctx()).is_some());
+    }
+
+    #[test]
+    fn every_node_series_names_its_instance() {
+        let e = node(&worker(true).ip);
+        let want = format!("{}:8080", worker(true).ip);
+        assert!(e.samples.iter().all(|s| s.label("instance") == want));
+        assert!(!e.samples.is_empty());
+    }
+
+    #[test]
+    fn renders_are_deterministic_for_the_same_snapshot() {
+        let ctx = ctx();
+        let strip = |t: String| t.lines().filter(|l| !l.starts_with("rayscope_scrape")).collect::<Vec<_>>().join("\n");
+        assert_eq!(strip(render_all(cluster(), None, &ctx)), strip(render_all(cluster(), None, &ctx)));
+    }
+
+    #[test]
+    fn a_dead_head_takes_the_cluster_families_with_it() {
+        let mut snap = cluster().clone();
+        let head = snap.head as usize;
+        snap.nodes[head].state = crate::model::NodeState::Dead;
+        let e = parse(&render_all(&snap, None, &ctx()));
+        assert!(e.of("ray_running_jobs").next().is_none());
+        assert!(e.of("ray_resources").next().is_some());
+    }
+}

@@ -73,7 +73,7 @@ pub(crate) struct Scrape<'a> {
     pub rates: Vec<Rates>,
     /// Whether the cluster-wide families (served by the head in Ray) are included.
     pub cluster: bool,
-    /// The head node, whether or not it is in `nodes`.
+    /// The head node if alive, whether or not it is in `nodes`.
     pub head: Option<&'a NodeView>,
     port: String,
     started: Instant,
@@ -89,7 +89,8 @@ impl<'a> Scrape<'a> {
         cluster: bool,
     ) -> Scrape<'a> {
         let started = Instant::now();
-        let head = snap.head_node();
+        // A dead head serves nothing: its cluster-wide families go with it.
+        let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);
         let host_rates = host.map(Rates::from_host);
         let rates = ctx.history.rates(snap.sim_time_us, &nodes, |n| if n.is_head { host_rates } else { None });
         Scrape {
