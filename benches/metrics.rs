@@ -65,7 +65,10 @@ fn samples(text: &str) -> u64 {
 fn bench(c: &mut Criterion) {
     let snap = scale_snapshot();
     let alive_actors: i64 = snap.actor_executor_counts.iter().map(|a| a.count).sum();
-    let ctx = RenderContext { metrics_export_port: 8080, ..RenderContext::default() };
+    let ctx = RenderContext {
+        metrics_export_port: 8080,
+        ..RenderContext::default()
+    };
     let text = render_all(&snap, None, &ctx);
     let n = samples(&text);
     println!(
@@ -75,13 +78,19 @@ fn bench(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("metrics");
-    group.sample_size(20).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(n));
-    group.bench_function("render_all_2000_nodes_20000_actors", |b| b.iter(|| black_box(render_all(black_box(&snap), None, &ctx))));
+    group.bench_function("render_all_2000_nodes_20000_actors", |b| {
+        b.iter(|| black_box(render_all(black_box(&snap), None, &ctx)))
+    });
     let worker = &snap.nodes[snap.nodes.len() / 2].ip;
     let one = render_node(&snap, worker, None, &ctx).unwrap();
     group.throughput(Throughput::Elements(samples(&one)));
-    group.bench_function("render_node_one_worker", |b| b.iter(|| black_box(render_node(black_box(&snap), worker, None, &ctx))));
+    group.bench_function("render_node_one_worker", |b| {
+        b.iter(|| black_box(render_node(black_box(&snap), worker, None, &ctx)))
+    });
     group.finish();
 
     // Tail latency, which criterion does not report.

@@ -12,6 +12,10 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, LabelSetEnc
 use super::labels::{put, Instance, Target};
 use super::scrape::{Family, RayVersion, Scrape};
 use super::AUTOSCALER_METRIC_PORT;
+use crate::sim::snapshot::AutoscalerTypeView;
+
+/// A per-node-type count: family, help, reading.
+type PerType = (&'static str, &'static str, fn(&AutoscalerTypeView) -> u32);
 
 /// The head reporter's target: `instance`.
 #[derive(Clone, Copy)]
@@ -35,42 +39,96 @@ impl EncodeLabelSet for Autoscaler<'_> {
 
 /// Counters of `autoscaler_*` the model does not track.
 const UNTRACKED_COUNTERS: &[(&str, &str)] = &[
-    ("autoscaler_failed_updates_total", "Node updaters that failed."),
-    ("autoscaler_failed_recoveries_total", "Node recoveries that failed."),
-    ("autoscaler_successful_recoveries_total", "Node recoveries that succeeded."),
-    ("autoscaler_update_loop_exceptions_total", "Exceptions in the autoscaler's update loop."),
-    ("autoscaler_node_launch_exceptions_total", "Exceptions while launching nodes."),
-    ("autoscaler_reset_exceptions_total", "Exceptions while resetting the autoscaler."),
-    ("autoscaler_config_validation_exceptions_total", "Exceptions while validating the autoscaler config."),
-    ("autoscaler_drain_node_exceptions_total", "Exceptions while draining nodes."),
+    (
+        "autoscaler_failed_updates_total",
+        "Node updaters that failed.",
+    ),
+    (
+        "autoscaler_failed_recoveries_total",
+        "Node recoveries that failed.",
+    ),
+    (
+        "autoscaler_successful_recoveries_total",
+        "Node recoveries that succeeded.",
+    ),
+    (
+        "autoscaler_update_loop_exceptions_total",
+        "Exceptions in the autoscaler's update loop.",
+    ),
+    (
+        "autoscaler_node_launch_exceptions_total",
+        "Exceptions while launching nodes.",
+    ),
+    (
+        "autoscaler_reset_exceptions_total",
+        "Exceptions while resetting the autoscaler.",
+    ),
+    (
+        "autoscaler_config_validation_exceptions_total",
+        "Exceptions while validating the autoscaler config.",
+    ),
+    (
+        "autoscaler_drain_node_exceptions_total",
+        "Exceptions while draining nodes.",
+    ),
 ];
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
-    let (true, Some(head)) = (s.cluster, s.head_target()) else { return Ok(()) };
+    let (true, Some(head)) = (s.cluster, s.head_target()) else {
+        return Ok(());
+    };
     let types = &s.snap.autoscaler.types;
 
     let at = Head(head);
-    let per_type: [(&str, &str, fn(&crate::sim::snapshot::AutoscalerTypeView) -> u32, bool); 4] = [
-        ("ray_cluster_active_nodes", "Active nodes by node type.", |t| t.active, true),
-        ("ray_cluster_idle_nodes", "Idle nodes by node type.", |t| t.idle, s.version >= RayVersion(2, 60)),
-        ("ray_cluster_failed_nodes", "Recently failed nodes by node type.", |t| t.recently_failed, true),
-        ("ray_cluster_pending_nodes", "Pending nodes by node type.", |t| t.pending, true),
+    let per_type: [PerType; 4] = [
+        (
+            "ray_cluster_active_nodes",
+            "Active nodes by node type.",
+            |t| t.active,
+        ),
+        // Autoscaler v2 only (Ray 2.60).
+        ("ray_cluster_idle_nodes", "Idle nodes by node type.", |t| {
+            t.idle
+        }),
+        (
+            "ray_cluster_failed_nodes",
+            "Recently failed nodes by node type.",
+            |t| t.recently_failed,
+        ),
+        (
+            "ray_cluster_pending_nodes",
+            "Pending nodes by node type.",
+            |t| t.pending,
+        ),
     ];
-    for (name, help, read, applies) in per_type {
-        if applies {
-            let mut f = Family::gauge(enc, name, help);
-            for t in types {
-                f.sample(&(at, [("node_type", t.name.as_str())]), read(t))?;
-            }
+    for (name, help, read) in per_type {
+        if name == "ray_cluster_idle_nodes" && s.version < RayVersion(2, 60) {
+            continue;
+        }
+        let mut f = Family::gauge(enc, name, help);
+        for t in types {
+            f.sample(&(at, [("node_type", t.name.as_str())]), read(t))?;
         }
     }
 
     let port = AUTOSCALER_METRIC_PORT.to_string();
     let at = Autoscaler(head.ip, &port);
-    let per_type: [(&str, &str, fn(&crate::sim::snapshot::AutoscalerTypeView) -> u32); 3] = [
-        ("autoscaler_active_nodes", "Number of nodes in the cluster, by node type.", |t| t.active),
-        ("autoscaler_pending_nodes", "Number of nodes pending launch, by node type.", |t| t.pending),
-        ("autoscaler_recently_failed_nodes", "Number of nodes that recently failed to launch, by node type.", |t| t.recently_failed),
+    let per_type: [PerType; 3] = [
+        (
+            "autoscaler_active_nodes",
+            "Number of nodes in the cluster, by node type.",
+            |t| t.active,
+        ),
+        (
+            "autoscaler_pending_nodes",
+            "Number of nodes pending launch, by node type.",
+            |t| t.pending,
+        ),
+        (
+            "autoscaler_recently_failed_nodes",
+            "Number of nodes that recently failed to launch, by node type.",
+            |t| t.recently_failed,
+        ),
     ];
     for (name, help, read) in per_type {
         let mut f = Family::gauge(enc, name, help);
@@ -78,26 +136,52 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             f.sample(&(at, [("NodeType", t.name.as_str())]), read(t))?;
         }
     }
-    let mut f = Family::gauge(enc, "autoscaler_cluster_resources", "Total logical resources of the cluster, by resource.");
+    let mut f = Family::gauge(
+        enc,
+        "autoscaler_cluster_resources",
+        "Total logical resources of the cluster, by resource.",
+    );
     for (name, amount) in &s.snap.autoscaler.cluster_resources {
         f.sample(&(at, [("resource", name.as_str())]), *amount)?;
     }
-    let mut f = Family::gauge(enc, "autoscaler_pending_resources", "Logical resources of nodes pending launch, by resource.");
+    let mut f = Family::gauge(
+        enc,
+        "autoscaler_pending_resources",
+        "Logical resources of nodes pending launch, by resource.",
+    );
     for (name, amount) in &s.snap.autoscaler.pending_resources {
         f.sample(&(at, [("resource", name.as_str())]), *amount)?;
     }
     Family::gauge(enc, "autoscaler_updating_nodes", "Nodes being updated.").sample(&at, 0u64)?;
-    Family::gauge(enc, "autoscaler_recovering_nodes", "Nodes being recovered.").sample(&at, 0u64)?;
+    Family::gauge(enc, "autoscaler_recovering_nodes", "Nodes being recovered.")
+        .sample(&at, 0u64)?;
     let workers: u64 = types.iter().skip(1).map(|t| t.active as u64).sum();
-    Family::gauge(enc, "autoscaler_running_workers_nodes", "Worker nodes running.").sample(&at, workers)?;
+    Family::gauge(
+        enc,
+        "autoscaler_running_workers_nodes",
+        "Worker nodes running.",
+    )
+    .sample(&at, workers)?;
 
     let started: u64 = types.iter().map(|t| t.started_total).sum();
     let totals = [
         ("autoscaler_started_nodes_total", "Nodes started.", started),
-        ("autoscaler_stopped_nodes_total", "Nodes stopped.", types.iter().map(|t| t.stopped_total).sum()),
-        ("autoscaler_failed_create_nodes_total", "Nodes that failed to be created.", types.iter().map(|t| t.failed_create_total).sum()),
+        (
+            "autoscaler_stopped_nodes_total",
+            "Nodes stopped.",
+            types.iter().map(|t| t.stopped_total).sum(),
+        ),
+        (
+            "autoscaler_failed_create_nodes_total",
+            "Nodes that failed to be created.",
+            types.iter().map(|t| t.failed_create_total).sum(),
+        ),
         // Every started node's setup (node updater) succeeds in the model.
-        ("autoscaler_successful_updates_total", "Node updaters that succeeded.", started),
+        (
+            "autoscaler_successful_updates_total",
+            "Node updaters that succeeded.",
+            started,
+        ),
     ];
     for (name, help, value) in totals {
         Family::counter(enc, name, help).sample(&at, value)?;
@@ -115,17 +199,26 @@ mod tests {
     #[test]
     fn active_nodes_per_type_add_up_to_the_alive_nodes() {
         let e = all();
-        let alive = cluster().nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive).count() as f64;
+        let alive = cluster()
+            .nodes
+            .iter()
+            .filter(|n| n.state == crate::model::NodeState::Alive)
+            .count() as f64;
         assert_eq!(e.sum("ray_cluster_active_nodes", &[]), alive);
         assert_eq!(e.sum("autoscaler_active_nodes", &[]), alive);
         assert_eq!(e.sum("autoscaler_running_workers_nodes", &[]), alive - 1.0);
-        assert!(e.of("ray_cluster_active_nodes").any(|s| s.label("node_type") == "gpu-worker"));
+        assert!(e
+            .of("ray_cluster_active_nodes")
+            .any(|s| s.label("node_type") == "gpu-worker"));
     }
 
     #[test]
     fn autoscaler_series_carry_the_autoscaler_target_and_session() {
         let e = all();
-        let s = e.of("autoscaler_cluster_resources").find(|s| s.label("resource") == "GPU").unwrap();
+        let s = e
+            .of("autoscaler_cluster_resources")
+            .find(|s| s.label("resource") == "GPU")
+            .unwrap();
         assert_eq!(s.label("instance"), format!("{}:44217", head().ip));
         assert_eq!(s.label("SessionName"), cluster().session_name);
         assert_eq!(e.families["autoscaler_started_nodes_total"].kind, "counter");
@@ -133,7 +226,13 @@ mod tests {
 
     #[test]
     fn only_the_heads_endpoint_has_cluster_counts() {
-        assert!(node(&head().ip).of("ray_cluster_active_nodes").next().is_some());
-        assert!(node(&worker(true).ip).of("autoscaler_active_nodes").next().is_none());
+        assert!(node(&head().ip)
+            .of("ray_cluster_active_nodes")
+            .next()
+            .is_some());
+        assert!(node(&worker(true).ip)
+            .of("autoscaler_active_nodes")
+            .next()
+            .is_none());
     }
 }

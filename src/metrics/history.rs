@@ -108,7 +108,12 @@ pub struct NodeHistory(Arc<Inner>);
 impl NodeHistory {
     /// Rates for `nodes` at virtual time `now_us`, updating baselines. `fixed` gives a
     /// node's rates when something else measured them (the real machine).
-    pub(crate) fn rates(&self, now_us: u64, nodes: &[&NodeView], fixed: impl Fn(&NodeView) -> Option<Rates>) -> Vec<Rates> {
+    pub(crate) fn rates(
+        &self,
+        now_us: u64,
+        nodes: &[&NodeView],
+        fixed: impl Fn(&NodeView) -> Option<Rates>,
+    ) -> Vec<Rates> {
         let mut table = self.0.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         nodes
             .iter()
@@ -137,7 +142,9 @@ impl NodeHistory {
     }
 
     pub(crate) fn record_size(&self, nodes: usize, bytes: usize) {
-        self.0.bytes_per_node.store(bytes / nodes.max(1), Ordering::Relaxed);
+        self.0
+            .bytes_per_node
+            .store(bytes / nodes.max(1), Ordering::Relaxed);
     }
 }
 
@@ -151,8 +158,8 @@ fn advance(slot: &mut Option<Baseline>, now_us: u64, now: [u64; 8]) -> [f64; 8] 
             let window = now_us - b.at_us;
             if window >= MIN_WINDOW_US {
                 let secs = window as f64 / 1e6;
-                for i in 0..8 {
-                    b.rates[i] = (now[i] - b.counters[i]) as f64 / secs;
+                for ((rate, new), old) in b.rates.iter_mut().zip(now).zip(b.counters) {
+                    *rate = (new - old) as f64 / secs;
                 }
                 b.at_us = now_us;
                 b.counters = now;
@@ -160,7 +167,11 @@ fn advance(slot: &mut Option<Baseline>, now_us: u64, now: [u64; 8]) -> [f64; 8] 
             return b.rates;
         }
     }
-    *slot = Some(Baseline { at_us: now_us, counters: now, rates: [0.0; 8] });
+    *slot = Some(Baseline {
+        at_us: now_us,
+        counters: now,
+        rates: [0.0; 8],
+    });
     [0.0; 8]
 }
 

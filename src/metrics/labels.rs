@@ -5,7 +5,9 @@
 
 use std::fmt::{self, Write};
 
-use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
+use prometheus_client::encoding::{
+    EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
+};
 
 /// A node as a scrape target.
 #[derive(Clone, Copy, Debug)]
@@ -29,7 +31,11 @@ impl EncodeLabelValue for Instance<'_> {
 }
 
 /// Write one `key="value"` pair into a label set.
-pub(crate) fn put(enc: &mut LabelSetEncoder, key: &'static str, value: impl EncodeLabelValue) -> fmt::Result {
+pub(crate) fn put(
+    enc: &mut LabelSetEncoder,
+    key: &'static str,
+    value: impl EncodeLabelValue,
+) -> fmt::Result {
     (key, value).encode(enc.encode_label())
 }
 
@@ -134,7 +140,16 @@ impl EncodeLabelValue for Uuid<'_> {
             Uuid::Modelled { node_id, index } => {
                 // 8-4-4-4-12 hex digits: the node id's first 28, then the index.
                 let hex = |from: usize, to: usize| node_id.get(from..to).unwrap_or("0");
-                write!(enc, "GPU-{}-{}-{}-{}-{}{:04x}", hex(0, 8), hex(8, 12), hex(12, 16), hex(16, 20), hex(20, 28), index)
+                write!(
+                    enc,
+                    "GPU-{}-{}-{}-{}-{}{:04x}",
+                    hex(0, 8),
+                    hex(8, 12),
+                    hex(12, 16),
+                    hex(16, 20),
+                    hex(20, 28),
+                    index
+                )
             }
         }
     }

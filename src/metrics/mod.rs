@@ -80,8 +80,8 @@ pub use history::NodeHistory;
 pub use scrape::COLLECTOR_NAMES;
 
 use crate::host::HostReading;
-use crate::sim::snapshot::Snapshot;
 use crate::model::NodeState;
+use crate::sim::snapshot::Snapshot;
 
 /// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
 /// Prometheus text format, as Ray's agents serve it.
@@ -94,16 +94,34 @@ pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
 /// Everything: every alive node's series with its `instance` label, plus the
 /// cluster-wide families the head serves.
 pub fn render_all(snapshot: &Snapshot, host: Option<&HostReading>, ctx: &RenderContext) -> String {
-    let nodes = snapshot.nodes.iter().filter(|n| n.state == NodeState::Alive).collect();
+    let nodes = snapshot
+        .nodes
+        .iter()
+        .filter(|n| n.state == NodeState::Alive)
+        .collect();
     scrape::render(snapshot, host, ctx, nodes, true)
 }
 
 /// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive node has that IP.
 /// The head's endpoint also carries the cluster-wide families (GCS, autoscaler,
 /// `ray_cluster_*`, owner-side task counts and `rayscope_*`).
-pub fn render_node(snapshot: &Snapshot, ip: &str, host: Option<&HostReading>, ctx: &RenderContext) -> Option<String> {
-    let node = snapshot.nodes.iter().find(|n| n.state == NodeState::Alive && n.ip == ip)?;
-    Some(scrape::render(snapshot, host, ctx, vec![node], node.is_head))
+pub fn render_node(
+    snapshot: &Snapshot,
+    ip: &str,
+    host: Option<&HostReading>,
+    ctx: &RenderContext,
+) -> Option<String> {
+    let node = snapshot
+        .nodes
+        .iter()
+        .find(|n| n.state == NodeState::Alive && n.ip == ip)?;
+    Some(scrape::render(
+        snapshot,
+        host,
+        ctx,
+        vec![node],
+        node.is_head,
+    ))
 }
 
 /// What the exporter knows besides the snapshot.
@@ -134,8 +152,14 @@ mod tests {
     fn serves_the_classic_text_format() {
         let text = render_all(cluster(), None, &ctx());
         assert!(CONTENT_TYPE.starts_with("text/plain; version=0.0.4"));
-        assert!(!text.contains("# EOF"), "no OpenMetrics terminator in the classic format");
-        assert!(text.contains("# TYPE ray_finished_jobs_total counter\n"), "counters are described under their _total name");
+        assert!(
+            !text.contains("# EOF"),
+            "no OpenMetrics terminator in the classic format"
+        );
+        assert!(
+            text.contains("# TYPE ray_finished_jobs_total counter\n"),
+            "counters are described under their _total name"
+        );
         parse(&text); // rejects timestamps and malformed lines
     }
 
@@ -157,8 +181,16 @@ mod tests {
     #[test]
     fn renders_are_deterministic_for_the_same_snapshot() {
         let ctx = ctx();
-        let strip = |t: String| t.lines().filter(|l| !l.starts_with("rayscope_scrape")).collect::<Vec<_>>().join("\n");
-        assert_eq!(strip(render_all(cluster(), None, &ctx)), strip(render_all(cluster(), None, &ctx)));
+        let strip = |t: String| {
+            t.lines()
+                .filter(|l| !l.starts_with("rayscope_scrape"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            strip(render_all(cluster(), None, &ctx)),
+            strip(render_all(cluster(), None, &ctx))
+        );
     }
 
     #[test]

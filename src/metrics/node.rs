@@ -16,6 +16,7 @@
 //! * One GPU device per (started) logical GPU: GPU `i` is busy for the share of the
 //!   `i`-th logical GPU in use; memory, power and temperature follow that share.
 //!   Nodes without GPUs have no GPU series.
+//!
 //! Rates (speeds, IOPS) come from [`super::history`].
 
 use std::fmt;
@@ -87,7 +88,13 @@ struct Hw<'a> {
 
 enum Gpus<'a> {
     Host(&'a [GpuReading]),
-    Modelled { count: u32, in_use: f64, name: &'a str, node_id: &'a str, memory_mib: u64 },
+    Modelled {
+        count: u32,
+        in_use: f64,
+        name: &'a str,
+        node_id: &'a str,
+        memory_mib: u64,
+    },
 }
 
 /// One GPU's readings.
@@ -106,7 +113,11 @@ impl<'a> Gpus<'a> {
             Gpus::Host(gpus) => {
                 for g in gpus {
                     f(Gpu {
-                        labels: GpuLabels { index: g.index, name: &g.name, uuid: Uuid::Real(&g.uuid) },
+                        labels: GpuLabels {
+                            index: g.index,
+                            name: &g.name,
+                            uuid: Uuid::Real(&g.uuid),
+                        },
                         utilization: g.utilization_percent,
                         used_mib: g.memory_used_mib(),
                         available_mib: g.memory_available_mib(),
@@ -115,17 +126,32 @@ impl<'a> Gpus<'a> {
                     })?;
                 }
             }
-            Gpus::Modelled { count, in_use, name, node_id, memory_mib } => {
+            Gpus::Modelled {
+                count,
+                in_use,
+                name,
+                node_id,
+                memory_mib,
+            } => {
                 for index in 0..count {
                     let busy = (in_use - index as f64).clamp(0.0, 1.0);
                     let used_mib = (busy * GPU_MEMORY_BUSY_SHARE * memory_mib as f64) as u64;
                     f(Gpu {
-                        labels: GpuLabels { index, name, uuid: Uuid::Modelled { node_id, index } },
+                        labels: GpuLabels {
+                            index,
+                            name,
+                            uuid: Uuid::Modelled { node_id, index },
+                        },
                         utilization: busy * 100.0,
                         used_mib,
                         available_mib: memory_mib - used_mib,
-                        milliwatts: Some(GPU_IDLE_MILLIWATTS + busy * (GPU_BUSY_MILLIWATTS - GPU_IDLE_MILLIWATTS)),
-                        celsius: Some(GPU_IDLE_CELSIUS + busy * (GPU_BUSY_CELSIUS - GPU_IDLE_CELSIUS)),
+                        milliwatts: Some(
+                            GPU_IDLE_MILLIWATTS
+                                + busy * (GPU_BUSY_MILLIWATTS - GPU_IDLE_MILLIWATTS),
+                        ),
+                        celsius: Some(
+                            GPU_IDLE_CELSIUS + busy * (GPU_BUSY_CELSIUS - GPU_IDLE_CELSIUS),
+                        ),
                     })?;
                 }
             }
@@ -135,18 +161,31 @@ impl<'a> Gpus<'a> {
 }
 
 fn resource(n: &NodeView, name: &str) -> (f64, f64) {
-    n.resources.iter().find(|r| r.0 == name).map(|r| (r.1, r.2)).unwrap_or((0.0, 0.0))
+    n.resources
+        .iter()
+        .find(|r| r.0 == name)
+        .map(|r| (r.1, r.2))
+        .unwrap_or((0.0, 0.0))
 }
 
 fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
     let (cpu_total, cpu_available) = resource(n, "CPU");
-    let cpu_utilization = if cpu_total > 0.0 { (100.0 * (cpu_total - cpu_available) / cpu_total).clamp(0.0, 100.0) } else { 0.0 };
+    let cpu_utilization = if cpu_total > 0.0 {
+        (100.0 * (cpu_total - cpu_available) / cpu_total).clamp(0.0, 100.0)
+    } else {
+        0.0
+    };
     let mem_total = n.memory_total;
     let mem_used = (OS_MEMORY + n.memory_used).min(mem_total);
     let disk_total = MIN_DISK.max(4 * mem_total);
-    let disk_used = (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
+    let disk_used =
+        (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
     let (gpu_total, gpu_available) = resource(n, "GPU");
-    let memory_mib = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY } / MIB;
+    let memory_mib = if n.gpu_memory > 0 {
+        n.gpu_memory
+    } else {
+        DEFAULT_GPU_MEMORY
+    } / MIB;
     Hw {
         cpu_count: cpu_total.ceil(),
         cpu_utilization,
@@ -182,7 +221,10 @@ fn real(h: &HostReading, rates: Rates) -> Hw<'_> {
         mem_shared: h.mem_shared_bytes as f64,
         host_mem_total: h.host_mem_total_bytes as f64,
         host_mem_used: h.host_mem_used_bytes as f64,
-        cgroup: h.cgroup_mem_used_bytes.zip(h.cgroup_mem_limit_bytes).map(|(u, t)| (u as f64, t as f64)),
+        cgroup: h
+            .cgroup_mem_used_bytes
+            .zip(h.cgroup_mem_limit_bytes)
+            .map(|(u, t)| (u as f64, t as f64)),
         disk_used: h.disk_used_bytes as f64,
         disk_free: h.disk_free_bytes as f64,
         disk_utilization: h.disk_utilization_percent,
@@ -200,11 +242,17 @@ fn real(h: &HostReading, rates: Rates) -> Hw<'_> {
     }
 }
 
-type Scalar = (&'static str, &'static str, RayVersion, fn(&Hw) -> Option<f64>);
+type Scalar = (
+    &'static str,
+    &'static str,
+    RayVersion,
+    fn(&Hw) -> Option<f64>,
+);
 const ALL: RayVersion = RayVersion(0, 0);
 const V2_60: RayVersion = RayVersion(2, 60);
 
 /// The node-wide families: name, help, first Ray version with it, reading.
+#[rustfmt::skip]
 const SCALARS: &[Scalar] = &[
     ("ray_node_cpu_utilization", "Node CPU utilization, percent (0-100).", ALL, |h| Some(h.cpu_utilization)),
     ("ray_node_cpu_count", "Number of logical CPUs.", ALL, |h| Some(h.cpu_count)),
@@ -233,9 +281,15 @@ const SCALARS: &[Scalar] = &[
     ("ray_node_network_receive_speed", "Network receive throughput, in bytes per second.", ALL, |h| Some(h.rates.net_receive)),
 ];
 
-type PerGpu = (&'static str, &'static str, RayVersion, fn(&Gpu) -> Option<f64>);
+type PerGpu = (
+    &'static str,
+    &'static str,
+    RayVersion,
+    fn(&Gpu) -> Option<f64>,
+);
 
 /// The per-GPU families.
+#[rustfmt::skip]
 const GPUS: &[PerGpu] = &[
     ("ray_node_gpus_available", "GPUs on the node (1 per GPU).", ALL, |_| Some(1.0)),
     ("ray_node_gpus_utilization", "GPU utilization, percent (0-100).", ALL, |g| Some(g.utilization)),
@@ -285,10 +339,24 @@ mod tests {
     #[test]
     fn every_alive_node_reports_hardware_and_dead_ones_do_not() {
         let e = all();
-        let alive = cluster().nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive).count();
+        let alive = cluster()
+            .nodes
+            .iter()
+            .filter(|n| n.state == crate::model::NodeState::Alive)
+            .count();
         assert_eq!(e.of("ray_node_network_receive_speed").count(), alive);
-        let hardware = |s: &&Sample| super::SCALARS.iter().map(|f| f.0).chain(super::GPUS.iter().map(|f| f.0)).any(|f| f == s.name);
-        assert!(e.samples.iter().filter(hardware).all(|s| s.label("ip") != dead().ip));
+        let hardware = |s: &&Sample| {
+            super::SCALARS
+                .iter()
+                .map(|f| f.0)
+                .chain(super::GPUS.iter().map(|f| f.0))
+                .any(|f| f == s.name)
+        };
+        assert!(e
+            .samples
+            .iter()
+            .filter(hardware)
+            .all(|s| s.label("ip") != dead().ip));
         assert!(e.samples.iter().filter(hardware).count() > 20 * alive);
         for s in e.samples.iter().filter(hardware) {
             assert_eq!(s.label("instance"), format!("{}:8080", s.label("ip")));
@@ -301,11 +369,17 @@ mod tests {
     #[test]
     fn gpu_series_only_for_gpu_nodes() {
         let e = all();
-        let gpu_ips: Vec<&str> = e.of("ray_node_gpus_available").map(|s| s.label("ip")).collect();
+        let gpu_ips: Vec<&str> = e
+            .of("ray_node_gpus_available")
+            .map(|s| s.label("ip"))
+            .collect();
         assert!(!gpu_ips.is_empty());
         for ip in &gpu_ips {
             let n = cluster().nodes.iter().find(|n| n.ip == *ip).unwrap();
-            assert!(n.resources.iter().any(|r| r.0 == "GPU"), "{ip} has GPU series but no GPUs");
+            assert!(
+                n.resources.iter().any(|r| r.0 == "GPU"),
+                "{ip} has GPU series but no GPUs"
+            );
         }
         assert!(!gpu_ips.contains(&worker(false).ip.as_str()));
         let g = node(&worker(true).ip);
@@ -313,14 +387,22 @@ mod tests {
         let s = g.of("ray_node_gram_used").next().unwrap();
         assert_eq!(s.label("GpuDeviceName"), "NVIDIA A10G");
         assert!(s.label("GpuUuid").starts_with("GPU-"));
-        let total: f64 = g.of("ray_node_gram_used").chain(g.of("ray_node_gram_available")).map(|s| s.value).sum();
+        let total: f64 = g
+            .of("ray_node_gram_used")
+            .chain(g.of("ray_node_gram_available"))
+            .map(|s| s.value)
+            .sum();
         assert_eq!(total, 4.0 * 24.0 * 1024.0);
     }
 
     #[test]
     fn modelled_readings_stay_in_range() {
         let e = all();
-        for s in e.of("ray_node_cpu_utilization").chain(e.of("ray_node_disk_utilization_percentage")).chain(e.of("ray_node_gpus_utilization")) {
+        for s in e
+            .of("ray_node_cpu_utilization")
+            .chain(e.of("ray_node_disk_utilization_percentage"))
+            .chain(e.of("ray_node_gpus_utilization"))
+        {
             assert!((0.0..=100.0).contains(&s.value), "{s:?}");
         }
         for s in e.of("ray_node_mem_used") {
@@ -345,10 +427,16 @@ mod tests {
         assert_eq!(e.sum("ray_node_cpu_utilization", &[]), 42.5);
         assert_eq!(e.sum("ray_node_mem_available", &[]), 600.0);
         assert_eq!(e.sum("ray_node_network_receive_speed", &[]), 77.0);
-        assert!(!e.families.contains_key("ray_node_gpus_available"), "a host without GPUs has no GPU series");
+        assert!(
+            !e.families.contains_key("ray_node_gpus_available"),
+            "a host without GPUs has no GPU series"
+        );
         // Workers stay modelled.
         let all = parse(&render_all(cluster(), Some(&host), &ctx()));
-        assert_eq!(all.sum("ray_node_cpu_count", &[("ip", &worker(false).ip)]), 8.0);
+        assert_eq!(
+            all.sum("ray_node_cpu_count", &[("ip", &worker(false).ip)]),
+            8.0
+        );
     }
 
     #[test]
@@ -363,10 +451,16 @@ mod tests {
             power_milliwatts: Some(5),
             temperature_celsius: None,
         };
-        let host = HostReading { gpus: vec![gpu], ..HostReading::default() };
+        let host = HostReading {
+            gpus: vec![gpu],
+            ..HostReading::default()
+        };
         let e = parse(&render_node(cluster(), &head().ip, Some(&host), &ctx()).unwrap());
         let s = e.of("ray_node_gram_available").next().unwrap();
-        assert_eq!((s.value, s.label("GpuUuid"), s.label("GpuIndex")), (7.0, "GPU-abc", "0"));
+        assert_eq!(
+            (s.value, s.label("GpuUuid"), s.label("GpuIndex")),
+            (7.0, "GPU-abc", "0")
+        );
         assert_eq!(e.sum("ray_node_gpu_power_milliwatts", &[]), 5.0);
         assert!(!e.families.contains_key("ray_node_gpu_temperature_celsius"));
     }

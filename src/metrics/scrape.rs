@@ -11,7 +11,9 @@ use std::fmt;
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, MetricEncoder};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, MetricEncoder,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
@@ -43,8 +45,19 @@ pub(crate) const COLLECTORS: &[(&str, EncodeFn)] = &[
 const SELF_COLLECTOR: (&str, EncodeFn) = ("rayscope", super::rayscope::encode);
 
 /// Names accepted by [`RenderContext::disabled_collectors`].
-pub const COLLECTOR_NAMES: &[&str] =
-    &["tasks", "actors", "jobs", "resources", "object_store", "scheduler", "workers", "node", "components", "cluster", "rayscope"];
+pub const COLLECTOR_NAMES: &[&str] = &[
+    "tasks",
+    "actors",
+    "jobs",
+    "resources",
+    "object_store",
+    "scheduler",
+    "workers",
+    "node",
+    "components",
+    "cluster",
+    "rayscope",
+];
 
 /// Parsed `major.minor` of the emulated Ray version, for the few names that changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -90,9 +103,17 @@ impl<'a> Scrape<'a> {
     ) -> Scrape<'a> {
         let started = Instant::now();
         // A dead head serves nothing: its cluster-wide families go with it.
-        let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);
+        let head = snap
+            .head_node()
+            .filter(|h| h.state == crate::model::NodeState::Alive);
         let host_rates = host.map(Rates::from_host);
-        let rates = ctx.history.rates(snap.sim_time_us, &nodes, |n| if n.is_head { host_rates } else { None });
+        let rates = ctx.history.rates(snap.sim_time_us, &nodes, |n| {
+            if n.is_head {
+                host_rates
+            } else {
+                None
+            }
+        });
         Scrape {
             snap,
             host,
@@ -110,7 +131,11 @@ impl<'a> Scrape<'a> {
 
     /// The scrape target of a node (its `instance` label).
     pub(crate) fn target(&self, n: &'a NodeView) -> Target<'_> {
-        Target { ip: &n.ip, port: &self.port, head: n.is_head }
+        Target {
+            ip: &n.ip,
+            port: &self.port,
+            head: n.is_head,
+        }
     }
 
     /// The head's target, for series Ray's GCS, autoscaler or head reporter serve.
@@ -158,7 +183,10 @@ fn with_scrape<R>(scrape: &Scrape<'_>, f: impl FnOnce() -> R) -> R {
 /// The scrape being rendered on this thread.
 fn with_current<R>(f: impl for<'s> FnOnce(&'s Scrape<'s>) -> R) -> R {
     let ptr = CURRENT.with(|c| c.get());
-    assert!(!ptr.is_null(), "a metrics collector ran outside metrics::render");
+    assert!(
+        !ptr.is_null(),
+        "a metrics collector ran outside metrics::render"
+    );
     // SAFETY: `ptr` was set by `with_scrape` from a `&Scrape` that lives until
     // `with_scrape` returns, and is reset (by `Restore`) before that; collectors only
     // run inside it, on this thread. `f` cannot keep the reference: its lifetime is
@@ -180,7 +208,10 @@ impl Collector for Group {
         with_current(|scrape| {
             let start = Instant::now();
             let result = (self.encode)(scrape, &mut encoder);
-            scrape.timings.borrow_mut().push((self.name, start.elapsed().as_secs_f64()));
+            scrape
+                .timings
+                .borrow_mut()
+                .push((self.name, start.elapsed().as_secs_f64()));
             result
         })
     }
@@ -198,18 +229,29 @@ pub(crate) fn render(
     let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
     let mut registry = Registry::default();
     let ray = registry.sub_registry_with_labels(
-        [("SessionName".into(), snap.session_name.clone().into()), ("Version".into(), snap.version.clone().into())].into_iter(),
+        [
+            ("SessionName".into(), snap.session_name.clone().into()),
+            ("Version".into(), snap.version.clone().into()),
+        ]
+        .into_iter(),
     );
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
         ray.register_collector(Box::new(Group { name, encode }));
     }
     if enabled(SELF_COLLECTOR.0) {
-        let own = registry.sub_registry_with_labels([("Version".into(), snap.version.clone().into())].into_iter());
-        own.register_collector(Box::new(Group { name: SELF_COLLECTOR.0, encode: SELF_COLLECTOR.1 }));
+        let own = registry.sub_registry_with_labels(
+            [("Version".into(), snap.version.clone().into())].into_iter(),
+        );
+        own.register_collector(Box::new(Group {
+            name: SELF_COLLECTOR.0,
+            encode: SELF_COLLECTOR.1,
+        }));
     }
     let mut out = String::with_capacity(ctx.history.size_hint(scrape.nodes.len()));
-    with_scrape(&scrape, || prometheus_client::encoding::text::encode_registry(&mut out, &registry))
-        .expect("writing to a String cannot fail");
+    with_scrape(&scrape, || {
+        prometheus_client::encoding::text::encode_registry(&mut out, &registry)
+    })
+    .expect("writing to a String cannot fail");
     ctx.history.record_size(scrape.nodes.len(), out.len());
     out
 }
@@ -230,27 +272,60 @@ enum FamilyState<'e, 'a> {
 }
 
 impl<'e, 'a> Family<'e, 'a> {
-    pub(crate) fn gauge(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
-        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Gauge }
+    pub(crate) fn gauge(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Gauge,
+        }
     }
 
     /// A counter, described under its full name (which must end in `_total`), as the
     /// classic text format wants.
-    pub(crate) fn counter(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
-        debug_assert!(name.ends_with("_total"), "counter {name} must end in _total");
-        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Counter }
+    pub(crate) fn counter(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        debug_assert!(
+            name.ends_with("_total"),
+            "counter {name} must end in _total"
+        );
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Counter,
+        }
     }
 
-    pub(crate) fn histogram(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
-        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Histogram }
+    pub(crate) fn histogram(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Histogram,
+        }
     }
 
     fn open(&mut self) -> Result<&mut MetricEncoder<'e>, fmt::Error> {
         if let FamilyState::Pending(_) = self.state {
-            let FamilyState::Pending(enc) = std::mem::replace(&mut self.state, FamilyState::Poisoned) else {
+            let FamilyState::Pending(enc) =
+                std::mem::replace(&mut self.state, FamilyState::Poisoned)
+            else {
                 unreachable!()
             };
-            self.state = FamilyState::Open(enc.encode_descriptor(self.name, self.help, None, self.kind.clone())?);
+            self.state =
+                FamilyState::Open(enc.encode_descriptor(self.name, self.help, None, self.kind)?);
         }
         match &mut self.state {
             FamilyState::Open(m) => Ok(m),
@@ -259,19 +334,36 @@ impl<'e, 'a> Family<'e, 'a> {
     }
 
     /// One sample of a gauge or counter.
-    pub(crate) fn sample(&mut self, labels: &impl EncodeLabelSet, value: impl EncodeGaugeValue) -> fmt::Result {
+    pub(crate) fn sample(
+        &mut self,
+        labels: &impl EncodeLabelSet,
+        value: impl EncodeGaugeValue,
+    ) -> fmt::Result {
         self.open()?.encode_family(labels)?.encode_gauge(&value)
     }
 
     /// One histogram series; `counts` are per bucket (not cumulative), the last +Inf.
-    pub(crate) fn histogram_sample(&mut self, labels: &impl EncodeLabelSet, bounds: &[f64], counts: &[u64], sum: f64) -> fmt::Result {
+    pub(crate) fn histogram_sample(
+        &mut self,
+        labels: &impl EncodeLabelSet,
+        bounds: &[f64],
+        counts: &[u64],
+        sum: f64,
+    ) -> fmt::Result {
         let mut buckets = [(0.0, 0u64); 16];
         let n = counts.len().min(buckets.len());
         for (i, slot) in buckets.iter_mut().enumerate().take(n) {
             *slot = (bounds.get(i).copied().unwrap_or(f64::INFINITY), counts[i]);
         }
         let count = counts.iter().sum();
-        self.open()?.encode_family(labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets[..n], None)
+        self.open()?
+            .encode_family(labels)?
+            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                sum,
+                count,
+                &buckets[..n],
+                None,
+            )
     }
 }
 

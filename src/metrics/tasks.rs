@@ -19,7 +19,10 @@ const HELP: &str = "Current number of tasks (including finished and failed ones)
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let mut f = Family::gauge(enc, "ray_tasks", HELP);
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
-        let at = Core { component: "core_worker", at: head };
+        let at = Core {
+            component: "core_worker",
+            at: head,
+        };
         for t in s.snap.task_counts.iter().filter(|t| !t.state.is_running()) {
             let labels = [
                 ("State", t.state.as_str()),
@@ -32,7 +35,10 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         }
     }
     for n in &s.nodes {
-        let at = Core { component: "core_worker", at: s.target(n) };
+        let at = Core {
+            component: "core_worker",
+            at: s.target(n),
+        };
         for t in rows_of(&s.snap.running_counts, n.idx, |r: &RunningCount| r.node) {
             let labels = [
                 ("State", t.state.as_str()),
@@ -72,15 +78,28 @@ mod tests {
         let e = all();
         let mut got: BTreeMap<(String, String, String, String), f64> = BTreeMap::new();
         for s in e.of("ray_tasks") {
-            let key = (s.label("State").into(), s.label("Name").into(), s.label("JobId").into(), s.label("IsRetry").into());
+            let key = (
+                s.label("State").into(),
+                s.label("Name").into(),
+                s.label("JobId").into(),
+                s.label("IsRetry").into(),
+            );
             *got.entry(key).or_default() += s.value;
         }
         let mut want: BTreeMap<(String, String, String, String), f64> = BTreeMap::new();
         for t in &cluster().task_counts {
-            let key = (t.state.as_str().into(), t.name.clone(), t.job.clone(), if t.is_retry { "1" } else { "0" }.into());
+            let key = (
+                t.state.as_str().into(),
+                t.name.clone(),
+                t.job.clone(),
+                if t.is_retry { "1" } else { "0" }.into(),
+            );
             *want.entry(key).or_default() += t.count as f64;
         }
-        assert!(want.keys().any(|k| k.0 == "RUNNING"), "the test cluster has running tasks");
+        assert!(
+            want.keys().any(|k| k.0 == "RUNNING"),
+            "the test cluster has running tasks"
+        );
         assert_eq!(got, want);
     }
 
@@ -88,10 +107,19 @@ mod tests {
     fn executor_series_report_running_states_on_their_own_node() {
         let e = all();
         let mut executors = 0;
-        for s in e.of("ray_tasks").filter(|s| s.label("Source") == "executor") {
+        for s in e
+            .of("ray_tasks")
+            .filter(|s| s.label("Source") == "executor")
+        {
             executors += 1;
-            assert!(matches!(s.label("State"), "RUNNING" | "RUNNING_IN_RAY_GET"), "{s:?}");
-            assert_eq!(s.label("instance"), format!("{}:8080", s.label("NodeAddress")));
+            assert!(
+                matches!(s.label("State"), "RUNNING" | "RUNNING_IN_RAY_GET"),
+                "{s:?}"
+            );
+            assert_eq!(
+                s.label("instance"),
+                format!("{}:8080", s.label("NodeAddress"))
+            );
         }
         assert!(executors > 0);
         for s in e.of("ray_tasks").filter(|s| s.label("Source") == "owner") {
@@ -104,7 +132,9 @@ mod tests {
     fn a_workers_endpoint_has_only_its_executor_series() {
         let w = worker(false);
         let e = node(&w.ip);
-        assert!(e.of("ray_tasks").all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == w.ip));
+        assert!(e
+            .of("ray_tasks")
+            .all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == w.ip));
     }
 
     #[test]

@@ -28,7 +28,10 @@ pub(crate) fn cluster() -> &'static Snapshot {
 }
 
 pub(crate) fn ctx() -> RenderContext {
-    RenderContext { metrics_export_port: 8080, ..RenderContext::default() }
+    RenderContext {
+        metrics_export_port: 8080,
+        ..RenderContext::default()
+    }
 }
 
 /// `render_all` of the test cluster without host readings, parsed.
@@ -46,12 +49,20 @@ pub(crate) fn worker(gpu: bool) -> &'static crate::sim::snapshot::NodeView {
     cluster()
         .nodes
         .iter()
-        .find(|n| n.state == crate::model::NodeState::Alive && !n.is_head && n.resources.iter().any(|r| r.0 == "GPU") == gpu)
+        .find(|n| {
+            n.state == crate::model::NodeState::Alive
+                && !n.is_head
+                && n.resources.iter().any(|r| r.0 == "GPU") == gpu
+        })
         .expect("the test cluster has such a node")
 }
 
 pub(crate) fn dead() -> &'static crate::sim::snapshot::NodeView {
-    cluster().nodes.iter().find(|n| n.state == crate::model::NodeState::Dead).expect("the test cluster has a dead node")
+    cluster()
+        .nodes
+        .iter()
+        .find(|n| n.state == crate::model::NodeState::Dead)
+        .expect("the test cluster has a dead node")
 }
 
 pub(crate) fn head() -> &'static crate::sim::snapshot::NodeView {

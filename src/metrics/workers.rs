@@ -13,10 +13,20 @@ use super::scrape::{Family, Scrape};
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
-        let at = Core { component: "raylet", at: head };
-        let mut f = Family::counter(enc, "ray_memory_manager_worker_eviction_total", "Workers killed by the OOM killer, by type and task or actor name.");
+        let at = Core {
+            component: "raylet",
+            at: head,
+        };
+        let mut f = Family::counter(
+            enc,
+            "ray_memory_manager_worker_eviction_total",
+            "Workers killed by the OOM killer, by type and task or actor name.",
+        );
         for (kind, name, count) in &s.snap.counters.oom_kills {
-            f.sample(&(at, [("Type", kind.as_str()), ("Name", name.as_str())]), *count)?;
+            f.sample(
+                &(at, [("Type", kind.as_str()), ("Name", name.as_str())]),
+                *count,
+            )?;
         }
         let mut f = Family::counter(
             enc,
@@ -24,12 +34,25 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "Workers that exited unexpectedly (system error, killed), by type and task or actor name.",
         );
         for (kind, name, count) in &s.snap.counters.worker_failures {
-            f.sample(&(at, [("Type", kind.as_str()), ("Name", name.as_str())]), *count)?;
+            f.sample(
+                &(at, [("Type", kind.as_str()), ("Name", name.as_str())]),
+                *count,
+            )?;
         }
     }
-    let mut f = Family::gauge(enc, "ray_internal_num_processes_started", "Worker processes started by the raylet's worker pool.");
+    let mut f = Family::gauge(
+        enc,
+        "ray_internal_num_processes_started",
+        "Worker processes started by the raylet's worker pool.",
+    );
     for &n in &s.nodes {
-        f.sample(&Core { component: "raylet", at: s.target(n) }, n.stats.workers_started)?;
+        f.sample(
+            &Core {
+                component: "raylet",
+                at: s.target(n),
+            },
+            n.stats.workers_started,
+        )?;
     }
     Ok(())
 }
@@ -42,10 +65,22 @@ mod tests {
     fn oom_kills_are_counted_by_type_and_name() {
         let e = all();
         let kills = &cluster().counters.oom_kills;
-        assert!(!kills.is_empty(), "the test cluster's memory pressure kills something");
-        assert_eq!(e.families["ray_memory_manager_worker_eviction_total"].kind, "counter");
+        assert!(
+            !kills.is_empty(),
+            "the test cluster's memory pressure kills something"
+        );
+        assert_eq!(
+            e.families["ray_memory_manager_worker_eviction_total"].kind,
+            "counter"
+        );
         for (kind, name, count) in kills {
-            assert_eq!(e.sum("ray_memory_manager_worker_eviction_total", &[("Type", kind), ("Name", name)]), *count as f64);
+            assert_eq!(
+                e.sum(
+                    "ray_memory_manager_worker_eviction_total",
+                    &[("Type", kind), ("Name", name)]
+                ),
+                *count as f64
+            );
         }
     }
 
@@ -54,6 +89,8 @@ mod tests {
         let mut snap = cluster().clone();
         snap.counters.oom_kills.clear();
         let e = parse(&crate::metrics::render_all(&snap, None, &ctx()));
-        assert!(!e.families.contains_key("ray_memory_manager_worker_eviction_total"));
+        assert!(!e
+            .families
+            .contains_key("ray_memory_manager_worker_eviction_total"));
     }
 }
