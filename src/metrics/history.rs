@@ -97,8 +97,10 @@ struct Baseline {
 #[derive(Debug, Default)]
 struct Inner {
     nodes: Mutex<Vec<Option<Baseline>>>,
-    /// Output size of the last render, per node rendered, to size the next buffer.
-    bytes_per_node: AtomicUsize,
+    /// Bytes per node of the last all-nodes render, to size the next one's buffer.
+    all_bytes_per_node: AtomicUsize,
+    /// Bytes of the last one-node render.
+    node_bytes: AtomicUsize,
 }
 
 /// Rate baselines shared by every render of one server (cheap to clone).
@@ -131,20 +133,30 @@ impl NodeHistory {
             .collect()
     }
 
-    pub(crate) fn size_hint(&self, nodes: usize) -> usize {
-        let per_node = self.0.bytes_per_node.load(Ordering::Relaxed);
-        if per_node == 0 {
+    /// A buffer size for a render of `nodes` nodes (`all`: every node), from the
+    /// last render of the same kind; a little headroom so a growing cluster rarely
+    /// reallocates.
+    pub(crate) fn size_hint(&self, all: bool, nodes: usize) -> usize {
+        let last = if all {
+            self.0.all_bytes_per_node.load(Ordering::Relaxed) * nodes
+        } else {
+            self.0.node_bytes.load(Ordering::Relaxed)
+        };
+        if last == 0 {
             16 * 1024 + nodes * 24 * 1024
         } else {
-            // A little headroom, so a growing cluster rarely reallocates.
-            (per_node * nodes.max(1)) / 8 * 9
+            last / 8 * 9
         }
     }
 
-    pub(crate) fn record_size(&self, nodes: usize, bytes: usize) {
-        self.0
-            .bytes_per_node
-            .store(bytes / nodes.max(1), Ordering::Relaxed);
+    pub(crate) fn record_size(&self, all: bool, nodes: usize, bytes: usize) {
+        if all {
+            self.0
+                .all_bytes_per_node
+                .store(bytes / nodes.max(1), Ordering::Relaxed);
+        } else {
+            self.0.node_bytes.store(bytes, Ordering::Relaxed);
+        }
     }
 }
 

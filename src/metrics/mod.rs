@@ -94,12 +94,7 @@ pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
 /// Everything: every alive node's series with its `instance` label, plus the
 /// cluster-wide families the head serves.
 pub fn render_all(snapshot: &Snapshot, host: Option<&HostReading>, ctx: &RenderContext) -> String {
-    let nodes = snapshot
-        .nodes
-        .iter()
-        .filter(|n| n.state == NodeState::Alive)
-        .collect();
-    scrape::render(snapshot, host, ctx, nodes, true)
+    scrape::render(snapshot, host, ctx, None)
 }
 
 /// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive node has that IP.
@@ -115,13 +110,7 @@ pub fn render_node(
         .nodes
         .iter()
         .find(|n| n.state == NodeState::Alive && n.ip == ip)?;
-    Some(scrape::render(
-        snapshot,
-        host,
-        ctx,
-        vec![node],
-        node.is_head,
-    ))
+    Some(scrape::render(snapshot, host, ctx, Some(node)))
 }
 
 /// What the exporter knows besides the snapshot.

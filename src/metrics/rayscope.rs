@@ -82,11 +82,15 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "rayscope_scrape_collector_duration_seconds",
         "Wall-clock seconds each collector took in this scrape.",
     );
-    for (name, seconds) in s.timings() {
-        f.sample(&[("collector", name)], seconds)?;
+    let measured = s.timings();
+    for (name, seconds) in &measured {
+        f.sample(&[("collector", *name)], *seconds)?;
     }
+    // Timings from outside the renderer; a name measured here wins (one series per name).
     for (name, seconds) in &s.ctx.collector_seconds {
-        f.sample(&[("collector", name.as_str())], *seconds)?;
+        if !measured.iter().any(|m| m.0 == name) {
+            f.sample(&[("collector", name.as_str())], *seconds)?;
+        }
     }
     Family::gauge(
         enc,
@@ -106,7 +110,7 @@ mod tests {
     fn self_metrics_report_time_collectors_and_alerts_without_session_name() {
         let ctx = RenderContext {
             alerts_received: vec![("RayNodeDown".into(), "firing".into(), 2)],
-            collector_seconds: vec![("host".into(), 0.5)],
+            collector_seconds: vec![("host".into(), 0.5), ("tasks".into(), 9.0)],
             snapshot_taken_at: Some(std::time::Instant::now()),
             ..ctx()
         };
@@ -129,6 +133,11 @@ mod tests {
                 "{name} missing from {collectors:?}"
             );
         }
+        assert_eq!(
+            collectors.iter().filter(|c| **c == "tasks").count(),
+            1,
+            "one series per collector"
+        );
         assert!(e.of("rayscope_snapshot_age_seconds").next().is_some());
         assert_eq!(
             e.of("rayscope_session_info")

@@ -21,6 +21,7 @@ use super::history::Rates;
 use super::labels::Target;
 use super::RenderContext;
 use crate::host::HostReading;
+use crate::model::NodeState;
 use crate::sim::snapshot::{NodeView, Snapshot};
 
 /// A family group: a pure function from a scrape to encoded families.
@@ -217,14 +218,25 @@ impl Collector for Group {
     }
 }
 
-/// Encode the chosen nodes (and, if `cluster`, the cluster-wide families).
+/// Encode one alive node's endpoint (`only`), or every alive node's series with the
+/// cluster-wide families (`None`). The head's endpoint has the cluster-wide families too.
 pub(crate) fn render(
     snap: &Snapshot,
     host: Option<&HostReading>,
     ctx: &RenderContext,
-    nodes: Vec<&NodeView>,
-    cluster: bool,
+    only: Option<&NodeView>,
 ) -> String {
+    let all = only.is_none();
+    let (nodes, cluster) = match only {
+        Some(n) => (vec![n], n.is_head),
+        None => (
+            snap.nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Alive)
+                .collect(),
+            true,
+        ),
+    };
     let scrape = Scrape::new(snap, host, ctx, nodes, cluster);
     let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
     let mut registry = Registry::default();
@@ -247,12 +259,12 @@ pub(crate) fn render(
             encode: SELF_COLLECTOR.1,
         }));
     }
-    let mut out = String::with_capacity(ctx.history.size_hint(scrape.nodes.len()));
+    let mut out = String::with_capacity(ctx.history.size_hint(all, scrape.nodes.len()));
     with_scrape(&scrape, || {
         prometheus_client::encoding::text::encode_registry(&mut out, &registry)
     })
     .expect("writing to a String cannot fail");
-    ctx.history.record_size(scrape.nodes.len(), out.len());
+    ctx.history.record_size(all, scrape.nodes.len(), out.len());
     out
 }
 
