@@ -63,7 +63,7 @@ fn samples(text: &str) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let snap = scale_snapshot();
+    let snap = std::sync::Arc::new(scale_snapshot());
     let alive_actors: i64 = snap.actor_executor_counts.iter().map(|a| a.count).sum();
     let ctx = RenderContext {
         metrics_export_port: 8080,

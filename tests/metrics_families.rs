@@ -12,14 +12,14 @@ use rayscope::sim::snapshot::Snapshot;
 use rayscope::sim::Engine;
 use support::{parse, Exposition};
 
-fn fixture() -> Snapshot {
+fn fixture() -> std::sync::Arc<Snapshot> {
     let root = env!("CARGO_MANIFEST_DIR");
     let yaml =
         std::fs::read_to_string(format!("{root}/tests/fixtures/metrics_cluster.yaml")).unwrap();
     let mut engine =
         Engine::new(rayscope::config::load_str(&yaml, "metrics_cluster.yaml").unwrap());
     engine.run_until(40_000_000);
-    engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![]))
+    Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])))
 }
 
 fn ctx() -> RenderContext {

@@ -15,14 +15,14 @@ use rayscope::model::NodeState;
 use rayscope::sim::snapshot::Snapshot;
 use rayscope::sim::Engine;
 
-fn fixture() -> Snapshot {
+fn fixture() -> std::sync::Arc<Snapshot> {
     let root = env!("CARGO_MANIFEST_DIR");
     let yaml =
         std::fs::read_to_string(format!("{root}/tests/fixtures/metrics_cluster.yaml")).unwrap();
     let mut engine =
         Engine::new(rayscope::config::load_str(&yaml, "metrics_cluster.yaml").unwrap());
     engine.run_until(40_000_000);
-    engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![]))
+    Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])))
 }
 
 /// A head machine with everything optional present: a GPU, a cgroup limit, shared memory.
@@ -177,7 +177,7 @@ fn promtool_accepts_every_endpoint() {
         snapshot_taken_at: Some(std::time::Instant::now()),
         ..RenderContext::default()
     };
-    let host = host();
+    let host = Arc::new(host());
     check("render_all", &render_all(&snap, None, &ctx), &list);
     check(
         "render_all with the host",
@@ -201,11 +201,11 @@ fn promtool_accepts_every_endpoint() {
             &list,
         );
     }
-    let mut old = snap.clone();
+    let mut old = (*snap).clone();
     old.version = "2.44.1".into();
     check(
         "render_all as Ray 2.44",
-        &render_all(&old, None, &ctx),
+        &render_all(&Arc::new(old), None, &ctx),
         &list,
     );
 }

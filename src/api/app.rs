@@ -101,6 +101,8 @@ pub(crate) struct App {
     pub history_every: Duration,
     /// Becomes true when the server shuts down; long-lived tasks watch it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Rate baselines of the exporter, kept for the server's life.
+    pub metrics_history: crate::metrics::NodeHistory,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -134,6 +136,7 @@ impl App {
             handle,
             local_addr,
             stopping,
+            metrics_history: crate::metrics::NodeHistory::default(),
         }
     }
 
@@ -143,11 +146,14 @@ impl App {
     }
 
     /// What the metrics module needs besides the snapshot.
-    pub fn render_context(&self) -> RenderContext {
+    pub fn render_context(&self, snap: &Snapshot) -> RenderContext {
         RenderContext {
             metrics_export_port: self.config.server.metrics_export_port,
             alerts_received: self.alerts.counts(),
             collector_seconds: Vec::new(),
+            snapshot_taken_at: snap.published_at,
+            disabled_collectors: Vec::new(),
+            history: self.metrics_history.clone(),
         }
     }
 

@@ -15,6 +15,15 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+/// The host reading (blocking /proc reads, cached for a second), timed as the `host` collector.
+fn read_host(host: Option<crate::host::HostMonitor>, ctx: &mut crate::metrics::RenderContext) -> Option<std::sync::Arc<crate::host::HostReading>> {
+    let h = host?;
+    let start = std::time::Instant::now();
+    let reading = h.latest();
+    ctx.collector_seconds.push(("host".into(), start.elapsed().as_secs_f64()));
+    Some(reading)
+}
+
 fn exposition(body: String) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response()
 }
@@ -22,11 +31,11 @@ fn exposition(body: String) -> Response {
 /// `GET /metrics`: every node's series plus the cluster-wide families.
 pub(crate) async fn all(State(app): State<AppState>) -> Result<Response, ApiError> {
     let snap = app.handle.snapshot();
-    let ctx = app.render_context();
+    let mut ctx = app.render_context(&snap);
     let host = app.host.clone();
     let body = tokio::task::spawn_blocking(move || {
-        let reading = host.map(|h| h.latest());
-        crate::metrics::render_all(&snap, reading.as_deref(), &ctx)
+        let reading = read_host(host, &mut ctx);
+        crate::metrics::render_all(&snap, reading.as_ref(), &ctx)
     })
     .await
     .map_err(super::error::internal)?;
@@ -55,12 +64,12 @@ pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) ->
     if !alive {
         return Err(dead(first));
     }
-    let ctx = app.render_context();
+    let mut ctx = app.render_context(&snap);
     let host = app.host.clone();
     let ip2 = ip.clone();
     let body = tokio::task::spawn_blocking(move || {
-        let reading = host.map(|h| h.latest());
-        crate::metrics::render_node(&snap, &ip2, reading.as_deref(), &ctx)
+        let reading = read_host(host, &mut ctx);
+        crate::metrics::render_node(&snap, &ip2, reading.as_ref(), &ctx)
     })
     .await
     .map_err(super::error::internal)?;

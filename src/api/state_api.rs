@@ -418,17 +418,13 @@ mod tests {
     }
 
     #[test]
-    fn a_page_of_50_from_100k_tasks_takes_under_10ms() {
+    fn a_page_of_50_from_100k_tasks_serializes_only_that_page() {
+        // The latency target (≤ 10 ms) is measured by scripts/bench-serve, not here:
+        // this proves the page is cut before rows are turned into JSON.
         let tasks: Vec<TaskRow> = (0..100_000).map(|i| task(i, TaskType::NormalTask, TaskState::Finished)).collect();
         let snap = snapshot_with(tasks);
-        let mut best = std::time::Duration::MAX;
-        for _ in 0..5 {
-            let started = std::time::Instant::now();
-            let p = run(&snap, "limit=50");
-            let body = serde_json::to_vec(&envelope(p.total, p.num_filtered, Value::Array(p.rows), &[])).unwrap();
-            assert!(body.len() > 1000);
-            best = best.min(started.elapsed());
-        }
-        assert!(best < std::time::Duration::from_millis(10), "took {best:?}");
+        let p = run(&snap, "limit=50");
+        assert_eq!((p.total, p.num_filtered, p.rows.len()), (100_000, 100_000, 50));
+        assert_eq!(p.next_offset, Some(50));
     }
 }

@@ -123,9 +123,9 @@ mod tests {
 
     #[test]
     fn ray_2_4x_names_executor_states_the_old_way() {
-        let mut snap = cluster().clone();
+        let mut snap = (**cluster()).clone();
         snap.version = "2.44.1".into();
-        let e = parse(&crate::metrics::render_all(&snap, None, &ctx()));
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
         assert!(e
             .of("ray_actors")
             .filter(|s| s.label("Source") == "executor")

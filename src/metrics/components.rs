@@ -245,7 +245,7 @@ mod tests {
     fn free_cpus_hold_idle_workers() {
         // At 3 s the map-reduce has not started: CPUs are free.
         let early = snapshot_at(CLUSTER_YAML, 3);
-        let e = parse(&crate::metrics::render_all(&early, None, &ctx()));
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(early.clone()), None, &ctx()));
         let idle =
             e.sum("ray_component_num_fds", &[("Component", "ray::IDLE")]) / super::WORKER_FDS;
         let free: f64 = early
@@ -275,7 +275,7 @@ mod tests {
             ..Default::default()
         };
         let e = parse(
-            &crate::metrics::render_node(cluster(), &head().ip, Some(&host), &ctx()).unwrap(),
+            &crate::metrics::render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx()).unwrap(),
         );
         let gcs = e
             .of("ray_component_rss_mb")

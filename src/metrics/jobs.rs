@@ -102,9 +102,9 @@ mod tests {
 
     #[test]
     fn no_placement_group_family_before_the_first_one() {
-        let mut snap = cluster().clone();
+        let mut snap = (**cluster()).clone();
         snap.pg_counts.clear();
-        let e = parse(&crate::metrics::render_all(&snap, None, &ctx()));
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
         assert!(!e.families.contains_key("ray_placement_groups"));
     }
 

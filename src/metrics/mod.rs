@@ -77,6 +77,7 @@ mod workers;
 pub(crate) mod testutil;
 
 pub use history::NodeHistory;
+use std::sync::Arc;
 pub use scrape::COLLECTOR_NAMES;
 
 use crate::host::HostReading;
@@ -93,7 +94,7 @@ pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
 
 /// Everything: every alive node's series with its `instance` label, plus the
 /// cluster-wide families the head serves.
-pub fn render_all(snapshot: &Snapshot, host: Option<&HostReading>, ctx: &RenderContext) -> String {
+pub fn render_all(snapshot: &Arc<Snapshot>, host: Option<&Arc<HostReading>>, ctx: &RenderContext) -> String {
     scrape::render(snapshot, host, ctx, None)
 }
 
@@ -101,15 +102,15 @@ pub fn render_all(snapshot: &Snapshot, host: Option<&HostReading>, ctx: &RenderC
 /// The head's endpoint also carries the cluster-wide families (GCS, autoscaler,
 /// `ray_cluster_*`, owner-side task counts and `rayscope_*`).
 pub fn render_node(
-    snapshot: &Snapshot,
+    snapshot: &Arc<Snapshot>,
     ip: &str,
-    host: Option<&HostReading>,
+    host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
 ) -> Option<String> {
     let node = snapshot
         .nodes
         .iter()
-        .find(|n| n.state == NodeState::Alive && n.ip == ip)?;
+        .position(|n| n.state == NodeState::Alive && n.ip == ip)?;
     Some(scrape::render(snapshot, host, ctx, Some(node)))
 }
 
@@ -184,10 +185,10 @@ mod tests {
 
     #[test]
     fn a_dead_head_takes_the_cluster_families_with_it() {
-        let mut snap = cluster().clone();
+        let mut snap = (**cluster()).clone();
         let head = snap.head as usize;
         snap.nodes[head].state = crate::model::NodeState::Dead;
-        let e = parse(&render_all(&snap, None, &ctx()));
+        let e = parse(&render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
         assert!(e.of("ray_running_jobs").next().is_none());
         assert!(e.of("ray_resources").next().is_some());
     }

@@ -303,7 +303,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     let readings: Vec<Hw> = s
         .nodes
         .iter()
-        .zip(&s.rates)
+        .zip(s.rates)
         .map(|(&n, &r)| match s.host_for(n) {
             Some(h) => real(h, r),
             None => modelled(n, r),
@@ -421,7 +421,7 @@ mod tests {
             network_receive_speed_bytes_per_s: 77.0,
             ..HostReading::default()
         };
-        let text = render_node(cluster(), &head().ip, Some(&host), &ctx()).unwrap();
+        let text = render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx()).unwrap();
         let e = parse(&text);
         assert_eq!(e.sum("ray_node_cpu_count", &[]), 3.0);
         assert_eq!(e.sum("ray_node_cpu_utilization", &[]), 42.5);
@@ -432,7 +432,7 @@ mod tests {
             "a host without GPUs has no GPU series"
         );
         // Workers stay modelled.
-        let all = parse(&render_all(cluster(), Some(&host), &ctx()));
+        let all = parse(&render_all(cluster(), Some(&std::sync::Arc::new(host.clone())), &ctx()));
         assert_eq!(
             all.sum("ray_node_cpu_count", &[("ip", &worker(false).ip)]),
             8.0
@@ -455,7 +455,7 @@ mod tests {
             gpus: vec![gpu],
             ..HostReading::default()
         };
-        let e = parse(&render_node(cluster(), &head().ip, Some(&host), &ctx()).unwrap());
+        let e = parse(&render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx()).unwrap());
         let s = e.of("ray_node_gram_available").next().unwrap();
         assert_eq!(
             (s.value, s.label("GpuUuid"), s.label("GpuIndex")),
@@ -470,7 +470,7 @@ mod tests {
         let early = snapshot_at(CLUSTER_YAML, 30);
         let ctx = ctx();
         let w = &worker(false).ip;
-        parse(&render_node(&early, w, None, &ctx).unwrap());
+        parse(&render_node(&std::sync::Arc::new(early.clone()), w, None, &ctx).unwrap());
         let e = parse(&render_node(cluster(), w, None, &ctx).unwrap());
         let n = cluster().nodes.iter().find(|n| &n.ip == w).unwrap();
         let m = early.nodes.iter().find(|n| &n.ip == w).unwrap();

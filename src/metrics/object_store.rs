@@ -131,7 +131,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "ray_spill_manager_throughput_mb",
         "Spill and restore throughput, in MB/s.",
     );
-    for (&n, r) in s.nodes.iter().zip(&s.rates) {
+    for (&n, r) in s.nodes.iter().zip(s.rates) {
         if n.stats.bytes_spilled > 0 {
             let at = raylet(n);
             f.sample(&(at, [("Type", "Spilled")]), r.spill / 1e6)?;

@@ -1,13 +1,13 @@
 //! One render: what the collectors read ([`Scrape`]), how they are registered with
 //! `prometheus_client`, and the [`Family`] writer they share.
 //!
-//! `prometheus_client` collectors must be `'static`, but a render borrows the snapshot.
-//! Rather than copy the snapshot into every collector, [`render`] publishes the
-//! borrowed [`Scrape`] in a thread-local for exactly the duration of the (synchronous)
-//! encode, and each collector reads it from there ([`with_current`]).
+//! `prometheus_client` collectors must be `'static`. Snapshots and host readings are
+//! already shared through `Arc`s, so each collector holds an `Arc` of the render's
+//! inputs ([`RenderInput`]) and builds the borrowed [`Scrape`] view when it encodes;
+//! nothing is copied and work done once per render (rates) is done before.
 
-use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
@@ -84,37 +84,65 @@ pub(crate) struct Scrape<'a> {
     /// Alive nodes whose series this render includes, in node order.
     pub nodes: Vec<&'a NodeView>,
     /// Byte and operation rates of `nodes`, same order.
-    pub rates: Vec<Rates>,
+    pub rates: &'a [Rates],
     /// Whether the cluster-wide families (served by the head in Ray) are included.
     pub cluster: bool,
     /// The head node if alive, whether or not it is in `nodes`.
     pub head: Option<&'a NodeView>,
     port: String,
     started: Instant,
-    timings: RefCell<Vec<(&'static str, f64)>>,
+    timings: &'a Mutex<Vec<(&'static str, f64)>>,
 }
 
+/// What one render reads, owned (through `Arc`s) so collectors can be `'static`.
+pub(crate) struct RenderInput {
+    snap: Arc<Snapshot>,
+    host: Option<Arc<HostReading>>,
+    ctx: RenderContext,
+    /// The one node rendered (`/metrics/nodes/<ip>`), or every alive node.
+    only: Option<usize>,
+    /// Rates of the rendered nodes, computed once per render (it updates baselines).
+    rates: Vec<Rates>,
+    started: Instant,
+    timings: Mutex<Vec<(&'static str, f64)>>,
+}
+
+impl RenderInput {
+    fn new(snap: Arc<Snapshot>, host: Option<Arc<HostReading>>, ctx: RenderContext, only: Option<usize>) -> RenderInput {
+        let started = Instant::now();
+        let rates = {
+            let view = Scrape::view(&snap, host.as_deref(), &ctx, only, &[], started, &NO_TIMINGS);
+            let host_rates = host.as_deref().map(Rates::from_host);
+            ctx.history.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
+        };
+        RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)) }
+    }
+
+    fn scrape(&self) -> Scrape<'_> {
+        Scrape::view(&self.snap, self.host.as_deref(), &self.ctx, self.only, &self.rates, self.started, &self.timings)
+    }
+}
+
+static NO_TIMINGS: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
+
 impl<'a> Scrape<'a> {
-    pub(crate) fn new(
+    fn view(
         snap: &'a Snapshot,
         host: Option<&'a HostReading>,
         ctx: &'a RenderContext,
-        nodes: Vec<&'a NodeView>,
-        cluster: bool,
+        only: Option<usize>,
+        rates: &'a [Rates],
+        started: Instant,
+        timings: &'a Mutex<Vec<(&'static str, f64)>>,
     ) -> Scrape<'a> {
-        let started = Instant::now();
+        let (nodes, cluster) = match only.and_then(|i| snap.nodes.get(i)) {
+            Some(n) => (vec![n], n.is_head),
+            None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).collect(), true),
+        };
         // A dead head serves nothing: its cluster-wide families go with it.
         let head = snap
             .head_node()
             .filter(|h| h.state == crate::model::NodeState::Alive);
-        let host_rates = host.map(Rates::from_host);
-        let rates = ctx.history.rates(snap.sim_time_us, &nodes, |n| {
-            if n.is_head {
-                host_rates
-            } else {
-                None
-            }
-        });
         Scrape {
             snap,
             host,
@@ -126,7 +154,7 @@ impl<'a> Scrape<'a> {
             head,
             port: ctx.metrics_export_port.to_string(),
             started,
-            timings: RefCell::new(Vec::with_capacity(COLLECTORS.len())),
+            timings,
         }
     }
 
@@ -160,84 +188,49 @@ impl<'a> Scrape<'a> {
 
     /// Seconds each collector that already ran took.
     pub(crate) fn timings(&self) -> Vec<(&'static str, f64)> {
-        self.timings.borrow().clone()
+        self.timings.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
-}
-
-thread_local! {
-    static CURRENT: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Run `f` with `scrape` readable by [`with_current`] on this thread.
-fn with_scrape<R>(scrape: &Scrape<'_>, f: impl FnOnce() -> R) -> R {
-    struct Restore(*const ());
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CURRENT.with(|c| c.set(self.0));
-        }
-    }
-    let previous = CURRENT.with(|c| c.replace(scrape as *const Scrape<'_> as *const ()));
-    let _restore = Restore(previous);
-    f()
-}
-
-/// The scrape being rendered on this thread.
-fn with_current<R>(f: impl for<'s> FnOnce(&'s Scrape<'s>) -> R) -> R {
-    let ptr = CURRENT.with(|c| c.get());
-    assert!(
-        !ptr.is_null(),
-        "a metrics collector ran outside metrics::render"
-    );
-    // SAFETY: `ptr` was set by `with_scrape` from a `&Scrape` that lives until
-    // `with_scrape` returns, and is reset (by `Restore`) before that; collectors only
-    // run inside it, on this thread. `f` cannot keep the reference: its lifetime is
-    // higher-ranked, and `Scrape<'a>` is covariant, so shortening 'a to 's is sound.
-    let scrape: &Scrape<'_> = unsafe { &*(ptr as *const Scrape<'_>) };
-    f(scrape)
 }
 
 /// A family group as a `prometheus_client` collector: builds fresh metrics from the
-/// current scrape every time it is encoded, and times itself.
-#[derive(Debug)]
+/// render's inputs every time it is encoded, and times itself.
 struct Group {
     name: &'static str,
     encode: EncodeFn,
+    input: Arc<RenderInput>,
+}
+
+impl fmt::Debug for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group").field("name", &self.name).finish()
+    }
 }
 
 impl Collector for Group {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
-        with_current(|scrape| {
-            let start = Instant::now();
-            let result = (self.encode)(scrape, &mut encoder);
-            scrape
-                .timings
-                .borrow_mut()
-                .push((self.name, start.elapsed().as_secs_f64()));
-            result
-        })
+        let scrape = self.input.scrape();
+        let start = Instant::now();
+        let result = (self.encode)(&scrape, &mut encoder);
+        self.input
+            .timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((self.name, start.elapsed().as_secs_f64()));
+        result
     }
 }
 
 /// Encode one alive node's endpoint (`only`), or every alive node's series with the
 /// cluster-wide families (`None`). The head's endpoint has the cluster-wide families too.
 pub(crate) fn render(
-    snap: &Snapshot,
-    host: Option<&HostReading>,
+    snap: &Arc<Snapshot>,
+    host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
-    only: Option<&NodeView>,
+    only: Option<usize>,
 ) -> String {
     let all = only.is_none();
-    let (nodes, cluster) = match only {
-        Some(n) => (vec![n], n.is_head),
-        None => (
-            snap.nodes
-                .iter()
-                .filter(|n| n.state == NodeState::Alive)
-                .collect(),
-            true,
-        ),
-    };
-    let scrape = Scrape::new(snap, host, ctx, nodes, cluster);
+    let input = Arc::new(RenderInput::new(snap.clone(), host.cloned(), ctx.clone(), only));
+    let node_count = input.rates.len();
     let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
     let mut registry = Registry::default();
     let ray = registry.sub_registry_with_labels(
@@ -248,7 +241,7 @@ pub(crate) fn render(
         .into_iter(),
     );
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
-        ray.register_collector(Box::new(Group { name, encode }));
+        ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
     }
     if enabled(SELF_COLLECTOR.0) {
         let own = registry.sub_registry_with_labels(
@@ -257,14 +250,13 @@ pub(crate) fn render(
         own.register_collector(Box::new(Group {
             name: SELF_COLLECTOR.0,
             encode: SELF_COLLECTOR.1,
+            input: input.clone(),
         }));
     }
-    let mut out = String::with_capacity(ctx.history.size_hint(all, scrape.nodes.len()));
-    with_scrape(&scrape, || {
-        prometheus_client::encoding::text::encode_registry(&mut out, &registry)
-    })
-    .expect("writing to a String cannot fail");
-    ctx.history.record_size(all, scrape.nodes.len(), out.len());
+    let mut out = String::with_capacity(ctx.history.size_hint(all, node_count));
+    prometheus_client::encoding::text::encode_registry(&mut out, &registry)
+        .expect("writing to a String cannot fail");
+    ctx.history.record_size(all, node_count, out.len());
     out
 }
 
@@ -388,11 +380,5 @@ mod tests {
         assert_eq!(RayVersion::parse("2.60.0"), RayVersion(2, 60));
         assert_eq!(RayVersion::parse("2.49.2"), RayVersion(2, 49));
         assert!(RayVersion::parse("nightly") > RayVersion(2, 60));
-    }
-
-    #[test]
-    #[should_panic(expected = "outside metrics::render")]
-    fn collectors_refuse_to_run_outside_a_render() {
-        with_current(|_| ());
     }
 }

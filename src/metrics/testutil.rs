@@ -22,9 +22,9 @@ pub(crate) fn snapshot_at(yaml: &str, secs: u64) -> Snapshot {
 }
 
 /// The test cluster at 40 s: work running, OOM kills done, one node dead.
-pub(crate) fn cluster() -> &'static Snapshot {
-    static SNAP: OnceLock<Snapshot> = OnceLock::new();
-    SNAP.get_or_init(|| snapshot_at(CLUSTER_YAML, 40))
+pub(crate) fn cluster() -> &'static std::sync::Arc<Snapshot> {
+    static SNAP: OnceLock<std::sync::Arc<Snapshot>> = OnceLock::new();
+    SNAP.get_or_init(|| std::sync::Arc::new(snapshot_at(CLUSTER_YAML, 40)))
 }
 
 pub(crate) fn ctx() -> RenderContext {

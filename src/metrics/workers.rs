@@ -86,9 +86,9 @@ mod tests {
 
     #[test]
     fn no_eviction_family_before_the_first_kill() {
-        let mut snap = cluster().clone();
+        let mut snap = (**cluster()).clone();
         snap.counters.oom_kills.clear();
-        let e = parse(&crate::metrics::render_all(&snap, None, &ctx()));
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
         assert!(!e
             .families
             .contains_key("ray_memory_manager_worker_eviction_total"));

@@ -281,6 +281,9 @@ pub struct Snapshot {
     pub recent_events: Arc<Vec<LoggedEvent>>,
     #[serde(skip)]
     pub tables: Option<Arc<Tables>>,
+    /// Wall-clock instant the runner published it (serve mode), for its age.
+    #[serde(skip)]
+    pub published_at: Option<std::time::Instant>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -520,6 +523,7 @@ impl Engine {
             autoscaler: self.autoscaler_view(),
             recent_events: recent,
             tables,
+            published_at: None,
         }
     }
 
