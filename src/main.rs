@@ -195,7 +195,13 @@ fn serve(args: ServeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // HTTP work (serving, encoding) runs at a lower priority than the engine thread, so a
+    // flood of scrapes queues behind the simulation instead of slowing it.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(lower_this_threads_priority)
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -240,6 +246,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         "starting rayscope"
     );
     let handle = EngineHandle::spawn(cfg, RunOptions::default());
+    // The engine thread has its own priority now (threads inherit it when created);
+    // the accept loop on this thread yields to it like the workers do.
+    lower_this_threads_priority();
     match runtime.block_on(rayscope::api::serve(listener, handle, opts, shutdown)) {
         Ok(()) => {
             // Do not wait for lingering connection tasks: serve already gave them their grace.
@@ -272,6 +281,17 @@ fn init_logging(format: LogFormat) {
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
+/// Raise this thread's nice value by 5 (never needs privileges; a no-op where unsupported).
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain syscalls on the calling thread's own id; no memory is shared.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (current + 5).min(19));
+    }
+}
+
 /// called (inside the runtime), not when the future is first polled, so a signal
 /// that arrives once the server answers is never missed.
 #[cfg(unix)]

@@ -103,6 +103,8 @@ pub(crate) struct App {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// Rate baselines of the exporter, kept for the server's life.
     pub metrics_history: crate::metrics::NodeHistory,
+    /// The latest `/metrics` render, shared by concurrent scrapes.
+    pub exposition: super::exposition::ExpositionCache,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -137,6 +139,7 @@ impl App {
             local_addr,
             stopping,
             metrics_history: crate::metrics::NodeHistory::default(),
+            exposition: Default::default(),
         }
     }
 

@@ -5,15 +5,59 @@
 //! and once the node is dead its endpoint is down (503), which is what makes
 //! Prometheus's `up` go to 0 for it. Host readings (this machine as the head node) are
 //! taken only when `cluster.host_node` is set; the monitor caches them for a second.
+//!
+//! The whole-cluster exposition is large (about 200,000 samples at 2,000 nodes), so
+//! concurrent scrapes share one render (single flight) and a render is reused for up to
+//! [`REUSE_FOR`]: many scrapers cost one render a second, and the engine thread keeps
+//! its core. Prometheus asks for gzip; the compressed body is made once per render too.
 
 use super::app::AppState;
 use super::error::ApiError;
 use super::CONTENT_TYPE;
 use crate::model::NodeState;
 use crate::sim::snapshot::NodeView;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+/// How long one render of `/metrics` serves further scrapes.
+pub(crate) const REUSE_FOR: Duration = Duration::from_secs(1);
+
+/// The latest `/metrics` render, shared by scrapes (see the module doc).
+#[derive(Default)]
+pub(crate) struct ExpositionCache {
+    latest: tokio::sync::Mutex<Option<Rendered>>,
+}
+
+struct Rendered {
+    seq: u64,
+    at: Instant,
+    body: Bytes,
+    gzip: Option<Bytes>,
+}
+
+fn wants_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|e| {
+            let mut parts = e.trim().split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let q_zero = parts.any(|p| p.trim().replace(' ', "") == "q=0");
+            name.eq_ignore_ascii_case("gzip") && !q_zero
+        })
+}
+
+fn gzip(body: &[u8]) -> Bytes {
+    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), flate2::Compression::fast());
+    enc.write_all(body).expect("writing to a Vec cannot fail");
+    Bytes::from(enc.finish().expect("writing to a Vec cannot fail"))
+}
 
 /// The host reading (blocking /proc reads, cached for a second), timed as the `host` collector.
 fn read_host(host: Option<crate::host::HostMonitor>, ctx: &mut crate::metrics::RenderContext) -> Option<std::sync::Arc<crate::host::HostReading>> {
@@ -29,17 +73,34 @@ fn exposition(body: String) -> Response {
 }
 
 /// `GET /metrics`: every node's series plus the cluster-wide families.
-pub(crate) async fn all(State(app): State<AppState>) -> Result<Response, ApiError> {
+pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let gz = wants_gzip(&headers);
+    // One render at a time; scrapes that arrive meanwhile wait for it and share it.
+    let mut latest = app.exposition.latest.lock().await;
     let snap = app.handle.snapshot();
-    let mut ctx = app.render_context(&snap);
-    let host = app.host.clone();
-    let body = tokio::task::spawn_blocking(move || {
-        let reading = read_host(host, &mut ctx);
-        crate::metrics::render_all(&snap, reading.as_ref(), &ctx)
-    })
-    .await
-    .map_err(super::error::internal)?;
-    Ok(exposition(body))
+    let fresh = latest.as_ref().is_some_and(|r| r.seq == snap.seq || r.at.elapsed() < REUSE_FOR);
+    if !fresh {
+        let mut ctx = app.render_context(&snap);
+        let host = app.host.clone();
+        let seq = snap.seq;
+        let body = tokio::task::spawn_blocking(move || {
+            let reading = read_host(host, &mut ctx);
+            crate::metrics::render_all(&snap, reading.as_ref(), &ctx)
+        })
+        .await
+        .map_err(super::error::internal)?;
+        *latest = Some(Rendered { seq, at: Instant::now(), body: Bytes::from(body), gzip: None });
+    }
+    let r = latest.as_mut().expect("a render was just stored");
+    if !gz {
+        return Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], r.body.clone()).into_response());
+    }
+    if r.gzip.is_none() {
+        let body = r.body.clone();
+        r.gzip = Some(tokio::task::spawn_blocking(move || gzip(&body)).await.map_err(super::error::internal)?);
+    }
+    let zipped = r.gzip.clone().expect("compressed just now");
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE), (header::CONTENT_ENCODING, "gzip")], zipped).into_response())
 }
 
 /// `GET /metrics/nodes/{ip}`: one node's endpoint, as Ray's per-node agent serves it.
