@@ -339,3 +339,27 @@ async fn seed_dashboard_endpoints() {
     assert_eq!((v["version"].as_str(), v["ray_version"].as_str()), (Some("4"), Some("2.60.0")));
     s.stop().await;
 }
+
+#[tokio::test]
+async fn metrics_are_gzipped_when_asked_and_concurrent_scrapes_share_a_render() {
+    use std::io::Read as _;
+    let s = Server::without_token().await;
+    let plain = s.get("/metrics").await;
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), None);
+    let zipped = api_support::request(s.addr, "GET", "/metrics", &[("accept-encoding", "gzip")], None).await;
+    assert_eq!(zipped.status, 200);
+    assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&zipped.body[..]).read_to_string(&mut text).expect("a valid gzip body");
+    assert!(text.contains("# TYPE ray_running_jobs gauge"), "{}", &text[..text.len().min(300)]);
+    assert!(zipped.body.len() * 3 < text.len(), "compressed {} of {} bytes", zipped.body.len(), text.len());
+    // Scrapes that arrive together get the same render (same collector timings inside).
+    let (a, b) = tokio::join!(s.get("/metrics"), s.get("/metrics"));
+    let line = |r: &api_support::Resp| {
+        r.text().lines().find(|l| l.starts_with("rayscope_scrape_duration_seconds")).map(str::to_string)
+    };
+    assert!(line(&a).is_some());
+    assert_eq!(line(&a), line(&b));
+    s.stop().await;
+}
