@@ -32,7 +32,7 @@ pub struct Object {
     pub copies: Vec<NodeIdx>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
-    /// Whether the owner counts this object among its unresolved futures.
+    /// Whether the owner holds this object among its futures (and counts it while unresolved).
     pub owner_waits: bool,
     /// Tasks waiting for this object as an argument.
     pub waiters: Vec<TaskId>,

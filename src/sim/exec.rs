@@ -156,11 +156,12 @@ impl Engine {
         let mut unresolved = 0;
         let mut failed = 0;
         for r in &returns {
-            match self.model.objects.get(r).map(|o| o.status) {
-                Some(ObjectStatus::Ready) => {}
-                Some(ObjectStatus::Failed) => failed += 1,
-                Some(_) => unresolved += 1,
-                None => {}
+            let Some(o) = self.model.objects.get_mut(r) else { continue };
+            o.owner_waits = true;
+            match o.status {
+                ObjectStatus::Ready => {}
+                ObjectStatus::Failed => failed += 1,
+                ObjectStatus::Pending | ObjectStatus::Lost => unresolved += 1,
             }
         }
         if let Some(t) = self.model.tasks.get_mut(&tid) {

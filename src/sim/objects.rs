@@ -33,7 +33,10 @@ impl Engine {
                 spilled: false,
                 copies: Vec::new(),
                 refs: 1,
-                owner_waits: true,
+                // Set once the owner holds the future (`hold_futures`): a call that fails or
+                // finishes while it is being submitted must not resolve a future the owner
+                // has not counted yet.
+                owner_waits: false,
                 waiters: Vec::new(),
                 created_at: self.now,
                 lru_seq: 0,
