@@ -329,6 +329,8 @@ impl Engine {
             if let Some((p, application)) = self.faults.failure_probability(self.now) {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
+                    let actor = t.actor;
+                    let kind = t.kind;
                     if !application {
                         let name = self.model.names.get(t.name).to_string();
                         let node = t.node;
@@ -337,7 +339,12 @@ impl Engine {
                             self.model.nodes[n.index()].stats.worker_failures += 1;
                         }
                     }
-                    self.fail_task(tid, err, true);
+                    match (kind, actor, application) {
+                        // An actor's calls run in its own process: a crash there is the
+                        // actor's death (restarted within max_restarts; its calls fail or retry).
+                        (TaskType::ActorTask, Some(a), false) => self.actor_died(a, "the actor's worker process died", true),
+                        _ => self.fail_task(tid, err, true),
+                    }
                     return;
                 }
             }
