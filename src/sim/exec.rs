@@ -48,14 +48,16 @@ impl Engine {
                 }
                 Op::Submit { spec, count, take_futures } => {
                     let (spec, count, take) = (*spec, *count, *take_futures);
-                    self.op_submit(tid, spec, count, take);
-                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                    self.op_submit(tid, attempt, spec, count, take);
+                    if !self.advance(tid, attempt) {
+                        return;
+                    }
                 }
                 Op::CreateActors { spec, min, max, level, flag } => {
                     let (spec, min, max, level, flag) = (*spec, *min, *max, *level, *flag);
                     self.op_create_actors(tid, spec, min, max, level, flag);
-                    if let Some(t) = self.model.tasks.get_mut(&tid) {
-                        t.exec.pc += 1;
+                    if !self.advance(tid, attempt) {
+                        return;
                     }
                 }
                 Op::CallEach { method, calls, sleep, bottleneck_sleep } => {
@@ -80,8 +82,10 @@ impl Engine {
                 }
                 Op::Put(size) => {
                     let size = *size;
-                    self.op_put(tid, size);
-                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                    self.op_put(tid, attempt, size);
+                    if !self.advance(tid, attempt) {
+                        return;
+                    }
                 }
                 Op::CreatePlacementGroup { bundles, strategy } => {
                     let (bundles, strategy) = (bundles.clone(), *strategy);
@@ -118,7 +122,19 @@ impl Engine {
         }
     }
 
-    fn op_submit(&mut self, tid: TaskId, spec: u32, count: u32, take: bool) {
+    /// Past an op that may have run other code (a call answered at once, the memory
+    /// monitor killing this very worker): move on only if this attempt still runs.
+    fn advance(&mut self, tid: TaskId, attempt: u32) -> bool {
+        match self.model.tasks.get_mut(&tid) {
+            Some(t) if t.attempt == attempt && t.state == TaskState::Running => {
+                t.exec.pc += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool) {
         let mut inputs = Vec::new();
         if take {
             let t = self.model.tasks.get_mut(&tid).expect("running task exists");
@@ -148,11 +164,19 @@ impl Engine {
         for f in inputs {
             self.unref_object(f);
         }
-        self.hold_futures(tid, returns);
+        self.hold_futures(tid, attempt, returns);
     }
 
-    /// Record returned futures on their owner, counting the ones not yet ready.
-    pub(crate) fn hold_futures(&mut self, tid: TaskId, returns: Vec<ObjectId>) {
+    /// Record returned futures on their owner (the `attempt` that submitted them),
+    /// counting the ones not yet ready. If that attempt died while submitting, its
+    /// handles die with it.
+    pub(crate) fn hold_futures(&mut self, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) {
+        if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state.is_running()) {
+            for r in returns {
+                self.unref_object(r);
+            }
+            return;
+        }
         let mut unresolved = 0;
         let mut failed = 0;
         for r in &returns {
@@ -239,7 +263,7 @@ impl Engine {
             t.exec.i += 1;
         }
         let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
-        self.hold_futures(tid, vec![ret]);
+        self.hold_futures(tid, attempt, vec![ret]);
         false
     }
 

@@ -256,7 +256,7 @@ impl Engine {
     }
 
     /// `ray.put`: an object owned by the task, stored on its node.
-    pub(crate) fn op_put(&mut self, tid: TaskId, size: u64) {
+    pub(crate) fn op_put(&mut self, tid: TaskId, attempt: u32, size: u64) {
         let (job, node) = {
             let t = &self.model.tasks[&tid];
             (t.job, t.node.unwrap_or(self.head))
@@ -267,7 +267,7 @@ impl Engine {
             o.owner_waits = false;
         }
         self.seal_object(id, node);
-        self.hold_futures(tid, vec![id]);
+        self.hold_futures(tid, attempt, vec![id]);
     }
 
     /// A node died: copies there are gone. Objects left without any copy are
