@@ -26,7 +26,7 @@ use std::fmt::Write;
 enum Workload {
     FanOut { tasks: u32, reducers: u32, output: &'static str, cpus: f64, gpu: bool, retries: i32, retry_exceptions: bool, heap_mib: u32, spread: bool, start: u32 },
     Pool { actors: u32, calls: u32, cpus: Option<u32>, restarts: i32, task_retries: i32, concurrency: u32, start: u32 },
-    Flow { depth: u32, calls: u32, start: u32 },
+    Flow { depth: u32, calls: u32, ret: &'static str, start: u32 },
     Training { workers: u32, steps: u32, gpu: bool, spread: bool, restarts: i32, start: u32 },
 }
 
@@ -82,7 +82,8 @@ fn workload() -> impl Strategy<Value = Workload> {
                 start
             }
         ),
-        (1u32..4, 1u32..4, 0u32..20).prop_map(|(depth, calls, start)| Workload::Flow { depth, calls, start }),
+        (1u32..4, 1u32..4, prop::sample::select(vec!["0B", "1KiB", "4MiB"]), 0u32..20)
+            .prop_map(|(depth, calls, ret, start)| Workload::Flow { depth, calls, ret, start }),
         (1u32..4, 1u32..8, prop::bool::weighted(0.3), any::<bool>(), 0i32..3, 0u32..20)
             .prop_map(|(workers, steps, gpu, spread, restarts, start)| Workload::Training { workers, steps, gpu, spread, restarts, start }),
     ]
@@ -176,10 +177,10 @@ impl Scenario {
                          call_duration: {{min: 500ms, max: 8s}}, return_size: 300KiB}}"
                     );
                 }
-                Workload::Flow { depth, calls, start } => {
+                Workload::Flow { depth, calls, ret, start } => {
                     let _ = writeln!(
                         y,
-                        "  - {{kind: flow_insight, name: w{i}, start: {start}s, depth: {depth}, calls_per_child: {calls}, sleep: 1s, bottleneck_sleep: 3s}}"
+                        "  - {{kind: flow_insight, name: w{i}, start: {start}s, depth: {depth}, calls_per_child: {calls}, sleep: 1s, bottleneck_sleep: 3s, return_size: {ret}}}"
                     );
                 }
                 Workload::Training { workers, steps, gpu, spread, restarts, start } => {

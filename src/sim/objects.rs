@@ -282,13 +282,19 @@ impl Engine {
             .map(|o| o.id)
             .collect();
         ids.sort();
+        let mut promoted_on = Vec::new();
         for id in ids {
             let o = self.model.objects.get_mut(&id).expect("object exists");
             o.copies.retain(|c| *c != node);
             if o.primary == Some(node) {
                 if let Some(c) = o.copies.pop() {
+                    // A secondary copy becomes the primary: spillable there from now on.
                     o.primary = Some(c);
                     o.spilled = false;
+                    self.primaries[c.index()].push_back(id);
+                    if !promoted_on.contains(&c) {
+                        promoted_on.push(c);
+                    }
                 } else if o.status == ObjectStatus::Ready {
                     o.primary = None;
                     o.status = ObjectStatus::Lost;
@@ -297,6 +303,9 @@ impl Engine {
             }
         }
         self.primaries[node.index()].clear();
+        for c in promoted_on {
+            self.maybe_spill(c);
+        }
         for id in lost {
             self.reconstruct_or_fail(id);
         }
