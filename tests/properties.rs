@@ -24,7 +24,8 @@ use std::fmt::Write;
 
 #[derive(Clone, Debug)]
 enum Workload {
-    FanOut { tasks: u32, reducers: u32, output: &'static str, cpus: f64, gpu: bool, retries: i32, retry_exceptions: bool, heap_mib: u32, spread: bool, start: u32 },
+    /// `placing`: 0-1 DEFAULT, 2 SPREAD, 3 hard and 4 soft NODE_AFFINITY to the first CPU worker.
+    FanOut { tasks: u32, reducers: u32, output: &'static str, cpus: f64, gpu: bool, retries: i32, retry_exceptions: bool, heap_mib: u32, placing: u8, start: u32 },
     Pool { actors: u32, calls: u32, cpus: Option<u32>, restarts: i32, task_retries: i32, concurrency: u32, start: u32 },
     Flow { depth: u32, calls: u32, ret: &'static str, start: u32 },
     Training { workers: u32, steps: u32, gpu: bool, spread: bool, restarts: i32, start: u32 },
@@ -65,11 +66,11 @@ fn workload() -> impl Strategy<Value = Workload> {
             -1i32..4,
             any::<bool>(),
             prop::sample::select(vec![0u32, 0, 512, 2048]),
-            any::<bool>(),
+            0u8..5,
             0u32..20,
         )
-            .prop_map(|(tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, spread, start)| {
-                Workload::FanOut { tasks, reducers: reducers.min(tasks), output, cpus, gpu, retries, retry_exceptions, heap_mib, spread, start }
+            .prop_map(|(tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start)| {
+                Workload::FanOut { tasks, reducers: reducers.min(tasks), output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start }
             }),
         (1u32..7, 1u32..9, prop::option::of(1u32..3), -1i32..4, -1i32..3, 1u32..3, 0u32..20).prop_map(
             |(actors, calls, cpus, restarts, task_retries, concurrency, start)| Workload::Pool {
@@ -158,14 +159,21 @@ impl Scenario {
         y.push_str("workloads:\n");
         for (i, w) in self.workloads.iter().enumerate() {
             match w {
-                Workload::FanOut { tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, spread, start } => {
+                Workload::FanOut { tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start } => {
+                    let gpu = *gpu && gpus;
+                    // Hard affinity must be feasible on the target (a CPU worker has no GPU).
+                    let strategy = match placing {
+                        2 => "{kind: SPREAD}",
+                        3 if !gpu => "{kind: NODE_AFFINITY, node: 10.0.1.1}",
+                        4 => "{kind: NODE_AFFINITY, node: 10.0.1.1, soft: true}",
+                        _ => "{kind: DEFAULT}",
+                    };
                     let _ = writeln!(
                         y,
                         "  - {{kind: fan_out, name: f{i}, start: {start}s, tasks: {tasks}, reducers: {reducers}, output_size: {output}, \
                          num_cpus: {cpus}, num_gpus: {}, max_retries: {retries}, retry_exceptions: {retry_exceptions}, memory: {heap_mib}MiB, \
-                         task_duration: {{min: 500ms, max: 20s}}, reduce_duration: 3s, strategy: {{kind: {}}}}}",
-                        if *gpu && gpus { 1 } else { 0 },
-                        if *spread { "SPREAD" } else { "DEFAULT" }
+                         task_duration: {{min: 500ms, max: 20s}}, reduce_duration: 3s, strategy: {strategy}}}",
+                        gpu as u32,
                     );
                 }
                 Workload::Pool { actors, calls, cpus, restarts, task_retries, concurrency, start } => {
