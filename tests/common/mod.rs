@@ -42,7 +42,7 @@ pub fn run_checked(cfg: Config, limits: Limits) -> Result<Engine, String> {
             _ => break,
         }
         n += 1;
-        if n % limits.every == 0 {
+        if n.is_multiple_of(limits.every) {
             e.check_invariants().map_err(|m| format!("after event {n}: {m}"))?;
         }
     }
