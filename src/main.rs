@@ -2,7 +2,9 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use rayscope::api::ServeOptions;
 use rayscope::config::{self, Config};
+use rayscope::sim::runner::{EngineHandle, RunOptions};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,9 +18,13 @@ use std::process::ExitCode;
 jobs, tasks, actors, placement groups, faults) and exports what a Ray cluster exports.\n\n\
 With no subcommand it serves the embedded default cluster and workload (same as `rayscope serve`)."
 )]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// With no subcommand: `serve` with these flags.
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Subcommand)]
@@ -35,7 +41,7 @@ enum Command {
     },
 }
 
-#[derive(clap::Args, Default)]
+#[derive(clap::Args)]
 struct ServeArgs {
     /// Config file (default: the embedded examples/default.yaml).
     #[arg(long, short)]
@@ -43,6 +49,20 @@ struct ServeArgs {
     /// Simulation seed (overrides sim.seed).
     #[arg(long)]
     seed: Option<u64>,
+    /// Address to listen on, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 [default: server.listen
+    /// from the config, 127.0.0.1:8080]. State-changing endpoints stay off until
+    /// RAYSCOPE_TOKEN is set, whatever the address.
+    #[arg(long, env = "RAYSCOPE_LISTEN")]
+    listen: Option<String>,
+    /// Log format (RUST_LOG selects what is logged, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -108,7 +128,7 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Serve(args)) => serve(args),
-        None => serve(ServeArgs::default()),
+        None => serve(cli.serve),
     }
 }
 
@@ -169,12 +189,110 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let _cfg = match load_config(args.config.as_ref(), args.seed) {
+    init_logging(args.log_format);
+    let cfg = match load_config(args.config.as_ref(), args.seed) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    eprintln!("serve: not implemented yet");
-    ExitCode::from(1)
+    let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let shutdown = match runtime.block_on(async { shutdown_signal() }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // Bind before starting the engine, so a taken port fails fast and says so.
+    let listener = match runtime.block_on(tokio::net::TcpListener::bind(&listen)) {
+        Ok(l) => l,
+        Err(e) => {
+            let hint = match e.kind() {
+                std::io::ErrorKind::AddrInUse => "; another program (perhaps another rayscope) is using it: pick another with --listen or RAYSCOPE_LISTEN",
+                std::io::ErrorKind::PermissionDenied => "; ports below 1024 need privileges: pick another with --listen",
+                _ => "",
+            };
+            tracing::error!(address = %listen, error = %e, "cannot listen");
+            eprintln!("error: cannot listen on {listen}: {e}{hint}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut opts = ServeOptions::new(cfg.clone());
+    if let Some(t) = env_token("RAYSCOPE_TOKEN") {
+        opts.token = Some(t);
+    }
+    if let Some(t) = env_token("RAYSCOPE_ALERT_TOKEN") {
+        opts.alert_token = Some(t);
+    }
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
+    tracing::info!(
+        %address,
+        session = cfg.cluster.session_name.as_deref().unwrap_or("(from seed)"),
+        seed = cfg.sim.seed,
+        control = if opts.token.is_some() { "enabled" } else { "disabled (set RAYSCOPE_TOKEN)" },
+        host_readings = opts.host.is_some(),
+        "starting rayscope"
+    );
+    let handle = EngineHandle::spawn(cfg, RunOptions::default());
+    match runtime.block_on(rayscope::api::serve(listener, handle, opts, shutdown)) {
+        Ok(()) => {
+            // Do not wait for lingering connection tasks: serve already gave them their grace.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: the server on {address} failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A token from the environment; an empty one counts as unset.
+fn env_token(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|t| !t.trim().is_empty())
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
+/// called (inside the runtime), not when the future is first polled, so a signal
+/// that arrives once the server answers is never missed.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => tracing::info!("SIGINT received"),
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("Ctrl-C received");
+    })
 }
 
 // The engine allocates and frees millions of small records (tasks, objects, events);

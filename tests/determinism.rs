@@ -28,11 +28,14 @@ fn with_seed(text: &str, seed: u64) -> Config {
     cfg
 }
 
-/// Run to the end, streaming the event log to a file; (report digest, file bytes).
+/// Run to the end (a job mix, which never ends: 20 virtual minutes), streaming the
+/// event log to a file; (report digest, file bytes).
 fn run(cfg: Config, dir: &Path, tag: &str) -> (String, Vec<u8>) {
     let path = dir.join(format!("{tag}.events"));
     let sink = Box::new(std::fs::File::create(&path).unwrap());
-    let (_, report) = rayscope::sim::simulate(cfg, None, Some(sink), |_| {}).expect("bounded workloads");
+    let endless = cfg.workloads.iter().any(|w| matches!(w, rayscope::config::WorkloadConfig::JobMix(_)));
+    let until = (endless && cfg.sim.until.is_none()).then_some(20 * 60 * 1_000_000);
+    let (_, report) = rayscope::sim::simulate(cfg, until, Some(sink), |_| {}).expect("bounded run");
     assert!(report.events_file_error.is_none());
     (report.event_log_sha256, std::fs::read(&path).unwrap())
 }

@@ -1,1 +1,108 @@
-//! HTTP API (in progress: see the api branch).
+//! The HTTP server: what `rayscope serve` answers on its port.
+//!
+//! Owns: turning snapshots into HTTP answers (Prometheus exposition and service
+//! discovery, Ray's State and Jobs REST shapes, the seed dashboard's JSON, a WebSocket
+//! live stream), and turning authorised HTTP requests into [`Control`] requests for the
+//! engine. One file per concern:
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `router` | the route table, landing page, health, body limit, request log |
+//! | `app` | [`ServeOptions`] and the state every handler shares |
+//! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
+//! | `auth` | bearer tokens for state-changing endpoints |
+//! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
+//! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
+//! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
+//! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
+//! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
+//! | `stream` | `/ws/realtime` |
+//!
+//! Must never: block the engine (readers only load `Arc<Snapshot>`s; control requests
+//! go over the engine's channel), write the model, do CPU-heavy encoding on the async
+//! workers (it goes to `spawn_blocking`), or change state without a configured token.
+//!
+//! [`Control`]: crate::sim::control::Control
+
+mod alerts;
+mod app;
+mod auth;
+mod control;
+mod entrypoint;
+mod error;
+mod exposition;
+mod history;
+mod jobs;
+mod query;
+mod router;
+mod rows;
+mod sd;
+mod seed;
+mod state_api;
+mod stream;
+
+pub use app::ServeOptions;
+pub use entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
+
+use crate::sim::runner::EngineHandle;
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Content-Type of `/metrics` answers (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Largest request body accepted; larger ones get 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Serve HTTP on `listener` until `shutdown` completes, then stop within
+/// [`ServeOptions::shutdown_grace`]: new connections are refused, live-stream clients
+/// get a close frame, in-flight requests may finish, and the engine thread is stopped.
+///
+/// Errors only if the listener itself fails.
+pub async fn serve(
+    listener: TcpListener,
+    handle: EngineHandle,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local_addr = listener.local_addr()?;
+    let grace = opts.shutdown_grace;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
+    let background = [tokio::spawn(history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
+    let router = router::build(app.clone());
+    let mut server_stop = stop_rx.clone();
+    let server = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move { app::stopped(&mut server_stop).await })
+        .into_future();
+    tokio::pin!(server);
+    tracing::info!(address = %local_addr, "serving");
+    let result = tokio::select! {
+        r = &mut server => r,
+        _ = shutdown => {
+            tracing::info!("shutdown requested; closing connections");
+            let _ = stop_tx.send(true);
+            match tokio::time::timeout(grace, &mut server).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!(grace_ms = grace.as_millis() as u64, "connections still open after the grace period; dropping them");
+                    Ok(())
+                }
+            }
+        }
+    };
+    let _ = stop_tx.send(true);
+    for task in background {
+        task.abort();
+    }
+    // The engine checks its stop flag at least every publish period (100 ms).
+    let engine = tokio::task::spawn_blocking(move || handle.shutdown());
+    if tokio::time::timeout(Duration::from_millis(500), engine).await.is_err() {
+        tracing::warn!("the engine thread did not stop within 500 ms");
+    }
+    tracing::info!("stopped");
+    result
+}

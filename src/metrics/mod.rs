@@ -1,16 +1,117 @@
-//! Prometheus exposition of snapshots (in progress: see the metrics branch).
+//! Prometheus exposition of snapshots: what every node's dashboard agent, the GCS and
+//! the autoscaler of a real Ray cluster serve, so Ray's own Grafana dashboards and
+//! alert rules work unchanged (names, types, label keys and units from ray-facts.md
+//! Part C).
+//!
+//! Owns: the `/metrics` text. Must never: mutate or wait on the model (it reads one
+//! immutable [`Snapshot`]), emit unbounded labels (task, object or actor ids), stamp
+//! samples with timestamps, or keep state beyond [`NodeHistory`] (one baseline per
+//! node for byte rates).
+//!
+//! # Layout
+//! One family group per file, node_exporter style: each is a pure function from a
+//! [`scrape::Scrape`] (the snapshot, the host reading and which nodes are asked for)
+//! to encoded families, registered by name as a `prometheus_client` collector that
+//! builds its metrics fresh on every render ([`scrape::COLLECTORS`]): `tasks`,
+//! `actors`, `jobs` (placement groups and jobs), `resources`, `object_store` (plus
+//! spilling and the object manager), `scheduler`, `workers` (OOM kills and failures),
+//! `node` (`ray_node_*` hardware), `components` (`ray_component_*` processes),
+//! `cluster` (`ray_cluster_*` and `autoscaler_*`) and `rayscope` (our own `rayscope_*`).
+//! A collector can be switched off by name ([`RenderContext::disabled_collectors`]).
+//!
+//! # Format served
+//! The classic Prometheus text format 0.0.4 ([`CONTENT_TYPE`]), which is what Ray's
+//! agents serve: counters carry `_total` in `# HELP`/`# TYPE` as well as in samples,
+//! and there is no `# EOF`. `prometheus_client` writes OpenMetrics, so counters are
+//! described under their full `_total` name and their values written as plain samples
+//! (see [`scrape::Family`]); histograms, gauges and label escaping are the crate's.
+//! Histogram `le` values come out as `"1.0"`, `"10.0"`, … as in Ray.
+//!
+//! # Labels
+//! Every `ray_*` and `autoscaler_*` series carries `SessionName` and `Version`.
+//! Raylet, GCS and core-worker series add `Component` and `NodeAddress`; reporter
+//! series (`ray_node_*`, `ray_component_*`) add `ip`, and `ray_node_*` also `IsHeadNode`
+//! and `RayNodeType`. Every node-scoped series carries `instance="<ip>:<port>"`, the
+//! label Prometheus would give that node's own target, so one scrape of
+//! [`render_all`] (with `honor_labels: true`) looks like one scrape per node; the
+//! autoscaler's series carry the head's autoscaler target `<head ip>:44217`.
+//!
+//! `rayscope_*` series carry `Version` but not `SessionName`: promtool's linter flags
+//! the CamelCase key on every family that has it, and our own families stay lint-clean;
+//! `rayscope_session_info{session_name}` joins them to a session when needed.
+//!
+//! # Attribution simplifications
+//! The model keeps cluster-wide aggregates where Ray has per-process ones, so some
+//! series are attributed to one node:
+//! * `ray_tasks{Source="owner"}` (every non-running state) is reported as if all
+//!   owners ran on the head node (`NodeAddress` and `instance` of the head); executing
+//!   nodes report `Source="executor"` with RUNNING / RUNNING_IN_RAY_GET. Summing over
+//!   `Source` gives the model's exact counts (Ray's negative executor
+//!   SUBMITTED_TO_WORKER and dependency-manager deltas are folded into the owner's).
+//! * Cluster-wide scheduler queues (waiting for resources, infeasible, waiting for a
+//!   placement-group bundle) and the OOM-kill / worker-failure counters by (Type, Name)
+//!   are reported by the head's raylet; per-node leases (Dispatched, Executing) and
+//!   spillbacks by each node's raylet.
+//! * GCS families (`ray_actors{Source="gcs"}`, placement groups, jobs, Actor and
+//!   PlacementGroup placement times) come from the head with `Component="gcs_server"`.
+//! * Modelled nodes' hardware is derived from what runs there (see [`node`]); the head's
+//!   comes from the real machine when a [`HostReading`] is given, and that reading's
+//!   process (rayscope itself) is reported as the head's `gcs` component.
+
+mod actors;
+mod cluster;
+mod components;
+mod history;
+mod jobs;
+mod labels;
+mod node;
+mod object_store;
+mod rayscope;
+mod resources;
+mod scheduler;
+mod scrape;
+mod tasks;
+mod workers;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use history::NodeHistory;
+use std::sync::Arc;
+pub use scrape::COLLECTOR_NAMES;
 
 use crate::host::HostReading;
+use crate::model::NodeState;
 use crate::sim::snapshot::Snapshot;
 
-/// Everything: every node's series with an `instance` label, plus cluster-wide families.
-pub fn render_all(_snapshot: &Snapshot, _host: Option<&HostReading>, _ctx: &RenderContext) -> String {
-    String::from("# EOF\n")
+/// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
+/// Prometheus text format, as Ray's agents serve it.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Port of the head's autoscaler metrics target (`AUTOSCALER_METRIC_PORT`), used in
+/// the `instance` label of `autoscaler_*` series.
+pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
+
+/// Everything: every alive node's series with its `instance` label, plus the
+/// cluster-wide families the head serves.
+pub fn render_all(snapshot: &Arc<Snapshot>, host: Option<&Arc<HostReading>>, ctx: &RenderContext) -> String {
+    scrape::render(snapshot, host, ctx, None)
 }
 
 /// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive node has that IP.
-pub fn render_node(_snapshot: &Snapshot, _ip: &str, _host: Option<&HostReading>, _ctx: &RenderContext) -> Option<String> {
-    None
+/// The head's endpoint also carries the cluster-wide families (GCS, autoscaler,
+/// `ray_cluster_*`, owner-side task counts and `rayscope_*`).
+pub fn render_node(
+    snapshot: &Arc<Snapshot>,
+    ip: &str,
+    host: Option<&Arc<HostReading>>,
+    ctx: &RenderContext,
+) -> Option<String> {
+    let node = snapshot
+        .nodes
+        .iter()
+        .position(|n| n.state == NodeState::Alive && n.ip == ip)?;
+    Some(scrape::render(snapshot, host, ctx, Some(node)))
 }
 
 /// What the exporter knows besides the snapshot.
@@ -20,6 +121,75 @@ pub struct RenderContext {
     pub metrics_export_port: u16,
     /// Alertmanager notifications received, by (alertname, status).
     pub alerts_received: Vec<(String, String, u64)>,
-    /// Wall seconds the previous scrape spent in each collector.
+    /// Wall seconds spent in collectors that run outside the renderer (for example
+    /// the host reading); reported beside the renderer's own per-collector timings.
     pub collector_seconds: Vec<(String, f64)>,
+    /// When the snapshot was taken, for `rayscope_snapshot_age_seconds`.
+    pub snapshot_taken_at: Option<std::time::Instant>,
+    /// Collectors (by name, see [`COLLECTOR_NAMES`]) not to run.
+    pub disabled_collectors: Vec<String>,
+    /// Per-node baselines for byte and operation rates; clones share it, so keep one
+    /// context (or clones of it) for the life of the server.
+    pub history: NodeHistory,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn serves_the_classic_text_format() {
+        let text = render_all(cluster(), None, &ctx());
+        assert!(CONTENT_TYPE.starts_with("text/plain; version=0.0.4"));
+        assert!(
+            !text.contains("# EOF"),
+            "no OpenMetrics terminator in the classic format"
+        );
+        assert!(
+            text.contains("# TYPE ray_finished_jobs_total counter\n"),
+            "counters are described under their _total name"
+        );
+        parse(&text); // rejects timestamps and malformed lines
+    }
+
+    #[test]
+    fn unknown_and_dead_ips_have_no_endpoint() {
+        assert!(render_node(cluster(), &dead().ip, None, &ctx()).is_none());
+        assert!(render_node(cluster(), "192.0.2.7", None, &ctx()).is_none());
+        assert!(render_node(cluster(), &worker(false).ip, None, &ctx()).is_some());
+    }
+
+    #[test]
+    fn every_node_series_names_its_instance() {
+        let e = node(&worker(true).ip);
+        let want = format!("{}:8080", worker(true).ip);
+        assert!(e.samples.iter().all(|s| s.label("instance") == want));
+        assert!(!e.samples.is_empty());
+    }
+
+    #[test]
+    fn renders_are_deterministic_for_the_same_snapshot() {
+        let ctx = ctx();
+        let strip = |t: String| {
+            t.lines()
+                .filter(|l| !l.starts_with("rayscope_scrape"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            strip(render_all(cluster(), None, &ctx)),
+            strip(render_all(cluster(), None, &ctx))
+        );
+    }
+
+    #[test]
+    fn a_dead_head_takes_the_cluster_families_with_it() {
+        let mut snap = (**cluster()).clone();
+        let head = snap.head as usize;
+        snap.nodes[head].state = crate::model::NodeState::Dead;
+        let e = parse(&render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
+        assert!(e.of("ray_running_jobs").next().is_none());
+        assert!(e.of("ray_resources").next().is_some());
+    }
 }

@@ -1,9 +1,11 @@
 //! An ordered index of alive nodes by hybrid-policy score.
 //!
-//! Nodes sit in a `BTreeSet` keyed by (score bucket, node index), one set for nodes with
-//! GPUs and one without. A node below the spread threshold has bucket 0, so the walk
-//! from the front visits packed-but-not-busy nodes in node order, then the rest from
-//! least to most utilized, exactly the order Ray's policy sorts into.
+//! Nodes sit in a `BTreeSet` keyed by (CPU full, score bucket, node index), one set for
+//! nodes with GPUs and one without. A node below the spread threshold has bucket 0, so
+//! the walk from the front visits packed-but-not-busy nodes in node order, then the
+//! rest from least to most utilized, exactly the order Ray's policy sorts into. Nodes
+//! with no CPU left come last, so a walk for work that needs CPU can stop at the first
+//! of them instead of visiting every full node of a busy cluster.
 
 use crate::model::{Node, NodeIdx, ResourceId};
 use std::collections::BTreeSet;
@@ -26,12 +28,19 @@ pub fn has_gpu(node: &Node) -> bool {
     node.total.get(ResourceId::GPU).0 > 0
 }
 
+/// (no CPU available, score bucket, node index)
+type Key = (bool, u32, u32);
+
+fn cpu_full(node: &Node) -> bool {
+    node.available.get(ResourceId::CPU).0 <= 0
+}
+
 pub struct ScoreIndex {
     threshold: f64,
-    cpu_nodes: BTreeSet<(u32, u32)>,
-    gpu_nodes: BTreeSet<(u32, u32)>,
-    /// Current key per node index, `None` when the node is not in the index.
-    keys: Vec<Option<(u32, bool)>>,
+    cpu_nodes: BTreeSet<Key>,
+    gpu_nodes: BTreeSet<Key>,
+    /// Current key per node index and its set, `None` when the node is not in the index.
+    keys: Vec<Option<(Key, bool)>>,
 }
 
 impl ScoreIndex {
@@ -49,7 +58,11 @@ impl ScoreIndex {
         }
     }
 
-    fn set(&mut self, gpu: bool) -> &mut BTreeSet<(u32, u32)> {
+    fn key(&self, node: &Node) -> Key {
+        (cpu_full(node), self.bucket(node), node.idx.0)
+    }
+
+    fn set(&mut self, gpu: bool) -> &mut BTreeSet<Key> {
         if gpu {
             &mut self.gpu_nodes
         } else {
@@ -65,14 +78,15 @@ impl ScoreIndex {
         if !node.is_alive() || self.keys[i].is_some() {
             return;
         }
-        let key = (self.bucket(node), has_gpu(node));
-        self.set(key.1).insert((key.0, node.idx.0));
-        self.keys[i] = Some(key);
+        let key = self.key(node);
+        let gpu = has_gpu(node);
+        self.set(gpu).insert(key);
+        self.keys[i] = Some((key, gpu));
     }
 
     pub fn remove(&mut self, idx: NodeIdx) {
-        if let Some(Some((b, gpu))) = self.keys.get(idx.index()).copied() {
-            self.set(gpu).remove(&(b, idx.0));
+        if let Some(Some((key, gpu))) = self.keys.get(idx.index()).copied() {
+            self.set(gpu).remove(&key);
             self.keys[idx.index()] = None;
         }
     }
@@ -81,17 +95,17 @@ impl ScoreIndex {
     pub fn update(&mut self, node: &Node) {
         let i = node.idx.index();
         let Some(Some((old, gpu))) = self.keys.get(i).copied() else { return };
-        let new = self.bucket(node);
+        let new = self.key(node);
         if new != old {
             let set = self.set(gpu);
-            set.remove(&(old, node.idx.0));
-            set.insert((new, node.idx.0));
+            set.remove(&old);
+            set.insert(new);
             self.keys[i] = Some((new, gpu));
         }
     }
 
     pub fn is_below_threshold(&self, idx: NodeIdx) -> bool {
-        matches!(self.keys.get(idx.index()), Some(Some((0, _))))
+        matches!(self.keys.get(idx.index()), Some(Some(((_, 0, _), _))))
     }
 
     pub fn len(&self) -> usize {
@@ -109,24 +123,25 @@ impl ScoreIndex {
         }
     }
 
-    /// Nodes in policy order: by score bucket, then node order. `None` merges both sets.
-    pub fn iter(&self, gpu: Option<bool>) -> Box<dyn Iterator<Item = NodeIdx> + '_> {
+    /// Nodes in policy order: by score bucket, then node order; nodes without free CPU
+    /// last. `None` merges both sets. Yields (node, has no CPU available).
+    pub fn iter(&self, gpu: Option<bool>) -> Box<dyn Iterator<Item = (NodeIdx, bool)> + '_> {
         match gpu {
-            Some(true) => Box::new(self.gpu_nodes.iter().map(|&(_, i)| NodeIdx(i))),
-            Some(false) => Box::new(self.cpu_nodes.iter().map(|&(_, i)| NodeIdx(i))),
+            Some(true) => Box::new(self.gpu_nodes.iter().map(|&(f, _, i)| (NodeIdx(i), f))),
+            Some(false) => Box::new(self.cpu_nodes.iter().map(|&(f, _, i)| (NodeIdx(i), f))),
             None => Box::new(MergeByKey { a: self.cpu_nodes.iter().peekable(), b: self.gpu_nodes.iter().peekable() }),
         }
     }
 }
 
 struct MergeByKey<'a> {
-    a: std::iter::Peekable<std::collections::btree_set::Iter<'a, (u32, u32)>>,
-    b: std::iter::Peekable<std::collections::btree_set::Iter<'a, (u32, u32)>>,
+    a: std::iter::Peekable<std::collections::btree_set::Iter<'a, Key>>,
+    b: std::iter::Peekable<std::collections::btree_set::Iter<'a, Key>>,
 }
 
 impl Iterator for MergeByKey<'_> {
-    type Item = NodeIdx;
-    fn next(&mut self) -> Option<NodeIdx> {
+    type Item = (NodeIdx, bool);
+    fn next(&mut self) -> Option<(NodeIdx, bool)> {
         let take_a = match (self.a.peek(), self.b.peek()) {
             (Some(x), Some(y)) => x <= y,
             (Some(_), None) => true,
@@ -134,6 +149,6 @@ impl Iterator for MergeByKey<'_> {
             (None, None) => return None,
         };
         let item = if take_a { self.a.next() } else { self.b.next() };
-        item.map(|&(_, i)| NodeIdx(i))
+        item.map(|&(f, _, i)| (NodeIdx(i), f))
     }
 }

@@ -241,8 +241,13 @@ impl Scheduler {
         // k nodes qualify, a second uniform draw among those found keeps the choice
         // uniform over the available top-k without collecting all k every time.
         let rank = rng.random_range(0..k);
+        let needs_cpu = req.get(crate::model::ResourceId::CPU).0 > 0;
         self.candidates.clear();
-        for idx in self.index.iter(gpu_set) {
+        for (idx, cpu_full) in self.index.iter(gpu_set) {
+            if cpu_full && needs_cpu {
+                // Every node from here on has no CPU left.
+                break;
+            }
             if nodes[idx.index()].available.fits(req) {
                 if self.candidates.len() == rank {
                     return Some(idx);

@@ -40,7 +40,7 @@ pub(super) fn place(s: &Scheduler, nodes: &[Node], bundles: &[ResourceRequest], 
         return PgPlacement::Placed(Vec::new());
     }
     // Policy order (least utilized first) over all alive nodes.
-    let order: Vec<NodeIdx> = s.index().iter(None).collect();
+    let order: Vec<NodeIdx> = s.index().iter(None).map(|(n, _)| n).collect();
     let now = assign(nodes, &order, bundles, strategy, |n, r, sc| sc.fits(n, r));
     if let Some(p) = now {
         return PgPlacement::Placed(p);

@@ -34,13 +34,32 @@ pub(crate) enum Event {
     FaultEnd(usize),
     NodeLaunched(u16),
     AutoscalerTick,
+    /// The memory monitor's next look at a node (Ray checks every 250 ms).
+    MemoryCheck(NodeIdx),
 }
 
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Scheduled {
     time: u64,
     seq: u64,
     event: Event,
+}
+
+// Ordered by (time, seq) only: seq is unique, so the event itself never decides.
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        self.time == o.time && self.seq == o.seq
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(o.time, o.seq))
+    }
 }
 
 /// Key of a queue of tasks waiting for resources: the call spec (one request shape and
@@ -73,6 +92,8 @@ pub struct Engine {
     /// Tasks waiting for resources, by request shape.
     pub(crate) waiting: BTreeMap<WaitKey, VecDeque<TaskId>>,
     pub(crate) waiting_count: usize,
+    /// The scheduling class served last (round-robin over classes).
+    pub(crate) waiting_cursor: Option<WaitKey>,
     /// Tasks no alive node can hold, by spec.
     pub(crate) infeasible: BTreeMap<u32, VecDeque<TaskId>>,
     pub(crate) infeasible_count: usize,
@@ -87,6 +108,9 @@ pub struct Engine {
     pub(crate) events_processed: u64,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
+    /// Per node: when the memory monitor last killed a worker, and whether a check is queued.
+    pub(crate) last_oom_kill: Vec<Option<u64>>,
+    pub(crate) memory_check_due: Vec<bool>,
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
@@ -141,6 +165,7 @@ impl Engine {
             actors_on: Vec::new(),
             waiting: BTreeMap::new(),
             waiting_count: 0,
+            waiting_cursor: None,
             infeasible: BTreeMap::new(),
             infeasible_count: 0,
             waiting_bundle: BTreeMap::new(),
@@ -150,6 +175,8 @@ impl Engine {
             autoscaler: Autoscaler::new(&cfg.cluster),
             events_processed: 0,
             node_by_ip: FxHashMap::default(),
+            last_oom_kill: Vec::new(),
+            memory_check_due: Vec::new(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
             submitted_templates: FxHashMap::default(),
@@ -293,6 +320,8 @@ impl Engine {
         self.actors_on.push(Vec::new());
         self.resuming.push(VecDeque::new());
         self.primaries.push(VecDeque::new());
+        self.last_oom_kill.push(None);
+        self.memory_check_due.push(false);
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx
@@ -374,6 +403,10 @@ impl Engine {
             Event::FaultEnd(i) => self.on_fault_end(i),
             Event::NodeLaunched(t) => self.on_node_launched(t),
             Event::AutoscalerTick => self.on_autoscaler_tick(),
+            Event::MemoryCheck(n) => {
+                self.memory_check_due[n.index()] = false;
+                self.check_memory(n);
+            }
         }
     }
 

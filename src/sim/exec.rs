@@ -6,6 +6,11 @@ use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op};
 use rand::Rng;
 
+/// Tasks one `Submit` step hands to the scheduler before yielding.
+const SUBMIT_CHUNK: u32 = 10_000;
+/// Virtual time a submitter spends per task it submits (50,000 tasks/s, a core worker's order of magnitude).
+const SUBMIT_COST_US: u64 = 20;
+
 impl Engine {
     pub(crate) fn sample(&mut self, d: DurationDist) -> u64 {
         if d.max.0 > d.min.0 {
@@ -48,8 +53,28 @@ impl Engine {
                 }
                 Op::Submit { spec, count, take_futures } => {
                     let (spec, count, take) = (*spec, *count, *take_futures);
-                    self.op_submit(tid, attempt, spec, count, take);
-                    if !self.advance(tid, attempt) {
+                    if take {
+                        self.op_submit(tid, attempt, spec, count, true);
+                        if !self.advance(tid, attempt) {
+                            return;
+                        }
+                        continue;
+                    }
+                    // A driver submits at a finite rate: a chunk at a time, each task
+                    // costing SUBMIT_COST_US of the submitter's time.
+                    let done = self.model.tasks[&tid].exec.i;
+                    let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
+                    self.op_submit(tid, attempt, spec, chunk, false);
+                    let Some(t) = self.model.tasks.get_mut(&tid).filter(|t| t.attempt == attempt && t.state == TaskState::Running) else {
+                        return;
+                    };
+                    t.exec.i += chunk;
+                    if t.exec.i >= count {
+                        t.exec.i = 0;
+                        t.exec.pc += 1;
+                    }
+                    if chunk >= SUBMIT_CHUNK {
+                        self.schedule_in(chunk as u64 * SUBMIT_COST_US, Event::OpDone(tid, attempt));
                         return;
                     }
                 }

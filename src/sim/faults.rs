@@ -6,6 +6,9 @@ use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;
 
+/// Ray's `memory_monitor_refresh_ms` (250 ms).
+pub const MEMORY_MONITOR_REFRESH_US: u64 = 250_000;
+
 /// Faults in effect now.
 #[derive(Default)]
 pub struct FaultState {
@@ -225,18 +228,30 @@ impl Engine {
     }
 
     /// Ray's memory monitor: above the usage threshold, kill the most recently started
-    /// worker (retriable tasks first) until usage is below it again.
+    /// worker (retriable tasks first). Like Ray's, it looks once per refresh period
+    /// (`MEMORY_MONITOR_REFRESH_US`) and kills one worker per look, so a node under
+    /// pressure sheds work at a bounded rate instead of killing every arrival at once.
     pub(crate) fn check_memory(&mut self, n: NodeIdx) {
         let threshold = self.cfg.memory_monitor.usage_threshold;
         if threshold <= 0.0 {
             return;
         }
-        for _ in 0..10_000 {
+        {
             let nd = &self.model.nodes[n.index()];
             if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
                 return;
             }
+            if let Some(last) = self.last_oom_kill[n.index()] {
+                if self.now < last + MEMORY_MONITOR_REFRESH_US {
+                    if !self.memory_check_due[n.index()] {
+                        self.memory_check_due[n.index()] = true;
+                        self.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
+                    }
+                    return;
+                }
+            }
             let Some(victim) = self.oom_victim(n) else { return };
+            self.last_oom_kill[n.index()] = Some(self.now);
             let t = &self.model.tasks[&victim];
             let name = self.model.names.get(t.name).to_string();
             let (kind, actor) = (t.kind, t.actor);
@@ -258,6 +273,12 @@ impl Engine {
                     self.fail_task(victim, ErrorType::OutOfMemory, true);
                 }
             }
+        }
+        // Still above the threshold? Look again after the refresh period.
+        let nd = &self.model.nodes[n.index()];
+        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && !self.memory_check_due[n.index()] {
+            self.memory_check_due[n.index()] = true;
+            self.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
 

@@ -155,7 +155,9 @@ fn run(
             if recent.0 != engine.model.log.total() {
                 recent = (engine.model.log.total(), Arc::new(engine.recent_events(opts.recent_events)));
             }
-            out.store(Arc::new(engine.snapshot(seq, speed, lag, tables, recent.1.clone())));
+            let mut snap = engine.snapshot(seq, speed, lag, tables, recent.1.clone());
+            snap.published_at = Some(Instant::now());
+            out.store(Arc::new(snap));
             seq += 1;
             last_publish = Instant::now();
         }

@@ -129,6 +129,8 @@ pub struct JobView {
     pub start_time_us: u64,
     pub end_time_us: Option<u64>,
     pub driver_node: u32,
+    /// The job's driver log (bounded by the engine), for the Jobs API's `/logs`.
+    pub log: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -279,6 +281,9 @@ pub struct Snapshot {
     pub recent_events: Arc<Vec<LoggedEvent>>,
     #[serde(skip)]
     pub tables: Option<Arc<Tables>>,
+    /// Wall-clock instant the runner published it (serve mode), for its age.
+    #[serde(skip)]
+    pub published_at: Option<std::time::Instant>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -425,6 +430,7 @@ impl Engine {
                 start_time_us: j.start_time,
                 end_time_us: j.end_time,
                 driver_node: j.driver_node.0,
+                log: j.log.clone(),
             })
             .collect();
         let c = &m.counters;
@@ -517,6 +523,7 @@ impl Engine {
             autoscaler: self.autoscaler_view(),
             recent_events: recent,
             tables,
+            published_at: None,
         }
     }
 

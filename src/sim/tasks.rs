@@ -642,23 +642,39 @@ impl Engine {
         if self.waiting_count == 0 {
             return;
         }
-        let keys: Vec<_> = self.waiting.keys().copied().collect();
-        for key in keys {
-            if key.1.is_some_and(|only| only != node) {
-                continue;
-            }
-            loop {
-                let fits = self.model.nodes[node.index()].available.fits(&self.specs[key.0 as usize].request);
-                if !fits {
-                    break;
+        // Serve the waiting scheduling classes round-robin, one task per class per pass,
+        // starting after the class served last: one busy class cannot starve the others.
+        loop {
+            let start = self.waiting_cursor;
+            let keys: Vec<_> = match start {
+                Some(c) => self
+                    .waiting
+                    .range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
+                    .chain(self.waiting.range(..=c))
+                    .map(|(k, _)| *k)
+                    .collect(),
+                None => self.waiting.keys().copied().collect(),
+            };
+            let mut granted = false;
+            for key in keys {
+                if key.1.is_some_and(|only| only != node) {
+                    continue;
                 }
-                let Some(q) = self.waiting.get_mut(&key) else { break };
-                let Some(tid) = q.pop_front() else { break };
+                if !self.model.nodes[node.index()].available.fits(&self.specs[key.0 as usize].request) {
+                    continue;
+                }
+                let Some(q) = self.waiting.get_mut(&key) else { continue };
+                let Some(tid) = q.pop_front() else { continue };
                 self.waiting_count -= 1;
                 if q.is_empty() {
                     self.waiting.remove(&key);
                 }
+                self.waiting_cursor = Some(key);
                 self.grant_lease(tid, node);
+                granted = true;
+            }
+            if !granted || self.waiting_count == 0 {
+                break;
             }
         }
     }

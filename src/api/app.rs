@@ -1,0 +1,266 @@
+//! What every handler shares: the engine handle, the running config, tokens, the
+//! host monitor, and the few pieces of state the API itself keeps (received alerts,
+//! the metrics history, live-stream clients, metadata of submitted jobs).
+//!
+//! Everything here is either immutable after start or behind its own small lock that
+//! is never held across an `.await`.
+
+use super::alerts::AlertStore;
+use super::history::History;
+use super::stream::Hub;
+use crate::config::Config;
+use crate::host::HostMonitor;
+use crate::metrics::RenderContext;
+use crate::sim::runner::EngineHandle;
+use crate::sim::snapshot::{Snapshot, Tables};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How the server runs; build with [`ServeOptions::new`] and adjust fields.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The running config: `server.*` settings, and the cluster that submitted workloads
+    /// are validated against.
+    pub config: Arc<Config>,
+    /// Enables state-changing endpoints (`RAYSCOPE_TOKEN` or `server.token`).
+    pub token: Option<String>,
+    /// Also accepted by `POST /api/alerts` (`RAYSCOPE_ALERT_TOKEN` or `server.alert_token`).
+    pub alert_token: Option<String>,
+    /// This machine's readings for the head node (only when `cluster.host_node`).
+    pub host: Option<HostMonitor>,
+    /// The seed aggregator's sampling period (5 s) and retention in samples (720 = 1 h).
+    pub history_every: Duration,
+    pub history_len: usize,
+    /// How long in-flight requests may take to finish after the shutdown signal.
+    pub shutdown_grace: Duration,
+}
+
+impl ServeOptions {
+    /// Options from a config: its tokens, a [`HostMonitor`] when `cluster.host_node` is
+    /// set (which takes one blocking reading of the machine now), the seed's 5 s / 1 h
+    /// history, and a 1.5 s shutdown grace (so the whole stop stays under 2 s).
+    pub fn new(config: Config) -> ServeOptions {
+        let host = config.cluster.host_node.then(HostMonitor::new);
+        ServeOptions {
+            token: non_empty(config.server.token.clone()),
+            alert_token: non_empty(config.server.alert_token.clone()),
+            config: Arc::new(config),
+            host,
+            history_every: Duration::from_secs(5),
+            history_len: 720,
+            shutdown_grace: Duration::from_millis(1500),
+        }
+    }
+}
+
+/// An empty or blank token would let an empty `Bearer` header in: treat it as unset.
+pub(crate) fn non_empty(token: Option<String>) -> Option<String> {
+    token.filter(|t| !t.trim().is_empty())
+}
+
+/// Metadata Ray's Jobs API keeps per submission that the engine has no use for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SubmissionMeta {
+    pub submission_id: String,
+    pub metadata: Value,
+    pub runtime_env: Value,
+    pub entrypoint_num_cpus: Value,
+    pub entrypoint_num_gpus: Value,
+    pub entrypoint_memory: Value,
+    pub entrypoint_resources: Value,
+}
+
+/// Snapshots kept for page tokens: each holds its tables alive, so keep few.
+const MAX_PINNED: usize = 4;
+pub(crate) const PIN_SECONDS: u64 = 60;
+
+/// Submissions remembered; older ones lose their metadata (the engine keeps its own
+/// bounded job table).
+const MAX_SUBMISSIONS: usize = 1_000;
+
+pub(crate) struct App {
+    pub handle: EngineHandle,
+    pub config: Arc<Config>,
+    pub token: Option<String>,
+    pub alert_token: Option<String>,
+    pub host: Option<HostMonitor>,
+    pub alerts: AlertStore,
+    pub history: History,
+    pub stream: Hub,
+    pub submissions: Mutex<VecDeque<SubmissionMeta>>,
+    /// Snapshots that page tokens point into, with when each was last used.
+    pub pinned: Mutex<VecDeque<(Arc<Snapshot>, std::time::Instant)>>,
+    /// Where the driver tasks sit in the latest task table (see `state_api`).
+    pub drivers: Mutex<Option<DriverPositions>>,
+    /// Unix ms that virtual time 0 maps to (the engine's clock runs at wall speed × `speed`).
+    pub epoch_ms_at_zero: u64,
+    pub local_addr: SocketAddr,
+    pub history_every: Duration,
+    /// Becomes true when the server shuts down; long-lived tasks watch it.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Rate baselines of the exporter, kept for the server's life.
+    pub metrics_history: crate::metrics::NodeHistory,
+}
+
+pub(crate) type AppState = Arc<App>;
+
+/// A task table and the positions of its driver tasks.
+pub(crate) type DriverPositions = (Arc<Tables>, Arc<Vec<usize>>);
+
+impl App {
+    pub fn new(
+        handle: EngineHandle,
+        opts: ServeOptions,
+        local_addr: SocketAddr,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> App {
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let sim_ms = handle.snapshot().sim_time_us / 1000;
+        let server = &opts.config.server;
+        App {
+            stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
+            history: History::new(opts.history_len),
+            alerts: AlertStore::default(),
+            submissions: Mutex::new(VecDeque::new()),
+            drivers: Mutex::new(None),
+            pinned: Mutex::new(VecDeque::new()),
+            epoch_ms_at_zero: now_ms.saturating_sub(sim_ms),
+            token: non_empty(opts.token),
+            alert_token: non_empty(opts.alert_token),
+            host: opts.host,
+            config: opts.config,
+            history_every: opts.history_every,
+            handle,
+            local_addr,
+            stopping,
+            metrics_history: crate::metrics::NodeHistory::default(),
+        }
+    }
+
+    /// Unix milliseconds of a virtual time.
+    pub fn epoch_ms(&self, virtual_us: u64) -> u64 {
+        self.epoch_ms_at_zero + virtual_us / 1000
+    }
+
+    /// What the metrics module needs besides the snapshot.
+    pub fn render_context(&self, snap: &Snapshot) -> RenderContext {
+        RenderContext {
+            metrics_export_port: self.config.server.metrics_export_port,
+            alerts_received: self.alerts.counts(),
+            collector_seconds: Vec::new(),
+            snapshot_taken_at: snap.published_at,
+            disabled_collectors: Vec::new(),
+            history: self.metrics_history.clone(),
+        }
+    }
+
+    pub fn remember_submission(&self, meta: SubmissionMeta) {
+        let mut subs = self.submissions.lock().unwrap_or_else(PoisonError::into_inner);
+        if subs.len() >= MAX_SUBMISSIONS {
+            subs.pop_front();
+        }
+        subs.push_back(meta);
+    }
+
+    pub fn submission(&self, submission_id: &str) -> Option<SubmissionMeta> {
+        let subs = self.submissions.lock().unwrap_or_else(PoisonError::into_inner);
+        subs.iter().rev().find(|m| m.submission_id == submission_id).cloned()
+    }
+
+    /// Send a control request and, once it is applied, wait (briefly) for the next
+    /// snapshot, so a client that reads right after a change sees it.
+    pub async fn control(&self, c: crate::sim::control::Control) -> Result<Value, crate::sim::control::ControlError> {
+        let reply = self.handle.control(c).await?;
+        // The engine publishes right after applying a request; any snapshot newer
+        // than the one current when the reply came includes the change.
+        let seen = self.handle.snapshot().seq;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        while self.handle.snapshot().seq <= seen && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(reply)
+    }
+
+    /// Keep `snap` for page tokens (a few at a time, for [`PIN_SECONDS`] after last use).
+    pub fn pin(&self, snap: Arc<Snapshot>) {
+        let mut pinned = self.pinned.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        pinned.retain(|(s, used)| now.duration_since(*used).as_secs() < PIN_SECONDS && s.seq != snap.seq);
+        if pinned.len() >= MAX_PINNED {
+            pinned.pop_front();
+        }
+        pinned.push_back((snap, now));
+    }
+
+    /// A pinned snapshot by sequence number, if still kept.
+    pub fn pinned(&self, seq: u64) -> Option<Arc<Snapshot>> {
+        let mut pinned = self.pinned.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        pinned.retain(|(_, used)| now.duration_since(*used).as_secs() < PIN_SECONDS);
+        let (s, used) = pinned.iter_mut().find(|(s, _)| s.seq == seq)?;
+        *used = now;
+        Some(s.clone())
+    }
+
+    /// Positions of driver tasks in `tables.tasks`, computed once per table build so
+    /// that the default listing (`exclude_driver=true`) needs no scan per request.
+    pub fn driver_positions(&self, tables: &Arc<Tables>) -> Arc<Vec<usize>> {
+        let mut cached = self.drivers.lock().unwrap_or_else(PoisonError::into_inner);
+        // Holding the Arc keeps its address from being reused, so pointer equality is sound.
+        if let Some((t, positions)) = cached.as_ref() {
+            if Arc::ptr_eq(t, tables) {
+                return positions.clone();
+            }
+        }
+        let positions: Arc<Vec<usize>> = Arc::new(
+            tables
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.kind == crate::model::TaskType::DriverTask)
+                .map(|(i, _)| i)
+                .collect(),
+        );
+        *cached = Some((tables.clone(), positions.clone()));
+        positions
+    }
+
+    /// The latest snapshot with State API tables at most [`FRESH_SECONDS`] of wall time old.
+    ///
+    /// Registers interest first (the engine rebuilds tables only while they are read),
+    /// then waits up to a second for a rebuild if the tables it has are stale, e.g. on
+    /// the first read after a quiet spell. Returns the freshest it saw either way.
+    pub async fn snapshot_with_tables(&self) -> Arc<Snapshot> {
+        self.handle.want_tables();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            let snap = self.handle.snapshot();
+            if tables_age_seconds(&snap) <= FRESH_SECONDS || tokio::time::Instant::now() >= deadline {
+                return snap;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Tables this old (wall seconds) are served without waiting. The engine rebuilds them
+/// every second while they are read, so only the first read after a quiet spell (when
+/// the engine stopped rebuilding) finds them older and waits for a rebuild.
+pub(crate) const FRESH_SECONDS: f64 = 3.0;
+
+/// Resolves when the server starts shutting down (holding no lock across awaits).
+pub(crate) async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+/// Wall seconds between the tables' build and the snapshot (infinite when absent).
+pub(crate) fn tables_age_seconds(s: &Snapshot) -> f64 {
+    match &s.tables {
+        Some(t) if s.speed > 0.0 => s.sim_time_us.saturating_sub(t.built_at_us) as f64 / 1e6 / s.speed,
+        Some(_) => 0.0,
+        None => f64::INFINITY,
+    }
+}

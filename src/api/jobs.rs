@@ -1,0 +1,176 @@
+//! Ray's Jobs REST API: submit, list, get, stop, logs, and `/api/version`, which Ray's
+//! `JobSubmissionClient` (and so `ray job submit --address http://...`) checks first.
+//!
+//! A submission names a built-in workload in `entrypoint` (see `entrypoint`) or carries
+//! workload YAML in `workload`; either is parsed and validated in full before the
+//! engine is asked, so a refused submission changes nothing. Ray's own fields
+//! (`metadata`, `runtime_env`, `entrypoint_*`) are kept by the API and shown back in
+//! `JobDetails`; the engine has no use for them.
+
+use super::app::{AppState, SubmissionMeta};
+use super::auth::Authorized;
+use super::entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
+use super::error::{json_ok, parse_json, ApiError, Body};
+use super::rows::{Ctx, Resource};
+use super::state_api::job_extra;
+use crate::sim::control::Control;
+use crate::sim::snapshot::{JobView, Snapshot, Tables};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// Ray's `JobSubmitRequest`, plus `workload` (YAML) for custom workloads.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitRequest {
+    #[serde(default)]
+    entrypoint: Option<String>,
+    #[serde(default)]
+    submission_id: Option<String>,
+    /// Deprecated in Ray in favour of `submission_id`; accepted the same way.
+    #[serde(default)]
+    job_id: Option<String>,
+    #[serde(default)]
+    runtime_env: Option<Map<String, Value>>,
+    #[serde(default)]
+    metadata: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    entrypoint_num_cpus: Option<f64>,
+    #[serde(default)]
+    entrypoint_num_gpus: Option<f64>,
+    #[serde(default)]
+    entrypoint_memory: Option<u64>,
+    #[serde(default)]
+    entrypoint_resources: Option<std::collections::BTreeMap<String, f64>>,
+    #[serde(default)]
+    workload: Option<String>,
+}
+
+fn workload_error(e: WorkloadError) -> ApiError {
+    let mut err = ApiError::field(e.field, e.to_string());
+    if let Some(at) = e.at {
+        err = err.with("at", at);
+    }
+    if let Some((l, c)) = e.position {
+        err = err.with("line", l).with("column", c);
+    }
+    if !e.valid.is_empty() {
+        err = err.with("valid", e.valid);
+    }
+    err
+}
+
+/// `POST /api/jobs/`
+pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
+    let req: SubmitRequest = parse_json(&body, None)?;
+    let submission_id = req.submission_id.or(req.job_id);
+    if let Some(sid) = &submission_id {
+        if sid.is_empty() || sid.len() > 256 || sid.chars().any(char::is_control) {
+            return Err(ApiError::field("submission_id", "submission_id must be 1 to 256 printable characters"));
+        }
+    }
+    let cluster = &app.config.cluster;
+    let (workload, entrypoint) = match (&req.workload, &req.entrypoint) {
+        (Some(yaml), ep) => {
+            let w = parse_workload_yaml(yaml, cluster).map_err(workload_error)?;
+            let ep = ep.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| format!("workload: {}", w.name()));
+            (w, ep)
+        }
+        (None, Some(ep)) => (parse_entrypoint(ep, cluster).map_err(workload_error)?, ep.trim().to_string()),
+        (None, None) => {
+            return Err(ApiError::field(
+                "entrypoint",
+                format!(
+                    "missing field `entrypoint`: name a built-in workload ({}) or send workload YAML in `workload`",
+                    super::entrypoint::builtin_names().join(", ")
+                ),
+            ))
+        }
+    };
+    let reply = app
+        .control(Control::SubmitJob { workload: Box::new(workload), entrypoint: entrypoint.clone(), submission_id })
+        .await?;
+    let submission_id = reply["submission_id"].as_str().unwrap_or_default().to_string();
+    app.remember_submission(SubmissionMeta {
+        submission_id: submission_id.clone(),
+        metadata: json!(req.metadata.unwrap_or_default()),
+        runtime_env: Value::Object(req.runtime_env.unwrap_or_default()),
+        entrypoint_num_cpus: json!(req.entrypoint_num_cpus),
+        entrypoint_num_gpus: json!(req.entrypoint_num_gpus),
+        entrypoint_memory: json!(req.entrypoint_memory),
+        entrypoint_resources: json!(req.entrypoint_resources),
+    });
+    tracing::info!(submission_id = %submission_id, job_id = %reply["job_id"], %entrypoint, "job submitted");
+    Ok(json_ok(json!({"submission_id": submission_id, "job_id": reply["job_id"]})))
+}
+
+/// Ray's `JobDetails` for one job.
+fn details(app: &AppState, snap: &Snapshot, index: usize) -> Value {
+    let empty = Tables::default();
+    let extra = |j: &JobView| job_extra(app, j);
+    let ctx = Ctx { snap, tables: &empty, epoch_ms_at_zero: app.epoch_ms_at_zero, job_extra: &extra };
+    let mut v = ctx.row(Resource::Jobs, index, true);
+    let meta = app.submission(&snap.jobs[index].submission_id).unwrap_or_default();
+    if let Value::Object(m) = &mut v {
+        m.insert("entrypoint_num_cpus".into(), meta.entrypoint_num_cpus);
+        m.insert("entrypoint_num_gpus".into(), meta.entrypoint_num_gpus);
+        m.insert("entrypoint_memory".into(), meta.entrypoint_memory);
+        m.insert("entrypoint_resources".into(), meta.entrypoint_resources);
+    }
+    v
+}
+
+fn find(snap: &Snapshot, id: &str) -> Result<usize, ApiError> {
+    snap.jobs
+        .iter()
+        .position(|j| j.submission_id == id || j.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no job with submission_id or job_id {id:?}")))
+}
+
+/// `GET /api/jobs/`: every job the engine keeps, oldest first.
+pub(crate) async fn list(State(app): State<AppState>) -> Response {
+    let snap = app.handle.snapshot();
+    let jobs: Vec<Value> = (0..snap.jobs.len()).map(|i| details(&app, &snap, i)).collect();
+    json_ok(Value::Array(jobs))
+}
+
+/// `GET /api/jobs/{id}` (a submission id or a job id).
+pub(crate) async fn get(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let snap = app.handle.snapshot();
+    let i = find(&snap, &id)?;
+    Ok(json_ok(details(&app, &snap, i)))
+}
+
+/// `POST /api/jobs/{id}/stop`: `{"stopped": false}` when the job had already ended.
+pub(crate) async fn stop(
+    _: Authorized,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let reply = app.control(Control::StopJob { id: id.clone() }).await?;
+    tracing::info!(job = %id, stopped = %reply["stopped"], "job stop requested");
+    Ok(json_ok(json!({"stopped": reply["stopped"].as_bool().unwrap_or(false)})))
+}
+
+/// `GET /api/jobs/{id}/logs`
+pub(crate) async fn logs(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let snap = app.handle.snapshot();
+    let i = find(&snap, &id)?;
+    let mut logs = snap.jobs[i].log.join("\n");
+    if !logs.is_empty() {
+        logs.push('\n');
+    }
+    Ok(json_ok(json!({"logs": logs})))
+}
+
+/// `GET /api/version`, as Ray's dashboard answers it (Jobs API version 4).
+pub(crate) async fn version(State(app): State<AppState>) -> Response {
+    let snap = app.handle.snapshot();
+    json_ok(json!({
+        "version": "4",
+        "ray_version": snap.version,
+        "ray_commit": format!("rayscope-{}", env!("CARGO_PKG_VERSION")),
+        "session_name": snap.session_name,
+    }))
+}

@@ -1,0 +1,200 @@
+//! `/ws/realtime`: a compact cluster summary pushed to WebSocket clients every
+//! `server.stream_interval` (2 s by default), and once on connect.
+//!
+//! One ticker builds each summary once and broadcasts it; every client has a bounded
+//! queue (a `broadcast` receiver of [`QUEUE`] messages), so a slow client costs the
+//! others nothing and never reaches the engine, which the stream only reads snapshots
+//! from. A client is dropped when:
+//! - it falls [`QUEUE`] messages behind (its sends are stuck), or a send takes longer
+//!   than the deadline;
+//! - it stops answering pings: the server pings every interval, and a client that
+//!   never reads never pongs, even while the kernel's socket buffers still absorb
+//!   what is sent to it. The deadline is 5 intervals (at least 0.5 s).
+//!
+//! At most `server.max_stream_clients` clients at once: the slot is taken before the
+//! upgrade, and a request beyond the cap gets HTTP 503 instead of a WebSocket.
+
+use super::app::{App, AppState};
+use super::error::ApiError;
+use super::history::{actor_states, resource_use, task_states};
+use crate::model::NodeState;
+use crate::sim::snapshot::Snapshot;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+/// Messages a client may fall behind before it is dropped.
+pub(crate) const QUEUE: usize = 4;
+
+/// WebSocket close codes (RFC 6455 §7.4.1).
+const GOING_AWAY: u16 = 1001;
+const POLICY_VIOLATION: u16 = 1008;
+
+pub(crate) struct Hub {
+    tx: broadcast::Sender<Utf8Bytes>,
+    clients: Arc<AtomicUsize>,
+    pub interval: Duration,
+    pub max_clients: usize,
+}
+
+/// A taken client slot; dropping it frees the slot.
+pub(crate) struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Hub {
+    pub fn new(interval_us: u64, max_clients: usize) -> Hub {
+        let (tx, _) = broadcast::channel(QUEUE);
+        Hub {
+            tx,
+            clients: Arc::new(AtomicUsize::new(0)),
+            interval: Duration::from_micros(interval_us.max(10_000)),
+            max_clients,
+        }
+    }
+
+    fn reserve(&self) -> Option<Slot> {
+        let before = self.clients.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot(self.clients.clone());
+        (before < self.max_clients).then_some(slot)
+    }
+
+    pub fn clients(&self) -> usize {
+        self.clients.load(Ordering::Acquire)
+    }
+
+    fn deadline(&self) -> Duration {
+        (self.interval * 5).max(Duration::from_millis(500))
+    }
+}
+
+/// The summary every client receives.
+pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
+    let alive = s.nodes.iter().filter(|n| n.state == NodeState::Alive).count();
+    let resources = resource_use(s);
+    let use_of = |r: &str| {
+        let (total, used) = resources.get(r).copied().unwrap_or((0.0, 0.0));
+        json!({"used": used, "total": total})
+    };
+    let live = s.nodes.iter().filter(|n| n.state == NodeState::Alive);
+    let (store_used, store_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
+    json!({
+        "type": "summary",
+        "seq": s.seq,
+        "time": s.sim_time_us as f64 / 1e6,
+        "timestamp_ms": app.epoch_ms(s.sim_time_us),
+        "nodes": {"alive": alive, "dead": s.nodes.len() - alive},
+        "cpu": use_of("CPU"),
+        "gpu": use_of("GPU"),
+        "tasks": task_states(s),
+        "actors": actor_states(s),
+        "jobs_running": s.running_jobs,
+        "object_store": {"used": store_used, "total": store_total},
+    })
+}
+
+fn summary_message(app: &App) -> Utf8Bytes {
+    Utf8Bytes::from(summary(app, &app.handle.snapshot()).to_string())
+}
+
+/// Build and broadcast a summary every interval while anyone listens.
+pub(crate) async fn run_ticker(app: AppState) {
+    let mut tick = tokio::time::interval(app.stream.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stopping = app.stopping.clone();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = super::app::stopped(&mut stopping) => return,
+        }
+        if app.stream.tx.receiver_count() > 0 {
+            let _ = app.stream.tx.send(summary_message(&app));
+        }
+    }
+}
+
+/// `GET /ws/realtime`
+pub(crate) async fn upgrade(State(app): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    let Some(slot) = app.stream.reserve() else {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the live stream already has its maximum of {} clients (server.max_stream_clients)",
+                app.stream.max_clients
+            ),
+        )
+        .into_response();
+    };
+    ws.on_upgrade(move |socket| client(app, socket, slot))
+}
+
+async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
+    let mut rx = app.stream.tx.subscribe();
+    let deadline = app.stream.deadline();
+    let mut ping = tokio::time::interval(app.stream.interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ping.tick().await;
+    let mut last_pong = Instant::now();
+    let mut stopping = app.stopping.clone();
+    tracing::debug!(clients = app.stream.clients(), "live-stream client connected");
+    let why = 'session: {
+        if !send(&mut socket, Message::Text(summary_message(&app)), deadline).await {
+            break 'session "the first send did not complete";
+        }
+        loop {
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    Ok(m) => {
+                        if !send(&mut socket, Message::Text(m), deadline).await {
+                            break 'session "a send did not complete in time";
+                        }
+                    }
+                    Err(RecvError::Lagged(n)) => {
+                        close(&mut socket, POLICY_VIOLATION, &format!("too slow: fell {n} messages behind")).await;
+                        break 'session "it fell behind";
+                    }
+                    Err(RecvError::Closed) => break 'session "the stream ended",
+                },
+                incoming = socket.recv() => match incoming {
+                    Some(Ok(Message::Pong(_))) => last_pong = Instant::now(),
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break 'session "the client left",
+                    Some(Ok(_)) => {}
+                },
+                _ = ping.tick() => {
+                    if last_pong.elapsed() > deadline {
+                        close(&mut socket, POLICY_VIOLATION, "too slow: no pong within the deadline").await;
+                        break 'session "it stopped answering pings";
+                    }
+                    if !send(&mut socket, Message::Ping(Default::default()), deadline).await {
+                        break 'session "a ping did not go out in time";
+                    }
+                }
+                _ = super::app::stopped(&mut stopping) => {
+                    close(&mut socket, GOING_AWAY, "server shutting down").await;
+                    break 'session "the server is shutting down";
+                }
+            }
+        }
+    };
+    tracing::debug!(reason = why, "live-stream client dropped");
+}
+
+/// Send within `deadline`; false if the client did not take it.
+async fn send(socket: &mut WebSocket, m: Message, deadline: Duration) -> bool {
+    matches!(tokio::time::timeout(deadline, socket.send(m)).await, Ok(Ok(())))
+}
+
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
+    let _ = tokio::time::timeout(Duration::from_millis(200), socket.send(Message::Close(Some(frame)))).await;
+}

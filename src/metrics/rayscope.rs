@@ -1,0 +1,167 @@
+//! `rayscope_*`: the exporter and the simulation about themselves. Served with the
+//! cluster-wide families (by `render_all` and the head's endpoint); these series carry
+//! `Version` but not `SessionName` (see the `metrics` module docs), and
+//! `rayscope_session_info{session_name}` names the session.
+//!
+//! Runs last, so `rayscope_scrape_collector_duration_seconds` covers every other
+//! collector of this very render, and `rayscope_scrape_duration_seconds` the render up
+//! to here.
+
+use std::fmt;
+
+use prometheus_client::encoding::DescriptorEncoder;
+
+use super::scrape::{Family, Scrape};
+
+const NO_LABELS: [(&str, &str); 0] = [];
+
+pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    if !s.cluster {
+        return Ok(());
+    }
+    let snap = s.snap;
+    Family::gauge(
+        enc,
+        "rayscope_session_info",
+        "The simulated Ray session; always 1.",
+    )
+    .sample(&[("session_name", snap.session_name.as_str())], 1u64)?;
+    Family::gauge(
+        enc,
+        "rayscope_sim_time_seconds",
+        "Virtual time of the snapshot, in seconds since the simulation started.",
+    )
+    .sample(&NO_LABELS, snap.sim_time_us as f64 / 1e6)?;
+    Family::gauge(
+        enc,
+        "rayscope_sim_lag_seconds",
+        "How far virtual time trails where the wall clock says it should be, in seconds.",
+    )
+    .sample(&NO_LABELS, snap.lag_seconds)?;
+    Family::gauge(
+        enc,
+        "rayscope_sim_speed",
+        "Virtual seconds per wall-clock second the simulation aims for.",
+    )
+    .sample(&NO_LABELS, snap.speed)?;
+    Family::counter(
+        enc,
+        "rayscope_sim_events_processed_total",
+        "Simulation events processed.",
+    )
+    .sample(&NO_LABELS, snap.events_processed)?;
+    Family::gauge(
+        enc,
+        "rayscope_snapshot_sequence",
+        "Sequence number of the snapshot rendered.",
+    )
+    .sample(&NO_LABELS, snap.seq)?;
+    if let Some(taken) = s.ctx.snapshot_taken_at {
+        Family::gauge(
+            enc,
+            "rayscope_snapshot_age_seconds",
+            "Wall-clock age of the snapshot rendered, in seconds.",
+        )
+        .sample(&NO_LABELS, taken.elapsed().as_secs_f64())?;
+    }
+
+    let mut f = Family::counter(
+        enc,
+        "rayscope_alert_notifications_received_total",
+        "Alertmanager notifications received, by alert and status.",
+    );
+    for (alert, status, count) in &s.ctx.alerts_received {
+        f.sample(
+            &[("alertname", alert.as_str()), ("status", status.as_str())],
+            *count,
+        )?;
+    }
+
+    let mut f = Family::gauge(
+        enc,
+        "rayscope_scrape_collector_duration_seconds",
+        "Wall-clock seconds each collector took in this scrape.",
+    );
+    let measured = s.timings();
+    for (name, seconds) in &measured {
+        f.sample(&[("collector", *name)], *seconds)?;
+    }
+    // Timings from outside the renderer; a name measured here wins (one series per name).
+    for (name, seconds) in &s.ctx.collector_seconds {
+        if !measured.iter().any(|m| m.0 == name) {
+            f.sample(&[("collector", name.as_str())], *seconds)?;
+        }
+    }
+    Family::gauge(
+        enc,
+        "rayscope_scrape_duration_seconds",
+        "Wall-clock seconds this scrape took to render.",
+    )
+    .sample(&NO_LABELS, s.elapsed())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use crate::metrics::{render_all, RenderContext};
+
+    #[test]
+    fn self_metrics_report_time_collectors_and_alerts_without_session_name() {
+        let ctx = RenderContext {
+            alerts_received: vec![("RayNodeDown".into(), "firing".into(), 2)],
+            collector_seconds: vec![("host".into(), 0.5), ("tasks".into(), 9.0)],
+            snapshot_taken_at: Some(std::time::Instant::now()),
+            ..ctx()
+        };
+        let e = parse(&render_all(cluster(), None, &ctx));
+        assert_eq!(e.sum("rayscope_sim_time_seconds", &[]), 40.0);
+        assert_eq!(
+            e.sum(
+                "rayscope_alert_notifications_received_total",
+                &[("alertname", "RayNodeDown"), ("status", "firing")]
+            ),
+            2.0
+        );
+        let collectors: Vec<&str> = e
+            .of("rayscope_scrape_collector_duration_seconds")
+            .map(|s| s.label("collector"))
+            .collect();
+        for name in ["tasks", "node", "cluster", "host"] {
+            assert!(
+                collectors.contains(&name),
+                "{name} missing from {collectors:?}"
+            );
+        }
+        assert_eq!(
+            collectors.iter().filter(|c| **c == "tasks").count(),
+            1,
+            "one series per collector"
+        );
+        assert!(e.of("rayscope_snapshot_age_seconds").next().is_some());
+        assert_eq!(
+            e.of("rayscope_session_info")
+                .next()
+                .unwrap()
+                .label("session_name"),
+            cluster().session_name
+        );
+        for s in e.samples.iter().filter(|s| s.name.starts_with("rayscope_")) {
+            assert!(!s.has("SessionName") && s.has("Version"), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn disabled_collectors_do_not_run() {
+        let ctx = RenderContext {
+            disabled_collectors: vec!["node".into(), "rayscope".into()],
+            ..ctx()
+        };
+        let e = parse(&render_all(cluster(), None, &ctx));
+        assert!(!e
+            .samples
+            .iter()
+            .any(|s| s.name.starts_with("ray_node_cpu") || s.name.starts_with("rayscope_")));
+        assert!(e.of("ray_tasks").next().is_some());
+    }
+}

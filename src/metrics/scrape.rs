@@ -1,0 +1,384 @@
+//! One render: what the collectors read ([`Scrape`]), how they are registered with
+//! `prometheus_client`, and the [`Family`] writer they share.
+//!
+//! `prometheus_client` collectors must be `'static`. Snapshots and host readings are
+//! already shared through `Arc`s, so each collector holds an `Arc` of the render's
+//! inputs ([`RenderInput`]) and builds the borrowed [`Scrape`] view when it encodes;
+//! nothing is copied and work done once per render (rates) is done before.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, MetricEncoder,
+};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use super::history::Rates;
+use super::labels::Target;
+use super::RenderContext;
+use crate::host::HostReading;
+use crate::model::NodeState;
+use crate::sim::snapshot::{NodeView, Snapshot};
+
+/// A family group: a pure function from a scrape to encoded families.
+pub(crate) type EncodeFn = fn(&Scrape<'_>, &mut DescriptorEncoder<'_>) -> fmt::Result;
+
+/// Every family group, in exposition order. The `rayscope` group runs last so it can
+/// report how long the others took.
+pub(crate) const COLLECTORS: &[(&str, EncodeFn)] = &[
+    ("tasks", super::tasks::encode),
+    ("actors", super::actors::encode),
+    ("jobs", super::jobs::encode),
+    ("resources", super::resources::encode),
+    ("object_store", super::object_store::encode),
+    ("scheduler", super::scheduler::encode),
+    ("workers", super::workers::encode),
+    ("node", super::node::encode),
+    ("components", super::components::encode),
+    ("cluster", super::cluster::encode),
+];
+
+/// The `rayscope_*` group: no `SessionName` on its series.
+const SELF_COLLECTOR: (&str, EncodeFn) = ("rayscope", super::rayscope::encode);
+
+/// Names accepted by [`RenderContext::disabled_collectors`].
+pub const COLLECTOR_NAMES: &[&str] = &[
+    "tasks",
+    "actors",
+    "jobs",
+    "resources",
+    "object_store",
+    "scheduler",
+    "workers",
+    "node",
+    "components",
+    "cluster",
+    "rayscope",
+];
+
+/// Parsed `major.minor` of the emulated Ray version, for the few names that changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RayVersion(pub u32, pub u32);
+
+impl RayVersion {
+    pub(crate) fn parse(s: &str) -> RayVersion {
+        let mut parts = s.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        // Anything unparsable reads as the newest layout.
+        match (parts.next(), parts.next()) {
+            (Some(major), Some(minor)) if major > 0 => RayVersion(major, minor),
+            _ => RayVersion(u32::MAX, 0),
+        }
+    }
+}
+
+/// Everything one render reads.
+pub(crate) struct Scrape<'a> {
+    pub snap: &'a Snapshot,
+    host: Option<&'a HostReading>,
+    pub ctx: &'a RenderContext,
+    pub version: RayVersion,
+    /// Alive nodes whose series this render includes, in node order.
+    pub nodes: Vec<&'a NodeView>,
+    /// Byte and operation rates of `nodes`, same order.
+    pub rates: &'a [Rates],
+    /// Whether the cluster-wide families (served by the head in Ray) are included.
+    pub cluster: bool,
+    /// The head node if alive, whether or not it is in `nodes`.
+    pub head: Option<&'a NodeView>,
+    port: String,
+    started: Instant,
+    timings: &'a Mutex<Vec<(&'static str, f64)>>,
+}
+
+/// What one render reads, owned (through `Arc`s) so collectors can be `'static`.
+pub(crate) struct RenderInput {
+    snap: Arc<Snapshot>,
+    host: Option<Arc<HostReading>>,
+    ctx: RenderContext,
+    /// The one node rendered (`/metrics/nodes/<ip>`), or every alive node.
+    only: Option<usize>,
+    /// Rates of the rendered nodes, computed once per render (it updates baselines).
+    rates: Vec<Rates>,
+    started: Instant,
+    timings: Mutex<Vec<(&'static str, f64)>>,
+}
+
+impl RenderInput {
+    fn new(snap: Arc<Snapshot>, host: Option<Arc<HostReading>>, ctx: RenderContext, only: Option<usize>) -> RenderInput {
+        let started = Instant::now();
+        let rates = {
+            let view = Scrape::view(&snap, host.as_deref(), &ctx, only, &[], started, &NO_TIMINGS);
+            let host_rates = host.as_deref().map(Rates::from_host);
+            ctx.history.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
+        };
+        RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)) }
+    }
+
+    fn scrape(&self) -> Scrape<'_> {
+        Scrape::view(&self.snap, self.host.as_deref(), &self.ctx, self.only, &self.rates, self.started, &self.timings)
+    }
+}
+
+static NO_TIMINGS: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
+
+impl<'a> Scrape<'a> {
+    fn view(
+        snap: &'a Snapshot,
+        host: Option<&'a HostReading>,
+        ctx: &'a RenderContext,
+        only: Option<usize>,
+        rates: &'a [Rates],
+        started: Instant,
+        timings: &'a Mutex<Vec<(&'static str, f64)>>,
+    ) -> Scrape<'a> {
+        let (nodes, cluster) = match only.and_then(|i| snap.nodes.get(i)) {
+            Some(n) => (vec![n], n.is_head),
+            None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).collect(), true),
+        };
+        // A dead head serves nothing: its cluster-wide families go with it.
+        let head = snap
+            .head_node()
+            .filter(|h| h.state == crate::model::NodeState::Alive);
+        Scrape {
+            snap,
+            host,
+            ctx,
+            version: RayVersion::parse(&snap.version),
+            nodes,
+            rates,
+            cluster,
+            head,
+            port: ctx.metrics_export_port.to_string(),
+            started,
+            timings,
+        }
+    }
+
+    /// The scrape target of a node (its `instance` label).
+    pub(crate) fn target(&self, n: &'a NodeView) -> Target<'_> {
+        Target {
+            ip: &n.ip,
+            port: &self.port,
+            head: n.is_head,
+        }
+    }
+
+    /// The head's target, for series Ray's GCS, autoscaler or head reporter serve.
+    pub(crate) fn head_target(&self) -> Option<Target<'_>> {
+        self.head.map(|h| self.target(h))
+    }
+
+    /// The real machine's reading, for the head node only.
+    pub(crate) fn host_for(&self, n: &NodeView) -> Option<&'a HostReading> {
+        if n.is_head {
+            self.host
+        } else {
+            None
+        }
+    }
+
+    /// Seconds since the render began.
+    pub(crate) fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Seconds each collector that already ran took.
+    pub(crate) fn timings(&self) -> Vec<(&'static str, f64)> {
+        self.timings.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// A family group as a `prometheus_client` collector: builds fresh metrics from the
+/// render's inputs every time it is encoded, and times itself.
+struct Group {
+    name: &'static str,
+    encode: EncodeFn,
+    input: Arc<RenderInput>,
+}
+
+impl fmt::Debug for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group").field("name", &self.name).finish()
+    }
+}
+
+impl Collector for Group {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let scrape = self.input.scrape();
+        let start = Instant::now();
+        let result = (self.encode)(&scrape, &mut encoder);
+        self.input
+            .timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((self.name, start.elapsed().as_secs_f64()));
+        result
+    }
+}
+
+/// Encode one alive node's endpoint (`only`), or every alive node's series with the
+/// cluster-wide families (`None`). The head's endpoint has the cluster-wide families too.
+pub(crate) fn render(
+    snap: &Arc<Snapshot>,
+    host: Option<&Arc<HostReading>>,
+    ctx: &RenderContext,
+    only: Option<usize>,
+) -> String {
+    let all = only.is_none();
+    let input = Arc::new(RenderInput::new(snap.clone(), host.cloned(), ctx.clone(), only));
+    let node_count = input.rates.len();
+    let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
+    let mut registry = Registry::default();
+    let ray = registry.sub_registry_with_labels(
+        [
+            ("SessionName".into(), snap.session_name.clone().into()),
+            ("Version".into(), snap.version.clone().into()),
+        ]
+        .into_iter(),
+    );
+    for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
+        ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
+    }
+    if enabled(SELF_COLLECTOR.0) {
+        let own = registry.sub_registry_with_labels(
+            [("Version".into(), snap.version.clone().into())].into_iter(),
+        );
+        own.register_collector(Box::new(Group {
+            name: SELF_COLLECTOR.0,
+            encode: SELF_COLLECTOR.1,
+            input: input.clone(),
+        }));
+    }
+    let mut out = String::with_capacity(ctx.history.size_hint(all, node_count));
+    prometheus_client::encoding::text::encode_registry(&mut out, &registry)
+        .expect("writing to a String cannot fail");
+    ctx.history.record_size(all, node_count, out.len());
+    out
+}
+
+/// One family, written lazily: its `# HELP`/`# TYPE` appear with its first sample,
+/// so a family with nothing to say (no GPUs here, no OOM kill yet) is left out.
+pub(crate) struct Family<'e, 'a> {
+    state: FamilyState<'e, 'a>,
+    name: &'static str,
+    help: &'static str,
+    kind: MetricType,
+}
+
+enum FamilyState<'e, 'a> {
+    Pending(&'e mut DescriptorEncoder<'a>),
+    Open(MetricEncoder<'e>),
+    Poisoned,
+}
+
+impl<'e, 'a> Family<'e, 'a> {
+    pub(crate) fn gauge(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Gauge,
+        }
+    }
+
+    /// A counter, described under its full name (which must end in `_total`), as the
+    /// classic text format wants.
+    pub(crate) fn counter(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        debug_assert!(
+            name.ends_with("_total"),
+            "counter {name} must end in _total"
+        );
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Counter,
+        }
+    }
+
+    pub(crate) fn histogram(
+        enc: &'e mut DescriptorEncoder<'a>,
+        name: &'static str,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            state: FamilyState::Pending(enc),
+            name,
+            help,
+            kind: MetricType::Histogram,
+        }
+    }
+
+    fn open(&mut self) -> Result<&mut MetricEncoder<'e>, fmt::Error> {
+        if let FamilyState::Pending(_) = self.state {
+            let FamilyState::Pending(enc) =
+                std::mem::replace(&mut self.state, FamilyState::Poisoned)
+            else {
+                unreachable!()
+            };
+            self.state =
+                FamilyState::Open(enc.encode_descriptor(self.name, self.help, None, self.kind)?);
+        }
+        match &mut self.state {
+            FamilyState::Open(m) => Ok(m),
+            _ => Err(fmt::Error),
+        }
+    }
+
+    /// One sample of a gauge or counter.
+    pub(crate) fn sample(
+        &mut self,
+        labels: &impl EncodeLabelSet,
+        value: impl EncodeGaugeValue,
+    ) -> fmt::Result {
+        self.open()?.encode_family(labels)?.encode_gauge(&value)
+    }
+
+    /// One histogram series; `counts` are per bucket (not cumulative), the last +Inf.
+    pub(crate) fn histogram_sample(
+        &mut self,
+        labels: &impl EncodeLabelSet,
+        bounds: &[f64],
+        counts: &[u64],
+        sum: f64,
+    ) -> fmt::Result {
+        let mut buckets = [(0.0, 0u64); 16];
+        let n = counts.len().min(buckets.len());
+        for (i, slot) in buckets.iter_mut().enumerate().take(n) {
+            *slot = (bounds.get(i).copied().unwrap_or(f64::INFINITY), counts[i]);
+        }
+        let count = counts.iter().sum();
+        self.open()?
+            .encode_family(labels)?
+            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                sum,
+                count,
+                &buckets[..n],
+                None,
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_parses_major_minor() {
+        assert_eq!(RayVersion::parse("2.60.0"), RayVersion(2, 60));
+        assert_eq!(RayVersion::parse("2.49.2"), RayVersion(2, 49));
+        assert!(RayVersion::parse("nightly") > RayVersion(2, 60));
+    }
+}
