@@ -41,6 +41,9 @@ pub struct Object {
     pub spec: u32,
     pub lineage_args: Box<[ObjectId]>,
     pub reconstructions: u32,
+    /// The attempt number of the producer run that sealed it; a re-execution is the next
+    /// attempt, so events still scheduled for earlier attempts never match it.
+    pub producer_attempt: u32,
     /// Spill order: objects with a lower sequence number are spilled first.
     pub lru_seq: u64,
 }

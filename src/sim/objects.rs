@@ -43,6 +43,7 @@ impl Engine {
                 spec,
                 lineage_args: if inline { Box::new([]) } else { args.into() },
                 reconstructions: 0,
+                producer_attempt: 0,
             },
         );
         self.model.counters.objects_created += 1;
@@ -340,7 +341,7 @@ impl Engine {
         let o = self.model.objects.get_mut(&id).expect("object exists");
         o.reconstructions += 1;
         o.status = ObjectStatus::Pending;
-        let attempt = o.reconstructions;
+        let attempt = o.producer_attempt + 1;
         let args = o.lineage_args.clone();
         let owner_waits = o.owner_waits;
         if owner_waits {

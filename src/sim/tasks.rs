@@ -355,7 +355,7 @@ impl Engine {
     /// The program ran to its end: seal the return value and release everything.
     pub(crate) fn finish_task(&mut self, tid: TaskId) {
         let t = self.model.tasks.get(&tid).expect("finishing task exists");
-        let (kind, node, spec_id, ret, actor, job) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job);
+        let (kind, node, spec_id, ret, actor, job, attempt) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job, t.attempt);
         let spec = &self.specs[spec_id as usize];
         let (heap, return_size) = (spec.heap, spec.return_size);
         let keeps_resources = kind == TaskType::ActorCreationTask
@@ -393,6 +393,9 @@ impl Engine {
                     a.running.swap_remove(pos);
                 }
             }
+        }
+        if let Some(o) = self.model.objects.get_mut(&ret) {
+            o.producer_attempt = attempt;
         }
         if let Some(n) = node {
             self.seal_object(ret, n);
