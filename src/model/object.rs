@@ -32,7 +32,7 @@ pub struct Object {
     pub copies: Vec<NodeIdx>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
-    /// Whether the owner counts this object among its unresolved futures.
+    /// Whether the owner holds this object among its futures (and counts it while unresolved).
     pub owner_waits: bool,
     /// Tasks waiting for this object as an argument.
     pub waiters: Vec<TaskId>,
@@ -41,6 +41,9 @@ pub struct Object {
     pub spec: u32,
     pub lineage_args: Box<[ObjectId]>,
     pub reconstructions: u32,
+    /// The attempt number of the producer run that sealed it; a re-execution is the next
+    /// attempt, so events still scheduled for earlier attempts never match it.
+    pub producer_attempt: u32,
     /// Spill order: objects with a lower sequence number are spilled first.
     pub lru_seq: u64,
 }

@@ -65,6 +65,11 @@ impl Autoscaler {
 }
 
 impl Engine {
+    /// Per node type: bounds, launches in flight and launch/stop totals.
+    pub fn autoscaler_types(&self) -> &[TypeState] {
+        &self.autoscaler.types
+    }
+
     fn alive_of_type(&self, t: u16) -> u32 {
         self.model.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(t)).count() as u32
     }

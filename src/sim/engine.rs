@@ -121,6 +121,12 @@ pub struct Engine {
 impl Engine {
     /// Build the cluster and the workloads from a validated config.
     pub fn new(cfg: Config) -> Engine {
+        Engine::with_events_sink(cfg, None)
+    }
+
+    /// As [`Engine::new`], streaming every event-log line to `sink` from the first one
+    /// (the cluster's setup included), so the stream is exactly what the digest covers.
+    pub fn with_events_sink(cfg: Config, sink: Option<Box<dyn std::io::Write + Send>>) -> Engine {
         let cfg = Arc::new(cfg);
         let seed = cfg.sim.seed;
         let session = cfg.cluster.session_name.clone().unwrap_or_else(|| session_name_for(seed));
@@ -134,6 +140,9 @@ impl Engine {
             }
         }
         let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, &cfg.sim);
+        if let Some(sink) = sink {
+            model.log.set_sink(sink);
+        }
         let plan = workload::plan(&cfg.workloads, &mut model.names, &mut model.resource_names);
         let peak = workload::Plan::expected_peak_tasks(&cfg.workloads);
         model.tasks.reserve(peak);

@@ -54,16 +54,20 @@ impl Engine {
                 Op::Submit { spec, count, take_futures } => {
                     let (spec, count, take) = (*spec, *count, *take_futures);
                     if take {
-                        self.op_submit(tid, spec, count, true);
-                        self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                        self.op_submit(tid, attempt, spec, count, true);
+                        if !self.advance(tid, attempt) {
+                            return;
+                        }
                         continue;
                     }
                     // A driver submits at a finite rate: a chunk at a time, each task
                     // costing SUBMIT_COST_US of the submitter's time.
                     let done = self.model.tasks[&tid].exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
-                    self.op_submit(tid, spec, chunk, false);
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
+                    self.op_submit(tid, attempt, spec, chunk, false);
+                    let Some(t) = self.model.tasks.get_mut(&tid).filter(|t| t.attempt == attempt && t.state == TaskState::Running) else {
+                        return;
+                    };
                     t.exec.i += chunk;
                     if t.exec.i >= count {
                         t.exec.i = 0;
@@ -77,8 +81,8 @@ impl Engine {
                 Op::CreateActors { spec, min, max, level, flag } => {
                     let (spec, min, max, level, flag) = (*spec, *min, *max, *level, *flag);
                     self.op_create_actors(tid, spec, min, max, level, flag);
-                    if let Some(t) = self.model.tasks.get_mut(&tid) {
-                        t.exec.pc += 1;
+                    if !self.advance(tid, attempt) {
+                        return;
                     }
                 }
                 Op::CallEach { method, calls, sleep, bottleneck_sleep } => {
@@ -103,8 +107,10 @@ impl Engine {
                 }
                 Op::Put(size) => {
                     let size = *size;
-                    self.op_put(tid, size);
-                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                    self.op_put(tid, attempt, size);
+                    if !self.advance(tid, attempt) {
+                        return;
+                    }
                 }
                 Op::CreatePlacementGroup { bundles, strategy } => {
                     let (bundles, strategy) = (bundles.clone(), *strategy);
@@ -141,7 +147,19 @@ impl Engine {
         }
     }
 
-    fn op_submit(&mut self, tid: TaskId, spec: u32, count: u32, take: bool) {
+    /// Past an op that may have run other code (a call answered at once, the memory
+    /// monitor killing this very worker): move on only if this attempt still runs.
+    fn advance(&mut self, tid: TaskId, attempt: u32) -> bool {
+        match self.model.tasks.get_mut(&tid) {
+            Some(t) if t.attempt == attempt && t.state == TaskState::Running => {
+                t.exec.pc += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool) {
         let mut inputs = Vec::new();
         if take {
             let t = self.model.tasks.get_mut(&tid).expect("running task exists");
@@ -171,19 +189,28 @@ impl Engine {
         for f in inputs {
             self.unref_object(f);
         }
-        self.hold_futures(tid, returns);
+        self.hold_futures(tid, attempt, returns);
     }
 
-    /// Record returned futures on their owner, counting the ones not yet ready.
-    pub(crate) fn hold_futures(&mut self, tid: TaskId, returns: Vec<ObjectId>) {
+    /// Record returned futures on their owner (the `attempt` that submitted them),
+    /// counting the ones not yet ready. If that attempt died while submitting, its
+    /// handles die with it.
+    pub(crate) fn hold_futures(&mut self, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) {
+        if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state.is_running()) {
+            for r in returns {
+                self.unref_object(r);
+            }
+            return;
+        }
         let mut unresolved = 0;
         let mut failed = 0;
         for r in &returns {
-            match self.model.objects.get(r).map(|o| o.status) {
-                Some(ObjectStatus::Ready) => {}
-                Some(ObjectStatus::Failed) => failed += 1,
-                Some(_) => unresolved += 1,
-                None => {}
+            let Some(o) = self.model.objects.get_mut(r) else { continue };
+            o.owner_waits = true;
+            match o.status {
+                ObjectStatus::Ready => {}
+                ObjectStatus::Failed => failed += 1,
+                ObjectStatus::Pending | ObjectStatus::Lost => unresolved += 1,
             }
         }
         if let Some(t) = self.model.tasks.get_mut(&tid) {
@@ -261,7 +288,7 @@ impl Engine {
             t.exec.i += 1;
         }
         let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
-        self.hold_futures(tid, vec![ret]);
+        self.hold_futures(tid, attempt, vec![ret]);
         false
     }
 

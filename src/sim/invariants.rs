@@ -328,8 +328,18 @@ impl Engine {
                 ObjectStatus::Lost => v.push(format!("object {id:x} is LOST outside node-loss handling")),
             }
         }
+        // Above the spill threshold every primary copy there has been spilled (only
+        // secondary copies may keep a store that full).
+        let mut spillable = vec![false; nodes];
+        for o in m.objects.values() {
+            if let (ObjectStatus::Ready, false, false, Some(p)) = (o.status, o.inline, o.spilled, o.primary) {
+                spillable[p.index()] = true;
+            }
+        }
         for (i, n) in m.nodes.iter().enumerate().filter(|(_, n)| n.is_alive()) {
             let s = &n.store;
+            let limit = (s.capacity.0 as f64 * self.cfg.object_store.spill_threshold) as u64;
+            ensure!(v, s.used.0 < limit || limit == 0 || !spillable[i], "node {i}: store at {} of {} with unspilled primaries", s.used.0, s.capacity.0);
             ensure!(v, s.used.0 == used[i], "node {i}: store used {} != {} in memory", s.used.0, used[i]);
             ensure!(v, s.num_objects == num[i], "node {i}: store holds {} objects, counted {}", s.num_objects, num[i]);
             ensure!(v, s.spilled.0 == spilled[i], "node {i}: spilled {} != {} of spilled primaries", s.spilled.0, spilled[i]);

@@ -46,10 +46,7 @@ pub fn simulate(
         return Err(SimulateError::Unbounded);
     }
     let wall = Instant::now();
-    let mut engine = Engine::new(cfg);
-    if let Some(sink) = events_sink {
-        engine.model.log.set_sink(sink);
-    }
+    let mut engine = Engine::with_events_sink(cfg, events_sink);
     let limit = until.unwrap_or(u64::MAX);
     let mut since_progress = 0u32;
     loop {

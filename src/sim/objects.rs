@@ -33,13 +33,17 @@ impl Engine {
                 spilled: false,
                 copies: Vec::new(),
                 refs: 1,
-                owner_waits: true,
+                // Set once the owner holds the future (`hold_futures`): a call that fails or
+                // finishes while it is being submitted must not resolve a future the owner
+                // has not counted yet.
+                owner_waits: false,
                 waiters: Vec::new(),
                 created_at: self.now,
                 lru_seq: 0,
                 spec,
                 lineage_args: if inline { Box::new([]) } else { args.into() },
                 reconstructions: 0,
+                producer_attempt: 0,
             },
         );
         self.model.counters.objects_created += 1;
@@ -253,7 +257,7 @@ impl Engine {
     }
 
     /// `ray.put`: an object owned by the task, stored on its node.
-    pub(crate) fn op_put(&mut self, tid: TaskId, size: u64) {
+    pub(crate) fn op_put(&mut self, tid: TaskId, attempt: u32, size: u64) {
         let (job, node) = {
             let t = &self.model.tasks[&tid];
             (t.job, t.node.unwrap_or(self.head))
@@ -264,7 +268,7 @@ impl Engine {
             o.owner_waits = false;
         }
         self.seal_object(id, node);
-        self.hold_futures(tid, vec![id]);
+        self.hold_futures(tid, attempt, vec![id]);
     }
 
     /// A node died: copies there are gone. Objects left without any copy are
@@ -279,13 +283,19 @@ impl Engine {
             .map(|o| o.id)
             .collect();
         ids.sort();
+        let mut promoted_on = Vec::new();
         for id in ids {
             let o = self.model.objects.get_mut(&id).expect("object exists");
             o.copies.retain(|c| *c != node);
             if o.primary == Some(node) {
                 if let Some(c) = o.copies.pop() {
+                    // A secondary copy becomes the primary: spillable there from now on.
                     o.primary = Some(c);
                     o.spilled = false;
+                    self.primaries[c.index()].push_back(id);
+                    if !promoted_on.contains(&c) {
+                        promoted_on.push(c);
+                    }
                 } else if o.status == ObjectStatus::Ready {
                     o.primary = None;
                     o.status = ObjectStatus::Lost;
@@ -294,6 +304,9 @@ impl Engine {
             }
         }
         self.primaries[node.index()].clear();
+        for c in promoted_on {
+            self.maybe_spill(c);
+        }
         for id in lost {
             self.reconstruct_or_fail(id);
         }
@@ -328,7 +341,7 @@ impl Engine {
         let o = self.model.objects.get_mut(&id).expect("object exists");
         o.reconstructions += 1;
         o.status = ObjectStatus::Pending;
-        let attempt = o.reconstructions;
+        let attempt = o.producer_attempt + 1;
         let args = o.lineage_args.clone();
         let owner_waits = o.owner_waits;
         if owner_waits {

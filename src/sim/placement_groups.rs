@@ -211,7 +211,8 @@ impl Engine {
                 b.available = b.request.clone();
             }
             self.model.set_pg_state(id, PgState::Rescheduling, self.now);
-            if !self.try_place_pg(id) {
+            // A group that lost bundles on an earlier node may already be pending.
+            if !self.try_place_pg(id) && !self.pending_pgs.contains(&id) {
                 self.pending_pgs.push_back(id);
             }
         }

@@ -329,6 +329,8 @@ impl Engine {
             if let Some((p, application)) = self.faults.failure_probability(self.now) {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
+                    let actor = t.actor;
+                    let kind = t.kind;
                     if !application {
                         let name = self.model.names.get(t.name).to_string();
                         let node = t.node;
@@ -337,7 +339,12 @@ impl Engine {
                             self.model.nodes[n.index()].stats.worker_failures += 1;
                         }
                     }
-                    self.fail_task(tid, err, true);
+                    match (kind, actor, application) {
+                        // An actor's calls run in its own process: a crash there is the
+                        // actor's death (restarted within max_restarts; its calls fail or retry).
+                        (TaskType::ActorTask, Some(a), false) => self.actor_died(a, "the actor's worker process died", true),
+                        _ => self.fail_task(tid, err, true),
+                    }
                     return;
                 }
             }
@@ -348,7 +355,7 @@ impl Engine {
     /// The program ran to its end: seal the return value and release everything.
     pub(crate) fn finish_task(&mut self, tid: TaskId) {
         let t = self.model.tasks.get(&tid).expect("finishing task exists");
-        let (kind, node, spec_id, ret, actor, job) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job);
+        let (kind, node, spec_id, ret, actor, job, attempt) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job, t.attempt);
         let spec = &self.specs[spec_id as usize];
         let (heap, return_size) = (spec.heap, spec.return_size);
         let keeps_resources = kind == TaskType::ActorCreationTask
@@ -386,6 +393,9 @@ impl Engine {
                     a.running.swap_remove(pos);
                 }
             }
+        }
+        if let Some(o) = self.model.objects.get_mut(&ret) {
+            o.producer_attempt = attempt;
         }
         if let Some(n) = node {
             self.seal_object(ret, n);

@@ -1,0 +1,67 @@
+//! Helpers shared by the engine's behaviour tests.
+#![allow(dead_code)]
+
+use rayscope::config::{self, Config};
+use rayscope::sim::Engine;
+
+/// Parse and validate config text, panicking with the config errors.
+pub fn load(yaml: &str) -> Config {
+    match config::load_str(yaml, "test.yaml") {
+        Ok(c) => c,
+        Err(e) => panic!("config does not load:\n{e}\n---\n{yaml}"),
+    }
+}
+
+/// How far a checked run may go.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Check the invariants after every this many events (and at the end).
+    pub every: u64,
+    /// Stop at this virtual time (µs) even if jobs are still running.
+    pub until_us: u64,
+    pub max_events: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { every: 1, until_us: 6 * 3_600_000_000, max_events: 400_000 }
+    }
+}
+
+/// Step the engine event by event until its workloads are done (or a limit), checking
+/// the model's invariants as it goes. Returns the engine at the end.
+pub fn run_checked(cfg: Config, limits: Limits) -> Result<Engine, String> {
+    let mut e = Engine::new(cfg);
+    e.check_invariants().map_err(|m| format!("after setup: {m}"))?;
+    let mut n = 0u64;
+    while !e.workloads_done() && n < limits.max_events {
+        match e.next_event_time() {
+            Some(t) if t <= limits.until_us => {
+                e.step();
+            }
+            _ => break,
+        }
+        n += 1;
+        if n.is_multiple_of(limits.every) {
+            e.check_invariants().map_err(|m| format!("after event {n}: {m}"))?;
+        }
+    }
+    e.check_invariants().map_err(|m| format!("at the end (event {n}): {m}"))?;
+    Ok(e)
+}
+
+/// Run to the end without checks (as `simulate` does).
+pub fn run(cfg: Config) -> Engine {
+    let mut e = Engine::new(cfg);
+    while !e.workloads_done() && e.step() {}
+    e
+}
+
+/// Run until the given virtual time (µs).
+pub fn run_until(cfg: Config, until_us: u64) -> Engine {
+    let mut e = Engine::new(cfg);
+    while e.next_event_time().is_some_and(|t| t <= until_us) {
+        e.step();
+    }
+    e
+}
