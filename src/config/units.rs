@@ -50,13 +50,13 @@ pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
 impl fmt::Display for DurationSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let us = self.0;
-        if us % 3_600_000_000 == 0 && us > 0 {
+        if us.is_multiple_of(3_600_000_000) && us > 0 {
             write!(f, "{}h", us / 3_600_000_000)
-        } else if us % 60_000_000 == 0 && us > 0 {
+        } else if us.is_multiple_of(60_000_000) && us > 0 {
             write!(f, "{}m", us / 60_000_000)
-        } else if us % 1_000_000 == 0 {
+        } else if us.is_multiple_of(1_000_000) {
             write!(f, "{}s", us / 1_000_000)
-        } else if us % 1000 == 0 {
+        } else if us.is_multiple_of(1000) {
             write!(f, "{}ms", us / 1000)
         } else {
             write!(f, "{}us", us)

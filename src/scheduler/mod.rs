@@ -188,13 +188,9 @@ impl Scheduler {
             }
         }
         let needs_gpu = req.needs_gpu();
-        let passes: &[bool] = if needs_gpu {
-            &[true]
-        } else if self.params.avoid_gpu_nodes {
-            &[false, true]
-        } else {
-            &[false, true]
-        };
+        // GPU work only fits GPU nodes; with avoid_gpu_nodes, CPU work tries nodes
+        // without GPUs first.
+        let passes: &[bool] = if needs_gpu { &[true] } else { &[false, true] };
         if !needs_gpu && !self.params.avoid_gpu_nodes {
             // One pass over both sets, merged by score.
             if let Some(n) = self.pick_top_k(nodes, req, preferred, None, rng) {

@@ -224,6 +224,9 @@ pub struct ObjectRow {
     pub created_at_us: u64,
 }
 
+/// A bundle: its resources as (name, amount), and the node it is placed on.
+pub type BundleRow = (Vec<(String, f64)>, Option<u32>);
+
 #[derive(Clone, Debug, Serialize)]
 pub struct PgRow {
     pub id: u32,
@@ -231,8 +234,7 @@ pub struct PgRow {
     pub name: String,
     pub strategy: PgStrategy,
     pub state: PgState,
-    /// (bundle resources as (name, amount), node)
-    pub bundles: Vec<(Vec<(String, f64)>, Option<u32>)>,
+    pub bundles: Vec<BundleRow>,
     pub created_at_us: u64,
 }
 
