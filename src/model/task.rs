@@ -42,6 +42,37 @@ pub struct Task {
 }
 
 impl Task {
+    /// A first attempt pending node assignment, submitted now, holding nothing; callers
+    /// set what differs (state, parent, actor, arguments, return object, ...).
+    pub fn new(id: TaskId, job: JobId, name: NameId, kind: TaskType, spec: u32, owner_node: NodeIdx, now: u64) -> Task {
+        Task {
+            id,
+            job,
+            name,
+            kind,
+            state: TaskState::PendingNodeAssignment,
+            attempt: 0,
+            parent: None,
+            owner_node,
+            spec,
+            actor: None,
+            node: None,
+            args: Box::new([]),
+            returns: ObjectId(0),
+            bundle: None,
+            submitted_at: now,
+            ready_at: now,
+            started_at: None,
+            holds_resources: false,
+            cpu_released: false,
+            retries_left: 0,
+            oom_retries: 0,
+            error: None,
+            arg_bytes: 0,
+            exec: Exec::default(),
+        }
+    }
+
     pub fn is_retry(&self) -> bool {
         self.attempt > 0
     }

@@ -192,31 +192,13 @@ impl Engine {
             o.refs = 0;
         }
         let task = Task {
-            id: tid,
-            job,
-            name,
-            kind: TaskType::ActorCreationTask,
-            state: TaskState::PendingNodeAssignment,
             attempt,
             parent: Some(owner),
-            owner_node,
-            spec: spec_id,
             actor: Some(aid),
-            node: None,
-            args: Box::new([]),
             returns: ret,
             // A restarted actor is placed in its bundle again.
             bundle,
-            submitted_at: self.now,
-            ready_at: self.now,
-            started_at: None,
-            holds_resources: false,
-            cpu_released: false,
-            retries_left: 0,
-            oom_retries: 0,
-            error: None,
-            arg_bytes: 0,
-            exec: Exec::default(),
+            ..Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.now)
         };
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;

@@ -212,20 +212,7 @@ impl Engine {
 
     fn build_cluster(&mut self) {
         let cfg = self.cfg.clone();
-        let h = &cfg.cluster.head;
-        let head = self.add_node(
-            None,
-            &h.name,
-            h.ip.clone(),
-            h.cpu,
-            h.gpu,
-            h.memory.0,
-            h.object_store_memory.map(|b| b.0),
-            &h.resources,
-            h.gpu_model.clone(),
-            h.gpu_memory.map(|b| b.0).unwrap_or(0),
-        );
-        self.head = head;
+        self.head = self.add_node(None, cfg.cluster.head.ip.clone());
         for (t, nt) in cfg.cluster.node_types.iter().enumerate() {
             let count = nt.count.unwrap_or_else(|| nt.autoscaler.as_ref().map(|a| a.min_workers).unwrap_or(0));
             for _ in 0..count {
@@ -249,34 +236,16 @@ impl Engine {
                 self.ip_cursor[t as usize] = i + 1;
                 ip
             })?;
-        Some(self.add_node(
-            Some(t),
-            &nt.name,
-            ip,
-            nt.cpu,
-            nt.gpu,
-            nt.memory.0,
-            nt.object_store_memory.map(|b| b.0),
-            &nt.resources,
-            nt.gpu_model.clone(),
-            nt.gpu_memory.map(|b| b.0).unwrap_or(0),
-        ))
+        Some(self.add_node(Some(t), ip))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn add_node(
-        &mut self,
-        node_type: Option<u16>,
-        type_name: &str,
-        ip: String,
-        cpu: f64,
-        gpu: f64,
-        memory: u64,
-        object_store: Option<u64>,
-        custom: &BTreeMap<String, f64>,
-        gpu_model: Option<String>,
-        gpu_memory: u64,
-    ) -> NodeIdx {
+    /// Add a node of a configured type (`None`: the head node's shape) at `ip`.
+    pub(crate) fn add_node(&mut self, node_type: Option<u16>, ip: String) -> NodeIdx {
+        let cfg = self.cfg.clone();
+        let shape = NodeShape::of(&cfg.cluster, node_type);
+        let (type_name, cpu, gpu, memory, object_store, custom) =
+            (shape.name, shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
+        let (gpu_model, gpu_memory) = (shape.gpu_model.clone(), shape.gpu_memory);
         let idx = NodeIdx(self.model.nodes.len() as u32);
         // Ray: 30% of memory by default, capped at 200 GB.
         let store = object_store.unwrap_or(((memory as f64 * 0.3) as u64).min(200_000_000_000));
@@ -420,30 +389,11 @@ impl Engine {
         let head = self.head;
         let spec = &self.specs[t.driver as usize];
         let task = Task {
-            id: driver_id,
-            job: id,
-            name: spec.name,
-            kind: TaskType::DriverTask,
             state: TaskState::Nil,
-            attempt: 0,
-            parent: None,
-            owner_node: head,
-            spec: t.driver,
-            actor: None,
             node: Some(head),
-            args: Box::new([]),
             returns: ret,
-            bundle: None,
-            submitted_at: self.now,
-            ready_at: self.now,
             started_at: Some(self.now),
-            holds_resources: false,
-            cpu_released: false,
-            retries_left: 0,
-            oom_retries: 0,
-            error: None,
-            arg_bytes: 0,
-            exec: Exec::default(),
+            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.now)
         };
         self.model.insert_task(task);
         let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
@@ -515,6 +465,48 @@ impl Engine {
         let u: f64 = rand::Rng::random::<f64>(&mut self.rng);
         let gap = (-(1.0 - u).ln() * mix.mean_interarrival_us).max(1.0) as u64;
         self.schedule_in(gap, Event::MixArrival(m));
+    }
+}
+
+/// The configured shape of a node type (or of the head node).
+struct NodeShape<'a> {
+    name: &'a str,
+    cpu: f64,
+    gpu: f64,
+    memory: u64,
+    object_store: Option<u64>,
+    custom: &'a BTreeMap<String, f64>,
+    gpu_model: Option<String>,
+    gpu_memory: u64,
+}
+
+impl<'a> NodeShape<'a> {
+    fn of(c: &'a crate::config::ClusterConfig, node_type: Option<u16>) -> NodeShape<'a> {
+        match node_type.and_then(|t| c.node_types.get(t as usize)) {
+            Some(nt) => NodeShape {
+                name: &nt.name,
+                cpu: nt.cpu,
+                gpu: nt.gpu,
+                memory: nt.memory.0,
+                object_store: nt.object_store_memory.map(|b| b.0),
+                custom: &nt.resources,
+                gpu_model: nt.gpu_model.clone(),
+                gpu_memory: nt.gpu_memory.map(|b| b.0).unwrap_or(0),
+            },
+            None => {
+                let h = &c.head;
+                NodeShape {
+                    name: &h.name,
+                    cpu: h.cpu,
+                    gpu: h.gpu,
+                    memory: h.memory.0,
+                    object_store: h.object_store_memory.map(|b| b.0),
+                    custom: &h.resources,
+                    gpu_model: h.gpu_model.clone(),
+                    gpu_memory: h.gpu_memory.map(|b| b.0).unwrap_or(0),
+                }
+            }
+        }
     }
 }
 

@@ -191,35 +191,9 @@ impl Engine {
             crate::config::ip_range::IpRange::parse(&t.ip_range).is_ok_and(|r| r.contains(addr))
         });
         match t {
-            Some(t) => {
-                let nt = &cfg.cluster.node_types[t];
-                Some(self.add_node(
-                    Some(t as u16),
-                    &nt.name,
-                    ip.to_string(),
-                    nt.cpu,
-                    nt.gpu,
-                    nt.memory.0,
-                    nt.object_store_memory.map(|b| b.0),
-                    &nt.resources,
-                    nt.gpu_model.clone(),
-                    nt.gpu_memory.map(|b| b.0).unwrap_or(0),
-                ))
-            }
+            Some(t) => Some(self.add_node(Some(t as u16), ip.to_string())),
             None if ip == cfg.cluster.head.ip => {
-                let h = &cfg.cluster.head;
-                let idx = self.add_node(
-                    None,
-                    &h.name,
-                    ip.to_string(),
-                    h.cpu,
-                    h.gpu,
-                    h.memory.0,
-                    h.object_store_memory.map(|b| b.0),
-                    &h.resources,
-                    h.gpu_model.clone(),
-                    h.gpu_memory.map(|b| b.0).unwrap_or(0),
-                );
+                let idx = self.add_node(None, ip.to_string());
                 self.head = idx;
                 Some(idx)
             }

@@ -359,30 +359,11 @@ impl Engine {
         let spec = &self.specs[spec_id as usize];
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
         let task = Task {
-            id: producer,
-            job,
-            name: spec.name,
-            kind: TaskType::NormalTask,
-            state: TaskState::PendingNodeAssignment,
             attempt,
             parent: Some(owner),
-            owner_node,
-            spec: spec_id,
-            actor: None,
-            node: None,
             args,
             returns: id,
-            bundle: None,
-            submitted_at: self.now,
-            ready_at: self.now,
-            started_at: None,
-            holds_resources: false,
-            cpu_released: false,
-            retries_left: 0,
-            oom_retries: 0,
-            error: None,
-            arg_bytes: 0,
-            exec: Exec::default(),
+            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.now)
         };
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;

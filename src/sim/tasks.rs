@@ -51,30 +51,15 @@ impl Engine {
             TaskState::PendingNodeAssignment
         };
         let task = Task {
-            id: tid,
-            job,
-            name,
-            kind,
             state: initial,
-            attempt: 0,
             parent: Some(parent),
-            owner_node,
-            spec: spec_id,
             actor,
-            node: None,
             args,
             returns: ret,
             bundle,
-            submitted_at: self.now,
-            ready_at: self.now,
-            started_at: None,
-            holds_resources: false,
-            cpu_released: false,
             retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
-            oom_retries: 0,
-            error: None,
-            arg_bytes: 0,
             exec: Exec { unresolved, ..Default::default() },
+            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.now)
         };
         log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
         self.model.insert_task(task);
