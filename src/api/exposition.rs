@@ -53,10 +53,10 @@ fn wants_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-fn gzip(body: &[u8]) -> Bytes {
+fn gzip(body: &[u8]) -> std::io::Result<Bytes> {
     let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), flate2::Compression::fast());
-    enc.write_all(body).expect("writing to a Vec cannot fail");
-    Bytes::from(enc.finish().expect("writing to a Vec cannot fail"))
+    enc.write_all(body)?;
+    Ok(Bytes::from(enc.finish()?))
 }
 
 /// The host reading (blocking /proc reads, cached for a second), timed as the `host` collector.
@@ -91,15 +91,24 @@ pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Resu
         .map_err(super::error::internal)?;
         *latest = Some(Rendered { seq, at: Instant::now(), body: Bytes::from(body), gzip: None });
     }
-    let r = latest.as_mut().expect("a render was just stored");
+    let Some(r) = latest.as_mut() else {
+        return Err(super::error::internal("no /metrics render is stored"));
+    };
     if !gz {
         return Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], r.body.clone()).into_response());
     }
-    if r.gzip.is_none() {
-        let body = r.body.clone();
-        r.gzip = Some(tokio::task::spawn_blocking(move || gzip(&body)).await.map_err(super::error::internal)?);
-    }
-    let zipped = r.gzip.clone().expect("compressed just now");
+    let zipped = match &r.gzip {
+        Some(z) => z.clone(),
+        None => {
+            let body = r.body.clone();
+            let z = tokio::task::spawn_blocking(move || gzip(&body))
+                .await
+                .map_err(super::error::internal)?
+                .map_err(super::error::internal)?;
+            r.gzip = Some(z.clone());
+            z
+        }
+    };
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE), (header::CONTENT_ENCODING, "gzip")], zipped).into_response())
 }
 
