@@ -6,7 +6,9 @@
 mod diagnose;
 pub mod ip_range;
 mod locate;
+mod defaults;
 pub mod schema;
+pub mod workloads;
 mod tagged;
 pub mod units;
 pub mod validate;

@@ -53,7 +53,7 @@ pub struct ObjectStore {
 }
 
 /// Cumulative per-node counters.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct NodeStats {
     pub tasks_started: u64,
     pub tasks_finished: u64,

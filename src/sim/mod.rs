@@ -13,6 +13,7 @@ mod faults;
 mod invariants;
 mod objects;
 mod placement_groups;
+mod retries;
 pub mod snapshot;
 pub mod control;
 pub mod runner;

@@ -39,44 +39,7 @@ pub struct NodeView {
     pub started_at_us: u64,
     pub died_at_us: Option<u64>,
     pub death_reason: Option<String>,
-    pub stats: NodeStatsView,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct NodeStatsView {
-    pub tasks_started: u64,
-    pub tasks_finished: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub bytes_spilled: u64,
-    pub bytes_restored: u64,
-    pub objects_spilled: u64,
-    pub objects_restored: u64,
-    pub spillbacks: u64,
-    pub oom_kills: u64,
-    pub worker_failures: u64,
-    pub workers_started: u64,
-    pub cpu_busy_us: u64,
-}
-
-impl From<&NodeStats> for NodeStatsView {
-    fn from(s: &NodeStats) -> Self {
-        NodeStatsView {
-            tasks_started: s.tasks_started,
-            tasks_finished: s.tasks_finished,
-            bytes_sent: s.bytes_sent,
-            bytes_received: s.bytes_received,
-            bytes_spilled: s.bytes_spilled,
-            bytes_restored: s.bytes_restored,
-            objects_spilled: s.objects_spilled,
-            objects_restored: s.objects_restored,
-            spillbacks: s.spillbacks,
-            oom_kills: s.oom_kills,
-            worker_failures: s.worker_failures,
-            workers_started: s.workers_started,
-            cpu_busy_us: s.cpu_busy_us,
-        }
-    }
+    pub stats: NodeStats,
 }
 
 /// Tasks per (name, job, retry, state) — the owner's view summed over the cluster.
@@ -375,7 +338,7 @@ impl Engine {
                     started_at_us: n.started_at,
                     died_at_us: n.died_at,
                     death_reason: n.death_reason.clone(),
-                    stats: (&n.stats).into(),
+                    stats: n.stats.clone(),
                 }
             })
             .collect();

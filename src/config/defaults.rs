@@ -1,0 +1,152 @@
+//! Default values of the config schema (Ray's own defaults where Ray has one).
+
+use super::schema::DurationDist;
+use super::units::{ByteSize, DurationSpec};
+
+pub(super) fn yes() -> bool {
+    true
+}
+pub(super) fn half() -> f64 {
+    0.5
+}
+pub(super) fn one_f64() -> f64 {
+    1.0
+}
+pub(super) fn one_u32() -> u32 {
+    1
+}
+pub(super) fn two_u32() -> u32 {
+    2
+}
+pub(super) fn four_u32() -> u32 {
+    4
+}
+pub(super) fn ten_u32() -> u32 {
+    10
+}
+pub(super) fn one_u64() -> u64 {
+    1
+}
+pub(super) fn default_ray_version() -> String {
+    "2.60.0".into()
+}
+pub(super) fn default_network_bandwidth() -> ByteSize {
+    ByteSize(1_250_000_000) // 10 Gbit/s
+}
+pub(super) fn default_head_name() -> String {
+    "ray.head.default".into()
+}
+pub(super) fn default_head_ip() -> String {
+    "10.0.0.1".into()
+}
+pub(super) fn default_head_cpu() -> f64 {
+    8.0
+}
+pub(super) fn default_head_memory() -> ByteSize {
+    ByteSize(32 * 1024 * 1024 * 1024)
+}
+pub(super) fn default_launch_delay() -> DurationSpec {
+    DurationSpec::secs(30.0)
+}
+pub(super) fn default_idle_timeout() -> DurationSpec {
+    DurationSpec::secs(60.0)
+}
+pub(super) fn default_spread_threshold() -> f64 {
+    0.5
+}
+pub(super) fn default_top_k_fraction() -> f64 {
+    0.2
+}
+pub(super) fn default_lease_latency() -> DurationSpec {
+    DurationSpec::secs(0.001)
+}
+pub(super) fn default_worker_start_latency() -> DurationSpec {
+    DurationSpec::secs(0.0)
+}
+pub(super) fn default_spill_threshold() -> f64 {
+    0.8
+}
+pub(super) fn default_spill_bandwidth() -> ByteSize {
+    ByteSize(1024 * 1024 * 1024)
+}
+pub(super) fn default_inline_threshold() -> ByteSize {
+    ByteSize(100 * 1024)
+}
+pub(super) fn default_memory_threshold() -> f64 {
+    0.95
+}
+pub(super) fn default_oom_retry_delay() -> DurationSpec {
+    DurationSpec::secs(1.0)
+}
+pub(super) fn default_flow_name() -> String {
+    "flow-insight".into()
+}
+pub(super) fn default_flow_depth() -> u32 {
+    3
+}
+pub(super) fn default_flow_sleep() -> DurationSpec {
+    DurationSpec::secs(5.0)
+}
+pub(super) fn default_flow_bottleneck_sleep() -> DurationSpec {
+    DurationSpec::secs(30.0)
+}
+pub(super) fn default_fan_out_name() -> String {
+    "fan-out".into()
+}
+pub(super) fn default_task_duration() -> DurationDist {
+    DurationDist::fixed(DurationSpec::secs(1.0))
+}
+pub(super) fn default_max_retries() -> i32 {
+    3
+}
+pub(super) fn default_map_fn() -> String {
+    "map".into()
+}
+pub(super) fn default_training_name() -> String {
+    "training".into()
+}
+pub(super) fn default_bundle_cpu() -> f64 {
+    4.0
+}
+pub(super) fn default_steps() -> u32 {
+    100
+}
+pub(super) fn default_step_duration() -> DurationDist {
+    DurationDist::fixed(DurationSpec::secs(2.0))
+}
+pub(super) fn default_actor_pool_name() -> String {
+    "actor-pool".into()
+}
+pub(super) fn default_actor_class() -> String {
+    "PoolActor".into()
+}
+pub(super) fn default_job_mix_name() -> String {
+    "job-mix".into()
+}
+pub(super) fn default_max_concurrent_jobs() -> u32 {
+    4
+}
+pub(super) fn default_finished_tasks() -> usize {
+    100_000
+}
+pub(super) fn default_dead_actors() -> usize {
+    1_000
+}
+pub(super) fn default_event_capacity() -> usize {
+    10_000
+}
+pub(super) fn default_finished_jobs() -> usize {
+    100
+}
+pub(super) fn default_listen() -> String {
+    "127.0.0.1:8080".into()
+}
+pub(super) fn default_stream_interval() -> DurationSpec {
+    DurationSpec::secs(2.0)
+}
+pub(super) fn default_stream_clients() -> usize {
+    64
+}
+pub(super) fn default_metrics_export_port() -> u16 {
+    8080
+}
