@@ -307,23 +307,7 @@ impl Model {
             self.finished_tasks.pop_front();
         }
         if self.finished_task_capacity > 0 {
-            self.finished_tasks.push_back(TaskRecord {
-                id,
-                job: t.job,
-                name: t.name,
-                kind: t.kind,
-                state: terminal,
-                attempt: t.attempt,
-                parent: t.parent,
-                actor: t.actor,
-                node: t.node,
-                submitted_at: t.submitted_at,
-                started_at: t.started_at,
-                ended_at: now,
-                error: t.error,
-                arg_bytes: t.arg_bytes,
-                return_bytes,
-            });
+            self.finished_tasks.push_back(t.record(now, return_bytes));
         }
     }
 

@@ -73,6 +73,27 @@ impl Task {
         }
     }
 
+    /// This task as a span record, ending at `ended_at` (for the finished ring and tables).
+    pub fn record(&self, ended_at: u64, return_bytes: u64) -> TaskRecord {
+        TaskRecord {
+            id: self.id,
+            job: self.job,
+            name: self.name,
+            kind: self.kind,
+            state: self.state,
+            attempt: self.attempt,
+            parent: self.parent,
+            actor: self.actor,
+            node: self.node,
+            submitted_at: self.submitted_at,
+            started_at: self.started_at,
+            ended_at,
+            error: self.error,
+            arg_bytes: self.arg_bytes,
+            return_bytes,
+        }
+    }
+
     pub fn is_retry(&self) -> bool {
         self.attempt > 0
     }

@@ -151,6 +151,28 @@ pub struct TaskRow {
     pub return_bytes: u64,
 }
 
+impl From<&TaskRecord> for TaskRow {
+    fn from(r: &TaskRecord) -> TaskRow {
+        TaskRow {
+            id: r.id.0,
+            job: r.job.0,
+            name: r.name.0,
+            kind: r.kind,
+            state: r.state,
+            attempt: r.attempt,
+            parent: r.parent.map(|p| p.0),
+            actor: r.actor.map(|a| a.0),
+            node: r.node.map(|n| n.0),
+            submitted_at_us: r.submitted_at,
+            started_at_us: r.started_at,
+            ended_at_us: Some(r.ended_at),
+            error: r.error,
+            arg_bytes: r.arg_bytes,
+            return_bytes: r.return_bytes,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ActorRow {
     pub id: u64,
@@ -546,44 +568,9 @@ impl Engine {
         let mut live: Vec<&Task> = m.tasks.values().collect();
         live.sort_by_key(|t| t.id);
         let mut tasks: Vec<TaskRow> = Vec::with_capacity(live.len() + m.finished_tasks.len());
-        for t in live {
-            tasks.push(TaskRow {
-                id: t.id.0,
-                job: t.job.0,
-                name: t.name.0,
-                kind: t.kind,
-                state: t.state,
-                attempt: t.attempt,
-                parent: t.parent.map(|p| p.0),
-                actor: t.actor.map(|a| a.0),
-                node: t.node.map(|n| n.0),
-                submitted_at_us: t.submitted_at,
-                started_at_us: t.started_at,
-                ended_at_us: None,
-                error: t.error,
-                arg_bytes: t.arg_bytes,
-                return_bytes: 0,
-            });
-        }
-        for r in &m.finished_tasks {
-            tasks.push(TaskRow {
-                id: r.id.0,
-                job: r.job.0,
-                name: r.name.0,
-                kind: r.kind,
-                state: r.state,
-                attempt: r.attempt,
-                parent: r.parent.map(|p| p.0),
-                actor: r.actor.map(|a| a.0),
-                node: r.node.map(|n| n.0),
-                submitted_at_us: r.submitted_at,
-                started_at_us: r.started_at,
-                ended_at_us: Some(r.ended_at),
-                error: r.error,
-                arg_bytes: r.arg_bytes,
-                return_bytes: r.return_bytes,
-            });
-        }
+        // Live tasks have not ended: their rows carry no end time.
+        tasks.extend(live.into_iter().map(|t| TaskRow { ended_at_us: None, ..TaskRow::from(&t.record(0, 0)) }));
+        tasks.extend(m.finished_tasks.iter().map(TaskRow::from));
         let mut actors: Vec<ActorRow> = m
             .actors
             .values()
