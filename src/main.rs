@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use rayscope::api::ServeOptions;
-use rayscope::config::{self, Config};
+use rayscope::config::{self, Config, Override};
 use rayscope::sim::runner::{EngineHandle, RunOptions};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -54,6 +54,10 @@ struct ServeArgs {
     /// RAYSCOPE_TOKEN is set, whatever the address.
     #[arg(long, env = "RAYSCOPE_LISTEN")]
     listen: Option<String>,
+    /// Override a config value without editing the file (repeatable), e.g.
+    /// `--set sim.speed=10`. KEY is a dotted path as config errors write it; VALUE is YAML.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
     /// Log format (RUST_LOG selects what is logged, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -80,8 +84,18 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     report: ReportFormat,
     /// Write the full event log to this file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sweep")]
     events: Option<PathBuf>,
+    /// Override a config value without editing the file (repeatable), e.g.
+    /// `--set cluster.node_types[0].count=400` or `--set 'workloads[0].task_duration={min: 1s, max: 3s}'`.
+    /// KEY is a dotted path as config errors write it; VALUE is YAML.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+    /// Run once per value of one setting and print a comparison table (makespan per job,
+    /// CPU utilization per node type, spillbacks, failures, peak pending tasks) in the
+    /// --report format, e.g. `--sweep cluster.node_types[0].count=100,200,400`.
+    #[arg(long, value_name = "KEY=V1,V2,...", value_parser = parse_sweep_arg)]
+    sweep: Option<SweepArg>,
     /// Never show the progress bar.
     #[arg(long)]
     quiet: bool,
@@ -93,14 +107,22 @@ enum ReportFormat {
     Json,
 }
 
+/// The values of `--sweep`, one override each.
+#[derive(Clone)]
+struct SweepArg(Vec<Override>);
+
+fn parse_sweep_arg(s: &str) -> Result<SweepArg, String> {
+    config::overrides::parse_sweep(s).map(SweepArg)
+}
+
 fn parse_duration_arg(s: &str) -> Result<u64, String> {
     config::units::parse_duration(s).map(|d| d.as_micros())
 }
 
-fn load_config(path: Option<&PathBuf>, seed: Option<u64>) -> Result<Config, ExitCode> {
+fn load_config(path: Option<&PathBuf>, seed: Option<u64>, overrides: &[Override]) -> Result<Config, ExitCode> {
     let loaded = match path {
-        Some(p) => config::load_file(p),
-        None => config::load_str(config::DEFAULT_CONFIG_YAML, config::DEFAULT_CONFIG_NAME),
+        Some(p) => config::load_file_with(p, overrides),
+        None => config::load_str_with(config::DEFAULT_CONFIG_YAML, config::DEFAULT_CONFIG_NAME, overrides),
     };
     match loaded {
         Ok(mut c) => {
@@ -133,7 +155,10 @@ fn main() -> ExitCode {
 }
 
 fn simulate(args: SimulateArgs) -> Result<ExitCode> {
-    let cfg = match load_config(args.config.as_ref(), args.seed) {
+    if let Some(sweep) = &args.sweep {
+        return sweep_runs(&args, &sweep.0);
+    }
+    let cfg = match load_config(args.config.as_ref(), args.seed, &args.set) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -188,9 +213,41 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `simulate --sweep`: every config is loaded (and so validated) before the first run.
+fn sweep_runs(args: &SimulateArgs, values: &[Override]) -> Result<ExitCode> {
+    let mut configs = Vec::with_capacity(values.len());
+    for value in values {
+        let overrides: Vec<Override> = args.set.iter().cloned().chain([value.clone()]).collect();
+        match load_config(args.config.as_ref(), args.seed, &overrides) {
+            Ok(c) => configs.push((value.raw_value.clone(), c)),
+            Err(code) => return Ok(code),
+        }
+    }
+    let seed = configs.first().map_or(0, |(_, c)| c.sim.seed);
+    let mut sweep = rayscope::sim::sweep::Sweep { key: values[0].key.clone(), seed, runs: Vec::new() };
+    let on_terminal = !args.quiet && std::io::stderr().is_terminal();
+    for (i, (value, cfg)) in configs.into_iter().enumerate() {
+        if on_terminal {
+            eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
+        }
+        match rayscope::sim::simulate(cfg, args.until, None, |_| {}) {
+            Ok((_, report)) => sweep.runs.push(rayscope::sim::sweep::SweepRun::new(&value, &report)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    match args.report {
+        ReportFormat::Json => println!("{}", sweep.to_json()),
+        ReportFormat::Text => print!("{}", sweep.to_text()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn serve(args: ServeArgs) -> ExitCode {
     init_logging(args.log_format);
-    let cfg = match load_config(args.config.as_ref(), args.seed) {
+    let cfg = match load_config(args.config.as_ref(), args.seed, &args.set) {
         Ok(c) => c,
         Err(code) => return code,
     };

@@ -20,11 +20,21 @@ pub(crate) struct Located {
 
 /// Parse `text` into a [`Config`]; on failure, say where and why.
 pub(crate) fn parse(text: &str) -> Result<Config, Located> {
-    let value: serde_yaml::Value = match serde_yaml::from_str(text) {
-        Ok(serde_yaml::Value::Null) => serde_yaml::Value::Mapping(Default::default()),
-        Ok(v) => v,
-        Err(e) => return Err(syntax_error(&e, &PosMap::build(text))),
-    };
+    deserialize(parse_document(text)?, text)
+}
+
+/// The YAML document in `text`, before any typing (an empty file is an empty mapping).
+pub(crate) fn parse_document(text: &str) -> Result<serde_yaml::Value, Located> {
+    match serde_yaml::from_str(text) {
+        Ok(serde_yaml::Value::Null) => Ok(serde_yaml::Value::Mapping(Default::default())),
+        Ok(v) => Ok(v),
+        Err(e) => Err(syntax_error(&e, &PosMap::build(text))),
+    }
+}
+
+/// Type a parsed document; errors are located in `text` by their field path (the
+/// document may hold values that `text` does not, such as `--set` overrides).
+pub(crate) fn deserialize(value: serde_yaml::Value, text: &str) -> Result<Config, Located> {
     take_nested();
     serde_path_to_error::deserialize::<_, Config>(value).map_err(|e| {
         let mut path = path_string(e.path());

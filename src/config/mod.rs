@@ -7,6 +7,7 @@ mod diagnose;
 pub mod ip_range;
 mod locate;
 mod defaults;
+pub mod overrides;
 pub mod schema;
 pub mod workloads;
 mod tagged;
@@ -14,6 +15,7 @@ pub mod units;
 pub mod validate;
 
 pub use schema::*;
+pub use overrides::Override;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
 
@@ -94,8 +96,48 @@ pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
     Err(ConfigErrors(errors))
 }
 
+/// Like [`load_str`], with `--set` overrides written into the document before it is
+/// typed and validated. An error about an overridden value names the `--set` argument;
+/// every other error keeps its line and column in `text`.
+pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result<Config, ConfigErrors> {
+    if overrides.is_empty() {
+        return load_str(text, origin);
+    }
+    let in_file = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
+    let by_override = |o: &Override, field: String, message| ConfigError { file: o.to_string(), line: 0, column: 0, field, message };
+    let attribute = |line, column, field: String, message: String| match overrides.iter().rev().find(|o| o.covers(&field)) {
+        Some(o) => by_override(o, field, message),
+        None => in_file(line, column, field, message),
+    };
+    let mut doc = diagnose::parse_document(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
+    for o in overrides {
+        o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message)]))?;
+    }
+    let config = diagnose::deserialize(doc, text)
+        .map_err(|e| ConfigErrors(vec![attribute(e.line, e.column, e.field, e.message)]))?;
+    let problems = validate::validate(&config);
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    let map = PosMap::build(text);
+    let mut errors: Vec<ConfigError> = problems
+        .into_iter()
+        .map(|p| {
+            let (line, column) = map.locate(&p.field, Target::Value);
+            attribute(line, column, p.field, p.message)
+        })
+        .collect();
+    errors.sort_by_key(|e| (e.line, e.column));
+    Err(ConfigErrors(errors))
+}
+
 /// Read, parse and validate a config file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_with(path, &[])
+}
+
+/// [`load_file`] with `--set` overrides (see [`load_str_with`]).
+pub fn load_file_with(path: &Path, overrides: &[Override]) -> Result<Config, ConfigErrors> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
         ConfigErrors(vec![ConfigError {
@@ -106,7 +148,7 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
             message: format!("cannot read file: {e}"),
         }])
     })?;
-    load_str(&text, &origin)
+    load_str_with(&text, &origin, overrides)
 }
 
 /// `rayscope check FILE...`: print `FILE: ok` on stdout for each valid file and each

@@ -118,6 +118,23 @@ pub struct Counters {
     /// Unexpected worker failures by (type, name).
     pub worker_failures: BTreeMap<(&'static str, String), u64>,
     pub illegal_transitions: u64,
+    /// Tasks waiting for a node, now and at their peak.
+    pub backlog: Backlog,
+}
+
+/// Tasks in `PENDING_NODE_ASSIGNMENT`: the work the cluster has no room for yet. The
+/// peak is what a capacity planner compares between configurations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Backlog {
+    pub now: u64,
+    pub peak: u64,
+}
+
+impl Backlog {
+    fn add(&mut self, delta: i64) {
+        self.now = self.now.saturating_add_signed(delta);
+        self.peak = self.peak.max(self.now);
+    }
 }
 
 /// The GCS tables.
@@ -157,7 +174,10 @@ pub struct Model {
 
 type RunningCounts = FxHashMap<(NodeIdx, TaskCountKey), i64>;
 
-fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, running: &mut RunningCounts, t: &Task, delta: i64) {
+fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, running: &mut RunningCounts, backlog: &mut Backlog, t: &Task, delta: i64) {
+    if t.state == TaskState::PendingNodeAssignment {
+        backlog.add(delta);
+    }
     let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
     let e = counts.entry(key).or_insert(0);
     *e += delta;
@@ -245,7 +265,7 @@ impl Model {
 
     /// Add a new task to the table, counted in its initial state.
     pub fn insert_task(&mut self, task: Task) {
-        bump(&mut self.task_counts, &mut self.running_by_node, &task, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &task, 1);
         self.counters.tasks_submitted += 1;
         self.tasks.insert(task.id, task);
     }
@@ -260,22 +280,22 @@ impl Model {
         if !t.state.can_move_to(next) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, &mut self.running_by_node, t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
         t.state = next;
-        bump(&mut self.task_counts, &mut self.running_by_node, t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
         crate::log_event!(self.log, now, "task", "{:x} {} attempt={}", id.0, next.as_str(), t.attempt);
     }
 
     /// Start a new attempt: the old attempt is counted as it ends; the new one starts pending.
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
-        bump(&mut self.task_counts, &mut self.running_by_node, t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
         t.attempt += 1;
         t.state = next;
         t.node = None;
         t.started_at = None;
         t.exec = Exec::default();
-        bump(&mut self.task_counts, &mut self.running_by_node, t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
         self.counters.tasks_retried += 1;
         crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
     }
@@ -286,9 +306,9 @@ impl Model {
         if !t.state.can_move_to(terminal) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, &mut self.running_by_node, &t, -1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, -1);
         t.state = terminal;
-        bump(&mut self.task_counts, &mut self.running_by_node, &t, 1);
+        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, 1);
         match terminal {
             TaskState::Finished => self.counters.tasks_finished += 1,
             _ => self.counters.tasks_failed += 1,

@@ -18,6 +18,7 @@ pub mod snapshot;
 pub mod control;
 pub mod runner;
 pub mod report;
+pub mod sweep;
 mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};

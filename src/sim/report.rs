@@ -35,6 +35,8 @@ pub struct Report {
     pub tasks_failed: u64,
     pub tasks_retried: u64,
     pub tasks_in_flight: u64,
+    /// Most tasks ever waiting for a node at once (`PENDING_NODE_ASSIGNMENT`).
+    pub peak_pending_tasks: u64,
     pub actors_created: u64,
     pub actors_restarted: u64,
     pub actors_dead: u64,
@@ -82,6 +84,7 @@ impl Report {
             tasks_failed: c.tasks_failed,
             tasks_retried: c.tasks_retried,
             tasks_in_flight: m.tasks.len() as u64,
+            peak_pending_tasks: c.backlog.peak,
             actors_created: c.actors_created,
             actors_restarted: c.actors_restarted,
             actors_dead: c.actors_died,
@@ -133,6 +136,7 @@ impl Report {
         let _ = writeln!(s, "  tasks failed      {:>14}", self.tasks_failed);
         let _ = writeln!(s, "  tasks retried     {:>14}", self.tasks_retried);
         let _ = writeln!(s, "  tasks in flight   {:>14}", self.tasks_in_flight);
+        let _ = writeln!(s, "  peak pending      {:>14} tasks waiting for a node", self.peak_pending_tasks);
         let _ = writeln!(s, "  actors created    {:>14}", self.actors_created);
         let _ = writeln!(s, "  actors restarted  {:>14}", self.actors_restarted);
         let _ = writeln!(s, "  spillbacks        {:>14}", self.spillbacks);

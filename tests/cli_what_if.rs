@@ -1,0 +1,135 @@
+//! What-if from the command line: `simulate --set KEY=VALUE` changes a config without
+//! editing it, with errors as located as a file's, and `--sweep KEY=V1,V2,...` runs one
+//! simulation per value and compares them.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn rayscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rayscope")).args(args).output().expect("the rayscope binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A small map-reduce that needs more CPUs than one worker node has, so node count
+/// decides how long it takes.
+const CLUSTER: &str = "\
+cluster:
+  host_node: false
+  head: {cpu: 0, memory: 8GiB}
+  node_types:
+    - name: cpu-worker
+      count: 1
+      cpu: 4
+      memory: 16GiB
+      ip_range: 10.0.1.0/24
+      autoscaler: {min_workers: 1, max_workers: 8}
+workloads:
+  - kind: fan_out
+    name: etl
+    tasks: 64
+    reducers: 2
+    task_duration: 10s
+sim: {seed: 3}
+";
+
+fn config_file() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("whatif.yaml");
+    std::fs::write(&path, CLUSTER).unwrap();
+    let p = path.display().to_string();
+    (dir, p)
+}
+
+fn report(args: &[&str]) -> Value {
+    let out = rayscope(args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", text(&out.stdout)))
+}
+
+#[test]
+fn set_changes_the_simulated_config() {
+    let (_dir, cfg) = config_file();
+    let base = report(&["simulate", "-c", &cfg, "--report", "json"]);
+    let more = report(&["simulate", "-c", &cfg, "--report", "json", "--set", "workloads[0].tasks=128"]);
+    let submitted = |r: &Value| r["tasks_submitted"].as_u64().unwrap();
+    // One more map task per task asked for, one more reduce task per reducer.
+    assert_eq!(submitted(&more) - submitted(&base), 64);
+    let both = report(&[
+        "simulate", "-c", &cfg, "--report", "json", "--set", "workloads[0].tasks=128", "--set", "workloads[0].reducers=4",
+    ]);
+    assert_eq!(submitted(&both) - submitted(&base), 64 + 2);
+    // A YAML value: a uniform duration range instead of a fixed one changes the run.
+    let ranged =
+        report(&["simulate", "-c", &cfg, "--report", "json", "--set", "workloads[0].task_duration={min: 1s, max: 2s}"]);
+    assert!(ranged["sim_seconds"].as_f64().unwrap() < base["sim_seconds"].as_f64().unwrap());
+}
+
+#[test]
+fn bad_overrides_are_named_and_file_errors_keep_their_lines() {
+    let (_dir, cfg) = config_file();
+    let cases: &[(&str, &str)] = &[
+        ("cluster.node_types[0].cpus=3", "--set cluster.node_types[0].cpus=3: cluster.node_types[0].cpus: unknown key `cpus` (did you mean `cpu`?)"),
+        ("cluster.node_types[0].cpu=-1", "--set cluster.node_types[0].cpu=-1: cluster.node_types[0].cpu: must be a finite number ≥ 0"),
+        ("cluster.node_types[9].count=1", "is a list of 1 item(s); index [9] does not exist"),
+        ("workloads[0].tasks=lots", "--set workloads[0].tasks=lots: workloads[0].tasks: invalid type: string \"lots\""),
+    ];
+    for (set, expected) in cases {
+        let out = rayscope(&["simulate", "-c", &cfg, "--set", set]);
+        assert_eq!(out.status.code(), Some(2), "--set {set}");
+        assert!(text(&out.stderr).contains(expected), "--set {set}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "--set {set}: a refused config must not run");
+    }
+    let out = rayscope(&["simulate", "-c", &cfg, "--set", "sim.speed"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("expected KEY=VALUE"), "{}", text(&out.stderr));
+
+    // A problem in the file itself still points at its line, even with overrides given.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, CLUSTER.replace("    reducers: 2\n", "    reducers: -2\n")).unwrap();
+    let out = rayscope(&["simulate", "-c", bad.to_str().unwrap(), "--set", "sim.seed=4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.starts_with(&format!("{}:15:15: workloads[0].reducers:", bad.display())), "{err}");
+}
+
+#[test]
+fn sweep_runs_each_value_in_order_and_matches_single_runs() {
+    let (_dir, cfg) = config_file();
+    let key = "cluster.node_types[0].count";
+    let sweep = report(&["simulate", "-c", &cfg, "--report", "json", "--sweep", &format!("{key}=1,2,4")]);
+    assert_eq!(sweep["key"], key);
+    let runs = sweep["runs"].as_array().unwrap();
+    let values: Vec<&str> = runs.iter().map(|r| r["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["1", "2", "4"]);
+    let makespan = |r: &Value| r["jobs"][0]["makespan"].as_f64().expect("the job finished");
+    // More worker nodes at the start: the same job finishes sooner.
+    assert!(makespan(&runs[0]) > makespan(&runs[1]), "{sweep}");
+    assert!(makespan(&runs[1]) > makespan(&runs[2]), "{sweep}");
+    // With too few CPUs for 64 tasks, work waits for a node.
+    assert!(runs[0]["peak_pending_tasks"].as_u64().unwrap() > 0, "{sweep}");
+    for key in ["spillbacks", "tasks_failed", "node_failures", "utilization", "event_log_sha256"] {
+        assert!(runs[0].get(key).is_some(), "missing {key}");
+    }
+    // Each column is exactly the run `--set` gives on its own.
+    for r in runs {
+        let single = report(&["simulate", "-c", &cfg, "--report", "json", "--set", &format!("{key}={}", r["value"].as_str().unwrap())]);
+        assert_eq!(r["event_log_sha256"], single["event_log_sha256"]);
+    }
+
+    let out = rayscope(&["simulate", "-c", &cfg, "--sweep", &format!("{key}=1,2")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    for row in ["peak pending tasks", "spillbacks", "CPU util cpu-worker", "makespan 01000000 etl (s)"] {
+        assert!(table.contains(row), "text table lacks `{row}`:\n{table}");
+    }
+
+    // Every value is validated before anything runs.
+    let out = rayscope(&["simulate", "-c", &cfg, "--report", "json", "--sweep", &format!("{key}=1,-3")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(text(&out.stderr).contains(&format!("--set {key}=-3")), "{}", text(&out.stderr));
+}
