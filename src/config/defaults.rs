@@ -6,17 +6,11 @@ use super::units::{ByteSize, DurationSpec};
 pub(super) fn yes() -> bool {
     true
 }
-pub(super) fn half() -> f64 {
-    0.5
-}
 pub(super) fn one_f64() -> f64 {
     1.0
 }
 pub(super) fn one_u32() -> u32 {
     1
-}
-pub(super) fn two_u32() -> u32 {
-    2
 }
 pub(super) fn four_u32() -> u32 {
     4

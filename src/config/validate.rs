@@ -9,6 +9,8 @@ mod cluster;
 mod faults;
 mod workloads;
 
+pub use workloads::MAX_TREE_WORKERS;
+
 use super::ip_range::IpRange;
 use super::locate::{join_index, join_key};
 use super::schema::Config;

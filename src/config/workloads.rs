@@ -58,13 +58,14 @@ pub struct FlowInsightConfig {
     pub name: String,
     #[serde(default)]
     pub start: DurationSpec,
-    /// Depth of the root worker (the seed uses 3).
-    #[serde(default = "default_flow_depth")]
-    pub depth: u32,
-    #[serde(default = "one_u32")]
-    pub min_children: u32,
-    #[serde(default = "two_u32")]
-    pub max_children: u32,
+    /// Depth of the root worker (the seed uses 3; default 3). With `tree`, the tree's height.
+    #[serde(default)]
+    pub depth: Option<u32>,
+    /// Children per worker above the leaves, drawn uniformly (default 1 to 2).
+    #[serde(default)]
+    pub min_children: Option<u32>,
+    #[serde(default)]
+    pub max_children: Option<u32>,
     #[serde(default = "ten_u32")]
     pub calls_per_child: u32,
     /// `time.sleep(5)` before each submit.
@@ -73,10 +74,17 @@ pub struct FlowInsightConfig {
     /// Extra `time.sleep(30)` for bottleneck workers whose children are leaves.
     #[serde(default = "default_flow_bottleneck_sleep")]
     pub bottleneck_sleep: DurationSpec,
-    #[serde(default = "half")]
-    pub bottleneck_probability: f64,
+    /// Chance that a child is a bottleneck (default 0.5).
+    #[serde(default)]
+    pub bottleneck_probability: Option<f64>,
     #[serde(default)]
     pub root_bottleneck: bool,
+    /// An explicit tree instead of the random draw: the root worker, then each worker's
+    /// children in creation order with their bottleneck flags. Replays the tree a run of
+    /// real Ray drew; `depth`, `min_children`, `max_children`, `bottleneck_probability`
+    /// and `root_bottleneck` then come from it and must not be given.
+    #[serde(default)]
+    pub tree: Option<WorkerTree>,
     #[serde(default = "one_u32")]
     pub max_concurrency: u32,
     /// CPUs each worker actor holds; unset means Ray's default (1 to schedule, 0 to run).
@@ -85,6 +93,45 @@ pub struct FlowInsightConfig {
     /// Size of each `process()` return value.
     #[serde(default)]
     pub return_size: ByteSize,
+}
+
+impl FlowInsightConfig {
+    /// The root worker's depth: the tree's height, or `depth` (default 3, as the seed).
+    pub fn root_depth(&self) -> u32 {
+        match &self.tree {
+            Some(t) => t.height(),
+            None => self.depth.unwrap_or_else(default_flow_depth),
+        }
+    }
+    pub fn children_range(&self) -> (u32, u32) {
+        (self.min_children.unwrap_or(1), self.max_children.unwrap_or(2))
+    }
+    pub fn bottleneck_chance(&self) -> f64 {
+        self.bottleneck_probability.unwrap_or(0.5)
+    }
+}
+
+/// One `Worker` of an explicit Flow Insight tree.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerTree {
+    /// `is_bottleneck`: sleeps `bottleneck_sleep` more per call when its children are leaves.
+    #[serde(default)]
+    pub bottleneck: bool,
+    /// The workers it creates, in creation order (none for a leaf).
+    #[serde(default)]
+    pub children: Vec<WorkerTree>,
+}
+
+impl WorkerTree {
+    /// Edges on the longest path down to a leaf (a leaf has height 0).
+    pub fn height(&self) -> u32 {
+        self.children.iter().map(|c| c.height() + 1).max().unwrap_or(0)
+    }
+    /// Workers in the tree, this one included.
+    pub fn size(&self) -> usize {
+        1 + self.children.iter().map(WorkerTree::size).sum::<usize>()
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

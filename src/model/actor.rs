@@ -27,6 +27,8 @@ pub struct Actor {
     pub level: u32,
     /// Workload flag: the flow-insight bottleneck flag.
     pub flag: bool,
+    /// Its place in an explicit workload tree (flow-insight `tree:`), if any.
+    pub tree_node: Option<u32>,
     /// Handles this actor created (its children), in creation order.
     pub children: Vec<ActorId>,
     /// Whether it holds its resources while alive (explicit resources), or only used them to be placed.

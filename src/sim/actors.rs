@@ -36,6 +36,7 @@ impl Engine {
                 running: Vec::new(),
                 level,
                 flag,
+                tree_node: None,
                 children: Vec::new(),
                 holds_resources: false,
                 bundle,

@@ -3,7 +3,7 @@
 use super::engine::{Engine, Event};
 use crate::config::DurationDist;
 use crate::model::*;
-use crate::workload::{FlagRule, LevelRule, Op};
+use crate::workload::{FlagRule, LevelRule, Op, Shape};
 use rand::Rng;
 
 /// Tasks one `Submit` step hands to the scheduler before yielding.
@@ -78,9 +78,9 @@ impl Engine {
                         return;
                     }
                 }
-                Op::CreateActors { spec, min, max, level, flag } => {
-                    let (spec, min, max, level, flag) = (*spec, *min, *max, *level, *flag);
-                    self.op_create_actors(tid, spec, min, max, level, flag);
+                Op::CreateActors { spec, level, shape } => {
+                    let (spec, level, shape) = (*spec, *level, shape.clone());
+                    self.op_create_actors(tid, spec, level, &shape);
                     if !self.advance(tid, attempt) {
                         return;
                     }
@@ -220,10 +220,12 @@ impl Engine {
         }
     }
 
-    fn op_create_actors(&mut self, tid: TaskId, spec: u32, min: u32, max: u32, level: LevelRule, flag: FlagRule) {
+    fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) {
         let t = &self.model.tasks[&tid];
         let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
-        let parent_level = self_actor.and_then(|a| self.model.actors.get(&a)).map(|a| a.level).unwrap_or(0);
+        let parent = self_actor.and_then(|a| self.model.actors.get(&a));
+        let parent_level = parent.map(|a| a.level).unwrap_or(0);
+        let parent_tree_node = parent.and_then(|a| a.tree_node);
         let child_level = match level {
             LevelRule::Fixed(l) => l,
             LevelRule::BelowParent => {
@@ -233,16 +235,35 @@ impl Engine {
                 parent_level - 1
             }
         };
-        let count = if max > min { self.rng.random_range(min..=max) } else { min };
+        // An explicit tree names the children; otherwise their number is drawn, and each
+        // one's flag just before it is created, as the seed's Python does
+        // (`Worker.remote(..., is_bottleneck=random.randint(0, 1) == 1)`).
+        let given: Vec<u32> = match (shape, parent_tree_node) {
+            (Shape::Given(tree), Some(n)) => tree.nodes[n as usize].children.clone(),
+            (Shape::Given(_), None) => vec![0],
+            (Shape::Drawn { .. }, _) => Vec::new(),
+        };
+        let count = match shape {
+            Shape::Drawn { min, max, .. } if max > min => self.rng.random_range(*min..=*max),
+            Shape::Drawn { min, .. } => *min,
+            Shape::Given(_) => given.len() as u32,
+        };
         let pg = t.exec.pg;
         let in_pg = matches!(self.specs[spec as usize].placing, crate::workload::Placing::CallerPlacementGroup);
         for i in 0..count {
-            let child_flag = match flag {
-                FlagRule::Fixed(f) => f,
-                FlagRule::Random(p) => self.rng.random::<f64>() < p,
+            let (child_flag, tree_node) = match shape {
+                Shape::Given(tree) => {
+                    let node = given[i as usize];
+                    (tree.nodes[node as usize].flag, Some(node))
+                }
+                Shape::Drawn { flag: FlagRule::Random(p), .. } => (self.rng.random::<f64>() < *p, None),
+                Shape::Drawn { flag: FlagRule::Fixed(f), .. } => (*f, None),
             };
             let bundle = if in_pg { pg.map(|p| (p, i)) } else { None };
             let aid = self.create_actor(spec, tid, child_level, child_flag, bundle);
+            if let Some(a) = self.model.actors.get_mut(&aid) {
+                a.tree_node = tree_node;
+            }
             match self_actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 Some(a) => a.children.push(aid),
                 None => {

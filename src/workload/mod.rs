@@ -6,7 +6,7 @@
 
 pub mod program;
 
-pub use program::{ActorOptions, CallSpec, FlagRule, LevelRule, Op, Placing, SpecId};
+pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, Placing, Shape, SpecId, TreeNode};
 
 use crate::config::{
     ActorPoolConfig, DurationDist, DurationSpec, FanOutConfig, FlowInsightConfig, StrategyConfig, StrategyKind,
@@ -129,6 +129,7 @@ impl Builder<'_> {
 
     /// The seed's Flow Insight program (shared/seeds/003): a tree of `Worker` actors.
     fn flow_insight(&mut self, c: &FlowInsightConfig) -> JobTemplate {
+        let tree = c.tree.as_ref().map(|t| std::sync::Arc::new(ActorTree::from_config(t)));
         let ctor = self.reserve();
         let process = self.reserve();
         let class = self.names.intern("Worker");
@@ -148,12 +149,14 @@ impl Builder<'_> {
                 holds_resources: holds,
             });
             // `if self.depth > 0: for _ in range(randint(1, 2)): Worker.remote(depth-1, randint(0,1)==1)`
+            let (min, max) = c.children_range();
             s.program = vec![Op::CreateActors {
                 spec: ctor,
-                min: c.min_children,
-                max: c.max_children,
                 level: LevelRule::BelowParent,
-                flag: FlagRule::Random(c.bottleneck_probability),
+                shape: match &tree {
+                    Some(t) => Shape::Given(t.clone()),
+                    None => Shape::Drawn { min, max, flag: FlagRule::Random(c.bottleneck_chance()) },
+                },
             }];
         }
         {
@@ -177,16 +180,17 @@ impl Builder<'_> {
             vec![
                 Op::CreateActors {
                     spec: ctor,
-                    min: 1,
-                    max: 1,
-                    level: LevelRule::Fixed(c.depth),
-                    flag: FlagRule::Fixed(c.root_bottleneck),
+                    level: LevelRule::Fixed(c.root_depth()),
+                    shape: match &tree {
+                        Some(t) => Shape::Given(t.clone()),
+                        None => Shape::Drawn { min: 1, max: 1, flag: FlagRule::Fixed(c.root_bottleneck) },
+                    },
                 },
                 Op::CallEach { method: process, calls: 1, sleep: 0, bottleneck_sleep: 0 },
                 Op::Get,
             ],
         );
-        JobTemplate { name: c.name.clone(), entrypoint: format!("flow-insight --depth {}", c.depth), driver }
+        JobTemplate { name: c.name.clone(), entrypoint: format!("flow-insight --depth {}", c.root_depth()), driver }
     }
 
     fn fan_out(&mut self, c: &FanOutConfig) -> JobTemplate {
@@ -272,13 +276,7 @@ impl Builder<'_> {
             &format!("{}.driver", c.name),
             vec![
                 Op::CreatePlacementGroup { bundles: vec![bundle; c.workers as usize], strategy },
-                Op::CreateActors {
-                    spec: ctor,
-                    min: c.workers,
-                    max: c.workers,
-                    level: LevelRule::Fixed(0),
-                    flag: FlagRule::Fixed(false),
-                },
+                Op::CreateActors { spec: ctor, level: LevelRule::Fixed(0), shape: Shape::exactly(c.workers) },
                 Op::CallEach { method: step, calls: 1, sleep: 0, bottleneck_sleep: 0 },
                 Op::Get,
                 Op::Repeat { to: 2, times: c.steps.saturating_sub(1) },
@@ -325,7 +323,7 @@ impl Builder<'_> {
         let driver = self.driver(
             &format!("{}.driver", c.name),
             vec![
-                Op::CreateActors { spec: ctor, min: c.actors, max: c.actors, level: LevelRule::Fixed(0), flag: FlagRule::Fixed(false) },
+                Op::CreateActors { spec: ctor, level: LevelRule::Fixed(0), shape: Shape::exactly(c.actors) },
                 Op::CallEach { method, calls: c.calls_per_actor, sleep: 0, bottleneck_sleep: 0 },
                 Op::Get,
             ],

@@ -8,6 +8,7 @@
 
 use crate::config::DurationDist;
 use crate::model::{NameId, PgStrategy, ResourceRequest, TaskType};
+use std::sync::Arc;
 
 /// Index into the engine's registry of call specs.
 pub type SpecId = u32;
@@ -69,6 +70,53 @@ pub enum FlagRule {
     Random(f64),
 }
 
+/// How many actors a `CreateActors` makes, and their flags.
+#[derive(Clone, Debug)]
+pub enum Shape {
+    /// Between `min` and `max` (count drawn first, then each flag, as the seed's Python does).
+    Drawn { min: u32, max: u32, flag: FlagRule },
+    /// The creator's children in an explicit tree; a creator outside the tree (the
+    /// driver) creates its root.
+    Given(Arc<ActorTree>),
+}
+
+impl Shape {
+    /// `count` unflagged actors.
+    pub fn exactly(count: u32) -> Shape {
+        Shape::Drawn { min: count, max: count, flag: FlagRule::Fixed(false) }
+    }
+}
+
+/// An explicit actor tree, flattened: node 0 is the root.
+#[derive(Debug, PartialEq)]
+pub struct ActorTree {
+    pub nodes: Vec<TreeNode>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct TreeNode {
+    pub flag: bool,
+    /// Indexes of its children in `nodes`, in creation order.
+    pub children: Vec<u32>,
+}
+
+impl ActorTree {
+    /// Flatten a config tree, parents before children.
+    pub fn from_config(root: &crate::config::WorkerTree) -> ActorTree {
+        let mut tree = ActorTree { nodes: Vec::with_capacity(root.size()) };
+        tree.push(root);
+        tree
+    }
+
+    fn push(&mut self, node: &crate::config::WorkerTree) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(TreeNode { flag: node.bottleneck, children: Vec::new() });
+        let children: Vec<u32> = node.children.iter().map(|c| self.push(c)).collect();
+        self.nodes[id as usize].children = children;
+        id
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Op {
     /// Busy computing for a while.
@@ -78,8 +126,8 @@ pub enum Op {
     /// Submit `count` calls of a remote function. With `take_futures`, the futures held
     /// so far are split evenly among them as arguments (a reduce step).
     Submit { spec: SpecId, count: u32, take_futures: bool },
-    /// Create between `min` and `max` actors (count drawn first, then each flag, as the seed's Python does).
-    CreateActors { spec: SpecId, min: u32, max: u32, level: LevelRule, flag: FlagRule },
+    /// Create actors, as many and flagged as `shape` says.
+    CreateActors { spec: SpecId, level: LevelRule, shape: Shape },
     /// For each child actor handle in order, `calls` times: sleep (`sleep`, plus
     /// `bottleneck_sleep` when this actor is flagged and its children are leaves), then
     /// submit `method` to that child.

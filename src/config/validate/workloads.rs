@@ -12,6 +12,52 @@ use crate::config::schema::*;
 use crate::config::units::ByteSize;
 use std::collections::BTreeMap;
 
+/// Most workers an explicit Flow Insight tree may hold (the seed's draw has at most 15).
+pub const MAX_TREE_WORKERS: usize = 10_000;
+
+/// An explicit tree replaces the random draw, so the draw's settings must be absent, and
+/// it must be a tree the seed's program could create: every worker above the leaves has
+/// children, so all leaves sit at depth 0 and `self.depth - 1 <= 0` means what it says.
+fn worker_tree(p: &mut Problems, c: &FlowInsightConfig, tree: &WorkerTree, field: &str) {
+    let drawn = [
+        ("depth", c.depth.is_some()),
+        ("min_children", c.min_children.is_some()),
+        ("max_children", c.max_children.is_some()),
+        ("bottleneck_probability", c.bottleneck_probability.is_some()),
+        ("root_bottleneck", c.root_bottleneck),
+    ];
+    let base = field.strip_suffix(".tree").unwrap_or(field);
+    for (key, given) in drawn {
+        if given {
+            p.push(
+                join_key(base, key),
+                format!("`{key}` is for the random draw and cannot be combined with `tree`, which gives the shape (the root's flag is `tree.bottleneck`); remove one"),
+            );
+        }
+    }
+    let size = tree.size();
+    if size > MAX_TREE_WORKERS {
+        p.push(field.to_string(), format!("the tree has {size} workers; at most {MAX_TREE_WORKERS} are allowed"));
+        return;
+    }
+    uniform_leaves(p, tree, tree.height(), field);
+}
+
+fn uniform_leaves(p: &mut Problems, node: &WorkerTree, depth: u32, field: &str) {
+    if node.children.is_empty() && depth > 0 {
+        p.push(
+            join_key(field, "children"),
+            format!(
+                "this worker is at depth {depth} but has no children; every worker above depth 0 creates at least one, \
+                 as the seed's program does, so all leaves must be equally deep"
+            ),
+        );
+    }
+    for (i, child) in node.children.iter().enumerate() {
+        uniform_leaves(p, child, depth.saturating_sub(1), &join_index(&join_key(field, "children"), i));
+    }
+}
+
 /// One resource in a request and the field that asked for it.
 struct Item {
     resource: String,
@@ -96,17 +142,18 @@ pub(crate) fn check(p: &mut Problems, cluster: &Cluster, w: &WorkloadConfig, pat
             }
         }
         WorkloadConfig::FlowInsight(c) => {
-            p.at_least(f("min_children"), c.min_children as u64, 1);
-            if c.min_children > c.max_children {
+            let (min_children, max_children) = c.children_range();
+            p.at_least(f("min_children"), min_children as u64, 1);
+            if min_children > max_children {
                 p.push(
                     f("max_children"),
-                    format!(
-                        "max_children {} is below min_children {}; must be ≥ min_children",
-                        c.max_children, c.min_children
-                    ),
+                    format!("max_children {max_children} is below min_children {min_children}; must be ≥ min_children"),
                 );
             }
-            p.fraction(f("bottleneck_probability"), c.bottleneck_probability, false);
+            p.fraction(f("bottleneck_probability"), c.bottleneck_chance(), false);
+            if let Some(tree) = &c.tree {
+                worker_tree(p, c, tree, &f("tree"));
+            }
             p.at_least(f("max_concurrency"), c.max_concurrency as u64, 1);
             // Ray schedules an actor with no num_cpus as needing 1 CPU.
             let cpus = c.num_cpus.unwrap_or(1.0);
