@@ -99,6 +99,18 @@ struct SimulateArgs {
     /// Never show the progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Also write the cluster's metrics at every scrape instant of virtual time to this
+    /// file, as OpenMetrics with timestamps, for `promtool tsdb create-blocks-from
+    /// openmetrics FILE DIR` (see the README, "A simulated day in Grafana").
+    #[arg(long, value_name = "FILE", conflicts_with = "sweep")]
+    openmetrics: Option<PathBuf>,
+    /// Virtual time between two scrapes written with --openmetrics.
+    #[arg(long, value_parser = parse_positive_duration_arg, default_value = "15s", requires = "openmetrics")]
+    scrape_interval: u64,
+    /// Unix time (seconds) that virtual time zero maps to in the --openmetrics file
+    /// [default: so that the run ends now, browsable as "the last N hours"].
+    #[arg(long, value_name = "UNIX_SECONDS", requires = "openmetrics")]
+    openmetrics_start: Option<i64>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -117,6 +129,13 @@ fn parse_sweep_arg(s: &str) -> Result<SweepArg, String> {
 
 fn parse_duration_arg(s: &str) -> Result<u64, String> {
     config::units::parse_duration(s).map(|d| d.as_micros())
+}
+
+fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
+    match parse_duration_arg(s)? {
+        0 => Err("must be more than zero, e.g. 15s".into()),
+        us => Ok(us),
+    }
 }
 
 fn load_config(path: Option<&PathBuf>, seed: Option<u64>, overrides: &[Override]) -> Result<Config, ExitCode> {
@@ -179,22 +198,40 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let result = rayscope::sim::simulate(cfg, args.until, sink, |e| {
-        if let Some(b) = &bar {
-            let c = &e.model.counters;
-            b.set_message(format!(
-                "virtual {:.0}s · {} events · {} tasks finished · {} in flight",
-                e.now_us() as f64 / 1e6,
-                e.events_processed(),
-                c.tasks_finished,
-                e.model.tasks.len()
-            ));
-            b.tick();
+    let openmetrics = match &args.openmetrics {
+        Some(path) => Some(open_openmetrics(path, &cfg, &args)?),
+        None => None,
+    };
+    let mut writer = openmetrics.map(|(w, _)| w);
+    let mut write_error: Option<std::io::Error> = None;
+    let mut write_scrape = |e: &rayscope::sim::Engine, at_us: u64| {
+        if let (Some(w), None) = (writer.as_mut(), write_error.as_ref()) {
+            write_error = w.write_scrape(e, at_us).err();
         }
+    };
+    let sampler = args.openmetrics.as_ref().map(|_| rayscope::sim::Sampler {
+        every_us: args.scrape_interval,
+        sample: &mut write_scrape,
     });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let result = rayscope::sim::simulate_sampled(
+        cfg,
+        args.until,
+        sink,
+        |e| {
+            if let Some(b) = &bar {
+                let c = &e.model.counters;
+                b.set_message(format!(
+                    "virtual {:.0}s · {} events · {} tasks finished · {} in flight",
+                    e.now_us() as f64 / 1e6,
+                    e.events_processed(),
+                    c.tasks_finished,
+                    e.model.tasks.len()
+                ));
+                b.tick();
+            }
+        },
+        sampler,
+    );
     let (_, report) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -205,6 +242,17 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     match args.report {
         ReportFormat::Json => println!("{}", report.to_json()),
         ReportFormat::Text => print!("{}", report.to_text()),
+    }
+    if let Some(w) = writer {
+        let path = args.openmetrics.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        if let Some(e) = write_error {
+            eprintln!("error: writing the OpenMetrics file {path} failed: {e}");
+            return Ok(ExitCode::from(1));
+        }
+        if let Err(e) = w.finish() {
+            eprintln!("error: writing the OpenMetrics file {path} failed: {e}");
+            return Ok(ExitCode::from(1));
+        }
     }
     if let Some(e) = report.events_file_error {
         eprintln!("error: writing the events file failed: {e}");
@@ -243,6 +291,36 @@ fn sweep_runs(args: &SimulateArgs, values: &[Override]) -> Result<ExitCode> {
         ReportFormat::Text => print!("{}", sweep.to_text()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+type OpenMetricsFile = rayscope::metrics::openmetrics::OpenMetricsWriter<std::io::BufWriter<std::fs::File>>;
+
+/// The --openmetrics writer, and the Unix time (ms) virtual zero maps to.
+fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result<(OpenMetricsFile, i64)> {
+    let start_ms = match args.openmetrics_start {
+        Some(s) => s.saturating_mul(1000),
+        None => {
+            // End the run now, so Grafana's "last N hours" shows it. Without --until the
+            // run's length is only known by running it: a first, silent pass (the engine
+            // is deterministic, so the second pass is the same run).
+            let length_us = match args.until.or(cfg.sim.until.map(|u| u.as_micros())) {
+                Some(u) => u,
+                None => match rayscope::sim::simulate(cfg.clone(), None, None, |_| {}) {
+                    Ok((engine, _)) => engine.now_us(),
+                    Err(_) => 0, // the real pass reports the error
+                },
+            };
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            let interval_ms = (args.scrape_interval / 1000).max(1) as i64;
+            (now_ms - (length_us / 1000) as i64).div_euclid(interval_ms) * interval_ms
+        }
+    };
+    let f = std::fs::File::create(path).with_context(|| format!("cannot create OpenMetrics file {}", path.display()))?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, f);
+    Ok((rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port), start_ms))
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

@@ -77,6 +77,7 @@ mod workers;
 pub(crate) mod testutil;
 
 pub use history::NodeHistory;
+pub mod openmetrics;
 use std::sync::Arc;
 pub use scrape::COLLECTOR_NAMES;
 

@@ -41,7 +41,29 @@ pub fn simulate(
     cfg: Config,
     until: Option<u64>,
     events_sink: Option<Box<dyn std::io::Write + Send>>,
+    progress: impl FnMut(&Engine),
+) -> Result<(Engine, Report), SimulateError> {
+    simulate_sampled(cfg, until, events_sink, progress, None)
+}
+
+/// How [`simulate_sampled`] looks at the cluster at fixed instants of virtual time.
+pub struct Sampler<'a> {
+    /// Virtual µs between looks (a scrape interval); must be positive.
+    pub every_us: u64,
+    /// Called with the engine and the instant (virtual µs) once every event at or
+    /// before that instant has run and none after it has.
+    pub sample: &'a mut dyn FnMut(&Engine, u64),
+}
+
+/// [`simulate`], also calling `sampler` at every multiple of its interval from 0 to the
+/// end of the run. Events run exactly as without a sampler (the same event log): looks
+/// happen between events and never advance the clock.
+pub fn simulate_sampled(
+    cfg: Config,
+    until: Option<u64>,
+    events_sink: Option<Box<dyn std::io::Write + Send>>,
     mut progress: impl FnMut(&Engine),
+    mut sampler: Option<Sampler<'_>>,
 ) -> Result<(Engine, Report), SimulateError> {
     let until = until.or(cfg.sim.until.map(|u| u.as_micros()));
     if until.is_none() && cfg.workloads.iter().any(|w| matches!(w, crate::config::WorkloadConfig::JobMix(_))) {
@@ -51,16 +73,29 @@ pub fn simulate(
     let mut engine = Engine::with_events_sink(cfg, events_sink);
     let limit = until.unwrap_or(u64::MAX);
     let mut since_progress = 0u32;
+    let mut next_sample = 0u64;
+    // Look at every instant before `t` (exclusive): the events before them have run.
+    let mut sample_before = |engine: &Engine, t: u64, next: &mut u64| {
+        if let Some(s) = sampler.as_mut() {
+            while *next < t {
+                (s.sample)(engine, *next);
+                *next = next.saturating_add(s.every_us.max(1));
+            }
+        }
+    };
     loop {
         if until.is_none() && engine.workloads_done() {
             break;
         }
         match engine.next_event_time() {
             Some(t) if t <= limit => {
+                sample_before(&engine, t, &mut next_sample);
                 engine.step();
             }
             _ => {
                 if let Some(u) = until {
+                    // Nothing else happens before `until`: the state holds to the end.
+                    sample_before(&engine, u.saturating_add(1), &mut next_sample);
                     engine.run_until(u);
                 }
                 break;
