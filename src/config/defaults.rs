@@ -132,6 +132,10 @@ pub(super) fn default_finished_tasks() -> usize {
 pub(super) fn default_dead_actors() -> usize {
     1_000
 }
+/// Ray's `maximum_gcs_dead_node_cached_count` (src/ray/common/ray_config_def.h).
+pub(super) fn default_dead_nodes() -> usize {
+    1_000
+}
 pub(super) fn default_event_capacity() -> usize {
     10_000
 }

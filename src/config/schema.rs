@@ -255,6 +255,10 @@ pub struct SimConfig {
     /// Finished jobs kept in the job table.
     #[serde(default = "default_finished_jobs")]
     pub finished_job_capacity: usize,
+    /// Dead nodes kept in the node table; the longest dead are forgotten past it (Ray's
+    /// GCS: `maximum_gcs_dead_node_cached_count`, 1,000).
+    #[serde(default = "default_dead_nodes")]
+    pub dead_node_capacity: usize,
 }
 
 impl Default for SimConfig {
@@ -267,6 +271,7 @@ impl Default for SimConfig {
             dead_actor_capacity: default_dead_actors(),
             event_log_capacity: default_event_capacity(),
             finished_job_capacity: default_finished_jobs(),
+            dead_node_capacity: default_dead_nodes(),
         }
     }
 }
