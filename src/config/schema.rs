@@ -297,6 +297,17 @@ pub struct ServerConfig {
     /// Port shown in each node's `instance` label (`<ip>:<port>`).
     #[serde(default = "default_metrics_export_port")]
     pub metrics_export_port: u16,
+    /// Open HTTP connections at most; more are answered 503 and closed.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// A request's headers must arrive within this; slower connections are closed.
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout: DurationSpec,
+    /// Origins (`scheme://host[:port]`, or `*`) whose pages may open `/ws/realtime`.
+    /// Unset: any origin while the server listens on loopback only, else only pages
+    /// the server itself served (the `Origin` names the `Host` asked for).
+    #[serde(default)]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 impl Default for ServerConfig {
@@ -308,6 +319,9 @@ impl Default for ServerConfig {
             stream_interval: default_stream_interval(),
             max_stream_clients: default_stream_clients(),
             metrics_export_port: default_metrics_export_port(),
+            max_connections: default_max_connections(),
+            header_read_timeout: default_header_read_timeout(),
+            allowed_origins: None,
         }
     }
 }

@@ -77,6 +77,7 @@ mod workers;
 pub(crate) mod testutil;
 
 pub use history::NodeHistory;
+pub use rayscope::HttpServerStats;
 use std::sync::Arc;
 pub use scrape::COLLECTOR_NAMES;
 
@@ -131,6 +132,8 @@ pub struct RenderContext {
     /// Per-node baselines for byte and operation rates; clones share it, so keep one
     /// context (or clones of it) for the life of the server.
     pub history: NodeHistory,
+    /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
+    pub http: Option<HttpServerStats>,
 }
 
 #[cfg(test)]
