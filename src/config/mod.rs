@@ -5,6 +5,7 @@
 
 mod diagnose;
 pub mod ip_range;
+pub mod limits;
 mod locate;
 mod defaults;
 pub mod schema;
@@ -14,6 +15,7 @@ pub mod units;
 pub mod validate;
 
 pub use schema::*;
+pub use limits::LimitsConfig;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
 

@@ -52,6 +52,9 @@ pub struct ClusterConfig {
     /// Per-node network bandwidth used for object transfers.
     #[serde(default = "default_network_bandwidth")]
     pub network_bandwidth: ByteSize,
+    /// How much work a config or a submitted job may ask for (see `limits.rs`).
+    #[serde(default)]
+    pub limits: super::limits::LimitsConfig,
 }
 
 impl Default for ClusterConfig {
@@ -63,6 +66,7 @@ impl Default for ClusterConfig {
             head: HeadNodeConfig::default(),
             node_types: Vec::new(),
             network_bandwidth: default_network_bandwidth(),
+            limits: Default::default(),
         }
     }
 }

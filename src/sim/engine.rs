@@ -477,7 +477,14 @@ impl Engine {
                 }
                 x -= *w;
             }
-            self.start_job(chosen, None);
+            // Beyond cluster.limits.max_live_tasks an arrival is dropped like one over
+            // max_concurrent_jobs: the mix goes on, memory stays bounded.
+            let live = self.model.tasks.len() as u64;
+            if crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[chosen].tasks).is_ok() {
+                self.start_job(chosen, None);
+            } else {
+                self.model.counters.jobs_dropped += 1;
+            }
         } else {
             self.model.counters.jobs_dropped += 1;
         }
