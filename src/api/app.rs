@@ -105,6 +105,8 @@ pub(crate) struct App {
     pub metrics_history: crate::metrics::NodeHistory,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
+    /// The connection cap and header-read timeout, and what they refused.
+    pub connections: Arc<super::server::ConnectionStats>,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -122,6 +124,10 @@ impl App {
         let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         let sim_ms = handle.snapshot().sim_time_us / 1000;
         let server = &opts.config.server;
+        let connections = Arc::new(super::server::ConnectionStats::new(
+            server.max_connections,
+            Duration::from_micros(server.header_read_timeout.as_micros()),
+        ));
         App {
             stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
             history: History::new(opts.history_len),
@@ -140,6 +146,7 @@ impl App {
             stopping,
             metrics_history: crate::metrics::NodeHistory::default(),
             exposition: Default::default(),
+            connections,
         }
     }
 
@@ -157,6 +164,16 @@ impl App {
             snapshot_taken_at: snap.published_at,
             disabled_collectors: Vec::new(),
             history: self.metrics_history.clone(),
+            http: Some(crate::metrics::HttpServerStats {
+                max_connections: self.connections.max_connections as u64,
+                open_connections: self.connections.open() as u64,
+                connections_accepted: self.connections.accepted(),
+                connections_rejected: self.connections.rejected(),
+                header_read_timeout_seconds: self.connections.header_read_timeout.as_secs_f64(),
+                header_read_timeouts: self.connections.header_timeouts(),
+                stream_message_limit_bytes: super::stream::MAX_CLIENT_MESSAGE as u64,
+                stream_clients_dropped: self.stream.dropped(),
+            }),
         }
     }
 

@@ -7,6 +7,7 @@
 //!
 //! | file | owns |
 //! | --- | --- |
+//! | `server` | the connection loop: connection cap, header-read timeout, graceful close |
 //! | `router` | the route table, landing page, health, body limit, request log |
 //! | `app` | [`ServeOptions`] and the state every handler shares |
 //! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
@@ -38,6 +39,7 @@ mod router;
 mod rows;
 mod sd;
 mod seed;
+mod server;
 mod state_api;
 mod stream;
 
@@ -45,8 +47,7 @@ pub use app::ServeOptions;
 pub use entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
 
 use crate::sim::runner::EngineHandle;
-use std::future::{Future, IntoFuture};
-use std::net::SocketAddr;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -74,26 +75,19 @@ pub async fn serve(
     let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
     let background = [tokio::spawn(history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
     let router = router::build(app.clone());
-    let mut server_stop = stop_rx.clone();
-    let server = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move { app::stopped(&mut server_stop).await })
-        .into_future();
+    let server = server::run(listener, router, app.connections.clone(), stop_rx.clone());
     tokio::pin!(server);
     tracing::info!(address = %local_addr, "serving");
-    let result = tokio::select! {
-        r = &mut server => r,
+    tokio::select! {
+        _ = &mut server => {}
         _ = shutdown => {
             tracing::info!("shutdown requested; closing connections");
             let _ = stop_tx.send(true);
-            match tokio::time::timeout(grace, &mut server).await {
-                Ok(r) => r,
-                Err(_) => {
-                    tracing::warn!(grace_ms = grace.as_millis() as u64, "connections still open after the grace period; dropping them");
-                    Ok(())
-                }
+            if tokio::time::timeout(grace, &mut server).await.is_err() {
+                tracing::warn!(grace_ms = grace.as_millis() as u64, "connections still open after the grace period; dropping them");
             }
         }
-    };
+    }
     let _ = stop_tx.send(true);
     for task in background {
         task.abort();
@@ -104,5 +98,5 @@ pub async fn serve(
         tracing::warn!("the engine thread did not stop within 500 ms");
     }
     tracing::info!("stopped");
-    result
+    Ok(())
 }

@@ -1,5 +1,6 @@
-//! The route table, the landing page, health checks, and the two layers every
-//! request passes: the body-size limit and the request log.
+//! The route table, the landing page, health checks, and the layers every request
+//! passes: the body-size limit, the request log, and `X-Content-Type-Options: nosniff`
+//! on every answer (so a browser never reads a JSON or text answer as HTML or script).
 //!
 //! Read-only endpoints are open (safe to expose); every endpoint that changes state
 //! takes an `Authorized` argument (see `auth`). Bodies over
@@ -55,8 +56,14 @@ pub(crate) fn build(app: AppState) -> Router {
         .with_state(app)
 }
 
-/// Refuse declared-oversized bodies up front, and log every request.
+/// Refuse declared-oversized bodies up front, log every request, mark every answer nosniff.
 async fn limit_and_log(req: Request, next: Next) -> Response {
+    let mut response = limit_and_log_inner(req, next).await;
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+    response
+}
+
+async fn limit_and_log_inner(req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let declared =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());

@@ -13,6 +13,16 @@
 //!
 //! At most `server.max_stream_clients` clients at once: the slot is taken before the
 //! upgrade, and a request beyond the cap gets HTTP 503 instead of a WebSocket.
+//!
+//! Clients send nothing the server needs but pongs and close frames, so a frame or
+//! message over [`MAX_CLIENT_MESSAGE`] bytes drops the client (the library default of
+//! 64 MiB per message let a few clients hold gigabytes in unfinished messages).
+//!
+//! Browsers send `Origin` with every WebSocket request, and a page from any site may
+//! open one, so `server.allowed_origins` lists the pages that may. Unset, any origin
+//! may while the server listens on loopback only (a local tool), and otherwise only
+//! the server's own pages (an `Origin` naming the `Host` asked for). Clients that send
+//! no `Origin` (not browsers) are let in: the stream needs no token.
 
 use super::app::{App, AppState};
 use super::error::ApiError;
@@ -24,7 +34,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use axum::http::{header, HeaderMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -32,13 +43,20 @@ use tokio::sync::broadcast::{self, error::RecvError};
 /// Messages a client may fall behind before it is dropped.
 pub(crate) const QUEUE: usize = 4;
 
+/// Largest frame or message accepted from a client: pongs and close frames are at most
+/// 125 bytes of payload (RFC 6455 §5.5), so this leaves room for any well-meant client.
+pub(crate) const MAX_CLIENT_MESSAGE: usize = 4 * 1024;
+
 /// WebSocket close codes (RFC 6455 §7.4.1).
 const GOING_AWAY: u16 = 1001;
 const POLICY_VIOLATION: u16 = 1008;
+const MESSAGE_TOO_BIG: u16 = 1009;
 
 pub(crate) struct Hub {
     tx: broadcast::Sender<Utf8Bytes>,
     clients: Arc<AtomicUsize>,
+    /// Clients dropped for a frame or message over the limit (or otherwise invalid).
+    dropped: AtomicU64,
     pub interval: Duration,
     pub max_clients: usize,
 }
@@ -58,6 +76,7 @@ impl Hub {
         Hub {
             tx,
             clients: Arc::new(AtomicUsize::new(0)),
+            dropped: AtomicU64::new(0),
             interval: Duration::from_micros(interval_us.max(10_000)),
             max_clients,
         }
@@ -71,6 +90,10 @@ impl Hub {
 
     pub fn clients(&self) -> usize {
         self.clients.load(Ordering::Acquire)
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     fn deadline(&self) -> Duration {
@@ -124,7 +147,10 @@ pub(crate) async fn run_ticker(app: AppState) {
 }
 
 /// `GET /ws/realtime`
-pub(crate) async fn upgrade(State(app): State<AppState>, ws: WebSocketUpgrade) -> Response {
+pub(crate) async fn upgrade(State(app): State<AppState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    if let Err(message) = check_origin(&app, &headers) {
+        return ApiError::new(StatusCode::FORBIDDEN, message).into_response();
+    }
     let Some(slot) = app.stream.reserve() else {
         return ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -135,7 +161,39 @@ pub(crate) async fn upgrade(State(app): State<AppState>, ws: WebSocketUpgrade) -
         )
         .into_response();
     };
-    ws.on_upgrade(move |socket| client(app, socket, slot))
+    ws.max_frame_size(MAX_CLIENT_MESSAGE)
+        .max_message_size(MAX_CLIENT_MESSAGE)
+        .on_upgrade(move |socket| client(app, socket, slot))
+}
+
+/// Whether the page asking (its `Origin`) may open the stream; the error names the
+/// origin and the setting that admits it.
+fn check_origin(app: &App, headers: &HeaderMap) -> Result<(), String> {
+    let Some(origin) = headers.get(header::ORIGIN) else { return Ok(()) };
+    let origin = origin.to_str().unwrap_or("");
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    origin_allowed(origin, host, app.config.server.allowed_origins.as_deref(), app.local_addr.ip().is_loopback())
+}
+
+/// The rule behind [`check_origin`]: `allowed` is `server.allowed_origins`, `loopback`
+/// whether the server listens on loopback only.
+fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback: bool) -> Result<(), String> {
+    let same_origin = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|authority| !host.is_empty() && authority.eq_ignore_ascii_case(host));
+    let allowed = same_origin
+        || match allowed {
+            Some(list) => list.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin)),
+            None => loopback,
+        };
+    if allowed {
+        return Ok(());
+    }
+    let shown: String = origin.chars().take(200).flat_map(char::escape_default).collect();
+    Err(format!(
+        "origin `{shown}` may not open the live stream: add it to server.allowed_origins (or \"*\" for any)"
+    ))
 }
 
 async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
@@ -167,7 +225,13 @@ async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
                 },
                 incoming = socket.recv() => match incoming {
                     Some(Ok(Message::Pong(_))) => last_pong = Instant::now(),
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break 'session "the client left",
+                    Some(Ok(Message::Close(_))) | None => break 'session "the client left",
+                    // Over MAX_CLIENT_MESSAGE, or not WebSocket at all.
+                    Some(Err(_)) => {
+                        app.stream.dropped.fetch_add(1, Ordering::Relaxed);
+                        close(&mut socket, MESSAGE_TOO_BIG, "frames and messages from clients are limited to 4 KiB").await;
+                        break 'session "it sent a frame or message over the limit, or an invalid one";
+                    }
                     Some(Ok(_)) => {}
                 },
                 _ = ping.tick() => {
@@ -197,4 +261,26 @@ async fn send(socket: &mut WebSocket, m: Message, deadline: Duration) -> bool {
 async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
     let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
     let _ = tokio::time::timeout(Duration::from_millis(200), socket.send(Message::Close(Some(frame)))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_allowed;
+
+    #[test]
+    fn off_by_default_only_on_loopback() {
+        assert!(origin_allowed("https://evil.example", "127.0.0.1:8080", None, true).is_ok());
+        // Bound to 0.0.0.0 and no allow-list: only the server's own pages.
+        assert!(origin_allowed("https://evil.example", "rayscope:8080", None, false).is_err());
+        assert!(origin_allowed("http://rayscope:8080", "rayscope:8080", None, false).is_ok());
+        assert!(origin_allowed("null", "rayscope:8080", None, false).is_err());
+    }
+
+    #[test]
+    fn a_list_admits_its_origins_and_star_admits_any() {
+        let list = ["https://grafana.example.com".to_string()];
+        assert!(origin_allowed("https://GRAFANA.example.com", "h:1", Some(&list), false).is_ok());
+        assert!(origin_allowed("https://evil.example", "h:1", Some(&list), true).is_err(), "a list applies on loopback too");
+        assert!(origin_allowed("https://evil.example", "h:1", Some(&["*".to_string()]), false).is_ok());
+    }
 }

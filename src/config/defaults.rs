@@ -126,6 +126,10 @@ pub(super) fn default_finished_tasks() -> usize {
 pub(super) fn default_dead_actors() -> usize {
     1_000
 }
+/// Ray's `maximum_gcs_dead_node_cached_count` (src/ray/common/ray_config_def.h).
+pub(super) fn default_dead_nodes() -> usize {
+    1_000
+}
 pub(super) fn default_event_capacity() -> usize {
     10_000
 }
@@ -140,6 +144,16 @@ pub(super) fn default_stream_interval() -> DurationSpec {
 }
 pub(super) fn default_stream_clients() -> usize {
     64
+}
+/// Far above what Prometheus, Grafana and a few dashboards open; far below the
+/// descriptors a process usually gets (1,024 soft limit on many systems).
+pub(super) fn default_max_connections() -> usize {
+    512
+}
+/// Long enough for any real client on a slow link, short enough that a slow-header
+/// client cannot hold connections (nginx's `client_header_timeout` is 60 s; hyper's 30 s).
+pub(super) fn default_header_read_timeout() -> DurationSpec {
+    DurationSpec::secs(10.0)
 }
 pub(super) fn default_metrics_export_port() -> u16 {
     8080

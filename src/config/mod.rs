@@ -5,6 +5,7 @@
 
 mod diagnose;
 pub mod ip_range;
+pub mod limits;
 mod locate;
 mod defaults;
 pub mod overrides;
@@ -16,6 +17,7 @@ pub mod validate;
 
 pub use schema::*;
 pub use overrides::Override;
+pub use limits::LimitsConfig;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
 

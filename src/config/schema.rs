@@ -52,6 +52,9 @@ pub struct ClusterConfig {
     /// Per-node network bandwidth used for object transfers.
     #[serde(default = "default_network_bandwidth")]
     pub network_bandwidth: ByteSize,
+    /// How much work a config or a submitted job may ask for (see `limits.rs`).
+    #[serde(default)]
+    pub limits: super::limits::LimitsConfig,
 }
 
 impl Default for ClusterConfig {
@@ -63,6 +66,7 @@ impl Default for ClusterConfig {
             head: HeadNodeConfig::default(),
             node_types: Vec::new(),
             network_bandwidth: default_network_bandwidth(),
+            limits: Default::default(),
         }
     }
 }
@@ -255,6 +259,10 @@ pub struct SimConfig {
     /// Finished jobs kept in the job table.
     #[serde(default = "default_finished_jobs")]
     pub finished_job_capacity: usize,
+    /// Dead nodes kept in the node table; the longest dead are forgotten past it (Ray's
+    /// GCS: `maximum_gcs_dead_node_cached_count`, 1,000).
+    #[serde(default = "default_dead_nodes")]
+    pub dead_node_capacity: usize,
 }
 
 impl Default for SimConfig {
@@ -267,6 +275,7 @@ impl Default for SimConfig {
             dead_actor_capacity: default_dead_actors(),
             event_log_capacity: default_event_capacity(),
             finished_job_capacity: default_finished_jobs(),
+            dead_node_capacity: default_dead_nodes(),
         }
     }
 }
@@ -292,6 +301,17 @@ pub struct ServerConfig {
     /// Port shown in each node's `instance` label (`<ip>:<port>`).
     #[serde(default = "default_metrics_export_port")]
     pub metrics_export_port: u16,
+    /// Open HTTP connections at most; more are answered 503 and closed.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// A request's headers must arrive within this; slower connections are closed.
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout: DurationSpec,
+    /// Origins (`scheme://host[:port]`, or `*`) whose pages may open `/ws/realtime`.
+    /// Unset: any origin while the server listens on loopback only, else only pages
+    /// the server itself served (the `Origin` names the `Host` asked for).
+    #[serde(default)]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 impl Default for ServerConfig {
@@ -303,6 +323,9 @@ impl Default for ServerConfig {
             stream_interval: default_stream_interval(),
             max_stream_clients: default_stream_clients(),
             metrics_export_port: default_metrics_export_port(),
+            max_connections: default_max_connections(),
+            header_read_timeout: default_header_read_timeout(),
+            allowed_origins: None,
         }
     }
 }

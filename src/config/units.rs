@@ -21,6 +21,24 @@ impl DurationSpec {
     }
 }
 
+/// The longest duration accepted: 100 years. The virtual clock counts µs in a u64
+/// (584,000 years), and durations are added to it and to each other; a duration
+/// near its end wrapped the clock and made tasks finish at once.
+pub const MAX_DURATION_US: u64 = 36_500 * 86_400 * 1_000_000;
+
+/// `secs` seconds as a duration, or why not (`shown`: the value as written).
+pub(crate) fn checked_secs(secs: f64, shown: &dyn fmt::Display) -> Result<DurationSpec, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration {shown}: must be zero or positive"));
+    }
+    if secs * 1e6 > MAX_DURATION_US as f64 {
+        return Err(format!(
+            "invalid duration {shown}: at most 36500d (100 years), the range of the simulation clock"
+        ));
+    }
+    Ok(DurationSpec::secs(secs))
+}
+
 pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
@@ -44,7 +62,7 @@ pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
             ))
         }
     };
-    Ok(DurationSpec::secs(v * scale))
+    checked_secs(v * scale, &format_args!("{s:?}"))
 }
 
 impl fmt::Display for DurationSpec {
@@ -82,19 +100,13 @@ impl<'de> Deserialize<'de> for DurationSpec {
                 parse_duration(v).map_err(E::custom)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<DurationSpec, E> {
-                if v < 0.0 || !v.is_finite() {
-                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
-                }
-                Ok(DurationSpec::secs(v))
+                checked_secs(v, &v).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<DurationSpec, E> {
-                Ok(DurationSpec::secs(v as f64))
+                checked_secs(v as f64, &v).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<DurationSpec, E> {
-                if v < 0 {
-                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
-                }
-                Ok(DurationSpec::secs(v as f64))
+                checked_secs(v as f64, &v).map_err(E::custom)
             }
         }
         d.deserialize_any(V)

@@ -34,6 +34,7 @@ pub fn validate(config: &Config) -> Vec<Problem> {
         workloads::check(&mut p, &cluster, w, &join_index("workloads", i), false);
     }
     faults::check(&mut p, &cluster, config);
+    super::limits::check(&mut p, config);
     p.0
 }
 

@@ -321,19 +321,13 @@ impl<'de> Deserialize<'de> for DurationDist {
                 super::units::parse_duration(v).map(DurationDist::fixed).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<DurationDist, E> {
-                Ok(DurationDist::fixed(DurationSpec::secs(v as f64)))
+                super::units::checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<DurationDist, E> {
-                if v < 0 {
-                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
-                }
-                Ok(DurationDist::fixed(DurationSpec::secs(v as f64)))
+                super::units::checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<DurationDist, E> {
-                if v < 0.0 || !v.is_finite() {
-                    return Err(E::custom(format!("invalid duration {v}: must be zero or positive")));
-                }
-                Ok(DurationDist::fixed(DurationSpec::secs(v)))
+                super::units::checked_secs(v, &v).map(DurationDist::fixed).map_err(E::custom)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DurationDist, A::Error> {
                 let (mut min, mut max) = (None, None);

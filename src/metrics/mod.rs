@@ -78,6 +78,7 @@ pub(crate) mod testutil;
 
 pub use history::NodeHistory;
 pub mod openmetrics;
+pub use rayscope::HttpServerStats;
 use std::sync::Arc;
 pub use scrape::COLLECTOR_NAMES;
 
@@ -132,6 +133,8 @@ pub struct RenderContext {
     /// Per-node baselines for byte and operation rates; clones share it, so keep one
     /// context (or clones of it) for the life of the server.
     pub history: NodeHistory,
+    /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
+    pub http: Option<HttpServerStats>,
 }
 
 #[cfg(test)]

@@ -15,6 +15,66 @@ use super::scrape::{Family, Scrape};
 
 const NO_LABELS: [(&str, &str); 0] = [];
 
+/// The HTTP server's limits and what they refused, as `rayscope_http_*` and
+/// `rayscope_stream_*` report them (filled by the API, which owns the server).
+#[derive(Clone, Debug, Default)]
+pub struct HttpServerStats {
+    /// `server.max_connections`.
+    pub max_connections: u64,
+    pub open_connections: u64,
+    pub connections_accepted: u64,
+    /// Refused with 503 because `max_connections` were open.
+    pub connections_rejected: u64,
+    /// `server.header_read_timeout`.
+    pub header_read_timeout_seconds: f64,
+    /// Connections closed because their request headers did not arrive in time.
+    pub header_read_timeouts: u64,
+    /// Largest WebSocket frame or message accepted from a live-stream client.
+    pub stream_message_limit_bytes: u64,
+    /// Live-stream clients dropped for sending more than that.
+    pub stream_clients_dropped: u64,
+}
+
+fn encode_http(h: &HttpServerStats, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    Family::gauge(enc, "rayscope_http_max_connections", "Open HTTP connections allowed (server.max_connections).")
+        .sample(&NO_LABELS, h.max_connections)?;
+    Family::gauge(enc, "rayscope_http_open_connections", "HTTP connections open now.")
+        .sample(&NO_LABELS, h.open_connections)?;
+    Family::counter(enc, "rayscope_http_connections_accepted_total", "HTTP connections accepted.")
+        .sample(&NO_LABELS, h.connections_accepted)?;
+    Family::counter(
+        enc,
+        "rayscope_http_connections_rejected_total",
+        "HTTP connections refused with 503 because server.max_connections were open.",
+    )
+    .sample(&NO_LABELS, h.connections_rejected)?;
+    Family::gauge(
+        enc,
+        "rayscope_http_header_read_timeout_seconds",
+        "Time a request's headers may take to arrive (server.header_read_timeout).",
+    )
+    .sample(&NO_LABELS, h.header_read_timeout_seconds)?;
+    Family::counter(
+        enc,
+        "rayscope_http_header_read_timeouts_total",
+        "HTTP connections closed because request headers did not arrive within server.header_read_timeout.",
+    )
+    .sample(&NO_LABELS, h.header_read_timeouts)?;
+    Family::gauge(
+        enc,
+        "rayscope_stream_client_message_limit_bytes",
+        "Largest WebSocket frame or message a live-stream client may send.",
+    )
+    .sample(&NO_LABELS, h.stream_message_limit_bytes)?;
+    Family::counter(
+        enc,
+        "rayscope_stream_clients_dropped_oversize_total",
+        "Live-stream clients dropped for sending a frame or message over the limit.",
+    )
+    .sample(&NO_LABELS, h.stream_clients_dropped)?;
+    Ok(())
+}
+
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     if !s.cluster {
         return Ok(());
@@ -75,6 +135,10 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             &[("alertname", alert.as_str()), ("status", status.as_str())],
             *count,
         )?;
+    }
+
+    if let Some(h) = &s.ctx.http {
+        encode_http(h, enc)?;
     }
 
     let mut f = Family::gauge(

@@ -17,7 +17,8 @@ macro_rules! id_type {
 }
 
 id_type!(
-    /// Dense index of a node in the node table (never reused: a restarted node is a new node).
+    /// Dense index of a node in the node table. A restarted node is a new node; the slot of
+    /// a dead node forgotten past `sim.dead_node_capacity` goes to the next node to join.
     NodeIdx(u32)
 );
 id_type!(

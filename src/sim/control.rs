@@ -99,6 +99,10 @@ impl Engine {
                         idx
                     }
                 };
+                // The sum of live work must fit, not just this job (cluster.limits).
+                let live = self.model.tasks.len() as u64;
+                crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[template].tasks)
+                    .map_err(|message| ControlError { status: 429, message })?;
                 let job = self.start_job(template, submission_id);
                 let j = &self.model.jobs[&job];
                 Ok(json!({"job_id": job.hex(), "submission_id": j.submission_id}))

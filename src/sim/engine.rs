@@ -116,6 +116,10 @@ pub struct Engine {
     pub(crate) stopped: bool,
     /// Workload definitions submitted through the Jobs API, by their YAML, to reuse specs.
     pub(crate) submitted_templates: FxHashMap<String, usize>,
+    /// Dead nodes still in the node table, in order of death (`dead_nodes.rs`).
+    pub(crate) dead_nodes: VecDeque<NodeIdx>,
+    /// Nodes ever added: each gets a new node id, even in a reused slot.
+    nodes_added: u32,
 }
 
 impl Engine {
@@ -180,6 +184,8 @@ impl Engine {
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
             submitted_templates: FxHashMap::default(),
+            dead_nodes: VecDeque::new(),
+            nodes_added: 0,
             model,
             cfg: cfg.clone(),
         };
@@ -246,7 +252,10 @@ impl Engine {
         let (type_name, cpu, gpu, memory, object_store, custom) =
             (shape.name, shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
         let (gpu_model, gpu_memory) = (shape.gpu_model.clone(), shape.gpu_memory);
-        let idx = NodeIdx(self.model.nodes.len() as u32);
+        let reused = self.free_node_slot();
+        let idx = reused.unwrap_or(NodeIdx(self.model.nodes.len() as u32));
+        let serial = NodeIdx(self.nodes_added);
+        self.nodes_added += 1;
         // Ray: 30% of memory by default, capped at 200 GB.
         let store = object_store.unwrap_or(((memory as f64 * 0.3) as u64).min(200_000_000_000));
         let n = self.model.resource_names.len();
@@ -262,7 +271,7 @@ impl Engine {
         }
         let node = Node {
             idx,
-            node_id: node_id_hex(self.cfg.sim.seed, idx),
+            node_id: node_id_hex(self.cfg.sim.seed, serial),
             ip: ip.clone(),
             node_type,
             type_name: type_name.to_string(),
@@ -284,13 +293,24 @@ impl Engine {
         };
         log_event!(self.model.log, self.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
         self.sched.add_node(&node);
-        self.model.nodes.push(node);
-        self.leased.push(Vec::new());
-        self.actors_on.push(Vec::new());
-        self.resuming.push(VecDeque::new());
-        self.primaries.push(VecDeque::new());
-        self.last_oom_kill.push(None);
-        self.memory_check_due.push(false);
+        if let Some(slot) = reused {
+            let i = slot.index();
+            self.model.nodes[i] = node;
+            self.leased[i] = Vec::new();
+            self.actors_on[i] = Vec::new();
+            self.resuming[i] = VecDeque::new();
+            self.primaries[i] = VecDeque::new();
+            self.last_oom_kill[i] = None;
+            self.memory_check_due[i] = false;
+        } else {
+            self.model.nodes.push(node);
+            self.leased.push(Vec::new());
+            self.actors_on.push(Vec::new());
+            self.resuming.push(VecDeque::new());
+            self.primaries.push(VecDeque::new());
+            self.last_oom_kill.push(None);
+            self.memory_check_due.push(false);
+        }
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx
@@ -457,7 +477,14 @@ impl Engine {
                 }
                 x -= *w;
             }
-            self.start_job(chosen, None);
+            // Beyond cluster.limits.max_live_tasks an arrival is dropped like one over
+            // max_concurrent_jobs: the mix goes on, memory stays bounded.
+            let live = self.model.tasks.len() as u64;
+            if crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[chosen].tasks).is_ok() {
+                self.start_job(chosen, None);
+            } else {
+                self.model.counters.jobs_dropped += 1;
+            }
         } else {
             self.model.counters.jobs_dropped += 1;
         }

@@ -178,6 +178,7 @@ impl Engine {
             s.worker_heap = Bytes(0);
         }
         self.reschedule_pgs_on(n);
+        self.remember_dead_node(n);
     }
 
     /// A node comes back at this IP as a new raylet (a new node id).

@@ -7,6 +7,7 @@
 
 mod actors;
 mod autoscaler;
+mod dead_nodes;
 mod engine;
 mod exec;
 mod faults;

@@ -1,6 +1,12 @@
 //! Serve mode: the engine on its own thread, virtual time paced to wall time × speed,
 //! snapshots published through an `ArcSwap` (readers never lock the engine), control
 //! requests in over a channel with replies back on one-shot channels.
+//!
+//! Pacing never accrues a debt: a speed change continues from where the engine
+//! actually is (not from where the old pace said it should be), and an engine more
+//! than [`MAX_LAG`] of wall time behind is let off the rest. Otherwise a pace the
+//! engine cannot keep leaves it owing virtual time it catches up on for hours, one
+//! core busy, whatever speed is set afterwards.
 
 use super::control::{Control, ControlError};
 use super::engine::Engine;
@@ -31,6 +37,10 @@ impl Default for RunOptions {
         RunOptions { publish_every: Duration::from_millis(100), tables_every: Duration::from_secs(1), recent_events: 1_000 }
     }
 }
+
+/// The most wall time the engine may trail its pace by; beyond, the pace is rebased
+/// on where the engine is, and `rayscope_sim_lag_seconds` stays at about this.
+pub const MAX_LAG: Duration = Duration::from_secs(2);
 
 type Reply = tokio::sync::oneshot::Sender<Result<Value, ControlError>>;
 
@@ -138,7 +148,15 @@ fn run(
                 }
             }
         }
-        let behind_us = engine.next_event_time().map(|t| target.saturating_sub(t)).unwrap_or(0);
+        let mut behind_us = engine.next_event_time().map(|t| target.saturating_sub(t)).unwrap_or(0);
+        let max_behind_us = (MAX_LAG.as_secs_f64() * speed * 1e6) as u64;
+        if behind_us > max_behind_us {
+            // Let the engine off everything beyond MAX_LAG: from now on the pace counts
+            // from MAX_LAG ahead of where the engine is.
+            virt_base = engine.now_us().saturating_add(max_behind_us);
+            wall_base = Instant::now();
+            behind_us = max_behind_us;
+        }
         lag = if speed > 0.0 { behind_us as f64 / 1e6 / speed } else { lag };
         if last_publish.elapsed() >= opts.publish_every {
             let want = tables_wanted_at.load(Ordering::Relaxed);
@@ -183,8 +201,11 @@ fn run(
                             if !(s.is_finite() && s > 0.0) {
                                 Err(ControlError::bad_request(format!("speed must be a positive number, got {s}")))
                             } else {
-                                // Rebase so virtual time continues smoothly at the new pace.
-                                virt_base += (wall_base.elapsed().as_secs_f64() * speed * 1e6) as u64;
+                                // Continue at the new pace from where the engine is: the
+                                // pace's target if it kept up, else its own clock (no debt).
+                                let target = virt_base + (wall_base.elapsed().as_secs_f64() * speed * 1e6) as u64;
+                                let caught_up = engine.next_event_time().is_none_or(|t| t > target);
+                                virt_base = if caught_up { target } else { engine.now_us().min(target) };
                                 wall_base = Instant::now();
                                 speed = s;
                                 Ok(serde_json::json!({"speed": s}))

@@ -21,6 +21,8 @@ pub struct JobTemplate {
     pub name: String,
     pub entrypoint: String,
     pub driver: SpecId,
+    /// The most tasks and actors one job of this template creates (for admission).
+    pub tasks: u64,
 }
 
 /// A steady stream of jobs drawn from weighted templates.
@@ -109,6 +111,12 @@ impl Builder<'_> {
 
     /// Build one workload into specs; returns its job template.
     pub fn template(&mut self, w: &WorkloadConfig) -> JobTemplate {
+        let mut t = self.program_for(w);
+        t.tasks = crate::config::limits::job_tasks(w).min(u64::MAX as f64) as u64;
+        t
+    }
+
+    fn program_for(&mut self, w: &WorkloadConfig) -> JobTemplate {
         match w {
             WorkloadConfig::FlowInsight(c) => self.flow_insight(c),
             WorkloadConfig::FanOut(c) => self.fan_out(c),
@@ -190,7 +198,7 @@ impl Builder<'_> {
                 Op::Get,
             ],
         );
-        JobTemplate { name: c.name.clone(), entrypoint: format!("flow-insight --depth {}", c.root_depth()), driver }
+        JobTemplate { name: c.name.clone(), entrypoint: format!("flow-insight --depth {}", c.root_depth()), driver, tasks: 0 }
     }
 
     fn fan_out(&mut self, c: &FanOutConfig) -> JobTemplate {
@@ -233,7 +241,7 @@ impl Builder<'_> {
         } else {
             format!("fan-out --tasks {}", c.tasks)
         };
-        JobTemplate { name: c.name.clone(), entrypoint, driver }
+        JobTemplate { name: c.name.clone(), entrypoint, driver, tasks: 0 }
     }
 
     fn training(&mut self, c: &TrainingConfig) -> JobTemplate {
@@ -287,6 +295,7 @@ impl Builder<'_> {
             name: c.name.clone(),
             entrypoint: format!("train --workers {} --steps {}", c.workers, c.steps),
             driver,
+            tasks: 0,
         }
     }
 
@@ -332,6 +341,7 @@ impl Builder<'_> {
             name: c.name.clone(),
             entrypoint: format!("actor-pool --actors {} --calls {}", c.actors, c.calls_per_actor),
             driver,
+            tasks: 0,
         }
     }
 }

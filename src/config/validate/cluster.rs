@@ -203,8 +203,11 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.at_least("sim.dead_actor_capacity".into(), sim.dead_actor_capacity as u64, 1);
     p.at_least("sim.event_log_capacity".into(), sim.event_log_capacity as u64, 1);
     p.at_least("sim.finished_job_capacity".into(), sim.finished_job_capacity as u64, 1);
+    p.at_least("sim.dead_node_capacity".into(), sim.dead_node_capacity as u64, 1);
 
     let srv = &c.server;
+    /// Tokio's semaphore holds at most this many permits; no real server needs more.
+    const MAX_CONNECTIONS: usize = 1_000_000;
     if srv.listen.trim().parse::<SocketAddr>().is_err() {
         p.push(
             "server.listen",
@@ -215,6 +218,23 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
         p.push("server.stream_interval", "must be greater than 0 (e.g. 2s)");
     }
     p.at_least("server.max_stream_clients".into(), srv.max_stream_clients as u64, 1);
+    p.at_least("server.max_connections".into(), srv.max_connections as u64, 1);
+    if srv.max_connections > MAX_CONNECTIONS {
+        p.push("server.max_connections", format!("must be at most {MAX_CONNECTIONS}, got {}", srv.max_connections));
+    }
+    if srv.header_read_timeout.0 == 0 || srv.header_read_timeout.0 > 3_600_000_000 {
+        p.push("server.header_read_timeout", "must be greater than 0 and at most 1h (e.g. 10s)");
+    }
+    for (i, origin) in srv.allowed_origins.iter().flatten().enumerate() {
+        let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+        let valid = origin == "*" || rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', '?', '#', ' ']));
+        if !valid {
+            p.push(
+                format!("server.allowed_origins[{i}]"),
+                format!("`{origin}` is not an origin: expected scheme://host[:port] such as https://grafana.example.com, or *"),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,205 @@
+//! How much work one config or one submitted job may ask for (`cluster.limits`).
+//!
+//! Owns: the limits, the size estimate of one job (tasks and actors it can create at
+//! most), and the checks every path shares: config validation (`check`, `simulate`,
+//! `serve`, and the Jobs API, which loads a submitted workload as a config) and the
+//! engine's admission of each job against the work already live ([`admit`]).
+//!
+//! Why: a record costs the model about a kilobyte, so one `fan-out --tasks 4000000000`
+//! or a 3M-node cluster aborted the process on allocation failure. The defaults are far
+//! above anything the examples or a real user asks for (`examples/scale.yaml`: 2,000
+//! nodes, about 1.1M tasks) and keep the model within a few GiB. Every refusal names the
+//! limit and the setting that raises it.
+//!
+//! Must never: refuse a config for something other than its size, or let a refusal go
+//! without the setting's name.
+
+use super::locate::join_key;
+use super::schema::{ClusterConfig, Config};
+use super::validate::Problems;
+use super::workloads::WorkloadConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Nodes the cluster may ever hold at once: the head plus every type's start count
+    /// or autoscaler maximum, whichever is larger.
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: u64,
+    /// Tasks and actors one job may create (estimated from its parameters, at most).
+    #[serde(default = "default_max_tasks_per_job")]
+    pub max_tasks_per_job: u64,
+    /// Tasks alive at once across all jobs: a job that would pass it is refused (Jobs
+    /// API: 429) or, arriving from a `job_mix`, dropped like one over
+    /// `max_concurrent_jobs`.
+    #[serde(default = "default_max_live_tasks")]
+    pub max_live_tasks: u64,
+    /// A `job_mix`'s `arrivals_per_minute` at most.
+    #[serde(default = "default_max_arrivals_per_minute")]
+    pub max_arrivals_per_minute: f64,
+}
+
+fn default_max_nodes() -> u64 {
+    10_000
+}
+fn default_max_tasks_per_job() -> u64 {
+    5_000_000
+}
+fn default_max_live_tasks() -> u64 {
+    5_000_000
+}
+fn default_max_arrivals_per_minute() -> f64 {
+    60_000.0
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_nodes: default_max_nodes(),
+            max_tasks_per_job: default_max_tasks_per_job(),
+            max_live_tasks: default_max_live_tasks(),
+            max_arrivals_per_minute: default_max_arrivals_per_minute(),
+        }
+    }
+}
+
+/// The most tasks (actor creations included) one instance of `w` can create. A float,
+/// so absurd parameters (2^64 tasks, a depth-60 tree) saturate instead of wrapping.
+pub fn job_tasks(w: &WorkloadConfig) -> f64 {
+    match w {
+        WorkloadConfig::FanOut(c) => c.tasks as f64 + c.reducers as f64,
+        WorkloadConfig::ActorPool(c) => c.actors as f64 * (c.calls_per_actor as f64 + 1.0),
+        WorkloadConfig::Training(c) => c.workers as f64 * (c.steps as f64 + 1.0),
+        WorkloadConfig::FlowInsight(c) => {
+            // Every actor of the tree (at the widest, when drawn: Σ max_children^d for d
+            // in 1..=depth), each with its constructor, the calls queued on it and the call
+            // that spawns its children. Calls are made one at a time, so this is what can
+            // be live at once; their total over the run costs time, not memory.
+            let actors: f64 = match &c.tree {
+                Some(t) => t.size() as f64,
+                None => {
+                    let width = c.children_range().1.max(1) as f64;
+                    (1..=c.root_depth().min(1_000)).map(|d| width.powi(d as i32)).sum()
+                }
+            };
+            actors * (c.calls_per_child as f64 + 2.0)
+        }
+        WorkloadConfig::JobMix(m) => m.templates.iter().map(|t| job_tasks(&t.workload)).fold(0.0, f64::max),
+    }
+}
+
+/// Whether a job of `tasks` fits beside `live` live tasks; the refusal names the setting.
+pub fn admit(limits: &LimitsConfig, live: u64, tasks: u64) -> Result<(), String> {
+    if live.saturating_add(tasks) <= limits.max_live_tasks {
+        return Ok(());
+    }
+    Err(format!(
+        "the job creates up to {tasks} tasks and {live} are live: together over the limit of {} live tasks \
+         (cluster.limits.max_live_tasks); retry when jobs have finished, or raise the limit",
+        limits.max_live_tasks
+    ))
+}
+
+/// The nodes a cluster may hold at once (see [`LimitsConfig::max_nodes`]).
+pub fn cluster_nodes(c: &ClusterConfig) -> u64 {
+    1 + c
+        .node_types
+        .iter()
+        .map(|t| {
+            let max = t.autoscaler.as_ref().map_or(0, |a| a.max_workers);
+            u64::from(t.count.unwrap_or(0).max(max))
+        })
+        .sum::<u64>()
+}
+
+/// Check a config against its own limits.
+pub(crate) fn check(p: &mut Problems, config: &Config) {
+    let limits = &config.cluster.limits;
+    let nodes = cluster_nodes(&config.cluster);
+    if nodes > limits.max_nodes {
+        p.push(
+            "cluster.node_types",
+            format!(
+                "the cluster could hold {nodes} nodes, over the limit of {} (cluster.limits.max_nodes; raise it to allow more)",
+                limits.max_nodes
+            ),
+        );
+    }
+    let mut one_off = 0.0;
+    for (i, w) in config.workloads.iter().enumerate() {
+        let path = super::locate::join_index("workloads", i);
+        match w {
+            WorkloadConfig::JobMix(m) => {
+                if m.arrivals_per_minute > limits.max_arrivals_per_minute {
+                    p.push(
+                        join_key(&path, "arrivals_per_minute"),
+                        format!(
+                            "{} arrivals per minute is over the limit of {} (cluster.limits.max_arrivals_per_minute)",
+                            m.arrivals_per_minute, limits.max_arrivals_per_minute
+                        ),
+                    );
+                }
+                for (j, t) in m.templates.iter().enumerate() {
+                    let at = join_key(&super::locate::join_index(&join_key(&path, "templates"), j), "workload");
+                    check_job(p, limits, &t.workload, &at);
+                }
+            }
+            other => {
+                check_job(p, limits, other, &path);
+                one_off += job_tasks(other);
+            }
+        }
+    }
+    if one_off > limits.max_live_tasks as f64 && !config.workloads.is_empty() {
+        p.push(
+            "workloads",
+            format!(
+                "the workloads create up to {one_off:.0} tasks, which may all be live at once: over the limit of {} \
+                 (cluster.limits.max_live_tasks)",
+                limits.max_live_tasks
+            ),
+        );
+    }
+}
+
+fn check_job(p: &mut Problems, limits: &LimitsConfig, w: &WorkloadConfig, path: &str) {
+    let tasks = job_tasks(w);
+    if tasks > limits.max_tasks_per_job as f64 {
+        p.push(
+            path.to_string(),
+            format!(
+                "this job creates up to {tasks:.0} tasks and actors, over the limit of {} per job \
+                 (cluster.limits.max_tasks_per_job; raise it to allow more)",
+                limits.max_tasks_per_job
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(yaml: &str) -> WorkloadConfig {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn estimates_saturate_instead_of_wrapping() {
+        assert_eq!(job_tasks(&workload("kind: fan_out\ntasks: 10\nreducers: 2")), 12.0);
+        let huge = job_tasks(&workload("kind: fan_out\ntasks: 18446744073709551615"));
+        assert!(huge > 1e19);
+        let deep = job_tasks(&workload("kind: flow_insight\ndepth: 60\nmax_children: 2"));
+        assert!(deep > 1e18);
+    }
+
+    #[test]
+    fn admission_names_the_setting() {
+        let l = LimitsConfig { max_live_tasks: 100, ..Default::default() };
+        assert!(admit(&l, 50, 50).is_ok());
+        let e = admit(&l, 50, 51).unwrap_err();
+        assert!(e.contains("cluster.limits.max_live_tasks"), "{e}");
+        assert!(admit(&l, u64::MAX, 1).is_err());
+    }
+}

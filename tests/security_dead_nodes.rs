@@ -1,0 +1,59 @@
+//! Issue 7, A7: the node table forgets the longest-dead nodes past
+//! `sim.dead_node_capacity`, as Ray's GCS does with `maximum_gcs_dead_node_cached_count`.
+//! The default config's autoscaler replaces nodes all the time; the table must not grow
+//! with every node it ever replaced, and the model stays consistent when slots are reused.
+
+use rayscope::config::default_config;
+use rayscope::sim::Engine;
+use std::collections::HashSet;
+
+const HOUR_US: u64 = 3_600 * 1_000_000;
+
+/// Run the default config for `hours` of virtual time, checking the node table each
+/// virtual minute; returns the engine and the most slots the table had beyond the most
+/// nodes alive at once.
+fn run(capacity: usize, hours: u64) -> (Engine, usize) {
+    let mut cfg = default_config();
+    cfg.sim.dead_node_capacity = capacity;
+    let mut engine = Engine::new(cfg);
+    let (mut slots, mut most_alive) = (0, 0);
+    let mut t = 0;
+    while t < hours * HOUR_US {
+        t += 60 * 1_000_000;
+        engine.run_until(t);
+        let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
+        let alive = engine.model.nodes.len() - dead;
+        most_alive = most_alive.max(alive);
+        slots = slots.max(engine.model.nodes.len());
+        // Dead nodes past the capacity are kept only while the cluster has shrunk.
+        assert!(
+            dead <= capacity + (most_alive - alive),
+            "{dead} dead nodes kept with sim.dead_node_capacity {capacity} ({alive} alive, at most {most_alive})"
+        );
+    }
+    (engine, slots.saturating_sub(most_alive))
+}
+
+#[test]
+fn dead_nodes_beyond_the_capacity_are_forgotten_and_slots_reused_consistently() {
+    let (engine, extra_slots) = run(5, 2);
+    let m = &engine.model;
+    // The table grows only while fewer than `capacity` nodes are dead: never past the
+    // most nodes alive at once plus the dead kept.
+    assert!(extra_slots <= 5, "node table holds {extra_slots} slots beyond the most nodes alive");
+    let ids: HashSet<&str> = m.nodes.iter().map(|n| n.node_id.as_str()).collect();
+    assert_eq!(ids.len(), m.nodes.len(), "node ids are unique even in reused slots");
+    for (i, n) in m.nodes.iter().enumerate() {
+        assert_eq!(n.idx.index(), i, "a node sits at its own slot");
+    }
+    engine.check_invariants().expect("the model stays consistent after slots are reused");
+}
+
+#[test]
+fn with_a_large_capacity_the_same_run_keeps_more_dead_nodes() {
+    // The same run without the bound biting keeps more than five dead nodes, so the
+    // bounded run above really forgot some.
+    let (engine, _) = run(100_000, 2);
+    let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
+    assert!(dead > 5, "the default config replaced only {dead} nodes in 2 virtual hours");
+}
