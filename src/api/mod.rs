@@ -14,6 +14,7 @@
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
+//! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
@@ -32,6 +33,7 @@ mod entrypoint;
 mod error;
 mod exposition;
 mod history;
+mod job_logs;
 mod jobs;
 mod query;
 mod router;

@@ -8,7 +8,7 @@
 
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
-use super::{alerts, control, exposition, jobs, sd, seed, state_api, stream, MAX_BODY_BYTES};
+use super::{alerts, control, exposition, job_logs, jobs, sd, seed, state_api, stream, MAX_BODY_BYTES};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -40,9 +40,11 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/events", get(seed::events))
         .route("/api/jobs/", get(jobs::list).post(jobs::submit))
         .route("/api/jobs", get(jobs::list).post(jobs::submit))
-        .route("/api/jobs/{id}", get(jobs::get))
+        .route("/api/jobs/{id}", get(jobs::get).delete(jobs::delete))
         .route("/api/jobs/{id}/stop", post(jobs::stop))
-        .route("/api/jobs/{id}/logs", get(jobs::logs))
+        .route("/api/jobs/{id}/logs", get(job_logs::logs))
+        .route("/api/jobs/{id}/logs/tail", get(job_logs::tail))
+        .route("/api/packages/{protocol}/{name}", get(jobs::package_exists).put(jobs::upload_package))
         .route("/api/control/nodes/{ip}/kill", post(control::kill_node))
         .route("/api/control/nodes/{ip}/restore", post(control::restore_node))
         .route("/api/control/actors/{id}/kill", post(control::kill_actor))

@@ -355,6 +355,15 @@ impl Model {
         }
     }
 
+    /// Drop an ended job's record now rather than when the ring evicts it.
+    pub fn forget_job(&mut self, id: JobId) {
+        if self.jobs.get(&id).is_some_and(|j| j.status.is_terminal()) {
+            self.jobs.remove(&id);
+            self.finished_jobs.retain(|j| *j != id);
+            self.task_counts.retain(|k, _| k.job != id);
+        }
+    }
+
     pub fn set_pg_state(&mut self, id: PgId, next: PgState, now: u64) {
         let Some(pg) = self.pgs.get_mut(&id) else { return };
         if pg.state == next {

@@ -94,6 +94,8 @@ pub struct JobView {
     pub driver_node: u32,
     /// The job's driver log (bounded by the engine), for the Jobs API's `/logs`.
     pub log: Vec<String>,
+    /// Lines ever written to the log; `log` holds the last `log.len()` of them.
+    pub log_total: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -418,6 +420,7 @@ impl Engine {
                 end_time_us: j.end_time,
                 driver_node: j.driver_node.0,
                 log: j.log.clone(),
+                log_total: j.log_total,
             })
             .collect();
         let c = &m.counters;
