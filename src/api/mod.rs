@@ -13,6 +13,7 @@
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
+//! | `cluster_rows` | the State API's derived lists: workers, cluster events, runtime envs; the object summary |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
 //! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
@@ -28,6 +29,7 @@
 mod alerts;
 mod app;
 mod auth;
+mod cluster_rows;
 mod control;
 mod entrypoint;
 mod error;

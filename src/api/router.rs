@@ -30,6 +30,7 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/v0/{resource}", get(state_api::list_resource))
         .route("/api/v0/tasks/summarize", get(state_api::summarize_tasks))
         .route("/api/v0/actors/summarize", get(state_api::summarize_actors))
+        .route("/api/v0/objects/summarize", get(state_api::summarize_objects))
         .route("/api/cluster", get(seed::cluster))
         .route("/api/nodes", get(seed::nodes))
         .route("/api/tasks", get(seed::tasks))
