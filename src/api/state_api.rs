@@ -391,6 +391,9 @@ mod tests {
             error: None,
             arg_bytes: 0,
             return_bytes: 0,
+            spec: 0,
+            placement_group: None,
+            history: crate::model::TaskHistory::submitted(id),
         }
     }
 
