@@ -118,7 +118,8 @@ async fn state_api_lists_in_rays_shapes() {
     }
     assert_eq!((a["class_name"].as_str(), a["actor_id"].as_str().unwrap().len()), (Some("PoolActor"), 32));
     let d = s.get("/api/v0/actors?detail=true&limit=1").await.state();
-    assert_eq!(d["result"][0]["num_restarts"], 0);
+    // int64 fields are strings in Ray's JSON.
+    assert_eq!(d["result"][0]["num_restarts"], "0");
     assert!(d["result"][0].get("death_cause").is_some());
 
     let tasks = s.get("/api/v0/tasks?detail=true&limit=5").await.state();
@@ -157,7 +158,13 @@ async fn state_api_lists_in_rays_shapes() {
     let jobs = s.get("/api/v0/jobs").await.state();
     assert_eq!(jobs["total"], 2);
     assert_eq!(jobs["result"][0]["type"], "SUBMISSION");
-    assert_eq!(s.get("/api/v0/workers").await.status, 404);
+    // One driver worker per job, on the head, plus the actors' and running tasks' workers.
+    let workers = s.get("/api/v0/workers?worker_type=DRIVER").await.state();
+    assert_eq!(workers["num_filtered"], 2, "{workers}");
+    assert!(workers["result"].as_array().unwrap().iter().all(|w| w["worker_id"].as_str().unwrap().len() == 56));
+    let workers = s.get("/api/v0/workers?limit=1000").await.state();
+    assert!(workers["num_filtered"].as_u64().unwrap() > 2, "{workers}");
+    assert_eq!(s.get("/api/v0/nonsense").await.status, 404);
     s.stop().await;
 }
 

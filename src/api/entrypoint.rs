@@ -129,7 +129,8 @@ pub fn builtin_names() -> Vec<String> {
 
 /// Parse `fan-out --tasks 1000 --reducers 10` into a workload, validated against `cluster`.
 pub fn parse_entrypoint(entrypoint: &str, cluster: &ClusterConfig) -> Result<WorkloadConfig, WorkloadError> {
-    let mut words = entrypoint.split_whitespace();
+    let words = shell_words(entrypoint)?;
+    let mut words = words.iter().map(String::as_str);
     let Some(name) = words.next() else {
         return Err(entrypoint_error(
             format!("the entrypoint is empty; name a built-in workload: {}", builtin_names().join(", ")),
@@ -201,6 +202,28 @@ pub fn parse_entrypoint(entrypoint: &str, cluster: &ClusterConfig) -> Result<Wor
     })
 }
 
+/// Split an entrypoint as a POSIX shell would (quotes, escapes), since Ray's CLI
+/// shell-quotes the argv it is given (`ray job submit -- fan-out --name 'a b'`). A
+/// command quoted whole (`ray job submit -- "fan-out --tasks 50"` arrives as
+/// `'fan-out --tasks 50'`) is one word holding spaces: it is split once more, as
+/// `sh -c` would run it.
+fn shell_words(entrypoint: &str) -> Result<Vec<String>, WorkloadError> {
+    let split = |text: &str| {
+        shlex::split(text).ok_or_else(|| {
+            entrypoint_error(
+                format!("the entrypoint {text:?} has an unterminated quote or a trailing backslash"),
+                None,
+                Vec::new(),
+            )
+        })
+    };
+    let words = split(entrypoint)?;
+    match words.as_slice() {
+        [only] if only.split_whitespace().nth(1).is_some() => split(only),
+        _ => Ok(words),
+    }
+}
+
 /// Parse one workload written in YAML (a mapping with `kind`, as under `workloads:` in
 /// a config file), validated against `cluster`. Errors carry the line and column in
 /// `yaml` itself.
@@ -218,6 +241,18 @@ pub fn parse_workload_yaml(yaml: &str, cluster: &ClusterConfig) -> Result<Worklo
             let raw = e.to_string();
             let message = raw.replacen(&format!(" at line {line} column {column}"), "", 1);
             return Err(located(line, column, None, format!("invalid YAML: {message}")));
+        }
+        Ok(serde_yaml::Value::Mapping(m)) if m.contains_key("start") => {
+            // A config's `start` delays a workload from the run's beginning; a submitted
+            // job starts when it is submitted, so a `start` here could only be ignored.
+            let line = yaml.lines().position(|l| l.starts_with("start")).map_or(1, |i| i + 1);
+            return Err(located(
+                line,
+                1,
+                Some("start".to_string()),
+                "start: a submitted job starts when it is submitted; remove `start` (submit the job later to delay it)"
+                    .to_string(),
+            ));
         }
         Ok(serde_yaml::Value::Mapping(_)) => {}
         Ok(_) => {
@@ -323,6 +358,30 @@ mod tests {
             parse_entrypoint("train --workers 1 --steps 50 --bundle-gpu 0 --bundle-cpu 1", &cluster()).unwrap(),
             WorkloadConfig::Training(_)
         ));
+    }
+
+    #[test]
+    fn entrypoints_split_as_a_shell_would() {
+        // `ray job submit -- fan-out --name 'a b'` sends the argv shell-quoted.
+        match parse_entrypoint("fan-out --tasks 7 --name 'map job'", &cluster()).unwrap() {
+            WorkloadConfig::FanOut(c) => assert_eq!((c.tasks, c.name.as_str()), (7, "map job")),
+            other => panic!("{other:?}"),
+        }
+        // `ray job submit -- "fan-out --tasks 50"`: the whole command quoted as one word.
+        match parse_entrypoint("'fan-out --tasks 50'", &cluster()).unwrap() {
+            WorkloadConfig::FanOut(c) => assert_eq!(c.tasks, 50),
+            other => panic!("{other:?}"),
+        }
+        let e = parse_entrypoint("fan-out --name 'open", &cluster()).unwrap_err();
+        assert!(e.message.contains("unterminated quote"), "{e}");
+    }
+
+    #[test]
+    fn a_submitted_workload_refuses_start_instead_of_ignoring_it() {
+        let e = parse_workload_yaml("kind: fan_out\ntasks: 3\nstart: 10m\n", &cluster()).unwrap_err();
+        assert_eq!((e.field, e.at.as_deref(), e.position), ("workload", Some("start"), Some((3, 1))));
+        assert!(e.message.contains("submitted"), "{e}");
+        assert!(parse_workload_yaml("kind: fan_out\ntasks: 3\n", &cluster()).is_ok());
     }
 
     #[test]

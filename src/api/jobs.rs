@@ -16,7 +16,7 @@ use super::state_api::job_extra;
 use crate::sim::control::Control;
 use crate::sim::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -153,15 +153,32 @@ pub(crate) async fn stop(
     Ok(json_ok(json!({"stopped": reply["stopped"].as_bool().unwrap_or(false)})))
 }
 
-/// `GET /api/jobs/{id}/logs`
-pub(crate) async fn logs(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
-    let i = find(&snap, &id)?;
-    let mut logs = snap.jobs[i].log.join("\n");
-    if !logs.is_empty() {
-        logs.push('\n');
-    }
-    Ok(json_ok(json!({"logs": logs})))
+/// `DELETE /api/jobs/{id}`: forget an ended job (Ray refuses a live one).
+pub(crate) async fn delete(
+    _: Authorized,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let reply = app.control(Control::DeleteJob { id: id.clone() }).await?;
+    tracing::info!(job = %id, "job deleted");
+    Ok(json_ok(json!({"deleted": reply["deleted"].as_bool().unwrap_or(false)})))
+}
+
+/// `GET /api/packages/{protocol}/{name}`: rayscope runs no user code, so it keeps no
+/// packages, and Ray's client, told a package is missing, uploads it and goes on.
+pub(crate) async fn package_exists(Path((protocol, name)): Path<(String, String)>) -> ApiError {
+    ApiError::not_found(format!("Package {protocol}://{name} does not exist"))
+}
+
+/// `PUT /api/packages/{protocol}/{name}`: a `--working-dir` or `py_modules` upload.
+/// Accepted (within the body limit) and dropped: the simulated job never reads it.
+pub(crate) async fn upload_package(
+    _: Authorized,
+    Path((protocol, name)): Path<(String, String)>,
+    Body(body): Body,
+) -> Response {
+    tracing::info!(package = %format!("{protocol}://{name}"), bytes = body.len(), "package upload accepted and dropped");
+    axum::http::StatusCode::OK.into_response()
 }
 
 /// `GET /api/version`, as Ray's dashboard answers it (Jobs API version 4).

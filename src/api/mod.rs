@@ -14,7 +14,9 @@
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
+//! | `cluster_rows` | the State API's derived lists: workers, cluster events, runtime envs; the object summary |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
+//! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
@@ -28,11 +30,13 @@
 mod alerts;
 mod app;
 mod auth;
+mod cluster_rows;
 mod control;
 mod entrypoint;
 mod error;
 mod exposition;
 mod history;
+mod job_logs;
 mod jobs;
 mod query;
 mod router;

@@ -9,7 +9,7 @@
 
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
-use super::{alerts, control, exposition, jobs, sd, seed, state_api, stream, MAX_BODY_BYTES};
+use super::{alerts, control, exposition, job_logs, jobs, sd, seed, state_api, stream, MAX_BODY_BYTES};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -31,6 +31,7 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/v0/{resource}", get(state_api::list_resource))
         .route("/api/v0/tasks/summarize", get(state_api::summarize_tasks))
         .route("/api/v0/actors/summarize", get(state_api::summarize_actors))
+        .route("/api/v0/objects/summarize", get(state_api::summarize_objects))
         .route("/api/cluster", get(seed::cluster))
         .route("/api/nodes", get(seed::nodes))
         .route("/api/tasks", get(seed::tasks))
@@ -41,9 +42,11 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/events", get(seed::events))
         .route("/api/jobs/", get(jobs::list).post(jobs::submit))
         .route("/api/jobs", get(jobs::list).post(jobs::submit))
-        .route("/api/jobs/{id}", get(jobs::get))
+        .route("/api/jobs/{id}", get(jobs::get).delete(jobs::delete))
         .route("/api/jobs/{id}/stop", post(jobs::stop))
-        .route("/api/jobs/{id}/logs", get(jobs::logs))
+        .route("/api/jobs/{id}/logs", get(job_logs::logs))
+        .route("/api/jobs/{id}/logs/tail", get(job_logs::tail))
+        .route("/api/packages/{protocol}/{name}", get(jobs::package_exists).put(jobs::upload_package))
         .route("/api/control/nodes/{ip}/kill", post(control::kill_node))
         .route("/api/control/nodes/{ip}/restore", post(control::restore_node))
         .route("/api/control/actors/{id}/kill", post(control::kill_actor))

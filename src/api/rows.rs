@@ -13,7 +13,7 @@
 //! index (56 hex); a placement group id is 14 unique bytes then the job id (36 hex).
 //! [`parse_actor_id`] reads an actor id back for the control API.
 
-use crate::model::{JobId, ObjectStatus, TaskType};
+use crate::model::{JobId, TaskType};
 use crate::sim::snapshot::{JobView, Snapshot, Tables};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -36,7 +36,7 @@ pub(crate) struct Column {
     pub detail: bool,
 }
 
-const fn col(name: &'static str, kind: Kind, filterable: bool, detail: bool) -> Column {
+pub(crate) const fn col(name: &'static str, kind: Kind, filterable: bool, detail: bool) -> Column {
     Column { name, kind, filterable, detail }
 }
 
@@ -88,8 +88,13 @@ const ACTOR_COLUMNS: &[Column] = &[
     col("is_detached", Bool, false, true),
     col("placement_group_id", Str, true, true),
     col("repr_name", Str, true, true),
-    col("num_restarts", Int, false, true),
-    col("num_restarts_due_to_lineage_reconstruction", Int, false, true),
+    // int64 fields, which Ray's protobuf-to-JSON conversion writes as strings.
+    col("num_restarts", Str, false, true),
+    col("num_restarts_due_to_lineage_reconstruction", Str, false, true),
+    col("num_restarts_due_to_node_preemption", Str, false, true),
+    col("call_site", Str, false, true),
+    col("label_selector", Json, false, true),
+    col("fallback_strategy", Json, false, true),
 ];
 
 const TASK_COLUMNS: &[Column] = &[
@@ -118,12 +123,16 @@ const TASK_COLUMNS: &[Column] = &[
     col("task_log_info", Json, false, true),
     col("error_message", Str, false, true),
     col("is_debugger_paused", Bool, true, true),
+    col("call_site", Str, false, true),
+    col("label_selector", Json, false, true),
+    col("fallback_strategy", Json, false, true),
 ];
 
 const OBJECT_COLUMNS: &[Column] = &[
     col("object_id", Str, true, false),
     col("object_size", Int, true, false),
     col("task_status", Str, true, false),
+    col("attempt_number", Int, true, false),
     col("reference_type", Str, true, false),
     col("call_site", Str, true, false),
     col("type", Str, true, false),
@@ -139,6 +148,8 @@ const PG_COLUMNS: &[Column] = &[
     col("bundles", Json, false, true),
     col("is_detached", Bool, true, true),
     col("stats", Json, false, true),
+    col("topology_strategy", Json, false, true),
+    col("topology_assignments", Json, false, true),
 ];
 
 /// The resources `/api/v0/<name>` lists.
@@ -150,6 +161,10 @@ pub(crate) enum Resource {
     Tasks,
     Objects,
     PlacementGroups,
+    /// Derived per request by `cluster_rows` (never read through [`Ctx::cell`]).
+    Workers,
+    ClusterEvents,
+    RuntimeEnvs,
 }
 
 impl Resource {
@@ -161,6 +176,9 @@ impl Resource {
             Resource::Tasks => "tasks",
             Resource::Objects => "objects",
             Resource::PlacementGroups => "placement_groups",
+            Resource::Workers => "workers",
+            Resource::ClusterEvents => "cluster_events",
+            Resource::RuntimeEnvs => "runtime_envs",
         }
     }
 
@@ -172,12 +190,18 @@ impl Resource {
             Resource::Tasks => TASK_COLUMNS,
             Resource::Objects => OBJECT_COLUMNS,
             Resource::PlacementGroups => PG_COLUMNS,
+            Resource::Workers => super::cluster_rows::WORKER_COLUMNS,
+            Resource::ClusterEvents => super::cluster_rows::CLUSTER_EVENT_COLUMNS,
+            Resource::RuntimeEnvs => super::cluster_rows::RUNTIME_ENV_COLUMNS,
         }
     }
 
     /// Whether rows come from the engine's on-demand tables (rather than the snapshot proper).
     pub fn uses_tables(self) -> bool {
-        matches!(self, Resource::Actors | Resource::Tasks | Resource::Objects | Resource::PlacementGroups)
+        matches!(
+            self,
+            Resource::Actors | Resource::Tasks | Resource::Objects | Resource::PlacementGroups | Resource::Workers
+        )
     }
 
     pub fn column(self, name: &str) -> Option<usize> {
@@ -242,6 +266,40 @@ pub(crate) fn pg_hex(pg: u32, job: u32) -> String {
     format!("{pg:028x}{}", job_hex(job))
 }
 
+/// A worker id (28 bytes, 56 hex) for a worker process.
+pub(crate) fn worker_hex(pid: u32) -> String {
+    format!("{}{pid:08x}", "e".repeat(48))
+}
+
+/// Ray's `JobDetails.message` wording for a job's status; the model's own reason is
+/// kept in the failure message, as Ray puts the driver's last lines there.
+fn job_message(j: &JobView) -> Cell<'_> {
+    use crate::model::JobStatus::*;
+    match j.status {
+        Pending => s("Job has not started yet."),
+        Running => s("Job is currently running."),
+        Stopped => s("Job was intentionally stopped."),
+        Succeeded => s("Job finished successfully."),
+        Failed => owned(format!(
+            "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n{}",
+            j.message
+        )),
+    }
+}
+
+/// The `ActorDiedErrorContext.reason` matching the model's death cause.
+fn death_reason(cause: &str) -> &'static str {
+    if cause.contains("ray.kill") {
+        "RAY_KILL"
+    } else if cause.contains("node") {
+        "NODE_DIED"
+    } else if cause.contains("owner") || cause.contains("job finished") {
+        "OWNER_DIED"
+    } else {
+        "WORKER_DIED"
+    }
+}
+
 /// An actor id as the State API shows it (32 hex) or as the event log does (short hex).
 pub(crate) fn parse_actor_id(id: &str) -> Option<u64> {
     let id = id.trim();
@@ -265,7 +323,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn ms(&self, us: u64) -> i64 {
+    pub(crate) fn ms(&self, us: u64) -> i64 {
         (self.epoch_ms_at_zero + us / 1000) as i64
     }
 
@@ -276,9 +334,27 @@ impl Ctx<'_> {
         }
     }
 
-    fn actor_pid(&self, actor: u64) -> Option<u32> {
+    pub(crate) fn actor_pid(&self, actor: u64) -> Option<u32> {
         let actors = &self.tables.actors;
         actors.binary_search_by_key(&actor, |a| a.id).ok().map(|i| actors[i].pid)
+    }
+
+    /// The worker process a task ran in: its actor's, its driver's, or (once leased to
+    /// a node) the task worker's; `None` while it waits for a node.
+    fn task_worker_pid(&self, t: &crate::sim::snapshot::TaskRow) -> Option<u32> {
+        match (t.kind, t.actor) {
+            (TaskType::DriverTask, _) => Some(crate::model::driver_pid(t.job)),
+            (_, Some(a)) => self.actor_pid(a),
+            _ => t.node.map(|_| crate::model::worker_pid(t.id)),
+        }
+    }
+
+    /// A call spec's resource request as Ray's `required_resources`.
+    fn required_resources(&self, spec: u32) -> Cell<'_> {
+        match self.tables.spec_requests.get(spec as usize) {
+            Some(request) => Cell::Json(Value::Object(request.iter().map(|(r, q)| (r.clone(), json!(q))).collect())),
+            None => Cell::Null,
+        }
     }
 
     pub fn len(&self, r: Resource) -> usize {
@@ -289,6 +365,7 @@ impl Ctx<'_> {
             Resource::Tasks => self.tables.tasks.len(),
             Resource::Objects => self.tables.objects.len(),
             Resource::PlacementGroups => self.tables.placement_groups.len(),
+            Resource::Workers | Resource::ClusterEvents | Resource::RuntimeEnvs => 0,
         }
     }
 
@@ -302,6 +379,7 @@ impl Ctx<'_> {
             Resource::Tasks => self.task_cell(i, name),
             Resource::Objects => self.object_cell(i, name),
             Resource::PlacementGroups => self.pg_cell(i, name),
+            Resource::Workers | Resource::ClusterEvents | Resource::RuntimeEnvs => Cell::Null,
         }
     }
 
@@ -337,9 +415,10 @@ impl Ctx<'_> {
                 }
                 Cell::Json(Value::Object(m))
             }
-            "labels" => Cell::Json(json!({"ray.io/node_id": n.node_id, "ray.io/node-group": n.node_type})),
+            "labels" => Cell::Json(json!({"ray.io/node-id": n.node_id, "ray.io/node-group": n.node_type})),
             "start_time_ms" => Cell::Int(self.ms(n.started_at_us)),
-            "end_time_ms" => n.died_at_us.map_or(Cell::Null, |t| Cell::Int(self.ms(t))),
+            // Ray reports 0 until the node dies.
+            "end_time_ms" => Cell::Int(n.died_at_us.map_or(0, |t| self.ms(t))),
             _ => Cell::Null,
         }
     }
@@ -352,7 +431,7 @@ impl Ctx<'_> {
             "entrypoint" => s(&j.entrypoint),
             "type" => s("SUBMISSION"),
             "status" => s(j.status.as_str()),
-            "message" => s(&j.message),
+            "message" => job_message(j),
             "error_type" => match j.status {
                 crate::model::JobStatus::Failed => s("JOB_ENTRYPOINT_COMMAND_ERROR"),
                 _ => Cell::Null,
@@ -389,21 +468,34 @@ impl Ctx<'_> {
             "pid" => Cell::Int(a.pid as i64),
             "ray_namespace" => s("default"),
             "serialized_runtime_env" => s("{}"),
-            "required_resources" => Cell::Null,
+            "required_resources" => self.required_resources(a.creation_spec),
             "death_cause" => match &a.death_cause {
-                Some(cause) => Cell::Json(json!({"actor_died_error_context": {
-                    "error_message": cause,
-                    "actor_id": actor_hex(a.id, a.job),
-                    "class_name": self.snap.name(a.class),
-                    "pid": a.pid,
-                }})),
+                Some(cause) => {
+                    let node_ip = a.node.and_then(|n| self.snap.node(n)).map_or("", |n| n.ip.as_str());
+                    Cell::Json(json!({"actor_died_error_context": {
+                        "error_message": cause,
+                        "owner_id": "",
+                        "owner_ip_address": self.snap.node(self.snap.head).map_or("", |n| n.ip.as_str()),
+                        "node_ip_address": node_ip,
+                        "pid": a.pid,
+                        "name": "",
+                        "ray_namespace": "default",
+                        "class_name": self.snap.name(a.class),
+                        "actor_id": actor_hex(a.id, a.job),
+                        "never_started": a.node.is_none(),
+                        "reason": death_reason(cause),
+                    }}))
+                }
                 None => Cell::Null,
             },
             "is_detached" => Cell::Bool(false),
-            "placement_group_id" => Cell::Null,
+            "placement_group_id" => a.placement_group.map_or(Cell::Null, |p| owned(pg_hex(p, a.job))),
             "repr_name" => s(""),
-            "num_restarts" => Cell::Int(a.num_restarts as i64),
-            "num_restarts_due_to_lineage_reconstruction" => Cell::Int(0),
+            "num_restarts" => owned(a.num_restarts.to_string()),
+            "num_restarts_due_to_lineage_reconstruction" | "num_restarts_due_to_node_preemption" => s("0"),
+            // Ray records call sites only with RAY_record_task_actor_creation_sites=1.
+            "call_site" => s(""),
+            "label_selector" | "fallback_strategy" => Cell::Json(json!({})),
             _ => Cell::Null,
         }
     }
@@ -425,22 +517,21 @@ impl Ctx<'_> {
                 None => owned(task_hex(0, t.job, TaskType::DriverTask)),
             },
             "node_id" => self.node_id(t.node),
-            "worker_id" => Cell::Null,
-            "worker_pid" => t.actor.and_then(|a| self.actor_pid(a)).map_or(Cell::Null, |p| Cell::Int(p as i64)),
+            "worker_id" => self.task_worker_pid(t).map_or(Cell::Null, |p| owned(worker_hex(p))),
+            "worker_pid" => self.task_worker_pid(t).map_or(Cell::Null, |p| Cell::Int(p as i64)),
             "error_type" => t.error.map_or(Cell::Null, |e| s(e.as_str())),
             "language" => s("PYTHON"),
-            "required_resources" | "runtime_env_info" | "profiling_data" | "task_log_info" => Cell::Null,
-            "placement_group_id" => Cell::Null,
-            "events" => {
-                let mut events = vec![json!({"state": "PENDING_ARGS_AVAIL", "created_ms": self.ms(t.submitted_at_us)})];
-                if let Some(start) = t.started_at_us {
-                    events.push(json!({"state": "RUNNING", "created_ms": self.ms(start)}));
-                }
-                if let Some(end) = t.ended_at_us {
-                    events.push(json!({"state": t.state.as_str(), "created_ms": self.ms(end)}));
-                }
-                Cell::Json(Value::Array(events))
-            }
+            "required_resources" => self.required_resources(t.spec),
+            "runtime_env_info" | "profiling_data" | "task_log_info" => Cell::Null,
+            "placement_group_id" => t.placement_group.map_or(Cell::Null, |p| owned(pg_hex(p, t.job))),
+            // One entry per state this attempt entered, in Ray's order, with Ray's
+            // float milliseconds (`int(ns) // 1e6`).
+            "events" => Cell::Json(Value::Array(
+                t.history
+                    .events(t.kind, t.state)
+                    .map(|(state, ms)| json!({"state": state.as_str(), "created_ms": (self.epoch_ms_at_zero + ms) as f64}))
+                    .collect(),
+            )),
             "creation_time_ms" => Cell::Int(self.ms(t.submitted_at_us)),
             "start_time_ms" => opt_int(t.started_at_us.map(|v| self.ms(v) as u64)),
             "end_time_ms" => opt_int(t.ended_at_us.map(|v| self.ms(v) as u64)),
@@ -449,6 +540,8 @@ impl Ctx<'_> {
                 None => Cell::Null,
             },
             "is_debugger_paused" => Cell::Bool(false),
+            "call_site" => s(""),
+            "label_selector" | "fallback_strategy" => Cell::Json(json!({})),
             _ => Cell::Null,
         }
     }
@@ -458,20 +551,15 @@ impl Ctx<'_> {
         match name {
             "object_id" => owned(object_hex(o.id, o.job)),
             "object_size" => Cell::Int(o.size as i64),
-            "task_status" => s(match o.status {
-                ObjectStatus::Ready => "FINISHED",
-                ObjectStatus::Failed => "FAILED",
-                ObjectStatus::Pending | ObjectStatus::Lost => "NIL",
-            }),
+            "task_status" => s(o.task_status.as_str()),
+            "attempt_number" => Cell::Int(o.attempt as i64),
             "reference_type" => s(if o.refs > 1 { "USED_BY_PENDING_TASK" } else { "LOCAL_REFERENCE" }),
             // Ray records call sites only with RAY_record_ref_creation_sites=1.
             "call_site" => s("disabled"),
             "type" => s("WORKER"),
-            "pid" => Cell::Null,
-            "ip" => match o.node.and_then(|n| self.snap.node(n)) {
-                Some(n) => s(&n.ip),
-                None => Cell::Null,
-            },
+            // The owner's worker holds the reference Ray lists.
+            "pid" => Cell::Int(o.owner_pid as i64),
+            "ip" => self.snap.node(o.owner_node).map_or(s(""), |n| s(&n.ip)),
             _ => Cell::Null,
         }
     }
@@ -499,6 +587,7 @@ impl Ctx<'_> {
             )),
             "is_detached" => Cell::Bool(false),
             "stats" => Cell::Json(json!({"scheduling_state": p.state.as_str(), "strategy": p.strategy.as_str()})),
+            "topology_strategy" | "topology_assignments" => Cell::Null,
             _ => Cell::Null,
         }
     }

@@ -1,5 +1,6 @@
-//! Ray's State API: `/api/v0/{nodes,jobs,actors,tasks,objects,placement_groups}` and
-//! `/api/v0/{tasks,actors}/summarize`, in Ray's envelope
+//! Ray's State API: `/api/v0/{nodes,jobs,actors,tasks,objects,placement_groups}`, the
+//! derived `/api/v0/{workers,cluster_events,runtime_envs}` (see `cluster_rows`) and
+//! `/api/v0/{tasks,actors,objects}/summarize`, in Ray's envelope
 //! `{"result": true, "msg": "", "data": {"result": {...}}}`, so `ray list` and
 //! `ray summary` pointed at rayscope read it as they read a Ray dashboard.
 //!
@@ -14,6 +15,7 @@
 //! [`EngineHandle::want_tables`]: crate::sim::runner::EngineHandle::want_tables
 
 use super::app::{tables_age_seconds, App, AppState};
+use super::cluster_rows;
 use super::error::ApiError;
 use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
@@ -26,8 +28,17 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const RESOURCES: &[Resource] =
-    &[Resource::Nodes, Resource::Jobs, Resource::Actors, Resource::Tasks, Resource::Objects, Resource::PlacementGroups];
+const RESOURCES: &[Resource] = &[
+    Resource::Nodes,
+    Resource::Jobs,
+    Resource::Actors,
+    Resource::Tasks,
+    Resource::Objects,
+    Resource::PlacementGroups,
+    Resource::Workers,
+    Resource::ClusterEvents,
+    Resource::RuntimeEnvs,
+];
 
 /// One page of a listing.
 #[derive(Debug)]
@@ -173,6 +184,13 @@ pub(crate) async fn list_resource(
         ApiError::not_found(format!("no State API resource {name:?}; valid resources: {}", valid.join(", ")))
             .with("valid", valid)
     })?;
+    if matches!(r, Resource::Workers | Resource::ClusterEvents | Resource::RuntimeEnvs) {
+        let q = query::parse(raw.as_deref(), r, &[])?;
+        let ((total, num_filtered, rows, next), warnings) =
+            with_ctx(app, r.uses_tables(), move |ctx, _| cluster_rows::page(r, cluster_rows::all_rows(ctx, r), &q))
+                .await?;
+        return Ok(json_response(&envelope(total, num_filtered, Value::Array(rows), &warnings), next));
+    }
     let mut q = query::parse(raw.as_deref(), r, &["page_token"])?;
     // A page token pins the snapshot the first page came from, so paging through a
     // table the engine keeps rebuilding sees every row exactly once.
@@ -280,6 +298,22 @@ pub(crate) async fn summarize_tasks(
     Ok(json_response(&envelope(total, filtered, summary, &warnings), None))
 }
 
+/// `GET /api/v0/objects/summarize`: Ray's object summary, by call site.
+pub(crate) async fn summarize_objects(
+    State(app): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let q = query::parse(raw.as_deref(), Resource::Objects, &["summary_by"])?;
+    if let Some((_, by)) = q.extra.iter().find(|(k, _)| k == "summary_by") {
+        if by != "callsite" {
+            return Err(ApiError::parameter("summary_by", format!("summary_by {by:?} is not supported; use callsite")));
+        }
+    }
+    let ((total, filtered, summary), warnings) =
+        with_ctx(app, true, move |ctx, _| cluster_rows::summarize_objects(ctx, &q)).await?;
+    Ok(json_response(&envelope(total, filtered, summary, &warnings), None))
+}
+
 /// `GET /api/v0/actors/summarize`: per class, its state counts.
 pub(crate) async fn summarize_actors(
     State(app): State<AppState>,
@@ -357,6 +391,9 @@ mod tests {
             error: None,
             arg_bytes: 0,
             return_bytes: 0,
+            spec: 0,
+            placement_group: None,
+            history: crate::model::TaskHistory::submitted(id),
         }
     }
 

@@ -9,12 +9,19 @@
 //! no process of their own. With a [`crate::host::HostReading`], the head's `gcs`
 //! series are this process's real readings (rayscope plays the GCS); everything else
 //! is modelled from what runs on the node.
+//!
+//! `ray_component_gpu_percentage` and `ray_component_gpu_memory_mb` (labels `ip` and
+//! `Component`, no `pid`, and only for components using a GPU, as Ray reports them):
+//! a node's GPUs in use are shared among its actor processes by count (actors hold
+//! GPUs for their life), or among its busy task workers when no actor runs there.
 
 use std::fmt;
 
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::labels::{ProcessLabels, Title};
+use super::labels::{ComponentLabels, ProcessLabels, Title};
+use super::node::{DEFAULT_GPU_MEMORY, GPU_MEMORY_BUSY_SHARE};
+use crate::host::MIB;
 use super::scrape::{Family, RayVersion, Scrape};
 use super::tasks::rows_of;
 use crate::host::ProcessReading;
@@ -42,6 +49,8 @@ struct Proc<'a> {
     uss: f64,
     shared: f64,
     fds: f64,
+    /// (GPU utilization percent summed over its GPUs, GPU memory MB), when it uses one.
+    gpu: Option<(f64, f64)>,
 }
 
 impl<'a> Proc<'a> {
@@ -54,6 +63,7 @@ impl<'a> Proc<'a> {
             uss: rss * USS_SHARE,
             shared: rss * (1.0 - USS_SHARE),
             fds,
+            gpu: None,
         }
     }
 
@@ -68,6 +78,7 @@ impl<'a> Proc<'a> {
             uss,
             shared: p.shared_bytes.map(|b| b as f64).unwrap_or(rss - uss),
             fds: p.num_fds as f64,
+            gpu: None,
         }
     }
 
@@ -83,12 +94,13 @@ impl<'a> Proc<'a> {
             uss: rss * USS_SHARE,
             shared: rss * (1.0 - USS_SHARE),
             fds: workers * WORKER_FDS,
+            gpu: None,
         }
     }
 }
 
-/// Worker titles of one node: (name, processes, busy processes).
-type Workers<'a> = Vec<(&'a str, f64, f64)>;
+/// Worker titles of one node: (name, processes, busy processes, actor processes).
+type Workers<'a> = Vec<(&'a str, f64, f64, f64)>;
 
 /// The processes of the node at `pos` in the scrape, appended to `out`.
 fn processes<'a>(
@@ -115,11 +127,11 @@ fn processes<'a>(
         |a: &ActorExecutorCount| a.node,
     ) {
         let busy = if a.running { a.count as f64 } else { 0.0 };
-        workers.push((a.class.as_str(), a.count as f64, busy));
+        workers.push((a.class.as_str(), a.count as f64, busy, a.count as f64));
     }
     for t in rows_of(&s.snap.running_counts, n.idx, |t: &RunningCount| t.node) {
         if !t.name.contains('.') {
-            workers.push((t.name.as_str(), t.count as f64, t.count as f64));
+            workers.push((t.name.as_str(), t.count as f64, t.count as f64, 0.0));
         }
     }
     let free_cpus = n
@@ -128,13 +140,14 @@ fn processes<'a>(
         .find(|r| r.0 == "CPU")
         .map(|r| r.2.floor())
         .unwrap_or(0.0);
-    workers.push(("IDLE", free_cpus, 0.0));
+    workers.push(("IDLE", free_cpus, 0.0, 0.0));
     workers.sort_unstable_by(|a, b| a.0.cmp(b.0));
     workers.dedup_by(|later, kept| {
         let same = later.0 == kept.0;
         if same {
             kept.1 += later.1;
             kept.2 += later.2;
+            kept.3 += later.3;
         }
         same
     });
@@ -145,12 +158,25 @@ fn processes<'a>(
     } else {
         0.0
     };
-    out.extend(
-        workers
-            .iter()
-            .filter(|w| w.1 > 0.0)
-            .map(|&(name, count, busy)| (pos, Proc::workers(name, count, busy, heap))),
-    );
+    let (gpus_in_use, gpu_mib) = gpus_in_use(n);
+    let actors: f64 = workers.iter().map(|w| w.3).sum();
+    let weight = |w: &(&str, f64, f64, f64)| if actors > 0.0 { w.3 } else { w.2 };
+    let weights: f64 = workers.iter().map(weight).sum();
+    out.extend(workers.iter().filter(|w| w.1 > 0.0).map(|w| {
+        let mut p = Proc::workers(w.0, w.1, w.2, heap);
+        if gpus_in_use > 0.0 && weight(w) > 0.0 {
+            let gpus = gpus_in_use * weight(w) / weights;
+            p.gpu = Some((gpus * 100.0, gpus * GPU_MEMORY_BUSY_SHARE * gpu_mib));
+        }
+        (pos, p)
+    }));
+}
+
+/// GPUs in use on `n` (logical, fractional) and each GPU's memory in MiB.
+fn gpus_in_use(n: &NodeView) -> (f64, f64) {
+    let in_use = n.resources.iter().find(|r| r.0 == "GPU").map_or(0.0, |r| r.1 - r.2);
+    let memory = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY };
+    (in_use, (memory / MIB) as f64)
 }
 
 /// A family: name, help, whether the emulated Ray version has it, reading.
@@ -190,8 +216,25 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             f.sample(&labels, read(p))?;
         }
     }
+    if s.version >= RayVersion(2, 60) {
+        for (name, help, read) in GPU_FAMILIES {
+            let mut f = Family::gauge(enc, name, help);
+            for (pos, p) in &procs {
+                if let Some(gpu) = p.gpu {
+                    f.sample(&ComponentLabels { at: s.target(s.nodes[*pos]), title: p.title }, read(gpu))?;
+                }
+            }
+        }
+    }
     Ok(())
 }
+
+/// GPU families: name, help, reading of (percent, MB).
+#[rustfmt::skip]
+const GPU_FAMILIES: [(&str, &str, fn((f64, f64)) -> f64); 2] = [
+    ("ray_component_gpu_percentage", "GPU usage of all components on the node.", |g| g.0),
+    ("ray_component_gpu_memory_mb", "GPU memory usage of all components on the node.", |g| g.1),
+];
 
 #[cfg(test)]
 mod tests {
@@ -239,6 +282,23 @@ mod tests {
             !workers.iter().any(|s| s.label("Component").contains('.')),
             "actor calls run in their actor's process"
         );
+    }
+
+    #[test]
+    fn gpu_components_share_the_nodes_gpus_in_use() {
+        let snap = cluster();
+        let in_use: f64 = snap
+            .nodes
+            .iter()
+            .filter(|n| n.state == crate::model::NodeState::Alive)
+            .map(|n| super::gpus_in_use(n).0)
+            .sum();
+        assert!(in_use > 0.0, "the test cluster uses GPUs");
+        let e = all();
+        let total = e.sum("ray_component_gpu_percentage", &[]);
+        assert!((total - in_use * 100.0).abs() < 1e-6, "{total} vs {in_use} GPUs");
+        assert!(e.of("ray_component_gpu_memory_mb").all(|s| s.value > 0.0 && !s.has("pid")));
+        assert!(e.of("ray_component_gpu_percentage").any(|s| s.label("Component") == "ray::TrainWorker"));
     }
 
     #[test]

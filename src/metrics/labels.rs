@@ -118,6 +118,22 @@ impl EncodeLabelSet for ProcessLabels<'_> {
     }
 }
 
+/// Series from a node's reporter about one component's GPU use
+/// (`ray_component_gpu_*`): `ip`, `Component`, `instance` (Ray tags these without `pid`).
+#[derive(Clone, Copy)]
+pub(crate) struct ComponentLabels<'a> {
+    pub at: Target<'a>,
+    pub title: Title<'a>,
+}
+
+impl EncodeLabelSet for ComponentLabels<'_> {
+    fn encode(&self, enc: &mut LabelSetEncoder) -> fmt::Result {
+        put(enc, "ip", self.at.ip)?;
+        put(enc, "Component", self.title)?;
+        put(enc, "instance", Instance(self.at.ip, self.at.port))
+    }
+}
+
 /// A GPU's identity: `GpuIndex`, `GpuDeviceName`, `GpuUuid`.
 #[derive(Clone, Copy)]
 pub(crate) struct GpuLabels<'a> {

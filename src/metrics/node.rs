@@ -43,7 +43,7 @@ pub const IO_BLOCK: u64 = MIB;
 /// Memory of a modelled GPU whose config gives none.
 pub const DEFAULT_GPU_MEMORY: u64 = 16 * GIB;
 /// Share of a GPU's memory a busy GPU holds.
-const GPU_MEMORY_BUSY_SHARE: f64 = 0.9;
+pub(crate) const GPU_MEMORY_BUSY_SHARE: f64 = 0.9;
 const GPU_IDLE_MILLIWATTS: f64 = 60_000.0;
 const GPU_BUSY_MILLIWATTS: f64 = 300_000.0;
 const GPU_IDLE_CELSIUS: f64 = 35.0;
@@ -194,7 +194,9 @@ fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
         mem_shared: n.store_used.min(mem_total) as f64,
         host_mem_total: mem_total as f64,
         host_mem_used: mem_used as f64,
-        cgroup: None,
+        // A modelled node is a container (a pod) of its configured size, as Ray nodes
+        // on Kubernetes are: its cgroup holds what the node uses.
+        cgroup: Some((mem_used as f64, mem_total as f64)),
         disk_used: disk_used as f64,
         disk_free: (disk_total - disk_used) as f64,
         disk_utilization: 100.0 * disk_used as f64 / disk_total as f64,
@@ -221,10 +223,11 @@ fn real(h: &HostReading, rates: Rates) -> Hw<'_> {
         mem_shared: h.mem_shared_bytes as f64,
         host_mem_total: h.host_mem_total_bytes as f64,
         host_mem_used: h.host_mem_used_bytes as f64,
-        cgroup: h
-            .cgroup_mem_used_bytes
-            .zip(h.cgroup_mem_limit_bytes)
-            .map(|(u, t)| (u as f64, t as f64)),
+        // Ray caps the cgroup's limit at the host's memory (no limit reads as the host's).
+        cgroup: h.cgroup_mem_used_bytes.map(|u| {
+            let host = h.host_mem_total_bytes as f64;
+            (u as f64, h.cgroup_mem_limit_bytes.map_or(host, |t| (t as f64).min(host)))
+        }),
         disk_used: h.disk_used_bytes as f64,
         disk_free: h.disk_free_bytes as f64,
         disk_utilization: h.disk_utilization_percent,

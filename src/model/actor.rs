@@ -11,6 +11,8 @@ pub struct Actor {
     pub class: NameId,
     pub state: ActorState,
     pub node: Option<NodeIdx>,
+    /// Where it last lived: Ray keeps a dead actor's `node_id`.
+    pub last_node: Option<NodeIdx>,
     /// Call-spec index of the creation task (rerun on restart).
     pub creation_spec: u32,
     pub creation_task: TaskId,

@@ -101,3 +101,15 @@ mod tests {
         assert_eq!(a, node_id_hex(7, NodeIdx(0)));
     }
 }
+
+/// A driver's process id. Drivers and normal-task workers are not processes the model
+/// allocates pids for (actors are), so theirs are derived, in ranges that cannot meet
+/// the actors' (which count up from 1,000) within Linux's `pid_max` (4,194,304).
+pub fn driver_pid(job: u32) -> u32 {
+    2_000_000 + job % 1_000_000
+}
+
+/// The process id of the worker that runs normal task `task` (see [`driver_pid`]).
+pub fn worker_pid(task: u64) -> u32 {
+    3_000_000 + (task % 1_000_000) as u32
+}

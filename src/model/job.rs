@@ -20,6 +20,9 @@ pub struct Job {
     /// Workload template index (the job mix picks among several).
     pub workload: usize,
     pub log: Vec<String>,
+    /// Lines ever written to `log` (the oldest leave at the cap), so a tail can tell
+    /// which lines it has already sent.
+    pub log_total: u64,
 }
 
 impl Job {

@@ -24,7 +24,7 @@ pub use node::{Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
 pub use states::*;
-pub use task::{Exec, Task, TaskRecord};
+pub use task::{Exec, Task, TaskHistory, TaskRecord};
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -264,7 +264,8 @@ impl Model {
     }
 
     /// Add a new task to the table, counted in its initial state.
-    pub fn insert_task(&mut self, task: Task) {
+    pub fn insert_task(&mut self, mut task: Task) {
+        task.history.record(task.state, task.submitted_at);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &task, 1);
         self.counters.tasks_submitted += 1;
         self.tasks.insert(task.id, task);
@@ -282,22 +283,41 @@ impl Model {
         }
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
         t.state = next;
+        t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
         crate::log_event!(self.log, now, "task", "{:x} {} attempt={}", id.0, next.as_str(), t.attempt);
     }
 
-    /// Start a new attempt: the old attempt is counted as it ends; the new one starts pending.
-    pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64) {
+    /// Start a new attempt: the old attempt is counted as it ends and kept as a FAILED
+    /// record with `error` (Ray lists every attempt); the new one starts pending.
+    pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64, error: ErrorType) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
+        let mut failed = t.record(now, 0);
+        failed.state = TaskState::Failed;
+        failed.error = Some(error);
+        failed.history.record(TaskState::Failed, now);
         t.attempt += 1;
         t.state = next;
         t.node = None;
         t.started_at = None;
         t.exec = Exec::default();
+        t.history = TaskHistory::submitted(now);
+        t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
         self.counters.tasks_retried += 1;
         crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
+        self.keep_record(failed);
+    }
+
+    /// Keep an ended attempt's span in the bounded ring.
+    fn keep_record(&mut self, record: TaskRecord) {
+        if self.finished_tasks.len() >= self.finished_task_capacity {
+            self.finished_tasks.pop_front();
+        }
+        if self.finished_task_capacity > 0 {
+            self.finished_tasks.push_back(record);
+        }
     }
 
     /// Remove a task that reached FINISHED or FAILED and keep its span in the bounded ring.
@@ -308,6 +328,7 @@ impl Model {
         }
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, -1);
         t.state = terminal;
+        t.history.record(terminal, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, 1);
         match terminal {
             TaskState::Finished => self.counters.tasks_finished += 1,
@@ -323,12 +344,7 @@ impl Model {
             t.attempt,
             t.error.map(|e| format!(" error={}", e.as_str())).unwrap_or_default()
         );
-        if self.finished_tasks.len() >= self.finished_task_capacity {
-            self.finished_tasks.pop_front();
-        }
-        if self.finished_task_capacity > 0 {
-            self.finished_tasks.push_back(t.record(now, return_bytes));
-        }
+        self.keep_record(t.record(now, return_bytes));
     }
 
     pub fn set_actor_state(&mut self, id: ActorId, next: ActorState, now: u64) {
@@ -372,6 +388,15 @@ impl Model {
                     self.task_counts.retain(|k, _| k.job != old);
                 }
             }
+        }
+    }
+
+    /// Drop an ended job's record now rather than when the ring evicts it.
+    pub fn forget_job(&mut self, id: JobId) {
+        if self.jobs.get(&id).is_some_and(|j| j.status.is_terminal()) {
+            self.jobs.remove(&id);
+            self.finished_jobs.retain(|j| *j != id);
+            self.task_counts.retain(|k, _| k.job != id);
         }
     }
 

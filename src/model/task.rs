@@ -38,6 +38,8 @@ pub struct Task {
     pub error: Option<ErrorType>,
     /// Bytes of arguments fetched from other nodes (for spans and the flow views).
     pub arg_bytes: u64,
+    /// When this attempt entered each of Ray's lifecycle states (the State API's `events`).
+    pub history: TaskHistory,
     pub exec: Exec,
 }
 
@@ -69,6 +71,7 @@ impl Task {
             oom_retries: 0,
             error: None,
             arg_bytes: 0,
+            history: TaskHistory::submitted(now),
             exec: Exec::default(),
         }
     }
@@ -91,6 +94,9 @@ impl Task {
             error: self.error,
             arg_bytes: self.arg_bytes,
             return_bytes,
+            spec: self.spec,
+            bundle: self.bundle.map(|(pg, _)| pg),
+            history: self.history,
         }
     }
 
@@ -139,4 +145,76 @@ pub struct TaskRecord {
     pub error: Option<ErrorType>,
     pub arg_bytes: u64,
     pub return_bytes: u64,
+    /// Call-spec index (its resource request is the State API's `required_resources`).
+    pub spec: u32,
+    /// The placement group it ran in, if any.
+    pub bundle: Option<PgId>,
+    pub history: TaskHistory,
+}
+
+/// When one attempt of a task entered each lifecycle state Ray's State API shows in a
+/// task's `events` (Ray keeps one timestamp per state, `state_ts_ns`; a state entered
+/// again overwrites its time, as there).
+///
+/// Compact on purpose, since every live task and every finished record carries one:
+/// six virtual-time milliseconds, 24 bytes, no allocation. Slots, in Ray's order:
+/// PENDING_ARGS_AVAIL, the pending-placement state (PENDING_NODE_ASSIGNMENT, or
+/// PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY for actor tasks), the argument fetch,
+/// SUBMITTED_TO_WORKER, RUNNING, and the terminal state. Times beyond u32 milliseconds
+/// (49 days of virtual time) saturate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TaskHistory([u32; 6]);
+
+const UNSET: u32 = u32::MAX;
+
+impl TaskHistory {
+    /// A new attempt, submitted (PENDING_ARGS_AVAIL) at `now_us`.
+    pub fn submitted(now_us: u64) -> TaskHistory {
+        let mut h = TaskHistory([UNSET; 6]);
+        h.0[0] = Self::ms(now_us);
+        h
+    }
+
+    fn ms(us: u64) -> u32 {
+        (us / 1000).min(u64::from(UNSET - 1)) as u32
+    }
+
+    fn slot(state: TaskState) -> Option<usize> {
+        use TaskState::*;
+        Some(match state {
+            PendingArgsAvail => 0,
+            PendingNodeAssignment | PendingActorTaskOrderingOrConcurrency => 1,
+            PendingArgsFetch | PendingActorTaskArgsFetch => 2,
+            SubmittedToWorker => 3,
+            Running => 4,
+            Finished | Failed => 5,
+            _ => return None,
+        })
+    }
+
+    /// Note that the attempt entered `state` at `now_us` (states Ray does not list are ignored).
+    pub fn record(&mut self, state: TaskState, now_us: u64) {
+        if let Some(i) = Self::slot(state) {
+            self.0[i] = Self::ms(now_us);
+        }
+    }
+
+    /// (state, virtual-time ms) for each state entered, in Ray's order; `terminal` and
+    /// `kind` name the states that depend on them.
+    pub fn events(&self, kind: TaskType, terminal: TaskState) -> impl Iterator<Item = (TaskState, u64)> + '_ {
+        let actor = kind == TaskType::ActorTask;
+        self.0.iter().enumerate().filter(|(_, t)| **t != UNSET).map(move |(i, t)| {
+            let state = match i {
+                0 => TaskState::PendingArgsAvail,
+                1 if actor => TaskState::PendingActorTaskOrderingOrConcurrency,
+                1 => TaskState::PendingNodeAssignment,
+                2 if actor => TaskState::PendingActorTaskArgsFetch,
+                2 => TaskState::PendingArgsFetch,
+                3 => TaskState::SubmittedToWorker,
+                4 => TaskState::Running,
+                _ => terminal,
+            };
+            (state, u64::from(*t))
+        })
+    }
 }

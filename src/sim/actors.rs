@@ -25,6 +25,7 @@ impl Engine {
                 class: opts.class,
                 state: ActorState::DependenciesUnready,
                 node: None,
+                last_node: None,
                 creation_spec: spec_id,
                 creation_task: TaskId(0),
                 owner: creator,
@@ -77,6 +78,7 @@ impl Engine {
             return;
         }
         a.node = Some(node);
+        a.last_node = Some(node);
         a.holds_resources = holds;
         self.actors_on[node.index()].push(aid);
         self.model.set_actor_state(aid, ActorState::Alive, self.now);

@@ -15,6 +15,8 @@ pub enum Control {
     SetSpeed(f64),
     SubmitJob { workload: Box<WorkloadConfig>, entrypoint: String, submission_id: Option<String> },
     StopJob { id: String },
+    /// Forget a job that has ended (Ray's `DELETE /api/jobs/<id>`).
+    DeleteJob { id: String },
 }
 
 /// Why a control request was refused; `status` is the HTTP status it maps to.
@@ -114,6 +116,19 @@ impl Engine {
                 }
                 self.end_job(job, JobStatus::Stopped, "stopped through the Jobs API");
                 Ok(json!({"stopped": true}))
+            }
+            Control::DeleteJob { id } => {
+                let job = self.find_job(&id).ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
+                let status = self.model.jobs[&job].status;
+                if !status.is_terminal() {
+                    // Ray's words: only an ended job's record may go.
+                    return Err(ControlError::bad_request(format!(
+                        "Attempted to delete job '{id}', but it is in a non-terminal state {}.",
+                        status.as_str()
+                    )));
+                }
+                self.model.forget_job(job);
+                Ok(json!({"deleted": true}))
             }
         }
     }

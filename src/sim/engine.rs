@@ -432,6 +432,7 @@ impl Engine {
                 message: String::new(),
                 workload: template,
                 log: Vec::new(),
+                log_total: 0,
             },
         );
         self.live_jobs += 1;
@@ -456,6 +457,7 @@ impl Engine {
                 j.log.remove(0);
             }
             j.log.push(format!("[{:.3}s] {line}", now as f64 / 1e6));
+            j.log_total += 1;
         }
     }
 

@@ -73,7 +73,7 @@ impl Engine {
                 TaskState::PendingNodeAssignment
             };
             log_event!(self.model.log, self.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
-            self.model.begin_retry(tid, next, self.now);
+            self.model.begin_retry(tid, next, self.now, err);
             let attempt = self.model.tasks[&tid].attempt;
             self.schedule_in(delay, Event::Resubmit(tid, attempt));
         } else {

@@ -94,6 +94,8 @@ pub struct JobView {
     pub driver_node: u32,
     /// The job's driver log (bounded by the engine), for the Jobs API's `/logs`.
     pub log: Vec<String>,
+    /// Lines ever written to the log; `log` holds the last `log.len()` of them.
+    pub log_total: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -149,6 +151,10 @@ pub struct TaskRow {
     pub error: Option<ErrorType>,
     pub arg_bytes: u64,
     pub return_bytes: u64,
+    /// Call-spec index: `Tables::spec_requests[spec]` is its resource request.
+    pub spec: u32,
+    pub placement_group: Option<u32>,
+    pub history: TaskHistory,
 }
 
 impl From<&TaskRecord> for TaskRow {
@@ -169,6 +175,9 @@ impl From<&TaskRecord> for TaskRow {
             error: r.error,
             arg_bytes: r.arg_bytes,
             return_bytes: r.return_bytes,
+            spec: r.spec,
+            placement_group: r.bundle.map(|p| p.0),
+            history: r.history,
         }
     }
 }
@@ -179,8 +188,12 @@ pub struct ActorRow {
     pub job: u32,
     pub class: u32,
     pub state: ActorState,
+    /// Where it runs, or for a dead actor where it last ran.
     pub node: Option<u32>,
     pub pid: u32,
+    /// Call-spec index of its constructor (`Tables::spec_requests`).
+    pub creation_spec: u32,
+    pub placement_group: Option<u32>,
     pub num_restarts: u32,
     pub max_restarts: i32,
     pub death_cause: Option<String>,
@@ -207,6 +220,13 @@ pub struct ObjectRow {
     pub copies: u32,
     pub refs: u32,
     pub created_at_us: u64,
+    /// The producing task's attempt, and its state (FINISHED once sealed; `NIL` for
+    /// `ray.put` objects still being written).
+    pub attempt: u32,
+    pub task_status: TaskState,
+    /// The owner's worker process and the node it runs on (Ray's `pid` and `ip`).
+    pub owner_pid: u32,
+    pub owner_node: u32,
 }
 
 /// A bundle: its resources as (name, amount), and the node it is placed on.
@@ -232,6 +252,8 @@ pub struct Tables {
     pub actors: Vec<ActorRow>,
     pub objects: Vec<ObjectRow>,
     pub placement_groups: Vec<PgRow>,
+    /// Each call spec's resource request as (name, amount), by spec index.
+    pub spec_requests: Vec<Vec<(String, f64)>>,
 }
 
 /// Everything a reader may look at, as of one instant of virtual time.
@@ -418,6 +440,7 @@ impl Engine {
                 end_time_us: j.end_time,
                 driver_node: j.driver_node.0,
                 log: j.log.clone(),
+                log_total: j.log_total,
             })
             .collect();
         let c = &m.counters;
@@ -579,8 +602,10 @@ impl Engine {
                 job: a.job.0,
                 class: a.class.0,
                 state: a.state,
-                node: a.node.map(|n| n.0),
+                node: a.node.or(if a.state == ActorState::Dead { a.last_node } else { None }).map(|n| n.0),
                 pid: a.pid,
+                creation_spec: a.creation_spec,
+                placement_group: a.bundle.map(|(p, _)| p.0),
                 num_restarts: a.num_restarts,
                 max_restarts: a.max_restarts,
                 death_cause: a.death_cause.clone(),
@@ -610,6 +635,15 @@ impl Engine {
                 copies: o.copies.len() as u32,
                 refs: o.refs,
                 created_at_us: o.created_at,
+                attempt: o.producer_attempt,
+                task_status: match (o.producer.and_then(|p| m.tasks.get(&p)), o.status) {
+                    (Some(t), _) => t.state,
+                    (None, ObjectStatus::Ready) => TaskState::Finished,
+                    (None, ObjectStatus::Failed | ObjectStatus::Lost) => TaskState::Failed,
+                    (None, ObjectStatus::Pending) => TaskState::Nil,
+                },
+                owner_pid: owner_pid(m, o.owner),
+                owner_node: m.tasks.get(&o.owner).and_then(|t| t.node.or(Some(t.owner_node))).unwrap_or(self.head).0,
             })
             .collect();
         objects.sort_by_key(|o| o.id);
@@ -635,11 +669,30 @@ impl Engine {
                 created_at_us: p.created_at,
             })
             .collect();
-        Tables { built_at_us: self.now, tasks, actors, objects, placement_groups }
+        let spec_requests = self
+            .specs
+            .iter()
+            .map(|c| c.request.0.iter().map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64())).collect())
+            .collect();
+        Tables { built_at_us: self.now, tasks, actors, objects, placement_groups, spec_requests }
     }
 
     /// The newest `limit` events, newest first.
     pub fn recent_events(&self, limit: usize) -> Vec<LoggedEvent> {
         self.model.log.recent().take(limit).cloned().collect()
+    }
+}
+
+/// The process id of the worker running `task` (Ray's owner `pid` of its objects):
+/// an actor's own pid, else the synthetic pid of a driver or task worker (see
+/// [`crate::model::worker_pid`]).
+fn owner_pid(m: &Model, task: TaskId) -> u32 {
+    match m.tasks.get(&task) {
+        Some(t) => match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
+            (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
+            (TaskType::DriverTask, _) => crate::model::driver_pid(t.job.0),
+            _ => crate::model::worker_pid(task.0),
+        },
+        None => crate::model::worker_pid(task.0),
     }
 }
