@@ -7,7 +7,8 @@
 //!
 //! | file | owns |
 //! | --- | --- |
-//! | `router` | the route table, landing page, health, body limit, request log |
+//! | `router` | the route table, health, body limit, request log |
+//! | `pages` | the built-in dashboard pages and their embedded assets |
 //! | `app` | [`ServeOptions`] and the state every handler shares |
 //! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
 //! | `auth` | bearer tokens for state-changing endpoints |
@@ -33,6 +34,7 @@ mod error;
 mod exposition;
 mod history;
 mod jobs;
+mod pages;
 mod query;
 mod router;
 mod rows;

@@ -150,3 +150,6 @@ pub(super) fn default_stream_clients() -> usize {
 pub(super) fn default_metrics_export_port() -> u16 {
     8080
 }
+pub(super) fn default_grafana_url() -> String {
+    "http://127.0.0.1:3000".into()
+}

@@ -292,6 +292,10 @@ pub struct ServerConfig {
     /// Port shown in each node's `instance` label (`<ip>:<port>`).
     #[serde(default = "default_metrics_export_port")]
     pub metrics_export_port: u16,
+    /// Where the built-in pages link for Grafana dashboards (`<grafana_url>/d/<uid>`).
+    /// Only ever a link target: rayscope sends Grafana nothing.
+    #[serde(default = "default_grafana_url")]
+    pub grafana_url: String,
 }
 
 impl Default for ServerConfig {
@@ -303,6 +307,7 @@ impl Default for ServerConfig {
             stream_interval: default_stream_interval(),
             max_stream_clients: default_stream_clients(),
             metrics_export_port: default_metrics_export_port(),
+            grafana_url: default_grafana_url(),
         }
     }
 }
