@@ -15,7 +15,7 @@
     return ctx.error_message || ctx.reason || JSON.stringify(c);
   }
   const columns = [
-    {title: 'Actor', cell: (a) => el('span', {class: 'mono', text: short(a.actor_id), title: a.actor_id})},
+    {title: 'Actor', cell: (a) => el('span', {class: 'mono', text: short(a.actor_id, 24), title: a.actor_id})},
     {title: 'Class', cell: (a) => a.class_name},
     {title: 'Name', cell: (a) => a.name},
     {title: 'State', cell: (a) => badge(a.state)},
@@ -43,6 +43,7 @@
   const p = RS.pager($('#actors'), {
     pageSize: 50,
     columns,
+    rowAttrs: (a) => ({'data-id': a.actor_id}),
     toolbar: [el('label', null, 'State', stateSel), el('label', null, 'Class', classSel), counts],
     empty: 'No actor matches.',
     load: (offset, limit) => {

@@ -22,6 +22,7 @@
   const p = RS.pager($('#events'), {
     pageSize: 50,
     columns,
+    rowAttrs: (e) => ({'data-id': e.seq, 'data-source': e.source}),
     toolbar: [el('label', null, 'Source', sourceSel), box],
     empty: 'No event matches.',
     load: async (offset, limit) => {

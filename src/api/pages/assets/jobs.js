@@ -74,6 +74,7 @@
   const p = RS.pager($('#jobs'), {
     pageSize: 25,
     columns,
+    rowAttrs: (j) => ({'data-id': j.job_id}),
     toolbar: [el('label', null, 'Status', statusSel)],
     empty: 'No job matches.',
     load: (offset, limit) => RS.list('jobs', Object.assign({limit, offset, detail: true}, status ? {status} : {})),

@@ -41,7 +41,7 @@
         {title: 'Kind', cell: (w) => w.kind},
         {title: 'State', cell: (w) => badge(w.state)},
         {title: 'GPUs', cell: (w) => (w.gpu ? fixed(w.gpu, 2) : ''), num: true},
-        {title: 'Id', cell: (w) => el('span', {class: 'mono', text: short(w.id)})},
+        {title: 'Id', cell: (w) => el('span', {class: 'mono', text: short(w.id, 24), title: w.id})},
       ], rows, {empty: 'No worker is running anything on this node.'}),
     ];
     if (((tasks && tasks.filtered) || 0) + ((actors && actors.filtered) || 0) > rows.length) {
@@ -72,6 +72,7 @@
   const p = RS.pager($('#nodes'), {
     pageSize: 50,
     columns,
+    rowAttrs: (n) => ({'data-id': n.node_id}),
     toolbar: [el('label', null, 'State', stateSel)],
     empty: 'No node matches.',
     load: async (offset, limit) => {

@@ -102,7 +102,7 @@
       {title: 'Function', cell: (t) => t.func_or_class_name || t.name},
       {title: 'State', cell: (t) => badge(t.state)},
       {title: 'Node', cell: (t) => el('span', {class: 'mono', text: short(t.node_id)})},
-      {title: 'Task', cell: (t) => el('span', {class: 'mono', text: short(t.task_id)})},
+      {title: 'Task', cell: (t) => el('span', {class: 'mono', text: short(t.task_id, 16), title: t.task_id})},
     ], (r && r.tasks) || [], {empty: 'No task is running.'}));
     $('#tasks').dataset.total = String(num(r && r.total_running));
     mark('tasks');
@@ -113,7 +113,7 @@
       {title: 'Class', cell: (a) => a.class_name},
       {title: 'State', cell: (a) => badge(a.state)},
       {title: 'Node', cell: (a) => el('span', {class: 'mono', text: short(a.node_id)})},
-      {title: 'Actor', cell: (a) => el('span', {class: 'mono', text: short(a.actor_id)})},
+      {title: 'Actor', cell: (a) => el('span', {class: 'mono', text: short(a.actor_id, 24), title: a.actor_id})},
     ], r.rows, {empty: 'No actor is alive.'}));
     $('#actors').dataset.total = String(r.filtered);
     mark('actors');

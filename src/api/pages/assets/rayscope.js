@@ -88,7 +88,8 @@ window.RS = (() => {
     const d = new Date(ms), p = (x) => String(x).padStart(2, '0');
     return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
   }
-  const short = (id) => (typeof id === 'string' && id.length > 12 ? id.slice(0, 12) + '…' : id || '—');
+  /** The first `n` hex digits of an id (Ray's ids put their unique bytes first). */
+  const short = (id, n) => (typeof id === 'string' && id.length > (n || 12) ? id.slice(0, n || 12) + '…' : id || '—');
 
   /** A coloured badge for a Ray state name. */
   function badge(state) {
@@ -133,7 +134,7 @@ window.RS = (() => {
   // ------------------------------------------------------------- tables
   /**
    * A table: columns are {title, cell: row => Node|string, num?}. `onRow(row, tr)`
-   * makes rows clickable.
+   * makes rows clickable; `rowAttrs(row)` adds attributes to a row (`data-id`).
    */
   function table(columns, rows, opts) {
     const o = opts || {};
@@ -141,7 +142,7 @@ window.RS = (() => {
     const body = el('tbody');
     if (!rows.length) body.append(el('tr', null, el('td', {class: 'empty', colspan: columns.length, text: o.empty || 'Nothing to show.'})));
     for (const r of rows) {
-      const tr = el('tr', {class: o.onRow ? 'clickable' : null});
+      const tr = el('tr', Object.assign({class: o.onRow ? 'clickable' : null}, o.rowAttrs ? o.rowAttrs(r) : {}));
       for (const c of columns) {
         let v;
         try { v = c.cell(r); } catch (_) { v = '—'; }
@@ -197,16 +198,19 @@ window.RS = (() => {
     constructor(host, o) {
       this.o = Object.assign({window: 50, fmt: (v) => fixed(v), max: null}, o);
       this.points = [];
+      this.pushed = 0;
       this.value = el('span', {class: 'chart-value', text: '—'});
+      this.scale = el('div', {class: 'chart-scale'});
       this.svg = svg('svg', {viewBox: '0 0 300 100', preserveAspectRatio: 'none', role: 'img', 'aria-label': o.title});
       host.classList.add('chart');
-      host.replaceChildren(el('div', {class: 'chart-head'}, el('h2', {text: o.title}), this.value), this.svg);
+      host.replaceChildren(el('div', {class: 'chart-head'}, el('h2', {text: o.title}), this.value), this.svg, this.scale);
       this.host = host;
       this.draw();
     }
     push(v) {
       if (typeof v !== 'number' || !isFinite(v)) return;
       this.points.push(v);
+      this.pushed++;
       if (this.points.length > this.o.window) this.points.splice(0, this.points.length - this.o.window);
       this.draw();
     }
@@ -224,8 +228,11 @@ window.RS = (() => {
         this.value.textContent = this.o.fmt(pts[pts.length - 1]);
       }
       this.svg.replaceChildren(...kids);
-      this.svg.setAttribute('aria-label', `${this.o.title}: peak ${this.o.fmt(top / 1.15)}`);
+      const peak = this.o.max != null ? this.o.max : top / 1.15;
+      this.scale.textContent = `last ${this.o.window} points · scale 0 – ${this.o.fmt(pts.length || this.o.max != null ? peak : 0)}`;
+      this.svg.setAttribute('aria-label', `${this.o.title}: scale 0 to ${this.o.fmt(peak)}`);
       this.host.dataset.points = String(pts.length);
+      this.host.dataset.pushed = String(this.pushed);
     }
   }
 

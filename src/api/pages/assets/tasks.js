@@ -32,7 +32,7 @@
   }
 
   const columns = [
-    {title: 'Task', cell: (t) => el('span', {class: 'mono', text: short(t.task_id), title: t.task_id})},
+    {title: 'Task', cell: (t) => el('span', {class: 'mono', text: short(t.task_id, 16), title: t.task_id})},
     {title: 'Function', cell: (t) => t.func_or_class_name || t.name},
     {title: 'Type', cell: (t) => el('span', {class: 'muted', text: t.type || ''})},
     {title: 'State', cell: (t) => badge(t.state)},
@@ -48,6 +48,7 @@
   const p = RS.pager($('#tasks'), {
     pageSize: 50,
     columns,
+    rowAttrs: (t) => ({'data-id': `${t.task_id}:${t.attempt_number}`}),
     toolbar: [el('h2', {text: 'Task list'}), el('label', null, 'State', stateSel)],
     empty: 'No task matches.',
     load: (offset, limit) => RS.list('tasks', Object.assign({limit, offset, detail: true}, state ? {state} : {})),
