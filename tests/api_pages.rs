@@ -94,7 +94,14 @@ async fn seed_endpoints_answer_what_the_pages_need() {
     assert!(kept.len() < all["events"].as_array().unwrap().len());
     let word = all["events"][0]["message"].as_str().unwrap().split_whitespace().next().unwrap().to_string();
     let f = s.get(&format!("/api/events?limit=10000&search={}", word.to_lowercase())).await.json();
-    assert!(f["events"].as_array().unwrap().iter().all(|e| e["message"].as_str().unwrap().to_lowercase().contains(&word.to_lowercase())), "{f}");
+    assert!(
+        f["events"].as_array().unwrap().iter().all(|e| e["message"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains(&word.to_lowercase())),
+        "{f}"
+    );
     assert_eq!(s.get("/api/events?kind=node").await.names(), "kind");
 
     // The stream's summary carries memory and the finished-task counter.

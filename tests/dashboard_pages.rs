@@ -98,7 +98,9 @@ where
 }
 
 fn sum_where(map: &Value, keep: impl Fn(&str) -> bool) -> f64 {
-    map.as_object().map(|m| m.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v.as_f64().unwrap_or(0.0)).sum()).unwrap_or(0.0)
+    map.as_object()
+        .map(|m| m.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v.as_f64().unwrap_or(0.0)).sum())
+        .unwrap_or(0.0)
 }
 
 /// What the overview's status should show for one `/api/cluster` answer.
@@ -138,9 +140,13 @@ const STATUS_JS: &str = r#"(() => {
 
 fn close(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() <= 1e-6 * (1.0 + y.as_f64().unwrap().abs()),
+        (Value::Number(x), Value::Number(y)) => {
+            (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() <= 1e-6 * (1.0 + y.as_f64().unwrap().abs())
+        }
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| close(p, q)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| close(v, w))),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| close(v, w)))
+        }
         _ => a == b,
     }
 }
@@ -159,7 +165,8 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
         let shown = page.eval(&format!("Number(document.querySelector('{c}').dataset.points)")).await.unwrap();
         let shown = shown.as_f64().unwrap();
         assert!((2.0..=50.0).contains(&shown), "{c} shows {shown} points; the window is 50");
-        let drawn = page.eval(&format!("document.querySelector('{c} path.line').getAttribute('d').split('L').length")).await;
+        let drawn =
+            page.eval(&format!("document.querySelector('{c} path.line').getAttribute('d').split('L').length")).await;
         assert!(drawn.unwrap().as_f64().unwrap() >= 2.0, "{c} draws a line");
     }
 
@@ -177,8 +184,18 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
     }
     let c = get_json(addr, "/api/cluster").await;
     assert_eq!(c["nodes"]["by_type"]["cpu-worker"]["dead"], 1, "the fault killed one cpu-worker: {c}");
-    assert_eq!(page.eval("document.querySelector('#node-types [data-node-type=\"cpu-worker\"]').dataset.dead").await.unwrap(), "1");
-    assert!(page.eval("document.querySelectorAll('#tasks tbody tr, #actors tbody tr').length").await.unwrap().as_f64().unwrap() >= 2.0);
+    assert_eq!(
+        page.eval("document.querySelector('#node-types [data-node-type=\"cpu-worker\"]').dataset.dead").await.unwrap(),
+        "1"
+    );
+    assert!(
+        page.eval("document.querySelectorAll('#tasks tbody tr, #actors tbody tr').length")
+            .await
+            .unwrap()
+            .as_f64()
+            .unwrap()
+            >= 2.0
+    );
 
     // An alert that Alertmanager delivered shows in the banner.
     let alert = r#"{"version":"4","status":"firing","receiver":"rayscope","groupKey":"{}:{alertname=\"RayNodeDown\"}",
@@ -187,7 +204,12 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
     let auth = format!("Bearer {TOKEN}");
     let r = request(addr, "POST", "/api/alerts", &[("authorization", &auth)], Some(alert.as_bytes())).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    page.wait_for("the alert banner", "document.querySelector('#alerts').dataset.firing === '1' && !document.querySelector('#alerts').hidden", WAIT).await;
+    page.wait_for(
+        "the alert banner",
+        "document.querySelector('#alerts').dataset.firing === '1' && !document.querySelector('#alerts').hidden",
+        WAIT,
+    )
+    .await;
     let text = page.eval("document.querySelector('#alerts').textContent").await.unwrap();
     assert!(text.as_str().unwrap().contains("RayNodeDown"), "{text}");
     page.wait_for("connected", "document.querySelector('#conn').dataset.state === 'connected'", WAIT).await;
@@ -196,10 +218,16 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
     // Stop the server: the indicator turns disconnected; start it again on the same
     // port: it reconnects (it retries every 5 s) and the charts move again.
     rs.stop().await;
-    page.wait_for("the indicator to show the drop", "document.querySelector('#conn').dataset.state === 'disconnected'", WAIT).await;
+    page.wait_for(
+        "the indicator to show the drop",
+        "document.querySelector('#conn').dataset.state === 'disconnected'",
+        WAIT,
+    )
+    .await;
     page.screenshot("overview-disconnected").await;
     rs.start_again().await;
-    page.wait_for("the indicator to reconnect", "document.querySelector('#conn').dataset.state === 'connected'", WAIT).await;
+    page.wait_for("the indicator to reconnect", "document.querySelector('#conn').dataset.state === 'connected'", WAIT)
+        .await;
     let before = page.eval(&pushed("#chart-cpu")).await.unwrap().as_f64().unwrap();
     page.wait_for("the CPU chart to move again", &format!("{} > {before}", pushed("#chart-cpu")), WAIT).await;
 }
@@ -207,11 +235,20 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
 async fn nodes(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/nodes")).await;
     page.wait_for("the nodes table", "document.querySelector('#nodes').dataset.loaded", WAIT).await;
-    rows_match(page, "#nodes", "nodes", || state_ids(addr, "/api/v0/nodes?limit=50", |r| r["node_id"].as_str().unwrap().to_string())).await;
+    rows_match(page, "#nodes", "nodes", || {
+        state_ids(addr, "/api/v0/nodes?limit=50", |r| r["node_id"].as_str().unwrap().to_string())
+    })
+    .await;
     // Each node links to its own metrics, and a GPU node shows its GPUs.
-    let links = page.eval("[...document.querySelectorAll('#nodes a[href^=\"/metrics/nodes/\"]')].map(a => a.getAttribute('href'))").await.unwrap();
+    let links = page
+        .eval("[...document.querySelectorAll('#nodes a[href^=\"/metrics/nodes/\"]')].map(a => a.getAttribute('href'))")
+        .await
+        .unwrap();
     assert!(links.as_array().unwrap().iter().any(|l| l == "/metrics/nodes/10.0.2.1"), "{links}");
-    let gpu = page.eval("[...document.querySelectorAll('#nodes .bar')].filter(b => b.title && b.dataset.total === '2').length").await.unwrap();
+    let gpu = page
+        .eval("[...document.querySelectorAll('#nodes .bar')].filter(b => b.title && b.dataset.total === '2').length")
+        .await
+        .unwrap();
     assert!(gpu.as_f64().unwrap() >= 1.0, "the GPU node shows a GPU bar of 2");
     // Opening a node lists its workers: the head node runs the pool's actors or the drivers.
     page.eval("document.querySelector('#nodes tbody tr[data-id]').click()").await.unwrap();
@@ -220,8 +257,10 @@ async fn nodes(page: &Page<'_>, addr: SocketAddr) {
     let head_id = head["data"]["result"]["result"][0]["node_id"].as_str().unwrap().to_string();
     let tasks = get_json(addr, &format!("/api/v0/tasks?node_id={head_id}&state=RUNNING&limit=50")).await;
     let actors = get_json(addr, &format!("/api/v0/actors?node_id={head_id}&state=ALIVE&limit=50")).await;
-    let expected = tasks["data"]["result"]["num_filtered"].as_u64().unwrap().min(50) + actors["data"]["result"]["num_filtered"].as_u64().unwrap().min(50);
-    let shown = page.eval("document.querySelectorAll('#nodes .workers tbody tr:not(:has(.empty))').length").await.unwrap();
+    let expected = tasks["data"]["result"]["num_filtered"].as_u64().unwrap().min(50)
+        + actors["data"]["result"]["num_filtered"].as_u64().unwrap().min(50);
+    let shown =
+        page.eval("document.querySelectorAll('#nodes .workers tbody tr:not(:has(.empty))').length").await.unwrap();
     assert_eq!(shown.as_u64().unwrap(), expected, "workers shown on the head node");
     page.screenshot("nodes").await;
 }
@@ -229,7 +268,10 @@ async fn nodes(page: &Page<'_>, addr: SocketAddr) {
 async fn jobs(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/jobs")).await;
     page.wait_for("the jobs table", "document.querySelector('#jobs').dataset.loaded", WAIT).await;
-    rows_match(page, "#jobs", "jobs", || state_ids(addr, "/api/v0/jobs?limit=25", |r| r["job_id"].as_str().unwrap().to_string())).await;
+    rows_match(page, "#jobs", "jobs", || {
+        state_ids(addr, "/api/v0/jobs?limit=25", |r| r["job_id"].as_str().unwrap().to_string())
+    })
+    .await;
     // A job opens to its task counts and its log, which is the Jobs API's.
     page.eval("document.querySelector('#jobs tbody tr[data-id]').click()").await.unwrap();
     page.wait_for("the job detail", "document.querySelector('#job-detail').dataset.loaded", WAIT).await;
@@ -253,13 +295,29 @@ async fn jobs(page: &Page<'_>, addr: SocketAddr) {
 async fn actors(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/actors")).await;
     page.wait_for("the actors table", "document.querySelector('#actors').dataset.loaded", WAIT).await;
-    rows_match(page, "#actors", "actors", || state_ids(addr, "/api/v0/actors?limit=50", |r| r["actor_id"].as_str().unwrap().to_string())).await;
+    rows_match(page, "#actors", "actors", || {
+        state_ids(addr, "/api/v0/actors?limit=50", |r| r["actor_id"].as_str().unwrap().to_string())
+    })
+    .await;
     // Filter by state and class on the server.
     let loads = page.eval("Number(document.querySelector('#actors').dataset.loaded)").await.unwrap().as_f64().unwrap();
     page.eval("(() => { const s = document.querySelector('#actors select[aria-label=State]'); s.value = 'ALIVE'; s.dispatchEvent(new Event('change')); })()").await.unwrap();
-    page.wait_for("the state filter", &format!("Number(document.querySelector('#actors').dataset.loaded) > {loads}"), WAIT).await;
-    rows_match(page, "#actors", "alive actors", || state_ids(addr, "/api/v0/actors?limit=50&state=ALIVE", |r| r["actor_id"].as_str().unwrap().to_string())).await;
-    page.wait_for("class options", "document.querySelectorAll('#actors select[aria-label=Class] option').length > 1", WAIT).await;
+    page.wait_for(
+        "the state filter",
+        &format!("Number(document.querySelector('#actors').dataset.loaded) > {loads}"),
+        WAIT,
+    )
+    .await;
+    rows_match(page, "#actors", "alive actors", || {
+        state_ids(addr, "/api/v0/actors?limit=50&state=ALIVE", |r| r["actor_id"].as_str().unwrap().to_string())
+    })
+    .await;
+    page.wait_for(
+        "class options",
+        "document.querySelectorAll('#actors select[aria-label=Class] option').length > 1",
+        WAIT,
+    )
+    .await;
     page.eval("(() => { const s = document.querySelector('#actors select[aria-label=Class]'); s.value = s.options[1].value; s.dispatchEvent(new Event('change')); })()").await.unwrap();
     let class = page.eval("document.querySelector('#actors select[aria-label=Class]').value").await.unwrap();
     let class = class.as_str().unwrap().to_string();
@@ -275,13 +333,20 @@ async fn tasks(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/tasks")).await;
     page.wait_for("the task summary", "document.querySelector('#task-summary').dataset.groups", WAIT).await;
     let summary = get_json(addr, "/api/v0/tasks/summarize").await;
-    let groups = summary["data"]["result"]["result"]["node_id_to_summary"]["cluster"]["summary"].as_object().unwrap().len();
-    assert_eq!(page.eval("Number(document.querySelector('#task-summary').dataset.groups)").await.unwrap().as_u64().unwrap() as usize, groups);
+    let groups =
+        summary["data"]["result"]["result"]["node_id_to_summary"]["cluster"]["summary"].as_object().unwrap().len();
+    assert_eq!(
+        page.eval("Number(document.querySelector('#task-summary').dataset.groups)").await.unwrap().as_u64().unwrap()
+            as usize,
+        groups
+    );
     // Column heads are Ray's TaskStatus names.
     let heads = page.eval("[...document.querySelectorAll('#task-summary th')].map(t => t.textContent)").await.unwrap();
     assert!(heads.as_array().unwrap().iter().any(|h| h == "FINISHED"), "{heads}");
     rows_match(page, "#tasks", "tasks", || {
-        state_ids(addr, "/api/v0/tasks?limit=50&detail=true", |r| format!("{}:{}", r["task_id"].as_str().unwrap(), r["attempt_number"]))
+        state_ids(addr, "/api/v0/tasks?limit=50&detail=true", |r| {
+            format!("{}:{}", r["task_id"].as_str().unwrap(), r["attempt_number"])
+        })
     })
     .await;
     page.screenshot("tasks").await;
@@ -291,7 +356,12 @@ async fn events(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/events")).await;
     page.wait_for("the event log", "document.querySelector('#events').dataset.loaded", WAIT).await;
     let seqs = |path: &'static str| async move {
-        get_json(addr, path).await["events"].as_array().unwrap().iter().map(|e| e["seq"].to_string()).collect::<BTreeSet<_>>()
+        get_json(addr, path).await["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].to_string())
+            .collect::<BTreeSet<_>>()
     };
     rows_match(page, "#events", "events", || seqs("/api/events?limit=50")).await;
     let first = page.eval("Number(document.querySelector('#events tbody tr[data-id]').dataset.id) > Number(document.querySelector('#events tbody tr[data-id]:last-child').dataset.id)").await.unwrap();
@@ -303,9 +373,23 @@ async fn events(page: &Page<'_>, addr: SocketAddr) {
 
 async fn metrics_and_endpoints(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/metrics-view")).await;
-    let hrefs = page.wait_for("the dashboard links", "[...document.querySelectorAll('#dashboards a')].map(a => a.getAttribute('href'))", WAIT).await;
+    let hrefs = page
+        .wait_for(
+            "the dashboard links",
+            "[...document.querySelectorAll('#dashboards a')].map(a => a.getAttribute('href'))",
+            WAIT,
+        )
+        .await;
     let hrefs: Vec<&str> = hrefs.as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
-    for uid in ["rayscope-overview", "rayscope-nodes", "rayscope-jobs", "rayscope-actors", "rayscope-object-store", "rayscope-scheduler", "rayscope-alerts"] {
+    for uid in [
+        "rayscope-overview",
+        "rayscope-nodes",
+        "rayscope-jobs",
+        "rayscope-actors",
+        "rayscope-object-store",
+        "rayscope-scheduler",
+        "rayscope-alerts",
+    ] {
         assert!(hrefs.contains(&format!("http://127.0.0.1:3999/grafana/d/{uid}").as_str()), "{uid} in {hrefs:?}");
     }
     assert_eq!(page.eval("!!document.querySelector('a[href=\"/metrics\"]')").await.unwrap(), true);
@@ -345,7 +429,11 @@ async fn every_page_renders_what_the_apis_say_and_stays_on_the_origin() {
     events(&page, addr).await;
     metrics_and_endpoints(&page, addr).await;
     assert_read_only_and_local(&page, addr);
-    let errors: Vec<String> = page.errors().into_iter().filter(|e| !e.contains("ERR_CONNECTION_REFUSED") && !e.contains("WebSocket")).collect();
+    let errors: Vec<String> = page
+        .errors()
+        .into_iter()
+        .filter(|e| !e.contains("ERR_CONNECTION_REFUSED") && !e.contains("WebSocket"))
+        .collect();
     assert!(errors.is_empty(), "the pages threw: {errors:?}");
     rs.stop().await;
 }
@@ -384,7 +472,12 @@ async fn bench_overview_first_render_at_scale() {
     for run in 0..7 {
         let page = browser.page().await;
         page.call("Page.navigate", serde_json::json!({"url": url("/")})).await.unwrap();
-        page.wait_for("the overview's first full render", "document.body && document.body.dataset.rendered", Duration::from_secs(60)).await;
+        page.wait_for(
+            "the overview's first full render",
+            "document.body && document.body.dataset.rendered",
+            Duration::from_secs(60),
+        )
+        .await;
         let ms = page.eval("Number(document.body.dataset.rendered)").await.unwrap().as_f64().unwrap();
         let (bytes, assets) = page_weight(&page, addr);
         println!("run {run}: first full render {ms:.0} ms after navigation start; {bytes} bytes transferred, of which page and assets {assets} bytes");
@@ -395,7 +488,12 @@ async fn bench_overview_first_render_at_scale() {
         page.call("Page.close", serde_json::json!({})).await.ok();
     }
     renders.sort_by(f64::total_cmp);
-    println!("overview first full render at scale.yaml: median {:.0} ms, max {:.0} ms over {} loads", renders[renders.len() / 2], renders[renders.len() - 1], renders.len());
+    println!(
+        "overview first full render at scale.yaml: median {:.0} ms, max {:.0} ms over {} loads",
+        renders[renders.len() / 2],
+        renders[renders.len() - 1],
+        renders.len()
+    );
     // The nodes view pages through 2,000 nodes 50 at a time.
     let page = browser.page().await;
     page.goto(&url("/nodes")).await;

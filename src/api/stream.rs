@@ -87,7 +87,8 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
         json!({"used": used, "total": total})
     };
     let live = s.nodes.iter().filter(|n| n.state == NodeState::Alive);
-    let (store_used, store_total) = live.clone().fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
+    let (store_used, store_total) =
+        live.clone().fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
     let (memory_used, memory_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.memory_used, t + n.memory_total));
     json!({
         "type": "summary",

@@ -120,7 +120,8 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         };
-        let (ws, _) = tokio_tungstenite::connect_async(endpoint.as_str()).await.expect("connect to the DevTools socket");
+        let (ws, _) =
+            tokio_tungstenite::connect_async(endpoint.as_str()).await.expect("connect to the DevTools socket");
         let (mut sink, mut source) = ws.split();
         let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
         tokio::spawn(async move {
@@ -161,7 +162,9 @@ impl Browser {
         }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap().insert(id, tx);
-        self.out.send(Message::Text(msg.to_string().into())).map_err(|_| "the DevTools socket is closed".to_string())?;
+        self.out
+            .send(Message::Text(msg.to_string().into()))
+            .map_err(|_| "the DevTools socket is closed".to_string())?;
         let v = tokio::time::timeout(Duration::from_secs(30), rx)
             .await
             .map_err(|_| format!("{method}: no answer within 30 s"))?
@@ -176,10 +179,8 @@ impl Browser {
     pub async fn page(&self) -> Page<'_> {
         let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"})).await.unwrap();
         let target_id = target["targetId"].as_str().unwrap().to_string();
-        let attached = self
-            .call(None, "Target.attachToTarget", json!({"targetId": target_id, "flatten": true}))
-            .await
-            .unwrap();
+        let attached =
+            self.call(None, "Target.attachToTarget", json!({"targetId": target_id, "flatten": true})).await.unwrap();
         let session = attached["sessionId"].as_str().unwrap().to_string();
         for domain in ["Network.enable", "Page.enable", "Runtime.enable"] {
             self.call(Some(&session), domain, json!({})).await.unwrap();

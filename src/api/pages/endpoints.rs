@@ -35,7 +35,11 @@ pub(super) fn render(app: &App) -> String {
     );
     body.push_str("<div class=\"cols\"><section class=\"card\"><h2>Prometheus</h2><ul class=\"links\">\n");
     link(&mut body, "/metrics", "every node's and the cluster's metrics");
-    link(&mut body, "/sd", "HTTP service discovery: one target per alive node (<code>/metrics/nodes/&lt;ip&gt;</code>)");
+    link(
+        &mut body,
+        "/sd",
+        "HTTP service discovery: one target per alive node (<code>/metrics/nodes/&lt;ip&gt;</code>)",
+    );
     body.push_str("</ul><h2>Ray State API</h2><ul class=\"links\">\n");
     for r in ["nodes", "jobs", "actors", "tasks", "objects", "placement_groups"] {
         link(
@@ -49,7 +53,11 @@ pub(super) fn render(app: &App) -> String {
     body.push_str("</ul><h2>Ray Jobs API</h2><ul class=\"links\">\n");
     link(&mut body, "/api/jobs/", "jobs");
     link(&mut body, "/api/version", "");
-    post(&mut body, "/api/jobs/", "<code>{\"entrypoint\": \"fan-out --tasks 1000\"}</code> submits a built-in workload");
+    post(
+        &mut body,
+        "/api/jobs/",
+        "<code>{\"entrypoint\": \"fan-out --tasks 1000\"}</code> submits a built-in workload",
+    );
     post(&mut body, "/api/jobs/&lt;id&gt;/stop", "");
     body.push_str("</ul></section><section class=\"card\"><h2>Dashboard data</h2><ul class=\"links\">\n");
     for (p, w) in [

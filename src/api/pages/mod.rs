@@ -48,7 +48,13 @@ pub(crate) const PAGES: &[Page] = &[
         html: include_str!("assets/overview.html"),
         script: Some("overview.js"),
     },
-    Page { path: "/nodes", nav: "Nodes", title: "Nodes", html: include_str!("assets/nodes.html"), script: Some("nodes.js") },
+    Page {
+        path: "/nodes",
+        nav: "Nodes",
+        title: "Nodes",
+        html: include_str!("assets/nodes.html"),
+        script: Some("nodes.js"),
+    },
     Page { path: "/jobs", nav: "Jobs", title: "Jobs", html: include_str!("assets/jobs.html"), script: Some("jobs.js") },
     Page {
         path: "/actors",
@@ -57,7 +63,13 @@ pub(crate) const PAGES: &[Page] = &[
         html: include_str!("assets/actors.html"),
         script: Some("actors.js"),
     },
-    Page { path: "/tasks", nav: "Tasks", title: "Tasks", html: include_str!("assets/tasks.html"), script: Some("tasks.js") },
+    Page {
+        path: "/tasks",
+        nav: "Tasks",
+        title: "Tasks",
+        html: include_str!("assets/tasks.html"),
+        script: Some("tasks.js"),
+    },
     Page {
         path: "/events",
         nav: "Events",
@@ -84,7 +96,11 @@ struct Asset {
 }
 
 const ASSETS: &[Asset] = &[
-    Asset { name: "rayscope.css", content_type: "text/css; charset=utf-8", body: include_bytes!("assets/rayscope.css") },
+    Asset {
+        name: "rayscope.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("assets/rayscope.css"),
+    },
     Asset { name: "rayscope.js", content_type: JS, body: include_bytes!("assets/rayscope.js") },
     Asset { name: "overview.js", content_type: JS, body: include_bytes!("assets/overview.js") },
     Asset { name: "nodes.js", content_type: JS, body: include_bytes!("assets/nodes.js") },
