@@ -27,9 +27,22 @@
       RS.list('workers', {node_id: n.node_id, limit: 50}).catch(() => null),
     ]);
     const gpus = (r) => num((r.required_resources || {}).GPU);
+    // One row per worker process: an actor's worker also shows the call it is running.
+    const byPid = new Map();
     const rows = [];
-    for (const a of (actors && actors.rows) || []) rows.push({kind: 'actor', pid: a.pid, what: a.class_name, id: a.actor_id, gpu: gpus(a), state: a.state});
-    for (const t of (tasks && tasks.rows) || []) rows.push({kind: t.type === 'ACTOR_TASK' ? 'actor task' : 'task', pid: t.worker_pid, what: t.func_or_class_name || t.name, id: t.task_id, gpu: gpus(t), state: t.state});
+    for (const a of (actors && actors.rows) || []) {
+      const w = {pid: a.pid, what: a.class_name, kind: 'actor', id: a.actor_id, gpu: gpus(a), state: a.state, running: []};
+      rows.push(w);
+      if (num(a.pid)) byPid.set(a.pid, w);
+    }
+    for (const t of (tasks && tasks.rows) || []) {
+      const name = t.func_or_class_name || t.name;
+      const w = num(t.worker_pid) ? byPid.get(t.worker_pid) : null;
+      if (w) { w.running.push(name); continue; }
+      const row = {pid: t.worker_pid, what: name, kind: 'task', id: t.task_id, gpu: gpus(t), state: t.state, running: []};
+      rows.push(row);
+      if (num(t.worker_pid)) byPid.set(t.worker_pid, row);
+    }
     const parts = [
       el('h2', {text: `Workers on ${n.node_ip || n.ip}`}),
       el('p', {class: 'muted'}, `${int(tasks ? tasks.filtered : 0)} running tasks, ${int(actors ? actors.filtered : 0)} alive actors`,
@@ -37,12 +50,12 @@
         el('a', {href: `/metrics/nodes/${encodeURIComponent(n.node_ip || n.ip)}`, text: 'this node\'s metrics'})),
       table([
         {title: 'Worker pid', cell: (w) => (w.pid ? String(w.pid) : '—'), num: true},
-        {title: 'Runs', cell: (w) => w.what},
+        {title: 'Runs', cell: (w) => el('span', null, w.what, w.running.length ? el('span', {class: 'muted', text: ` · running ${w.running.join(', ')}`}) : '')},
         {title: 'Kind', cell: (w) => w.kind},
         {title: 'State', cell: (w) => badge(w.state)},
         {title: 'GPUs', cell: (w) => (w.gpu ? fixed(w.gpu, 2) : ''), num: true},
         {title: 'Id', cell: (w) => el('span', {class: 'mono', text: short(w.id, 24), title: w.id})},
-      ], rows, {empty: 'No worker is running anything on this node.'}),
+      ], rows, {empty: 'No worker is running anything on this node.', rowAttrs: (w) => ({'data-pid': w.pid || ''})}),
     ];
     if (((tasks && tasks.filtered) || 0) + ((actors && actors.filtered) || 0) > rows.length) {
       parts.push(el('p', {class: 'muted', text: 'Showing the first 50 of each; the Tasks and Actors views page through the rest.'}));
@@ -58,10 +71,10 @@
       el('div', {class: 'muted mono', text: short(n.node_id)}))},
     {title: 'Type', cell: (n) => n.node_type},
     {title: 'State', cell: (n) => badge(n.state)},
-    {title: 'CPU', cell: (n) => resBar(n, 'CPU', cpuFmt)},
-    {title: 'Memory', cell: (n) => (num(n.memory_total) ? bar(n.memory_used, n.memory_total, `${bytes(n.memory_used)} / ${bytes(n.memory_total)}`) : '—')},
-    {title: 'GPU', cell: (n) => (res(n, 'GPU') ? el('div', null, resBar(n, 'GPU', cpuFmt), el('div', {class: 'muted', text: n.gpu_model ? `${n.gpu_model}${num(n.gpu_memory) ? `, ${bytes(n.gpu_memory)}` : ''}` : ''})) : el('span', {class: 'muted', text: 'none'}))},
-    {title: 'Object store', cell: (n) => (num(n.store_capacity) ? bar(n.store_used, n.store_capacity, `${bytes(n.store_used)} / ${bytes(n.store_capacity)}`) : '—')},
+    {title: 'CPU', cell: (n) => (n.alive === false ? el('span', {class: 'muted', text: n.death_reason || 'dead'}) : resBar(n, 'CPU', cpuFmt))},
+    {title: 'Memory', cell: (n) => (n.alive !== false && num(n.memory_total) ? bar(n.memory_used, n.memory_total, `${bytes(n.memory_used)} / ${bytes(n.memory_total)}`) : '—')},
+    {title: 'GPU', cell: (n) => (n.alive !== false && res(n, 'GPU') ? el('div', null, resBar(n, 'GPU', cpuFmt), el('div', {class: 'muted', text: n.gpu_model ? `${n.gpu_model}${num(n.gpu_memory) ? `, ${bytes(n.gpu_memory)}` : ''}` : ''})) : el('span', {class: 'muted', text: 'none'}))},
+    {title: 'Object store', cell: (n) => (n.alive !== false && num(n.store_capacity) ? bar(n.store_used, n.store_capacity, `${bytes(n.store_used)} / ${bytes(n.store_capacity)}`) : '—')},
     {title: 'Running', cell: (n) => int(n.running_tasks), num: true},
     {title: 'Actors', cell: (n) => int(n.actors), num: true},
   ];
