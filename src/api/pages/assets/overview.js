@@ -9,6 +9,11 @@
   const done = {status: false, charts: false, tasks: false, actors: false};
   function mark(part) {
     done[part] = true;
+    // The cluster is on screen once its status and charts are; the tables come from
+    // the engine's row tables, which it may first have to rebuild.
+    if (done.status && done.charts && !document.body.dataset.alive) {
+      document.body.dataset.alive = String(Math.round(performance.now()));
+    }
     if (Object.values(done).every(Boolean) && !document.body.dataset.rendered) {
       document.body.dataset.rendered = String(Math.round(performance.now()));
     }
