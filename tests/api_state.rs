@@ -1,4 +1,4 @@
-//! The read-only endpoints: health, landing page, Prometheus exposition and service
+//! The read-only endpoints: health, the endpoint index, Prometheus exposition and service
 //! discovery, Ray's State API (shapes, paging, filters, summaries, every 400), and the
 //! seed dashboard's JSON.
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 #[tokio::test]
-async fn health_ready_and_landing_page() {
+async fn health_ready_overview_and_endpoint_index() {
     let s = Server::without_token().await;
     let r = s.get("/-/healthy").await;
     assert_eq!((r.status, r.text().as_str()), (200, "OK\n"));
@@ -17,6 +17,10 @@ async fn health_ready_and_landing_page() {
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["ready"], true);
     let r = s.get("/").await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    assert!(r.text().contains("href=\"/endpoints\""), "the overview links the endpoint index");
+    let r = s.get("/endpoints").await;
     assert_eq!(r.status, 200);
     assert!(r.header("content-type").unwrap().starts_with("text/html"));
     let page = r.text();
@@ -30,7 +34,7 @@ async fn health_ready_and_landing_page() {
         "/api/control/speed",
         "RAYSCOPE_TOKEN",
     ] {
-        assert!(page.contains(link), "landing page lacks {link}");
+        assert!(page.contains(link), "the endpoint index lacks {link}");
     }
     let r = s.get("/no/such/thing").await;
     assert_eq!(r.status, 404);

@@ -130,7 +130,7 @@ pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8], empty_as: Option<&str
 
 /// `{"error": ...}` for a request nothing routes to.
 pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
-    ApiError::not_found(format!("no endpoint at {}; the landing page at / lists them all", uri.path()))
+    ApiError::not_found(format!("no endpoint at {}; the page at /endpoints lists them all", uri.path()))
 }
 
 /// A compact JSON answer.

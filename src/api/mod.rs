@@ -8,7 +8,8 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `server` | the connection loop: connection cap, header-read timeout, graceful close |
-//! | `router` | the route table, landing page, health, body limit, request log |
+//! | `router` | the route table, health, body limit, request log |
+//! | `pages` | the built-in dashboard pages and their embedded assets |
 //! | `app` | [`ServeOptions`] and the state every handler shares |
 //! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
 //! | `auth` | bearer tokens for state-changing endpoints |
@@ -38,6 +39,7 @@ mod exposition;
 mod history;
 mod job_logs;
 mod jobs;
+mod pages;
 mod query;
 mod router;
 mod rows;

@@ -15,6 +15,7 @@ use crate::model::NodeState;
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
 /// `GET /api/cluster`: what the cluster is and how it is doing, in one object.
 pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
@@ -28,6 +29,22 @@ pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
             e["available"] = json!(e["available"].as_f64().unwrap_or(0.0) + available);
         }
     }
+    // Bounded by the config's node types and Ray's five job statuses.
+    let mut by_type: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for n in s.nodes.iter() {
+        let e = by_type.entry(n.node_type.as_str()).or_default();
+        if n.state == NodeState::Alive {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+    let by_type: Map<String, Value> =
+        by_type.into_iter().map(|(t, (alive, dead))| (t.to_string(), json!({"alive": alive, "dead": dead}))).collect();
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for j in s.jobs.iter() {
+        *by_status.entry(j.status.as_str()).or_default() += 1;
+    }
     json_ok(json!({
         "session_name": s.session_name,
         "ray_version": s.version,
@@ -38,9 +55,9 @@ pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
         "lag_seconds": s.lag_seconds,
         "events_processed": s.events_processed,
         "head_node_ip": s.head_node().map(|n| n.ip.as_str()),
-        "nodes": {"total": s.nodes.len(), "alive": alive, "dead": s.nodes.len() - alive},
+        "nodes": {"total": s.nodes.len(), "alive": alive, "dead": s.nodes.len() - alive, "by_type": by_type},
         "resources": resources,
-        "jobs": {"running": s.running_jobs, "total": s.jobs.len()},
+        "jobs": {"running": s.running_jobs, "total": s.jobs.len(), "by_status": by_status},
         "tasks": task_states(&s),
         "actors": actor_states(&s),
         "placement_groups": s.pg_counts,
@@ -51,12 +68,25 @@ pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
     }))
 }
 
-/// `GET /api/nodes`: every node the cluster has had, alive or dead.
-pub(crate) async fn nodes(State(app): State<AppState>) -> Response {
+/// `GET /api/nodes?limit=&offset=&state=`: the nodes the cluster has had, alive or
+/// dead, in node order. Without `limit` every node (the seed's shape); the built-in
+/// nodes page asks for a page at a time, which matters at 2,000 nodes.
+pub(crate) async fn nodes(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    let has_limit = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()).any(|(k, _)| k == "limit");
+    let (limit, offset, extra) = paging(raw.as_deref(), usize::MAX, &["state"])?;
+    let want = match extra.last().map(|(_, v)| v.to_ascii_uppercase()) {
+        None => None,
+        Some(v) if v == "ALIVE" => Some(NodeState::Alive),
+        Some(v) if v == "DEAD" => Some(NodeState::Dead),
+        Some(v) => return Err(ApiError::parameter("state", format!("state must be ALIVE or DEAD, got {v:?}"))),
+    };
+    let limit = if has_limit { limit.min(super::query::MAX_PAGE) } else { limit };
     let s = app.handle.snapshot();
-    let nodes: Vec<Value> = s
-        .nodes
-        .iter()
+    let matching = || s.nodes.iter().filter(|n| want.is_none_or(|w| n.state == w));
+    let total = matching().count();
+    let nodes: Vec<Value> = matching()
+        .skip(offset)
+        .take(limit)
         .map(|n| {
             let mut v = serde_json::to_value(n).unwrap_or(Value::Null);
             v["node_ip"] = json!(n.ip);
@@ -64,7 +94,7 @@ pub(crate) async fn nodes(State(app): State<AppState>) -> Response {
             v
         })
         .collect();
-    json_ok(json!({"nodes": nodes}))
+    Ok(json_ok(json!({"total": total, "nodes": nodes})))
 }
 
 /// `GET /api/tasks?limit=&offset=`: running tasks (the seed's `_get_running_tasks`).
@@ -157,13 +187,27 @@ pub(crate) async fn metrics_history(
     })))
 }
 
-/// `GET /api/events?limit=&offset=`: the GCS event log, newest first.
+/// `GET /api/events?limit=&offset=&source=&search=`: the GCS event log, newest first.
+/// `source` keeps one source (`node`, `task`, ...); `search` keeps messages containing
+/// the text; both ignore case, and `total` counts what they keep.
 pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
-    let (limit, offset, _) = paging(raw.as_deref(), 100, &[])?;
+    let (limit, offset, extra) = paging(raw.as_deref(), 100, &["source", "search"])?;
+    let wanted = |name: &str| extra.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.to_lowercase());
+    let (source, search) = (wanted("source").filter(|v| !v.is_empty()), wanted("search").filter(|v| !v.is_empty()));
     let s = app.handle.snapshot();
+    let keep = |e: &&crate::model::event_log::LoggedEvent| {
+        source.as_deref().is_none_or(|w| e.source.eq_ignore_ascii_case(w))
+            && search.as_deref().is_none_or(|w| e.message.to_lowercase().contains(w))
+    };
+    let total = if source.is_none() && search.is_none() {
+        s.recent_events.len()
+    } else {
+        s.recent_events.iter().filter(keep).count()
+    };
     let events: Vec<Value> = s
         .recent_events
         .iter()
+        .filter(keep)
         .skip(offset)
         .take(limit)
         .map(|e| {
@@ -177,7 +221,7 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
         })
         .collect();
     Ok(json_ok(json!({
-        "total": s.recent_events.len(),
+        "total": total,
         "events_recorded": s.event_log_lines,
         "events": events,
     })))

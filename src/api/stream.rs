@@ -110,7 +110,9 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
         json!({"used": used, "total": total})
     };
     let live = s.nodes.iter().filter(|n| n.state == NodeState::Alive);
-    let (store_used, store_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
+    let (store_used, store_total) =
+        live.clone().fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
+    let (memory_used, memory_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.memory_used, t + n.memory_total));
     json!({
         "type": "summary",
         "seq": s.seq,
@@ -123,6 +125,9 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
         "actors": actor_states(s),
         "jobs_running": s.running_jobs,
         "object_store": {"used": store_used, "total": store_total},
+        "memory": {"used": memory_used, "total": memory_total},
+        // A counter, so a client can chart throughput from any two summaries.
+        "tasks_finished_total": s.counters.tasks_finished,
     })
 }
 

@@ -158,3 +158,6 @@ pub(super) fn default_header_read_timeout() -> DurationSpec {
 pub(super) fn default_metrics_export_port() -> u16 {
     8080
 }
+pub(super) fn default_grafana_url() -> String {
+    "http://127.0.0.1:3000".into()
+}

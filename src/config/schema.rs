@@ -312,6 +312,10 @@ pub struct ServerConfig {
     /// the server itself served (the `Origin` names the `Host` asked for).
     #[serde(default)]
     pub allowed_origins: Option<Vec<String>>,
+    /// Where the built-in pages link for Grafana dashboards (`<grafana_url>/d/<uid>`).
+    /// Only ever a link target: rayscope sends Grafana nothing.
+    #[serde(default = "default_grafana_url")]
+    pub grafana_url: String,
 }
 
 impl Default for ServerConfig {
@@ -326,6 +330,7 @@ impl Default for ServerConfig {
             max_connections: default_max_connections(),
             header_read_timeout: default_header_read_timeout(),
             allowed_origins: None,
+            grafana_url: default_grafana_url(),
         }
     }
 }

@@ -1,0 +1,88 @@
+//! `/endpoints`: the index of every HTTP endpoint rayscope serves, with the session
+//! it is serving and whether control is enabled. It was the landing page before the
+//! overview took `/`.
+//!
+//! Must never: link anywhere but this server.
+
+use super::super::app::App;
+use super::escape;
+use std::fmt::Write;
+
+/// The index as a page fragment.
+pub(super) fn render(app: &App) -> String {
+    let s = app.handle.snapshot();
+    let control = if app.token.is_some() {
+        "enabled (send <code>Authorization: Bearer &lt;token&gt;</code>)"
+    } else {
+        "disabled: set <code>RAYSCOPE_TOKEN</code> to enable"
+    };
+    let mut body = String::new();
+    let link = |body: &mut String, path: &str, what: &str| {
+        let _ = writeln!(body, "<li><a href=\"{path}\"><code>{path}</code></a> {what}</li>");
+    };
+    let post = |body: &mut String, path: &str, what: &str| {
+        let _ = writeln!(body, "<li><code>POST {path}</code> {what}</li>");
+    };
+    let _ = write!(
+        body,
+        "<h1>Endpoints</h1>\n<p class=\"lead\">Session <code>{}</code>, Ray {}, seed {}, {} nodes, virtual time {:.0} s at speed {}.</p>\n",
+        escape(&s.session_name),
+        escape(&s.version),
+        s.seed,
+        s.nodes.len(),
+        s.sim_time_us as f64 / 1e6,
+        s.speed,
+    );
+    body.push_str("<div class=\"cols\"><section class=\"card\"><h2>Prometheus</h2><ul class=\"links\">\n");
+    link(&mut body, "/metrics", "every node's and the cluster's metrics");
+    link(
+        &mut body,
+        "/sd",
+        "HTTP service discovery: one target per alive node (<code>/metrics/nodes/&lt;ip&gt;</code>)",
+    );
+    body.push_str("</ul><h2>Ray State API</h2><ul class=\"links\">\n");
+    for r in ["nodes", "jobs", "actors", "tasks", "objects", "placement_groups"] {
+        link(
+            &mut body,
+            &format!("/api/v0/{r}"),
+            "(<code>limit</code>, <code>offset</code>, <code>detail</code>, filters)",
+        );
+    }
+    link(&mut body, "/api/v0/tasks/summarize", "");
+    link(&mut body, "/api/v0/actors/summarize", "");
+    body.push_str("</ul><h2>Ray Jobs API</h2><ul class=\"links\">\n");
+    link(&mut body, "/api/jobs/", "jobs");
+    link(&mut body, "/api/version", "");
+    post(
+        &mut body,
+        "/api/jobs/",
+        "<code>{\"entrypoint\": \"fan-out --tasks 1000\"}</code> submits a built-in workload",
+    );
+    post(&mut body, "/api/jobs/&lt;id&gt;/stop", "");
+    body.push_str("</ul></section><section class=\"card\"><h2>Dashboard data</h2><ul class=\"links\">\n");
+    for (p, w) in [
+        ("/api/cluster", "the cluster at a glance"),
+        ("/api/nodes", "nodes (<code>limit</code>, <code>offset</code>, <code>state</code>)"),
+        ("/api/tasks", "running tasks"),
+        ("/api/actors", "actors"),
+        ("/api/memory", "memory and object stores"),
+        ("/api/metrics", "the latest 5 s aggregate"),
+        ("/api/metrics/history", "the last hour of aggregates"),
+        ("/api/events", "the GCS event log, newest first (<code>source</code>, <code>search</code>)"),
+        ("/api/alerts", "Alertmanager notifications received"),
+    ] {
+        link(&mut body, p, w);
+    }
+    body.push_str("<li><code>ws://…/ws/realtime</code> a summary every stream interval</li>\n");
+    let _ = writeln!(body, "</ul><h2>Control ({control})</h2><ul class=\"links\">");
+    post(&mut body, "/api/control/nodes/&lt;ip&gt;/kill", "");
+    post(&mut body, "/api/control/nodes/&lt;ip&gt;/restore", "");
+    post(&mut body, "/api/control/actors/&lt;id&gt;/kill", "<code>{\"no_restart\": true}</code>");
+    post(&mut body, "/api/control/speed", "<code>{\"speed\": 2.0}</code>");
+    post(&mut body, "/api/alerts", "Alertmanager webhook receiver");
+    body.push_str(
+        "</ul><h2>Health</h2><ul class=\"links\"><li><a href=\"/-/healthy\"><code>/-/healthy</code></a></li>\
+         <li><a href=\"/-/ready\"><code>/-/ready</code></a></li></ul></section></div>\n",
+    );
+    body
+}
