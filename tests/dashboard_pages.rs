@@ -233,6 +233,13 @@ async fn overview(page: &Page<'_>, rs: &mut Rayscope) {
 }
 
 async fn nodes(page: &Page<'_>, addr: SocketAddr) {
+    // The restart began a fresh run: let the fan-out finish so that what runs on each
+    // node holds still (the pool's calls outlast the test).
+    api_support::eventually("the fan-out job to finish", WAIT, || async move {
+        let c = get_json(addr, "/api/cluster").await;
+        (c["jobs"]["by_status"]["SUCCEEDED"].as_u64() == Some(1)).then_some(())
+    })
+    .await;
     page.goto(&format!("http://{addr}/nodes")).await;
     page.wait_for("the nodes table", "document.querySelector('#nodes').dataset.loaded", WAIT).await;
     rows_match(page, "#nodes", "nodes", || {

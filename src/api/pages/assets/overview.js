@@ -119,7 +119,7 @@
       {title: 'State', cell: (a) => badge(a.state)},
       {title: 'Node', cell: (a) => el('span', {class: 'mono', text: short(a.node_id)})},
       {title: 'Actor', cell: (a) => el('span', {class: 'mono', text: short(a.actor_id, 24), title: a.actor_id})},
-    ], r.rows, {empty: 'No actor is alive.'}));
+    ], r.rows, {empty: 'No actor is alive.'}), r.warnings.length ? el('p', {class: 'muted', text: r.warnings.join('; ')}) : '');
     $('#actors').dataset.total = String(r.filtered);
     mark('actors');
   }

@@ -50,6 +50,8 @@ window.RS = (() => {
       total: num(d.total),
       filtered: d.num_filtered == null ? num(d.total) : num(d.num_filtered),
       next: next == null ? null : Number(next),
+      // E.g. rows older than usual while the engine rebuilds its tables.
+      warnings: Array.isArray(d.warnings) ? d.warnings : [],
     };
   }
   /** The cluster-wide part of a State API summary. */
@@ -165,8 +167,9 @@ window.RS = (() => {
     const prev = el('button', {type: 'button', text: '‹ Prev'});
     const next = el('button', {type: 'button', text: 'Next ›'});
     const info = el('span', {class: 'pager-info'});
+    const note = el('span', {class: 'pager-info'});
     const slot = el('div');
-    host.replaceChildren(el('div', {class: 'toolbar'}, o.toolbar || [], el('span', {class: 'spacer'}), info, prev, next), slot);
+    host.replaceChildren(el('div', {class: 'toolbar'}, o.toolbar || [], el('span', {class: 'spacer'}), note, info, prev, next), slot);
     async function load() {
       if (busy) return;
       busy = true;
@@ -176,6 +179,7 @@ window.RS = (() => {
         slot.replaceChildren(table(o.columns, last.rows, o));
         const n = num(last.filtered);
         info.textContent = last.rows.length ? `${int(offset + 1)}–${int(offset + last.rows.length)} of ${int(n)}` : `0 of ${int(n)}`;
+        note.textContent = (last.warnings || []).join('; ');
         prev.disabled = offset === 0;
         next.disabled = last.next == null && offset + last.rows.length >= n;
         host.dataset.rows = String(last.rows.length);
