@@ -262,12 +262,14 @@ pub(crate) fn page(r: Resource, rows: Vec<Value>, q: &ListQuery) -> (usize, usiz
     (total, num_filtered, page, next)
 }
 
+/// One call site's (objects, MB, task states, attempt numbers, reference types).
+type KeySummary = (u64, f64, BTreeMap<String, u64>, BTreeMap<String, u64>, BTreeMap<String, u64>);
+
 /// Ray's `ObjectSummaries` (grouped by call site, which is `disabled` unless Ray
 /// records call sites) over the objects that pass `q`'s filters.
 pub(crate) fn summarize_objects(ctx: &Ctx<'_>, q: &ListQuery) -> (usize, usize, Value) {
     let r = Resource::Objects;
-    let mut summary: BTreeMap<String, (u64, f64, BTreeMap<String, u64>, BTreeMap<String, u64>, BTreeMap<String, u64>)> =
-        BTreeMap::new();
+    let mut summary: BTreeMap<String, KeySummary> = BTreeMap::new();
     let mut workers: BTreeMap<String, (std::collections::BTreeSet<i64>, std::collections::BTreeSet<String>)> =
         BTreeMap::new();
     let (mut total_objects, mut total_mb, mut filtered) = (0u64, 0f64, 0usize);

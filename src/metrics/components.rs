@@ -229,9 +229,11 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     Ok(())
 }
 
-/// GPU families: name, help, reading of (percent, MB).
+/// A GPU family: name, help, reading of (percent, MB).
+type GpuReading = (&'static str, &'static str, fn((f64, f64)) -> f64);
+
 #[rustfmt::skip]
-const GPU_FAMILIES: [(&str, &str, fn((f64, f64)) -> f64); 2] = [
+const GPU_FAMILIES: [GpuReading; 2] = [
     ("ray_component_gpu_percentage", "GPU usage of all components on the node.", |g| g.0),
     ("ray_component_gpu_memory_mb", "GPU memory usage of all components on the node.", |g| g.1),
 ];

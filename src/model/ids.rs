@@ -82,6 +82,18 @@ pub fn entity_hex(kind: u8, job: JobId, seq: u64) -> String {
     format!("{:02x}{:016x}{}", kind, seq, job.hex())
 }
 
+/// A driver's process id. Drivers and normal-task workers are not processes the model
+/// allocates pids for (actors are), so theirs are derived, in ranges that cannot meet
+/// the actors' (which count up from 1,000) within Linux's `pid_max` (4,194,304).
+pub fn driver_pid(job: u32) -> u32 {
+    2_000_000 + job % 1_000_000
+}
+
+/// The process id of the worker that runs normal task `task` (see [`driver_pid`]).
+pub fn worker_pid(task: u64) -> u32 {
+    3_000_000 + (task % 1_000_000) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,14 +114,3 @@ mod tests {
     }
 }
 
-/// A driver's process id. Drivers and normal-task workers are not processes the model
-/// allocates pids for (actors are), so theirs are derived, in ranges that cannot meet
-/// the actors' (which count up from 1,000) within Linux's `pid_max` (4,194,304).
-pub fn driver_pid(job: u32) -> u32 {
-    2_000_000 + job % 1_000_000
-}
-
-/// The process id of the worker that runs normal task `task` (see [`driver_pid`]).
-pub fn worker_pid(task: u64) -> u32 {
-    3_000_000 + (task % 1_000_000) as u32
-}
