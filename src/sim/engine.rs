@@ -81,6 +81,8 @@ pub struct Engine {
     pub(crate) mix_templates: Vec<Vec<(f64, usize)>>,
     /// Plasma objects whose primary copy is on each node, oldest first (spill order).
     pub(crate) primaries: Vec<VecDeque<ObjectId>>,
+    /// Per node: secondary copies made by transfers, oldest first (evicted under pressure).
+    pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
     /// Jobs still expected to start (one-off starts not yet reached, live mixes).
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,
@@ -162,6 +164,7 @@ impl Engine {
             mixes: plan.mixes,
             mix_templates: Vec::new(),
             primaries: Vec::new(),
+            secondaries: Vec::new(),
             pending_job_starts: 0,
             live_jobs: 0,
             head: NodeIdx(0),
@@ -300,6 +303,7 @@ impl Engine {
             self.actors_on[i] = Vec::new();
             self.resuming[i] = VecDeque::new();
             self.primaries[i] = VecDeque::new();
+            self.secondaries[i] = VecDeque::new();
             self.last_oom_kill[i] = None;
             self.memory_check_due[i] = false;
         } else {
@@ -308,6 +312,7 @@ impl Engine {
             self.actors_on.push(Vec::new());
             self.resuming.push(VecDeque::new());
             self.primaries.push(VecDeque::new());
+            self.secondaries.push(VecDeque::new());
             self.last_oom_kill.push(None);
             self.memory_check_due.push(false);
         }

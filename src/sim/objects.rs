@@ -195,6 +195,7 @@ impl Engine {
             self.model.counters.spilled_objects += 1;
             log_event!(self.model.log, self.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
         }
+        self.evict_secondaries(node);
         let s = &mut self.model.nodes[node.index()].store;
         s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
         // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
@@ -202,6 +203,51 @@ impl Engine {
         if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
             let objects = &self.model.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
+        }
+        let q = &mut self.secondaries[node.index()];
+        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+            let objects = &self.model.objects;
+            q.retain(|id| objects.get(id).is_some_and(|o| o.copies.contains(&node)));
+        }
+    }
+
+    /// Plasma evicts secondary copies (made by transfers; the primary stays pinned where
+    /// it was created) that no task on the node is using, oldest first, once the store is
+    /// over capacity. Without this, copies fetched by attempts that were killed or have
+    /// finished stayed until their object was freed, and a node could stay above its
+    /// memory threshold for good: every task started there was OOM-killed and retried.
+    fn evict_secondaries(&mut self, node: NodeIdx) {
+        let i = node.index();
+        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0 || self.secondaries[i].is_empty() {
+            return;
+        }
+        let running_actor_tasks = self.actors_on[i]
+            .iter()
+            .filter_map(|a| self.model.actors.get(a))
+            .flat_map(|a| a.running.iter().copied());
+        let in_use: rustc_hash::FxHashSet<ObjectId> = self.leased[i]
+            .iter()
+            .copied()
+            .chain(running_actor_tasks)
+            .filter_map(|t| self.model.tasks.get(&t))
+            .flat_map(|t| t.args.iter().copied())
+            .collect();
+        let mut kept = Vec::new();
+        while self.model.nodes[i].store.used.0 > self.model.nodes[i].store.capacity.0 {
+            let Some(id) = self.secondaries[i].pop_front() else { break };
+            let Some(o) = self.model.objects.get_mut(&id) else { continue };
+            let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
+            if in_use.contains(&id) {
+                kept.push(id);
+                continue;
+            }
+            o.copies.swap_remove(pos);
+            let size = o.size;
+            self.store_remove(node, size);
+            log_event!(self.model.log, self.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
+        }
+        for id in kept.into_iter().rev() {
+            self.secondaries[i].push_front(id);
         }
     }
 
@@ -248,6 +294,7 @@ impl Engine {
             if let Some(o) = self.model.objects.get_mut(a) {
                 o.copies.push(node);
             }
+            self.secondaries[node.index()].push_back(*a);
             self.store_add(node, *a, size);
         }
         if let Some(t) = self.model.tasks.get_mut(&tid) {
