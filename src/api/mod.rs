@@ -18,6 +18,7 @@
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
+//! | `logging` | the log subscriber; control characters in logged values escaped |
 //!
 //! Must never: block the engine (readers only load `Arc<Snapshot>`s; control requests
 //! go over the engine's channel), write the model, do CPU-heavy encoding on the async
@@ -34,6 +35,7 @@ mod error;
 mod exposition;
 mod history;
 mod jobs;
+pub mod logging;
 mod query;
 mod router;
 mod rows;
