@@ -202,7 +202,7 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.positive("sim.speed".into(), sim.speed);
     // The same ceiling as `POST /api/control/speed`: beyond it pacing arithmetic loses
     // meaning (virtual µs per wall ns overflow), and no engine keeps such a pace.
-    if sim.speed > MAX_SPEED {
+    if sim.speed.is_finite() && sim.speed > MAX_SPEED {
         p.push("sim.speed", format!("must be at most {MAX_SPEED:e} (as POST /api/control/speed), got {:e}", sim.speed));
     }
     p.at_least("sim.finished_task_capacity".into(), sim.finished_task_capacity as u64, 1);
