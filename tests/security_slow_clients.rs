@@ -110,6 +110,28 @@ async fn connections_beyond_the_cap_get_503_and_service_resumes() {
     s.stop().await;
 }
 
+#[tokio::test]
+async fn silent_and_idle_keep_alive_connections_are_closed_too() {
+    let s = Server::start(slow_config(64), Tokens::default()).await;
+    // One connection that never sends a byte, one that goes idle after a request.
+    let silent = TcpStream::connect(s.addr).await.unwrap();
+    let mut idle = TcpStream::connect(s.addr).await.unwrap();
+    idle.write_all(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    for mut c in [silent, idle] {
+        let mut buf = [0u8; 1024];
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match c.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {} // the idle one's answer first
+                }
+            }
+        });
+        closed.await.expect("a connection that sends no (further) request is closed");
+    }
+    s.stop().await;
+}
+
 #[test]
 fn the_limits_are_checked_settings_with_defaults() {
     let cfg = config();

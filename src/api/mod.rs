@@ -21,6 +21,7 @@
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
+//! | `logging` | the log subscriber; control characters in logged values escaped |
 //!
 //! Must never: block the engine (readers only load `Arc<Snapshot>`s; control requests
 //! go over the engine's channel), write the model, do CPU-heavy encoding on the async
@@ -39,6 +40,7 @@ mod exposition;
 mod history;
 mod job_logs;
 mod jobs;
+pub mod logging;
 mod pages;
 mod query;
 mod router;

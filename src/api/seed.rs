@@ -18,7 +18,8 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// `GET /api/cluster`: what the cluster is and how it is doing, in one object.
-pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
+pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    no_parameters(raw.as_deref())?;
     let s = app.handle.snapshot();
     let alive = s.nodes.iter().filter(|n| n.state == NodeState::Alive).count();
     let mut resources: Map<String, Value> = Map::new();
@@ -45,7 +46,7 @@ pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
     for j in s.jobs.iter() {
         *by_status.entry(j.status.as_str()).or_default() += 1;
     }
-    json_ok(json!({
+    Ok(json_ok(json!({
         "session_name": s.session_name,
         "ray_version": s.version,
         "seed": s.seed,
@@ -65,7 +66,7 @@ pub(crate) async fn cluster(State(app): State<AppState>) -> Response {
         "scheduler": s.scheduler,
         "autoscaler": s.autoscaler,
         "control_enabled": app.token.is_some(),
-    }))
+    })))
 }
 
 /// `GET /api/nodes?limit=&offset=&state=`: the nodes the cluster has had, alive or
@@ -113,7 +114,8 @@ pub(crate) async fn actors(State(app): State<AppState>, RawQuery(raw): RawQuery)
 }
 
 /// `GET /api/memory`: node memory and object store use, per node and in total.
-pub(crate) async fn memory(State(app): State<AppState>) -> Response {
+pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    no_parameters(raw.as_deref())?;
     let s = app.handle.snapshot();
     let alive: Vec<_> = s.nodes.iter().filter(|n| n.state == NodeState::Alive).collect();
     let nodes: Vec<Value> = alive
@@ -135,7 +137,7 @@ pub(crate) async fn memory(State(app): State<AppState>) -> Response {
         })
         .collect();
     let sum = |f: fn(&crate::sim::snapshot::NodeView) -> u64| alive.iter().map(|n| f(n)).sum::<u64>();
-    json_ok(json!({
+    Ok(json_ok(json!({
         "cluster": {
             "memory_total": sum(|n| n.memory_total),
             "memory_used": sum(|n| n.memory_used),
@@ -145,14 +147,24 @@ pub(crate) async fn memory(State(app): State<AppState>) -> Response {
             "objects_live": s.counters.objects_live,
         },
         "nodes": nodes,
-    }))
+    })))
 }
 
 /// `GET /api/metrics`: the aggregator's latest sample.
-pub(crate) async fn metrics(State(app): State<AppState>) -> Response {
-    match app.history.latest() {
+pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    no_parameters(raw.as_deref())?;
+    Ok(match app.history.latest() {
         Some(v) => json_ok((*v).clone()),
         None => json_ok(sample_now(&app.handle.snapshot())),
+    })
+}
+
+/// Endpoints without parameters refuse any, as the State API refuses unknown ones: a
+/// misspelt `?limt=` should not silently return something else than was asked.
+fn no_parameters(raw: Option<&str>) -> Result<(), ApiError> {
+    match form_urlencoded::parse(raw.unwrap_or("").as_bytes()).next() {
+        None => Ok(()),
+        Some((name, _)) => Err(ApiError::parameter(&name, format!("unknown parameter {name:?}; this endpoint takes none"))),
     }
 }
 

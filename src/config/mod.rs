@@ -80,6 +80,9 @@ impl std::error::Error for ConfigErrors {}
 /// A YAML or type error stops parsing, so it is reported alone; semantic problems are
 /// all reported together, in document order.
 pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
+    // Editors on Windows start UTF-8 files with a byte-order mark; YAML allows one, but
+    // the parser read it as content before a second document.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let error = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
     let config = diagnose::parse(text).map_err(|e| ConfigErrors(vec![error(e.line, e.column, e.field, e.message)]))?;
     let problems = validate::validate(&config);

@@ -178,6 +178,10 @@ impl Engine {
             s.worker_heap = Bytes(0);
         }
         self.reschedule_pgs_on(n);
+        // A dead node stays in the table (up to sim.dead_node_capacity): give back what
+        // its queues grew to while alive.
+        self.primaries[n.index()] = std::collections::VecDeque::new();
+        self.resuming[n.index()] = std::collections::VecDeque::new();
         self.remember_dead_node(n);
     }
 

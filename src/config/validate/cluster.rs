@@ -198,7 +198,13 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.fraction("memory_monitor.usage_threshold".into(), c.memory_monitor.usage_threshold, false);
 
     let sim = &c.sim;
+    const MAX_SPEED: f64 = 1e9;
     p.positive("sim.speed".into(), sim.speed);
+    // The same ceiling as `POST /api/control/speed`: beyond it pacing arithmetic loses
+    // meaning (virtual µs per wall ns overflow), and no engine keeps such a pace.
+    if sim.speed.is_finite() && sim.speed > MAX_SPEED {
+        p.push("sim.speed", format!("must be at most {MAX_SPEED:e} (as POST /api/control/speed), got {:e}", sim.speed));
+    }
     p.at_least("sim.finished_task_capacity".into(), sim.finished_task_capacity as u64, 1);
     p.at_least("sim.dead_actor_capacity".into(), sim.dead_actor_capacity as u64, 1);
     p.at_least("sim.event_log_capacity".into(), sim.event_log_capacity as u64, 1);
