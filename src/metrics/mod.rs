@@ -191,7 +191,7 @@ mod tests {
     fn a_dead_head_takes_the_cluster_families_with_it() {
         let mut snap = (**cluster()).clone();
         let head = snap.head as usize;
-        snap.nodes[head].state = crate::model::NodeState::Dead;
+        Arc::make_mut(&mut snap.nodes[head]).state = crate::model::NodeState::Dead;
         let e = parse(&render_all(&std::sync::Arc::new(snap.clone()), None, &ctx()));
         assert!(e.of("ray_running_jobs").next().is_none());
         assert!(e.of("ray_resources").next().is_some());

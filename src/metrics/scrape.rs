@@ -136,8 +136,8 @@ impl<'a> Scrape<'a> {
         timings: &'a Mutex<Vec<(&'static str, f64)>>,
     ) -> Scrape<'a> {
         let (nodes, cluster) = match only.and_then(|i| snap.nodes.get(i)) {
-            Some(n) => (vec![n], n.is_head),
-            None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).collect(), true),
+            Some(n) => (vec![&**n], n.is_head),
+            None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).map(|n| &**n).collect(), true),
         };
         // A dead head serves nothing: its cluster-wide families go with it.
         let head = snap

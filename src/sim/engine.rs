@@ -83,6 +83,9 @@ pub struct Engine {
     pub(crate) primaries: Vec<VecDeque<ObjectId>>,
     /// Per node: secondary copies made by transfers, oldest first (evicted under pressure).
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+    /// Views of dead nodes, built by the first snapshot after they died and shared by
+    /// every later one (see `Snapshot::nodes`).
+    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::sim::snapshot::NodeView>>>>,
     /// Jobs still expected to start (one-off starts not yet reached, live mixes).
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,
@@ -165,6 +168,7 @@ impl Engine {
             mix_templates: Vec::new(),
             primaries: Vec::new(),
             secondaries: Vec::new(),
+            dead_node_views: Default::default(),
             pending_job_starts: 0,
             live_jobs: 0,
             head: NodeIdx(0),

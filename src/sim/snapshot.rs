@@ -270,7 +270,9 @@ pub struct Snapshot {
     pub events_processed: u64,
     pub event_log_lines: u64,
     pub head: u32,
-    pub nodes: Vec<NodeView>,
+    /// Every node in the table; a dead node's view is built once and shared by every
+    /// later snapshot (it no longer changes), so a cache of dead nodes costs one view each.
+    pub nodes: Vec<Arc<NodeView>>,
     #[serde(skip)]
     pub names: Arc<Vec<String>>,
     pub task_counts: Vec<TaskCount>,
@@ -331,7 +333,7 @@ impl Snapshot {
         self.names.get(id as usize).map(|s| s.as_str()).unwrap_or("")
     }
     pub fn node(&self, idx: u32) -> Option<&NodeView> {
-        self.nodes.get(idx as usize)
+        self.nodes.get(idx as usize).map(|v| &**v)
     }
     pub fn head_node(&self) -> Option<&NodeView> {
         self.node(self.head)
@@ -343,17 +345,23 @@ impl Engine {
     pub fn snapshot(&self, seq: u64, speed: f64, lag_seconds: f64, tables: Option<Arc<Tables>>, recent: Arc<Vec<LoggedEvent>>) -> Snapshot {
         let m = &self.model;
         let names = Arc::new(m.names.all().to_vec());
+        let mut dead_views = self.dead_node_views.borrow_mut();
         let nodes = m
             .nodes
             .iter()
             .map(|n| {
                 let idx = n.idx.index();
+                if let Some(Some(v)) = dead_views.get(idx) {
+                    if !n.is_alive() && v.node_id == n.node_id {
+                        return v.clone();
+                    }
+                }
                 let running = self.leased[idx]
                     .iter()
                     .filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running()))
                     .count() as u64
                     + self.actors_on[idx].iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
-                NodeView {
+                let view = NodeView {
                     idx: n.idx.0,
                     node_id: n.node_id.clone(),
                     ip: n.ip.clone(),
@@ -383,9 +391,18 @@ impl Engine {
                     died_at_us: n.died_at,
                     death_reason: n.death_reason.clone(),
                     stats: n.stats.clone(),
+                };
+                let view = Arc::new(view);
+                if !n.is_alive() {
+                    if dead_views.len() <= idx {
+                        dead_views.resize(idx + 1, None);
+                    }
+                    dead_views[idx] = Some(view.clone());
                 }
+                view
             })
             .collect();
+        drop(dead_views);
         let job_hex = |j: JobId| j.hex();
         let mut task_counts: Vec<TaskCount> = m
             .task_counts
