@@ -18,6 +18,7 @@ Conventions every dashboard follows (tests/bundle_structure.rs checks them):
 
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -402,7 +403,9 @@ DASHBOARDS = [
 
 
 def main():
-    out_dir = os.path.join(HERE, "dashboards")
+    # An output directory may be given (the tests regenerate into a temporary one and
+    # compare); by default the files next to this script are rewritten.
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "dashboards")
     os.makedirs(out_dir, exist_ok=True)
     for file, uid, title, description, build in DASHBOARDS:
         with open(os.path.join(out_dir, file + ".json"), "w") as f:

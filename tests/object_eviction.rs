@@ -1,8 +1,8 @@
 //! Secondary copies are evicted when a store is over capacity, so an OOM-killed task's
 //! retries can end. Before, copies fetched by killed attempts stayed until their object
-//! was freed: on `examples/faults.yaml` with seed 8 one node stayed above the memory
-//! threshold for good, and its reducers were OOM-killed and retried forever, so the run
-//! never finished.
+//! was freed: on `examples/faults.yaml` with a 6,000-task ETL and seed 8, 9 or 12 one
+//! node stayed above the memory threshold for good, and its reducers were OOM-killed and
+//! retried forever, so the run never finished.
 
 mod common;
 
@@ -12,6 +12,8 @@ use std::path::Path;
 #[test]
 fn reducers_killed_for_memory_finish_once_stale_copies_are_evicted() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/faults.yaml")).unwrap();
+    let text = text.replacen("    tasks: 4000\n", "    tasks: 6000\n", 1);
+    assert!(text.contains("    tasks: 6000\n"), "faults.yaml's ETL changed shape; update this test");
     for seed in [8, 9, 12] {
         let mut cfg = load(&text);
         cfg.sim.seed = seed;

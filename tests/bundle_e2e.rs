@@ -1,0 +1,178 @@
+//! The bundle end to end, with the real binaries: rayscope serves examples/faults.yaml,
+//! the real Prometheus scrapes it with the bundle's own prometheus.yml and rules, and
+//! the real Alertmanager routes with the bundle's own alertmanager.yml back into
+//! rayscope's webhook. Only addresses and file paths are rewritten (service names to
+//! loopback ports, /etc paths to the repository and a temporary token file).
+//!
+//! Proves, waiting on conditions with deadlines: the target is up; RayNodeDown fires,
+//! reaches Alertmanager and arrives at rayscope's `/api/alerts`; a dead node's other
+//! alert is inhibited; every expression of every dashboard panel returns data with the
+//! variables at their "All" values.
+//!
+//! Needs `prometheus` and `prometheus-alertmanager` (Debian packages; scripts/test
+//! installs them). Without them the test is skipped, unless RAYSCOPE_REQUIRE_TOOLS is set.
+
+mod bundle_support;
+
+use bundle_support::*;
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+const TOKEN: &str = "bundle-e2e-token-0123456789";
+
+/// The bundle's prometheus.yml with its targets on loopback and its rule files in the
+/// repository; every other setting (intervals, honor_labels, jobs) is kept.
+fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
+    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let rules = repo().join("prometheus/rules/*.yml");
+    cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
+    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = serde_yaml::to_value(vec![alertmanager]).unwrap();
+    let job = &mut cfg["scrape_configs"][0];
+    assert_eq!(job["job_name"].as_str(), Some("rayscope"));
+    assert_eq!(job["static_configs"][0]["targets"][0].as_str(), Some("rayscope:8080"));
+    job["static_configs"][0]["targets"] = serde_yaml::to_value(vec![rayscope]).unwrap();
+    serde_yaml::to_string(&cfg).unwrap()
+}
+
+/// The bundle's alertmanager.yml with the webhook on rayscope's loopback address and
+/// the token file in `token_file`.
+fn alertmanager_config(rayscope: &str, token_file: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("alertmanager/alertmanager.yml")).unwrap();
+    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let receivers = cfg["receivers"].as_sequence_mut().unwrap();
+    let webhook = receivers
+        .iter_mut()
+        .find(|r| r["name"].as_str() == Some("rayscope"))
+        .map(|r| &mut r["webhook_configs"][0])
+        .expect("a rayscope receiver");
+    assert_eq!(webhook["url"].as_str(), Some("http://rayscope:8080/api/alerts"));
+    webhook["url"] = format!("http://{rayscope}/api/alerts").into();
+    webhook["http_config"]["authorization"]["credentials_file"] = token_file.into();
+    serde_yaml::to_string(&cfg).unwrap()
+}
+
+fn firing(prom: &str, alertname: &str) -> Result<Vec<Value>, String> {
+    let r = prom_query(prom, &format!("ALERTS{{alertname=\"{alertname}\",alertstate=\"firing\"}}"))?;
+    if r.is_empty() {
+        Err(format!("{alertname} not firing"))
+    } else {
+        Ok(r)
+    }
+}
+
+#[test]
+fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
+    let (Some(prometheus), Some(alertmanager)) =
+        (tool("prometheus", "prometheus"), tool("prometheus-alertmanager", "prometheus-alertmanager"))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = unix_now();
+
+    let (mut rayscope, rs) = start_rayscope(&repo().join("examples/faults.yaml"), TOKEN, dir.path());
+
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let am = format!("127.0.0.1:{}", free_port());
+    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap())).unwrap();
+    let mut alertmanager = Proc::spawn(
+        "alertmanager",
+        Command::new(alertmanager)
+            .arg(format!("--config.file={}", dir.path().join("alertmanager.yml").display()))
+            .arg(format!("--storage.path={}", dir.path().join("am").display()))
+            .arg(format!("--web.listen-address={am}"))
+            // No gossip: a single instance, and no listener beyond loopback.
+            .arg("--cluster.listen-address="),
+        dir.path().join("alertmanager.log"),
+    );
+
+    let prom = format!("127.0.0.1:{}", free_port());
+    std::fs::write(dir.path().join("prometheus.yml"), prometheus_config(&rs, &am)).unwrap();
+    let mut prometheus = Proc::spawn(
+        "prometheus",
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("prom").display()))
+            .arg(format!("--web.listen-address={prom}")),
+        dir.path().join("prometheus.log"),
+    );
+
+    // The target is up.
+    wait_for("the rayscope target up in Prometheus", Duration::from_secs(60), || {
+        prometheus.assert_alive();
+        alertmanager.assert_alive();
+        rayscope.assert_alive();
+        let up = prom_query(&prom, "up{job=\"rayscope\"}")?;
+        match up.first().and_then(|s| s["value"][1].as_str()) {
+            Some("1") => Ok(()),
+            other => Err(format!("up = {other:?}")),
+        }
+    });
+
+    // faults.yaml kills 10.0.1.2 at 60 s: RayNodeDown fires in Prometheus, and
+    // Alertmanager delivers it to rayscope's webhook with the token.
+    let down = wait_for("RayNodeDown firing in Prometheus", Duration::from_secs(120), || firing(&prom, "RayNodeDown"));
+    assert!(down.iter().any(|a| a["metric"]["ip"] == "10.0.1.2"), "{down:?}");
+    wait_for("RayNodeDown at rayscope's /api/alerts", Duration::from_secs(60), || {
+        let got = get_json(&rs, "/api/alerts?limit=1000").ok_or("no /api/alerts")?;
+        let alerts = got["alerts"].as_array().cloned().unwrap_or_default();
+        if alerts.iter().any(|a| a["labels"]["alertname"] == "RayNodeDown" && a["status"] == "firing" && a["labels"]["ip"] == "10.0.1.2") {
+            Ok(())
+        } else {
+            Err(format!("received so far: {}", got["counts"]))
+        }
+    });
+
+    // A busy worker's CPU alert fires; killing that node inhibits it at Alertmanager.
+    let hot = wait_for("RayNodeHighCpu firing on a live worker", Duration::from_secs(240), || {
+        let alerts = firing(&prom, "RayNodeHighCpu")?;
+        alerts
+            .iter()
+            .filter_map(|a| a["metric"]["ip"].as_str())
+            .find(|ip| ip.starts_with("10.0.1.") && *ip != "10.0.1.2" && *ip != "10.0.1.3")
+            .map(str::to_string)
+            .ok_or_else(|| format!("firing on {alerts:?}"))
+    });
+    let auth = format!("Bearer {TOKEN}");
+    let (status, body) = http("POST", &rs, &format!("/api/control/nodes/{hot}/kill"), &[("Authorization", &auth)], "");
+    assert_eq!(status, 200, "{body}");
+    wait_for("RayNodeHighCpu on the killed node inhibited by RayNodeDown", Duration::from_secs(90), || {
+        let alerts = get_json(&am, "/api/v2/alerts").ok_or("no Alertmanager alerts")?;
+        let alerts = alerts.as_array().cloned().unwrap_or_default();
+        let on = |name: &str| alerts.iter().find(|a| a["labels"]["alertname"] == name && a["labels"]["ip"] == hot.as_str()).cloned();
+        let down = on("RayNodeDown").ok_or("no RayNodeDown for the node yet")?;
+        let cpu = on("RayNodeHighCpu").ok_or("the node's CPU alert is gone")?;
+        let by = cpu["status"]["inhibitedBy"].as_array().cloned().unwrap_or_default();
+        if cpu["status"]["state"] == "suppressed" && by.contains(&down["fingerprint"]) {
+            Ok(())
+        } else {
+            Err(format!("CPU alert status: {}", cpu["status"]))
+        }
+    });
+
+    // Every expression of every panel returns data over the run so far.
+    wait_for("every dashboard expression returning data", Duration::from_secs(180), || {
+        let end = unix_now();
+        let mut empty = Vec::new();
+        for (file, d) in dashboards() {
+            for p in panels(&d) {
+                for t in p["targets"].as_array().into_iter().flatten() {
+                    let expr = substitute(&d, t["expr"].as_str().unwrap());
+                    match prom_range(&prom, &expr, started, end, 5.0) {
+                        Ok(r) if !r.is_empty() => {}
+                        Ok(_) => empty.push(format!("{file} / {}: {expr}", p["title"])),
+                        Err(e) => panic!("{file} / {}: {expr}: Prometheus rejects it: {e}", p["title"]),
+                    }
+                }
+            }
+        }
+        if empty.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} without data:\n{}", empty.len(), empty.join("\n")))
+        }
+    });
+}

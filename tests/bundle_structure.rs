@@ -1,0 +1,257 @@
+//! The bundle's files fit together: the compose file passes `docker-compose config`,
+//! every path it mounts exists, its service names and ports are the ones the configs
+//! name, images are pinned, config is read-only; the Dockerfile is multi-stage with a
+//! non-root user and a readiness healthcheck; the dashboards are raw provisioning JSON
+//! that follows the dashboard linter's rules (unique ids, a grid without overlaps,
+//! units and descriptions, `${datasource}` everywhere, `$__rate_interval` in ranges,
+//! nodes by `ip`/`NodeAddress` and never `instance`), and match their generator.
+//!
+//! `docker-compose` (Debian package, no engine needed) is required only for the
+//! `config` check; python3 for the generator check.
+
+mod bundle_support;
+
+use bundle_support::*;
+use serde_json::Value as Json;
+use serde_yaml::Value as Yaml;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+fn compose() -> Yaml {
+    serde_yaml::from_str(&std::fs::read_to_string(repo().join("docker-compose.yml")).unwrap()).unwrap()
+}
+
+fn yaml(rel: &str) -> Yaml {
+    serde_yaml::from_str(&std::fs::read_to_string(repo().join(rel)).unwrap()).unwrap()
+}
+
+/// (host, port) of an `http://host:port/...` URL or a `host:port` target.
+fn host_port(s: &str) -> (String, u16) {
+    let s = s.split("://").last().unwrap();
+    let authority = s.split('/').next().unwrap();
+    let (h, p) = authority.rsplit_once(':').unwrap_or_else(|| panic!("no port in {s}"));
+    (h.to_string(), p.parse().unwrap())
+}
+
+/// Container ports each service publishes.
+fn published() -> BTreeMap<String, BTreeSet<u16>> {
+    let c = compose();
+    let mut out = BTreeMap::new();
+    for (name, svc) in c["services"].as_mapping().unwrap() {
+        let ports = svc["ports"].as_sequence().into_iter().flatten().map(|p| {
+            let p = p.as_str().unwrap();
+            assert!(p.starts_with("${BIND_ADDRESS:-127.0.0.1}:"), "{p}: ports are published on 127.0.0.1 by default");
+            p.rsplit(':').next().unwrap().parse::<u16>().unwrap()
+        });
+        out.insert(name.as_str().unwrap().to_string(), ports.collect());
+    }
+    out
+}
+
+#[test]
+fn docker_compose_accepts_the_file() {
+    let Some(dc) = tool("docker-compose", "docker-compose") else { return };
+    let (ok, out) = run(Command::new(dc).current_dir(repo()).args(["-f", "docker-compose.yml", "config", "-q"]));
+    assert!(ok, "docker-compose config:\n{out}");
+}
+
+#[test]
+fn compose_runs_the_four_services_on_their_ports_with_pinned_images() {
+    let ports = published();
+    let want: BTreeMap<String, BTreeSet<u16>> = [("rayscope", 8080), ("prometheus", 9090), ("alertmanager", 9093), ("grafana", 3000)]
+        .into_iter()
+        .map(|(s, p)| (s.to_string(), BTreeSet::from([p])))
+        .collect();
+    assert_eq!(ports, want);
+    let c = compose();
+    for (name, svc) in c["services"].as_mapping().unwrap() {
+        if let Some(image) = svc["image"].as_str().filter(|_| svc["build"].is_null()) {
+            let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("");
+            assert!(tag != "latest" && tag.chars().any(|c| c.is_ascii_digit()), "{name:?}: image {image} is not pinned to a version");
+        }
+    }
+    let env = std::fs::read_to_string(repo().join(".env")).unwrap();
+    assert!(env.lines().any(|l| l.starts_with("RAYSCOPE_TOKEN=") && l.len() > "RAYSCOPE_TOKEN=".len() + 8), ".env sets a default token");
+    assert!(env.lines().any(|l| l == "BIND_ADDRESS=127.0.0.1"), ".env binds to loopback by default");
+    for svc in ["rayscope", "alertmanager"] {
+        let tok = &c["services"][svc]["environment"]["RAYSCOPE_TOKEN"];
+        assert!(tok.as_str().is_some_and(|t| t.starts_with("${RAYSCOPE_TOKEN")), "{svc} gets the token from the compose variable");
+    }
+}
+
+#[test]
+fn every_mount_exists_config_is_read_only_and_data_is_in_named_volumes() {
+    let c = compose();
+    let volumes: BTreeSet<String> = c["volumes"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_string()).collect();
+    let mut targets = BTreeMap::new();
+    for (name, svc) in c["services"].as_mapping().unwrap() {
+        let name = name.as_str().unwrap();
+        for v in svc["volumes"].as_sequence().into_iter().flatten() {
+            let v = v.as_str().unwrap();
+            let parts: Vec<&str> = v.split(':').collect();
+            if let Some(rel) = parts[0].strip_prefix("./") {
+                assert!(repo().join(rel).exists(), "{name}: {v}: {rel} does not exist in the repository");
+                assert_eq!(parts.get(2), Some(&"ro"), "{name}: {v}: config is mounted read-only");
+            } else {
+                assert!(volumes.contains(parts[0]), "{name}: {v}: data lives in a declared named volume");
+            }
+            targets.insert((name.to_string(), parts[1].to_string()), parts[0].to_string());
+        }
+    }
+    let mounted = |svc: &str, path: &str| {
+        targets.keys().any(|(s, t)| s == svc && (path == t || path.starts_with(&format!("{t}/"))))
+    };
+    // The paths the configs name inside the containers are the ones mounted.
+    let prom = yaml("prometheus/prometheus.yml");
+    for f in prom["rule_files"].as_sequence().unwrap() {
+        assert!(mounted("prometheus", f.as_str().unwrap()), "rule files {f:?} are not mounted");
+    }
+    assert!(mounted("prometheus", "/etc/prometheus/prometheus.yml"));
+    let provider = yaml("grafana/provisioning/dashboards/rayscope.yml");
+    let path = provider["providers"][0]["options"]["path"].as_str().unwrap();
+    assert!(mounted("grafana", path), "the dashboards' provider path {path} is not mounted");
+    assert!(mounted("grafana", "/etc/grafana/provisioning/datasources/prometheus.yml"));
+    assert!(mounted("alertmanager", "/etc/alertmanager/alertmanager.yml"));
+    let home = c["services"]["grafana"]["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"].as_str().unwrap();
+    assert!(mounted("grafana", home) && repo().join("grafana/dashboards").join(home.rsplit('/').next().unwrap()).exists(), "{home}");
+    // Alertmanager reads the token from the file its entrypoint writes.
+    let am = yaml("alertmanager/alertmanager.yml");
+    let hook = am["receivers"].as_sequence().unwrap().iter().find(|r| r["name"] == "rayscope").unwrap();
+    let file = hook["webhook_configs"][0]["http_config"]["authorization"]["credentials_file"].as_str().unwrap();
+    let cmd = c["services"]["alertmanager"]["command"][0].as_str().unwrap();
+    assert!(cmd.contains(&format!("> {file}")) && cmd.contains("$$RAYSCOPE_TOKEN"), "{cmd}");
+    assert!(cmd.contains("--config.file=/etc/alertmanager/alertmanager.yml"), "{cmd}");
+}
+
+#[test]
+fn service_names_and_ports_match_what_the_configs_name() {
+    let ports = published();
+    let reach = |what: &str, target: &str| {
+        let (host, port) = host_port(target);
+        assert!(ports.get(&host).is_some_and(|p| p.contains(&port)), "{what} names {host}:{port}, which compose does not run");
+    };
+    let prom = yaml("prometheus/prometheus.yml");
+    reach("prometheus.yml scrape", prom["scrape_configs"][0]["static_configs"][0]["targets"][0].as_str().unwrap());
+    assert_eq!(prom["scrape_configs"][0]["honor_labels"].as_bool(), Some(true));
+    reach("prometheus.yml alerting", prom["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"][0].as_str().unwrap());
+    let am = yaml("alertmanager/alertmanager.yml");
+    let hook = am["receivers"].as_sequence().unwrap().iter().find(|r| r["name"] == "rayscope").unwrap();
+    let url = hook["webhook_configs"][0]["url"].as_str().unwrap();
+    reach("alertmanager.yml webhook", url);
+    assert!(url.ends_with("/api/alerts"), "{url}");
+    let ds = yaml("grafana/provisioning/datasources/prometheus.yml");
+    reach("the Grafana datasource", ds["datasources"][0]["url"].as_str().unwrap());
+    assert_eq!(ds["datasources"][0]["uid"].as_str(), Some("rayscope-prometheus"), "a fixed datasource uid");
+    let c = compose();
+    let rs_cmd: Vec<&str> = c["services"]["rayscope"]["command"].as_sequence().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let cfg = rs_cmd.last().unwrap().replace("${RAYSCOPE_EXAMPLE:-default.yaml}", "default.yaml");
+    assert!(repo().join("examples").join(cfg.trim_start_matches("/etc/rayscope/examples/")).exists(), "{cfg}");
+}
+
+#[test]
+fn the_dockerfile_is_multi_stage_non_root_and_checks_readiness() {
+    let text = std::fs::read_to_string(repo().join("Dockerfile")).unwrap();
+    let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "a build stage and a runtime stage: {froms:?}");
+    assert!(froms[0].contains(" AS build"), "{froms:?}");
+    for f in &froms {
+        let image = f.split_whitespace().nth(1).unwrap();
+        assert!(image.contains(':') && !image.ends_with(":latest"), "{image} is not pinned");
+    }
+    assert!(text.contains("COPY --from=build"), "the runtime stage takes only the binary");
+    let user = text.lines().find_map(|l| l.strip_prefix("USER ")).expect("a USER line");
+    assert!(!user.starts_with("root") && !user.starts_with('0'), "runs as {user}");
+    assert!(text.contains("HEALTHCHECK") && text.contains("/-/ready"), "a healthcheck on /-/ready");
+    assert!(text.lines().any(|l| l.trim() == "EXPOSE 8080"));
+    let ignore = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "target"), "the build context leaves out target/");
+}
+
+fn rects_overlap(a: &Json, b: &Json) -> bool {
+    let r = |p: &Json| (p["x"].as_i64().unwrap(), p["y"].as_i64().unwrap(), p["w"].as_i64().unwrap(), p["h"].as_i64().unwrap());
+    let (ax, ay, aw, ah) = r(a);
+    let (bx, by, bw, bh) = r(b);
+    ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah
+}
+
+#[test]
+fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
+    let all = dashboards();
+    let names: Vec<&str> = all.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        names,
+        ["actors.json", "alerts.json", "cluster-overview.json", "jobs-and-tasks.json", "nodes.json", "object-store-and-memory.json", "scheduler-and-autoscaler.json"]
+    );
+    let mut uids = BTreeSet::new();
+    for (file, d) in &all {
+        assert!(d.get("__inputs").is_none() && d.get("__requires").is_none(), "{file}: exported for sharing, not raw JSON");
+        assert!(d["uid"].as_str().is_some_and(|u| uids.insert(u.to_string())), "{file}: a unique uid");
+        let vars = d["templating"]["list"].as_array().unwrap();
+        let var = |n: &str| vars.iter().find(|v| v["name"] == n).unwrap_or_else(|| panic!("{file}: no {n} variable"));
+        assert_eq!(var("datasource")["type"], "datasource");
+        assert_eq!(var("datasource")["query"], "prometheus");
+        for v in ["SessionName", "RayNodeType", "node"] {
+            let v = var(v);
+            assert_eq!(v["datasource"]["uid"], "${datasource}", "{file}: {}", v["name"]);
+            assert_eq!(v["includeAll"], true, "{file}: {}", v["name"]);
+        }
+        assert!(
+            d["links"].as_array().unwrap().iter().any(|l| l["url"] == "${rayscope}/")
+                && d["links"].as_array().unwrap().iter().any(|l| l["url"].as_str().is_some_and(|u| u.contains("/api/v0/"))),
+            "{file}: links to rayscope's landing page and State API"
+        );
+
+        let panels = panels(d);
+        let mut ids = BTreeSet::new();
+        for (i, p) in panels.iter().enumerate() {
+            let title = p["title"].as_str().unwrap_or("");
+            assert!(p["id"].as_i64().is_some_and(|id| ids.insert(id)), "{file}: {title}: a unique panel id");
+            let g = &p["gridPos"];
+            assert!(g["x"].as_i64().unwrap() + g["w"].as_i64().unwrap() <= 24, "{file}: {title}: wider than the grid");
+            for q in &panels[..i] {
+                assert!(!rects_overlap(g, &q["gridPos"]), "{file}: {title} overlaps {}", q["title"]);
+            }
+            if p["type"] == "row" {
+                continue;
+            }
+            assert!(p["description"].as_str().is_some_and(|s| s.len() > 20), "{file}: {title}: no description");
+            assert!(p["fieldConfig"]["defaults"]["unit"].as_str().is_some_and(|u| !u.is_empty()), "{file}: {title}: no unit");
+            assert_eq!(p["datasource"]["uid"], "${datasource}", "{file}: {title}: panel datasource");
+            let targets = p["targets"].as_array().unwrap();
+            assert!(!targets.is_empty(), "{file}: {title}: no query");
+            for t in targets {
+                assert_eq!(t["datasource"]["uid"], "${datasource}", "{file}: {title}: target datasource");
+                let expr = t["expr"].as_str().unwrap();
+                for bad in ["instance=", "instance!", "by (instance", "$__interval]", "[1m]", "[5m]"] {
+                    assert!(!expr.contains(bad), "{file}: {title}: {expr} uses {bad}");
+                }
+                // Every range selector is $__rate_interval.
+                let mut rest = expr;
+                while let Some(i) = rest.find('[') {
+                    assert!(rest[i..].starts_with("[$__rate_interval]"), "{file}: {title}: {expr}");
+                    rest = &rest[i + 1..];
+                }
+                // Series with a node label filter on the node variable by Ray's labels.
+                if expr.contains("ray_node_cpu_utilization{") {
+                    assert!(expr.contains("ip=~\"$node\""), "{file}: {title}: {expr}");
+                }
+                if expr.contains("ray_object_store_used_memory{") {
+                    assert!(expr.contains("NodeAddress=~\"$node\""), "{file}: {title}: {expr}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dashboards_match_their_generator() {
+    let Some(python) = tool("python3", "python3") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out) = run(Command::new(python).arg(repo().join("grafana/generate.py")).arg(dir.path()));
+    assert!(ok, "grafana/generate.py:\n{out}");
+    for (file, _) in dashboards() {
+        let committed = std::fs::read_to_string(repo().join("grafana/dashboards").join(&file)).unwrap();
+        let generated = std::fs::read_to_string(dir.path().join(&file)).unwrap_or_default();
+        assert!(committed == generated, "grafana/dashboards/{file} differs from what grafana/generate.py writes: run it and commit");
+    }
+}

@@ -1,0 +1,263 @@
+//! Shared by the `bundle_*` tests: finding the real tools (Prometheus, Alertmanager,
+//! promtool, amtool, docker-compose), running them as children that die with the
+//! test, a minimal blocking HTTP client for their APIs, and waiting with deadlines.
+//!
+//! The client speaks HTTP/1.0 over a `TcpStream` (one request per connection, no
+//! chunking), which is all Prometheus', Alertmanager's and rayscope's APIs need, and
+//! adds no dependency.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A tool by name from PATH or /usr/bin. Without it: `None` and a message, or a panic
+/// when RAYSCOPE_REQUIRE_TOOLS is set (scripts/test installs every tool these tests use).
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() {
+            panic!("{name} (Debian package {package}) is required (RAYSCOPE_REQUIRE_TOOLS is set) but not installed; run scripts/test");
+        }
+        eprintln!("skipping: {name} (Debian package {package}) is not installed");
+    }
+    found
+}
+
+/// Run a tool to completion; returns (success, stdout + stderr).
+pub fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// A child process killed (and reaped) on drop; its output goes to a log file so a
+/// failing test can show it.
+pub struct Proc {
+    pub name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    pub fn spawn(name: &'static str, cmd: &mut Command, log: PathBuf) -> Proc {
+        let file = std::fs::File::create(&log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc { name, child, log }
+    }
+
+    /// The last lines of its log, for failure messages.
+    pub fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    pub fn assert_alive(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("{} exited early ({status}):\n{}", self.name, self.tail());
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// rayscope serving `config` on an ephemeral loopback port with a token; returns the
+/// process and its address (from its "serving" log line).
+pub fn start_rayscope(config: &Path, token: &str, dir: &Path) -> (Proc, String) {
+    let log = dir.join("rayscope.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .env("RAYSCOPE_TOKEN", token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rayscope starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let address = loop {
+        assert!(Instant::now() < deadline, "rayscope did not report its address within 30 s");
+        let line = lines.next().expect("rayscope exited before serving").unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["fields"]["message"] == "serving" {
+            break v["fields"]["address"].as_str().unwrap().to_string();
+        }
+    };
+    // Keep draining the log (into a file) so the server never blocks on a full pipe.
+    let mut file = std::fs::File::create(&log).unwrap();
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            let _ = writeln!(file, "{l}");
+        }
+    });
+    (Proc { name: "rayscope", child, log }, address)
+}
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// One HTTP/1.0 request; returns (status, body). Connection errors are status 0.
+pub fn http(method: &str, addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let Ok(mut s) = TcpStream::connect(addr) else { return (0, String::new()) };
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    if s.write_all(req.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut raw = Vec::new();
+    if s.read_to_end(&mut raw).is_err() {
+        return (0, String::new());
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
+}
+
+pub fn get_json(addr: &str, path: &str) -> Option<Value> {
+    match http("GET", addr, path, &[], "") {
+        (200, body) => serde_json::from_str(&body).ok(),
+        _ => None,
+    }
+}
+
+/// `application/x-www-form-urlencoded` value.
+pub fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// A Prometheus API call with form parameters; returns `data` of a success, or the
+/// error text.
+pub fn prom(addr: &str, endpoint: &str, params: &[(&str, String)]) -> Result<Value, String> {
+    let body = params.iter().map(|(k, v)| format!("{k}={}", form_encode(v))).collect::<Vec<_>>().join("&");
+    let (status, text) = http(
+        "POST",
+        addr,
+        &format!("/api/v1/{endpoint}"),
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &body,
+    );
+    let v: Value = serde_json::from_str(&text).map_err(|_| format!("HTTP {status}: {text}"))?;
+    if v["status"] == "success" {
+        Ok(v["data"].clone())
+    } else {
+        Err(format!("HTTP {status}: {} {}", v["errorType"], v["error"]))
+    }
+}
+
+/// Instant query: the result vector.
+pub fn prom_query(addr: &str, expr: &str) -> Result<Vec<Value>, String> {
+    prom(addr, "query", &[("query", expr.to_string())]).map(|d| d["result"].as_array().cloned().unwrap_or_default())
+}
+
+/// Range query over [start, end] (Unix seconds) at `step` seconds: the result matrix.
+pub fn prom_range(addr: &str, expr: &str, start: f64, end: f64, step: f64) -> Result<Vec<Value>, String> {
+    prom(
+        addr,
+        "query_range",
+        &[("query", expr.to_string()), ("start", format!("{start:.3}")), ("end", format!("{end:.3}")), ("step", format!("{step}"))],
+    )
+    .map(|d| d["result"].as_array().cloned().unwrap_or_default())
+}
+
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// Poll `check` until it returns `Ok`, or panic after `limit` with what it waited for
+/// and the last `Err` it gave.
+pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        let last = match check() {
+            Ok(v) => return v,
+            Err(why) => why,
+        };
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}; last: {last}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Every dashboard file: (file name, parsed JSON).
+pub fn dashboards() -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(repo().join("grafana/dashboards"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Every panel of a dashboard, rows' nested panels included.
+pub fn panels(dashboard: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for p in dashboard["panels"].as_array().into_iter().flatten() {
+        out.push(p);
+        for inner in p["panels"].as_array().into_iter().flatten() {
+            out.push(inner);
+        }
+    }
+    out
+}
+
+/// A panel expression with the dashboard's variables at their "All" values (each
+/// query variable's `allValue`) and `$__rate_interval` as Grafana computes it for the
+/// provisioned datasource (4 × its 5 s scrape interval).
+pub fn substitute(dashboard: &Value, expr: &str) -> String {
+    let mut out = expr.replace("$__rate_interval", "20s");
+    for v in dashboard["templating"]["list"].as_array().into_iter().flatten() {
+        let name = v["name"].as_str().unwrap();
+        let value = match v["type"].as_str() {
+            Some("query") => v["allValue"].as_str().unwrap_or(".+").to_string(),
+            Some("textbox") | Some("constant") => v["query"].as_str().unwrap_or("").to_string(),
+            _ => continue,
+        };
+        out = out.replace(&format!("${{{name}}}"), &value).replace(&format!("${name}"), &value);
+    }
+    out
+}
