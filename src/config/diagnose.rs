@@ -19,6 +19,7 @@ pub(crate) struct Located {
 }
 
 /// Parse `text` into a [`Config`]; on failure, say where and why.
+#[cfg(test)]
 pub(crate) fn parse(text: &str) -> Result<Config, Located> {
     deserialize(parse_document(text)?, text)
 }

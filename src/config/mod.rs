@@ -80,34 +80,16 @@ impl std::error::Error for ConfigErrors {}
 /// A YAML or type error stops parsing, so it is reported alone; semantic problems are
 /// all reported together, in document order.
 pub fn load_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
-    // Editors on Windows start UTF-8 files with a byte-order mark; YAML allows one, but
-    // the parser read it as content before a second document.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let error = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
-    let config = diagnose::parse(text).map_err(|e| ConfigErrors(vec![error(e.line, e.column, e.field, e.message)]))?;
-    let problems = validate::validate(&config);
-    if problems.is_empty() {
-        return Ok(config);
-    }
-    let map = PosMap::build(text);
-    let mut errors: Vec<ConfigError> = problems
-        .into_iter()
-        .map(|p| {
-            let (line, column) = map.locate(&p.field, Target::Value);
-            error(line, column, p.field, p.message)
-        })
-        .collect();
-    errors.sort_by_key(|e| (e.line, e.column));
-    Err(ConfigErrors(errors))
+    load_str_with(text, origin, &[])
 }
 
 /// Like [`load_str`], with `--set` overrides written into the document before it is
 /// typed and validated. An error about an overridden value names the `--set` argument;
 /// every other error keeps its line and column in `text`.
 pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result<Config, ConfigErrors> {
-    if overrides.is_empty() {
-        return load_str(text, origin);
-    }
+    // Editors on Windows start UTF-8 files with a byte-order mark; YAML allows one, but
+    // the parser read it as content before a second document.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let in_file = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
     let by_override = |o: &Override, field: String, message| ConfigError { file: o.to_string(), line: 0, column: 0, field, message };
     let attribute = |line, column, field: String, message: String| match overrides.iter().rev().find(|o| o.covers(&field)) {
