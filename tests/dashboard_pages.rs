@@ -395,15 +395,15 @@ async fn metrics_and_endpoints(page: &Page<'_>, addr: SocketAddr) {
         )
         .await;
     let hrefs: Vec<&str> = hrefs.as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
-    for uid in [
-        "rayscope-overview",
-        "rayscope-nodes",
-        "rayscope-jobs",
-        "rayscope-actors",
-        "rayscope-object-store",
-        "rayscope-scheduler",
-        "rayscope-alerts",
-    ] {
+    // Every dashboard the bundle provisions, by the uid in its own JSON.
+    let dashboards = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana/dashboards");
+    let mut uids = Vec::new();
+    for entry in std::fs::read_dir(&dashboards).unwrap() {
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        uids.push(json["uid"].as_str().expect("a provisioned dashboard has a uid").to_string());
+    }
+    assert!(uids.len() >= 7, "{uids:?}");
+    for uid in &uids {
         assert!(hrefs.contains(&format!("http://127.0.0.1:3999/grafana/d/{uid}").as_str()), "{uid} in {hrefs:?}");
     }
     assert_eq!(page.eval("!!document.querySelector('a[href=\"/metrics\"]')").await.unwrap(), true);

@@ -4,11 +4,11 @@
 (() => {
   const {el, $} = RS;
   const DASHBOARDS = [
-    ['rayscope-overview', 'Cluster overview', 'Nodes, resources, tasks, actors and jobs at a glance.'],
+    ['rayscope-cluster', 'Cluster overview', 'Nodes, resources, tasks, actors and jobs at a glance.'],
     ['rayscope-nodes', 'Nodes', 'Per-node CPU, memory, disk, network and GPUs.'],
     ['rayscope-jobs', 'Jobs', 'Jobs by status and their tasks.'],
     ['rayscope-actors', 'Actors', 'Actors by state and class.'],
-    ['rayscope-object-store', 'Object store', 'Plasma memory, spilling and objects.'],
+    ['rayscope-objects', 'Object store', 'Plasma memory, spilling and objects.'],
     ['rayscope-scheduler', 'Scheduler', 'Pending, infeasible and spilled-back work.'],
     ['rayscope-alerts', 'Alerts', 'The alerting rules and what fires.'],
   ];
