@@ -57,3 +57,21 @@ fn with_a_large_capacity_the_same_run_keeps_more_dead_nodes() {
     let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
     assert!(dead > 5, "the default config replaced only {dead} nodes in 2 virtual hours");
 }
+
+#[test]
+fn forgotten_nodes_still_count_in_the_reports_utilization() {
+    // Every node that ever joined is counted in its type's utilization, forgotten or not:
+    // the report folds a forgotten node's CPU time into an aggregate before its slot is
+    // reused.
+    let (engine, _) = run(5, 2);
+    let report = rayscope::sim::Report::build(&engine, 0.0, None);
+    let forgotten: u64 = engine.model.counters.forgotten_nodes.values().map(|f| f.nodes).sum();
+    assert!(forgotten > 0, "the run forgot no node, so it proves nothing");
+    let in_report: u64 = report.utilization.iter().map(|u| u.nodes).sum();
+    assert_eq!(in_report, engine.model.nodes.len() as u64 + forgotten);
+    for u in &report.utilization {
+        assert!((0.0..=1.0).contains(&u.cpu_utilization), "{u:?}");
+    }
+    let workers = report.utilization.iter().find(|u| u.node_type == "cpu-worker").expect("cpu workers ran");
+    assert!(workers.cpu_utilization > 0.0, "{workers:?}");
+}

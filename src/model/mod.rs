@@ -120,6 +120,17 @@ pub struct Counters {
     pub illegal_transitions: u64,
     /// Tasks waiting for a node, now and at their peak.
     pub backlog: Backlog,
+    /// Nodes forgotten past the dead-node cache, by node type: what utilization needs.
+    pub forgotten_nodes: BTreeMap<String, ForgottenNodes>,
+}
+
+/// The CPU time of nodes no longer in the table, by node type.
+#[derive(Clone, Debug, Default)]
+pub struct ForgottenNodes {
+    pub nodes: u64,
+    pub cpu_busy_us: f64,
+    /// CPUs × lifetime, µs.
+    pub cpu_available_us: f64,
 }
 
 /// Tasks in `PENDING_NODE_ASSIGNMENT`: the work the cluster has no room for yet. The

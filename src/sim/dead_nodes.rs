@@ -45,6 +45,15 @@ impl Engine {
             self.node_by_ip.remove(&ip);
         }
         let m = &mut self.model;
+        // What the report's utilization per node type needs of it, kept as an aggregate.
+        let node = &m.nodes[n.index()];
+        let cpus = node.total.get(crate::model::ResourceId::CPU).to_f64();
+        let lifetime = node.died_at.unwrap_or(self.now).saturating_sub(node.started_at) as f64;
+        let busy = node.stats.cpu_busy_us as f64;
+        let e = m.counters.forgotten_nodes.entry(node.type_name.clone()).or_default();
+        e.nodes += 1;
+        e.cpu_busy_us += busy;
+        e.cpu_available_us += lifetime * cpus;
         for r in m.finished_tasks.iter_mut().filter(|r| r.node == Some(n)) {
             r.node = None;
         }

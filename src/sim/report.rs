@@ -63,7 +63,11 @@ impl Report {
         let m = &e.model;
         let c = &m.counters;
         let now = e.now_us();
-        let mut util: BTreeMap<String, (u64, f64, f64)> = BTreeMap::new();
+        let mut util: BTreeMap<String, (u64, f64, f64)> = c
+            .forgotten_nodes
+            .iter()
+            .map(|(t, f)| (t.clone(), (f.nodes, f.cpu_busy_us, f.cpu_available_us)))
+            .collect();
         for n in &m.nodes {
             let end = n.died_at.unwrap_or(now);
             let lifetime = end.saturating_sub(n.started_at) as f64;
