@@ -9,7 +9,8 @@
 //! `python` beside it. Without it the test says so and passes, unless
 //! `RAYSCOPE_REQUIRE_TOOLS` is set (and `RAYSCOPE_SKIP_RAY_CLI` does not say why not).
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -75,16 +76,7 @@ fn start() -> Server {
         .stdout(Stdio::null())
         .spawn()
         .expect("rayscope starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let address = loop {
-        assert!(Instant::now() < deadline, "rayscope did not report its address within 30 s");
-        let line = lines.next().expect("rayscope exited before serving").unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-        if v["fields"]["message"] == "serving" {
-            break v["fields"]["address"].as_str().unwrap().to_string();
-        }
-    };
+    let (address, lines) = common::serving_address(&mut child);
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     Server { child, url: format!("http://{address}"), _dir: dir }

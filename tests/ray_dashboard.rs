@@ -16,7 +16,9 @@
 //! or `RAYSCOPE_PROMETHEUS`). Without them the test says so and passes, unless
 //! `RAYSCOPE_REQUIRE_TOOLS` is set.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -92,17 +94,8 @@ fn rayscope() -> (Killed, String) {
         .stdout(Stdio::null())
         .spawn()
         .expect("rayscope starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (address, lines) = common::serving_address(&mut child);
     let child = Killed(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let address = loop {
-        assert!(Instant::now() < deadline, "rayscope did not report its address within 30 s");
-        let line = lines.next().expect("rayscope exited before serving").unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-        if v["fields"]["message"] == "serving" {
-            break v["fields"]["address"].as_str().unwrap().to_string();
-        }
-    };
     std::thread::spawn(move || for _ in lines {});
     (child, address)
 }

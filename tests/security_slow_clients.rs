@@ -20,15 +20,6 @@ fn slow_config(max_connections: usize) -> rayscope::config::Config {
     cfg
 }
 
-async fn metric(s: &Server, name: &str) -> f64 {
-    let text = s.get("/metrics").await.text();
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-}
-
 /// Dribble a request head one byte every 100 ms until the server closes the
 /// connection; how long that took. Panics if it is still open after `within`.
 async fn dribble_until_closed(mut tcp: TcpStream, within: Duration) -> Duration {

@@ -88,15 +88,6 @@ fn has_close(bytes: &[u8], code: u16) -> bool {
     bytes.windows(4).any(|w| w[0] == 0x88 && w[1] >= 2 && w[1] < 126 && w[2..4] == want)
 }
 
-async fn metric(s: &Server, name: &str) -> f64 {
-    let text = s.get("/metrics").await.text();
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-}
-
 #[tokio::test]
 async fn a_client_announcing_a_60_mb_message_is_dropped_at_once() {
     let s = Server::without_token().await;

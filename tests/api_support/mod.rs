@@ -235,3 +235,13 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// The value of the first `name` sample (bare or with labels) in the server's /metrics.
+pub async fn metric(s: &Server, name: &str) -> f64 {
+    let text = s.get("/metrics").await.text();
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+}

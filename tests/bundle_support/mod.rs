@@ -8,8 +8,11 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -98,16 +101,7 @@ pub fn start_rayscope(config: &Path, token: &str, dir: &Path) -> (Proc, String) 
         .stderr(Stdio::piped())
         .spawn()
         .expect("rayscope starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let address = loop {
-        assert!(Instant::now() < deadline, "rayscope did not report its address within 30 s");
-        let line = lines.next().expect("rayscope exited before serving").unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap_or_default();
-        if v["fields"]["message"] == "serving" {
-            break v["fields"]["address"].as_str().unwrap().to_string();
-        }
-    };
+    let (address, lines) = common::serving_address(&mut child);
     // Keep draining the log (into a file) so the server never blocks on a full pipe.
     let mut file = std::fs::File::create(&log).unwrap();
     std::thread::spawn(move || {

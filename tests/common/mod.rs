@@ -1,4 +1,5 @@
-//! Helpers shared by the engine's behaviour tests.
+//! Helpers shared by the engine's behaviour tests, and by the tests that run the
+//! `rayscope` binary.
 #![allow(dead_code)]
 
 use rayscope::config::{self, Config};
@@ -64,4 +65,24 @@ pub fn run_until(cfg: Config, until_us: u64) -> Engine {
         e.step();
     }
     e
+}
+
+/// The address a `rayscope serve --log-format json --listen 127.0.0.1:0` child reports in
+/// its "serving" log line (within 30 s), and the rest of its stderr, which the caller
+/// must keep draining so the server never blocks on a full pipe.
+pub fn serving_address(
+    child: &mut std::process::Child,
+) -> (String, std::io::Lines<std::io::BufReader<std::process::ChildStderr>>) {
+    use std::io::BufRead;
+    use std::time::{Duration, Instant};
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "rayscope did not report its address within 30 s");
+        let line = lines.next().expect("rayscope exited before serving").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["fields"]["message"] == "serving" {
+            return (v["fields"]["address"].as_str().unwrap().to_string(), lines);
+        }
+    }
 }
