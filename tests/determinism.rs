@@ -63,8 +63,10 @@ fn every_example_replays_identically_and_depends_on_its_seed() {
         assert_eq!(sha_a, sha_b, "{name}: same seed, same event log");
         assert!(bytes_a == bytes_b, "{name}: same seed, byte-identical --events file");
         assert_eq!(sha256_hex(&bytes_a), sha_a, "{name}: the digest is of exactly the streamed log");
-        if load(&text).workloads.is_empty() {
-            continue; // An idle cluster's log (node joins) does not depend on the seed.
+        if load(&text).workloads.is_empty() || name == "flow-insight-explicit.yaml" {
+            // An idle cluster's log (node joins) does not depend on the seed, nor does a
+            // written-down tree on one node: nothing in them is drawn.
+            continue;
         }
         let (sha_c, bytes_c) = run(with_seed(&text, seed + 1), dir.path(), "c");
         assert_ne!(sha_a, sha_c, "{name}: another seed, another run");

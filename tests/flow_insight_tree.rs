@@ -76,7 +76,9 @@ fn the_configured_shape_is_the_simulated_shape_for_any_seed() {
 fn a_bottleneck_above_leaves_costs_its_sleep_per_call_and_nowhere_else() {
     // The same tree with and without one flag: a flagged worker whose children are leaves
     // sleeps 300 ms more before each of its 10 calls per child, in each of the 10 calls
-    // the root makes to it.
+    // the root makes to it; each of those sleeps, a second `time.sleep`, returns late by
+    // the calibrated overshoot.
+    let overshoot = config::SchedulerConfig::default().sleep_overshoot.as_micros() as f64 / 1e6;
     let plain = "{children: [{children: [{}, {}]}]}";
     let flagged = "{children: [{bottleneck: true, children: [{}, {}]}]}";
     let flagged_root_only = "{bottleneck: true, children: [{children: [{}, {}]}]}";
@@ -85,7 +87,7 @@ fn a_bottleneck_above_leaves_costs_its_sleep_per_call_and_nowhere_else() {
         e.model.jobs.values().next().and_then(|j| j.makespan_s()).expect("the job finished")
     };
     let (a, b, c) = (makespan(plain), makespan(flagged), makespan(flagged_root_only));
-    assert!((b - a - 10.0 * 2.0 * 10.0 * 0.3).abs() < 1e-6, "plain {a}, flagged {b}");
+    assert!((b - a - 10.0 * 2.0 * 10.0 * (0.3 + overshoot)).abs() < 1e-6, "plain {a}, flagged {b}");
     // The root's children are not leaves, so its flag changes nothing.
     assert!((c - a).abs() < 1e-9, "plain {a}, flagged root {c}");
 }

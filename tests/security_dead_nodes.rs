@@ -1,7 +1,8 @@
 //! Issue 7, A7: the node table forgets the longest-dead nodes past
 //! `sim.dead_node_capacity`, as Ray's GCS does with `maximum_gcs_dead_node_cached_count`.
-//! The default config's autoscaler replaces nodes all the time; the table must not grow
-//! with every node it ever replaced, and the model stays consistent when slots are reused.
+//! The default config, with its autoscaler's idle timeouts cut to a minute so that it
+//! replaces nodes all the time: the table must not grow with every node it ever
+//! replaced, and the model stays consistent when slots are reused.
 
 use rayscope::config::default_config;
 use rayscope::sim::Engine;
@@ -9,18 +10,21 @@ use std::collections::HashSet;
 
 const HOUR_US: u64 = 3_600 * 1_000_000;
 
-/// Run the default config for `hours` of virtual time, checking the node table each
-/// virtual minute; returns the engine and the most slots the table had beyond the most
+/// Run the default config for `hours` of virtual time, checking the node table after
+/// every event; returns the engine and the most slots the table had beyond the most
 /// nodes alive at once.
 fn run(capacity: usize, hours: u64) -> (Engine, usize) {
     let mut cfg = default_config();
     cfg.sim.dead_node_capacity = capacity;
+    for t in &mut cfg.cluster.node_types {
+        if let Some(a) = &mut t.autoscaler {
+            a.idle_timeout = rayscope::config::DurationSpec::secs(60.0);
+        }
+    }
     let mut engine = Engine::new(cfg);
     let (mut slots, mut most_alive) = (0, 0);
-    let mut t = 0;
-    while t < hours * HOUR_US {
-        t += 60 * 1_000_000;
-        engine.run_until(t);
+    while engine.next_event_time().is_some_and(|t| t < hours * HOUR_US) {
+        engine.step();
         let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
         let alive = engine.model.nodes.len() - dead;
         most_alive = most_alive.max(alive);

@@ -238,10 +238,11 @@ fn actor_restarts_honour_max_restarts() {
 fn a_worker_crash_in_an_actor_call_restarts_the_actor() {
     let e = run_all(
         "workloads: [{kind: actor_pool, actors: 1, calls_per_actor: 3, call_duration: 1s, max_restarts: 1, max_task_retries: 0}]
-faults: [{kind: task_failures, at: 1s, until: 1500ms, probability: 1.0}]
+faults: [{kind: task_failures, at: 1s, until: 2s, probability: 1.0}]
 ",
     );
-    // The first call ends (and crashes) at ~1 s; the restarted actor serves the other two.
+    // The first call ends (and crashes) at ~1.7 s (the worker starts in 0.65 s); the
+    // restarted actor serves the other two after 2 s.
     let a = e.model.actors.values().next().unwrap();
     assert_eq!(a.num_restarts, 1, "the crash took the actor's process with it");
     let calls: Vec<_> = records(&e, "PoolActor.run").collect();
@@ -418,22 +419,28 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
         assert!(spans.windows(2).all(|w| w[1].0 >= w[0].1), "actor {a:?} ran calls concurrently");
     }
     // Each call of a worker with children sleeps before every call to a child: 5 s, or
-    // 5 + 30 s when it is a bottleneck whose children are leaves.
+    // 5 + 30 s when it is a bottleneck whose children are leaves; each `time.sleep`
+    // returns late by the calibrated overshoot, and each submit after the first follows
+    // the previous one's submission cost.
+    let costs = rayscope::config::SchedulerConfig::default();
+    let (overshoot, submit) = (costs.sleep_overshoot.as_micros(), costs.call_submit_cost.as_micros());
     let (mut slow, mut fast) = (0, 0);
     for p in &process {
         let a = &actors[&p.actor.unwrap()];
         if a.children.is_empty() {
             continue;
         }
-        let gap = if a.flag && a.level == 1 { 35 * S } else { 5 * S };
+        let bottleneck = a.flag && a.level == 1;
+        let gap = if bottleneck { 35 * S + 2 * overshoot } else { 5 * S + overshoot };
         let mut submits: Vec<u64> = process.iter().filter(|c| c.parent == Some(p.id)).map(|c| c.submitted_at).collect();
         submits.sort();
         assert_eq!(submits.len(), 10 * a.children.len());
         let mut at = p.started_at.unwrap();
-        for s in submits {
-            assert_eq!(s - at, gap, "actor level {} flag {}", a.level, a.flag);
+        for (i, s) in submits.into_iter().enumerate() {
+            let after_submit = if i == 0 { 0 } else { submit };
+            assert_eq!(s - at, gap + after_submit, "actor level {} flag {}", a.level, a.flag);
             at = s;
-            *(if gap == 35 * S { &mut slow } else { &mut fast }) += 1;
+            *(if bottleneck { &mut slow } else { &mut fast }) += 1;
         }
     }
     (slow, fast)

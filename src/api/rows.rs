@@ -528,7 +528,7 @@ impl Ctx<'_> {
             // float milliseconds (`int(ns) // 1e6`).
             "events" => Cell::Json(Value::Array(
                 t.history
-                    .events(t.kind, t.state)
+                    .events(t.state)
                     .map(|(state, ms)| json!({"state": state.as_str(), "created_ms": (self.epoch_ms_at_zero + ms) as f64}))
                     .collect(),
             )),

@@ -54,9 +54,24 @@ pub(super) fn default_top_k_fraction() -> f64 {
 pub(super) fn default_lease_latency() -> DurationSpec {
     DurationSpec::secs(0.001)
 }
+// The per-call costs are calibrated against Ray 2.60 on a 2-core machine
+// (scripts/ray-calibration/call_costs.py; ARCHITECTURE.md, "Calibration").
 pub(super) fn default_worker_start_latency() -> DurationSpec {
-    DurationSpec::secs(0.0)
+    DurationSpec::secs(WORKER_START_S)
 }
+pub(super) fn default_call_submit_cost() -> DurationSpec {
+    DurationSpec::secs(CALL_SUBMIT_S)
+}
+pub(super) fn default_call_start_cost() -> DurationSpec {
+    DurationSpec::secs(CALL_START_S)
+}
+pub(super) fn default_sleep_overshoot() -> DurationSpec {
+    DurationSpec::secs(SLEEP_OVERSHOOT_S)
+}
+const WORKER_START_S: f64 = 0.65;
+const CALL_SUBMIT_S: f64 = 0.000_35;
+const CALL_START_S: f64 = 0.001_03;
+const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
 pub(super) fn default_spill_threshold() -> f64 {
     0.8
 }

@@ -174,9 +174,21 @@ pub struct SchedulerConfig {
     /// Lease request round trip to a raylet; paid again on each spillback.
     #[serde(default = "default_lease_latency")]
     pub lease_latency: DurationSpec,
-    /// Time to start a worker process for a task or actor.
+    /// Time to start a worker process for an actor, until it answers its first call.
     #[serde(default = "default_worker_start_latency")]
     pub worker_start_latency: DurationSpec,
+    /// Time a `.remote()` keeps the caller busy (submitting a task, an actor call or an
+    /// actor creation): the core worker builds the spec and hands it off.
+    #[serde(default = "default_call_submit_cost")]
+    pub call_submit_cost: DurationSpec,
+    /// Time from a call being pushed to its worker (SUBMITTED_TO_WORKER) to its body
+    /// running (RUNNING), the worker's per-call overhead.
+    #[serde(default = "default_call_start_cost")]
+    pub call_start_cost: DurationSpec,
+    /// How late a worker's `time.sleep()` returns (Python's timer slack), paid by every
+    /// sleep in a workload.
+    #[serde(default = "default_sleep_overshoot")]
+    pub sleep_overshoot: DurationSpec,
 }
 
 impl Default for SchedulerConfig {
@@ -189,6 +201,9 @@ impl Default for SchedulerConfig {
             locality_aware: true,
             lease_latency: default_lease_latency(),
             worker_start_latency: default_worker_start_latency(),
+            call_submit_cost: default_call_submit_cost(),
+            call_start_cost: default_call_start_cost(),
+            sleep_overshoot: default_sleep_overshoot(),
         }
     }
 }

@@ -65,7 +65,17 @@ impl TaskState {
             PendingActorTaskOrderingOrConcurrency => matches!(self, Nil | PendingArgsAvail | SubmittedToWorker | Running | RunningInRayGet | PendingActorTaskArgsFetch),
             PendingActorTaskArgsFetch => matches!(self, PendingActorTaskOrderingOrConcurrency),
             SubmittedToWorker => matches!(self, PendingNodeAssignment | PendingArgsFetch | PendingActorTaskOrderingOrConcurrency | PendingActorTaskArgsFetch),
-            Running => matches!(self, SubmittedToWorker | RunningInRayGet | Nil),
+            // Actor calls start from their actor's queue, an actor's creation from its lease.
+            Running => matches!(
+                self,
+                SubmittedToWorker
+                    | RunningInRayGet
+                    | Nil
+                    | PendingActorTaskOrderingOrConcurrency
+                    | PendingActorTaskArgsFetch
+                    | PendingNodeAssignment
+                    | PendingArgsFetch
+            ),
             RunningInRayGet => matches!(self, Running),
             Finished => self.is_running(),
             Failed => true,

@@ -114,6 +114,8 @@ pub struct Exec {
     pub j: u32,
     /// Whether `CallEach` already slept before its next submit.
     pub slept: bool,
+    /// Handed to its worker, with a `Begin` due after `call_start_cost`.
+    pub begin_due: bool,
     /// Iterations done of the current `Repeat`.
     pub loops: u32,
     /// Futures this task holds (returns of what it submitted), in submission order.
@@ -157,20 +159,22 @@ pub struct TaskRecord {
 /// again overwrites its time, as there).
 ///
 /// Compact on purpose, since every live task and every finished record carries one:
-/// six virtual-time milliseconds, 24 bytes, no allocation. Slots, in Ray's order:
-/// PENDING_ARGS_AVAIL, the pending-placement state (PENDING_NODE_ASSIGNMENT, or
-/// PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY for actor tasks), the argument fetch,
-/// SUBMITTED_TO_WORKER, RUNNING, and the terminal state. Times beyond u32 milliseconds
+/// eight virtual-time milliseconds, 32 bytes, no allocation. One slot per state, in the
+/// order Ray 2.60 lists them (scripts/ray-calibration/runs/task-states.json): a normal
+/// task PENDING_ARGS_AVAIL → PENDING_NODE_ASSIGNMENT → SUBMITTED_TO_WORKER → RUNNING; an
+/// actor call is pushed to its actor (SUBMITTED_TO_WORKER) before it waits in the
+/// actor's queue (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY); an actor's creation goes
+/// from PENDING_NODE_ASSIGNMENT straight to RUNNING. Times beyond u32 milliseconds
 /// (49 days of virtual time) saturate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct TaskHistory([u32; 6]);
+pub struct TaskHistory([u32; 8]);
 
 const UNSET: u32 = u32::MAX;
 
 impl TaskHistory {
     /// A new attempt, submitted (PENDING_ARGS_AVAIL) at `now_us`.
     pub fn submitted(now_us: u64) -> TaskHistory {
-        let mut h = TaskHistory([UNSET; 6]);
+        let mut h = TaskHistory([UNSET; 8]);
         h.0[0] = Self::ms(now_us);
         h
     }
@@ -179,17 +183,22 @@ impl TaskHistory {
         (us / 1000).min(u64::from(UNSET - 1)) as u32
     }
 
+    /// The states with a slot, in Ray's order; the last slot is the terminal state.
+    const ORDER: [TaskState; 7] = [
+        TaskState::PendingArgsAvail,
+        TaskState::PendingNodeAssignment,
+        TaskState::PendingArgsFetch,
+        TaskState::SubmittedToWorker,
+        TaskState::PendingActorTaskOrderingOrConcurrency,
+        TaskState::PendingActorTaskArgsFetch,
+        TaskState::Running,
+    ];
+
     fn slot(state: TaskState) -> Option<usize> {
-        use TaskState::*;
-        Some(match state {
-            PendingArgsAvail => 0,
-            PendingNodeAssignment | PendingActorTaskOrderingOrConcurrency => 1,
-            PendingArgsFetch | PendingActorTaskArgsFetch => 2,
-            SubmittedToWorker => 3,
-            Running => 4,
-            Finished | Failed => 5,
-            _ => return None,
-        })
+        match state {
+            TaskState::Finished | TaskState::Failed => Some(Self::ORDER.len()),
+            s => Self::ORDER.iter().position(|o| *o == s),
+        }
     }
 
     /// Note that the attempt entered `state` at `now_us` (states Ray does not list are ignored).
@@ -199,21 +208,11 @@ impl TaskHistory {
         }
     }
 
-    /// (state, virtual-time ms) for each state entered, in Ray's order; `terminal` and
-    /// `kind` name the states that depend on them.
-    pub fn events(&self, kind: TaskType, terminal: TaskState) -> impl Iterator<Item = (TaskState, u64)> + '_ {
-        let actor = kind == TaskType::ActorTask;
+    /// (state, virtual-time ms) for each state entered, in Ray's order; `terminal`
+    /// names the last one.
+    pub fn events(&self, terminal: TaskState) -> impl Iterator<Item = (TaskState, u64)> + '_ {
         self.0.iter().enumerate().filter(|(_, t)| **t != UNSET).map(move |(i, t)| {
-            let state = match i {
-                0 => TaskState::PendingArgsAvail,
-                1 if actor => TaskState::PendingActorTaskOrderingOrConcurrency,
-                1 => TaskState::PendingNodeAssignment,
-                2 if actor => TaskState::PendingActorTaskArgsFetch,
-                2 => TaskState::PendingArgsFetch,
-                3 => TaskState::SubmittedToWorker,
-                4 => TaskState::Running,
-                _ => terminal,
-            };
+            let state = Self::ORDER.get(i).copied().unwrap_or(terminal);
             (state, u64::from(*t))
         })
     }

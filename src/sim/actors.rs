@@ -82,17 +82,35 @@ impl Engine {
         a.holds_resources = holds;
         self.actors_on[node.index()].push(aid);
         self.model.set_actor_state(aid, ActorState::Alive, self.now);
+        let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
+        for tid in waiting {
+            self.push_to_actor(tid);
+        }
         self.pump_actor(aid);
     }
 
+    /// An actor call ready to go joins its actor's queue: pushed to the actor's worker at
+    /// once if the actor is alive, else when it is (its address is known then).
     pub(crate) fn enqueue_actor_task(&mut self, tid: TaskId) {
         let Some(aid) = self.model.tasks.get(&tid).and_then(|t| t.actor) else { return };
         match self.model.actors.get_mut(&aid) {
             Some(a) if a.state != ActorState::Dead => {
                 a.queue.push_back(tid);
+                if a.state == ActorState::Alive {
+                    self.push_to_actor(tid);
+                }
                 self.pump_actor(aid);
             }
             _ => self.fail_task(tid, ErrorType::ActorDied, false),
+        }
+    }
+
+    /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits
+    /// its turn (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY): Ray 2.60's order.
+    fn push_to_actor(&mut self, tid: TaskId) {
+        if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::PendingNodeAssignment) {
+            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
+            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.now);
         }
     }
 

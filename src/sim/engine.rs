@@ -26,8 +26,12 @@ pub(crate) enum Event {
     /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
     Dispatch(TaskId, u32),
     ArgsFetched(TaskId, u32),
+    /// The worker begins running a call it was handed (after `call_start_cost`).
+    Begin(TaskId, u32),
     /// The current compute/sleep op of a running task finished.
     OpDone(TaskId, u32),
+    /// The caller is done paying for the calls it just submitted (`call_submit_cost`).
+    Resume(TaskId, u32),
     /// Resubmit a task (after a retry backoff).
     Resubmit(TaskId, u32),
     Fault(usize),
@@ -395,7 +399,9 @@ impl Engine {
             Event::MixArrival(m) => self.mix_arrival(m),
             Event::Dispatch(t, a) => self.on_dispatch(t, a),
             Event::ArgsFetched(t, a) => self.on_args_fetched(t, a),
+            Event::Begin(t, a) => self.on_begin(t, a),
             Event::OpDone(t, a) => self.on_op_done(t, a),
+            Event::Resume(t, a) => self.on_resume(t, a),
             Event::Resubmit(t, a) => self.on_resubmit(t, a),
             Event::Fault(i) => self.on_fault(i),
             Event::FaultEnd(i) => self.on_fault_end(i),

@@ -6,10 +6,9 @@ use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
 use rand::Rng;
 
-/// Tasks one `Submit` step hands to the scheduler before yielding.
-const SUBMIT_CHUNK: u32 = 10_000;
-/// Virtual time a submitter spends per task it submits (50,000 tasks/s, a core worker's order of magnitude).
-const SUBMIT_COST_US: u64 = 20;
+/// Tasks one `Submit` step hands to the scheduler before the submitter pays for them
+/// (`scheduler.call_submit_cost` each) and yields.
+const SUBMIT_CHUNK: u32 = 1_000;
 
 impl Engine {
     pub(crate) fn sample(&mut self, d: DurationDist) -> u64 {
@@ -46,7 +45,7 @@ impl Engine {
                     return;
                 }
                 Op::Sleep(us) => {
-                    let us = *us;
+                    let us = self.slept(*us);
                     self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
                     self.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
@@ -55,13 +54,13 @@ impl Engine {
                     let (spec, count, take) = (*spec, *count, *take_futures);
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
-                        if !self.advance(tid, attempt) {
+                        if !self.advance(tid, attempt) || self.pay_submit_cost(tid, attempt, count) {
                             return;
                         }
                         continue;
                     }
-                    // A driver submits at a finite rate: a chunk at a time, each task
-                    // costing SUBMIT_COST_US of the submitter's time.
+                    // A caller submits at a finite rate: a chunk at a time, then pays
+                    // `call_submit_cost` per task of it before going on.
                     let done = self.model.tasks[&tid].exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
@@ -73,15 +72,14 @@ impl Engine {
                         t.exec.i = 0;
                         t.exec.pc += 1;
                     }
-                    if chunk >= SUBMIT_CHUNK {
-                        self.schedule_in(chunk as u64 * SUBMIT_COST_US, Event::OpDone(tid, attempt));
+                    if self.pay_submit_cost(tid, attempt, chunk) {
                         return;
                     }
                 }
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
-                    self.op_create_actors(tid, spec, level, &shape);
-                    if !self.advance(tid, attempt) {
+                    let created = self.op_create_actors(tid, spec, level, &shape);
+                    if !self.advance(tid, attempt) || self.pay_submit_cost(tid, attempt, created) {
                         return;
                     }
                 }
@@ -145,6 +143,25 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// What a `time.sleep(us)` really takes in a worker.
+    fn slept(&self, us: u64) -> u64 {
+        if us == 0 {
+            return 0;
+        }
+        us.saturating_add(self.cfg.scheduler.sleep_overshoot.as_micros())
+    }
+
+    /// The caller just submitted `calls`: it stays busy `call_submit_cost` for each, and
+    /// goes on with its program on `Resume`. Returns true when it must wait.
+    fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, calls: u32) -> bool {
+        let busy = self.cfg.scheduler.call_submit_cost.as_micros().saturating_mul(calls as u64);
+        if busy == 0 {
+            return false;
+        }
+        self.schedule_in(busy, Event::Resume(tid, attempt));
+        true
     }
 
     /// Past an op that may have run other code (a call answered at once, the memory
@@ -220,7 +237,8 @@ impl Engine {
         }
     }
 
-    fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) {
+    /// Returns how many actors it created.
+    fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> u32 {
         let t = &self.model.tasks[&tid];
         let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
         let parent = self_actor.and_then(|a| self.model.actors.get(&a));
@@ -230,7 +248,7 @@ impl Engine {
             LevelRule::Fixed(l) => l,
             LevelRule::BelowParent => {
                 if parent_level == 0 {
-                    return;
+                    return 0;
                 }
                 parent_level - 1
             }
@@ -273,9 +291,11 @@ impl Engine {
                 }
             }
         }
+        count
     }
 
-    /// Returns true when the task must wait (it slept); false to continue with the next op.
+    /// Returns true when the task must wait (it sleeps, or pays for the call it submitted);
+    /// false to continue with the next op.
     fn op_call_each(&mut self, tid: TaskId, method: u32, calls: u32, sleep: u64, extra: u64) -> bool {
         let t = &self.model.tasks[&tid];
         let attempt = t.attempt;
@@ -295,7 +315,8 @@ impl Engine {
             t.exec.pc += 1;
             return false;
         };
-        let pause = sleep + if bottleneck_leaf_parent { extra } else { 0 };
+        // Two `time.sleep` calls in the seed's loop when flagged: each returns late.
+        let pause = self.slept(sleep) + if bottleneck_leaf_parent { self.slept(extra) } else { 0 };
         let t = self.model.tasks.get_mut(&tid).expect("running task exists");
         if pause > 0 && !t.exec.slept {
             t.exec.slept = true;
@@ -310,7 +331,7 @@ impl Engine {
         }
         let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
         self.hold_futures(tid, attempt, vec![ret]);
-        false
+        self.pay_submit_cost(tid, attempt, 1)
     }
 
     /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.

@@ -15,7 +15,7 @@ impl Engine {
             return;
         }
         let (kind, spec_id, actor, node, job) = (t.kind, t.spec, t.actor, t.node, t.job);
-        let was_running = t.state.is_running() || t.state == TaskState::SubmittedToWorker;
+        let was_running = t.state.is_running();
         let spec = &self.specs[spec_id as usize];
         let retry_exceptions = spec.retry_exceptions;
         let heap = spec.heap;
@@ -67,11 +67,7 @@ impl Engine {
             } else if t.retries_left > 0 {
                 t.retries_left -= 1;
             }
-            let next = if kind == TaskType::ActorTask {
-                TaskState::PendingActorTaskOrderingOrConcurrency
-            } else {
-                TaskState::PendingNodeAssignment
-            };
+            let next = TaskState::PendingNodeAssignment;
             log_event!(self.model.log, self.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
             self.model.begin_retry(tid, next, self.now, err);
             let attempt = self.model.tasks[&tid].attempt;
@@ -107,7 +103,7 @@ impl Engine {
     /// Take a task out of any wait queue it sits in.
     fn unqueue_waiting(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.state != TaskState::PendingNodeAssignment || t.holds_resources {
+        if t.state != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
             return;
         }
         let spec = t.spec;

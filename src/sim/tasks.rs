@@ -43,13 +43,7 @@ impl Engine {
                 failed_arg = true;
             }
         }
-        let initial = if unresolved > 0 || failed_arg {
-            TaskState::PendingArgsAvail
-        } else if kind == TaskType::ActorTask {
-            TaskState::PendingActorTaskOrderingOrConcurrency
-        } else {
-            TaskState::PendingNodeAssignment
-        };
+        let initial = if unresolved > 0 || failed_arg { TaskState::PendingArgsAvail } else { TaskState::PendingNodeAssignment };
         let task = Task {
             state: initial,
             parent: Some(parent),
@@ -71,15 +65,16 @@ impl Engine {
         (tid, ret)
     }
 
-    /// Dependencies are resolved: actor tasks join their actor's queue, the rest ask for a lease.
+    /// Dependencies are resolved: actor tasks go to their actor (pushed once it is alive),
+    /// the rest ask for a lease. Both wait in PENDING_NODE_ASSIGNMENT meanwhile, as in Ray.
     pub(crate) fn on_task_ready(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get_mut(&tid) else { return };
         t.ready_at = self.now;
-        if t.kind == TaskType::ActorTask {
-            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.now);
+        let kind = t.kind;
+        self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.now);
+        if kind == TaskType::ActorTask {
             self.enqueue_actor_task(tid);
         } else {
-            self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.now);
             self.try_schedule(tid);
         }
     }
@@ -273,13 +268,47 @@ impl Engine {
         true
     }
 
-    /// A worker starts executing the task.
+    /// The task is handed to its worker; its body runs `call_start_cost` later (RUNNING),
+    /// the worker's own per-call overhead. A normal task is SUBMITTED_TO_WORKER meanwhile;
+    /// an actor call already was when pushed to its actor, and Ray lists no such state
+    /// for an actor's creation.
     pub(crate) fn start_task(&mut self, tid: TaskId, node: NodeIdx) {
-        self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
+        if self.model.tasks.get(&tid).is_some_and(|t| t.kind == TaskType::NormalTask) {
+            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
+        }
+        let t = self.model.tasks.get_mut(&tid).expect("task exists");
+        t.node = Some(node);
+        let attempt = t.attempt;
+        let cost = self.cfg.scheduler.call_start_cost.as_micros();
+        if cost > 0 {
+            t.exec.begin_due = true;
+            self.schedule_in(cost, Event::Begin(tid, attempt));
+        } else {
+            self.begin_task(tid, node);
+        }
+    }
+
+    pub(crate) fn on_begin(&mut self, tid: TaskId, attempt: u32) {
+        let Some(t) = self.model.tasks.get(&tid) else { return };
+        if t.attempt != attempt || !t.exec.begin_due {
+            return;
+        }
+        let node = t.node.expect("a task handed to a worker has a node");
+        self.begin_task(tid, node);
+    }
+
+    /// The caller's busy time for its last submissions is over: go on with its program.
+    pub(crate) fn on_resume(&mut self, tid: TaskId, attempt: u32) {
+        if self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state == TaskState::Running) {
+            self.run_program(tid);
+        }
+    }
+
+    /// A worker starts executing the task's body.
+    fn begin_task(&mut self, tid: TaskId, node: NodeIdx) {
         self.model.set_task_state(tid, TaskState::Running, self.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.started_at = Some(self.now);
-        t.node = Some(node);
         t.exec = Exec::default();
         let heap = self.specs[t.spec as usize].heap;
         let kind = t.kind;

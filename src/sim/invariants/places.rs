@@ -5,15 +5,17 @@
 //! | state | place |
 //! |---|---|
 //! | PENDING_ARGS_AVAIL | a waiter of each argument it still misses (`exec.unresolved` of them) |
-//! | PENDING_NODE_ASSIGNMENT, no lease | one wait, infeasible or bundle queue, or a `Resubmit` for its attempt |
-//! | PENDING_NODE_ASSIGNMENT, leased | in `leased[node]`, with a `Dispatch` for its attempt |
-//! | PENDING_ARGS_FETCH | leased, with an `ArgsFetched` for its attempt |
-//! | PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY | its actor's queue, or a `Resubmit` for its attempt |
-//! | PENDING_ACTOR_TASK_ARGS_FETCH | its actor's running set, with an `ArgsFetched` |
-//! | RUNNING | an `OpDone` for its attempt (actor tasks: also in the actor's running set) |
+//! | PENDING_NODE_ASSIGNMENT, no lease | one wait, infeasible or bundle queue, the queue of its actor not alive yet, or a `Resubmit` for its attempt |
+//! | PENDING_NODE_ASSIGNMENT, leased | in `leased[node]`, with a `Dispatch` for its attempt (an actor's creation: or a `Begin`) |
+//! | PENDING_ARGS_FETCH | leased, with an `ArgsFetched` for its attempt (an actor's creation: or a `Begin`) |
+//! | SUBMITTED_TO_WORKER | a normal task, leased, with a `Begin` for its attempt |
+//! | PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY | its actor's queue, or a `Resubmit` for its attempt, or its actor's running set with a `Begin` |
+//! | PENDING_ACTOR_TASK_ARGS_FETCH | its actor's running set, with an `ArgsFetched` or a `Begin` |
+//! | RUNNING | an `OpDone` or a `Resume` for its attempt (actor tasks: also in the actor's running set) |
 //! | RUNNING_IN_RAY_GET | blocked on unresolved futures at a `Get`, or on its placement group, or queued to take its CPU back |
 //!
-//! NIL and SUBMITTED_TO_WORKER are passed through within one event and never seen at rest.
+//! A task with a `Begin` due has `exec.begin_due` set, and only then. NIL is passed
+//! through within one event and never seen at rest.
 
 use super::{count, Scheduled, Violations};
 use crate::model::*;
@@ -32,7 +34,8 @@ impl Engine {
             match e {
                 Event::Dispatch(t, a) => bump(&mut s.dispatch, (*t, *a)),
                 Event::ArgsFetched(t, a) => bump(&mut s.args_fetched, (*t, *a)),
-                Event::OpDone(t, a) => bump(&mut s.op_done, (*t, *a)),
+                Event::OpDone(t, a) | Event::Resume(t, a) => bump(&mut s.op_done, (*t, *a)),
+                Event::Begin(t, a) => bump(&mut s.begin, (*t, *a)),
                 Event::Resubmit(t, a) => bump(&mut s.resubmit, (*t, *a)),
                 _ => {}
             }
@@ -100,8 +103,11 @@ impl Engine {
         for a in m.actors.values() {
             for tid in &a.queue {
                 bump(&mut queued, *tid);
+                // Pushed to an alive actor; or waiting for it to be alive to be pushed.
                 let ok = m.tasks.get(tid).is_some_and(|t| {
-                    t.actor == Some(a.id) && t.state == TaskState::PendingActorTaskOrderingOrConcurrency
+                    t.actor == Some(a.id)
+                        && (t.state == TaskState::PendingActorTaskOrderingOrConcurrency
+                            || (t.state == TaskState::PendingNodeAssignment && a.state != ActorState::Alive))
                 });
                 ensure!(v, ok, "actor {:x} queue holds task {:x} that is not a pending call to it", a.id.0, tid.0);
             }
@@ -127,6 +133,8 @@ impl Engine {
             let key = (t.id, t.attempt);
             let (dispatch, fetched, op_done, resubmit) =
                 (count(&s.dispatch, &key), count(&s.args_fetched, &key), count(&s.op_done, &key), count(&s.resubmit, &key));
+            let begin = count(&s.begin, &key);
+            ensure!(v, begin == t.exec.begin_due as u32, "task {:x} ({}) has {begin} Begin events, begin_due {}", t.id.0, t.state, t.exec.begin_due);
             let (q, res, act) = (count(&queued, &t.id), count(&resuming, &t.id), count(&on_actor, &t.id));
             let state = t.state;
             match state {
@@ -146,22 +154,36 @@ impl Engine {
                         "task {id:x} waits for {} arguments but is a waiter of {waited} unready ones",
                         t.exec.unresolved
                     );
-                    ensure!(v, q + dispatch + fetched + op_done + resubmit == 0 && !t.holds_resources, "task {id:x} {state} is also queued, leased or scheduled");
+                    ensure!(v, q + dispatch + fetched + op_done + resubmit + begin == 0 && !t.holds_resources, "task {id:x} {state} is also queued, leased or scheduled");
                 }
                 TaskState::PendingNodeAssignment if t.holds_resources => {
-                    ensure!(v, dispatch == 1 && q + resubmit == 0, "leased task {id:x}: {dispatch} dispatches, {q} queues, {resubmit} resubmits");
+                    let creation = t.kind == TaskType::ActorCreationTask;
+                    ensure!(
+                        v,
+                        dispatch + begin == 1 && (begin == 0 || creation) && q + resubmit == 0,
+                        "leased task {id:x}: {dispatch} dispatches, {begin} begins, {q} queues, {resubmit} resubmits"
+                    );
                 }
                 TaskState::PendingNodeAssignment => {
-                    ensure!(v, q + resubmit == 1 && dispatch == 0, "task {id:x} {state}: in {q} queues with {resubmit} resubmits (attempt {})", t.attempt);
+                    ensure!(v, q + resubmit == 1 && dispatch + begin == 0, "task {id:x} {state}: in {q} queues with {resubmit} resubmits (attempt {})", t.attempt);
                 }
                 TaskState::PendingArgsFetch => {
-                    ensure!(v, t.holds_resources && fetched == 1 && q == 0, "task {id:x} fetching args: holds {}, {fetched} fetch events", t.holds_resources);
+                    let creation = t.kind == TaskType::ActorCreationTask;
+                    ensure!(
+                        v,
+                        t.holds_resources && fetched + begin == 1 && (begin == 0 || creation) && q == 0,
+                        "task {id:x} fetching args: holds {}, {fetched} fetch events, {begin} begins",
+                        t.holds_resources
+                    );
+                }
+                TaskState::SubmittedToWorker => {
+                    ensure!(v, t.kind == TaskType::NormalTask && t.holds_resources && begin == 1 && q == 0, "task {id:x} {state}: holds {}, {begin} begins, {q} queues", t.holds_resources);
                 }
                 TaskState::PendingActorTaskOrderingOrConcurrency => {
-                    ensure!(v, q + resubmit == 1, "actor call {id:x} {state}: in {q} queues with {resubmit} resubmits");
+                    ensure!(v, q + resubmit + begin == 1 && act == begin, "actor call {id:x} {state}: in {q} queues with {resubmit} resubmits, {begin} begins, on actor {act}");
                 }
                 TaskState::PendingActorTaskArgsFetch => {
-                    ensure!(v, act == 1 && fetched == 1, "actor call {id:x} fetching args: on actor {act}, {fetched} fetch events");
+                    ensure!(v, act == 1 && fetched + begin == 1, "actor call {id:x} fetching args: on actor {act}, {fetched} fetch events, {begin} begins");
                 }
                 TaskState::Running => {
                     ensure!(v, op_done == 1 && q + res == 0, "running task {id:x}: {op_done} op events, {q} queues, {res} resuming");
@@ -179,7 +201,7 @@ impl Engine {
                 }
                 other => v.push(format!("task {id:x} is at rest in transient state {other}")),
             }
-            let on_worker = matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch);
+            let on_worker = matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch) || t.exec.begin_due;
             if t.kind == TaskType::ActorTask {
                 ensure!(v, act == on_worker as u32, "actor call {id:x} ({state}) is in its actor's running set {act} times");
             }

@@ -1,0 +1,129 @@
+//! The model against real Ray 2.60, measured on a 2-core machine of this kind and kept
+//! in `scripts/ray-calibration/runs/` (how: ARCHITECTURE.md, "Calibration").
+//!
+//! * The defaults of the per-call costs are the recorded micro-benchmark's medians.
+//! * With those defaults, the model's makespan for every seed tree run on real Ray lands
+//!   within 0.2 % of Ray's: the shipped `examples/flow-insight-explicit.yaml` and the
+//!   other shapes measured, none of which the costs were fitted to.
+
+mod common;
+
+use rayscope::config::{self, Config, WorkerTree, WorkloadConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const TOLERANCE: f64 = 0.002;
+
+fn runs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every recorded seed-tree run: (file name, the run's JSON).
+fn tree_runs() -> Vec<(String, Value)> {
+    let mut runs: Vec<(String, Value)> = std::fs::read_dir(runs_dir())
+        .expect("the recorded runs are in the repo")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed-tree-")))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect();
+    runs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(runs.len() >= 3, "three shapes or more were measured on real Ray");
+    runs
+}
+
+fn tree_of(run: &Value) -> WorkerTree {
+    serde_json::from_value(run["tree"].clone()).expect("the run's tree is a WorkerTree")
+}
+
+fn secs(run: &Value, key: &str) -> f64 {
+    run[key].as_f64().unwrap_or_else(|| panic!("`{key}` is a number in {run}"))
+}
+
+/// The model's makespan of the job in `cfg`, in seconds.
+fn predicted_makespan(cfg: Config) -> f64 {
+    let e = common::run(cfg);
+    let job = e.model.jobs.values().next().expect("one job");
+    job.makespan_s().expect("the job finished")
+}
+
+/// A run replayed on the machine Ray ran on: one node with the run's CPUs, its sleeps,
+/// its tree (JSON is YAML), every other setting at its default.
+fn replay_config(run: &Value) -> Config {
+    let cpus = secs(&run["ray_cluster_resources"], "CPU");
+    let yaml = format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 16GiB}}\n\
+         workloads:\n  - kind: flow_insight\n    sleep: {}ms\n    bottleneck_sleep: {}ms\n    tree: {}\n",
+        secs(run, "sleep_s") * 1000.0,
+        secs(run, "bottleneck_sleep_s") * 1000.0,
+        run["tree"]
+    );
+    common::load(&yaml)
+}
+
+fn assert_close(what: &str, predicted: f64, real: f64) {
+    let error = (predicted - real) / real;
+    assert!(
+        error.abs() <= TOLERANCE,
+        "{what}: the model predicts {predicted:.3} s, real Ray took {real:.3} s ({:+.3} %, limit ±{} %)",
+        error * 100.0,
+        TOLERANCE * 100.0
+    );
+}
+
+#[test]
+fn the_explicit_example_is_the_measured_run_and_lands_within_0_2_percent() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow-insight-explicit.yaml");
+    let cfg = config::load_file(&path).expect("the example loads");
+    let run = read_json(&runs_dir().join("seed-tree-9.json"));
+    let WorkloadConfig::FlowInsight(w) = &cfg.workloads[0] else { panic!("a flow_insight workload") };
+    assert_eq!(w.tree.as_ref(), Some(&tree_of(&run)), "the example writes down the tree Ray ran");
+    assert_eq!(w.sleep.as_micros(), (secs(&run, "sleep_s") * 1e6).round() as u64);
+    assert_eq!(w.bottleneck_sleep.as_micros(), (secs(&run, "bottleneck_sleep_s") * 1e6).round() as u64);
+    assert_close("examples/flow-insight-explicit.yaml", predicted_makespan(cfg), secs(&run, "makespan_s"));
+}
+
+#[test]
+fn every_shape_measured_on_real_ray_lands_within_0_2_percent() {
+    for (name, run) in tree_runs() {
+        assert_eq!(run["ray_version"], "2.60.0", "{name}");
+        assert_close(&name, predicted_makespan(replay_config(&run)), secs(&run, "makespan_s"));
+    }
+}
+
+#[test]
+fn the_cost_defaults_are_the_recorded_medians() {
+    let costs = read_json(&runs_dir().join("call-costs.json"));
+    assert_eq!(costs["ray_version"], "2.60.0");
+    let s = config::SchedulerConfig::default();
+    let near = |setting: &str, default_us: u64, measured_s: f64, within_us: f64| {
+        let measured_us = measured_s * 1e6;
+        assert!(
+            (default_us as f64 - measured_us).abs() <= within_us,
+            "scheduler.{setting} defaults to {default_us} µs; the recorded median is {measured_us:.1} µs"
+        );
+    };
+    near("worker_start_latency", s.worker_start_latency.as_micros(), secs(&costs, "actor_creation_to_first_reply_s"), 5_000.0);
+    near("call_submit_cost", s.call_submit_cost.as_micros(), secs(&costs, "submit_s_per_call"), 5.0);
+    near("call_start_cost", s.call_start_cost.as_micros(), secs(&costs, "queued_call_overhead_s"), 5.0);
+    near("sleep_overshoot", s.sleep_overshoot.as_micros(), secs(&costs, "sleep_overshoot_s"), 5.0);
+}
+
+#[test]
+fn without_the_costs_the_model_misses_real_ray() {
+    // The costs carry the fidelity: with them off, the explicit example falls outside
+    // the tolerance, so the test above cannot pass by accident.
+    let run = read_json(&runs_dir().join("seed-tree-9.json"));
+    let mut cfg = replay_config(&run);
+    cfg.scheduler.call_submit_cost = config::DurationSpec(0);
+    cfg.scheduler.call_start_cost = config::DurationSpec(0);
+    cfg.scheduler.sleep_overshoot = config::DurationSpec(0);
+    cfg.scheduler.worker_start_latency = config::DurationSpec(0);
+    let predicted = predicted_makespan(cfg);
+    let real = secs(&run, "makespan_s");
+    assert!((predicted - real).abs() / real > TOLERANCE, "{predicted} vs {real}");
+}
