@@ -1,6 +1,6 @@
 //! The built-in pages: the overview at `/`, the resource views a Ray user opens
-//! (`/nodes`, `/jobs`, `/actors`, `/tasks`, `/events`, `/metrics-view`) and the
-//! endpoint index (`/endpoints`).
+//! (`/nodes`, `/jobs`, `/actors`, `/tasks`, `/events`, `/metrics-view`), Flow
+//! Insight's five views of a job (`/flow`) and the endpoint index (`/endpoints`).
 //!
 //! Owns: the page shell (one header and nav for every page), the embedded assets
 //! (`assets/`: one stylesheet, one shared helper script, each page's HTML fragment and
@@ -9,8 +9,8 @@
 //! Content-Security-Policy that lets a page reach nothing but this origin.
 //!
 //! A page is a [`Page`] row: its path, nav label, title, HTML fragment and script. A
-//! new page (Flow Insight's `/flow`) adds a row and its two asset files; the nav,
-//! shell, stylesheet and helper come with it.
+//! new page adds a row and its two asset files; the nav, shell, stylesheet and helper
+//! come with it.
 //!
 //! Must never: render data on the server (pages read the JSON APIs and the live
 //! stream from the browser, so there is one source of truth for shapes), reference
@@ -84,6 +84,7 @@ pub(crate) const PAGES: &[Page] = &[
         html: include_str!("assets/metrics.html"),
         script: Some("metrics.js"),
     },
+    Page { path: "/flow", nav: "Flow Insight", title: "Flow Insight", html: include_str!("assets/flow.html"), script: Some("flow.js") },
     // The endpoint index is rendered from the running server (token state, session).
     Page { path: "/endpoints", nav: "Endpoints", title: "Endpoints", html: "", script: None },
 ];
@@ -109,6 +110,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "tasks.js", content_type: JS, body: include_bytes!("assets/tasks.js") },
     Asset { name: "events.js", content_type: JS, body: include_bytes!("assets/events.js") },
     Asset { name: "metrics.js", content_type: JS, body: include_bytes!("assets/metrics.js") },
+    Asset { name: "flow.js", content_type: JS, body: include_bytes!("assets/flow.js") },
     Asset { name: "favicon.svg", content_type: "image/svg+xml", body: include_bytes!("assets/favicon.svg") },
 ];
 

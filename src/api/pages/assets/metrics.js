@@ -11,6 +11,7 @@
     ['rayscope-objects', 'Object store', 'Plasma memory, spilling and objects.'],
     ['rayscope-scheduler', 'Scheduler', 'Pending, infeasible and spilled-back work.'],
     ['rayscope-alerts', 'Alerts', 'The alerting rules and what fires.'],
+    ['rayscope-flow', 'Flow', 'Call rates and latencies per caller → callee edge (Flow Insight).'],
   ];
   const base = (document.body.dataset.grafanaUrl || '').replace(/\/+$/, '');
   $('#grafana-url').textContent = base || '(not set)';

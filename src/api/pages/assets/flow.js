@@ -1,0 +1,226 @@
+// Flow Insight (/flow): the five views of one job, from rayscope's /api/flow/* JSON.
+// Owns: the job, level and instant pickers, drawing the call graph and the Gantt as
+// inline SVG, the bottleneck, physical and stack tables, and the flame graph (the
+// server's inferno SVG, shown as an image). Refreshes every 3 s while the view is "now".
+// Must never: change state or compute a view itself (the server's JSON is the view).
+'use strict';
+(() => {
+  const {el, svg, $, num, int, fixed, short} = RS;
+  const params = new URLSearchParams(location.search);
+  let job = params.get('job') || '';
+  let level = params.get('level') === 'instance' ? 'instance' : 'class';
+  let at = params.get('at') || '';
+  const secs = (s) => `${fixed(s, s < 10 ? 3 : 1)} s`;
+  const q = (extra) => new URLSearchParams(Object.assign({job}, at ? {at} : {}, extra || {}));
+  const body = (id) => $(`#${id} .flow-body`);
+  const note = (id, text) => { const n = $(`#${id} .flow-note`); if (n) n.textContent = text; };
+  const done = (id) => { const b = $(`#${id}`); b.dataset.loaded = String(num(Number(b.dataset.loaded)) + 1); };
+
+  // ------------------------------------------------------------- toolbar
+  const jobSel = el('select', {'aria-label': 'Job', id: 'flow-job', onchange: () => { job = jobSel.value; go(); }});
+  const levelSel = el('select', {'aria-label': 'Level', onchange: () => { level = levelSel.value; go(); }},
+    ['class', 'instance'].map((l) => el('option', {value: l, text: l === 'class' ? 'Classes' : 'Instances', selected: l === level})));
+  const atInput = el('input', {type: 'search', 'aria-label': 'At (virtual seconds)', placeholder: 'now', value: at, size: 10,
+    onchange: () => { at = atInput.value.trim(); go(); }});
+  $('#flow-toolbar').replaceChildren(el('label', null, 'Job', jobSel), el('label', null, 'Graph', levelSel),
+    el('label', null, 'At (s)', atInput), el('span', {class: 'spacer'}));
+
+  async function jobs() {
+    const list = (await RS.json('/api/flow/jobs')).jobs || [];
+    if (!job && list.length) {
+      // The newest running job, else the newest.
+      const running = list.filter((j) => j.end_time_s == null);
+      job = (running.length ? running[running.length - 1] : list[list.length - 1]).job_id;
+    }
+    jobSel.replaceChildren(...list.map((j) => el('option', {value: j.job_id, selected: j.job_id === job,
+      text: `${j.job_id} ${j.name || ''} · ${j.status} · ${int(j.calls)} calls${j.truncated ? ' (capped)' : ''}`})));
+    $('#flow-status').textContent = list.length ? '' : 'No job has made a call yet.';
+    return list.length > 0;
+  }
+
+  // ------------------------------------------------------------- bottlenecks
+  async function bottlenecks() {
+    const b = await RS.json(`/api/flow/bottlenecks?${q()}`);
+    const rows = (b.entries || []).slice(0, 10);
+    body('bottlenecks').replaceChildren(
+      el('p', {class: 'muted', text: `Critical path ${secs(num(b.critical_path_s))} at ${secs(num(b.at_s))}${b.truncated ? ' · recorded calls only' : ''}`}),
+      RS.table([
+        {title: '#', cell: (e) => int(e.rank), num: true},
+        {title: 'Method', cell: (e) => el('strong', {text: e.name})},
+        {title: 'Actor', cell: (e) => el('span', {class: 'mono', text: short(e.actor_id), title: e.actor_id || ''})},
+        {title: 'Flags', cell: (e) => [e.bottleneck ? RS.badge('BOTTLENECK') : null, e.level != null ? ` level ${e.level}` : ''].filter(Boolean)},
+        {title: 'Self on path', cell: (e) => secs(num(e.self_s)), num: true},
+        {title: 'Share', cell: (e) => RS.bar(num(e.share), 1, `${fixed(100 * num(e.share))}%`)},
+        {title: 'Calls', cell: (e) => int(e.calls), num: true},
+        {title: 'Waiting callers', cell: (e) => (e.callers || []).map((c) => `${c.name} ${short(c.actor_id, 8)} ×${int(c.waiting_calls)}`).join(', ')},
+      ], rows, {empty: 'No call on the critical path yet.', rowAttrs: (e) => ({'data-name': e.name, 'data-actor': e.actor_id || ''})}));
+    done('bottlenecks');
+  }
+
+  // ------------------------------------------------------------- call graph
+  /** Layered drawing: each node one column right of its first caller. */
+  async function graph() {
+    const g = await RS.json(`/api/flow/graph?${q({level})}`);
+    const nodes = g.nodes || [], edges = g.edges || [];
+    const groups = new Map((g.groups || []).map((x) => [x.id, x]));
+    const depth = new Map([['_main', 0]]);
+    for (let pass = 0; pass < nodes.length; pass++) {
+      let moved = false;
+      for (const e of edges) {
+        if (depth.has(e.source) && !depth.has(e.target)) { depth.set(e.target, depth.get(e.source) + 1); moved = true; }
+      }
+      if (!moved) break;
+    }
+    const cols = [];
+    for (const n of nodes) {
+      const d = depth.has(n.id) ? depth.get(n.id) : 0;
+      (cols[d] = cols[d] || []).push(n);
+    }
+    const BW = 170, BH = 40, GX = 70, GY = 14;
+    const pos = new Map();
+    cols.forEach((col, c) => col.forEach((n, r) => pos.set(n.id, {x: 10 + c * (BW + GX), y: 10 + r * (BH + GY)})));
+    const W = 20 + cols.length * (BW + GX), H = 20 + Math.max(1, ...cols.map((c) => c.length)) * (BH + GY);
+    const s = svg('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'flow-graph', role: 'img', 'aria-label': 'Call graph'});
+    const maxCalls = Math.max(1, ...edges.map((e) => num(e.calls)));
+    for (const e of edges) {
+      const a = pos.get(e.source), b = pos.get(e.target);
+      if (!a || !b) continue;
+      const x1 = a.x + BW, y1 = a.y + BH / 2, x2 = b.x, y2 = b.y + BH / 2;
+      const path = svg('path', {class: 'flow-edge', d: `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`,
+        'stroke-width': (1 + 3 * Math.sqrt(num(e.calls) / maxCalls)).toFixed(2), 'data-source': e.source, 'data-target': e.target, 'data-calls': num(e.calls)});
+      const t = svg('title');
+      t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls, mean ${secs(num(e.mean_s))}, ${RS.bytes(e.bytes)}`;
+      path.append(t);
+      const label = svg('text', {class: 'flow-edge-label', x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3, 'text-anchor': 'middle'});
+      label.textContent = `×${int(e.calls)}`;
+      s.append(path, label);
+    }
+    for (const n of nodes) {
+      const p = pos.get(n.id);
+      const grp = n.group != null ? groups.get(n.group) : null;
+      const flagged = grp && grp.bottleneck;
+      const box = svg('g', {class: `flow-node ${n.kind}${flagged ? ' flagged' : ''}`, 'data-id': n.id, transform: `translate(${p.x},${p.y})`});
+      box.append(svg('rect', {width: BW, height: BH, rx: 6}));
+      const name = svg('text', {x: 8, y: 16});
+      name.textContent = n.kind === 'method' && n.group != null ? `${level === 'instance' ? short(String(n.group), 8) : n.group}.${n.name}` : n.name;
+      const sub = svg('text', {x: 8, y: 32, class: 'sub'});
+      sub.textContent = `${int(n.calls)} calls · mean ${secs(num(n.mean_s))}${flagged ? ' · flagged' : ''}`;
+      const t = svg('title');
+      t.textContent = `${n.id}${grp && grp.level != null ? ` (level ${grp.level})` : ''}`;
+      box.append(name, sub, t);
+      s.append(box);
+    }
+    body('graph').replaceChildren(el('div', {class: 'flow-scroll'}, s));
+    note('graph', `${int(nodes.length)} nodes, ${int(edges.length)} edges${g.truncated ? ' · capped' : ''}`);
+    $('#graph').dataset.nodes = String(nodes.length);
+    $('#graph').dataset.edges = String(edges.length);
+    done('graph');
+  }
+
+  // ------------------------------------------------------------- physical
+  async function physical() {
+    const p = await RS.json(`/api/flow/physical?${q()}`);
+    const rows = (p.nodes || []).filter((n) => (n.actors || []).length || (n.workers || []).length);
+    const cpu = (n) => (n.resources || []).find((r) => r.name === 'CPU') || {total: 0, available: 0};
+    body('physical').replaceChildren(RS.table([
+      {title: 'Node', cell: (n) => el('span', {class: 'mono', text: `${n.ip}${n.is_head ? ' (head)' : ''}`, title: n.node_id})},
+      {title: 'CPU', cell: (n) => RS.bar(num(cpu(n).total) - num(cpu(n).available), cpu(n).total, `${fixed(num(cpu(n).total) - num(cpu(n).available))} / ${fixed(cpu(n).total)}`)},
+      {title: 'Actors', cell: (n) => (n.actors || []).slice(0, 12).map((a) => el('div', {class: 'mono', text:
+        `${a.class} ${short(a.actor_id, 8)}${a.bottleneck ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}%`}))},
+      {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function} pid ${w.pid} · ${int(w.calls)} calls`}))},
+    ], rows, {empty: 'The job has nothing placed.'}));
+    note('physical', `${int(rows.length)} nodes used`);
+    done('physical');
+  }
+
+  // ------------------------------------------------------------- gantt
+  const MAX_ROWS = 40, MAX_BARS = 4000;
+  async function gantt() {
+    const events = await RS.json(`/api/flow/timeline.json?${q()}`);
+    const list = Array.isArray(events) ? events : (events.traceEvents || []);
+    const names = new Map();
+    for (const e of list) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}/${e.tid}`, e.args && e.args.name);
+    const bars = list.filter((e) => e.ph === 'X');
+    const rows = new Map();
+    for (const b of bars) {
+      const k = `${b.pid}/${b.tid}`;
+      if (!rows.has(k)) rows.set(k, {key: k, busy: 0, bars: []});
+      const r = rows.get(k);
+      r.busy += num(b.dur);
+      r.bars.push(b);
+    }
+    const shown = [...rows.values()].sort((a, b) => b.busy - a.busy).slice(0, MAX_ROWS);
+    const t0 = Math.min(...bars.map((b) => num(b.ts)), Infinity), t1 = Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
+    const span = Math.max(1, t1 - (isFinite(t0) ? t0 : 0));
+    const LW = 190, W = 1100, RH = 18;
+    const s = svg('svg', {viewBox: `0 0 ${W} ${shown.length * RH + 24}`, class: 'flow-gantt', role: 'img', 'aria-label': 'Gantt chart'});
+    let drawn = 0;
+    shown.forEach((r, i) => {
+      const label = svg('text', {x: 4, y: i * RH + 13, class: 'gantt-label'});
+      label.textContent = names.get(r.key) || r.key;
+      s.append(label);
+      for (const b of r.bars) {
+        if (drawn >= MAX_BARS) break;
+        const x = LW + ((num(b.ts) - t0) / span) * (W - LW - 4);
+        const w = Math.max(0.6, (num(b.dur) / span) * (W - LW - 4));
+        const rect = svg('rect', {class: 'gantt-bar', x: x.toFixed(2), y: i * RH + 3, width: w.toFixed(2), height: RH - 6});
+        const t = svg('title');
+        t.textContent = `${b.name}: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}`;
+        rect.append(t);
+        s.append(rect);
+        drawn++;
+      }
+    });
+    const axis = svg('text', {x: LW, y: shown.length * RH + 18, class: 'gantt-label'});
+    axis.textContent = bars.length ? `${secs(t0 / 1e6)} … ${secs(t1 / 1e6)} (virtual time)` : 'No execution yet.';
+    s.append(axis);
+    body('gantt').replaceChildren(el('div', {class: 'flow-scroll'}, s),
+      el('p', {class: 'muted', text: `${int(bars.length)} executions on ${int(rows.size)} actors and workers; the ${shown.length} busiest shown${drawn < bars.length ? `, first ${int(drawn)} bars drawn` : ''}.`}));
+    $('#gantt').dataset.rows = String(shown.length);
+    $('#gantt').dataset.bars = String(drawn);
+    done('gantt');
+  }
+
+  // ------------------------------------------------------------- flame graph
+  function flame() {
+    const src = `/api/flow/flamegraph.svg?${q()}&v=${Date.now()}`;
+    const img = el('img', {class: 'flow-flame', alt: 'Flame graph of the job: time per call path', src});
+    img.addEventListener('load', () => done('flame'));
+    img.addEventListener('error', () => RS.fail(new Error('the flame graph did not load')));
+    body('flame').replaceChildren(img);
+  }
+
+  // ------------------------------------------------------------- stack
+  async function stack() {
+    const st = await RS.json(`/api/flow/stack?${q()}`);
+    const stacks = (st.stacks || []).slice(0, 50);
+    body('stack').replaceChildren(...stacks.map((s) => el('pre', {class: 'flow-stack', 'data-span': s.span},
+      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''} pid ${f.pid} node ${short(f.node_id, 8)}`).join('\n'))),
+    stacks.length ? '' : el('p', {class: 'muted', text: 'No call in flight.'}));
+    note('stack', `${int(st.in_flight)} calls in flight at ${secs(num(st.at_s))}${num(st.in_flight) > stacks.length ? `; first ${stacks.length} shown` : ''}`);
+    done('stack');
+  }
+
+  // ------------------------------------------------------------- refresh
+  function links() {
+    for (const a of document.querySelectorAll('.flow-download')) a.href = `/api/flow/${a.dataset.view}?${q()}`;
+  }
+  async function refresh() {
+    if (!job && !(await jobs())) return;
+    links();
+    await Promise.all([bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
+  }
+  function go() {
+    const u = new URLSearchParams(Object.assign({job, level}, at ? {at} : {}));
+    history.replaceState(null, '', `/flow?${u}`);
+    refresh();
+    flame();
+  }
+  jobs().then(() => { go(); }).catch(RS.fail);
+  // Live: refresh "now" views; an instant in the past does not change.
+  setInterval(() => {
+    if (document.hidden || at) return;
+    jobs().then(refresh).catch(RS.fail);
+  }, 3000);
+  setInterval(() => { if (!document.hidden && !at) flame(); }, 15000);
+})();
