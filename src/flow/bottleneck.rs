@@ -74,7 +74,8 @@ pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
         let prev = job.target(s.target).actor.and_then(|a| {
             let v = &on_actor[&a];
             let k = v.partition_point(|&(e, _)| e <= start);
-            (0..k).rev().map(|j| v[j]).find(|&(e, i)| i != cur && e > s.submit)
+            // The execution ending last by its start (never itself; one step back at most).
+            (0..k).rev().map(|j| v[j]).take(2).find(|&(_, i)| i != cur).filter(|&(e, _)| e > s.submit)
         });
         match prev {
             Some((end, p)) => {

@@ -14,6 +14,7 @@ pub mod flame;
 pub mod graph;
 pub mod physical;
 pub mod record;
+pub mod run;
 pub mod stack;
 pub mod timeline;
 
