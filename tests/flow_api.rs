@@ -95,6 +95,24 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     assert_eq!(p["result"], true);
     assert!(p["data"]["nodes"].as_object().unwrap().len() == 3 && !p["data"]["services"].as_array().unwrap().is_empty());
 
+    // The metrics agree with the class-level graph, edge by edge.
+    let metrics = s.get("/metrics").await.text();
+    let class = s.get(&format!("/api/flow/graph?job={id}")).await.json();
+    for e in class["edges"].as_array().unwrap() {
+        let series = format!("caller=\"{}\",callee=\"{}\"}}", e["source"].as_str().unwrap(), e["target"].as_str().unwrap());
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with("rayscope_flow_calls_total{") && l.contains(&series))
+            .unwrap_or_else(|| panic!("{series} missing"));
+        assert_eq!(line.rsplit(' ').next().unwrap().parse::<u64>().unwrap(), e["calls"].as_u64().unwrap(), "{line}");
+    }
+    let count = metrics
+        .lines()
+        .find(|l| l.starts_with("rayscope_flow_call_duration_seconds_count{") && l.contains("callee=\"Worker.process\""))
+        .expect("the duration histogram");
+    let process = class["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "Worker.process").unwrap();
+    assert_eq!(count.rsplit(' ').next().unwrap().parse::<u64>().unwrap(), process["calls"].as_u64().unwrap());
+
     // Errors: 400 naming the parameter, 404 for a job without records, JSON always.
     for (path, status, names) in [
         (format!("/api/flow/graph?job={id}&levle=class"), 400, "levle"),

@@ -297,6 +297,13 @@ impl Spans {
     }
 }
 
+/// The name key of the driver in [`Recorded::calls`] and [`Recorded::durations`]
+/// (other keys are interned names: `Snapshot::names`).
+pub const DRIVER_NAME: u32 = u32::MAX;
+
+/// Buckets of `rayscope_flow_call_duration_seconds` (submit to end).
+pub const DURATION_BUCKETS: &[f64] = &[0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1800.0, 3600.0, 14400.0];
+
 /// Every job's records, as published in a snapshot.
 #[derive(Clone, Debug, Default)]
 pub struct Recorded {
@@ -304,6 +311,12 @@ pub struct Recorded {
     pub jobs: BTreeMap<u32, Arc<JobRecord>>,
     /// The cap per job (`sim.flow_calls_per_job`).
     pub cap: u64,
+    /// Calls submitted since the start, every job (forgotten ones too), by (caller
+    /// name, callee name) at class and method level: `rayscope_flow_calls_total`.
+    pub calls: Arc<BTreeMap<(u32, u32), u64>>,
+    /// Submit-to-end time of ended calls by callee name:
+    /// `rayscope_flow_call_duration_seconds`.
+    pub durations: Arc<BTreeMap<u32, crate::model::Histogram>>,
 }
 
 impl Recorded {

@@ -9,8 +9,8 @@
 //! change the run), or keep anything per call beyond the cap (the map of calls in
 //! flight is bounded by the tasks the model itself holds).
 
-use crate::flow::record::{Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind};
-use crate::model::{ActorId, JobId, Model, NodeIdx, TaskId, TaskType};
+use crate::flow::record::{Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS};
+use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
 use crate::workload::CallSpec;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -31,6 +31,8 @@ struct Live {
     callee_frame: u32,
     recorded: bool,
     submit: u64,
+    /// Interned name of the callee (`DRIVER_NAME` for the driver), for metrics.
+    callee_name: u32,
 }
 
 struct JobRec {
@@ -48,11 +50,21 @@ pub(crate) struct FlowRecorder {
     jobs: BTreeMap<u32, JobRec>,
     live: FxHashMap<u64, Live>,
     cache: RefCell<Option<Arc<Recorded>>>,
+    /// Metrics over every call of every job (bounded by names squared).
+    calls: Arc<BTreeMap<(u32, u32), u64>>,
+    durations: Arc<BTreeMap<u32, Histogram>>,
 }
 
 impl FlowRecorder {
     pub fn new(cap: u64) -> FlowRecorder {
-        FlowRecorder { cap, jobs: BTreeMap::new(), live: FxHashMap::default(), cache: RefCell::new(None) }
+        FlowRecorder {
+            cap,
+            jobs: BTreeMap::new(),
+            live: FxHashMap::default(),
+            cache: RefCell::new(None),
+            calls: Arc::default(),
+            durations: Arc::default(),
+        }
     }
 
     fn touched(&mut self, job: u32) {
@@ -103,7 +115,17 @@ impl FlowRecorder {
         j.rec.records.push(Rec::Submit { span: driver.0, parent: 0, target: 0, t: now, arg_bytes: 0 });
         j.rec.records.push(Rec::Begin { span: driver.0, t: now, node: node.0, pid: crate::model::driver_pid(job.0) });
         self.jobs.insert(job.0, j);
-        self.live.insert(driver.0, Live { job: job.0, caller_frame: frame, callee_frame: frame, recorded: true, submit: now });
+        self.live.insert(
+            driver.0,
+            Live {
+                job: job.0,
+                caller_frame: frame,
+                callee_frame: frame,
+                recorded: true,
+                submit: now,
+                callee_name: DRIVER_NAME,
+            },
+        );
         self.touched(job.0);
     }
 
@@ -130,7 +152,18 @@ impl FlowRecorder {
             let target = j.target(m, spec_name.0, full, actor, frame);
             j.rec.records.push(Rec::Submit { span: tid.0, parent: parent_span(t.parent), target, t: now, arg_bytes });
         }
-        self.live.insert(tid.0, Live { job: t.job.0, caller_frame: parent.callee_frame, callee_frame: frame, recorded, submit: now });
+        *Arc::make_mut(&mut self.calls).entry((parent.callee_name, spec_name.0)).or_default() += 1;
+        self.live.insert(
+            tid.0,
+            Live {
+                job: t.job.0,
+                caller_frame: parent.callee_frame,
+                callee_frame: frame,
+                recorded,
+                submit: now,
+                callee_name: spec_name.0,
+            },
+        );
         self.touched(t.job.0);
     }
 
@@ -156,6 +189,13 @@ impl FlowRecorder {
     /// A call ended for good: finished (`ok`) or failed past its retries.
     pub fn ended(&mut self, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
         let Some(l) = self.live.remove(&tid.0) else { return };
+        if l.callee_name != DRIVER_NAME {
+            Arc::make_mut(&mut self.durations)
+                .entry(l.callee_name)
+                .or_insert_with(|| Histogram::new(DURATION_BUCKETS))
+                .observe(now.saturating_sub(l.submit) as f64 / 1e6);
+            *self.cache.get_mut() = None;
+        }
         let Some(j) = self.jobs.get_mut(&l.job) else { return };
         if j.rec.driver != tid.0 {
             let e = j.rec.edges.entry((l.caller_frame, l.callee_frame)).or_insert_with(EdgeAgg::default);
@@ -208,7 +248,7 @@ impl FlowRecorder {
                 (k, shared.clone())
             })
             .collect();
-        let r = Arc::new(Recorded { jobs, cap: self.cap });
+        let r = Arc::new(Recorded { jobs, cap: self.cap, calls: self.calls.clone(), durations: self.durations.clone() });
         *self.cache.borrow_mut() = Some(r.clone());
         r
     }
