@@ -21,6 +21,7 @@
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
+//! | `flow` | Flow Insight's `/api/flow/...` views and Ant `flow-insight`'s `/get_*_data` |
 //! | `logging` | the log subscriber; control characters in logged values escaped |
 //!
 //! Must never: block the engine (readers only load `Arc<Snapshot>`s; control requests
@@ -37,6 +38,7 @@ mod control;
 mod entrypoint;
 mod error;
 mod exposition;
+mod flow;
 mod history;
 mod job_logs;
 mod jobs;

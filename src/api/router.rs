@@ -10,7 +10,7 @@
 
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
-use super::{alerts, control, exposition, job_logs, jobs, pages, sd, seed, state_api, stream, MAX_BODY_BYTES};
+use super::{alerts, control, exposition, flow, job_logs, jobs, pages, sd, seed, state_api, stream, MAX_BODY_BYTES};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -53,6 +53,11 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/control/speed", post(control::speed))
         .route("/api/alerts", get(alerts::list).post(alerts::receive))
         .route("/ws/realtime", get(stream::upgrade))
+        .route("/api/flow/jobs", get(flow::jobs))
+        .route("/api/flow/{view}", get(flow::view))
+        .route("/get_call_graph_data", get(flow::ant_call_graph))
+        .route("/get_flame_graph_data", get(flow::ant_flame_graph))
+        .route("/get_physical_view_data", get(flow::ant_physical))
         .merge(pages::routes())
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -138,6 +138,9 @@ pub(super) fn default_max_concurrent_jobs() -> u32 {
 pub(super) fn default_finished_tasks() -> usize {
     100_000
 }
+pub(super) fn default_flow_calls_per_job() -> u64 {
+    100_000
+}
 pub(super) fn default_dead_actors() -> usize {
     1_000
 }

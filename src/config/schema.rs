@@ -278,6 +278,10 @@ pub struct SimConfig {
     /// GCS: `maximum_gcs_dead_node_cached_count`, 1,000).
     #[serde(default = "default_dead_nodes")]
     pub dead_node_capacity: usize,
+    /// Calls per job whose Flow Insight records are kept; past it calls count only in
+    /// per-edge aggregates (class and method level), so memory stays bounded.
+    #[serde(default = "default_flow_calls_per_job")]
+    pub flow_calls_per_job: u64,
 }
 
 impl Default for SimConfig {
@@ -291,6 +295,7 @@ impl Default for SimConfig {
             event_log_capacity: default_event_capacity(),
             finished_job_capacity: default_finished_jobs(),
             dead_node_capacity: default_dead_nodes(),
+            flow_calls_per_job: default_flow_calls_per_job(),
         }
     }
 }

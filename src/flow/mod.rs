@@ -1,1 +1,65 @@
-//! Flow Insight views (a later issue).
+//! Flow Insight: views of a job's calls (seed 003, `ray-facts.md` Part B), computed
+//! from the records the engine keeps (`sim::flow_recorder`) as pure functions of the
+//! records and an instant.
+//!
+//! Owns: the recorded data readers share ([`record`]), one view per file, and the
+//! dispatch from a view's name to its rendering ([`render`]), shared by the API and
+//! `rayscope flow`.
+//! Must never: run on the engine thread or change what it reads.
+
+pub mod ant;
+pub mod bottleneck;
+pub mod emit;
+pub mod flame;
+pub mod graph;
+pub mod physical;
+pub mod record;
+pub mod run;
+pub mod stack;
+pub mod timeline;
+
+use crate::sim::snapshot::NodeView;
+use record::JobRecord;
+use std::sync::Arc;
+
+/// One of the views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Graph(graph::Level),
+    Physical,
+    Stack,
+    Folded,
+    Svg,
+    Timeline,
+    Bottlenecks,
+}
+
+/// A rendered view: its body and content type.
+pub struct Rendered {
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+}
+
+fn json(v: serde_json::Value) -> Rendered {
+    Rendered { body: serde_json::to_vec(&v).unwrap_or_default(), content_type: "application/json" }
+}
+
+/// Render `view` of `job` as of `at` (µs of virtual time). `latest`: `at` is "now".
+pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<NodeView>]) -> Result<Rendered, String> {
+    let spans = job.spans(at);
+    Ok(match view {
+        View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
+        View::Physical => json(physical::physical(job, &spans, nodes)),
+        View::Stack => json(stack::stack(job, &spans)),
+        View::Timeline => json(timeline::timeline(job, &spans)),
+        View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
+        View::Folded => Rendered {
+            body: flame::folded_text(&flame::folded(job, &spans)).into_bytes(),
+            content_type: "text/plain; charset=utf-8",
+        },
+        View::Svg => Rendered {
+            body: flame::svg(&format!("job {} ({})", job.job_hex, job.name), &flame::folded(job, &spans))?.into_bytes(),
+            content_type: "image/svg+xml",
+        },
+    })
+}

@@ -16,7 +16,8 @@
 //! `actors`, `jobs` (placement groups and jobs), `resources`, `object_store` (plus
 //! spilling and the object manager), `scheduler`, `workers` (OOM kills and failures),
 //! `node` (`ray_node_*` hardware), `components` (`ray_component_*` processes),
-//! `cluster` (`ray_cluster_*` and `autoscaler_*`) and `rayscope` (our own `rayscope_*`).
+//! `cluster` (`ray_cluster_*` and `autoscaler_*`), `flow` (Flow Insight's `rayscope_flow_*`)
+//! and `rayscope` (our own `rayscope_*`).
 //! A collector can be switched off by name ([`RenderContext::disabled_collectors`]).
 //!
 //! # Format served
@@ -61,6 +62,7 @@
 mod actors;
 mod cluster;
 mod components;
+mod flow;
 mod history;
 mod jobs;
 mod labels;

@@ -45,6 +45,9 @@ pub(crate) const COLLECTORS: &[(&str, EncodeFn)] = &[
 /// The `rayscope_*` group: no `SessionName` on its series.
 const SELF_COLLECTOR: (&str, EncodeFn) = ("rayscope", super::rayscope::encode);
 
+/// Flow Insight's `rayscope_flow_*` families (labelled like `SELF_COLLECTOR`).
+const FLOW_COLLECTOR: (&str, EncodeFn) = ("flow", super::flow::encode);
+
 /// Names accepted by [`RenderContext::disabled_collectors`].
 pub const COLLECTOR_NAMES: &[&str] = &[
     "tasks",
@@ -57,6 +60,7 @@ pub const COLLECTOR_NAMES: &[&str] = &[
     "node",
     "components",
     "cluster",
+    "flow",
     "rayscope",
 ];
 
@@ -242,6 +246,16 @@ pub(crate) fn render(
     );
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
         ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
+    }
+    if enabled(FLOW_COLLECTOR.0) {
+        let own = registry.sub_registry_with_labels(
+            [("Version".into(), snap.version.clone().into())].into_iter(),
+        );
+        own.register_collector(Box::new(Group {
+            name: FLOW_COLLECTOR.0,
+            encode: FLOW_COLLECTOR.1,
+            input: input.clone(),
+        }));
     }
     if enabled(SELF_COLLECTOR.0) {
         let own = registry.sub_registry_with_labels(

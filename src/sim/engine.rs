@@ -129,6 +129,8 @@ pub struct Engine {
     pub(crate) dead_nodes: VecDeque<NodeIdx>,
     /// Nodes ever added: each gets a new node id, even in a reused slot.
     nodes_added: u32,
+    /// Flow Insight's record of every call (`flow_recorder.rs`).
+    pub(crate) flow: super::flow_recorder::FlowRecorder,
 }
 
 impl Engine {
@@ -197,6 +199,7 @@ impl Engine {
             submitted_templates: FxHashMap::default(),
             dead_nodes: VecDeque::new(),
             nodes_added: 0,
+            flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
             model,
             cfg: cfg.clone(),
         };
@@ -460,6 +463,7 @@ impl Engine {
         self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
         self.leased[head.index()].push(driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.now);
+        self.flow.job_started(&self.model, id, driver_id, head, self.now);
         self.run_program(driver_id);
         id
     }

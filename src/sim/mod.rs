@@ -11,6 +11,7 @@ mod dead_nodes;
 mod engine;
 mod exec;
 mod faults;
+mod flow_recorder;
 mod invariants;
 mod objects;
 mod placement_groups;

@@ -292,6 +292,9 @@ pub struct Snapshot {
     pub recent_events: Arc<Vec<LoggedEvent>>,
     #[serde(skip)]
     pub tables: Option<Arc<Tables>>,
+    /// Flow Insight's records of every job (sealed chunks shared between snapshots).
+    #[serde(skip)]
+    pub flow: Arc<crate::flow::record::Recorded>,
     /// Wall-clock instant the runner published it (serve mode), for its age.
     #[serde(skip)]
     pub published_at: Option<std::time::Instant>,
@@ -550,6 +553,7 @@ impl Engine {
             autoscaler: self.autoscaler_view(),
             recent_events: recent,
             tables,
+            flow: self.flow.publish(),
             published_at: None,
         }
     }

@@ -57,6 +57,7 @@ impl Engine {
         };
         log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
         self.model.insert_task(task);
+        self.flow.submitted(&self.model, &self.specs, tid, self.now);
         if failed_arg {
             self.fail_task(tid, ErrorType::TaskExecutionException, false);
         } else if unresolved == 0 {
@@ -329,6 +330,7 @@ impl Engine {
         if heap > 0 {
             self.check_memory(node);
         }
+        self.flow.started(&self.model, tid, node, self.now);
         if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::Running) {
             self.run_program(tid);
         }
@@ -401,6 +403,7 @@ impl Engine {
         }
         self.release_task_refs(tid, true);
         self.model.retire_task(tid, TaskState::Finished, self.now, return_size);
+        self.flow.ended(tid, self.now, true, return_size);
         if kind == TaskType::ActorTask {
             if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 if let Some(pos) = a.running.iter().position(|x| *x == tid) {

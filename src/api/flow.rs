@@ -1,0 +1,196 @@
+//! Flow Insight's JSON API (`/api/flow/...`, see `docs/flow-api.md`) and Ant
+//! `flow-insight`'s query endpoints (`/get_call_graph_data`, `/get_flame_graph_data`,
+//! `/get_physical_view_data`) in its `{result, msg, data}` envelope.
+//!
+//! Owns: parsing their query parameters (unknown ones are a 400 naming them, as the
+//! rest of the API), finding the job (404 when it has no records), and running the
+//! view on the blocking pool from the snapshot's shared records.
+//! Must never: compute a view on an async worker or the engine thread, or copy the
+//! records (views read the snapshot's `Arc`s in place).
+
+use super::app::AppState;
+use super::error::{internal, json_ok, ApiError};
+use crate::flow::{self, graph::Level, View};
+use crate::sim::snapshot::Snapshot;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// `GET /api/flow/jobs`.
+pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    params(raw.as_deref(), &[])?;
+    let snap = app.handle.snapshot();
+    let list: Vec<Value> = snap
+        .flow
+        .jobs
+        .values()
+        .map(|j| {
+            let status = snap.jobs.iter().find(|v| v.id == j.job_hex).map(|v| v.status.as_str().to_string());
+            json!({"job_id": j.job_hex, "name": j.name, "status": status, "start_time_s": j.start_us as f64 / 1e6,
+                "end_time_s": j.end_us.map(|e| e as f64 / 1e6), "calls": j.calls, "recorded_calls": j.recorded_calls,
+                "truncated": j.truncated()})
+        })
+        .collect();
+    Ok(json_ok(json!({"jobs": list})))
+}
+
+/// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg,
+/// timeline.json, bottlenecks.
+pub(crate) async fn view(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let allowed: &[&str] = if name == "graph" { &["job", "at", "level"] } else { &["job", "at"] };
+    let view = match name.as_str() {
+        "graph" => View::Graph(Level::Class),
+        "physical" => View::Physical,
+        "stack" => View::Stack,
+        "flamegraph.folded" => View::Folded,
+        "flamegraph.svg" => View::Svg,
+        "timeline.json" => View::Timeline,
+        "bottlenecks" => View::Bottlenecks,
+        _ => {
+            return Err(ApiError::not_found(format!(
+                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, bottlenecks"
+            )))
+        }
+    };
+    let p = params(raw.as_deref(), allowed)?;
+    let view = match (view, p.level.as_deref()) {
+        (View::Graph(_), Some(l)) => View::Graph(
+            Level::parse(l)
+                .ok_or_else(|| ApiError::parameter("level", format!("level must be class or instance, got {l:?}")))?,
+        ),
+        (v, _) => v,
+    };
+    let job = p.job.ok_or_else(|| ApiError::parameter("job", "job is required (a job id, e.g. job=01000000)"))?;
+    let snap = app.handle.snapshot();
+    let (at, latest) = instant(&snap, p.at_us);
+    let record = find(&snap, &job)?;
+    let rendered = tokio::task::spawn_blocking(move || flow::render(&record, at, latest, view, &snap.nodes))
+        .await
+        .map_err(internal)?
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    Ok(([(header::CONTENT_TYPE, rendered.content_type)], rendered.body).into_response())
+}
+
+/// Ant's `/get_call_graph_data`, `/get_flame_graph_data`, `/get_physical_view_data`.
+pub(crate) async fn ant(State(app): State<AppState>, which: AntView, raw: Option<String>) -> Response {
+    match ant_inner(app, which, raw).await {
+        Ok((msg, data)) => json_ok(json!({"result": true, "msg": msg, "data": data})),
+        Err(e) => {
+            let body = json!({"result": false, "msg": e.message, "data": null});
+            (e.status, axum::Json(body)).into_response()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AntView {
+    CallGraph,
+    FlameGraph,
+    Physical,
+}
+
+pub(crate) async fn ant_call_graph(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    ant(state, AntView::CallGraph, raw).await
+}
+pub(crate) async fn ant_flame_graph(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    ant(state, AntView::FlameGraph, raw).await
+}
+pub(crate) async fn ant_physical(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    ant(state, AntView::Physical, raw).await
+}
+
+async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result<(&'static str, Value), ApiError> {
+    let mut flow_id = None;
+    let mut stack_mode = false;
+    let mut end_ms = None;
+    for (k, v) in form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()) {
+        match (k.as_ref(), which) {
+            ("flow_id", _) => flow_id = Some(v.to_string()),
+            ("stack_mode", AntView::CallGraph) => {
+                stack_mode = match v.as_ref() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(ApiError::parameter("stack_mode", format!("stack_mode must be true or false, got {v:?}"))),
+                }
+            }
+            ("end_time", _) => {
+                if !v.is_empty() {
+                    end_ms = Some(v.parse::<u64>().map_err(|_| {
+                        ApiError::parameter("end_time", format!("end_time must be integer milliseconds, got {v:?}"))
+                    })?)
+                }
+            }
+            (other, _) => return Err(ApiError::parameter(other, format!("unknown parameter {other:?}"))),
+        }
+    }
+    let job = flow_id.ok_or_else(|| ApiError::parameter("flow_id", "flow_id is required (a job id)"))?;
+    let snap = app.handle.snapshot();
+    let (at, _) = instant(&snap, end_ms.map(|m| m.saturating_mul(1000)));
+    let record = find(&snap, &job)?;
+    tokio::task::spawn_blocking(move || {
+        let spans = record.spans(at);
+        match which {
+            AntView::CallGraph => {
+                ("Call graph data retrieved successfully.", flow::ant::call_graph(&record, &spans, stack_mode))
+            }
+            AntView::FlameGraph => ("Flame graph data retrieved successfully.", flow::ant::flame_tree(&record, &spans)),
+            AntView::Physical => {
+                ("Physical view data retrieved successfully.", flow::ant::physical(&record, &spans, &snap.nodes))
+            }
+        }
+    })
+    .await
+    .map_err(internal)
+}
+
+#[derive(Default)]
+struct Params {
+    job: Option<String>,
+    at_us: Option<u64>,
+    level: Option<String>,
+}
+
+fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
+    let mut p = Params::default();
+    for (k, v) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        let k = k.as_ref();
+        if !allowed.contains(&k) {
+            let valid = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
+            return Err(ApiError::parameter(k, format!("unknown parameter {k:?} (valid: {valid})")));
+        }
+        match k {
+            "job" => p.job = Some(v.to_string()),
+            "level" => p.level = Some(v.to_string()),
+            "at" => {
+                let s: f64 = v.trim().parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0).ok_or_else(|| {
+                    ApiError::parameter("at", format!("at must be seconds of virtual time (a number >= 0), got {v:?}"))
+                })?;
+                p.at_us = Some((s * 1e6).round().min(u64::MAX as f64) as u64);
+            }
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// The instant to show: `at`, or now; never past now. Also whether it is now.
+fn instant(snap: &Snapshot, at_us: Option<u64>) -> (u64, bool) {
+    match at_us {
+        Some(a) if a < snap.sim_time_us => (a, false),
+        _ => (snap.sim_time_us, true),
+    }
+}
+
+fn find(snap: &Arc<Snapshot>, job: &str) -> Result<Arc<flow::record::JobRecord>, ApiError> {
+    snap.flow.job(job).cloned().ok_or_else(|| {
+        let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
+        ApiError::not_found(format!("job {job:?} has no flow records (jobs with records: {})", known.join(", ")))
+            .with("parameter", "job")
+    })
+}

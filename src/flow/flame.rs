@@ -1,0 +1,113 @@
+//! The flame graph: time per call path, as folded stacks and as SVG (rendered by
+//! `inferno`).
+//!
+//! Owns: attributing each instant of a call either to the call itself (self time) or
+//! to the one child it is waiting on then (of the children in flight, the one that
+//! ends last), recursively from the driver. So a path's children never hold more than
+//! the path, values are never negative, and the root `_main` total is exactly the
+//! driver's wall time (to the instant, if it still runs). Values are virtual µs.
+//! Must never: read anything but the job's records (pure function of records + instant).
+
+use super::record::{JobRecord, Spans};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Folded stacks: call path (`_main;Worker.process`) → self time in µs.
+pub fn folded(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    let Some(root) = spans.root() else { return out };
+    let children = spans.children();
+    let window = |i: usize| (spans.spans[i].submit, spans.end_or_at(i));
+    let mut work: Vec<(usize, Vec<(u64, u64)>, String)> =
+        vec![(root, vec![window(root)], job.target(spans.spans[root].target).class_name())];
+    while let Some((i, pieces, path)) = work.pop() {
+        let mut owned: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut self_us = 0u64;
+        // Children's windows, and every boundary where the owner may change.
+        let mut wins: Vec<(u64, u64, usize)> = children[i]
+            .iter()
+            .map(|&c| {
+                let (s, e) = window(c);
+                (s, e, c)
+            })
+            .filter(|(s, e, _)| e > s)
+            .collect();
+        wins.sort();
+        let mut points: Vec<u64> = wins.iter().flat_map(|(s, e, _)| [*s, *e]).collect();
+        points.extend(pieces.iter().flat_map(|(s, e)| [*s, *e]));
+        points.sort_unstable();
+        points.dedup();
+        let mut heap: BinaryHeap<(u64, Reverse<usize>)> = BinaryHeap::new();
+        let (mut next_win, mut piece) = (0usize, 0usize);
+        for w in points.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            while next_win < wins.len() && wins[next_win].0 <= a {
+                heap.push((wins[next_win].1, Reverse(wins[next_win].2)));
+                next_win += 1;
+            }
+            while heap.peek().is_some_and(|(e, _)| *e <= a) {
+                heap.pop();
+            }
+            while piece < pieces.len() && pieces[piece].1 <= a {
+                piece += 1;
+            }
+            if piece >= pieces.len() || pieces[piece].0 > a {
+                continue;
+            }
+            match heap.peek() {
+                Some((_, Reverse(c))) => {
+                    let v = owned.entry(*c).or_default();
+                    match v.last_mut() {
+                        Some(last) if last.1 == a => last.1 = b,
+                        _ => v.push((a, b)),
+                    }
+                }
+                None => self_us += b - a,
+            }
+        }
+        if self_us > 0 || owned.is_empty() {
+            *out.entry(path.clone()).or_default() += self_us;
+        }
+        for (c, p) in owned {
+            let name = job.target(spans.spans[c].target).class_name();
+            work.push((c, p, format!("{path};{name}")));
+        }
+    }
+    out
+}
+
+/// The folded stacks as text, one `path value` line each.
+pub fn folded_text(folded: &BTreeMap<String, u64>) -> String {
+    let mut s = String::new();
+    for (path, v) in folded {
+        if *v > 0 {
+            s.push_str(path);
+            s.push(' ');
+            s.push_str(&v.to_string());
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// Render folded stacks as an SVG flame graph.
+pub fn svg(title: &str, folded: &BTreeMap<String, u64>) -> Result<String, String> {
+    let text = folded_text(folded);
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = "µs (virtual)".to_string();
+    let mut buf = Vec::new();
+    if text.is_empty() {
+        // inferno refuses empty input; an empty graph is still a valid answer.
+        return Ok(format!(
+            "<?xml version=\"1.0\" standalone=\"no\"?><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"60\"><text x=\"10\" y=\"30\">{}: no calls yet</text></svg>",
+            xml_escape(title)
+        ));
+    }
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut buf).map_err(|e| e.to_string())?;
+    String::from_utf8(buf).map_err(|e| e.to_string())
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}

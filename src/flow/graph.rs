@@ -1,0 +1,143 @@
+//! The logical view: the call graph of one job, at class or instance level.
+//!
+//! Owns: nodes (driver, functions, actor methods) with their calls and times, groups
+//! (actor classes or instances, with the workload's attributes), and caller → callee
+//! edges with calls, completed calls, total and mean submit-to-end time and bytes.
+//! Must never: read anything but the job's records (pure function of records + instant).
+
+use super::record::{actor_hex, JobRecord, Spans, TargetKind};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Class level (`Worker.process`) or instance level (`Worker:<actor>.process`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Class,
+    Instance,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Level> {
+        match s {
+            "class" => Some(Level::Class),
+            "instance" => Some(Level::Instance),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Class => "class",
+            Level::Instance => "instance",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Stat {
+    calls: u64,
+    completed: u64,
+    total_us: u64,
+    bytes: u64,
+}
+
+/// The call graph as of the spans' instant. `latest`: the instant is "now", so a
+/// truncated job's class-level edges come from the aggregates kept for every call.
+pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Value {
+    let key = |t: u32| {
+        let t = job.target(t);
+        match level {
+            Level::Class => t.class_name(),
+            Level::Instance => t.instance_name(),
+        }
+    };
+    let mut nodes: BTreeMap<String, (u32, Stat)> = BTreeMap::new();
+    let mut edges: BTreeMap<(String, String), Stat> = BTreeMap::new();
+    for s in &spans.spans {
+        let k = key(s.target);
+        let n = &mut nodes.entry(k.clone()).or_insert_with(|| (s.target, Stat::default())).1;
+        n.calls += 1;
+        if let Some(end) = s.end {
+            n.completed += 1;
+            n.total_us += end - s.submit;
+        }
+        if let Some(p) = s.parent {
+            let e = edges.entry((key(spans.spans[p].target), k)).or_default();
+            e.calls += 1;
+            e.bytes += s.arg_bytes;
+            if let Some(end) = s.end {
+                e.completed += 1;
+                e.total_us += end - s.submit;
+                e.bytes += s.return_bytes;
+            }
+        }
+    }
+    if latest && job.truncated() && level == Level::Class {
+        edges.clear();
+        for (&(a, b), agg) in &job.edges {
+            edges.insert(
+                (job.frames[a as usize].clone(), job.frames[b as usize].clone()),
+                Stat { calls: agg.calls, completed: agg.completed, total_us: agg.total_us, bytes: agg.bytes },
+            );
+        }
+    }
+    let secs = |us: u64| us as f64 / 1e6;
+    let mean = |s: &Stat| if s.completed > 0 { secs(s.total_us) / s.completed as f64 } else { 0.0 };
+    let mut groups: BTreeMap<String, Value> = BTreeMap::new();
+    let mut instances: BTreeMap<String, std::collections::BTreeSet<u64>> = BTreeMap::new();
+    let node_values: Vec<Value> = nodes
+        .iter()
+        .map(|(k, (t, st))| {
+            let t = job.target(*t);
+            let group = match (t.kind, level) {
+                (TargetKind::Method, Level::Class) => Some(t.class.clone()),
+                (TargetKind::Method, Level::Instance) => t.actor.map(actor_hex),
+                _ => None,
+            };
+            if let (Some(g), Some(a)) = (&group, t.actor) {
+                instances.entry(t.class.clone()).or_default().insert(a);
+                groups.entry(g.clone()).or_insert_with(|| match level {
+                    Level::Class => json!({"id": g, "kind": "actor_class", "class": t.class, "actor_id": null,
+                        "instances": 0, "node": null, "level": null, "bottleneck": null}),
+                    Level::Instance => json!({"id": g, "kind": "actor", "class": t.class, "actor_id": g,
+                        "instances": 1, "node": null, "level": t.level, "bottleneck": t.flag}),
+                });
+            }
+            let kind = match t.kind {
+                TargetKind::Driver => "driver",
+                TargetKind::Function => "function",
+                TargetKind::Method => "method",
+            };
+            json!({"id": k, "kind": kind, "name": t.method, "group": group,
+                "calls": st.calls, "total_s": secs(st.total_us), "mean_s": mean(st)})
+        })
+        .collect();
+    // Instances per class, and where each instance runs (its last attempt's node).
+    for (class, ids) in &instances {
+        if let Some(g) = groups.get_mut(class) {
+            if level == Level::Class {
+                g["instances"] = json!(ids.len());
+            }
+        }
+    }
+    if level == Level::Instance {
+        for s in &spans.spans {
+            let t = job.target(s.target);
+            if let (Some(a), true) = (t.actor, s.node != u32::MAX) {
+                if let Some(g) = groups.get_mut(&actor_hex(a)) {
+                    g["node"] = json!(s.node);
+                }
+            }
+        }
+    }
+    let edge_values: Vec<Value> = edges
+        .iter()
+        .map(|((a, b), st)| {
+            json!({"source": a, "target": b, "calls": st.calls, "completed": st.completed,
+                "total_s": secs(st.total_us), "mean_s": mean(st), "bytes": st.bytes})
+        })
+        .collect();
+    json!({
+        "job_id": job.job_hex, "at_s": secs(spans.at), "level": level.as_str(), "truncated": job.truncated(),
+        "nodes": node_values, "groups": groups.into_values().collect::<Vec<_>>(), "edges": edge_values,
+    })
+}

@@ -1,0 +1,327 @@
+//! The recorded calls of each job, as readers see them: immutable, shared, cheap to
+//! publish.
+//!
+//! Owns: the record types (submit/begin/end/put records, call targets, per-edge
+//! aggregates), the append-only chunked storage that lets a snapshot share everything
+//! already recorded (only the last, unsealed chunk is copied), and the replay of a
+//! job's records up to an instant into spans ([`JobRecord::spans`]).
+//! Must never: be written by anyone but the engine's recorder
+//! (`sim::flow_recorder`), or hold anything that grows without the per-job cap.
+
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Records per sealed chunk: a snapshot copies at most this many of a job's records.
+pub const CHUNK: usize = 4096;
+
+/// What a call targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TargetKind {
+    /// The job's driver (Ant's `_main`).
+    Driver,
+    /// A remote function.
+    Function,
+    /// An actor method (the constructor `__init__` included).
+    Method,
+}
+
+/// One callee: a function, or one method of one actor instance.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub kind: TargetKind,
+    /// Actor class, or the function's name (`_main` for the driver).
+    pub class: String,
+    /// Method name (`process`); for a function or the driver, its name again.
+    pub method: String,
+    /// The actor instance (actor id as a number), for methods.
+    pub actor: Option<u64>,
+    /// Workload attributes of the actor (the seed tree's depth and bottleneck flag).
+    pub level: u32,
+    pub flag: bool,
+    /// Index of its class-level name (`Class.method`, function, `_main`) in `JobRecord::frames`.
+    pub frame: u32,
+}
+
+impl Target {
+    /// `Class.method`, the function, or `_main`.
+    pub fn class_name(&self) -> String {
+        match self.kind {
+            TargetKind::Method => format!("{}.{}", self.class, self.method),
+            _ => self.class.clone(),
+        }
+    }
+
+    /// `Class:<actor>.method` for a method, else as [`Target::class_name`].
+    pub fn instance_name(&self) -> String {
+        match (self.kind, self.actor) {
+            (TargetKind::Method, Some(a)) => format!("{}:{}.{}", self.class, actor_hex(a), self.method),
+            _ => self.class_name(),
+        }
+    }
+}
+
+/// An actor id as the API shows it.
+pub fn actor_hex(a: u64) -> String {
+    format!("{a:016x}")
+}
+
+/// A span id as the API shows it.
+pub fn span_hex(s: u64) -> String {
+    format!("{s:016x}")
+}
+
+/// One record, in the order the engine made them (virtual time never goes back).
+#[derive(Clone, Copy, Debug)]
+pub enum Rec {
+    /// A call was submitted by the call `parent` (0: none, the driver itself).
+    Submit { span: u64, parent: u64, target: u32, t: u64, arg_bytes: u64 },
+    /// An attempt started executing on `node` in worker `pid` (a retry starts again).
+    Begin { span: u64, t: u64, node: u32, pid: u32 },
+    /// The call ended for good (finished, or failed past its retries).
+    End { span: u64, t: u64, ok: bool, return_bytes: u64 },
+    /// `ray.put` of `bytes` by a running call.
+    Put { span: u64, t: u64, bytes: u64 },
+}
+
+impl Rec {
+    pub fn time(&self) -> u64 {
+        match *self {
+            Rec::Submit { t, .. } | Rec::Begin { t, .. } | Rec::End { t, .. } | Rec::Put { t, .. } => t,
+        }
+    }
+}
+
+/// Append-only storage shared with readers: sealed chunks are shared, never copied.
+#[derive(Clone, Debug)]
+pub struct Chunked<T> {
+    sealed: Vec<Arc<[T]>>,
+    tail: Vec<T>,
+}
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked { sealed: Vec::new(), tail: Vec::new() }
+    }
+}
+
+impl<T: Clone> Chunked<T> {
+    pub fn push(&mut self, v: T) {
+        self.tail.push(v);
+        if self.tail.len() >= CHUNK {
+            let full = std::mem::take(&mut self.tail);
+            self.sealed.push(full.into());
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.sealed.len() * CHUNK + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, i: usize) -> Option<&T> {
+        let (c, o) = (i / CHUNK, i % CHUNK);
+        if c < self.sealed.len() {
+            self.sealed[c].get(o)
+        } else if c == self.sealed.len() {
+            self.tail.get(o)
+        } else {
+            None
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.sealed.iter().flat_map(|c| c.iter()).chain(self.tail.iter())
+    }
+
+    /// A copy for a reader: the sealed chunks by reference, the tail by value.
+    pub fn share(&self) -> Chunked<T> {
+        Chunked { sealed: self.sealed.clone(), tail: self.tail.clone() }
+    }
+}
+
+/// Calls over one caller → callee edge at class level (`Class.method` frames), kept
+/// for every call, recorded or past the cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EdgeAgg {
+    pub calls: u64,
+    pub completed: u64,
+    /// Submit-to-end time of the completed calls, µs.
+    pub total_us: u64,
+    /// Argument bytes sent plus return bytes received.
+    pub bytes: u64,
+}
+
+/// Everything recorded for one job.
+#[derive(Clone, Debug)]
+pub struct JobRecord {
+    pub job: u32,
+    pub job_hex: String,
+    pub name: String,
+    pub start_us: u64,
+    pub end_us: Option<u64>,
+    /// The driver's span id.
+    pub driver: u64,
+    /// Calls submitted (the driver included), recorded or not.
+    pub calls: u64,
+    /// Calls whose records are kept (at most the cap).
+    pub recorded_calls: u64,
+    pub records: Chunked<Rec>,
+    pub targets: Chunked<Target>,
+    /// Class-level names (`Class.method`, function, `_main`), by frame index.
+    pub frames: Arc<Vec<String>>,
+    /// (caller frame, callee frame) → aggregate over every call.
+    pub edges: BTreeMap<(u32, u32), EdgeAgg>,
+}
+
+impl JobRecord {
+    pub fn truncated(&self) -> bool {
+        self.recorded_calls < self.calls
+    }
+
+    pub fn target(&self, i: u32) -> &Target {
+        self.targets.get(i as usize).expect("a record names a recorded target")
+    }
+
+    /// Replay the records made at or before `at` (µs) into spans, in submit order.
+    pub fn spans(&self, at: u64) -> Spans {
+        let mut out = Spans { spans: Vec::new(), index: FxHashMap::default(), at };
+        for r in self.records.iter() {
+            if r.time() > at {
+                break;
+            }
+            match *r {
+                Rec::Submit { span, parent, target, t, arg_bytes } => {
+                    let parent = out.index.get(&parent).copied();
+                    out.index.insert(span, out.spans.len());
+                    out.spans.push(Span {
+                        span,
+                        parent,
+                        target,
+                        submit: t,
+                        start: None,
+                        end: None,
+                        ok: true,
+                        node: u32::MAX,
+                        pid: 0,
+                        arg_bytes,
+                        return_bytes: 0,
+                        put_bytes: 0,
+                    });
+                }
+                Rec::Begin { span, t, node, pid } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        let s = &mut out.spans[i];
+                        s.start = Some(t);
+                        s.node = node;
+                        s.pid = pid;
+                    }
+                }
+                Rec::End { span, t, ok, return_bytes } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        let s = &mut out.spans[i];
+                        s.end = Some(t);
+                        s.ok = ok;
+                        s.return_bytes = return_bytes;
+                    }
+                }
+                Rec::Put { span, bytes, .. } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        out.spans[i].put_bytes += bytes;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One call as replayed up to an instant.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub span: u64,
+    /// Index of the calling span in [`Spans::spans`] (`None`: the driver).
+    pub parent: Option<usize>,
+    pub target: u32,
+    pub submit: u64,
+    /// Start of its last attempt, if it started by the instant.
+    pub start: Option<u64>,
+    /// When it ended, if it ended by the instant.
+    pub end: Option<u64>,
+    pub ok: bool,
+    /// Node index and worker pid of its last attempt (`u32::MAX`: not placed yet).
+    pub node: u32,
+    pub pid: u32,
+    pub arg_bytes: u64,
+    pub return_bytes: u64,
+    pub put_bytes: u64,
+}
+
+impl Span {
+    pub fn in_flight(&self) -> bool {
+        self.end.is_none()
+    }
+}
+
+/// A job's spans as of `at`.
+#[derive(Debug)]
+pub struct Spans {
+    pub spans: Vec<Span>,
+    pub index: FxHashMap<u64, usize>,
+    pub at: u64,
+}
+
+impl Spans {
+    /// Each span's children, by index, in submit order.
+    pub fn children(&self) -> Vec<Vec<usize>> {
+        let mut c = vec![Vec::new(); self.spans.len()];
+        for (i, s) in self.spans.iter().enumerate() {
+            if let Some(p) = s.parent {
+                c[p].push(i);
+            }
+        }
+        c
+    }
+
+    /// Index of the driver span (the first one recorded).
+    pub fn root(&self) -> Option<usize> {
+        self.spans.iter().position(|s| s.parent.is_none())
+    }
+
+    /// End of a span as seen at the instant (still running: the instant).
+    pub fn end_or_at(&self, i: usize) -> u64 {
+        self.spans[i].end.unwrap_or(self.at).max(self.spans[i].submit)
+    }
+}
+
+/// The name key of the driver in [`Recorded::calls`] and [`Recorded::durations`]
+/// (other keys are interned names: `Snapshot::names`).
+pub const DRIVER_NAME: u32 = u32::MAX;
+
+/// Buckets of `rayscope_flow_call_duration_seconds` (submit to end).
+pub const DURATION_BUCKETS: &[f64] = &[0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1800.0, 3600.0, 14400.0];
+
+/// Every job's records, as published in a snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    /// By job number, oldest first.
+    pub jobs: BTreeMap<u32, Arc<JobRecord>>,
+    /// The cap per job (`sim.flow_calls_per_job`).
+    pub cap: u64,
+    /// Calls submitted since the start, every job (forgotten ones too), by (caller
+    /// name, callee name) at class and method level: `rayscope_flow_calls_total`.
+    pub calls: Arc<BTreeMap<(u32, u32), u64>>,
+    /// Submit-to-end time of ended calls by callee name:
+    /// `rayscope_flow_call_duration_seconds`.
+    pub durations: Arc<BTreeMap<u32, crate::model::Histogram>>,
+}
+
+impl Recorded {
+    /// A job by its hex id (as the Jobs API shows it).
+    pub fn job(&self, hex: &str) -> Option<&Arc<JobRecord>> {
+        self.jobs.values().find(|j| j.job_hex.eq_ignore_ascii_case(hex))
+    }
+}

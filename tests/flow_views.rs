@@ -1,0 +1,250 @@
+//! Flow Insight's views on the seed scenario (`examples/flow-insight.yaml`), for
+//! several seeds, checked against what the engine's own tables say the run did:
+//! call counts, the bottleneck rule, the Gantt on single-threaded actors, the flame
+//! graph's root total, the stack at a mid-run instant; and the SVG and trace JSON
+//! formats.
+
+mod common;
+
+use rayscope::flow::graph::Level;
+use rayscope::flow::record::{actor_hex, span_hex, JobRecord};
+use rayscope::flow::{bottleneck, flame, graph, render, stack, timeline, View};
+use rayscope::model::TaskType;
+use rayscope::sim::snapshot::{Snapshot, Tables};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Seeds whose drawn trees have a flagged worker with leaf children (2, 3, 5) and
+/// ones that have none (1, 42), as `rayscope flow` shows them.
+const SEEDS: &[u64] = &[1, 2, 3, 5, 42];
+
+fn seed_config(seed: u64) -> rayscope::config::Config {
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
+    let mut cfg = common::load(&yaml);
+    cfg.sim.seed = seed;
+    cfg
+}
+
+struct Run {
+    snap: Snapshot,
+    tables: Tables,
+    job: Arc<JobRecord>,
+}
+
+fn run(seed: u64) -> Run {
+    let engine = common::run(seed_config(seed));
+    let snap = engine.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    let tables = engine.build_tables();
+    let job = snap.flow.jobs.values().next().expect("the seed job has records").clone();
+    Run { snap, tables, job }
+}
+
+#[test]
+fn graph_counts_are_the_calls_the_workload_made() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let spans = r.job.spans(u64::MAX);
+        let g = graph::graph(&r.job, &spans, Level::Instance, true);
+        let nodes: BTreeMap<&str, u64> =
+            g["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n["calls"].as_u64().unwrap())).collect();
+        // The actor tree, from the engine's actor table: each worker's children.
+        let names = &r.snap.names;
+        let workers: Vec<_> = r.tables.actors.iter().filter(|a| names[a.class as usize] == "Worker").collect();
+        assert!(workers.len() >= 2, "seed {seed}: the tree has workers");
+        let mut checked = 0;
+        for a in &workers {
+            let parent = format!("Worker:{}.process", actor_hex(a.id));
+            let parent_calls = nodes.get(parent.as_str()).copied().unwrap_or(0);
+            for c in &a.children {
+                let child = format!("Worker:{}.process", actor_hex(*c));
+                let edge = g["edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["source"] == parent.as_str() && e["target"] == child.as_str())
+                    .unwrap_or_else(|| panic!("seed {seed}: no edge {parent} -> {child}"));
+                assert_eq!(edge["calls"], 10 * parent_calls, "seed {seed}: 10 calls per child per parent call ({parent} -> {child})");
+                assert_eq!(edge["completed"], edge["calls"], "seed {seed}: all calls completed");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 1, "seed {seed}: some parent-child edge checked");
+        // Every Worker.process call the engine ran is in the graph, and nothing else.
+        let ran = r
+            .tables
+            .tasks
+            .iter()
+            .filter(|t| t.kind == TaskType::ActorTask && names[t.name as usize] == "Worker.process")
+            .count() as u64;
+        let class = graph::graph(&r.job, &spans, Level::Class, true);
+        let process = class["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "Worker.process").unwrap();
+        assert_eq!(process["calls"], ran, "seed {seed}: class-level calls = calls run");
+        // The class-level aggregates (kept for every call) agree with the records.
+        let agg: u64 = r.job.edges.values().map(|e| e.calls).sum();
+        let edges: u64 = class["edges"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).sum();
+        assert_eq!(agg, edges, "seed {seed}: aggregates = records");
+    }
+}
+
+#[test]
+fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical_path() {
+    let mut with_flagged = 0;
+    for &seed in SEEDS {
+        let r = run(seed);
+        let by_id: BTreeMap<u64, _> = r.tables.actors.iter().map(|a| (a.id, a)).collect();
+        // Workers flagged as bottlenecks whose children are all leaves (level 0).
+        let flagged: BTreeSet<String> = r
+            .tables
+            .actors
+            .iter()
+            .filter(|a| a.flag && !a.children.is_empty() && a.children.iter().all(|c| by_id[c].level == 0))
+            .map(|a| actor_hex(a.id))
+            .collect();
+        let spans = r.job.spans(u64::MAX);
+        let (entries, total, _) = bottleneck::rank(&r.job, &spans);
+        let first = r.job.target(entries[0].target);
+        let first_actor = first.actor.map(actor_hex).unwrap_or_default();
+        if !flagged.is_empty() {
+            with_flagged += 1;
+            assert!(flagged.contains(&first_actor), "seed {seed}: first entry {first_actor} is not a flagged leaf-parent ({flagged:?})");
+            assert_eq!(first.method, "process");
+            assert!(first.flag && first.level == 1, "seed {seed}: attributes on the entry");
+            // On the path: its self time there is most of the job's.
+            assert!(entries[0].self_us * 2 > total, "seed {seed}: the bottleneck holds most of the critical path");
+        } else {
+            assert!(!first.flag || first.level != 1, "seed {seed}: no flagged leaf-parent in the tree");
+        }
+        // Self times on the path add up to the path (the driver's own share included).
+        let (self_us, path) = bottleneck::critical_self(&spans, &r.job);
+        assert_eq!(self_us.iter().sum::<u64>(), path, "seed {seed}: every instant on exactly one call");
+        let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
+        assert_eq!(path, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}: path = driver wall time");
+    }
+    assert!(with_flagged >= 2, "the seeds cover trees with a flagged leaf-parent");
+}
+
+#[test]
+fn the_gantt_never_overlaps_partially_on_a_single_threaded_actor() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let spans = r.job.spans(u64::MAX);
+        let tl = timeline::timeline(&r.job, &spans);
+        let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        for e in tl.as_array().unwrap() {
+            if e["ph"] != "X" || e["args"]["actor_id"].is_null() {
+                continue;
+            }
+            let (ts, dur) = (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap());
+            rows.entry(e["args"]["actor_id"].as_str().unwrap().to_string()).or_default().push((ts, ts + dur));
+        }
+        assert!(rows.len() >= 2, "seed {seed}: actor rows");
+        for (actor, mut v) in rows {
+            v.sort();
+            for i in 0..v.len() {
+                for j in i + 1..v.len() {
+                    let (a, b) = (v[i], v[j]);
+                    let disjoint = a.1 <= b.0 || b.1 <= a.0;
+                    let nested = (a.0 <= b.0 && b.1 <= a.1) || (b.0 <= a.0 && a.1 <= b.1);
+                    assert!(disjoint || nested, "seed {seed}: actor {actor}: {a:?} and {b:?} overlap partially");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_flame_graph_root_total_is_the_driver_wall_time() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let spans = r.job.spans(u64::MAX);
+        let folded = flame::folded(&r.job, &spans);
+        let root: u64 = folded.iter().filter(|(k, _)| k.split(';').next() == Some("_main")).map(|(_, v)| *v).sum();
+        let total: u64 = folded.values().sum();
+        assert_eq!(root, total, "seed {seed}: every path starts at _main");
+        let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
+        assert_eq!(root, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}");
+        // The bottleneck's frame dominates where the tree has one.
+        assert!(folded.keys().any(|k| k.ends_with("Worker.process;Worker.process")), "seed {seed}: nested process frames");
+    }
+}
+
+#[test]
+fn the_stack_mid_run_is_exactly_the_calls_in_flight() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
+        let end = driver.end_time_us.unwrap();
+        for at in [end / 3, end / 2 + 7, end - 1] {
+            let spans = r.job.spans(at);
+            let v = stack::stack(&r.job, &spans);
+            let shown: BTreeSet<String> =
+                v["stacks"].as_array().unwrap().iter().map(|s| s["span"].as_str().unwrap().to_string()).collect();
+            // In flight per the engine's task table: submitted by `at`, not ended by it.
+            let expected: BTreeSet<String> = r
+                .tables
+                .tasks
+                .iter()
+                .filter(|t| t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at))
+                .map(|t| span_hex(t.id))
+                .collect();
+            assert!(!expected.is_empty(), "seed {seed} at {at}: something is in flight");
+            assert_eq!(shown, expected, "seed {seed} at {at}");
+            assert_eq!(v["in_flight"], expected.len());
+            // Each stack runs from the driver to the call, and only its top may run.
+            for s in v["stacks"].as_array().unwrap() {
+                let frames = s["frames"].as_array().unwrap();
+                assert_eq!(frames[0]["name"], "_main");
+                assert_eq!(frames.last().unwrap()["span"], s["span"]);
+                assert!(frames[..frames.len() - 1].iter().all(|f| f["state"] == "waiting"));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
+    let r = run(2);
+    let now = r.snap.sim_time_us;
+    let svg = render(&r.job, now, true, View::Svg, &r.snap.nodes).unwrap();
+    assert_eq!(svg.content_type, "image/svg+xml");
+    let text = String::from_utf8(svg.body).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let (mut depth, mut elements, mut saw_svg) = (0i64, 0usize, false);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Start(e)) => {
+                saw_svg |= e.name().as_ref() == b"svg";
+                depth += 1;
+                elements += 1;
+            }
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Empty(_)) => elements += 1,
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("the SVG is not well-formed at {}: {e}", reader.buffer_position()),
+        }
+        assert!(depth >= 0);
+    }
+    assert!(saw_svg && depth == 0 && elements > 10, "an svg root with frames");
+    assert!(text.contains("Worker.process"));
+
+    let tl = render(&r.job, now, true, View::Timeline, &r.snap.nodes).unwrap();
+    let v: Value = serde_json::from_slice(&tl.body).expect("timeline is JSON");
+    let events = v.as_array().expect("a trace-event array");
+    let mut complete = 0;
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(e["name"].is_string() && e["pid"].is_u64(), "{e}");
+        match ph {
+            "X" => {
+                assert!(e["ts"].is_u64() && e["dur"].is_u64() && e["tid"].is_u64(), "{e}");
+                complete += 1;
+            }
+            "M" => assert!(e["args"]["name"].is_string(), "{e}"),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count();
+    assert_eq!(complete, started, "one execution event per call that ran (the driver included)");
+}
