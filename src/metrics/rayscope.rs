@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn disabled_collectors_do_not_run() {
         let ctx = RenderContext {
-            disabled_collectors: vec!["node".into(), "rayscope".into()],
+            disabled_collectors: vec!["node".into(), "rayscope".into(), "flow".into()],
             ..ctx()
         };
         let e = parse(&render_all(cluster(), None, &ctx));
