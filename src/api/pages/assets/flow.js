@@ -5,7 +5,9 @@
 // Must never: change state or compute a view itself (the server's JSON is the view).
 'use strict';
 (() => {
-  const {el, svg, $, num, int, fixed, short} = RS;
+  const {el, svg, $, num, int, fixed} = RS;
+  // Actor ids here carry their unique digits last: show those.
+  const short = (id, n) => (typeof id === 'string' && id.length > (n || 12) ? '…' + id.slice(-(n || 12)) : id || '—');
   const params = new URLSearchParams(location.search);
   let job = params.get('job') || '';
   let level = params.get('level') === 'instance' ? 'instance' : 'class';
@@ -86,12 +88,17 @@
       const a = pos.get(e.source), b = pos.get(e.target);
       if (!a || !b) continue;
       const x1 = a.x + BW, y1 = a.y + BH / 2, x2 = b.x, y2 = b.y + BH / 2;
-      const path = svg('path', {class: 'flow-edge', d: `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`,
+      // A class calling itself (a worker calling its children) loops on the box's right.
+      const d = e.source === e.target
+        ? `M${x1},${a.y + 8} C${x1 + GX * 0.7},${a.y - 10} ${x1 + GX * 0.7},${a.y + BH + 10} ${x1},${a.y + BH - 8}`
+        : `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`;
+      const path = svg('path', {class: 'flow-edge', d,
         'stroke-width': (1 + 3 * Math.sqrt(num(e.calls) / maxCalls)).toFixed(2), 'data-source': e.source, 'data-target': e.target, 'data-calls': num(e.calls)});
       const t = svg('title');
       t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls, mean ${secs(num(e.mean_s))}, ${RS.bytes(e.bytes)}`;
       path.append(t);
-      const label = svg('text', {class: 'flow-edge-label', x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3, 'text-anchor': 'middle'});
+      const loop = e.source === e.target;
+      const label = svg('text', {class: 'flow-edge-label', x: loop ? x1 + GX * 0.55 : (x1 + x2) / 2, y: loop ? y1 + 3 : (y1 + y2) / 2 - 3, 'text-anchor': loop ? 'start' : 'middle'});
       label.textContent = `×${int(e.calls)}`;
       s.append(path, label);
     }
@@ -127,7 +134,7 @@
       {title: 'CPU', cell: (n) => RS.bar(num(cpu(n).total) - num(cpu(n).available), cpu(n).total, `${fixed(num(cpu(n).total) - num(cpu(n).available))} / ${fixed(cpu(n).total)}`)},
       {title: 'Actors', cell: (n) => (n.actors || []).slice(0, 12).map((a) => el('div', {class: 'mono', text:
         `${a.class} ${short(a.actor_id, 8)}${a.bottleneck ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}%`}))},
-      {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function} pid ${w.pid} · ${int(w.calls)} calls`}))},
+      {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function}${num(w.pid) ? ` pid ${w.pid}` : ''} · ${int(w.calls)} calls`}))},
     ], rows, {empty: 'The job has nothing placed.'}));
     note('physical', `${int(rows.length)} nodes used`);
     done('physical');
@@ -182,11 +189,15 @@
   }
 
   // ------------------------------------------------------------- flame graph
-  function flame() {
-    const src = `/api/flow/flamegraph.svg?${q()}&v=${Date.now()}`;
-    const img = el('img', {class: 'flow-flame', alt: 'Flame graph of the job: time per call path', src});
+  /** The server's SVG, fetched afresh (no cache) and shown as an image (its scripts do not run). */
+  async function flame() {
+    const r = await fetch(`/api/flow/flamegraph.svg?${q()}`, {cache: 'no-store'});
+    if (!r.ok) throw new Error(`the flame graph: HTTP ${r.status}`);
+    const text = await r.text();
+    const img = el('img', {class: 'flow-flame', alt: 'Flame graph of the job: time per call path'});
     img.addEventListener('load', () => done('flame'));
-    img.addEventListener('error', () => RS.fail(new Error('the flame graph did not load')));
+    img.addEventListener('error', () => RS.fail(new Error('the flame graph did not render')));
+    img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`;
     body('flame').replaceChildren(img);
   }
 
@@ -195,7 +206,7 @@
     const st = await RS.json(`/api/flow/stack?${q()}`);
     const stacks = (st.stacks || []).slice(0, 50);
     body('stack').replaceChildren(...stacks.map((s) => el('pre', {class: 'flow-stack', 'data-span': s.span},
-      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''} pid ${f.pid} node ${short(f.node_id, 8)}`).join('\n'))),
+      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''}${num(f.pid) ? ` pid ${f.pid}` : ''} node ${short(f.node_id, 8)}`).join('\n'))),
     stacks.length ? '' : el('p', {class: 'muted', text: 'No call in flight.'}));
     note('stack', `${int(st.in_flight)} calls in flight at ${secs(num(st.at_s))}${num(st.in_flight) > stacks.length ? `; first ${stacks.length} shown` : ''}`);
     done('stack');
@@ -214,7 +225,7 @@
     const u = new URLSearchParams(Object.assign({job, level}, at ? {at} : {}));
     history.replaceState(null, '', `/flow?${u}`);
     refresh();
-    flame();
+    flame().catch(RS.fail);
   }
   jobs().then(() => { go(); }).catch(RS.fail);
   // Live: refresh "now" views; an instant in the past does not change.
@@ -222,5 +233,5 @@
     if (document.hidden || at) return;
     jobs().then(refresh).catch(RS.fail);
   }, 3000);
-  setInterval(() => { if (!document.hidden && !at) flame(); }, 15000);
+  setInterval(() => { if (!document.hidden && !at) flame().catch(RS.fail); }, 15000);
 })();
