@@ -393,33 +393,36 @@ def alerts(lay):
 
 
 FLOW_CALLS = f"rayscope_flow_calls_total * {RAYSCOPE_SESSION}"
-def flow_duration(series):
-    """A series of the call-duration histogram (`sum`, `count` or `bucket`) in this session."""
-    return f"rayscope_flow_call_duration_seconds_{series} * {RAYSCOPE_SESSION}"
+FLOW_CALL_RATE = f"rate(rayscope_flow_calls_total[$__rate_interval]) * {RAYSCOPE_SESSION}"
+
+
+def flow_rate(series):
+    """The rate of a series of the call-duration histogram (`sum`, `count`, `bucket`) in this session."""
+    return f"rate(rayscope_flow_call_duration_seconds_{series}[$__rate_interval]) * {RAYSCOPE_SESSION}"
 
 
 def flow(lay):
     return [
         lay.row("Calls (Flow Insight's call graph, per edge)"),
         stat(lay, "Call rate", "Calls submitted per second, every edge together.", "reqps",
-             f"sum(rate({FLOW_CALLS}[$__rate_interval])) or vector(0)", w=6),
+             f"sum({FLOW_CALL_RATE}) or vector(0)", w=6),
         stat(lay, "Edges", "Distinct caller → callee edges seen (class and method level).", "none",
              f"count({FLOW_CALLS}) or vector(0)", w=6),
         stat(lay, "Mean call latency", "Submit to end, every callee together (queueing on a busy actor included).", "s",
-             f"sum(rate({flow_duration('sum')}[$__rate_interval])) / sum(rate({flow_duration('count')}[$__rate_interval]))", w=6),
+             f"sum({flow_rate('sum')}) / sum({flow_rate('count')})", w=6),
         stat(lay, "Callees", "Distinct callees (functions and actor methods).", "none",
-             f"count(count by (callee) ({flow_duration('count')})) or vector(0)", w=6),
-        timeseries(lay, "Call rate per edge", "Calls per second from each caller to each callee (rayscope_flow_calls_total): the edges of Flow Insight's call graph over time. The /flow link above draws the graph.", "reqps",
-                   [(f"sum by (caller, callee) (rate({FLOW_CALLS}[$__rate_interval]))", "{{caller}} → {{callee}}")], w=24),
+             f"count(count by (callee) (rayscope_flow_call_duration_seconds_count * {RAYSCOPE_SESSION})) or vector(0)", w=6),
+        timeseries(lay, "Call rate per edge", "Calls per second from each caller to each callee (rayscope_flow_calls_total): the edges of Flow Insight's call graph over time. The Flow Insight link above draws the graph.", "reqps",
+                   [(f"sum by (caller, callee) ({FLOW_CALL_RATE})", "{{caller}} → {{callee}}")], w=24),
         table(lay, "Calls per edge", "Calls submitted so far on each edge.", "none",
               f"sum by (caller, callee) ({FLOW_CALLS})"),
         lay.row("Latency per callee (submit to end)"),
-        timeseries(lay, "Mean latency by callee", "Mean time from a call's submit to its end, by callee. A callee whose latency grows while its rate stays flat is queueing: look for it in /flow's bottleneck list.", "s",
-                   [(f"sum by (callee) (rate({flow_duration('sum')}[$__rate_interval])) / sum by (callee) (rate({flow_duration('count')}[$__rate_interval]))", "{{callee}}")]),
+        timeseries(lay, "Mean latency by callee", "Mean time from a call's submit to its end, by callee. A callee whose latency grows while its rate stays flat is queueing: look for it in Flow Insight's bottleneck list.", "s",
+                   [(f"sum by (callee) ({flow_rate('sum')}) / sum by (callee) ({flow_rate('count')})", "{{callee}}")]),
         timeseries(lay, "p95 latency by callee", "95th percentile of submit-to-end time by callee, from the histogram's buckets.", "s",
-                   [(f"histogram_quantile(0.95, sum by (callee, le) (rate({flow_duration('bucket')}[$__rate_interval])))", "{{callee}}")]),
+                   [(f"histogram_quantile(0.95, sum by (callee, le) ({flow_rate('bucket')}))", "{{callee}}")]),
         timeseries(lay, "Calls completed by callee", "Calls ended per second, by callee.", "reqps",
-                   [(f"sum by (callee) (rate({flow_duration('count')}[$__rate_interval]))", "{{callee}}")], w=24),
+                   [(f"sum by (callee) ({flow_rate('count')})", "{{callee}}")], w=24),
     ]
 
 

@@ -180,7 +180,16 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
     let names: Vec<&str> = all.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(
         names,
-        ["actors.json", "alerts.json", "cluster-overview.json", "jobs-and-tasks.json", "nodes.json", "object-store-and-memory.json", "scheduler-and-autoscaler.json"]
+        [
+            "actors.json",
+            "alerts.json",
+            "cluster-overview.json",
+            "flow.json",
+            "jobs-and-tasks.json",
+            "nodes.json",
+            "object-store-and-memory.json",
+            "scheduler-and-autoscaler.json"
+        ]
     );
     let mut uids = BTreeSet::new();
     for (file, d) in &all {
@@ -200,6 +209,7 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
                 && d["links"].as_array().unwrap().iter().any(|l| l["url"].as_str().is_some_and(|u| u.contains("/api/v0/"))),
             "{file}: links to rayscope's landing page and State API"
         );
+        assert!(d["links"].as_array().unwrap().iter().any(|l| l["url"] == "${rayscope}/flow"), "{file}: links to Flow Insight");
 
         let panels = panels(d);
         let mut ids = BTreeSet::new();
