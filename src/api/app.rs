@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::host::HostMonitor;
 use crate::metrics::RenderContext;
 use crate::sim::runner::EngineHandle;
-use crate::sim::snapshot::{Snapshot, Tables};
+use crate::snapshot::{Snapshot, Tables};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::host::HostReading;
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 
 /// Shortest virtual-time window a rate is computed over.
 pub const MIN_WINDOW_US: u64 = 1_000_000;

@@ -84,7 +84,7 @@ pub use scrape::COLLECTOR_NAMES;
 
 use crate::host::HostReading;
 use crate::model::NodeState;
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 
 /// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
 /// Prometheus text format, as Ray's agents serve it.

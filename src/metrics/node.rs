@@ -27,7 +27,7 @@ use super::history::{Counters, Rates};
 use super::labels::{GpuLabels, NodeLabels, Uuid};
 use super::scrape::{Family, RayVersion, Scrape};
 use crate::host::{GpuReading, HostReading, MIB};
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 
 const GIB: u64 = 1024 * MIB;
 /// Memory the OS and Ray's system processes (raylet, agent, GCS) occupy.

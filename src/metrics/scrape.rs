@@ -22,7 +22,7 @@ use super::labels::Target;
 use super::RenderContext;
 use crate::host::HostReading;
 use crate::model::NodeState;
-use crate::sim::snapshot::{NodeView, Snapshot};
+use crate::snapshot::{NodeView, Snapshot};
 
 /// A family group: a pure function from a scrape to encoded families.
 pub(crate) type EncodeFn = fn(&Scrape<'_>, &mut DescriptorEncoder<'_>) -> fmt::Result;

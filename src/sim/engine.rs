@@ -85,7 +85,7 @@ pub struct Engine {
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`).
-    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::sim::snapshot::NodeView>>>>,
+    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
     /// Jobs still expected to start (one-off starts not yet reached, live mixes).
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,

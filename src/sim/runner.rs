@@ -10,7 +10,7 @@
 
 use super::control::{Control, ControlError};
 use super::engine::Engine;
-use super::snapshot::{Snapshot, Tables};
+use crate::snapshot::{Snapshot, Tables};
 use crate::config::Config;
 use crate::model::LoggedEvent;
 use arc_swap::ArcSwap;
