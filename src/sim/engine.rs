@@ -148,7 +148,14 @@ impl Engine {
                 resource_names.intern(r);
             }
         }
-        let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, &cfg.sim);
+        // The model's bounds, from the config's `sim` section (the model knows no config).
+        let limits = Limits {
+            finished_task_capacity: cfg.sim.finished_task_capacity,
+            dead_actor_capacity: cfg.sim.dead_actor_capacity,
+            finished_job_capacity: cfg.sim.finished_job_capacity,
+            event_log_capacity: cfg.sim.event_log_capacity,
+        };
+        let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, limits);
         if let Some(sink) = sink {
             model.log.set_sink(sink);
         }
