@@ -5,7 +5,7 @@
 //!
 //! Owns: the `/metrics` text. Must never: mutate or wait on the model (it reads one
 //! immutable [`Snapshot`]), emit unbounded labels (task, object or actor ids), stamp
-//! samples with timestamps, or keep state beyond [`NodeHistory`] (one baseline per
+//! samples with timestamps, or keep state beyond [`RateBaselines`] (one baseline per
 //! node for byte rates).
 //!
 //! # Layout
@@ -61,7 +61,7 @@
 mod actors;
 mod cluster;
 mod components;
-mod history;
+mod rate_baseline;
 mod jobs;
 mod labels;
 mod node;
@@ -76,7 +76,7 @@ mod workers;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-pub use history::NodeHistory;
+pub use rate_baseline::RateBaselines;
 pub mod openmetrics;
 pub use rayscope::HttpServerStats;
 use std::sync::Arc;
@@ -132,7 +132,7 @@ pub struct RenderContext {
     pub disabled_collectors: Vec<String>,
     /// Per-node baselines for byte and operation rates; clones share it, so keep one
     /// context (or clones of it) for the life of the server.
-    pub history: NodeHistory,
+    pub rate_baselines: RateBaselines,
     /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
     pub http: Option<HttpServerStats>,
 }

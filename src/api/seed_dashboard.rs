@@ -7,7 +7,7 @@
 
 use super::app::AppState;
 use super::error::{json_ok, ApiError};
-use super::history::{actor_states, sample_now, task_states};
+use super::dashboard_history::{actor_states, sample_now, task_states};
 use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;

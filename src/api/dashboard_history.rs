@@ -13,14 +13,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-pub(crate) struct History {
+pub(crate) struct DashboardHistory {
     ring: Mutex<VecDeque<Arc<Value>>>,
     capacity: usize,
 }
 
-impl History {
-    pub fn new(capacity: usize) -> History {
-        History { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
+impl DashboardHistory {
+    pub fn new(capacity: usize) -> DashboardHistory {
+        DashboardHistory { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
     }
 
     fn push(&self, sample: Value) {
