@@ -2,7 +2,8 @@
 //! Ray cluster exports.
 //!
 //! Data flows one way: [`config`] → [`workload`] + [`sim`] drive [`scheduler`] over
-//! [`model`] → snapshots → [`metrics`], [`api`], [`flow`]. See ARCHITECTURE.md.
+//! [`model`] → [`snapshot`] (the immutable contract readers see) → [`metrics`], [`api`],
+//! [`flow`]. See ARCHITECTURE.md.
 
 pub mod config;
 
