@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rayscope::metrics::{render_all, render_node, RenderContext};
-use rayscope::sim::snapshot::Snapshot;
+use rayscope::snapshot::Snapshot;
 use rayscope::sim::Engine;
 
 // The server's allocator, so buffer growth and page faults cost what they cost there.

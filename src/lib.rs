@@ -2,7 +2,8 @@
 //! Ray cluster exports.
 //!
 //! Data flows one way: [`config`] → [`workload`] + [`sim`] drive [`scheduler`] over
-//! [`model`] → snapshots → [`metrics`], [`api`], [`flow`]. See ARCHITECTURE.md.
+//! [`model`] → [`snapshot`] (the immutable contract readers see) → [`metrics`], [`api`],
+//! [`flow`]. See ARCHITECTURE.md.
 
 pub mod config;
 
@@ -12,5 +13,6 @@ pub mod host;
 pub mod metrics;
 pub mod model;
 pub mod scheduler;
+pub mod snapshot;
 pub mod sim;
 pub mod workload;

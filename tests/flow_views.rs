@@ -10,7 +10,7 @@ use rayscope::flow::graph::Level;
 use rayscope::flow::record::{actor_hex, span_hex, JobRecord};
 use rayscope::flow::{bottleneck, flame, graph, render, stack, timeline, View};
 use rayscope::model::TaskType;
-use rayscope::sim::snapshot::{Snapshot, Tables};
+use rayscope::snapshot::{Snapshot, Tables};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rayscope::metrics::{render_all, render_node, RenderContext};
 use rayscope::model::NodeState;
-use rayscope::sim::snapshot::Snapshot;
+use rayscope::snapshot::Snapshot;
 use rayscope::sim::Engine;
 use support::{parse, Exposition};
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rayscope::host::{GpuReading, HostReading, ProcessReading, MIB};
 use rayscope::metrics::{render_all, render_node, RenderContext};
 use rayscope::model::NodeState;
-use rayscope::sim::snapshot::Snapshot;
+use rayscope::snapshot::Snapshot;
 use rayscope::sim::Engine;
 
 fn fixture() -> std::sync::Arc<Snapshot> {

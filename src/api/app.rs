@@ -6,13 +6,13 @@
 //! is never held across an `.await`.
 
 use super::alerts::AlertStore;
-use super::history::History;
+use super::dashboard_history::DashboardHistory;
 use super::stream::Hub;
 use crate::config::Config;
 use crate::host::HostMonitor;
 use crate::metrics::RenderContext;
 use crate::sim::runner::EngineHandle;
-use crate::sim::snapshot::{Snapshot, Tables};
+use crate::snapshot::{Snapshot, Tables};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -88,7 +88,7 @@ pub(crate) struct App {
     pub alert_token: Option<String>,
     pub host: Option<HostMonitor>,
     pub alerts: AlertStore,
-    pub history: History,
+    pub history: DashboardHistory,
     pub stream: Hub,
     pub submissions: Mutex<VecDeque<SubmissionMeta>>,
     /// Snapshots that page tokens point into, with when each was last used.
@@ -102,7 +102,7 @@ pub(crate) struct App {
     /// Becomes true when the server shuts down; long-lived tasks watch it.
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// Rate baselines of the exporter, kept for the server's life.
-    pub metrics_history: crate::metrics::NodeHistory,
+    pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
     /// The connection cap and header-read timeout, and what they refused.
@@ -130,7 +130,7 @@ impl App {
         ));
         App {
             stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
-            history: History::new(opts.history_len),
+            history: DashboardHistory::new(opts.history_len),
             alerts: AlertStore::default(),
             submissions: Mutex::new(VecDeque::new()),
             drivers: Mutex::new(None),
@@ -144,7 +144,7 @@ impl App {
             handle,
             local_addr,
             stopping,
-            metrics_history: crate::metrics::NodeHistory::default(),
+            rate_baselines: crate::metrics::RateBaselines::default(),
             exposition: Default::default(),
             connections,
         }
@@ -163,7 +163,7 @@ impl App {
             collector_seconds: Vec::new(),
             snapshot_taken_at: snap.published_at,
             disabled_collectors: Vec::new(),
-            history: self.metrics_history.clone(),
+            rate_baselines: self.rate_baselines.clone(),
             http: Some(crate::metrics::HttpServerStats {
                 max_connections: self.connections.max_connections as u64,
                 open_connections: self.connections.open() as u64,

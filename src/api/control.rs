@@ -2,9 +2,9 @@
 //!
 //! Each handler checks the token, parses and validates its input in full, then sends
 //! one [`Control`] request and answers with the engine's reply. The engine validates
-//! again and refuses without changing anything; its [`ControlError`] status (404 for an
-//! unknown node or actor, 409 for one already dead or alive, ...) becomes the HTTP
-//! status, with the message as a JSON body.
+//! again and refuses without changing anything; the kind of its [`ControlError`]
+//! becomes the HTTP status (404 for an unknown node or actor, 409 for one already dead
+//! or alive, ...; see `error.rs`), with the message as a JSON body.
 //!
 //! [`ControlError`]: crate::sim::control::ControlError
 
@@ -26,8 +26,9 @@ async fn send(app: &AppState, peer: SocketAddr, what: String, c: Control) -> Res
             Ok(reply)
         }
         Err(e) => {
-            tracing::info!(%peer, action = %what, status = e.status, error = %e.message, "control request refused");
-            Err(e.into())
+            let e = ApiError::from(e);
+            tracing::info!(%peer, action = %what, status = e.status.as_u16(), error = %e.message, "control request refused");
+            Err(e)
         }
     }
 }

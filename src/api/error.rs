@@ -49,10 +49,18 @@ impl ApiError {
     }
 }
 
+/// A refused control request on the wire: the kind picks the status, the message is
+/// the whole body (`{"error": ...}`).
 impl From<ControlError> for ApiError {
     fn from(e: ControlError) -> ApiError {
-        let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        ApiError::new(status, e.message)
+        let status = match &e {
+            ControlError::NotFound { .. } => StatusCode::NOT_FOUND,
+            ControlError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            ControlError::Conflict { .. } => StatusCode::CONFLICT,
+            ControlError::LimitExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ControlError::EngineStopped => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        ApiError::new(status, e.to_string())
     }
 }
 
@@ -166,5 +174,21 @@ mod tests {
         assert!(e.message.contains("not valid JSON"), "{e:?}");
         assert!(parse_json::<Speed>(b"", None).is_err());
         assert_eq!(parse_json::<Speed>(b" ", Some(r#"{"speed": 2}"#)).unwrap().speed, 2.0);
+    }
+
+    #[test]
+    fn control_refusals_map_by_kind_to_status_and_message() {
+        let cases = [
+            (ControlError::not_found("no node with IP 10.0.0.9"), 404, "no node with IP 10.0.0.9"),
+            (ControlError::invalid("speed must be a positive number, got 0"), 400, "speed must be a positive number, got 0"),
+            (ControlError::conflict("node 10.0.0.2 is already dead"), 409, "node 10.0.0.2 is already dead"),
+            (ControlError::limit_exceeded("too many tasks"), 429, "too many tasks"),
+            (ControlError::EngineStopped, 503, "the simulation engine has stopped"),
+        ];
+        for (refusal, status, message) in cases {
+            let e = ApiError::from(refusal);
+            assert_eq!((e.status.as_u16(), e.message.as_str()), (status, message));
+            assert!(e.extra.is_empty(), "the body is the message alone: {e:?}");
+        }
     }
 }

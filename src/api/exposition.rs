@@ -15,7 +15,7 @@ use super::app::AppState;
 use super::error::ApiError;
 use super::CONTENT_TYPE;
 use crate::model::NodeState;
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};

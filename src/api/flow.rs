@@ -11,7 +11,7 @@
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
 use crate::flow::{self, graph::Level, View};
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};

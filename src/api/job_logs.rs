@@ -16,7 +16,7 @@
 
 use super::app::AppState;
 use super::error::{json_ok, ApiError};
-use crate::sim::snapshot::{JobView, Snapshot};
+use crate::snapshot::{JobView, Snapshot};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

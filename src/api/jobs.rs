@@ -14,7 +14,7 @@ use super::error::{json_ok, parse_json, ApiError, Body};
 use super::rows::{Ctx, Resource};
 use super::state_api::job_extra;
 use crate::sim::control::Control;
-use crate::sim::snapshot::{JobView, Snapshot, Tables};
+use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;

@@ -19,7 +19,7 @@
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
 //! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
-//! | `seed`, `history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
+//! | `seed_dashboard`, `dashboard_history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
 //! | `flow` | Flow Insight's `/api/flow/...` views and Ant `flow-insight`'s `/get_*_data` |
 //! | `logging` | the log subscriber; control characters in logged values escaped |
@@ -38,8 +38,8 @@ mod control;
 mod entrypoint;
 mod error;
 mod exposition;
+mod dashboard_history;
 mod flow;
-mod history;
 mod job_logs;
 mod jobs;
 pub mod logging;
@@ -48,7 +48,7 @@ mod query;
 mod router;
 mod rows;
 mod sd;
-mod seed;
+mod seed_dashboard;
 mod server;
 mod state_api;
 mod stream;
@@ -83,7 +83,7 @@ pub async fn serve(
     let grace = opts.shutdown_grace;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
-    let background = [tokio::spawn(history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
+    let background = [tokio::spawn(dashboard_history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
     let router = router::build(app.clone());
     let server = server::run(listener, router, app.connections.clone(), stop_rx.clone());
     tokio::pin!(server);

@@ -10,7 +10,9 @@
 
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
-use super::{alerts, control, exposition, flow, job_logs, jobs, pages, sd, seed, state_api, stream, MAX_BODY_BYTES};
+use super::{
+    alerts, control, exposition, flow, job_logs, jobs, pages, sd, seed_dashboard, state_api, stream, MAX_BODY_BYTES,
+};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -32,14 +34,14 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/v0/tasks/summarize", get(state_api::summarize_tasks))
         .route("/api/v0/actors/summarize", get(state_api::summarize_actors))
         .route("/api/v0/objects/summarize", get(state_api::summarize_objects))
-        .route("/api/cluster", get(seed::cluster))
-        .route("/api/nodes", get(seed::nodes))
-        .route("/api/tasks", get(seed::tasks))
-        .route("/api/actors", get(seed::actors))
-        .route("/api/memory", get(seed::memory))
-        .route("/api/metrics", get(seed::metrics))
-        .route("/api/metrics/history", get(seed::metrics_history))
-        .route("/api/events", get(seed::events))
+        .route("/api/cluster", get(seed_dashboard::cluster))
+        .route("/api/nodes", get(seed_dashboard::nodes))
+        .route("/api/tasks", get(seed_dashboard::tasks))
+        .route("/api/actors", get(seed_dashboard::actors))
+        .route("/api/memory", get(seed_dashboard::memory))
+        .route("/api/metrics", get(seed_dashboard::metrics))
+        .route("/api/metrics/history", get(seed_dashboard::metrics_history))
+        .route("/api/events", get(seed_dashboard::events))
         .route("/api/jobs/", get(jobs::list).post(jobs::submit))
         .route("/api/jobs", get(jobs::list).post(jobs::submit))
         .route("/api/jobs/{id}", get(jobs::get).delete(jobs::delete))

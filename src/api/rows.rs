@@ -14,7 +14,7 @@
 //! [`parse_actor_id`] reads an actor id back for the control API.
 
 use crate::model::{JobId, TaskType};
-use crate::sim::snapshot::{JobView, Snapshot, Tables};
+use crate::snapshot::{JobView, Snapshot, Tables};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
@@ -341,7 +341,7 @@ impl Ctx<'_> {
 
     /// The worker process a task ran in: its actor's, its driver's, or (once leased to
     /// a node) the task worker's; `None` while it waits for a node.
-    fn task_worker_pid(&self, t: &crate::sim::snapshot::TaskRow) -> Option<u32> {
+    fn task_worker_pid(&self, t: &crate::snapshot::TaskRow) -> Option<u32> {
         match (t.kind, t.actor) {
             (TaskType::DriverTask, _) => Some(crate::model::driver_pid(t.job)),
             (_, Some(a)) => self.actor_pid(a),

@@ -20,7 +20,7 @@ use super::error::ApiError;
 use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
 use crate::model::TaskType;
-use crate::sim::snapshot::{JobView, Snapshot, Tables};
+use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -372,7 +372,7 @@ pub(crate) async fn rows_where(
 mod tests {
     use super::*;
     use crate::model::{TaskState, TaskType};
-    use crate::sim::snapshot::TaskRow;
+    use crate::snapshot::TaskRow;
 
     fn task(id: u64, kind: TaskType, state: TaskState) -> TaskRow {
         TaskRow {

@@ -26,9 +26,9 @@
 
 use super::app::{App, AppState};
 use super::error::ApiError;
-use super::history::{actor_states, resource_use, task_states};
+use super::dashboard_history::{actor_states, resource_use, task_states};
 use crate::model::NodeState;
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -18,7 +18,7 @@ pub mod run;
 pub mod stack;
 pub mod timeline;
 
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 use record::JobRecord;
 use std::sync::Arc;
 

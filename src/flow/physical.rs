@@ -7,7 +7,7 @@
 //! Must never: read anything but the job's records and the node views it is given.
 
 use super::record::{actor_hex, JobRecord, Spans, TargetKind};
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;

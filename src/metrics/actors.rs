@@ -14,7 +14,7 @@ use super::labels::Core;
 use super::scrape::{Family, RayVersion, Scrape};
 use super::tasks::rows_of;
 use crate::model::ActorState;
-use crate::sim::snapshot::ActorExecutorCount;
+use crate::snapshot::ActorExecutorCount;
 
 const HELP: &str = "Current number of actors by state.";
 

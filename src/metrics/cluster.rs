@@ -12,7 +12,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, LabelSetEnc
 use super::labels::{put, Instance, Target};
 use super::scrape::{Family, RayVersion, Scrape};
 use super::AUTOSCALER_METRIC_PORT;
-use crate::sim::snapshot::AutoscalerTypeView;
+use crate::snapshot::AutoscalerTypeView;
 
 /// A per-node-type count: family, help, reading.
 type PerType = (&'static str, &'static str, fn(&AutoscalerTypeView) -> u32);

@@ -25,7 +25,7 @@ use crate::host::MIB;
 use super::scrape::{Family, RayVersion, Scrape};
 use super::tasks::rows_of;
 use crate::host::ProcessReading;
-use crate::sim::snapshot::{ActorExecutorCount, NodeView, RunningCount};
+use crate::snapshot::{ActorExecutorCount, NodeView, RunningCount};
 
 const MB: f64 = 1e6;
 /// Resident memory of a Python worker before it holds any data.

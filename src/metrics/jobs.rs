@@ -62,13 +62,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "Number of node failures recorded by the GCS.",
     )
     .sample(&at, snap.counters.node_failures)?;
-    let failures: u64 = snap
-        .counters
-        .worker_failures
-        .iter()
-        .map(|w| w.2)
-        .sum::<u64>()
-        + snap.counters.oom_kills.iter().map(|k| k.2).sum::<u64>();
+    let failures: u64 =
+        snap.counters.worker_failures.values().sum::<u64>() + snap.counters.oom_kills.values().sum::<u64>();
     Family::counter(
         enc,
         "ray_unintentional_worker_failures_total",

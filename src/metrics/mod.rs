@@ -5,7 +5,7 @@
 //!
 //! Owns: the `/metrics` text. Must never: mutate or wait on the model (it reads one
 //! immutable [`Snapshot`]), emit unbounded labels (task, object or actor ids), stamp
-//! samples with timestamps, or keep state beyond [`NodeHistory`] (one baseline per
+//! samples with timestamps, or keep state beyond [`RateBaselines`] (one baseline per
 //! node for byte rates).
 //!
 //! # Layout
@@ -63,7 +63,7 @@ mod actors;
 mod cluster;
 mod components;
 mod flow;
-mod history;
+mod rate_baseline;
 mod jobs;
 mod labels;
 mod node;
@@ -78,7 +78,7 @@ mod workers;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-pub use history::NodeHistory;
+pub use rate_baseline::RateBaselines;
 pub mod openmetrics;
 pub use rayscope::HttpServerStats;
 use std::sync::Arc;
@@ -86,7 +86,7 @@ pub use scrape::COLLECTOR_NAMES;
 
 use crate::host::HostReading;
 use crate::model::NodeState;
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 
 /// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
 /// Prometheus text format, as Ray's agents serve it.
@@ -134,7 +134,7 @@ pub struct RenderContext {
     pub disabled_collectors: Vec<String>,
     /// Per-node baselines for byte and operation rates; clones share it, so keep one
     /// context (or clones of it) for the life of the server.
-    pub history: NodeHistory,
+    pub rate_baselines: RateBaselines,
     /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
     pub http: Option<HttpServerStats>,
 }

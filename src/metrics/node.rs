@@ -17,17 +17,17 @@
 //!   `i`-th logical GPU in use; memory, power and temperature follow that share.
 //!   Nodes without GPUs have no GPU series.
 //!
-//! Rates (speeds, IOPS) come from [`super::history`].
+//! Rates (speeds, IOPS) come from [`super::rate_baseline`].
 
 use std::fmt;
 
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::history::{Counters, Rates};
+use super::rate_baseline::{Counters, Rates};
 use super::labels::{GpuLabels, NodeLabels, Uuid};
 use super::scrape::{Family, RayVersion, Scrape};
 use crate::host::{GpuReading, HostReading, MIB};
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 
 const GIB: u64 = 1024 * MIB;
 /// Memory the OS and Ray's system processes (raylet, agent, GCS) occupy.

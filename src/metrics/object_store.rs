@@ -18,7 +18,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         component: "raylet",
         at: s.target(n),
     };
-    let shm = |n: &crate::sim::snapshot::NodeView| n.store_used.saturating_sub(n.store_fallback);
+    let shm = |n: &crate::snapshot::NodeView| n.store_used.saturating_sub(n.store_fallback);
 
     let mut f = Family::gauge(
         enc,

@@ -17,12 +17,12 @@ use prometheus_client::encoding::{
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::history::Rates;
+use super::rate_baseline::Rates;
 use super::labels::Target;
 use super::RenderContext;
 use crate::host::HostReading;
 use crate::model::NodeState;
-use crate::sim::snapshot::{NodeView, Snapshot};
+use crate::snapshot::{NodeView, Snapshot};
 
 /// A family group: a pure function from a scrape to encoded families.
 pub(crate) type EncodeFn = fn(&Scrape<'_>, &mut DescriptorEncoder<'_>) -> fmt::Result;
@@ -117,7 +117,7 @@ impl RenderInput {
         let rates = {
             let view = Scrape::view(&snap, host.as_deref(), &ctx, only, &[], started, &NO_TIMINGS);
             let host_rates = host.as_deref().map(Rates::from_host);
-            ctx.history.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
+            ctx.rate_baselines.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
         };
         RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)) }
     }
@@ -267,10 +267,10 @@ pub(crate) fn render(
             input: input.clone(),
         }));
     }
-    let mut out = String::with_capacity(ctx.history.size_hint(all, node_count));
+    let mut out = String::with_capacity(ctx.rate_baselines.size_hint(all, node_count));
     prometheus_client::encoding::text::encode_registry(&mut out, &registry)
         .expect("writing to a String cannot fail");
-    ctx.history.record_size(all, node_count, out.len());
+    ctx.rate_baselines.record_size(all, node_count, out.len());
     out
 }
 

@@ -18,7 +18,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
 use super::scrape::{Family, Scrape};
-use crate::sim::snapshot::RunningCount;
+use crate::snapshot::RunningCount;
 
 const HELP: &str = "Current number of tasks (including finished and failed ones) by state.";
 

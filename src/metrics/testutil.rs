@@ -3,7 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{render_all, render_node, RenderContext};
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 use crate::sim::Engine;
 
 #[path = "../../tests/metrics_support.rs"]
@@ -45,7 +45,7 @@ pub(crate) fn node(ip: &str) -> Exposition {
 }
 
 /// An alive non-head node of the test cluster, with GPUs or without.
-pub(crate) fn worker(gpu: bool) -> &'static crate::sim::snapshot::NodeView {
+pub(crate) fn worker(gpu: bool) -> &'static crate::snapshot::NodeView {
     cluster()
         .nodes
         .iter()
@@ -57,7 +57,7 @@ pub(crate) fn worker(gpu: bool) -> &'static crate::sim::snapshot::NodeView {
         .expect("the test cluster has such a node")
 }
 
-pub(crate) fn dead() -> &'static crate::sim::snapshot::NodeView {
+pub(crate) fn dead() -> &'static crate::snapshot::NodeView {
     cluster()
         .nodes
         .iter()
@@ -65,6 +65,6 @@ pub(crate) fn dead() -> &'static crate::sim::snapshot::NodeView {
         .expect("the test cluster has a dead node")
 }
 
-pub(crate) fn head() -> &'static crate::sim::snapshot::NodeView {
+pub(crate) fn head() -> &'static crate::snapshot::NodeView {
     cluster().head_node().unwrap()
 }

@@ -22,9 +22,9 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "ray_memory_manager_worker_eviction_total",
             "Workers killed by the OOM killer, by type and task or actor name.",
         );
-        for (kind, name, count) in &s.snap.counters.oom_kills {
+        for ((kind, name), count) in &s.snap.counters.oom_kills {
             f.sample(
-                &(at, [("Type", kind.as_str()), ("Name", name.as_str())]),
+                &(at, [("Type", *kind), ("Name", name.as_str())]),
                 *count,
             )?;
         }
@@ -33,9 +33,9 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "ray_node_manager_unexpected_worker_failure_total",
             "Workers that exited unexpectedly (system error, killed), by type and task or actor name.",
         );
-        for (kind, name, count) in &s.snap.counters.worker_failures {
+        for ((kind, name), count) in &s.snap.counters.worker_failures {
             f.sample(
-                &(at, [("Type", kind.as_str()), ("Name", name.as_str())]),
+                &(at, [("Type", *kind), ("Name", name.as_str())]),
                 *count,
             )?;
         }
@@ -73,11 +73,11 @@ mod tests {
             e.families["ray_memory_manager_worker_eviction_total"].kind,
             "counter"
         );
-        for (kind, name, count) in kills {
+        for ((kind, name), count) in kills {
             assert_eq!(
                 e.sum(
                     "ray_memory_manager_worker_eviction_total",
-                    &[("Type", kind), ("Name", name)]
+                    &[("Type", *kind), ("Name", name.as_str())]
                 ),
                 *count as f64
             );

@@ -10,6 +10,7 @@ pub mod actor;
 pub mod event_log;
 pub mod ids;
 pub mod job;
+pub mod limits;
 pub mod node;
 pub mod object;
 pub mod resources;
@@ -20,6 +21,7 @@ pub use actor::Actor;
 pub use event_log::{EventLog, LoggedEvent};
 pub use ids::*;
 pub use job::{Bundle, Job, PlacementGroup};
+pub use limits::Limits;
 pub use node::{Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
@@ -210,7 +212,7 @@ fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, running: &mut RunningCounts, 
 const REMOVED_PG_CAPACITY: usize = 1_000;
 
 impl Model {
-    pub fn new(session_name: String, version: String, resource_names: ResourceNames, limits: &crate::config::SimConfig) -> Model {
+    pub fn new(session_name: String, version: String, resource_names: ResourceNames, limits: Limits) -> Model {
         Model {
             session_name,
             version,

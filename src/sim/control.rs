@@ -1,5 +1,7 @@
 //! Control requests: what the API may ask of the engine. Each is validated in full
 //! before anything changes, so a rejected request leaves the model untouched.
+//! Refusals are typed ([`ControlError`], by kind); what a kind means over HTTP is the
+//! API's business, not the engine's.
 
 use super::engine::Engine;
 use crate::config::WorkloadConfig;
@@ -19,23 +21,43 @@ pub enum Control {
     DeleteJob { id: String },
 }
 
-/// Why a control request was refused; `status` is the HTTP status it maps to.
+/// Why a control request was refused, by kind; the API decides what each kind means
+/// on the wire (HTTP status and JSON body). Every message names what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ControlError {
-    pub status: u16,
-    pub message: String,
+pub enum ControlError {
+    /// What the request names does not exist (a node, actor or job, an IP no node
+    /// type's range holds).
+    #[error("{message}")]
+    NotFound { message: String },
+    /// The request cannot be carried out as asked, whatever the state (a speed that is
+    /// not positive, a job_mix as one job, deleting a job that has not ended).
+    #[error("{message}")]
+    Invalid { message: String },
+    /// The request contradicts the current state (a node already dead or alive, an
+    /// actor already dead, a submission id already taken).
+    #[error("{message}")]
+    Conflict { message: String },
+    /// Carrying it out would pass a configured bound (`cluster.limits`, the number of
+    /// distinct submitted workloads).
+    #[error("{message}")]
+    LimitExceeded { message: String },
+    /// The engine thread has stopped; nothing can be applied any more.
+    #[error("the simulation engine has stopped")]
+    EngineStopped,
 }
 
 impl ControlError {
     pub fn not_found(message: impl Into<String>) -> ControlError {
-        ControlError { status: 404, message: message.into() }
+        ControlError::NotFound { message: message.into() }
     }
-    pub fn bad_request(message: impl Into<String>) -> ControlError {
-        ControlError { status: 400, message: message.into() }
+    pub fn invalid(message: impl Into<String>) -> ControlError {
+        ControlError::Invalid { message: message.into() }
     }
     pub fn conflict(message: impl Into<String>) -> ControlError {
-        ControlError { status: 409, message: message.into() }
+        ControlError::Conflict { message: message.into() }
+    }
+    pub fn limit_exceeded(message: impl Into<String>) -> ControlError {
+        ControlError::LimitExceeded { message: message.into() }
     }
 }
 
@@ -84,14 +106,14 @@ impl Engine {
                     }
                 }
                 if matches!(*workload, WorkloadConfig::JobMix(_)) {
-                    return Err(ControlError::bad_request("a job_mix cannot be submitted as one job"));
+                    return Err(ControlError::invalid("a job_mix cannot be submitted as one job"));
                 }
                 let key = serde_yaml::to_string(&workload).unwrap_or_default();
                 let template = match self.submitted_templates.get(&key) {
                     Some(t) => *t,
                     None => {
                         if self.submitted_templates.len() >= MAX_SUBMITTED_TEMPLATES {
-                            return Err(ControlError { status: 429, message: "too many distinct workload definitions submitted; reuse an earlier one".into() });
+                            return Err(ControlError::limit_exceeded("too many distinct workload definitions submitted; reuse an earlier one"));
                         }
                         let mut t = crate::workload::template_for(&workload, &mut self.specs, &mut self.model.names, &mut self.model.resource_names);
                         t.entrypoint = entrypoint;
@@ -104,7 +126,7 @@ impl Engine {
                 // The sum of live work must fit, not just this job (cluster.limits).
                 let live = self.model.tasks.len() as u64;
                 crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[template].tasks)
-                    .map_err(|message| ControlError { status: 429, message })?;
+                    .map_err(ControlError::limit_exceeded)?;
                 let job = self.start_job(template, submission_id);
                 let j = &self.model.jobs[&job];
                 Ok(json!({"job_id": job.hex(), "submission_id": j.submission_id}))
@@ -122,7 +144,7 @@ impl Engine {
                 let status = self.model.jobs[&job].status;
                 if !status.is_terminal() {
                     // Ray's words: only an ended job's record may go.
-                    return Err(ControlError::bad_request(format!(
+                    return Err(ControlError::invalid(format!(
                         "Attempted to delete job '{id}', but it is in a non-terminal state {}.",
                         status.as_str()
                     )));

@@ -89,7 +89,7 @@ pub struct Engine {
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`).
-    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::sim::snapshot::NodeView>>>>,
+    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
     /// Jobs still expected to start (one-off starts not yet reached, live mixes).
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,
@@ -154,7 +154,14 @@ impl Engine {
                 resource_names.intern(r);
             }
         }
-        let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, &cfg.sim);
+        // The model's bounds, from the config's `sim` section (the model knows no config).
+        let limits = Limits {
+            finished_task_capacity: cfg.sim.finished_task_capacity,
+            dead_actor_capacity: cfg.sim.dead_actor_capacity,
+            finished_job_capacity: cfg.sim.finished_job_capacity,
+            event_log_capacity: cfg.sim.event_log_capacity,
+        };
+        let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, limits);
         if let Some(sink) = sink {
             model.log.set_sink(sink);
         }

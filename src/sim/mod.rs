@@ -16,7 +16,7 @@ mod invariants;
 mod objects;
 mod placement_groups;
 mod retries;
-pub mod snapshot;
+mod publish;
 pub mod control;
 pub mod runner;
 pub mod report;

@@ -10,7 +10,7 @@
 
 use super::control::{Control, ControlError};
 use super::engine::Engine;
-use super::snapshot::{Snapshot, Tables};
+use crate::snapshot::{Snapshot, Tables};
 use crate::config::Config;
 use crate::model::LoggedEvent;
 use arc_swap::ArcSwap;
@@ -90,8 +90,8 @@ impl EngineHandle {
         let (reply, rx) = tokio::sync::oneshot::channel();
         self.tx
             .send((c, reply))
-            .map_err(|_| ControlError { status: 503, message: "the simulation engine has stopped".into() })?;
-        rx.await.unwrap_or_else(|_| Err(ControlError { status: 503, message: "the simulation engine has stopped".into() }))
+            .map_err(|_| ControlError::EngineStopped)?;
+        rx.await.unwrap_or(Err(ControlError::EngineStopped))
     }
 
     /// Stop the engine thread and wait for it.
@@ -199,7 +199,7 @@ fn run(
                     let result = match c {
                         Control::SetSpeed(s) => {
                             if !(s.is_finite() && s > 0.0) {
-                                Err(ControlError::bad_request(format!("speed must be a positive number, got {s}")))
+                                Err(ControlError::invalid(format!("speed must be a positive number, got {s}")))
                             } else {
                                 // Continue at the new pace from where the engine is: the
                                 // pace's target if it kept up, else its own clock (no debt).

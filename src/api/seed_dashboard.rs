@@ -7,11 +7,12 @@
 
 use super::app::AppState;
 use super::error::{json_ok, ApiError};
-use super::history::{actor_states, sample_now, task_states};
+use super::dashboard_history::{actor_states, sample_now, task_states};
 use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
 use crate::model::NodeState;
+use crate::snapshot::{NodeView, Snapshot};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
@@ -62,11 +63,48 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
         "tasks": task_states(&s),
         "actors": actor_states(&s),
         "placement_groups": s.pg_counts,
-        "counters": s.counters,
+        "counters": counters(&s),
         "scheduler": s.scheduler,
         "autoscaler": s.autoscaler,
         "control_enabled": app.token.is_some(),
     })))
+}
+
+/// The cumulative counters as `/api/cluster` shows them: the model's counters that
+/// clients know, the live object count among them, and the OOM kills and worker
+/// failures as `[type, name, count]` triples.
+fn counters(s: &Snapshot) -> Value {
+    let c = &s.counters;
+    let triples = |m: &BTreeMap<(&'static str, String), u64>| -> Vec<Value> {
+        m.iter().map(|((kind, name), count)| json!([kind, name, count])).collect()
+    };
+    json!({
+        "tasks_submitted": c.tasks_submitted,
+        "tasks_finished": c.tasks_finished,
+        "tasks_failed": c.tasks_failed,
+        "tasks_retried": c.tasks_retried,
+        "actors_created": c.actors_created,
+        "actors_restarted": c.actors_restarted,
+        "actors_died": c.actors_died,
+        "spillbacks": c.spillbacks,
+        "spilled_bytes": c.spilled_bytes,
+        "spilled_objects": c.spilled_objects,
+        "restored_bytes": c.restored_bytes,
+        "restored_objects": c.restored_objects,
+        "transferred_bytes": c.transferred_bytes,
+        "objects_created": c.objects_created,
+        "objects_freed": c.objects_freed,
+        "objects_live": s.objects_live,
+        "objects_reconstructed": c.objects_reconstructed,
+        "node_failures": c.node_failures,
+        "jobs_finished": c.jobs_finished,
+        "jobs_dropped": c.jobs_dropped,
+        "pgs_created": c.pgs_created,
+        "pgs_removed": c.pgs_removed,
+        "workers_started": c.workers_started,
+        "oom_kills": triples(&c.oom_kills),
+        "worker_failures": triples(&c.worker_failures),
+    })
 }
 
 /// `GET /api/nodes?limit=&offset=&state=`: the nodes the cluster has had, alive or
@@ -136,7 +174,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
             })
         })
         .collect();
-    let sum = |f: fn(&crate::sim::snapshot::NodeView) -> u64| alive.iter().map(|n| f(n)).sum::<u64>();
+    let sum = |f: fn(&NodeView) -> u64| alive.iter().map(|n| f(n)).sum::<u64>();
     Ok(json_ok(json!({
         "cluster": {
             "memory_total": sum(|n| n.memory_total),
@@ -144,7 +182,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
             "object_store_memory": sum(|n| n.store_capacity),
             "plasma_memory_used": sum(|n| n.store_used),
             "spilled_bytes": sum(|n| n.store_spilled),
-            "objects_live": s.counters.objects_live,
+            "objects_live": s.objects_live,
         },
         "nodes": nodes,
     })))

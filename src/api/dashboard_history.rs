@@ -7,20 +7,20 @@
 //! cluster size, where the seed's per-node cache grew with every node.
 
 use super::app::AppState;
-use crate::sim::snapshot::Snapshot;
+use crate::snapshot::Snapshot;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-pub(crate) struct History {
+pub(crate) struct DashboardHistory {
     ring: Mutex<VecDeque<Arc<Value>>>,
     capacity: usize,
 }
 
-impl History {
-    pub fn new(capacity: usize) -> History {
-        History { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
+impl DashboardHistory {
+    pub fn new(capacity: usize) -> DashboardHistory {
+        DashboardHistory { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
     }
 
     fn push(&self, sample: Value) {
@@ -133,7 +133,7 @@ fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) -> Value {
             "object_store_memory": store_total,
             "plasma_memory_used": store_used,
             "spilled_bytes": store_spilled,
-            "objects_live": c.objects_live,
+            "objects_live": s.objects_live,
         },
     })
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::host::HostReading;
-use crate::sim::snapshot::NodeView;
+use crate::snapshot::NodeView;
 
 /// Shortest virtual-time window a rate is computed over.
 pub const MIN_WINDOW_US: u64 = 1_000_000;
@@ -105,9 +105,9 @@ struct Inner {
 
 /// Rate baselines shared by every render of one server (cheap to clone).
 #[derive(Clone, Debug, Default)]
-pub struct NodeHistory(Arc<Inner>);
+pub struct RateBaselines(Arc<Inner>);
 
-impl NodeHistory {
+impl RateBaselines {
     /// Rates for `nodes` at virtual time `now_us`, updating baselines. `fixed` gives a
     /// node's rates when something else measured them (the real machine).
     pub(crate) fn rates(

@@ -1,0 +1,84 @@
+//! The snapshot contract: the immutable types readers see.
+//!
+//! Owns: [`Snapshot`], everything a reader (metrics, the API, the live stream, Flow
+//! Insight) may look at as of one instant of virtual time, split by view: nodes
+//! (`nodes.rs`), task and actor counts (`tasks.rs`, `actors.rs`), jobs (`jobs.rs`),
+//! the autoscaler and scheduler (`cluster.rs`) and the State API's row tables
+//! (`tables.rs`). Cumulative counters are the model's own [`Counters`], copied.
+//!
+//! Must never: import the engine (`sim`), hold a lock or a reference into the model,
+//! or offer a way to change anything. `sim` builds snapshots (`sim::publish`); readers
+//! only read them, on any thread, without waiting on the engine.
+
+mod actors;
+mod cluster;
+mod jobs;
+mod nodes;
+mod tables;
+mod tasks;
+
+pub use actors::{ActorCount, ActorExecutorCount};
+pub use cluster::{AutoscalerTypeView, AutoscalerView, SchedulerView};
+pub use jobs::JobView;
+pub use nodes::NodeView;
+pub use tables::{ActorRow, BundleRow, ObjectRow, PgRow, Tables, TaskRow};
+pub use tasks::{RunningCount, TaskCount};
+
+/// The model's cumulative counters, plain data: a snapshot carries a copy.
+pub use crate::model::Counters;
+
+use crate::model::{Histogram, LoggedEvent};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Everything a reader may look at, as of one instant of virtual time.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub seq: u64,
+    pub sim_time_us: u64,
+    pub session_name: String,
+    pub version: String,
+    pub seed: u64,
+    pub speed: f64,
+    /// How far virtual time trails where the wall clock says it should be, in seconds.
+    pub lag_seconds: f64,
+    pub events_processed: u64,
+    pub event_log_lines: u64,
+    pub head: u32,
+    /// Every node in the table; a dead node's view is built once and shared by every
+    /// later snapshot (it no longer changes), so a cache of dead nodes costs one view each.
+    pub nodes: Vec<Arc<NodeView>>,
+    pub names: Arc<Vec<String>>,
+    pub task_counts: Vec<TaskCount>,
+    pub running_counts: Vec<RunningCount>,
+    pub actor_counts: Vec<ActorCount>,
+    pub actor_executor_counts: Vec<ActorExecutorCount>,
+    pub pg_counts: BTreeMap<String, i64>,
+    pub jobs: Vec<JobView>,
+    pub running_jobs: u64,
+    pub counters: Counters,
+    /// Objects in the object table now (the counters count creations and frees).
+    pub objects_live: u64,
+    /// Placement time histograms (ms): Task, Actor, PlacementGroup.
+    pub placement_ms: [Histogram; 3],
+    pub scheduler: SchedulerView,
+    pub autoscaler: AutoscalerView,
+    pub recent_events: Arc<Vec<LoggedEvent>>,
+    pub tables: Option<Arc<Tables>>,
+    /// Flow Insight's records of every job (sealed chunks shared between snapshots).
+    pub flow: Arc<crate::flow::record::Recorded>,
+    /// Wall-clock instant the runner published it (serve mode), for its age.
+    pub published_at: Option<std::time::Instant>,
+}
+
+impl Snapshot {
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map(|s| s.as_str()).unwrap_or("")
+    }
+    pub fn node(&self, idx: u32) -> Option<&NodeView> {
+        self.nodes.get(idx as usize).map(|v| &**v)
+    }
+    pub fn head_node(&self) -> Option<&NodeView> {
+        self.node(self.head)
+    }
+}
