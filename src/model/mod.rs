@@ -26,7 +26,7 @@ pub use object::{Object, ObjectStatus};
 pub use resources::*;
 pub use states::*;
 pub use table::IdTable;
-pub use task::{Exec, Task, TaskHistory, TaskRecord};
+pub use task::{Exec, LazyExec, Task, TaskHistory, TaskRecord};
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -314,7 +314,7 @@ impl Model {
         t.state = next;
         t.node = None;
         t.started_at = None;
-        t.exec = Exec::default();
+        t.exec = LazyExec::default();
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
