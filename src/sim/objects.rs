@@ -37,7 +37,7 @@ impl Engine {
                 // finishes while it is being submitted must not resolve a future the owner
                 // has not counted yet.
                 owner_waits: false,
-                waiters: Vec::new(),
+                waiters: Default::default(),
                 created_at: self.now,
                 lru_seq: 0,
                 spec,
