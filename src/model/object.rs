@@ -29,8 +29,9 @@ pub struct Object {
     pub primary: Option<NodeIdx>,
     /// Whether the primary copy is spilled to the primary node's disk.
     pub spilled: bool,
-    /// Secondary in-memory copies made by transfers.
-    pub copies: Vec<NodeIdx>,
+    /// Secondary in-memory copies made by transfers: a few at most (a map output's
+    /// copy at its reducer), held inline like `waiters`.
+    pub copies: SmallVec<[NodeIdx; 4]>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
     /// Whether the owner holds this object among its futures (and counts it while unresolved).

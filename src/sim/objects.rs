@@ -31,7 +31,7 @@ impl Engine {
                 inline,
                 primary: None,
                 spilled: false,
-                copies: Vec::new(),
+                copies: Default::default(),
                 refs: 1,
                 // Set once the owner holds the future (`hold_futures`): a call that fails or
                 // finishes while it is being submitted must not resolve a future the owner
