@@ -249,8 +249,10 @@ mod tests {
     }
 
     /// A batch job: one driver that lives throughout, tasks finishing roughly in id
-    /// order (any of the oldest 1,000 live ones next). The driver leaves the window, and
-    /// near the very end a last straggler or two may; the running wave stays in it.
+    /// order (any of the oldest 1,000 live ones next). While the job is big, only the
+    /// driver leaves the window: the running wave stays in it. (In the last few
+    /// ten thousand, a record that happened to outlive its neighbours by that much may
+    /// leave too, as designed.)
     #[test]
     fn a_running_wave_stays_in_the_window() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
@@ -264,7 +266,10 @@ mod tests {
             let i = rng.random_range(0..live.len().min(1_000));
             let id = live.remove(i).unwrap();
             assert!(t.remove(&TaskId(id)).is_some());
-            assert!(t.old.len() <= 3, "{} records moved out of the window", t.old.len());
+            if live.len() > 20_000 {
+                assert!(t.old.len() <= 1, "{} records moved out of the window", t.old.len());
+            }
+            assert!(t.window_len() <= 2 * t.len() + SLACK);
         }
         assert_eq!(t.len(), 1);
         assert!(t.window_len() <= SLACK);
