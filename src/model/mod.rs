@@ -15,6 +15,7 @@ pub mod node;
 pub mod object;
 pub mod resources;
 pub mod states;
+pub mod table;
 pub mod task;
 
 pub use actor::Actor;
@@ -26,7 +27,8 @@ pub use node::{Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
 pub use states::*;
-pub use task::{Exec, Task, TaskHistory, TaskRecord};
+pub use table::IdTable;
+pub use task::{Exec, LazyExec, Task, TaskHistory, TaskRecord};
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -157,14 +159,14 @@ pub struct Model {
     pub resource_names: ResourceNames,
     pub names: Names,
     pub nodes: Vec<Node>,
-    pub tasks: FxHashMap<TaskId, Task>,
+    pub tasks: IdTable<TaskId, Task>,
     pub finished_tasks: VecDeque<TaskRecord>,
     pub finished_task_capacity: usize,
     pub actors: FxHashMap<ActorId, Actor>,
     /// Dead actors in order of death; the oldest are evicted past the capacity.
     pub dead_actors: VecDeque<ActorId>,
     pub dead_actor_capacity: usize,
-    pub objects: FxHashMap<ObjectId, Object>,
+    pub objects: IdTable<ObjectId, Object>,
     pub jobs: BTreeMap<JobId, Job>,
     pub finished_jobs: VecDeque<JobId>,
     pub finished_job_capacity: usize,
@@ -219,13 +221,13 @@ impl Model {
             resource_names,
             names: Names::default(),
             nodes: Vec::new(),
-            tasks: FxHashMap::default(),
+            tasks: IdTable::new(),
             finished_tasks: VecDeque::new(),
             finished_task_capacity: limits.finished_task_capacity,
             actors: FxHashMap::default(),
             dead_actors: VecDeque::new(),
             dead_actor_capacity: limits.dead_actor_capacity,
-            objects: FxHashMap::default(),
+            objects: IdTable::new(),
             jobs: BTreeMap::new(),
             finished_jobs: VecDeque::new(),
             finished_job_capacity: limits.finished_job_capacity,
@@ -314,7 +316,7 @@ impl Model {
         t.state = next;
         t.node = None;
         t.started_at = None;
-        t.exec = Exec::default();
+        t.exec = LazyExec::default();
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);

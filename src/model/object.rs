@@ -1,6 +1,7 @@
 //! The object table (what Ray keeps at each object's owner).
 
 use super::ids::{JobId, NodeIdx, ObjectId, TaskId};
+use smallvec::SmallVec;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
 pub enum ObjectStatus {
@@ -28,14 +29,16 @@ pub struct Object {
     pub primary: Option<NodeIdx>,
     /// Whether the primary copy is spilled to the primary node's disk.
     pub spilled: bool,
-    /// Secondary in-memory copies made by transfers.
-    pub copies: Vec<NodeIdx>,
+    /// Secondary in-memory copies made by transfers: a few at most (a map output's
+    /// copy at its reducer), held inline like `waiters`.
+    pub copies: SmallVec<[NodeIdx; 4]>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
     /// Whether the owner holds this object among its futures (and counts it while unresolved).
     pub owner_waits: bool,
-    /// Tasks waiting for this object as an argument.
-    pub waiters: Vec<TaskId>,
+    /// Tasks waiting for this object as an argument: almost always none or one (a
+    /// map output's one reducer), held inline so a million of them allocate nothing.
+    pub waiters: SmallVec<[TaskId; 1]>,
     pub created_at: u64,
     /// Lineage: the producer's spec and arguments, to re-execute it if every copy is lost.
     pub spec: u32,

@@ -40,7 +40,7 @@ pub struct Task {
     pub arg_bytes: u64,
     /// When this attempt entered each of Ray's lifecycle states (the State API's `events`).
     pub history: TaskHistory,
-    pub exec: Exec,
+    pub exec: LazyExec,
 }
 
 impl Task {
@@ -72,7 +72,7 @@ impl Task {
             error: None,
             arg_bytes: 0,
             history: TaskHistory::submitted(now),
-            exec: Exec::default(),
+            exec: LazyExec::default(),
         }
     }
 
@@ -106,7 +106,7 @@ impl Task {
 }
 
 /// Interpreter state of a running program (see `workload::program`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Exec {
     pub pc: u16,
     /// Inner counters of the current op (e.g. child index and call index of `CallEach`).
@@ -127,6 +127,39 @@ pub struct Exec {
     /// Actor handles this task created (when it is not itself an actor).
     pub handles: Vec<ActorId>,
     pub pg: Option<PgId>,
+}
+
+/// A task's [`Exec`], allocated on first write. Most live tasks at scale are waiting for
+/// a node and have never run a step of their program, so their interpreter state is all
+/// zeros; keeping it out of line until then takes ~90 bytes off each of a million live
+/// tasks. Reads of an unallocated one see the all-zero state; writes through
+/// `DerefMut` allocate it, so `t.exec.pc += 1` reads as before.
+#[derive(Clone, Debug, Default)]
+pub struct LazyExec(Option<Box<Exec>>);
+
+static NO_EXEC: Exec =
+    Exec { pc: 0, i: 0, j: 0, slept: false, begin_due: false, loops: 0, futures: Vec::new(), unresolved: 0, failed_futures: 0, handles: Vec::new(), pg: None };
+
+impl std::ops::Deref for LazyExec {
+    type Target = Exec;
+    #[inline]
+    fn deref(&self) -> &Exec {
+        self.0.as_deref().unwrap_or(&NO_EXEC)
+    }
+}
+
+impl std::ops::DerefMut for LazyExec {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Exec {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl From<Exec> for LazyExec {
+    /// An all-zero state stays unallocated.
+    fn from(e: Exec) -> LazyExec {
+        LazyExec((e != NO_EXEC).then(|| Box::new(e)))
+    }
 }
 
 /// What remains of a finished task: a span for the flow views and the state API.

@@ -14,8 +14,7 @@ use crate::workload::{self, CallSpec, JobMix, JobTemplate};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Something that happens at a virtual time.
@@ -42,30 +41,6 @@ pub(crate) enum Event {
     MemoryCheck(NodeIdx),
 }
 
-struct Scheduled {
-    time: u64,
-    seq: u64,
-    event: Event,
-}
-
-// Ordered by (time, seq) only: seq is unique, so the event itself never decides.
-impl PartialEq for Scheduled {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
-    }
-}
-
 /// Key of a queue of tasks waiting for resources: the call spec (one request shape and
 /// strategy) and, for hard node affinity, the one node it may run on.
 pub(crate) type WaitKey = (u32, Option<NodeIdx>);
@@ -74,7 +49,8 @@ pub struct Engine {
     pub(crate) cfg: Arc<Config>,
     pub(crate) now: u64,
     pub(crate) rng: ChaCha8Rng,
-    queue: BinaryHeap<Reverse<Scheduled>>,
+    /// Ordered by (time, seq): seq is unique, so the event itself never decides.
+    queue: super::event_queue::EventQueue<Event>,
     seq: u64,
     pub model: Model,
     pub(crate) sched: Scheduler,
@@ -172,7 +148,7 @@ impl Engine {
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(seed),
             now: 0,
-            queue: BinaryHeap::new(),
+            queue: super::event_queue::EventQueue::new(),
             seq: 0,
             sched: Scheduler::new(Params::from(&cfg.scheduler)),
             specs: plan.specs,
@@ -341,7 +317,7 @@ impl Engine {
 
     pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
         self.seq += 1;
-        self.queue.push(Reverse(Scheduled { time: time.max(self.now), seq: self.seq, event }));
+        self.queue.push(time.max(self.now), self.seq, event);
     }
 
     pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
@@ -359,12 +335,12 @@ impl Engine {
 
     /// Every scheduled event, in no particular order (for the invariant checks).
     pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
-        self.queue.iter().map(|Reverse(s)| &s.event)
+        self.queue.iter()
     }
 
     /// Time of the next event, if any.
     pub fn next_event_time(&self) -> Option<u64> {
-        self.queue.peek().map(|Reverse(s)| s.time)
+        self.queue.peek_time()
     }
 
     /// True when every job has ended and none will start.
@@ -375,13 +351,13 @@ impl Engine {
     /// Process every event at or before `until`; returns how many ran.
     pub fn run_until(&mut self, until: u64) -> u64 {
         let mut n = 0;
-        while let Some(Reverse(top)) = self.queue.peek() {
-            if top.time > until || self.stopped {
+        while let Some(time) = self.queue.peek_time() {
+            if time > until || self.stopped {
                 break;
             }
-            let Some(Reverse(s)) = self.queue.pop() else { break };
-            self.now = s.time;
-            self.handle(s.event);
+            let Some((time, event)) = self.queue.pop() else { break };
+            self.now = time;
+            self.handle(event);
             n += 1;
         }
         if !self.stopped {
@@ -393,9 +369,9 @@ impl Engine {
 
     /// Process the next event (or nothing if the queue is empty).
     pub fn step(&mut self) -> bool {
-        let Some(Reverse(s)) = self.queue.pop() else { return false };
-        self.now = s.time;
-        self.handle(s.event);
+        let Some((time, event)) = self.queue.pop() else { return false };
+        self.now = time;
+        self.handle(event);
         self.events_processed += 1;
         true
     }

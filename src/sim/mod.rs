@@ -9,6 +9,7 @@ mod actors;
 mod autoscaler;
 mod dead_nodes;
 mod engine;
+mod event_queue;
 mod exec;
 mod faults;
 mod flow_recorder;

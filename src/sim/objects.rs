@@ -31,13 +31,13 @@ impl Engine {
                 inline,
                 primary: None,
                 spilled: false,
-                copies: Vec::new(),
+                copies: Default::default(),
                 refs: 1,
                 // Set once the owner holds the future (`hold_futures`): a call that fails or
                 // finishes while it is being submitted must not resolve a future the owner
                 // has not counted yet.
                 owner_waits: false,
-                waiters: Vec::new(),
+                waiters: Default::default(),
                 created_at: self.now,
                 lru_seq: 0,
                 spec,

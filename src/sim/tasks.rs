@@ -52,7 +52,7 @@ impl Engine {
             returns: ret,
             bundle,
             retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
-            exec: Exec { unresolved, ..Default::default() },
+            exec: Exec { unresolved, ..Default::default() }.into(),
             ..Task::new(tid, job, name, kind, spec_id, owner_node, self.now)
         };
         log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
@@ -310,7 +310,7 @@ impl Engine {
         self.model.set_task_state(tid, TaskState::Running, self.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.started_at = Some(self.now);
-        t.exec = Exec::default();
+        t.exec = LazyExec::default();
         let heap = self.specs[t.spec as usize].heap;
         let kind = t.kind;
         let actor = t.actor;
