@@ -2,7 +2,8 @@
 //!
 //! Owns: the per-job records (submit/begin/end/put, call targets with the actor's
 //! workload attributes, per-edge aggregates), the cap per job (`sim.flow_calls_per_job`:
-//! past it calls count only in the aggregates), the number of jobs kept, and
+//! past it calls count only in the aggregates; 0 turns recording off), the number of
+//! jobs kept, and
 //! publishing an immutable [`Recorded`] for snapshots (sealed chunks shared; a job
 //! that did not change since the last publish is shared whole).
 //! Must never: change the model, draw from the RNG or log events (recording must not
@@ -76,6 +77,9 @@ impl FlowRecorder {
 
     /// A job's driver started running on `node`.
     pub fn job_started(&mut self, m: &Model, job: JobId, driver: TaskId, node: NodeIdx, now: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let name = m.jobs.get(&job).map(|j| j.name.clone()).unwrap_or_default();
         if self.jobs.len() >= JOBS_KEPT {
             let oldest = self.jobs.iter().find(|(_, j)| j.rec.end_us.is_some()).or_else(|| self.jobs.iter().next());
@@ -131,6 +135,9 @@ impl FlowRecorder {
 
     /// A call was submitted (the task is in the model, not yet started).
     pub fn submitted(&mut self, m: &Model, specs: &[CallSpec], tid: TaskId, now: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let Some(t) = m.tasks.get(&tid) else { return };
         let Some(parent) = t.parent.and_then(|p| self.live.get(&p.0)).copied() else { return };
         let Some(j) = self.jobs.get_mut(&t.job.0) else { return };
@@ -169,6 +176,9 @@ impl FlowRecorder {
 
     /// An attempt started executing on `node`.
     pub fn started(&mut self, m: &Model, tid: TaskId, node: NodeIdx, now: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let Some(l) = self.live.get(&tid.0).copied() else { return };
         if !l.recorded {
             return;
@@ -188,6 +198,9 @@ impl FlowRecorder {
 
     /// A call ended for good: finished (`ok`) or failed past its retries.
     pub fn ended(&mut self, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let Some(l) = self.live.remove(&tid.0) else { return };
         if l.callee_name != DRIVER_NAME {
             Arc::make_mut(&mut self.durations)
@@ -214,6 +227,9 @@ impl FlowRecorder {
 
     /// A running call put `bytes` into the object store.
     pub fn put(&mut self, tid: TaskId, now: u64, bytes: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let Some(l) = self.live.get(&tid.0).copied() else { return };
         if !l.recorded {
             return;
