@@ -248,3 +248,41 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count();
     assert_eq!(complete, started, "one execution event per call that ran (the driver included)");
 }
+
+#[test]
+fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
+    let digest = |cap: u64| {
+        let mut cfg = seed_config(3);
+        cfg.sim.flow_calls_per_job = cap;
+        let (engine, report) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
+        (report.event_log_sha256, engine)
+    };
+    let (full, e_full) = digest(100_000);
+    let (off, e_off) = digest(0);
+    let (capped, e_capped) = digest(50);
+    assert_eq!(full, off, "recording off: the same event log");
+    assert_eq!(full, capped, "recording capped: the same event log");
+
+    let snap = |e: &rayscope::sim::Engine| e.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    assert!(snap(&e_off).flow.jobs.is_empty(), "nothing recorded when off");
+    let (s_full, s_capped) = (snap(&e_full), snap(&e_capped));
+    let (j_full, j_capped) = (s_full.flow.jobs.values().next().unwrap(), s_capped.flow.jobs.values().next().unwrap());
+    assert!(!j_full.truncated());
+    assert!(j_capped.truncated() && j_capped.recorded_calls == 50, "{} recorded", j_capped.recorded_calls);
+    assert_eq!(j_capped.calls, j_full.calls, "every call counted past the cap");
+    assert!(j_capped.records.len() <= 3 * 50 + 2, "records bounded by the cap: {}", j_capped.records.len());
+    // Class-level edges "now" come from the aggregates: the same as with every call recorded.
+    let edges = |j: &JobRecord, s: &Snapshot| {
+        let g = graph::graph(j, &j.spans(s.sim_time_us), Level::Class, true);
+        assert_eq!(g["truncated"], j.truncated());
+        g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["source"].to_string(), e["target"].to_string(), e["calls"].as_u64().unwrap(), e["completed"].as_u64().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(edges(j_capped, &s_capped), edges(j_full, &s_full));
+    // The metrics' counts too.
+    assert_eq!(s_capped.flow.calls, s_full.flow.calls);
+}

@@ -279,7 +279,8 @@ pub struct SimConfig {
     #[serde(default = "default_dead_nodes")]
     pub dead_node_capacity: usize,
     /// Calls per job whose Flow Insight records are kept; past it calls count only in
-    /// per-edge aggregates (class and method level), so memory stays bounded.
+    /// per-edge aggregates (class and method level), so memory stays bounded. 0 turns
+    /// Flow Insight's recording (and its metrics) off.
     #[serde(default = "default_flow_calls_per_job")]
     pub flow_calls_per_job: u64,
 }

@@ -152,10 +152,11 @@ pub fn flame_tree(job: &JobRecord, spans: &Spans) -> Value {
 /// `GET /get_physical_view_data`'s `data`.
 pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Value {
     let mut services: BTreeMap<u64, Value> = BTreeMap::new();
+    let by_idx: BTreeMap<u32, &Arc<NodeView>> = nodes.iter().map(|n| (n.idx, n)).collect();
     for s in &spans.spans {
         let t = job.target(s.target);
         let (Some(a), Some(_)) = (t.actor, s.start) else { continue };
-        let node_id = nodes.iter().find(|n| n.idx == s.node).map(|n| n.node_id.clone()).unwrap_or_default();
+        let node_id = by_idx.get(&s.node).map(|n| n.node_id.clone()).unwrap_or_default();
         services.insert(a, json!({"service": service(t), "stats": {"node_id": node_id, "pid": s.pid,
             "state": if s.end.is_none() { "running" } else { "waiting" }, "required_resources": {}, "placement_id": null,
             "cpu_percent": 0.0, "memory_info": {"rss": 0, "vms": 0, "shared": 0, "text": 0, "lib": 0, "data": 0, "dirty": 0},

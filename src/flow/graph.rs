@@ -43,25 +43,34 @@ struct Stat {
 /// The call graph as of the spans' instant. `latest`: the instant is "now", so a
 /// truncated job's class-level edges come from the aggregates kept for every call.
 pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Value {
-    let key = |t: u32| {
-        let t = job.target(t);
-        match level {
-            Level::Class => t.class_name(),
-            Level::Instance => t.instance_name(),
-        }
-    };
-    let mut nodes: BTreeMap<String, (u32, Stat)> = BTreeMap::new();
-    let mut edges: BTreeMap<(String, String), Stat> = BTreeMap::new();
+    // Each target's node name, interned once (a job has far fewer targets than calls).
+    let mut ids: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
+    let mut key_names: Vec<(String, u32)> = Vec::new();
+    let key_of: Vec<usize> = (0..job.targets.len() as u32)
+        .map(|i| {
+            let t = job.target(i);
+            let k = match level {
+                Level::Class => t.class_name(),
+                Level::Instance => t.instance_name(),
+            };
+            *ids.entry(k.clone()).or_insert_with(|| {
+                key_names.push((k, i));
+                key_names.len() - 1
+            })
+        })
+        .collect();
+    let mut stats: Vec<Stat> = (0..key_names.len()).map(|_| Stat::default()).collect();
+    let mut by_edge: rustc_hash::FxHashMap<(usize, usize), Stat> = rustc_hash::FxHashMap::default();
     for s in &spans.spans {
-        let k = key(s.target);
-        let n = &mut nodes.entry(k.clone()).or_insert_with(|| (s.target, Stat::default())).1;
+        let k = key_of[s.target as usize];
+        let n = &mut stats[k];
         n.calls += 1;
         if let Some(end) = s.end {
             n.completed += 1;
             n.total_us += end - s.submit;
         }
         if let Some(p) = s.parent {
-            let e = edges.entry((key(spans.spans[p].target), k)).or_default();
+            let e = by_edge.entry((key_of[spans.spans[p].target as usize], k)).or_default();
             e.calls += 1;
             e.bytes += s.arg_bytes;
             if let Some(end) = s.end {
@@ -71,6 +80,19 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
             }
         }
     }
+    let mut nodes: BTreeMap<String, (u32, Stat)> = BTreeMap::new();
+    for ((name, t), st) in key_names.into_iter().zip(stats) {
+        if st.calls > 0 {
+            nodes.insert(name, (t, st));
+        }
+    }
+    let name_of: Vec<&String> = {
+        let mut v: Vec<(&String, usize)> = ids.iter().map(|(k, i)| (k, *i)).collect();
+        v.sort_by_key(|(_, i)| *i);
+        v.into_iter().map(|(k, _)| k).collect()
+    };
+    let mut edges: BTreeMap<(String, String), Stat> =
+        by_edge.into_iter().map(|((a, b), st)| ((name_of[a].clone(), name_of[b].clone()), st)).collect();
     if latest && job.truncated() && level == Level::Class {
         edges.clear();
         for (&(a, b), agg) in &job.edges {

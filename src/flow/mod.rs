@@ -51,7 +51,9 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
         View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
         View::Physical => json(physical::physical(job, &spans, nodes)),
         View::Stack => json(stack::stack(job, &spans)),
-        View::Timeline => json(timeline::timeline(job, &spans)),
+        View::Timeline => {
+            Rendered { body: timeline::timeline_json(job, &spans).into_bytes(), content_type: "application/json" }
+        }
         View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
         View::Folded => Rendered {
             body: flame::folded_text(&flame::folded(job, &spans)).into_bytes(),

@@ -47,11 +47,12 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Valu
     let mut seen = std::collections::BTreeSet::new();
     let mut node_ids: Vec<u32> = nodes.iter().filter(|n| n.died_at_us.is_none()).map(|n| n.idx).collect();
     node_ids.extend(actors.keys().map(|k| k.0).chain(workers.keys().map(|k| k.0)));
+    let by_idx: BTreeMap<u32, &Arc<NodeView>> = nodes.iter().map(|n| (n.idx, n)).collect();
     for idx in node_ids {
         if idx == u32::MAX || !seen.insert(idx) {
             continue;
         }
-        let view = nodes.iter().find(|n| n.idx == idx);
+        let view = by_idx.get(&idx).copied();
         let resources: Vec<Value> = view
             .map(|v| v.resources.iter().map(|(n, t, a)| json!({"name": n, "total": t, "available": a})).collect())
             .unwrap_or_default();
@@ -65,8 +66,8 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Valu
             })
             .collect();
         let works: Vec<Value> = workers
-            .iter()
-            .filter(|((n, _), _)| *n == idx)
+            .range((idx, String::new())..)
+            .take_while(|((n, _), _)| *n == idx)
             .map(|((_, f), b)| json!({"function": f, "calls": b.calls, "running": b.running, "busy_s": b.busy_us as f64 / 1e6}))
             .collect();
         out.push(json!({"idx": idx, "node_id": view.map(|v| v.node_id.clone()), "ip": view.map(|v| v.ip.clone()),

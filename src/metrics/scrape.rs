@@ -247,7 +247,8 @@ pub(crate) fn render(
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
         ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
     }
-    if enabled(FLOW_COLLECTOR.0) {
+    // `rayscope_flow_*` are `rayscope_*` families: switching `rayscope` off drops them too.
+    if enabled(FLOW_COLLECTOR.0) && enabled(SELF_COLLECTOR.0) {
         let own = registry.sub_registry_with_labels(
             [("Version".into(), snap.version.clone().into())].into_iter(),
         );

@@ -41,6 +41,8 @@ pub struct Task {
     /// When this attempt entered each of Ray's lifecycle states (the State API's `events`).
     pub history: TaskHistory,
     pub exec: LazyExec,
+    /// Flow Insight's tag for this call (`sim::flow_recorder`; `u32::MAX`: not recorded).
+    pub flow: u32,
 }
 
 impl Task {
@@ -73,6 +75,7 @@ impl Task {
             arg_bytes: 0,
             history: TaskHistory::submitted(now),
             exec: LazyExec::default(),
+            flow: u32::MAX,
         }
     }
 

@@ -446,7 +446,7 @@ impl Engine {
         self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
         self.leased[head.index()].push(driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.now);
-        self.flow.job_started(&self.model, id, driver_id, head, self.now);
+        self.flow.job_started(&mut self.model, id, driver_id, head, self.now);
         self.run_program(driver_id);
         id
     }

@@ -2,12 +2,15 @@
 //!
 //! Owns: the per-job records (submit/begin/end/put, call targets with the actor's
 //! workload attributes, per-edge aggregates), the cap per job (`sim.flow_calls_per_job`:
-//! past it calls count only in the aggregates), the number of jobs kept, and
+//! past it calls count only in the aggregates; 0 turns recording off), the number of
+//! jobs kept, and
 //! publishing an immutable [`Recorded`] for snapshots (sealed chunks shared; a job
 //! that did not change since the last publish is shared whole).
-//! Must never: change the model, draw from the RNG or log events (recording must not
-//! change the run), or keep anything per call beyond the cap (the map of calls in
-//! flight is bounded by the tasks the model itself holds).
+//! A call's job-local edge (caller frame → callee frame) and whether it is recorded
+//! travel with the task itself (`Task::flow`), so recording keeps no map of calls in
+//! flight: the hooks find them in the model, which the engine just touched.
+//! Must never: change the model beyond `Task::flow`, draw from the RNG or log events
+//! (recording must not change the run), or keep anything per call beyond the cap.
 
 use crate::flow::record::{Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS};
 use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
@@ -21,26 +24,25 @@ use std::sync::Arc;
 pub const JOBS_KEPT: usize = 16;
 
 /// The frame key of the driver (no call spec name).
-const DRIVER_KEY: u32 = u32::MAX;
+const DRIVER_KEY: u32 = DRIVER_NAME;
 
-/// A call between submit and end.
-#[derive(Clone, Copy, Debug)]
-struct Live {
-    job: u32,
-    caller_frame: u32,
-    callee_frame: u32,
-    recorded: bool,
-    submit: u64,
-    /// Interned name of the callee (`DRIVER_NAME` for the driver), for metrics.
-    callee_name: u32,
-}
+/// `Task::flow`: the call's edge index in its job, and this bit when it is recorded.
+const RECORDED: u32 = 1 << 31;
+/// `Task::flow` of a call nobody records.
+const UNTRACKED: u32 = u32::MAX;
 
 struct JobRec {
     rec: JobRecord,
     /// (spec name, actor) → target index.
     target_index: FxHashMap<(u32, u64), u32>,
-    /// Spec name (or [`DRIVER_KEY`]) → frame index.
+    /// Spec name (or [`DRIVER_KEY`]) → frame index, and back (frame → name key).
     frame_index: FxHashMap<u32, u32>,
+    frame_names: Vec<u32>,
+    /// Edge index → (caller frame, callee frame) and its aggregate; edge 0 is the
+    /// driver's own (never published).
+    edge_keys: Vec<(u32, u32)>,
+    edge_index: FxHashMap<(u32, u32), u32>,
+    edge_aggs: Vec<EdgeAgg>,
     /// What the last publish shared, until the next record.
     published: RefCell<Option<Arc<JobRecord>>>,
 }
@@ -48,7 +50,6 @@ struct JobRec {
 pub(crate) struct FlowRecorder {
     cap: u64,
     jobs: BTreeMap<u32, JobRec>,
-    live: FxHashMap<u64, Live>,
     cache: RefCell<Option<Arc<Recorded>>>,
     /// Metrics over every call of every job (bounded by names squared).
     calls: Arc<BTreeMap<(u32, u32), u64>>,
@@ -57,14 +58,7 @@ pub(crate) struct FlowRecorder {
 
 impl FlowRecorder {
     pub fn new(cap: u64) -> FlowRecorder {
-        FlowRecorder {
-            cap,
-            jobs: BTreeMap::new(),
-            live: FxHashMap::default(),
-            cache: RefCell::new(None),
-            calls: Arc::default(),
-            durations: Arc::default(),
-        }
+        FlowRecorder { cap, jobs: BTreeMap::new(), cache: RefCell::new(None), calls: Arc::default(), durations: Arc::default() }
     }
 
     fn touched(&mut self, job: u32) {
@@ -75,7 +69,10 @@ impl FlowRecorder {
     }
 
     /// A job's driver started running on `node`.
-    pub fn job_started(&mut self, m: &Model, job: JobId, driver: TaskId, node: NodeIdx, now: u64) {
+    pub fn job_started(&mut self, m: &mut Model, job: JobId, driver: TaskId, node: NodeIdx, now: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let name = m.jobs.get(&job).map(|j| j.name.clone()).unwrap_or_default();
         if self.jobs.len() >= JOBS_KEPT {
             let oldest = self.jobs.iter().find(|(_, j)| j.rec.end_us.is_some()).or_else(|| self.jobs.iter().next());
@@ -100,9 +97,14 @@ impl FlowRecorder {
             },
             target_index: FxHashMap::default(),
             frame_index: FxHashMap::default(),
+            frame_names: Vec::new(),
+            edge_keys: Vec::new(),
+            edge_index: FxHashMap::default(),
+            edge_aggs: Vec::new(),
             published: RefCell::new(None),
         };
         let frame = j.frame(DRIVER_KEY, "_main");
+        j.edge(frame, frame);
         j.rec.targets.push(Target {
             kind: TargetKind::Driver,
             class: "_main".into(),
@@ -115,113 +117,109 @@ impl FlowRecorder {
         j.rec.records.push(Rec::Submit { span: driver.0, parent: 0, target: 0, t: now, arg_bytes: 0 });
         j.rec.records.push(Rec::Begin { span: driver.0, t: now, node: node.0, pid: crate::model::driver_pid(job.0) });
         self.jobs.insert(job.0, j);
-        self.live.insert(
-            driver.0,
-            Live {
-                job: job.0,
-                caller_frame: frame,
-                callee_frame: frame,
-                recorded: true,
-                submit: now,
-                callee_name: DRIVER_NAME,
-            },
-        );
+        if let Some(t) = m.tasks.get_mut(&driver) {
+            t.flow = RECORDED;
+        }
         self.touched(job.0);
     }
 
-    /// A call was submitted (the task is in the model, not yet started).
-    pub fn submitted(&mut self, m: &Model, specs: &[CallSpec], tid: TaskId, now: u64) {
+    /// A call was submitted (the task is in the model, not yet started): tag it.
+    pub fn submitted(&mut self, m: &mut Model, specs: &[CallSpec], tid: TaskId, now: u64) {
+        if self.cap == 0 {
+            return;
+        }
         let Some(t) = m.tasks.get(&tid) else { return };
-        let Some(parent) = t.parent.and_then(|p| self.live.get(&p.0)).copied() else { return };
+        let Some(parent) = t.parent.and_then(|p| m.tasks.get(&p)).map(|p| p.flow).filter(|f| *f != UNTRACKED) else {
+            return;
+        };
         let Some(j) = self.jobs.get_mut(&t.job.0) else { return };
         let arg_bytes: u64 = t.args.iter().filter_map(|a| m.objects.get(a)).map(|o| o.size).sum();
         let spec_name = specs.get(t.spec as usize).map(|s| s.name).unwrap_or(t.name);
-        let full = m.names.get(spec_name);
-        let frame = j.frame(spec_name.0, full);
-        let edge = j.rec.edges.entry((parent.callee_frame, frame)).or_insert_with(EdgeAgg::default);
-        edge.calls += 1;
-        edge.bytes += arg_bytes;
+        let Some(&(_, caller)) = j.edge_keys.get((parent & !RECORDED) as usize) else { return };
+        let frame = j.frame(spec_name.0, m.names.get(spec_name));
+        let edge = j.edge(caller, frame);
+        let agg = &mut j.edge_aggs[edge as usize];
+        agg.calls += 1;
+        agg.bytes += arg_bytes;
         j.rec.calls += 1;
-        let recorded = parent.recorded && j.rec.recorded_calls < self.cap;
+        let recorded = parent & RECORDED != 0 && j.rec.recorded_calls < self.cap;
         if recorded {
             j.rec.recorded_calls += 1;
             let actor = match t.kind {
                 TaskType::ActorTask | TaskType::ActorCreationTask => t.actor,
                 _ => None,
             };
-            let target = j.target(m, spec_name.0, full, actor, frame);
+            let target = j.target(m, spec_name.0, actor, frame);
             j.rec.records.push(Rec::Submit { span: tid.0, parent: parent_span(t.parent), target, t: now, arg_bytes });
         }
-        *Arc::make_mut(&mut self.calls).entry((parent.callee_name, spec_name.0)).or_default() += 1;
-        self.live.insert(
-            tid.0,
-            Live {
-                job: t.job.0,
-                caller_frame: parent.callee_frame,
-                callee_frame: frame,
-                recorded,
-                submit: now,
-                callee_name: spec_name.0,
-            },
-        );
-        self.touched(t.job.0);
+        let caller_name = j.frame_names[caller as usize];
+        *Arc::make_mut(&mut self.calls).entry((caller_name, spec_name.0)).or_default() += 1;
+        let job = t.job.0;
+        if let Some(t) = m.tasks.get_mut(&tid) {
+            t.flow = edge | if recorded { RECORDED } else { 0 };
+        }
+        self.touched(job);
     }
 
     /// An attempt started executing on `node`.
     pub fn started(&mut self, m: &Model, tid: TaskId, node: NodeIdx, now: u64) {
-        let Some(l) = self.live.get(&tid.0).copied() else { return };
-        if !l.recorded {
+        let Some(t) = m.tasks.get(&tid) else { return };
+        if t.flow == UNTRACKED || t.flow & RECORDED == 0 {
             return;
         }
-        let pid = match m.tasks.get(&tid) {
-            Some(t) => match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
-                (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
-                _ => crate::model::worker_pid(tid.0),
-            },
-            None => crate::model::worker_pid(tid.0),
+        let pid = match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
+            (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
+            _ => crate::model::worker_pid(tid.0),
         };
-        if let Some(j) = self.jobs.get_mut(&l.job) {
+        let job = t.job.0;
+        if let Some(j) = self.jobs.get_mut(&job) {
             j.rec.records.push(Rec::Begin { span: tid.0, t: now, node: node.0, pid });
         }
-        self.touched(l.job);
+        self.touched(job);
     }
 
-    /// A call ended for good: finished (`ok`) or failed past its retries.
-    pub fn ended(&mut self, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
-        let Some(l) = self.live.remove(&tid.0) else { return };
-        if l.callee_name != DRIVER_NAME {
-            Arc::make_mut(&mut self.durations)
-                .entry(l.callee_name)
-                .or_insert_with(|| Histogram::new(DURATION_BUCKETS))
-                .observe(now.saturating_sub(l.submit) as f64 / 1e6);
-            *self.cache.get_mut() = None;
+    /// A call ends for good: finished (`ok`) or failed past its retries. Called while
+    /// the task is still in the model (just before it retires).
+    pub fn ended(&mut self, m: &Model, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
+        let Some(t) = m.tasks.get(&tid) else { return };
+        if t.flow == UNTRACKED {
+            return;
         }
-        let Some(j) = self.jobs.get_mut(&l.job) else { return };
-        if j.rec.driver != tid.0 {
-            let e = j.rec.edges.entry((l.caller_frame, l.callee_frame)).or_insert_with(EdgeAgg::default);
+        let (edge, recorded, job) = (t.flow & !RECORDED, t.flow & RECORDED != 0, t.job.0);
+        let took = now.saturating_sub(t.submitted_at);
+        *self.cache.get_mut() = None;
+        let Some(j) = self.jobs.get_mut(&job) else { return };
+        if edge != 0 {
+            let callee = j.edge_keys[edge as usize].1;
+            Arc::make_mut(&mut self.durations)
+                .entry(j.frame_names[callee as usize])
+                .or_insert_with(|| Histogram::new(DURATION_BUCKETS))
+                .observe(took as f64 / 1e6);
+            let e = &mut j.edge_aggs[edge as usize];
             e.completed += 1;
-            e.total_us += now.saturating_sub(l.submit);
+            e.total_us += took;
             e.bytes += return_bytes;
         }
-        if l.recorded {
+        if recorded {
             j.rec.records.push(Rec::End { span: tid.0, t: now, ok, return_bytes });
         }
         if j.rec.driver == tid.0 {
             j.rec.end_us = Some(now);
         }
-        self.touched(l.job);
+        self.touched(job);
     }
 
     /// A running call put `bytes` into the object store.
-    pub fn put(&mut self, tid: TaskId, now: u64, bytes: u64) {
-        let Some(l) = self.live.get(&tid.0).copied() else { return };
-        if !l.recorded {
+    pub fn put(&mut self, m: &Model, tid: TaskId, now: u64, bytes: u64) {
+        let Some(t) = m.tasks.get(&tid) else { return };
+        if t.flow == UNTRACKED || t.flow & RECORDED == 0 {
             return;
         }
-        if let Some(j) = self.jobs.get_mut(&l.job) {
+        let job = t.job.0;
+        if let Some(j) = self.jobs.get_mut(&job) {
             j.rec.records.push(Rec::Put { span: tid.0, t: now, bytes });
         }
-        self.touched(l.job);
+        self.touched(job);
     }
 
     /// The records as readers see them; shared until the next record.
@@ -235,13 +233,14 @@ impl FlowRecorder {
             .map(|(&k, j)| {
                 let mut published = j.published.borrow_mut();
                 let shared = published.get_or_insert_with(|| {
+                    let edges = j.edge_keys.iter().zip(&j.edge_aggs).skip(1).map(|(k, a)| (*k, *a)).collect();
                     Arc::new(JobRecord {
                         records: j.rec.records.share(),
                         targets: j.rec.targets.share(),
                         job_hex: j.rec.job_hex.clone(),
                         name: j.rec.name.clone(),
                         frames: j.rec.frames.clone(),
-                        edges: j.rec.edges.clone(),
+                        edges,
                         ..j.rec
                     })
                 });
@@ -267,14 +266,27 @@ impl JobRec {
         frames.push(name.to_string());
         let f = (frames.len() - 1) as u32;
         self.frame_index.insert(key, f);
+        self.frame_names.push(key);
         f
     }
 
-    fn target(&mut self, m: &Model, spec_name: u32, full: &str, actor: Option<ActorId>, frame: u32) -> u32 {
+    fn edge(&mut self, caller: u32, callee: u32) -> u32 {
+        if let Some(&e) = self.edge_index.get(&(caller, callee)) {
+            return e;
+        }
+        self.edge_keys.push((caller, callee));
+        self.edge_aggs.push(EdgeAgg::default());
+        let e = (self.edge_keys.len() - 1) as u32;
+        self.edge_index.insert((caller, callee), e);
+        e
+    }
+
+    fn target(&mut self, m: &Model, spec_name: u32, actor: Option<ActorId>, frame: u32) -> u32 {
         let key = (spec_name, actor.map(|a| a.0).unwrap_or(u64::MAX));
         if let Some(&t) = self.target_index.get(&key) {
             return t;
         }
+        let full = m.names.get(crate::model::NameId(spec_name));
         let target = match actor.and_then(|a| m.actors.get(&a)) {
             Some(a) => {
                 let class = m.names.get(a.class).to_string();

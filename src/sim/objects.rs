@@ -315,7 +315,7 @@ impl Engine {
             o.owner_waits = false;
         }
         self.seal_object(id, node);
-        self.flow.put(tid, self.now, size);
+        self.flow.put(&self.model, tid, self.now, size);
         self.hold_futures(tid, attempt, vec![id]);
     }
 

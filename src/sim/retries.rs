@@ -76,8 +76,8 @@ impl Engine {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.error = Some(err);
             let ret = t.returns;
+            self.flow.ended(&self.model, tid, self.now, false, 0);
             self.model.retire_task(tid, TaskState::Failed, self.now, 0);
-            self.flow.ended(tid, self.now, false, 0);
             self.object_failed(ret);
             // The actor whose constructor this was dies with it (unless that death is what
             // failed it): system failures restart it within `max_restarts`; an exception

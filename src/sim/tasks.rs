@@ -57,7 +57,7 @@ impl Engine {
         };
         log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
         self.model.insert_task(task);
-        self.flow.submitted(&self.model, &self.specs, tid, self.now);
+        self.flow.submitted(&mut self.model, &self.specs, tid, self.now);
         if failed_arg {
             self.fail_task(tid, ErrorType::TaskExecutionException, false);
         } else if unresolved == 0 {
@@ -402,8 +402,8 @@ impl Engine {
             self.release_lease(tid);
         }
         self.release_task_refs(tid, true);
+        self.flow.ended(&self.model, tid, self.now, true, return_size);
         self.model.retire_task(tid, TaskState::Finished, self.now, return_size);
-        self.flow.ended(tid, self.now, true, return_size);
         if kind == TaskType::ActorTask {
             if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 if let Some(pos) = a.running.iter().position(|x| *x == tid) {
