@@ -30,8 +30,10 @@ fn cluster(busy_fraction: f64) -> (Scheduler, Vec<rayscope::model::Node>) {
             b if b >= 1.0 => 16.0,
             _ => 16.0 * (0.55 + (i % 100) as f64 * 0.004),
         };
-        let cpu = n.available.get(ResourceId::CPU);
-        n.available.set(ResourceId::CPU, FixedPoint(cpu.0 - FixedPoint::from_f64(used).0));
+        let mut left = (*n.available).clone();
+        let cpu = left.get(ResourceId::CPU);
+        left.set(ResourceId::CPU, FixedPoint(cpu.0 - FixedPoint::from_f64(used).0));
+        n.available = rayscope::model::Available::new(left);
         sched.add_node(n);
     }
     (sched, nodes)

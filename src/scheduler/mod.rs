@@ -3,8 +3,8 @@
 //! Owns: the policies (DEFAULT hybrid, SPREAD, NodeAffinity, placement groups) and an
 //! ordered index of nodes by utilization score, kept up to date incrementally so a
 //! decision never sorts the cluster. Must never: write the model. The engine applies
-//! the decisions (reserves resources, counts spillbacks) and tells the index when a
-//! node's availability changed.
+//! the decisions (counts spillbacks); the node runtime (`sim::node_runtime`) reserves
+//! resources and tells the index, in the same call, that a node's availability changed.
 
 mod index;
 mod placement_group;
@@ -120,6 +120,23 @@ impl Scheduler {
     pub fn update_node(&mut self, node: &Node) {
         self.epoch += 1;
         self.index.update(node);
+    }
+
+    /// Whether the index and the shapes agree with `nodes` (for the invariant checks).
+    pub fn check_index(&self, nodes: &[Node]) -> Result<(), String> {
+        self.index.check(nodes)?;
+        let mut shapes: Vec<(ResVec, u32)> = Vec::new();
+        for n in nodes.iter().filter(|n| n.is_alive()) {
+            match shapes.iter_mut().find(|(s, _)| *s == n.total) {
+                Some((_, c)) => *c += 1,
+                None => shapes.push((n.total.clone(), 1)),
+            }
+        }
+        let same = shapes.len() == self.shapes.len() && shapes.iter().all(|s| self.shapes.contains(s));
+        if !same {
+            return Err(format!("feasibility shapes {:?} != alive nodes' {:?}", self.shapes, shapes));
+        }
+        Ok(())
     }
 
     /// Whether some alive node could ever hold `req`.

@@ -31,7 +31,7 @@ impl<'a> Scratch<'a> {
     }
     fn take(&mut self, n: NodeIdx, req: &ResourceRequest) {
         let nodes = self.nodes;
-        self.avail.entry(n).or_insert_with(|| nodes[n.index()].available.clone()).subtract(req);
+        self.avail.entry(n).or_insert_with(|| (*nodes[n.index()].available).clone()).subtract(req);
     }
 }
 
@@ -50,7 +50,7 @@ pub(super) fn place(s: &Scheduler, nodes: &[Node], bundles: &[ResourceRequest], 
         .iter()
         .map(|n| {
             let mut c = n.clone();
-            c.available = c.total.clone();
+            c.available = crate::model::Available::new(c.total.clone());
             c
         })
         .collect();

@@ -15,7 +15,7 @@ pub(crate) fn node(idx: u32, cpu: i64, gpu: i64) -> Node {
         type_name: "t".into(),
         is_head: idx == 0,
         state: NodeState::Alive,
-        available: total.clone(),
+        available: crate::model::Available::new(total.clone()),
         total,
         memory_bytes: crate::model::Bytes(1 << 34),
         store: ObjectStore::default(),
@@ -41,7 +41,9 @@ fn cluster(n: u32, cpu: i64) -> (Scheduler, Vec<Node>) {
 }
 
 fn take(s: &mut Scheduler, nodes: &mut [Node], at: NodeIdx, req: &ResourceRequest) {
-    nodes[at.index()].available.subtract(req);
+    let mut left = (*nodes[at.index()].available).clone();
+    left.subtract(req);
+    nodes[at.index()].available = crate::model::Available::new(left);
     s.update_node(&nodes[at.index()]);
 }
 

@@ -141,8 +141,7 @@ impl Engine {
                 match bundle {
                     Some((pg, b)) => self.return_to_bundle(pg, b, &req),
                     None => {
-                        self.model.nodes[n.index()].available.add(&req);
-                        self.sched.update_node(&self.model.nodes[n.index()]);
+                        self.local_resources().release(n, &req);
                         self.on_resources_freed(n);
                     }
                 }

@@ -284,7 +284,7 @@ impl Engine {
             type_name: type_name.to_string(),
             is_head: node_type.is_none(),
             state: NodeState::Alive,
-            available: total.clone(),
+            available: Available::new(total.clone()),
             total,
             memory_bytes: Bytes(memory),
             store: ObjectStore { capacity: Bytes(store), ..Default::default() },
@@ -299,7 +299,6 @@ impl Engine {
             stats: NodeStats::default(),
         };
         log_event!(self.model.log, self.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
-        self.sched.add_node(&node);
         if let Some(slot) = reused {
             let i = slot.index();
             self.model.nodes[i] = node;
@@ -320,6 +319,7 @@ impl Engine {
             self.last_oom_kill.push(None);
             self.memory_check_due.push(false);
         }
+        self.local_resources().joined(idx);
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx

@@ -322,8 +322,7 @@ impl Engine {
             if cpu.0 > 0 {
                 if let Some(n) = t.node {
                     t.cpu_released = true;
-                    self.model.nodes[n.index()].available.0[ResourceId::CPU.index()] += cpu;
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().lend_cpu(n, cpu);
                     self.on_resources_freed(n);
                 }
             }

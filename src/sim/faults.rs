@@ -115,10 +115,9 @@ impl Engine {
             nd.state = NodeState::Dead;
             nd.died_at = Some(self.now);
             nd.death_reason = Some(reason.to_string());
-            nd.available = nd.total.clone();
             nd.worker_heap_used = Bytes(0);
         }
-        self.sched.remove_node(&self.model.nodes[n.index()]);
+        self.local_resources().lost(n);
         if failure {
             self.model.counters.node_failures += 1;
             if let Some(t) = self.model.nodes[n.index()].node_type {

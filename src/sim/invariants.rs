@@ -16,6 +16,8 @@
 //!                           + Σ request[r] of bundles placed on n (groups not removed)
 //! ```
 //! and per placed bundle: `request − available = Σ requests of the tasks and actors holding it`.
+//! The scheduler's index holds exactly the alive nodes, each under the key its current
+//! availability gives (`Scheduler::check_index`).
 
 use super::engine::Engine;
 use crate::model::*;
@@ -75,6 +77,9 @@ impl Engine {
         self.check_counters(&mut v);
         self.check_task_counts(&mut v);
         self.check_resources(&mut v);
+        if let Err(e) = self.check_scheduler_index() {
+            v.push(e);
+        }
         self.check_objects(&mut v);
         self.check_task_places(&mut v);
         self.check_actors(&mut v);
@@ -89,6 +94,13 @@ impl Engine {
             msg.push_str(&format!("\n  ... and {} more", v.more));
         }
         Err(msg)
+    }
+
+    /// Whether the scheduler's index and the nodes agree (O(nodes), cheap enough to run
+    /// after every event). Availability changes only through the node runtime, which
+    /// updates the index in the same call: a disagreement means a change went around it.
+    pub fn check_scheduler_index(&self) -> Result<(), String> {
+        self.sched.check_index(&self.model.nodes).map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.now))
     }
 
     fn check_counters(&self, v: &mut Violations) {

@@ -12,6 +12,7 @@ mod engine;
 mod exec;
 mod faults;
 mod invariants;
+pub(crate) mod node_runtime;
 mod objects;
 mod placement_groups;
 mod retries;

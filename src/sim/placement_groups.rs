@@ -51,10 +51,7 @@ impl Engine {
                 for (k, &bi) in unplaced.iter().enumerate() {
                     let n = nodes[k];
                     let req = requests[k].clone();
-                    let nd = &mut self.model.nodes[n.index()];
-                    nd.available.subtract(&req);
-                    nd.idle_since = None;
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().reserve(n, &req);
                     let pg = self.model.pgs.get_mut(&id).expect("pg exists");
                     pg.bundles[bi].node = Some(n);
                     pg.bundles[bi].available = req;
@@ -116,8 +113,7 @@ impl Engine {
         for b in &bundles {
             if let Some(n) = b.node {
                 if self.model.nodes[n.index()].is_alive() {
-                    self.model.nodes[n.index()].available.add(&b.request);
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().release(n, &b.request);
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! → argument fetch → run → finish, or fail and retry within the budget.
 
 use super::engine::{Engine, Event};
+use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Placement, Strategy};
@@ -155,11 +156,7 @@ impl Engine {
     /// Reserve resources on `node` and send the task there.
     pub(crate) fn grant_lease(&mut self, tid: TaskId, node: NodeIdx) {
         let spec_id = self.model.tasks[&tid].spec;
-        let req = &self.specs[spec_id as usize].request;
-        let n = &mut self.model.nodes[node.index()];
-        n.available.subtract(req);
-        n.idle_since = None;
-        self.sched.update_node(&self.model.nodes[node.index()]);
+        LocalResources::of(&mut self.model.nodes, &mut self.sched).reserve(node, &self.specs[spec_id as usize].request);
         self.leased[node.index()].push(tid);
         let t = self.model.tasks.get_mut(&tid).expect("task being granted exists");
         t.node = Some(node);
@@ -204,19 +201,11 @@ impl Engine {
             self.return_to_bundle(pg, b, &req);
             return;
         }
-        let n = &mut self.model.nodes[node.index()];
-        if !n.is_alive() {
+        if !self.model.nodes[node.index()].is_alive() {
             return;
         }
         let req = &self.specs[t.spec as usize].request;
-        if cpu_released {
-            let cpu = req.get(ResourceId::CPU);
-            n.available.add(req);
-            n.available.0[ResourceId::CPU.index()] -= cpu;
-        } else {
-            n.available.add(req);
-        }
-        self.sched.update_node(&self.model.nodes[node.index()]);
+        LocalResources::of(&mut self.model.nodes, &mut self.sched).release_lease(node, req, cpu_released);
         self.on_resources_freed(node);
     }
 
@@ -431,13 +420,10 @@ impl Engine {
                 continue;
             };
             let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
-            let n = &mut self.model.nodes[node.index()];
-            if n.available.get(ResourceId::CPU) < cpu {
+            if !self.local_resources().reclaim_cpu(node, cpu) {
                 break;
             }
             self.resuming[node.index()].pop_front();
-            n.available.0[ResourceId::CPU.index()] -= cpu;
-            self.sched.update_node(&self.model.nodes[node.index()]);
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.cpu_released = false;
             self.model.set_task_state(tid, TaskState::Running, self.now);
