@@ -5,6 +5,8 @@
 //! seed always produce the same event log.
 
 use super::autoscaler::Autoscaler;
+use super::clock::Clock;
+use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
 use crate::config::Config;
 use crate::log_event;
@@ -14,8 +16,7 @@ use crate::workload::{self, CallSpec, JobMix, JobTemplate};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Something that happens at a virtual time.
@@ -38,40 +39,11 @@ pub(crate) enum Event {
     MemoryCheck(NodeIdx),
 }
 
-struct Scheduled {
-    time: u64,
-    seq: u64,
-    event: Event,
-}
-
-// Ordered by (time, seq) only: seq is unique, so the event itself never decides.
-impl PartialEq for Scheduled {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
-    }
-}
-
-/// Key of a queue of tasks waiting for resources: the call spec (one request shape and
-/// strategy) and, for hard node affinity, the one node it may run on.
-pub(crate) type WaitKey = (u32, Option<NodeIdx>);
-
 pub struct Engine {
     pub(crate) cfg: Arc<Config>,
-    pub(crate) now: u64,
+    /// Virtual time and the event queue (`clock.rs`).
+    pub(crate) clock: Clock,
     pub(crate) rng: ChaCha8Rng,
-    queue: BinaryHeap<Reverse<Scheduled>>,
-    seq: u64,
     pub model: Model,
     pub(crate) sched: Scheduler,
     pub(crate) specs: Vec<CallSpec>,
@@ -94,23 +66,13 @@ pub struct Engine {
     pub(crate) leased: Vec<Vec<TaskId>>,
     /// Actors placed on each node.
     pub(crate) actors_on: Vec<Vec<ActorId>>,
-    /// Tasks waiting for resources, by request shape.
-    pub(crate) waiting: BTreeMap<WaitKey, VecDeque<TaskId>>,
-    pub(crate) waiting_count: usize,
-    /// The scheduling class served last (round-robin over classes).
-    pub(crate) waiting_cursor: Option<WaitKey>,
-    /// Tasks no alive node can hold, by spec.
-    pub(crate) infeasible: BTreeMap<u32, VecDeque<TaskId>>,
-    pub(crate) infeasible_count: usize,
-    /// Tasks waiting for room in their placement-group bundle.
-    pub(crate) waiting_bundle: BTreeMap<PgId, VecDeque<TaskId>>,
-    /// Placement groups not yet placed, in creation order.
-    pub(crate) pending_pgs: VecDeque<PgId>,
+    /// Work not placed yet: scheduling classes, infeasible tasks, bundle waiters,
+    /// pending placement groups (`cluster_queues.rs`).
+    pub(crate) queues: ClusterQueues,
     /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again.
     pub(crate) resuming: Vec<VecDeque<TaskId>>,
     pub(crate) faults: FaultState,
     pub(crate) autoscaler: Autoscaler,
-    pub(crate) events_processed: u64,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
     /// Per node: when the memory monitor last killed a worker, and whether a check is queued.
@@ -158,9 +120,7 @@ impl Engine {
         model.objects.reserve(peak);
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(seed),
-            now: 0,
-            queue: BinaryHeap::new(),
-            seq: 0,
+            clock: Clock::default(),
             sched: Scheduler::new(Params::from(&cfg.scheduler)),
             specs: plan.specs,
             templates: Vec::new(),
@@ -174,17 +134,10 @@ impl Engine {
             head: NodeIdx(0),
             leased: Vec::new(),
             actors_on: Vec::new(),
-            waiting: BTreeMap::new(),
-            waiting_count: 0,
-            waiting_cursor: None,
-            infeasible: BTreeMap::new(),
-            infeasible_count: 0,
-            waiting_bundle: BTreeMap::new(),
-            pending_pgs: VecDeque::new(),
+            queues: ClusterQueues::default(),
             resuming: Vec::new(),
             faults: FaultState::new(&cfg.faults),
             autoscaler: Autoscaler::new(&cfg.cluster),
-            events_processed: 0,
             node_by_ip: FxHashMap::default(),
             last_oom_kill: Vec::new(),
             memory_check_due: Vec::new(),
@@ -292,13 +245,13 @@ impl Engine {
             pressure_bytes: Bytes(0),
             gpu_model,
             gpu_memory: Bytes(gpu_memory),
-            started_at: self.now,
+            started_at: self.clock.now,
             died_at: None,
             death_reason: None,
-            idle_since: Some(self.now),
+            idle_since: Some(self.clock.now),
             stats: NodeStats::default(),
         };
-        log_event!(self.model.log, self.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
+        log_event!(self.model.log, self.clock.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
         if let Some(slot) = reused {
             let i = slot.index();
             self.model.nodes[i] = node;
@@ -326,31 +279,30 @@ impl Engine {
     }
 
     pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
-        self.seq += 1;
-        self.queue.push(Reverse(Scheduled { time: time.max(self.now), seq: self.seq, event }));
+        self.clock.schedule_at(time, event);
     }
 
     pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
-        self.schedule_at(self.now + delay, event);
+        self.schedule_at(self.clock.now + delay, event);
     }
 
     /// Virtual time now, in µs.
     pub fn now_us(&self) -> u64 {
-        self.now
+        self.clock.now
     }
 
     pub fn events_processed(&self) -> u64 {
-        self.events_processed
+        self.clock.events_processed()
     }
 
     /// Every scheduled event, in no particular order (for the invariant checks).
     pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
-        self.queue.iter().map(|Reverse(s)| &s.event)
+        self.clock.pending()
     }
 
     /// Time of the next event, if any.
     pub fn next_event_time(&self) -> Option<u64> {
-        self.queue.peek().map(|Reverse(s)| s.time)
+        self.clock.next_time()
     }
 
     /// True when every job has ended and none will start.
@@ -361,28 +313,21 @@ impl Engine {
     /// Process every event at or before `until`; returns how many ran.
     pub fn run_until(&mut self, until: u64) -> u64 {
         let mut n = 0;
-        while let Some(Reverse(top)) = self.queue.peek() {
-            if top.time > until || self.stopped {
-                break;
-            }
-            let Some(Reverse(s)) = self.queue.pop() else { break };
-            self.now = s.time;
-            self.handle(s.event);
+        while !self.stopped {
+            let Some(event) = self.clock.pop_due(until) else { break };
+            self.handle(event);
             n += 1;
         }
         if !self.stopped {
-            self.now = self.now.max(until);
+            self.clock.advance_to(until);
         }
-        self.events_processed += n;
         n
     }
 
     /// Process the next event (or nothing if the queue is empty).
     pub fn step(&mut self) -> bool {
-        let Some(Reverse(s)) = self.queue.pop() else { return false };
-        self.now = s.time;
-        self.handle(s.event);
-        self.events_processed += 1;
+        let Some(event) = self.clock.pop_due(u64::MAX) else { return false };
+        self.handle(event);
         true
     }
 
@@ -421,8 +366,8 @@ impl Engine {
             state: TaskState::Nil,
             node: Some(head),
             returns: ret,
-            started_at: Some(self.now),
-            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.now)
+            started_at: Some(self.clock.now),
+            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
         };
         self.model.insert_task(task);
         let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
@@ -436,7 +381,7 @@ impl Engine {
                 status: JobStatus::Pending,
                 driver: driver_id,
                 driver_node: head,
-                start_time: self.now,
+                start_time: self.clock.now,
                 end_time: None,
                 message: String::new(),
                 workload: template,
@@ -451,16 +396,16 @@ impl Engine {
             self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
             return id;
         }
-        self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
+        self.model.set_job_status(id, JobStatus::Running, self.clock.now, "driver running");
         self.leased[head.index()].push(driver_id);
-        self.model.set_task_state(driver_id, TaskState::Running, self.now);
+        self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
         self.run_program(driver_id);
         id
     }
 
     /// Append a line to a job's log (bounded).
     pub(crate) fn job_log(&mut self, job: JobId, line: String) {
-        let now = self.now;
+        let now = self.clock.now;
         if let Some(j) = self.model.jobs.get_mut(&job) {
             if j.log.len() >= 1000 {
                 j.log.remove(0);
@@ -472,7 +417,7 @@ impl Engine {
 
     fn mix_arrival(&mut self, m: usize) {
         let mix = self.mixes[m].clone();
-        if mix.until.is_some_and(|u| self.now > u) {
+        if mix.until.is_some_and(|u| self.clock.now > u) {
             self.pending_job_starts -= 1;
             return;
         }

@@ -120,7 +120,7 @@ impl Engine {
                     t.exec.pg = Some(pg);
                     if !created {
                         // `ray.get(pg.ready())`: resumed when the group is placed.
-                        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+                        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
                         return;
                     }
                     t.exec.pc += 1;
@@ -315,7 +315,7 @@ impl Engine {
 
     /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.
     fn block_in_get(&mut self, tid: TaskId) {
-        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
             let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
@@ -350,7 +350,7 @@ impl Engine {
             }
             return;
         }
-        self.model.set_task_state(owner, TaskState::Running, self.now);
+        self.model.set_task_state(owner, TaskState::Running, self.clock.now);
         self.run_program(owner);
     }
 }

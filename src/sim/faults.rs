@@ -54,12 +54,12 @@ impl Engine {
                     .collect();
                 alive.sort();
                 if let Some(a) = alive.first() {
-                    log_event!(self.model.log, self.now, "fault", "kill actor {:x} class={}", a.0, class);
+                    log_event!(self.model.log, self.clock.now, "fault", "kill actor {:x} class={}", a.0, class);
                     self.actor_died(*a, "killed by ray.kill (fault injection)", !no_restart);
                 }
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
-                log_event!(self.model.log, self.now, "fault", "task failures p={} application={}", probability, application_error);
+                log_event!(self.model.log, self.clock.now, "fault", "task failures p={} application={}", probability, application_error);
                 self.faults.failures.push((i, probability, application_error));
                 if let Some(u) = until {
                     self.schedule_at(u.as_micros(), Event::FaultEnd(i));
@@ -68,7 +68,7 @@ impl Engine {
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
                 if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
                     let bytes = (self.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
-                    log_event!(self.model.log, self.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
+                    log_event!(self.model.log, self.clock.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
                     self.model.nodes[n.index()].pressure_bytes.0 += bytes;
                     self.faults.pressure.push((i, n, bytes));
                     self.schedule_in(duration.as_micros(), Event::FaultEnd(i));
@@ -86,7 +86,7 @@ impl Engine {
             let nd = &mut self.model.nodes[n.index()];
             nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
         }
-        log_event!(self.model.log, self.now, "fault", "fault {} ended", i);
+        log_event!(self.model.log, self.clock.now, "fault", "fault {} ended", i);
     }
 
     /// A node by IP, or one alive node of a type chosen with the seeded RNG.
@@ -109,11 +109,11 @@ impl Engine {
         if !self.model.nodes[n.index()].is_alive() {
             return;
         }
-        log_event!(self.model.log, self.now, "node", "{} DEAD reason={}", n.0, reason);
+        log_event!(self.model.log, self.clock.now, "node", "{} DEAD reason={}", n.0, reason);
         {
             let nd = &mut self.model.nodes[n.index()];
             nd.state = NodeState::Dead;
-            nd.died_at = Some(self.now);
+            nd.died_at = Some(self.clock.now);
             nd.death_reason = Some(reason.to_string());
             nd.worker_heap_used = Bytes(0);
         }
@@ -153,19 +153,12 @@ impl Engine {
         }
         // Hard affinity to this node can never be satisfied now, and work only this node
         // could hold is infeasible: ask again (fail, or join the infeasible demand).
-        let stranded: Vec<_> = self
-            .waiting
-            .keys()
-            .filter(|k| k.1 == Some(n) || (k.1.is_none() && !self.sched.is_feasible(&self.specs[k.0 as usize].request)))
-            .copied()
-            .collect();
-        for key in stranded {
-            if let Some(q) = self.waiting.remove(&key) {
-                self.waiting_count -= q.len();
-                for tid in q {
-                    self.try_schedule(tid);
-                }
-            }
+        let (sched, specs) = (&self.sched, &self.specs);
+        let stranded = self
+            .queues
+            .take_classes(|k| k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request)));
+        for tid in stranded.into_iter().flatten() {
+            self.try_schedule(tid);
         }
         self.lose_objects_on(n);
         {
@@ -221,7 +214,7 @@ impl Engine {
                 return;
             }
             if let Some(last) = self.last_oom_kill[n.index()] {
-                if self.now < last + MEMORY_MONITOR_REFRESH_US {
+                if self.clock.now < last + MEMORY_MONITOR_REFRESH_US {
                     if !self.memory_check_due[n.index()] {
                         self.memory_check_due[n.index()] = true;
                         self.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
@@ -230,12 +223,12 @@ impl Engine {
                 }
             }
             let Some(victim) = self.oom_victim(n) else { return };
-            self.last_oom_kill[n.index()] = Some(self.now);
+            self.last_oom_kill[n.index()] = Some(self.clock.now);
             let t = &self.model.tasks[&victim];
             let name = self.model.names.get(t.name).to_string();
             let (kind, actor) = (t.kind, t.actor);
             self.model.nodes[n.index()].stats.oom_kills += 1;
-            log_event!(self.model.log, self.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+            log_event!(self.model.log, self.clock.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
                     let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);

@@ -7,6 +7,8 @@
 
 mod actors;
 mod autoscaler;
+mod clock;
+mod cluster_queues;
 mod dead_nodes;
 mod engine;
 mod exec;

@@ -38,7 +38,7 @@ impl Engine {
                 // has not counted yet.
                 owner_waits: false,
                 waiters: Vec::new(),
-                created_at: self.now,
+                created_at: self.clock.now,
                 lru_seq: 0,
                 spec,
                 lineage_args: if inline { Box::new([]) } else { args.into() },
@@ -193,7 +193,7 @@ impl Engine {
             n.stats.objects_spilled += 1;
             self.model.counters.spilled_bytes += size;
             self.model.counters.spilled_objects += 1;
-            log_event!(self.model.log, self.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
+            log_event!(self.model.log, self.clock.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
         }
         self.evict_secondaries(node);
         let s = &mut self.model.nodes[node.index()].store;
@@ -244,7 +244,7 @@ impl Engine {
             o.copies.swap_remove(pos);
             let size = o.size;
             self.store_remove(node, size);
-            log_event!(self.model.log, self.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
+            log_event!(self.model.log, self.clock.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
         }
         for id in kept.into_iter().rev() {
             self.secondaries[i].push_front(id);
@@ -375,7 +375,7 @@ impl Engine {
             && self.model.tasks.contains_key(&owner)
             && !self.model.tasks.contains_key(&producer.unwrap_or_default());
         if !can {
-            log_event!(self.model.log, self.now, "object", "{:x} LOST unrecoverable", id.0);
+            log_event!(self.model.log, self.clock.now, "object", "{:x} LOST unrecoverable", id.0);
             let o = self.model.objects.get_mut(&id).expect("object exists");
             let waiters = std::mem::take(&mut o.waiters);
             o.status = ObjectStatus::Failed;
@@ -402,7 +402,7 @@ impl Engine {
             }
         }
         self.model.counters.objects_reconstructed += 1;
-        log_event!(self.model.log, self.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
+        log_event!(self.model.log, self.clock.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
         let spec = &self.specs[spec_id as usize];
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
         let task = Task {
@@ -410,7 +410,7 @@ impl Engine {
             parent: Some(owner),
             args,
             returns: id,
-            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.now)
+            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.clock.now)
         };
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;

@@ -481,13 +481,13 @@ impl Engine {
         }
         Snapshot {
             seq,
-            sim_time_us: self.now,
+            sim_time_us: self.clock.now,
             session_name: m.session_name.clone(),
             version: m.version.clone(),
             seed: self.cfg.sim.seed,
             speed,
             lag_seconds,
-            events_processed: self.events_processed,
+            events_processed: self.events_processed(),
             event_log_lines: m.log.total(),
             head: self.head.0,
             nodes,
@@ -540,10 +540,10 @@ impl Engine {
             },
             placement_ms: m.placement_ms.clone(),
             scheduler: SchedulerView {
-                waiting_for_resources: self.waiting_count as u64,
-                infeasible: self.infeasible_count as u64,
-                waiting_for_bundle: self.waiting_bundle.values().map(|q| q.len() as u64).sum(),
-                pending_placement_groups: self.pending_pgs.len() as u64,
+                waiting_for_resources: self.queues.waiting_count() as u64,
+                infeasible: self.queues.infeasible_count() as u64,
+                waiting_for_bundle: self.queues.bundle_waiters().map(|(_, q)| q.len() as u64).sum(),
+                pending_placement_groups: self.queues.pending_pgs().count() as u64,
                 dispatched_by_node: dispatched,
                 executing_by_node: executing,
             },
@@ -691,7 +691,7 @@ impl Engine {
             .iter()
             .map(|c| c.request.0.iter().map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64())).collect())
             .collect();
-        Tables { built_at_us: self.now, tasks, actors, objects, placement_groups, spec_requests }
+        Tables { built_at_us: self.clock.now, tasks, actors, objects, placement_groups, spec_requests }
     }
 
     /// The newest `limit` events, newest first.

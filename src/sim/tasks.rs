@@ -60,9 +60,9 @@ impl Engine {
             bundle,
             retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
             exec: Exec { unresolved, ..Default::default() },
-            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.now)
+            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.clock.now)
         };
-        log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
+        log_event!(self.model.log, self.clock.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
         self.model.insert_task(task);
         if failed_arg {
             self.fail_task(tid, ErrorType::TaskExecutionException, false);
@@ -75,12 +75,12 @@ impl Engine {
     /// Dependencies are resolved: actor tasks join their actor's queue, the rest ask for a lease.
     pub(crate) fn on_task_ready(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get_mut(&tid) else { return };
-        t.ready_at = self.now;
+        t.ready_at = self.clock.now;
         if t.kind == TaskType::ActorTask {
-            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.now);
+            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.clock.now);
             self.enqueue_actor_task(tid);
         } else {
-            self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.now);
+            self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.clock.now);
             self.try_schedule(tid);
         }
     }
@@ -115,13 +115,11 @@ impl Engine {
         match placement {
             Placement::Node(n) => self.grant_lease(tid, n),
             Placement::Wait { only } => {
-                self.waiting.entry((spec_id, only)).or_default().push_back(tid);
-                self.waiting_count += 1;
+                self.queues.wait((spec_id, only), tid);
             }
             Placement::Infeasible => {
-                log_event!(self.model.log, self.now, "scheduler", "{:x} INFEASIBLE", tid.0);
-                self.infeasible.entry(spec_id).or_default().push_back(tid);
-                self.infeasible_count += 1;
+                log_event!(self.model.log, self.clock.now, "scheduler", "{:x} INFEASIBLE", tid.0);
+                self.queues.wait_infeasible(spec_id, tid);
             }
             Placement::Unschedulable => {
                 let err = if kind == TaskType::ActorCreationTask {
@@ -173,13 +171,13 @@ impl Engine {
             self.model.counters.spillbacks += 1;
             self.model.nodes[owner.index()].stats.spillbacks += 1;
         }
-        let placement_ms = (self.now + delay - t.ready_at) as f64 / 1000.0;
+        let placement_ms = (self.clock.now + delay - t.ready_at) as f64 / 1000.0;
         let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
         self.model.placement_ms[hist].observe(placement_ms);
         if kind == TaskType::ActorCreationTask {
             delay += self.cfg.scheduler.worker_start_latency.as_micros();
         }
-        log_event!(self.model.log, self.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
+        log_event!(self.model.log, self.clock.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
         self.schedule_in(delay, Event::Dispatch(tid, attempt));
     }
 
@@ -221,7 +219,7 @@ impl Engine {
         }
         let fetch = self.fetch_args(tid, node);
         if fetch > 0 {
-            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.now);
+            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.clock.now);
             self.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
         } else {
             self.start_task(tid, node);
@@ -258,16 +256,16 @@ impl Engine {
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.exec.unresolved = missing;
         t.node = None;
-        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.now);
+        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.clock.now);
         true
     }
 
     /// A worker starts executing the task.
     pub(crate) fn start_task(&mut self, tid: TaskId, node: NodeIdx) {
-        self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
-        self.model.set_task_state(tid, TaskState::Running, self.now);
+        self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.clock.now);
+        self.model.set_task_state(tid, TaskState::Running, self.clock.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
-        t.started_at = Some(self.now);
+        t.started_at = Some(self.clock.now);
         t.node = Some(node);
         t.exec = Exec::default();
         let heap = self.specs[t.spec as usize].heap;
@@ -300,7 +298,7 @@ impl Engine {
             return;
         }
         if t.kind != TaskType::DriverTask {
-            if let Some((p, application)) = self.faults.failure_probability(self.now) {
+            if let Some((p, application)) = self.faults.failure_probability(self.clock.now) {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
                     let actor = t.actor;
@@ -360,7 +358,7 @@ impl Engine {
             self.release_lease(tid);
         }
         self.release_task_refs(tid, true);
-        self.model.retire_task(tid, TaskState::Finished, self.now, return_size);
+        self.model.retire_task(tid, TaskState::Finished, self.clock.now, return_size);
         if kind == TaskType::ActorTask {
             if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 if let Some(pos) = a.running.iter().position(|x| *x == tid) {
@@ -426,47 +424,32 @@ impl Engine {
             self.resuming[node.index()].pop_front();
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.cpu_released = false;
-            self.model.set_task_state(tid, TaskState::Running, self.now);
+            self.model.set_task_state(tid, TaskState::Running, self.clock.now);
             self.run_program(tid);
         }
-        if !self.pending_pgs.is_empty() {
+        if self.queues.has_pending_pgs() {
             self.retry_pending_pgs();
         }
-        if self.waiting_count == 0 {
+        if self.queues.waiting_count() == 0 {
             return;
         }
         // Serve the waiting scheduling classes round-robin, one task per class per pass,
         // starting after the class served last: one busy class cannot starve the others.
         loop {
-            let start = self.waiting_cursor;
-            let keys: Vec<_> = match start {
-                Some(c) => self
-                    .waiting
-                    .range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
-                    .chain(self.waiting.range(..=c))
-                    .map(|(k, _)| *k)
-                    .collect(),
-                None => self.waiting.keys().copied().collect(),
-            };
+            let classes = self.queues.classes_from_cursor();
             let mut granted = false;
-            for key in keys {
+            for key in classes {
                 if key.1.is_some_and(|only| only != node) {
                     continue;
                 }
                 if !self.model.nodes[node.index()].available.fits(&self.specs[key.0 as usize].request) {
                     continue;
                 }
-                let Some(q) = self.waiting.get_mut(&key) else { continue };
-                let Some(tid) = q.pop_front() else { continue };
-                self.waiting_count -= 1;
-                if q.is_empty() {
-                    self.waiting.remove(&key);
-                }
-                self.waiting_cursor = Some(key);
+                let Some(tid) = self.queues.pop(key) else { continue };
                 self.grant_lease(tid, node);
                 granted = true;
             }
-            if !granted || self.waiting_count == 0 {
+            if !granted || self.queues.waiting_count() == 0 {
                 break;
             }
         }
@@ -474,19 +457,17 @@ impl Engine {
 
     /// New capacity: infeasible work may now fit somewhere.
     pub(crate) fn on_node_added(&mut self) {
-        if self.infeasible_count > 0 {
-            let all: Vec<TaskId> = std::mem::take(&mut self.infeasible).into_values().flatten().collect();
-            self.infeasible_count = 0;
-            for tid in all {
+        if self.queues.infeasible_count() > 0 {
+            for tid in self.queues.take_infeasible() {
                 self.try_schedule(tid);
             }
         }
-        if !self.pending_pgs.is_empty() {
+        if self.queues.has_pending_pgs() {
             self.retry_pending_pgs();
         }
         if let Some(last) = self.model.nodes.last() {
             let idx = last.idx;
-            if self.waiting_count > 0 {
+            if self.queues.waiting_count() > 0 {
                 self.on_resources_freed(idx);
             }
         }
