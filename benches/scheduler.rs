@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayscope::config;
 use rayscope::model::{FixedPoint, NodeIdx, ResourceId, ResourceRequest};
-use rayscope::scheduler::{Params, Placement, Scheduler, Strategy};
+use rayscope::scheduler::{Params, Decision, Scheduler, Strategy};
 use rayscope::sim::Engine;
 
 const NODES: usize = 2_000;
@@ -50,7 +50,7 @@ fn bench(c: &mut Criterion) {
                 || sched_clone(&sched, &nodes),
                 |s| {
                     let p = s.schedule(&nodes, &req, Strategy::Default, NodeIdx(0), None, &mut rng);
-                    assert!(matches!(p, Placement::Node(_) | Placement::Wait { .. }));
+                    assert!(matches!(p, Decision::Node(_) | Decision::Wait { .. }));
                     p
                 },
                 BatchSize::LargeInput,

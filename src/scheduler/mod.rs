@@ -10,13 +10,16 @@ mod index;
 mod placement_group;
 
 pub use index::ScoreIndex;
-pub use placement_group::PgPlacement;
+pub use placement_group::PgDecision;
 
 use crate::config::SchedulerConfig;
 use crate::model::{Node, NodeIdx, PgId, ResVec, ResourceRequest};
 use rand::Rng;
 
-/// How a task or actor asks to be placed.
+/// A task's or actor's scheduling strategy (Ray's `scheduling_strategy`), resolved to
+/// nodes. Vocabulary: a *strategy* is what work asks for (`workload::StrategySpec` as
+/// written, this once resolved); a *decision* is what the scheduler answers; *placement*
+/// is kept for Ray's placement groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
     Default,
@@ -26,9 +29,9 @@ pub enum Strategy {
     PlacementGroup { pg: PgId, bundle: Option<u32> },
 }
 
-/// The outcome of one scheduling decision.
+/// The scheduler's answer for one task or actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub enum Decision {
     /// Reserve on this node now.
     Node(NodeIdx),
     /// Feasible, but no node has the resources now: wait (optionally only for one node).
@@ -163,7 +166,7 @@ impl Scheduler {
         preferred: NodeIdx,
         locality: Option<NodeIdx>,
         rng: &mut R,
-    ) -> Placement {
+    ) -> Decision {
         match strategy {
             Strategy::Default => self.hybrid(nodes, req, preferred, locality, rng),
             Strategy::Spread => self.spread(nodes, req),
@@ -172,13 +175,13 @@ impl Scheduler {
                 match target {
                     Some(n) if n.is_alive() && n.total.fits(req) => {
                         if n.available.fits(req) {
-                            Placement::Node(node)
+                            Decision::Node(node)
                         } else {
-                            Placement::Wait { only: Some(node) }
+                            Decision::Wait { only: Some(node) }
                         }
                     }
                     _ if soft => self.hybrid(nodes, req, preferred, None, rng),
-                    _ => Placement::Unschedulable,
+                    _ => Decision::Unschedulable,
                 }
             }
             // Bundles are resolved by the engine (it owns the reservations); a task that
@@ -197,11 +200,11 @@ impl Scheduler {
         preferred: NodeIdx,
         locality: Option<NodeIdx>,
         rng: &mut R,
-    ) -> Placement {
+    ) -> Decision {
         if let Some(l) = locality {
             let n = &nodes[l.index()];
             if n.is_alive() && n.available.fits(req) {
-                return Placement::Node(l);
+                return Decision::Node(l);
             }
         }
         let needs_gpu = req.needs_gpu();
@@ -211,19 +214,19 @@ impl Scheduler {
         if !needs_gpu && !self.params.avoid_gpu_nodes {
             // One pass over both sets, merged by score.
             if let Some(n) = self.pick_top_k(nodes, req, preferred, None, rng) {
-                return Placement::Node(n);
+                return Decision::Node(n);
             }
         } else {
             for &gpu in passes {
                 if let Some(n) = self.pick_top_k(nodes, req, preferred, Some(gpu), rng) {
-                    return Placement::Node(n);
+                    return Decision::Node(n);
                 }
             }
         }
         if self.is_feasible(req) {
-            Placement::Wait { only: None }
+            Decision::Wait { only: None }
         } else {
-            Placement::Infeasible
+            Decision::Infeasible
         }
     }
 
@@ -282,10 +285,10 @@ impl Scheduler {
     }
 
     /// SPREAD: round-robin over nodes that have the resources now.
-    fn spread(&mut self, nodes: &[Node], req: &ResourceRequest) -> Placement {
+    fn spread(&mut self, nodes: &[Node], req: &ResourceRequest) -> Decision {
         let epoch = self.epoch;
         if self.saturated.iter().any(|(r, g, e)| *e == epoch && g.is_none() && r == req) {
-            return if self.is_feasible(req) { Placement::Wait { only: None } } else { Placement::Infeasible };
+            return if self.is_feasible(req) { Decision::Wait { only: None } } else { Decision::Infeasible };
         }
         let n = nodes.len();
         for step in 0..n {
@@ -293,15 +296,15 @@ impl Scheduler {
             let node = &nodes[i];
             if node.is_alive() && node.available.fits(req) {
                 self.spread_cursor = (i + 1) % n;
-                return Placement::Node(node.idx);
+                return Decision::Node(node.idx);
             }
         }
         self.saturated.retain(|(_, _, e)| *e == epoch);
         self.saturated.push((req.clone(), None, epoch));
         if self.is_feasible(req) {
-            Placement::Wait { only: None }
+            Decision::Wait { only: None }
         } else {
-            Placement::Infeasible
+            Decision::Infeasible
         }
     }
 
@@ -311,7 +314,7 @@ impl Scheduler {
         nodes: &[Node],
         bundles: &[ResourceRequest],
         strategy: crate::model::PgStrategy,
-    ) -> PgPlacement {
+    ) -> PgDecision {
         placement_group::place(self, nodes, bundles, strategy)
     }
 

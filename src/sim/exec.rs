@@ -249,7 +249,7 @@ impl Engine {
             Shape::Given(_) => given.len() as u32,
         };
         let pg = t.exec.pg;
-        let in_pg = matches!(self.specs[spec as usize].placing, crate::workload::Placing::CallerPlacementGroup);
+        let in_pg = matches!(self.specs[spec as usize].strategy, crate::workload::StrategySpec::CallerPlacementGroup);
         for i in 0..count {
             let (child_flag, tree_node) = match shape {
                 Shape::Given(tree) => {

@@ -4,7 +4,7 @@
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
-use crate::scheduler::PgPlacement;
+use crate::scheduler::PgDecision;
 
 impl Engine {
     pub(crate) fn create_placement_group(&mut self, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy) -> PgId {
@@ -46,7 +46,7 @@ impl Engine {
         let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
         let strategy = pg.strategy;
         match self.sched.place_bundles(&self.model.nodes, &requests, strategy) {
-            PgPlacement::Placed(nodes) => {
+            PgDecision::Placed(nodes) => {
                 self.model.set_pg_state(id, PgState::Prepared, self.clock.now);
                 for (k, &bi) in unplaced.iter().enumerate() {
                     let n = nodes[k];
@@ -78,8 +78,8 @@ impl Engine {
                 self.drain_bundle_waiters(id);
                 true
             }
-            PgPlacement::Wait => false,
-            PgPlacement::Infeasible => {
+            PgDecision::Wait => false,
+            PgDecision::Infeasible => {
                 log_event!(self.model.log, self.clock.now, "placement_group", "{} INFEASIBLE", id.0);
                 false
             }

@@ -5,8 +5,8 @@ use super::engine::{Engine, Event};
 use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;
-use crate::scheduler::{Placement, Strategy};
-use crate::workload::Placing;
+use crate::scheduler::{Decision, Strategy};
+use crate::workload::StrategySpec;
 
 impl Engine {
     /// Submit one call on behalf of a running task `parent`; returns the task and its return object.
@@ -96,10 +96,10 @@ impl Engine {
         let owner_node = t.owner_node;
         let kind = t.kind;
         let spec = &self.specs[spec_id as usize];
-        let strategy = match &spec.placing {
-            Placing::Default | Placing::CallerPlacementGroup => Strategy::Default,
-            Placing::Spread => Strategy::Spread,
-            Placing::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
+        let strategy = match &spec.strategy {
+            StrategySpec::Default | StrategySpec::CallerPlacementGroup => Strategy::Default,
+            StrategySpec::Spread => Strategy::Spread,
+            StrategySpec::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
                 Some(&n) => Strategy::NodeAffinity { node: n, soft: *soft },
                 // No node ever had that address: treat as dead.
                 None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
@@ -113,15 +113,15 @@ impl Engine {
         let placement =
             self.sched.schedule(&self.model.nodes, &spec.request, strategy, owner_node, locality, &mut self.rng);
         match placement {
-            Placement::Node(n) => self.grant_lease(tid, n),
-            Placement::Wait { only } => {
+            Decision::Node(n) => self.grant_lease(tid, n),
+            Decision::Wait { only } => {
                 self.queues.wait((spec_id, only), tid);
             }
-            Placement::Infeasible => {
+            Decision::Infeasible => {
                 log_event!(self.model.log, self.clock.now, "scheduler", "{:x} INFEASIBLE", tid.0);
                 self.queues.wait_infeasible(spec_id, tid);
             }
-            Placement::Unschedulable => {
+            Decision::Unschedulable => {
                 let err = if kind == TaskType::ActorCreationTask {
                     ErrorType::ActorUnschedulable
                 } else {
