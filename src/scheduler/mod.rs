@@ -147,15 +147,6 @@ impl Scheduler {
         self.shapes.iter().any(|(s, _)| s.fits(req))
     }
 
-    pub fn alive_nodes(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Utilization score of a node as the hybrid policy sees it (0 below the spread threshold).
-    pub fn score(&self, node: &Node) -> f64 {
-        index::critical_utilization(node)
-    }
-
     /// Choose a node for a task or actor. `preferred` is the owner's local raylet;
     /// `locality` the node holding most of its argument bytes (DEFAULT tasks only).
     pub fn schedule<R: Rng>(

@@ -1,8 +1,12 @@
 //! The engine: one thread, one virtual clock, one seeded RNG, one event queue.
 //!
-//! Owns: the model, the scheduler and every queue of pending work. Events with equal
-//! times run in insertion order (a sequence number breaks ties), so the same config and
-//! seed always produce the same event log.
+//! Owns: the model, the scheduler, the seeded RNG, and Ray's components as fields, each
+//! in the file named for it: the clock and event queue (`clock.rs`), the cluster task
+//! queues (`cluster_queues.rs`); a node's availability changes only through the node
+//! runtime (`node_runtime.rs`). Here: building the cluster, starting jobs, and sending
+//! each event to its handler. Events with equal times run in insertion order (the
+//! clock's sequence number breaks ties), so the same config and seed always produce the
+//! same event log.
 
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
