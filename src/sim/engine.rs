@@ -79,9 +79,6 @@ pub struct Engine {
     pub(crate) autoscaler: Autoscaler,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
-    /// Per node: when the memory monitor last killed a worker, and whether a check is queued.
-    pub(crate) last_oom_kill: Vec<Option<u64>>,
-    pub(crate) memory_check_due: Vec<bool>,
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
@@ -143,8 +140,6 @@ impl Engine {
             faults: FaultState::new(&cfg.faults),
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
-            last_oom_kill: Vec::new(),
-            memory_check_due: Vec::new(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
             submitted_templates: FxHashMap::default(),
@@ -264,8 +259,6 @@ impl Engine {
             self.resuming[i] = VecDeque::new();
             self.primaries[i] = VecDeque::new();
             self.secondaries[i] = VecDeque::new();
-            self.last_oom_kill[i] = None;
-            self.memory_check_due[i] = false;
         } else {
             self.model.nodes.push(node);
             self.leased.push(Vec::new());
@@ -273,10 +266,9 @@ impl Engine {
             self.resuming.push(VecDeque::new());
             self.primaries.push(VecDeque::new());
             self.secondaries.push(VecDeque::new());
-            self.last_oom_kill.push(None);
-            self.memory_check_due.push(false);
         }
         self.local_resources().joined(idx);
+        self.faults.memory_monitor.node_added(idx);
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx
@@ -351,7 +343,7 @@ impl Engine {
             Event::NodeLaunched(t) => self.on_node_launched(t),
             Event::AutoscalerTick => self.on_autoscaler_tick(),
             Event::MemoryCheck(n) => {
-                self.memory_check_due[n.index()] = false;
+                self.faults.memory_monitor.look_taken(n);
                 self.check_memory(n);
             }
         }

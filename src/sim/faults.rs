@@ -16,6 +16,38 @@ pub struct FaultState {
     failures: Vec<(usize, f64, bool)>,
     /// Active memory pressure: (fault index, node, bytes).
     pressure: Vec<(usize, NodeIdx, u64)>,
+    pub(crate) memory_monitor: MemoryMonitor,
+}
+
+/// The memory monitor's per-node state: when it last killed a worker there, and
+/// whether its next look is already scheduled (one at a time per node).
+#[derive(Default)]
+pub(crate) struct MemoryMonitor {
+    last_kill: Vec<Option<u64>>,
+    look_due: Vec<bool>,
+}
+
+impl MemoryMonitor {
+    /// A node joined (or came back in a reused slot): nothing killed, no look due.
+    pub(crate) fn node_added(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.last_kill.len() {
+            self.last_kill.resize(i + 1, None);
+            self.look_due.resize(i + 1, false);
+        }
+        self.last_kill[i] = None;
+        self.look_due[i] = false;
+    }
+
+    /// The scheduled look at `n` is running now.
+    pub(crate) fn look_taken(&mut self, n: NodeIdx) {
+        self.look_due[n.index()] = false;
+    }
+
+    /// Mark a look at `n` scheduled; false if one already was.
+    fn schedule_look(&mut self, n: NodeIdx) -> bool {
+        !std::mem::replace(&mut self.look_due[n.index()], true)
+    }
 }
 
 impl FaultState {
@@ -213,17 +245,16 @@ impl Engine {
             if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
                 return;
             }
-            if let Some(last) = self.last_oom_kill[n.index()] {
+            if let Some(last) = self.faults.memory_monitor.last_kill[n.index()] {
                 if self.clock.now < last + MEMORY_MONITOR_REFRESH_US {
-                    if !self.memory_check_due[n.index()] {
-                        self.memory_check_due[n.index()] = true;
+                    if self.faults.memory_monitor.schedule_look(n) {
                         self.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
                     }
                     return;
                 }
             }
             let Some(victim) = self.oom_victim(n) else { return };
-            self.last_oom_kill[n.index()] = Some(self.clock.now);
+            self.faults.memory_monitor.last_kill[n.index()] = Some(self.clock.now);
             let t = &self.model.tasks[&victim];
             let name = self.model.names.get(t.name).to_string();
             let (kind, actor) = (t.kind, t.actor);
@@ -248,8 +279,7 @@ impl Engine {
         }
         // Still above the threshold? Look again after the refresh period.
         let nd = &self.model.nodes[n.index()];
-        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && !self.memory_check_due[n.index()] {
-            self.memory_check_due[n.index()] = true;
+        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && self.faults.memory_monitor.schedule_look(n) {
             self.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
