@@ -10,6 +10,7 @@
 
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
+use super::objects::PlasmaOrder;
 use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
 use crate::config::Config;
@@ -55,10 +56,8 @@ pub struct Engine {
     pub(crate) mixes: Vec<JobMix>,
     /// Per mix: (weight, index into `templates`).
     pub(crate) mix_templates: Vec<Vec<(f64, usize)>>,
-    /// Plasma objects whose primary copy is on each node, oldest first (spill order).
-    pub(crate) primaries: Vec<VecDeque<ObjectId>>,
-    /// Per node: secondary copies made by transfers, oldest first (evicted under pressure).
-    pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+    /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
+    pub(crate) plasma: PlasmaOrder,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`).
     pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::sim::snapshot::NodeView>>>>,
@@ -127,8 +126,7 @@ impl Engine {
             templates: Vec::new(),
             mixes: plan.mixes,
             mix_templates: Vec::new(),
-            primaries: Vec::new(),
-            secondaries: Vec::new(),
+            plasma: PlasmaOrder::default(),
             dead_node_views: Default::default(),
             pending_job_starts: 0,
             live_jobs: 0,
@@ -257,18 +255,15 @@ impl Engine {
             self.leased[i] = Vec::new();
             self.actors_on[i] = Vec::new();
             self.resuming[i] = VecDeque::new();
-            self.primaries[i] = VecDeque::new();
-            self.secondaries[i] = VecDeque::new();
         } else {
             self.model.nodes.push(node);
             self.leased.push(Vec::new());
             self.actors_on.push(Vec::new());
             self.resuming.push(VecDeque::new());
-            self.primaries.push(VecDeque::new());
-            self.secondaries.push(VecDeque::new());
         }
         self.local_resources().joined(idx);
         self.faults.memory_monitor.node_added(idx);
+        self.plasma.clear_node(idx);
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx

@@ -204,8 +204,7 @@ impl Engine {
         self.reschedule_pgs_on(n);
         // A dead node stays in the table (up to sim.dead_node_capacity): give back what
         // its queues grew to while alive.
-        self.primaries[n.index()] = std::collections::VecDeque::new();
-        self.secondaries[n.index()] = std::collections::VecDeque::new();
+        self.plasma.clear_node(n);
         self.resuming[n.index()] = std::collections::VecDeque::new();
         self.remember_dead_node(n);
     }
