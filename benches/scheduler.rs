@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayscope::config;
 use rayscope::model::{FixedPoint, NodeIdx, ResourceId, ResourceRequest};
-use rayscope::scheduler::{Params, Placement, Scheduler, Strategy};
+use rayscope::scheduler::{Params, Decision, Scheduler, Strategy};
 use rayscope::sim::Engine;
 
 const NODES: usize = 2_000;
@@ -30,8 +30,10 @@ fn cluster(busy_fraction: f64) -> (Scheduler, Vec<rayscope::model::Node>) {
             b if b >= 1.0 => 16.0,
             _ => 16.0 * (0.55 + (i % 100) as f64 * 0.004),
         };
-        let cpu = n.available.get(ResourceId::CPU);
-        n.available.set(ResourceId::CPU, FixedPoint(cpu.0 - FixedPoint::from_f64(used).0));
+        let mut left = (*n.available).clone();
+        let cpu = left.get(ResourceId::CPU);
+        left.set(ResourceId::CPU, FixedPoint(cpu.0 - FixedPoint::from_f64(used).0));
+        n.available = rayscope::model::Available::new(left);
         sched.add_node(n);
     }
     (sched, nodes)
@@ -48,7 +50,7 @@ fn bench(c: &mut Criterion) {
                 || sched_clone(&sched, &nodes),
                 |s| {
                     let p = s.schedule(&nodes, &req, Strategy::Default, NodeIdx(0), None, &mut rng);
-                    assert!(matches!(p, Placement::Node(_) | Placement::Wait { .. }));
+                    assert!(matches!(p, Decision::Node(_) | Decision::Wait { .. }));
                     p
                 },
                 BatchSize::LargeInput,

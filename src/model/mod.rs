@@ -23,7 +23,7 @@ pub use event_log::{EventLog, LoggedEvent};
 pub use ids::*;
 pub use job::{Bundle, Job, PlacementGroup};
 pub use limits::Limits;
-pub use node::{Node, NodeStats, ObjectStore};
+pub use node::{Available, Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
 pub use states::*;

@@ -17,7 +17,8 @@ pub struct Node {
     pub is_head: bool,
     pub state: NodeState,
     pub total: ResVec,
-    pub available: ResVec,
+    /// Read like a `ResVec`; changed only by the node runtime (see [`Available`]).
+    pub available: Available,
     /// Heap memory of the node (the `memory` config), for the memory monitor.
     pub memory_bytes: Bytes,
     pub store: ObjectStore,
@@ -34,6 +35,42 @@ pub struct Node {
     pub idle_since: Option<u64>,
     /// Counters kept per node for the exporter.
     pub stats: NodeStats,
+}
+
+/// A node's available resources. Reads go through `Deref` to the `ResVec`; there is no
+/// `DerefMut`: changing them in place takes the key that only `sim::node_runtime` can
+/// make, and that component updates the scheduler's index in the same call. So the
+/// compiler, not a convention, keeps every change of availability on one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Available(ResVec);
+
+impl Available {
+    /// Availability of a node being built (everything free, or a scratch copy for a
+    /// what-if). A node already in the engine's table is changed only in place.
+    pub fn new(v: ResVec) -> Available {
+        Available(v)
+    }
+
+    /// In-place access for the node runtime: the key proves the caller is the one
+    /// component that also keeps the scheduler's index current.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, _: &crate::sim::node_runtime::Key) -> &mut ResVec {
+        &mut self.0
+    }
+}
+
+impl std::ops::Deref for Available {
+    type Target = ResVec;
+    #[inline]
+    fn deref(&self) -> &ResVec {
+        &self.0
+    }
+}
+
+impl PartialEq<ResVec> for Available {
+    fn eq(&self, o: &ResVec) -> bool {
+        self.0 == *o
+    }
 }
 
 /// One node's plasma store. Bytes are split by where they live, as `ray_object_store_memory`.

@@ -104,6 +104,30 @@ impl ScoreIndex {
         }
     }
 
+    /// Whether the index holds exactly the alive nodes, each under the key its current
+    /// availability gives (for the invariant checks; walks every node).
+    pub fn check(&self, nodes: &[Node]) -> Result<(), String> {
+        let mut indexed = 0;
+        for n in nodes {
+            let held = self.keys.get(n.idx.index()).copied().flatten();
+            let want = n.is_alive().then(|| (self.key(n), has_gpu(n)));
+            if held != want {
+                return Err(format!("node {}: index holds {held:?}, its availability gives {want:?}", n.idx.0));
+            }
+            if let Some((key, gpu)) = held {
+                indexed += 1;
+                let set = if gpu { &self.gpu_nodes } else { &self.cpu_nodes };
+                if !set.contains(&key) {
+                    return Err(format!("node {}: key {key:?} missing from its set", n.idx.0));
+                }
+            }
+        }
+        if indexed != self.len() {
+            return Err(format!("index has {} entries for {indexed} alive nodes", self.len()));
+        }
+        Ok(())
+    }
+
     pub fn is_below_threshold(&self, idx: NodeIdx) -> bool {
         matches!(self.keys.get(idx.index()), Some(Some(((_, 0, _), _))))
     }

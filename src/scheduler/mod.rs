@@ -3,20 +3,23 @@
 //! Owns: the policies (DEFAULT hybrid, SPREAD, NodeAffinity, placement groups) and an
 //! ordered index of nodes by utilization score, kept up to date incrementally so a
 //! decision never sorts the cluster. Must never: write the model. The engine applies
-//! the decisions (reserves resources, counts spillbacks) and tells the index when a
-//! node's availability changed.
+//! the decisions (counts spillbacks); the node runtime (`sim::node_runtime`) reserves
+//! resources and tells the index, in the same call, that a node's availability changed.
 
 mod index;
 mod placement_group;
 
 pub use index::ScoreIndex;
-pub use placement_group::PgPlacement;
+pub use placement_group::PgDecision;
 
 use crate::config::SchedulerConfig;
 use crate::model::{Node, NodeIdx, PgId, ResVec, ResourceRequest};
 use rand::Rng;
 
-/// How a task or actor asks to be placed.
+/// A task's or actor's scheduling strategy (Ray's `scheduling_strategy`), resolved to
+/// nodes. Vocabulary: a *strategy* is what work asks for (`workload::StrategySpec` as
+/// written, this once resolved); a *decision* is what the scheduler answers; *placement*
+/// is kept for Ray's placement groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
     Default,
@@ -26,9 +29,9 @@ pub enum Strategy {
     PlacementGroup { pg: PgId, bundle: Option<u32> },
 }
 
-/// The outcome of one scheduling decision.
+/// The scheduler's answer for one task or actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub enum Decision {
     /// Reserve on this node now.
     Node(NodeIdx),
     /// Feasible, but no node has the resources now: wait (optionally only for one node).
@@ -122,18 +125,26 @@ impl Scheduler {
         self.index.update(node);
     }
 
+    /// Whether the index and the shapes agree with `nodes` (for the invariant checks).
+    pub fn check_index(&self, nodes: &[Node]) -> Result<(), String> {
+        self.index.check(nodes)?;
+        let mut shapes: Vec<(ResVec, u32)> = Vec::new();
+        for n in nodes.iter().filter(|n| n.is_alive()) {
+            match shapes.iter_mut().find(|(s, _)| *s == n.total) {
+                Some((_, c)) => *c += 1,
+                None => shapes.push((n.total.clone(), 1)),
+            }
+        }
+        let same = shapes.len() == self.shapes.len() && shapes.iter().all(|s| self.shapes.contains(s));
+        if !same {
+            return Err(format!("feasibility shapes {:?} != alive nodes' {:?}", self.shapes, shapes));
+        }
+        Ok(())
+    }
+
     /// Whether some alive node could ever hold `req`.
     pub fn is_feasible(&self, req: &ResourceRequest) -> bool {
         self.shapes.iter().any(|(s, _)| s.fits(req))
-    }
-
-    pub fn alive_nodes(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Utilization score of a node as the hybrid policy sees it (0 below the spread threshold).
-    pub fn score(&self, node: &Node) -> f64 {
-        index::critical_utilization(node)
     }
 
     /// Choose a node for a task or actor. `preferred` is the owner's local raylet;
@@ -146,7 +157,7 @@ impl Scheduler {
         preferred: NodeIdx,
         locality: Option<NodeIdx>,
         rng: &mut R,
-    ) -> Placement {
+    ) -> Decision {
         match strategy {
             Strategy::Default => self.hybrid(nodes, req, preferred, locality, rng),
             Strategy::Spread => self.spread(nodes, req),
@@ -155,13 +166,13 @@ impl Scheduler {
                 match target {
                     Some(n) if n.is_alive() && n.total.fits(req) => {
                         if n.available.fits(req) {
-                            Placement::Node(node)
+                            Decision::Node(node)
                         } else {
-                            Placement::Wait { only: Some(node) }
+                            Decision::Wait { only: Some(node) }
                         }
                     }
                     _ if soft => self.hybrid(nodes, req, preferred, None, rng),
-                    _ => Placement::Unschedulable,
+                    _ => Decision::Unschedulable,
                 }
             }
             // Bundles are resolved by the engine (it owns the reservations); a task that
@@ -180,11 +191,11 @@ impl Scheduler {
         preferred: NodeIdx,
         locality: Option<NodeIdx>,
         rng: &mut R,
-    ) -> Placement {
+    ) -> Decision {
         if let Some(l) = locality {
             let n = &nodes[l.index()];
             if n.is_alive() && n.available.fits(req) {
-                return Placement::Node(l);
+                return Decision::Node(l);
             }
         }
         let needs_gpu = req.needs_gpu();
@@ -194,19 +205,19 @@ impl Scheduler {
         if !needs_gpu && !self.params.avoid_gpu_nodes {
             // One pass over both sets, merged by score.
             if let Some(n) = self.pick_top_k(nodes, req, preferred, None, rng) {
-                return Placement::Node(n);
+                return Decision::Node(n);
             }
         } else {
             for &gpu in passes {
                 if let Some(n) = self.pick_top_k(nodes, req, preferred, Some(gpu), rng) {
-                    return Placement::Node(n);
+                    return Decision::Node(n);
                 }
             }
         }
         if self.is_feasible(req) {
-            Placement::Wait { only: None }
+            Decision::Wait { only: None }
         } else {
-            Placement::Infeasible
+            Decision::Infeasible
         }
     }
 
@@ -265,10 +276,10 @@ impl Scheduler {
     }
 
     /// SPREAD: round-robin over nodes that have the resources now.
-    fn spread(&mut self, nodes: &[Node], req: &ResourceRequest) -> Placement {
+    fn spread(&mut self, nodes: &[Node], req: &ResourceRequest) -> Decision {
         let epoch = self.epoch;
         if self.saturated.iter().any(|(r, g, e)| *e == epoch && g.is_none() && r == req) {
-            return if self.is_feasible(req) { Placement::Wait { only: None } } else { Placement::Infeasible };
+            return if self.is_feasible(req) { Decision::Wait { only: None } } else { Decision::Infeasible };
         }
         let n = nodes.len();
         for step in 0..n {
@@ -276,15 +287,15 @@ impl Scheduler {
             let node = &nodes[i];
             if node.is_alive() && node.available.fits(req) {
                 self.spread_cursor = (i + 1) % n;
-                return Placement::Node(node.idx);
+                return Decision::Node(node.idx);
             }
         }
         self.saturated.retain(|(_, _, e)| *e == epoch);
         self.saturated.push((req.clone(), None, epoch));
         if self.is_feasible(req) {
-            Placement::Wait { only: None }
+            Decision::Wait { only: None }
         } else {
-            Placement::Infeasible
+            Decision::Infeasible
         }
     }
 
@@ -294,7 +305,7 @@ impl Scheduler {
         nodes: &[Node],
         bundles: &[ResourceRequest],
         strategy: crate::model::PgStrategy,
-    ) -> PgPlacement {
+    ) -> PgDecision {
         placement_group::place(self, nodes, bundles, strategy)
     }
 

@@ -1,14 +1,15 @@
-//! Placement-group bundle placement: PACK, SPREAD, STRICT_PACK, STRICT_SPREAD.
+//! Decision-group bundle placement: PACK, SPREAD, STRICT_PACK, STRICT_SPREAD.
 //!
-//! Placement is atomic (gang): bundles are assigned against a scratch copy of node
+//! Decision is atomic (gang): bundles are assigned against a scratch copy of node
 //! availability and either all fit or none is reserved.
 
 use super::Scheduler;
 use crate::model::{Node, NodeIdx, PgStrategy, ResVec, ResourceRequest};
 use rustc_hash::FxHashMap;
 
+/// The scheduler's answer for a placement group's bundles.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PgPlacement {
+pub enum PgDecision {
     /// One node per bundle, in bundle order.
     Placed(Vec<NodeIdx>),
     /// Could fit on the current nodes once resources free up.
@@ -31,32 +32,32 @@ impl<'a> Scratch<'a> {
     }
     fn take(&mut self, n: NodeIdx, req: &ResourceRequest) {
         let nodes = self.nodes;
-        self.avail.entry(n).or_insert_with(|| nodes[n.index()].available.clone()).subtract(req);
+        self.avail.entry(n).or_insert_with(|| (*nodes[n.index()].available).clone()).subtract(req);
     }
 }
 
-pub(super) fn place(s: &Scheduler, nodes: &[Node], bundles: &[ResourceRequest], strategy: PgStrategy) -> PgPlacement {
+pub(super) fn place(s: &Scheduler, nodes: &[Node], bundles: &[ResourceRequest], strategy: PgStrategy) -> PgDecision {
     if bundles.is_empty() {
-        return PgPlacement::Placed(Vec::new());
+        return PgDecision::Placed(Vec::new());
     }
     // Policy order (least utilized first) over all alive nodes.
     let order: Vec<NodeIdx> = s.index().iter(None).map(|(n, _)| n).collect();
     let now = assign(nodes, &order, bundles, strategy, |n, r, sc| sc.fits(n, r));
     if let Some(p) = now {
-        return PgPlacement::Placed(p);
+        return PgDecision::Placed(p);
     }
     // Would it fit an empty cluster of the same nodes? Then wait, else it is infeasible.
     let totals: Vec<Node> = nodes
         .iter()
         .map(|n| {
             let mut c = n.clone();
-            c.available = c.total.clone();
+            c.available = crate::model::Available::new(c.total.clone());
             c
         })
         .collect();
     match assign(&totals, &order, bundles, strategy, |n, r, sc| sc.fits(n, r)) {
-        Some(_) => PgPlacement::Wait,
-        None => PgPlacement::Infeasible,
+        Some(_) => PgDecision::Wait,
+        None => PgDecision::Infeasible,
     }
 }
 

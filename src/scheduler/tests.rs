@@ -15,7 +15,7 @@ pub(crate) fn node(idx: u32, cpu: i64, gpu: i64) -> Node {
         type_name: "t".into(),
         is_head: idx == 0,
         state: NodeState::Alive,
-        available: total.clone(),
+        available: crate::model::Available::new(total.clone()),
         total,
         memory_bytes: crate::model::Bytes(1 << 34),
         store: ObjectStore::default(),
@@ -41,7 +41,9 @@ fn cluster(n: u32, cpu: i64) -> (Scheduler, Vec<Node>) {
 }
 
 fn take(s: &mut Scheduler, nodes: &mut [Node], at: NodeIdx, req: &ResourceRequest) {
-    nodes[at.index()].available.subtract(req);
+    let mut left = (*nodes[at.index()].available).clone();
+    left.subtract(req);
+    nodes[at.index()].available = crate::model::Available::new(left);
     s.update_node(&nodes[at.index()]);
 }
 
@@ -53,13 +55,13 @@ fn hybrid_packs_local_node_below_threshold_then_spreads() {
     // Below 50% utilization the local node keeps the work: 4 of 8 CPUs.
     for _ in 0..4 {
         let p = s.schedule(&nodes, &req, Strategy::Default, NodeIdx(0), None, &mut rng);
-        assert_eq!(p, Placement::Node(NodeIdx(0)));
+        assert_eq!(p, Decision::Node(NodeIdx(0)));
         take(&mut s, &mut nodes, NodeIdx(0), &req);
     }
     // At 50% the local node is no longer preferred: work goes elsewhere.
     let p = s.schedule(&nodes, &req, Strategy::Default, NodeIdx(0), None, &mut rng);
     match p {
-        Placement::Node(n) => assert_ne!(n, NodeIdx(0)),
+        Decision::Node(n) => assert_ne!(n, NodeIdx(0)),
         other => panic!("expected a node, got {other:?}"),
     }
 }
@@ -77,7 +79,7 @@ fn hybrid_picks_among_top_k_least_utilized_when_all_are_busy() {
     // k = max(0.2 * 10, 1) = 2: only the two least utilized nodes are ever chosen.
     for _ in 0..200 {
         match s.schedule(&nodes, &req, Strategy::Default, NodeIdx(9), None, &mut rng) {
-            Placement::Node(n) => assert!(n.0 <= 1, "chose node {n:?} outside the top-k"),
+            Decision::Node(n) => assert!(n.0 <= 1, "chose node {n:?} outside the top-k"),
             other => panic!("{other:?}"),
         }
     }
@@ -92,11 +94,11 @@ fn full_cluster_waits_and_oversized_request_is_infeasible() {
     }
     assert_eq!(
         s.schedule(&nodes, &ResourceRequest::cpu(1.0), Strategy::Default, NodeIdx(0), None, &mut rng),
-        Placement::Wait { only: None }
+        Decision::Wait { only: None }
     );
     assert_eq!(
         s.schedule(&nodes, &ResourceRequest::cpu(3.0), Strategy::Default, NodeIdx(0), None, &mut rng),
-        Placement::Infeasible
+        Decision::Infeasible
     );
 }
 
@@ -110,10 +112,10 @@ fn cpu_work_avoids_gpu_nodes_while_cpu_nodes_have_room() {
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     for _ in 0..50 {
         let p = s.schedule(&nodes, &ResourceRequest::cpu(1.0), Strategy::Default, NodeIdx(0), None, &mut rng);
-        assert_eq!(p, Placement::Node(NodeIdx(1)));
+        assert_eq!(p, Decision::Node(NodeIdx(1)));
     }
     let gpu = ResourceRequest::new(vec![(ResourceId::GPU, FixedPoint::from_units(1))]);
-    assert_eq!(s.schedule(&nodes, &gpu, Strategy::Default, NodeIdx(1), None, &mut rng), Placement::Node(NodeIdx(0)));
+    assert_eq!(s.schedule(&nodes, &gpu, Strategy::Default, NodeIdx(1), None, &mut rng), Decision::Node(NodeIdx(0)));
 }
 
 #[test]
@@ -123,7 +125,7 @@ fn spread_round_robins_over_nodes() {
     let picks: Vec<_> = (0..8)
         .map(|_| s.schedule(&nodes, &ResourceRequest::cpu(1.0), Strategy::Spread, NodeIdx(0), None, &mut rng))
         .collect();
-    let expect: Vec<_> = (0..8).map(|i| Placement::Node(NodeIdx(i % 4))).collect();
+    let expect: Vec<_> = (0..8).map(|i| Decision::Node(NodeIdx(i % 4))).collect();
     assert_eq!(picks, expect);
 }
 
@@ -136,24 +138,24 @@ fn hard_affinity_to_dead_node_fails_soft_goes_elsewhere() {
     let req = ResourceRequest::cpu(1.0);
     let hard = Strategy::NodeAffinity { node: NodeIdx(2), soft: false };
     let soft = Strategy::NodeAffinity { node: NodeIdx(2), soft: true };
-    assert_eq!(s.schedule(&nodes, &req, hard, NodeIdx(0), None, &mut rng), Placement::Unschedulable);
+    assert_eq!(s.schedule(&nodes, &req, hard, NodeIdx(0), None, &mut rng), Decision::Unschedulable);
     match s.schedule(&nodes, &req, soft, NodeIdx(0), None, &mut rng) {
-        Placement::Node(n) => assert_ne!(n, NodeIdx(2)),
+        Decision::Node(n) => assert_ne!(n, NodeIdx(2)),
         other => panic!("{other:?}"),
     }
     // Alive but busy: hard affinity waits for that node only.
     let busy = Strategy::NodeAffinity { node: NodeIdx(1), soft: false };
     take(&mut s, &mut nodes, NodeIdx(1), &ResourceRequest::cpu(4.0));
-    assert_eq!(s.schedule(&nodes, &req, busy, NodeIdx(0), None, &mut rng), Placement::Wait { only: Some(NodeIdx(1)) });
+    assert_eq!(s.schedule(&nodes, &req, busy, NodeIdx(0), None, &mut rng), Decision::Wait { only: Some(NodeIdx(1)) });
 }
 
 #[test]
 fn strict_spread_is_infeasible_with_too_few_nodes() {
     let (s, nodes) = cluster(3, 4);
     let bundles = vec![ResourceRequest::cpu(1.0); 4];
-    assert_eq!(s.place_bundles(&nodes, &bundles, PgStrategy::StrictSpread), PgPlacement::Infeasible);
+    assert_eq!(s.place_bundles(&nodes, &bundles, PgStrategy::StrictSpread), PgDecision::Infeasible);
     match s.place_bundles(&nodes, &bundles[..3], PgStrategy::StrictSpread) {
-        PgPlacement::Placed(v) => {
+        PgDecision::Placed(v) => {
             let mut d = v.clone();
             d.sort();
             d.dedup();
@@ -162,22 +164,22 @@ fn strict_spread_is_infeasible_with_too_few_nodes() {
         other => panic!("{other:?}"),
     }
     // SPREAD is best effort: four bundles on three nodes is fine.
-    assert!(matches!(s.place_bundles(&nodes, &bundles, PgStrategy::Spread), PgPlacement::Placed(_)));
+    assert!(matches!(s.place_bundles(&nodes, &bundles, PgStrategy::Spread), PgDecision::Placed(_)));
 }
 
 #[test]
 fn strict_pack_needs_one_node_and_pack_falls_back_to_several() {
     let (mut s, mut nodes) = cluster(2, 4);
     let bundles = vec![ResourceRequest::cpu(3.0); 2];
-    assert_eq!(s.place_bundles(&nodes, &bundles, PgStrategy::StrictPack), PgPlacement::Infeasible);
+    assert_eq!(s.place_bundles(&nodes, &bundles, PgStrategy::StrictPack), PgDecision::Infeasible);
     match s.place_bundles(&nodes, &bundles, PgStrategy::Pack) {
-        PgPlacement::Placed(v) => assert_ne!(v[0], v[1]),
+        PgDecision::Placed(v) => assert_ne!(v[0], v[1]),
         other => panic!("{other:?}"),
     }
     let small = vec![ResourceRequest::cpu(1.0); 3];
-    assert_eq!(s.place_bundles(&nodes, &small, PgStrategy::StrictPack), PgPlacement::Placed(vec![NodeIdx(0); 3]));
+    assert_eq!(s.place_bundles(&nodes, &small, PgStrategy::StrictPack), PgDecision::Placed(vec![NodeIdx(0); 3]));
     // Busy but feasible: wait.
     take(&mut s, &mut nodes, NodeIdx(0), &ResourceRequest::cpu(4.0));
     take(&mut s, &mut nodes, NodeIdx(1), &ResourceRequest::cpu(4.0));
-    assert_eq!(s.place_bundles(&nodes, &small, PgStrategy::StrictPack), PgPlacement::Wait);
+    assert_eq!(s.place_bundles(&nodes, &small, PgStrategy::StrictPack), PgDecision::Wait);
 }

@@ -43,14 +43,14 @@ impl Engine {
                 bundle,
                 pid: 0,
                 death_cause: None,
-                created_at: self.now,
+                created_at: self.clock.now,
                 ended_at: None,
             },
         );
         self.model.counters.actors_created += 1;
         log_event!(
             self.model.log,
-            self.now,
+            self.clock.now,
             "actor",
             "{:x} DEPENDENCIES_UNREADY class={} job={} level={} flag={}",
             aid.0,
@@ -59,7 +59,7 @@ impl Engine {
             level,
             flag
         );
-        self.model.set_actor_state(aid, ActorState::PendingCreation, self.now);
+        self.model.set_actor_state(aid, ActorState::PendingCreation, self.clock.now);
         let (tid, ret) = self.submit_call(spec_id, creator, Box::new([]), Some(aid), bundle);
         if let Some(a) = self.model.actors.get_mut(&aid) {
             a.creation_task = tid;
@@ -81,7 +81,7 @@ impl Engine {
         a.last_node = Some(node);
         a.holds_resources = holds;
         self.actors_on[node.index()].push(aid);
-        self.model.set_actor_state(aid, ActorState::Alive, self.now);
+        self.model.set_actor_state(aid, ActorState::Alive, self.clock.now);
         let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
         for tid in waiting {
             self.push_to_actor(tid);
@@ -109,8 +109,8 @@ impl Engine {
     /// its turn (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY): Ray 2.60's order.
     fn push_to_actor(&mut self, tid: TaskId) {
         if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::PendingNodeAssignment) {
-            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
-            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.now);
+            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.clock.now);
+            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.clock.now);
         }
     }
 
@@ -129,7 +129,7 @@ impl Engine {
             let attempt = t.attempt;
             let fetch = self.fetch_args(tid, node);
             if fetch > 0 {
-                self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.now);
+                self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.clock.now);
                 self.schedule_in(fetch, super::engine::Event::ArgsFetched(tid, attempt));
             } else {
                 self.start_task(tid, node);
@@ -159,8 +159,7 @@ impl Engine {
                 match bundle {
                     Some((pg, b)) => self.return_to_bundle(pg, b, &req),
                     None => {
-                        self.model.nodes[n.index()].available.add(&req);
-                        self.sched.update_node(&self.model.nodes[n.index()]);
+                        self.local_resources().release(n, &req);
                         self.on_resources_freed(n);
                     }
                 }
@@ -175,7 +174,7 @@ impl Engine {
             a.num_restarts += 1;
             a.death_cause = Some(cause.to_string());
             self.model.counters.actors_restarted += 1;
-            self.model.set_actor_state(aid, ActorState::Restarting, self.now);
+            self.model.set_actor_state(aid, ActorState::Restarting, self.clock.now);
             for tid in running {
                 self.fail_task(tid, ErrorType::ActorDied, true);
             }
@@ -190,7 +189,7 @@ impl Engine {
         a.death_cause = Some(cause.to_string());
         let queued: Vec<TaskId> = a.queue.drain(..).collect();
         let children = a.children.clone();
-        self.model.set_actor_state(aid, ActorState::Dead, self.now);
+        self.model.set_actor_state(aid, ActorState::Dead, self.clock.now);
         for tid in running.into_iter().chain(queued) {
             self.fail_task(tid, ErrorType::ActorDied, false);
         }
@@ -219,7 +218,7 @@ impl Engine {
             returns: ret,
             // A restarted actor is placed in its bundle again.
             bundle,
-            ..Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.now)
+            ..Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.clock.now)
         };
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
@@ -234,7 +233,7 @@ impl Engine {
         }
         self.live_jobs = self.live_jobs.saturating_sub(1);
         self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
-        self.model.set_job_status(job, status, self.now, message);
+        self.model.set_job_status(job, status, self.clock.now, message);
         let mut actors: Vec<ActorId> = self
             .model
             .actors

@@ -78,7 +78,7 @@ impl Engine {
         self.autoscaler.updates += 1;
         self.scale_up();
         self.scale_down();
-        if !self.workloads_done() || self.waiting_count + self.infeasible_count > 0 {
+        if !self.workloads_done() || self.queues.waiting_count() + self.queues.infeasible_count() > 0 {
             self.schedule_in(TICK_US, Event::AutoscalerTick);
         }
     }
@@ -86,10 +86,10 @@ impl Engine {
     /// Demand that current capacity does not absorb: (request, how many).
     fn unmet_demand(&self) -> Vec<(ResourceRequest, u64)> {
         let mut out: Vec<(ResourceRequest, u64)> = Vec::new();
-        for (spec, q) in &self.infeasible {
+        for (spec, q) in self.queues.infeasible() {
             out.push((self.specs[*spec as usize].request.clone(), q.len() as u64));
         }
-        for ((spec, _), q) in &self.waiting {
+        for ((spec, _), q) in self.queues.classes() {
             out.push((self.specs[*spec as usize].request.clone(), q.len() as u64));
         }
         for b in self.pending_pg_bundles() {
@@ -136,7 +136,7 @@ impl Engine {
             }
             let delay = s.launch_delay;
             self.autoscaler.types[t].pending += launch;
-            log_event!(self.model.log, self.now, "autoscaler", "launching {} x {}", launch, cfg.cluster.node_types[t].name);
+            log_event!(self.model.log, self.clock.now, "autoscaler", "launching {} x {}", launch, cfg.cluster.node_types[t].name);
             for _ in 0..launch {
                 self.schedule_in(delay, Event::NodeLaunched(t as u16));
             }
@@ -160,7 +160,7 @@ impl Engine {
     }
 
     fn scale_down(&mut self) {
-        let now = self.now;
+        let now = self.clock.now;
         let mut victims = Vec::new();
         let mut alive_by_type: Vec<u32> = (0..self.autoscaler.types.len()).map(|t| self.alive_of_type(t as u16)).collect();
         for n in &mut self.model.nodes {

@@ -48,7 +48,7 @@ impl Engine {
         // What the report's utilization per node type needs of it, kept as an aggregate.
         let node = &m.nodes[n.index()];
         let cpus = node.total.get(crate::model::ResourceId::CPU).to_f64();
-        let lifetime = node.died_at.unwrap_or(self.now).saturating_sub(node.started_at) as f64;
+        let lifetime = node.died_at.unwrap_or(self.clock.now).saturating_sub(node.started_at) as f64;
         let busy = node.stats.cpu_busy_us as f64;
         let e = m.counters.forgotten_nodes.entry(node.type_name.clone()).or_default();
         e.nodes += 1;
@@ -81,6 +81,6 @@ impl Engine {
         for j in m.jobs.values_mut().filter(|j| j.driver_node == n) {
             j.driver_node = head;
         }
-        log_event!(m.log, self.now, "node", "{} FORGOTTEN", n.0);
+        log_event!(m.log, self.clock.now, "node", "{} FORGOTTEN", n.0);
     }
 }

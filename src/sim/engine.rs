@@ -1,10 +1,17 @@
 //! The engine: one thread, one virtual clock, one seeded RNG, one event queue.
 //!
-//! Owns: the model, the scheduler and every queue of pending work. Events with equal
-//! times run in insertion order (a sequence number breaks ties), so the same config and
-//! seed always produce the same event log.
+//! Owns: the model, the scheduler, the seeded RNG, and Ray's components as fields, each
+//! in the file named for it: the clock and event queue (`clock.rs`), the cluster task
+//! queues (`cluster_queues.rs`); a node's availability changes only through the node
+//! runtime (`node_runtime.rs`). Here: building the cluster, starting jobs, and sending
+//! each event to its handler. Events with equal times run in insertion order (the
+//! clock's sequence number breaks ties), so the same config and seed always produce the
+//! same event log.
 
 use super::autoscaler::Autoscaler;
+use super::clock::Clock;
+use super::objects::PlasmaOrder;
+use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
 use crate::config::Config;
 use crate::log_event;
@@ -41,17 +48,11 @@ pub(crate) enum Event {
     MemoryCheck(NodeIdx),
 }
 
-/// Key of a queue of tasks waiting for resources: the call spec (one request shape and
-/// strategy) and, for hard node affinity, the one node it may run on.
-pub(crate) type WaitKey = (u32, Option<NodeIdx>);
-
 pub struct Engine {
     pub(crate) cfg: Arc<Config>,
-    pub(crate) now: u64,
+    /// Virtual time and the event queue (`clock.rs`).
+    pub(crate) clock: Clock,
     pub(crate) rng: ChaCha8Rng,
-    /// Ordered by (time, seq): seq is unique, so the event itself never decides.
-    queue: super::event_queue::EventQueue<Event>,
-    seq: u64,
     pub model: Model,
     pub(crate) sched: Scheduler,
     pub(crate) specs: Vec<CallSpec>,
@@ -59,10 +60,8 @@ pub struct Engine {
     pub(crate) mixes: Vec<JobMix>,
     /// Per mix: (weight, index into `templates`).
     pub(crate) mix_templates: Vec<Vec<(f64, usize)>>,
-    /// Plasma objects whose primary copy is on each node, oldest first (spill order).
-    pub(crate) primaries: Vec<VecDeque<ObjectId>>,
-    /// Per node: secondary copies made by transfers, oldest first (evicted under pressure).
-    pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+    /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
+    pub(crate) plasma: PlasmaOrder,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`).
     pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
@@ -74,28 +73,15 @@ pub struct Engine {
     pub(crate) leased: Vec<Vec<TaskId>>,
     /// Actors placed on each node.
     pub(crate) actors_on: Vec<Vec<ActorId>>,
-    /// Tasks waiting for resources, by request shape.
-    pub(crate) waiting: BTreeMap<WaitKey, VecDeque<TaskId>>,
-    pub(crate) waiting_count: usize,
-    /// The scheduling class served last (round-robin over classes).
-    pub(crate) waiting_cursor: Option<WaitKey>,
-    /// Tasks no alive node can hold, by spec.
-    pub(crate) infeasible: BTreeMap<u32, VecDeque<TaskId>>,
-    pub(crate) infeasible_count: usize,
-    /// Tasks waiting for room in their placement-group bundle.
-    pub(crate) waiting_bundle: BTreeMap<PgId, VecDeque<TaskId>>,
-    /// Placement groups not yet placed, in creation order.
-    pub(crate) pending_pgs: VecDeque<PgId>,
+    /// Work not placed yet: scheduling classes, infeasible tasks, bundle waiters,
+    /// pending placement groups (`cluster_queues.rs`).
+    pub(crate) queues: ClusterQueues,
     /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again.
     pub(crate) resuming: Vec<VecDeque<TaskId>>,
     pub(crate) faults: FaultState,
     pub(crate) autoscaler: Autoscaler,
-    pub(crate) events_processed: u64,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
-    /// Per node: when the memory monitor last killed a worker, and whether a check is queued.
-    pub(crate) last_oom_kill: Vec<Option<u64>>,
-    pub(crate) memory_check_due: Vec<bool>,
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
@@ -147,36 +133,24 @@ impl Engine {
         model.objects.reserve(peak);
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(seed),
-            now: 0,
-            queue: super::event_queue::EventQueue::new(),
-            seq: 0,
+            clock: Clock::default(),
             sched: Scheduler::new(Params::from(&cfg.scheduler)),
             specs: plan.specs,
             templates: Vec::new(),
             mixes: plan.mixes,
             mix_templates: Vec::new(),
-            primaries: Vec::new(),
-            secondaries: Vec::new(),
+            plasma: PlasmaOrder::default(),
             dead_node_views: Default::default(),
             pending_job_starts: 0,
             live_jobs: 0,
             head: NodeIdx(0),
             leased: Vec::new(),
             actors_on: Vec::new(),
-            waiting: BTreeMap::new(),
-            waiting_count: 0,
-            waiting_cursor: None,
-            infeasible: BTreeMap::new(),
-            infeasible_count: 0,
-            waiting_bundle: BTreeMap::new(),
-            pending_pgs: VecDeque::new(),
+            queues: ClusterQueues::default(),
             resuming: Vec::new(),
             faults: FaultState::new(&cfg.faults),
             autoscaler: Autoscaler::new(&cfg.cluster),
-            events_processed: 0,
             node_by_ip: FxHashMap::default(),
-            last_oom_kill: Vec::new(),
-            memory_check_due: Vec::new(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
             submitted_templates: FxHashMap::default(),
@@ -274,7 +248,7 @@ impl Engine {
             type_name: type_name.to_string(),
             is_head: node_type.is_none(),
             state: NodeState::Alive,
-            available: total.clone(),
+            available: Available::new(total.clone()),
             total,
             memory_bytes: Bytes(memory),
             store: ObjectStore { capacity: Bytes(store), ..Default::default() },
@@ -282,65 +256,58 @@ impl Engine {
             pressure_bytes: Bytes(0),
             gpu_model,
             gpu_memory: Bytes(gpu_memory),
-            started_at: self.now,
+            started_at: self.clock.now,
             died_at: None,
             death_reason: None,
-            idle_since: Some(self.now),
+            idle_since: Some(self.clock.now),
             stats: NodeStats::default(),
         };
-        log_event!(self.model.log, self.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
-        self.sched.add_node(&node);
+        log_event!(self.model.log, self.clock.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
         if let Some(slot) = reused {
             let i = slot.index();
             self.model.nodes[i] = node;
             self.leased[i] = Vec::new();
             self.actors_on[i] = Vec::new();
             self.resuming[i] = VecDeque::new();
-            self.primaries[i] = VecDeque::new();
-            self.secondaries[i] = VecDeque::new();
-            self.last_oom_kill[i] = None;
-            self.memory_check_due[i] = false;
         } else {
             self.model.nodes.push(node);
             self.leased.push(Vec::new());
             self.actors_on.push(Vec::new());
             self.resuming.push(VecDeque::new());
-            self.primaries.push(VecDeque::new());
-            self.secondaries.push(VecDeque::new());
-            self.last_oom_kill.push(None);
-            self.memory_check_due.push(false);
         }
+        self.local_resources().joined(idx);
+        self.faults.memory_monitor.node_added(idx);
+        self.plasma.clear_node(idx);
         self.node_by_ip.insert(ip, idx);
         self.on_node_added();
         idx
     }
 
     pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
-        self.seq += 1;
-        self.queue.push(time.max(self.now), self.seq, event);
+        self.clock.schedule_at(time, event);
     }
 
     pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
-        self.schedule_at(self.now + delay, event);
+        self.schedule_at(self.clock.now + delay, event);
     }
 
     /// Virtual time now, in µs.
     pub fn now_us(&self) -> u64 {
-        self.now
+        self.clock.now
     }
 
     pub fn events_processed(&self) -> u64 {
-        self.events_processed
+        self.clock.events_processed()
     }
 
     /// Every scheduled event, in no particular order (for the invariant checks).
     pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
-        self.queue.iter()
+        self.clock.pending()
     }
 
     /// Time of the next event, if any.
     pub fn next_event_time(&self) -> Option<u64> {
-        self.queue.peek_time()
+        self.clock.next_time()
     }
 
     /// True when every job has ended and none will start.
@@ -351,28 +318,21 @@ impl Engine {
     /// Process every event at or before `until`; returns how many ran.
     pub fn run_until(&mut self, until: u64) -> u64 {
         let mut n = 0;
-        while let Some(time) = self.queue.peek_time() {
-            if time > until || self.stopped {
-                break;
-            }
-            let Some((time, event)) = self.queue.pop() else { break };
-            self.now = time;
+        while !self.stopped {
+            let Some(event) = self.clock.pop_due(until) else { break };
             self.handle(event);
             n += 1;
         }
         if !self.stopped {
-            self.now = self.now.max(until);
+            self.clock.advance_to(until);
         }
-        self.events_processed += n;
         n
     }
 
     /// Process the next event (or nothing if the queue is empty).
     pub fn step(&mut self) -> bool {
-        let Some((time, event)) = self.queue.pop() else { return false };
-        self.now = time;
+        let Some(event) = self.clock.pop_due(u64::MAX) else { return false };
         self.handle(event);
-        self.events_processed += 1;
         true
     }
 
@@ -394,7 +354,7 @@ impl Engine {
             Event::NodeLaunched(t) => self.on_node_launched(t),
             Event::AutoscalerTick => self.on_autoscaler_tick(),
             Event::MemoryCheck(n) => {
-                self.memory_check_due[n.index()] = false;
+                self.faults.memory_monitor.look_taken(n);
                 self.check_memory(n);
             }
         }
@@ -413,8 +373,8 @@ impl Engine {
             state: TaskState::Nil,
             node: Some(head),
             returns: ret,
-            started_at: Some(self.now),
-            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.now)
+            started_at: Some(self.clock.now),
+            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
         };
         self.model.insert_task(task);
         let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
@@ -428,7 +388,7 @@ impl Engine {
                 status: JobStatus::Pending,
                 driver: driver_id,
                 driver_node: head,
-                start_time: self.now,
+                start_time: self.clock.now,
                 end_time: None,
                 message: String::new(),
                 workload: template,
@@ -443,17 +403,17 @@ impl Engine {
             self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
             return id;
         }
-        self.model.set_job_status(id, JobStatus::Running, self.now, "driver running");
+        self.model.set_job_status(id, JobStatus::Running, self.clock.now, "driver running");
         self.leased[head.index()].push(driver_id);
-        self.model.set_task_state(driver_id, TaskState::Running, self.now);
-        self.flow.job_started(&mut self.model, id, driver_id, head, self.now);
+        self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
+        self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
         self.run_program(driver_id);
         id
     }
 
     /// Append a line to a job's log (bounded).
     pub(crate) fn job_log(&mut self, job: JobId, line: String) {
-        let now = self.now;
+        let now = self.clock.now;
         if let Some(j) = self.model.jobs.get_mut(&job) {
             if j.log.len() >= 1000 {
                 j.log.remove(0);
@@ -465,7 +425,7 @@ impl Engine {
 
     fn mix_arrival(&mut self, m: usize) {
         let mix = self.mixes[m].clone();
-        if mix.until.is_some_and(|u| self.now > u) {
+        if mix.until.is_some_and(|u| self.clock.now > u) {
             self.pending_job_starts -= 1;
             return;
         }

@@ -118,7 +118,7 @@ impl Engine {
                     t.exec.pg = Some(pg);
                     if !created {
                         // `ray.get(pg.ready())`: resumed when the group is placed.
-                        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+                        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
                         return;
                     }
                     t.exec.pc += 1;
@@ -267,7 +267,7 @@ impl Engine {
             Shape::Given(_) => given.len() as u32,
         };
         let pg = t.exec.pg;
-        let in_pg = matches!(self.specs[spec as usize].placing, crate::workload::Placing::CallerPlacementGroup);
+        let in_pg = matches!(self.specs[spec as usize].strategy, crate::workload::StrategySpec::CallerPlacementGroup);
         for i in 0..count {
             let (child_flag, tree_node) = match shape {
                 Shape::Given(tree) => {
@@ -336,15 +336,14 @@ impl Engine {
 
     /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.
     fn block_in_get(&mut self, tid: TaskId) {
-        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.now);
+        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
             let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
             if cpu.0 > 0 {
                 if let Some(n) = t.node {
                     t.cpu_released = true;
-                    self.model.nodes[n.index()].available.0[ResourceId::CPU.index()] += cpu;
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().lend_cpu(n, cpu);
                     self.on_resources_freed(n);
                 }
             }
@@ -372,7 +371,7 @@ impl Engine {
             }
             return;
         }
-        self.model.set_task_state(owner, TaskState::Running, self.now);
+        self.model.set_task_state(owner, TaskState::Running, self.clock.now);
         self.run_program(owner);
     }
 }

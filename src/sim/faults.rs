@@ -16,6 +16,38 @@ pub struct FaultState {
     failures: Vec<(usize, f64, bool)>,
     /// Active memory pressure: (fault index, node, bytes).
     pressure: Vec<(usize, NodeIdx, u64)>,
+    pub(crate) memory_monitor: MemoryMonitor,
+}
+
+/// The memory monitor's per-node state: when it last killed a worker there, and
+/// whether its next look is already scheduled (one at a time per node).
+#[derive(Default)]
+pub(crate) struct MemoryMonitor {
+    last_kill: Vec<Option<u64>>,
+    look_due: Vec<bool>,
+}
+
+impl MemoryMonitor {
+    /// A node joined (or came back in a reused slot): nothing killed, no look due.
+    pub(crate) fn node_added(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.last_kill.len() {
+            self.last_kill.resize(i + 1, None);
+            self.look_due.resize(i + 1, false);
+        }
+        self.last_kill[i] = None;
+        self.look_due[i] = false;
+    }
+
+    /// The scheduled look at `n` is running now.
+    pub(crate) fn look_taken(&mut self, n: NodeIdx) {
+        self.look_due[n.index()] = false;
+    }
+
+    /// Mark a look at `n` scheduled; false if one already was.
+    fn schedule_look(&mut self, n: NodeIdx) -> bool {
+        !std::mem::replace(&mut self.look_due[n.index()], true)
+    }
 }
 
 impl FaultState {
@@ -54,12 +86,12 @@ impl Engine {
                     .collect();
                 alive.sort();
                 if let Some(a) = alive.first() {
-                    log_event!(self.model.log, self.now, "fault", "kill actor {:x} class={}", a.0, class);
+                    log_event!(self.model.log, self.clock.now, "fault", "kill actor {:x} class={}", a.0, class);
                     self.actor_died(*a, "killed by ray.kill (fault injection)", !no_restart);
                 }
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
-                log_event!(self.model.log, self.now, "fault", "task failures p={} application={}", probability, application_error);
+                log_event!(self.model.log, self.clock.now, "fault", "task failures p={} application={}", probability, application_error);
                 self.faults.failures.push((i, probability, application_error));
                 if let Some(u) = until {
                     self.schedule_at(u.as_micros(), Event::FaultEnd(i));
@@ -68,7 +100,7 @@ impl Engine {
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
                 if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
                     let bytes = (self.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
-                    log_event!(self.model.log, self.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
+                    log_event!(self.model.log, self.clock.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
                     self.model.nodes[n.index()].pressure_bytes.0 += bytes;
                     self.faults.pressure.push((i, n, bytes));
                     self.schedule_in(duration.as_micros(), Event::FaultEnd(i));
@@ -86,7 +118,7 @@ impl Engine {
             let nd = &mut self.model.nodes[n.index()];
             nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
         }
-        log_event!(self.model.log, self.now, "fault", "fault {} ended", i);
+        log_event!(self.model.log, self.clock.now, "fault", "fault {} ended", i);
     }
 
     /// A node by IP, or one alive node of a type chosen with the seeded RNG.
@@ -109,16 +141,15 @@ impl Engine {
         if !self.model.nodes[n.index()].is_alive() {
             return;
         }
-        log_event!(self.model.log, self.now, "node", "{} DEAD reason={}", n.0, reason);
+        log_event!(self.model.log, self.clock.now, "node", "{} DEAD reason={}", n.0, reason);
         {
             let nd = &mut self.model.nodes[n.index()];
             nd.state = NodeState::Dead;
-            nd.died_at = Some(self.now);
+            nd.died_at = Some(self.clock.now);
             nd.death_reason = Some(reason.to_string());
-            nd.available = nd.total.clone();
             nd.worker_heap_used = Bytes(0);
         }
-        self.sched.remove_node(&self.model.nodes[n.index()]);
+        self.local_resources().lost(n);
         if failure {
             self.model.counters.node_failures += 1;
             if let Some(t) = self.model.nodes[n.index()].node_type {
@@ -154,19 +185,12 @@ impl Engine {
         }
         // Hard affinity to this node can never be satisfied now, and work only this node
         // could hold is infeasible: ask again (fail, or join the infeasible demand).
-        let stranded: Vec<_> = self
-            .waiting
-            .keys()
-            .filter(|k| k.1 == Some(n) || (k.1.is_none() && !self.sched.is_feasible(&self.specs[k.0 as usize].request)))
-            .copied()
-            .collect();
-        for key in stranded {
-            if let Some(q) = self.waiting.remove(&key) {
-                self.waiting_count -= q.len();
-                for tid in q {
-                    self.try_schedule(tid);
-                }
-            }
+        let (sched, specs) = (&self.sched, &self.specs);
+        let stranded = self
+            .queues
+            .take_classes(|k| k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request)));
+        for tid in stranded.into_iter().flatten() {
+            self.try_schedule(tid);
         }
         self.lose_objects_on(n);
         {
@@ -180,8 +204,7 @@ impl Engine {
         self.reschedule_pgs_on(n);
         // A dead node stays in the table (up to sim.dead_node_capacity): give back what
         // its queues grew to while alive.
-        self.primaries[n.index()] = std::collections::VecDeque::new();
-        self.secondaries[n.index()] = std::collections::VecDeque::new();
+        self.plasma.clear_node(n);
         self.resuming[n.index()] = std::collections::VecDeque::new();
         self.remember_dead_node(n);
     }
@@ -221,22 +244,21 @@ impl Engine {
             if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
                 return;
             }
-            if let Some(last) = self.last_oom_kill[n.index()] {
-                if self.now < last + MEMORY_MONITOR_REFRESH_US {
-                    if !self.memory_check_due[n.index()] {
-                        self.memory_check_due[n.index()] = true;
+            if let Some(last) = self.faults.memory_monitor.last_kill[n.index()] {
+                if self.clock.now < last + MEMORY_MONITOR_REFRESH_US {
+                    if self.faults.memory_monitor.schedule_look(n) {
                         self.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
                     }
                     return;
                 }
             }
             let Some(victim) = self.oom_victim(n) else { return };
-            self.last_oom_kill[n.index()] = Some(self.now);
+            self.faults.memory_monitor.last_kill[n.index()] = Some(self.clock.now);
             let t = &self.model.tasks[&victim];
             let name = self.model.names.get(t.name).to_string();
             let (kind, actor) = (t.kind, t.actor);
             self.model.nodes[n.index()].stats.oom_kills += 1;
-            log_event!(self.model.log, self.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+            log_event!(self.model.log, self.clock.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
                     let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
@@ -256,8 +278,7 @@ impl Engine {
         }
         // Still above the threshold? Look again after the refresh period.
         let nd = &self.model.nodes[n.index()];
-        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && !self.memory_check_due[n.index()] {
-            self.memory_check_due[n.index()] = true;
+        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && self.faults.memory_monitor.schedule_look(n) {
             self.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }

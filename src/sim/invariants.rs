@@ -16,6 +16,8 @@
 //!                           + Σ request[r] of bundles placed on n (groups not removed)
 //! ```
 //! and per placed bundle: `request − available = Σ requests of the tasks and actors holding it`.
+//! The scheduler's index holds exactly the alive nodes, each under the key its current
+//! availability gives (`Scheduler::check_index`).
 
 use super::engine::Engine;
 use crate::model::*;
@@ -77,6 +79,9 @@ impl Engine {
         self.check_counters(&mut v);
         self.check_task_counts(&mut v);
         self.check_resources(&mut v);
+        if let Err(e) = self.check_scheduler_index() {
+            v.push(e);
+        }
         self.check_objects(&mut v);
         self.check_task_places(&mut v);
         self.check_actors(&mut v);
@@ -85,12 +90,19 @@ impl Engine {
         if v.list.is_empty() {
             return Ok(());
         }
-        let mut msg = format!("{} invariant violation(s) at t={}us:\n  ", v.list.len() + v.more, self.now);
+        let mut msg = format!("{} invariant violation(s) at t={}us:\n  ", v.list.len() + v.more, self.clock.now);
         msg.push_str(&v.list.join("\n  "));
         if v.more > 0 {
             msg.push_str(&format!("\n  ... and {} more", v.more));
         }
         Err(msg)
+    }
+
+    /// Whether the scheduler's index and the nodes agree (O(nodes), cheap enough to run
+    /// after every event). Availability changes only through the node runtime, which
+    /// updates the index in the same call: a disagreement means a change went around it.
+    pub fn check_scheduler_index(&self) -> Result<(), String> {
+        self.sched.check_index(&self.model.nodes).map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.clock.now))
     }
 
     fn check_counters(&self, v: &mut Violations) {
@@ -108,10 +120,9 @@ impl Engine {
             c.tasks_failed,
             live
         );
-        let waiting: usize = self.waiting.values().map(|q| q.len()).sum();
-        ensure!(v, waiting == self.waiting_count, "waiting_count {} but {} queued", self.waiting_count, waiting);
-        let infeasible: usize = self.infeasible.values().map(|q| q.len()).sum();
-        ensure!(v, infeasible == self.infeasible_count, "infeasible_count {} but {} queued", self.infeasible_count, infeasible);
+        if let Err(e) = self.queues.check_counts() {
+            v.push(e);
+        }
     }
 
     fn check_task_counts(&self, v: &mut Violations) {

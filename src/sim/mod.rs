@@ -4,9 +4,20 @@
 //! model. Must never: be written to from another thread (control requests arrive over
 //! a channel), read wall-clock time inside event handling, or iterate a hash map where
 //! order could leak into the event log.
+//!
+//! Ray's components, by file: the clock and event queue (`clock.rs`); each raylet's
+//! local resource manager, the one path that changes a node's availability and the
+//! scheduler's index (`node_runtime.rs`); the cluster task queues by scheduling class
+//! (`cluster_queues.rs`); the owner side: submission and leases (`tasks.rs`), failures
+//! and retries (`retries.rs`), the worker's program (`exec.rs`); actors (`actors.rs`);
+//! objects, object stores and lineage reconstruction (`objects.rs`); placement groups
+//! (`placement_groups.rs`); faults and the memory monitor (`faults.rs`); the autoscaler
+//! (`autoscaler.rs`); the GCS's dead-node cache (`dead_nodes.rs`).
 
 mod actors;
 mod autoscaler;
+mod clock;
+mod cluster_queues;
 mod dead_nodes;
 mod engine;
 mod event_queue;
@@ -14,6 +25,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod invariants;
+pub(crate) mod node_runtime;
 mod objects;
 mod placement_groups;
 mod retries;

@@ -5,6 +5,30 @@
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
+use std::collections::VecDeque;
+
+/// Per node, the order the plasma store gives up copies in: primary copies oldest
+/// first (spill order), and secondary copies made by transfers, oldest first (evicted
+/// under pressure).
+#[derive(Default)]
+pub(crate) struct PlasmaOrder {
+    pub(crate) primaries: Vec<VecDeque<ObjectId>>,
+    pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+}
+
+impl PlasmaOrder {
+    /// A node's store holds nothing: it joined, came back in a reused slot, or died
+    /// (what its queues grew to is given back).
+    pub(crate) fn clear_node(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.primaries.len() {
+            self.primaries.resize_with(i + 1, VecDeque::new);
+            self.secondaries.resize_with(i + 1, VecDeque::new);
+        }
+        self.primaries[i] = VecDeque::new();
+        self.secondaries[i] = VecDeque::new();
+    }
+}
 
 impl Engine {
     /// Create the (pending) return object of a new task. The owner holds one reference.
@@ -38,7 +62,7 @@ impl Engine {
                 // has not counted yet.
                 owner_waits: false,
                 waiters: Default::default(),
-                created_at: self.now,
+                created_at: self.clock.now,
                 lru_seq: 0,
                 spec,
                 lineage_args: if inline { Box::new([]) } else { args.into() },
@@ -155,7 +179,7 @@ impl Engine {
         if let Some(o) = self.model.objects.get_mut(&id) {
             if o.primary == Some(node) {
                 o.lru_seq = self.model.counters.objects_created;
-                self.primaries[node.index()].push_back(id);
+                self.plasma.primaries[node.index()].push_back(id);
             }
         }
         self.maybe_spill(node);
@@ -178,7 +202,7 @@ impl Engine {
         let cap = self.model.nodes[node.index()].store.capacity.0;
         let limit = (cap as f64 * self.cfg.object_store.spill_threshold) as u64;
         while self.model.nodes[node.index()].store.used.0 >= limit && limit > 0 {
-            let Some(id) = self.primaries[node.index()].pop_front() else { break };
+            let Some(id) = self.plasma.primaries[node.index()].pop_front() else { break };
             let Some(o) = self.model.objects.get_mut(&id) else { continue };
             if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
                 continue;
@@ -193,18 +217,18 @@ impl Engine {
             n.stats.objects_spilled += 1;
             self.model.counters.spilled_bytes += size;
             self.model.counters.spilled_objects += 1;
-            log_event!(self.model.log, self.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
+            log_event!(self.model.log, self.clock.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
         }
         self.evict_secondaries(node);
         let s = &mut self.model.nodes[node.index()].store;
         s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
         // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
-        let q = &mut self.primaries[node.index()];
+        let q = &mut self.plasma.primaries[node.index()];
         if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
             let objects = &self.model.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
         }
-        let q = &mut self.secondaries[node.index()];
+        let q = &mut self.plasma.secondaries[node.index()];
         if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
             let objects = &self.model.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.copies.contains(&node)));
@@ -218,7 +242,7 @@ impl Engine {
     /// memory threshold for good: every task started there was OOM-killed and retried.
     fn evict_secondaries(&mut self, node: NodeIdx) {
         let i = node.index();
-        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0 || self.secondaries[i].is_empty() {
+        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0 || self.plasma.secondaries[i].is_empty() {
             return;
         }
         let running_actor_tasks = self.actors_on[i]
@@ -234,7 +258,7 @@ impl Engine {
             .collect();
         let mut kept = Vec::new();
         while self.model.nodes[i].store.used.0 > self.model.nodes[i].store.capacity.0 {
-            let Some(id) = self.secondaries[i].pop_front() else { break };
+            let Some(id) = self.plasma.secondaries[i].pop_front() else { break };
             let Some(o) = self.model.objects.get_mut(&id) else { continue };
             let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
             if in_use.contains(&id) {
@@ -244,10 +268,10 @@ impl Engine {
             o.copies.swap_remove(pos);
             let size = o.size;
             self.store_remove(node, size);
-            log_event!(self.model.log, self.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
+            log_event!(self.model.log, self.clock.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
         }
         for id in kept.into_iter().rev() {
-            self.secondaries[i].push_front(id);
+            self.plasma.secondaries[i].push_front(id);
         }
     }
 
@@ -294,7 +318,7 @@ impl Engine {
             if let Some(o) = self.model.objects.get_mut(a) {
                 o.copies.push(node);
             }
-            self.secondaries[node.index()].push_back(*a);
+            self.plasma.secondaries[node.index()].push_back(*a);
             self.store_add(node, *a, size);
         }
         if let Some(t) = self.model.tasks.get_mut(&tid) {
@@ -315,7 +339,7 @@ impl Engine {
             o.owner_waits = false;
         }
         self.seal_object(id, node);
-        self.flow.put(&self.model, tid, self.now, size);
+        self.flow.put(&self.model, tid, self.clock.now, size);
         self.hold_futures(tid, attempt, vec![id]);
     }
 
@@ -340,7 +364,7 @@ impl Engine {
                     // A secondary copy becomes the primary: spillable there from now on.
                     o.primary = Some(c);
                     o.spilled = false;
-                    self.primaries[c.index()].push_back(id);
+                    self.plasma.primaries[c.index()].push_back(id);
                     if !promoted_on.contains(&c) {
                         promoted_on.push(c);
                     }
@@ -351,7 +375,7 @@ impl Engine {
                 }
             }
         }
-        self.primaries[node.index()].clear();
+        self.plasma.primaries[node.index()].clear();
         for c in promoted_on {
             self.maybe_spill(c);
         }
@@ -376,7 +400,7 @@ impl Engine {
             && self.model.tasks.contains_key(&owner)
             && !self.model.tasks.contains_key(&producer.unwrap_or_default());
         if !can {
-            log_event!(self.model.log, self.now, "object", "{:x} LOST unrecoverable", id.0);
+            log_event!(self.model.log, self.clock.now, "object", "{:x} LOST unrecoverable", id.0);
             let o = self.model.objects.get_mut(&id).expect("object exists");
             let waiters = std::mem::take(&mut o.waiters);
             o.status = ObjectStatus::Failed;
@@ -403,7 +427,7 @@ impl Engine {
             }
         }
         self.model.counters.objects_reconstructed += 1;
-        log_event!(self.model.log, self.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
+        log_event!(self.model.log, self.clock.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
         let spec = &self.specs[spec_id as usize];
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
         let task = Task {
@@ -411,7 +435,7 @@ impl Engine {
             parent: Some(owner),
             args,
             returns: id,
-            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.now)
+            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.clock.now)
         };
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;

@@ -4,7 +4,7 @@
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
-use crate::scheduler::PgPlacement;
+use crate::scheduler::PgDecision;
 
 impl Engine {
     pub(crate) fn create_placement_group(&mut self, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy) -> PgId {
@@ -24,14 +24,14 @@ impl Engine {
                     .map(|r| Bundle { available: r.clone(), request: r, node: None })
                     .collect(),
                 creator,
-                created_at: self.now,
+                created_at: self.clock.now,
                 scheduled_at: None,
             },
         );
         self.model.counters.pgs_created += 1;
-        log_event!(self.model.log, self.now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
+        log_event!(self.model.log, self.clock.now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
         if !self.try_place_pg(id) {
-            self.pending_pgs.push_back(id);
+            self.queues.push_pending_pg(id);
         }
         id
     }
@@ -46,25 +46,22 @@ impl Engine {
         let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
         let strategy = pg.strategy;
         match self.sched.place_bundles(&self.model.nodes, &requests, strategy) {
-            PgPlacement::Placed(nodes) => {
-                self.model.set_pg_state(id, PgState::Prepared, self.now);
+            PgDecision::Placed(nodes) => {
+                self.model.set_pg_state(id, PgState::Prepared, self.clock.now);
                 for (k, &bi) in unplaced.iter().enumerate() {
                     let n = nodes[k];
                     let req = requests[k].clone();
-                    let nd = &mut self.model.nodes[n.index()];
-                    nd.available.subtract(&req);
-                    nd.idle_since = None;
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().reserve(n, &req);
                     let pg = self.model.pgs.get_mut(&id).expect("pg exists");
                     pg.bundles[bi].node = Some(n);
                     pg.bundles[bi].available = req;
                 }
                 let pg = self.model.pgs.get_mut(&id).expect("pg exists");
-                let ms = (self.now - pg.created_at) as f64 / 1000.0;
-                pg.scheduled_at = Some(self.now);
+                let ms = (self.clock.now - pg.created_at) as f64 / 1000.0;
+                pg.scheduled_at = Some(self.clock.now);
                 let creator = pg.creator;
                 self.model.placement_ms[2].observe(ms);
-                self.model.set_pg_state(id, PgState::Created, self.now);
+                self.model.set_pg_state(id, PgState::Created, self.clock.now);
                 // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a
                 // later `ray.get` while its group is rescheduled).
                 if let Some(t) = self.model.tasks.get_mut(&creator) {
@@ -74,34 +71,33 @@ impl Engine {
                     );
                     if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
                         t.exec.pc += 1;
-                        self.model.set_task_state(creator, TaskState::Running, self.now);
+                        self.model.set_task_state(creator, TaskState::Running, self.clock.now);
                         self.run_program(creator);
                     }
                 }
                 self.drain_bundle_waiters(id);
                 true
             }
-            PgPlacement::Wait => false,
-            PgPlacement::Infeasible => {
-                log_event!(self.model.log, self.now, "placement_group", "{} INFEASIBLE", id.0);
+            PgDecision::Wait => false,
+            PgDecision::Infeasible => {
+                log_event!(self.model.log, self.clock.now, "placement_group", "{} INFEASIBLE", id.0);
                 false
             }
         }
     }
 
     pub(crate) fn retry_pending_pgs(&mut self) {
-        let pending: Vec<PgId> = self.pending_pgs.drain(..).collect();
-        for id in pending {
+        for id in self.queues.take_pending_pgs() {
             if !self.try_place_pg(id) {
-                self.pending_pgs.push_back(id);
+                self.queues.push_pending_pg(id);
             }
         }
     }
 
     /// Demand of pending groups, for the autoscaler.
     pub(crate) fn pending_pg_bundles(&self) -> Vec<ResourceRequest> {
-        self.pending_pgs
-            .iter()
+        self.queues
+            .pending_pgs()
             .filter_map(|id| self.model.pgs.get(id))
             .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
             .collect()
@@ -116,8 +112,7 @@ impl Engine {
         for b in &bundles {
             if let Some(n) = b.node {
                 if self.model.nodes[n.index()].is_alive() {
-                    self.model.nodes[n.index()].available.add(&b.request);
-                    self.sched.update_node(&self.model.nodes[n.index()]);
+                    self.local_resources().release(n, &b.request);
                 }
             }
         }
@@ -127,9 +122,8 @@ impl Engine {
                 b
             }).collect();
         }
-        self.pending_pgs.retain(|p| *p != id);
-        self.waiting_bundle.remove(&id);
-        self.model.set_pg_state(id, PgState::Removed, self.now);
+        self.queues.forget_pg(id);
+        self.model.set_pg_state(id, PgState::Removed, self.clock.now);
         let nodes: Vec<NodeIdx> = self.model.pgs[&id].bundles.iter().filter_map(|b| b.node).collect();
         for n in nodes {
             self.on_resources_freed(n);
@@ -161,14 +155,14 @@ impl Engine {
                 let attempt = t.attempt;
                 let kind = t.kind;
                 let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
-                let ms = (self.now - t.ready_at) as f64 / 1000.0;
+                let ms = (self.clock.now - t.ready_at) as f64 / 1000.0;
                 self.model.placement_ms[hist].observe(ms);
-                log_event!(self.model.log, self.now, "scheduler", "{:x} LEASED node={} pg={} bundle={}", tid.0, node.0, pg.0, b);
+                log_event!(self.model.log, self.clock.now, "scheduler", "{:x} LEASED node={} pg={} bundle={}", tid.0, node.0, pg.0, b);
                 let delay = self.cfg.scheduler.lease_latency.as_micros()
                     + if kind == TaskType::ActorCreationTask { self.cfg.scheduler.worker_start_latency.as_micros() } else { 0 };
                 self.schedule_in(delay, super::engine::Event::Dispatch(tid, attempt));
             }
-            Some(_) => self.waiting_bundle.entry(pg).or_default().push_back(tid),
+            Some(_) => self.queues.wait_for_bundle(pg, tid),
             None => self.fail_task(tid, ErrorType::TaskUnschedulable, false),
         }
     }
@@ -187,7 +181,7 @@ impl Engine {
     }
 
     fn drain_bundle_waiters(&mut self, pg: PgId) {
-        let Some(q) = self.waiting_bundle.remove(&pg) else { return };
+        let Some(q) = self.queues.take_bundle_waiters(pg) else { return };
         for tid in q {
             if self.model.tasks.contains_key(&tid) {
                 self.try_schedule(tid);
@@ -210,10 +204,10 @@ impl Engine {
                 b.node = None;
                 b.available = b.request.clone();
             }
-            self.model.set_pg_state(id, PgState::Rescheduling, self.now);
+            self.model.set_pg_state(id, PgState::Rescheduling, self.clock.now);
             // A group that lost bundles on an earlier node may already be pending.
-            if !self.try_place_pg(id) && !self.pending_pgs.contains(&id) {
-                self.pending_pgs.push_back(id);
+            if !self.try_place_pg(id) && !self.queues.is_pending(id) {
+                self.queues.push_pending_pg(id);
             }
         }
     }

@@ -68,16 +68,16 @@ impl Engine {
                 t.retries_left -= 1;
             }
             let next = TaskState::PendingNodeAssignment;
-            log_event!(self.model.log, self.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
-            self.model.begin_retry(tid, next, self.now, err);
+            log_event!(self.model.log, self.clock.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
+            self.model.begin_retry(tid, next, self.clock.now, err);
             let attempt = self.model.tasks[&tid].attempt;
             self.schedule_in(delay, Event::Resubmit(tid, attempt));
         } else {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.error = Some(err);
             let ret = t.returns;
-            self.flow.ended(&self.model, tid, self.now, false, 0);
-            self.model.retire_task(tid, TaskState::Failed, self.now, 0);
+            self.flow.ended(&self.model, tid, self.clock.now, false, 0);
+            self.model.retire_task(tid, TaskState::Failed, self.clock.now, 0);
             self.object_failed(ret);
             // The actor whose constructor this was dies with it (unless that death is what
             // failed it): system failures restart it within `max_restarts`; an exception
@@ -107,37 +107,8 @@ impl Engine {
         if t.state != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
             return;
         }
-        let spec = t.spec;
-        let mut removed = false;
-        for (key, q) in self.waiting.range_mut((spec, None)..) {
-            if key.0 != spec {
-                break;
-            }
-            if let Some(pos) = q.iter().position(|x| *x == tid) {
-                q.remove(pos);
-                self.waiting_count -= 1;
-                removed = true;
-                break;
-            }
-        }
-        if !removed {
-            if let Some(q) = self.infeasible.get_mut(&spec) {
-                if let Some(pos) = q.iter().position(|x| *x == tid) {
-                    q.remove(pos);
-                    self.infeasible_count -= 1;
-                    removed = true;
-                }
-            }
-        }
-        if !removed {
-            if let Some((pg, _)) = t.bundle {
-                if let Some(q) = self.waiting_bundle.get_mut(&pg) {
-                    if let Some(pos) = q.iter().position(|x| *x == tid) {
-                        q.remove(pos);
-                    }
-                }
-            }
-        }
+        let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));
+        self.queues.unqueue(tid, spec, pg);
     }
 
     pub(crate) fn on_resubmit(&mut self, tid: TaskId, attempt: u32) {
@@ -181,7 +152,7 @@ impl Engine {
         }
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.exec.unresolved = missing;
-        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.now);
+        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.clock.now);
         true
     }
 }

@@ -2,10 +2,11 @@
 //! → argument fetch → run → finish, or fail and retry within the budget.
 
 use super::engine::{Engine, Event};
+use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;
-use crate::scheduler::{Placement, Strategy};
-use crate::workload::Placing;
+use crate::scheduler::{Decision, Strategy};
+use crate::workload::StrategySpec;
 
 impl Engine {
     /// Submit one call on behalf of a running task `parent`; returns the task and its return object.
@@ -53,11 +54,11 @@ impl Engine {
             bundle,
             retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
             exec: Exec { unresolved, ..Default::default() }.into(),
-            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.now)
+            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.clock.now)
         };
-        log_event!(self.model.log, self.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
+        log_event!(self.model.log, self.clock.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
         self.model.insert_task(task);
-        self.flow.submitted(&mut self.model, &self.specs, tid, self.now);
+        self.flow.submitted(&mut self.model, &self.specs, tid, self.clock.now);
         if failed_arg {
             self.fail_task(tid, ErrorType::TaskExecutionException, false);
         } else if unresolved == 0 {
@@ -70,9 +71,9 @@ impl Engine {
     /// the rest ask for a lease. Both wait in PENDING_NODE_ASSIGNMENT meanwhile, as in Ray.
     pub(crate) fn on_task_ready(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get_mut(&tid) else { return };
-        t.ready_at = self.now;
+        t.ready_at = self.clock.now;
         let kind = t.kind;
-        self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.now);
+        self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.clock.now);
         if kind == TaskType::ActorTask {
             self.enqueue_actor_task(tid);
         } else {
@@ -91,10 +92,10 @@ impl Engine {
         let owner_node = t.owner_node;
         let kind = t.kind;
         let spec = &self.specs[spec_id as usize];
-        let strategy = match &spec.placing {
-            Placing::Default | Placing::CallerPlacementGroup => Strategy::Default,
-            Placing::Spread => Strategy::Spread,
-            Placing::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
+        let strategy = match &spec.strategy {
+            StrategySpec::Default | StrategySpec::CallerPlacementGroup => Strategy::Default,
+            StrategySpec::Spread => Strategy::Spread,
+            StrategySpec::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
                 Some(&n) => Strategy::NodeAffinity { node: n, soft: *soft },
                 // No node ever had that address: treat as dead.
                 None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
@@ -108,17 +109,15 @@ impl Engine {
         let placement =
             self.sched.schedule(&self.model.nodes, &spec.request, strategy, owner_node, locality, &mut self.rng);
         match placement {
-            Placement::Node(n) => self.grant_lease(tid, n),
-            Placement::Wait { only } => {
-                self.waiting.entry((spec_id, only)).or_default().push_back(tid);
-                self.waiting_count += 1;
+            Decision::Node(n) => self.grant_lease(tid, n),
+            Decision::Wait { only } => {
+                self.queues.wait((spec_id, only), tid);
             }
-            Placement::Infeasible => {
-                log_event!(self.model.log, self.now, "scheduler", "{:x} INFEASIBLE", tid.0);
-                self.infeasible.entry(spec_id).or_default().push_back(tid);
-                self.infeasible_count += 1;
+            Decision::Infeasible => {
+                log_event!(self.model.log, self.clock.now, "scheduler", "{:x} INFEASIBLE", tid.0);
+                self.queues.wait_infeasible(spec_id, tid);
             }
-            Placement::Unschedulable => {
+            Decision::Unschedulable => {
                 let err = if kind == TaskType::ActorCreationTask {
                     ErrorType::ActorUnschedulable
                 } else {
@@ -151,11 +150,7 @@ impl Engine {
     /// Reserve resources on `node` and send the task there.
     pub(crate) fn grant_lease(&mut self, tid: TaskId, node: NodeIdx) {
         let spec_id = self.model.tasks[&tid].spec;
-        let req = &self.specs[spec_id as usize].request;
-        let n = &mut self.model.nodes[node.index()];
-        n.available.subtract(req);
-        n.idle_since = None;
-        self.sched.update_node(&self.model.nodes[node.index()]);
+        LocalResources::of(&mut self.model.nodes, &mut self.sched).reserve(node, &self.specs[spec_id as usize].request);
         self.leased[node.index()].push(tid);
         let t = self.model.tasks.get_mut(&tid).expect("task being granted exists");
         t.node = Some(node);
@@ -172,13 +167,13 @@ impl Engine {
             self.model.counters.spillbacks += 1;
             self.model.nodes[owner.index()].stats.spillbacks += 1;
         }
-        let placement_ms = (self.now + delay - t.ready_at) as f64 / 1000.0;
+        let placement_ms = (self.clock.now + delay - t.ready_at) as f64 / 1000.0;
         let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
         self.model.placement_ms[hist].observe(placement_ms);
         if kind == TaskType::ActorCreationTask {
             delay += self.cfg.scheduler.worker_start_latency.as_micros();
         }
-        log_event!(self.model.log, self.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
+        log_event!(self.model.log, self.clock.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
         self.schedule_in(delay, Event::Dispatch(tid, attempt));
     }
 
@@ -200,19 +195,11 @@ impl Engine {
             self.return_to_bundle(pg, b, &req);
             return;
         }
-        let n = &mut self.model.nodes[node.index()];
-        if !n.is_alive() {
+        if !self.model.nodes[node.index()].is_alive() {
             return;
         }
         let req = &self.specs[t.spec as usize].request;
-        if cpu_released {
-            let cpu = req.get(ResourceId::CPU);
-            n.available.add(req);
-            n.available.0[ResourceId::CPU.index()] -= cpu;
-        } else {
-            n.available.add(req);
-        }
-        self.sched.update_node(&self.model.nodes[node.index()]);
+        LocalResources::of(&mut self.model.nodes, &mut self.sched).release_lease(node, req, cpu_released);
         self.on_resources_freed(node);
     }
 
@@ -228,7 +215,7 @@ impl Engine {
         }
         let fetch = self.fetch_args(tid, node);
         if fetch > 0 {
-            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.now);
+            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.clock.now);
             self.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
         } else {
             self.start_task(tid, node);
@@ -265,7 +252,7 @@ impl Engine {
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.exec.unresolved = missing;
         t.node = None;
-        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.now);
+        self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.clock.now);
         true
     }
 
@@ -275,7 +262,7 @@ impl Engine {
     /// for an actor's creation.
     pub(crate) fn start_task(&mut self, tid: TaskId, node: NodeIdx) {
         if self.model.tasks.get(&tid).is_some_and(|t| t.kind == TaskType::NormalTask) {
-            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.now);
+            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.clock.now);
         }
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.node = Some(node);
@@ -307,9 +294,9 @@ impl Engine {
 
     /// A worker starts executing the task's body.
     fn begin_task(&mut self, tid: TaskId, node: NodeIdx) {
-        self.model.set_task_state(tid, TaskState::Running, self.now);
+        self.model.set_task_state(tid, TaskState::Running, self.clock.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
-        t.started_at = Some(self.now);
+        t.started_at = Some(self.clock.now);
         t.exec = LazyExec::default();
         let heap = self.specs[t.spec as usize].heap;
         let kind = t.kind;
@@ -330,7 +317,7 @@ impl Engine {
         if heap > 0 {
             self.check_memory(node);
         }
-        self.flow.started(&self.model, tid, node, self.now);
+        self.flow.started(&self.model, tid, node, self.clock.now);
         if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::Running) {
             self.run_program(tid);
         }
@@ -342,7 +329,7 @@ impl Engine {
             return;
         }
         if t.kind != TaskType::DriverTask {
-            if let Some((p, application)) = self.faults.failure_probability(self.now) {
+            if let Some((p, application)) = self.faults.failure_probability(self.clock.now) {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
                     let actor = t.actor;
@@ -402,8 +389,8 @@ impl Engine {
             self.release_lease(tid);
         }
         self.release_task_refs(tid, true);
-        self.flow.ended(&self.model, tid, self.now, true, return_size);
-        self.model.retire_task(tid, TaskState::Finished, self.now, return_size);
+        self.flow.ended(&self.model, tid, self.clock.now, true, return_size);
+        self.model.retire_task(tid, TaskState::Finished, self.clock.now, return_size);
         if kind == TaskType::ActorTask {
             if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 if let Some(pos) = a.running.iter().position(|x| *x == tid) {
@@ -463,56 +450,38 @@ impl Engine {
                 continue;
             };
             let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
-            let n = &mut self.model.nodes[node.index()];
-            if n.available.get(ResourceId::CPU) < cpu {
+            if !self.local_resources().reclaim_cpu(node, cpu) {
                 break;
             }
             self.resuming[node.index()].pop_front();
-            n.available.0[ResourceId::CPU.index()] -= cpu;
-            self.sched.update_node(&self.model.nodes[node.index()]);
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.cpu_released = false;
-            self.model.set_task_state(tid, TaskState::Running, self.now);
+            self.model.set_task_state(tid, TaskState::Running, self.clock.now);
             self.run_program(tid);
         }
-        if !self.pending_pgs.is_empty() {
+        if self.queues.has_pending_pgs() {
             self.retry_pending_pgs();
         }
-        if self.waiting_count == 0 {
+        if self.queues.waiting_count() == 0 {
             return;
         }
         // Serve the waiting scheduling classes round-robin, one task per class per pass,
         // starting after the class served last: one busy class cannot starve the others.
         loop {
-            let start = self.waiting_cursor;
-            let keys: Vec<_> = match start {
-                Some(c) => self
-                    .waiting
-                    .range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
-                    .chain(self.waiting.range(..=c))
-                    .map(|(k, _)| *k)
-                    .collect(),
-                None => self.waiting.keys().copied().collect(),
-            };
+            let classes = self.queues.classes_from_cursor();
             let mut granted = false;
-            for key in keys {
+            for key in classes {
                 if key.1.is_some_and(|only| only != node) {
                     continue;
                 }
                 if !self.model.nodes[node.index()].available.fits(&self.specs[key.0 as usize].request) {
                     continue;
                 }
-                let Some(q) = self.waiting.get_mut(&key) else { continue };
-                let Some(tid) = q.pop_front() else { continue };
-                self.waiting_count -= 1;
-                if q.is_empty() {
-                    self.waiting.remove(&key);
-                }
-                self.waiting_cursor = Some(key);
+                let Some(tid) = self.queues.pop(key) else { continue };
                 self.grant_lease(tid, node);
                 granted = true;
             }
-            if !granted || self.waiting_count == 0 {
+            if !granted || self.queues.waiting_count() == 0 {
                 break;
             }
         }
@@ -520,19 +489,17 @@ impl Engine {
 
     /// New capacity: infeasible work may now fit somewhere.
     pub(crate) fn on_node_added(&mut self) {
-        if self.infeasible_count > 0 {
-            let all: Vec<TaskId> = std::mem::take(&mut self.infeasible).into_values().flatten().collect();
-            self.infeasible_count = 0;
-            for tid in all {
+        if self.queues.infeasible_count() > 0 {
+            for tid in self.queues.take_infeasible() {
                 self.try_schedule(tid);
             }
         }
-        if !self.pending_pgs.is_empty() {
+        if self.queues.has_pending_pgs() {
             self.retry_pending_pgs();
         }
         if let Some(last) = self.model.nodes.last() {
             let idx = last.idx;
-            if self.waiting_count > 0 {
+            if self.queues.waiting_count() > 0 {
                 self.on_resources_freed(idx);
             }
         }

@@ -6,7 +6,7 @@
 
 pub mod program;
 
-pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, Placing, Shape, SpecId, TreeNode};
+pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, StrategySpec, Shape, SpecId, TreeNode};
 
 use crate::config::{
     ActorPoolConfig, DurationDist, DurationSpec, FanOutConfig, FlowInsightConfig, StrategyConfig, StrategyKind,
@@ -76,7 +76,7 @@ impl Builder<'_> {
             kind: TaskType::NormalTask,
             name: self.names.intern(""),
             request: ResourceRequest::default(),
-            placing: Placing::Default,
+            strategy: StrategySpec::Default,
             program: Vec::new(),
             return_size: 0,
             heap: 0,
@@ -204,14 +204,14 @@ impl Builder<'_> {
     fn fan_out(&mut self, c: &FanOutConfig) -> JobTemplate {
         let map = self.reserve();
         let request = self.request(c.num_cpus, c.num_gpus, 0, &c.resources);
-        let placing = placing(&c.strategy);
+        let strategy = strategy_spec(&c.strategy);
         let name = self.names.intern(&c.function);
         {
             let s = &mut self.specs[map as usize];
             s.kind = TaskType::NormalTask;
             s.name = name;
             s.request = request.clone();
-            s.placing = placing.clone();
+            s.strategy = strategy.clone();
             s.program = vec![Op::Compute(c.task_duration)];
             s.return_size = c.output_size.0;
             s.heap = c.memory.0;
@@ -226,7 +226,7 @@ impl Builder<'_> {
             s.kind = TaskType::NormalTask;
             s.name = name;
             s.request = request;
-            s.placing = placing;
+            s.strategy = strategy;
             s.program = vec![Op::Compute(c.reduce_duration)];
             s.return_size = (c.output_size.0 / 4).max(8);
             s.heap = c.memory.0;
@@ -255,7 +255,7 @@ impl Builder<'_> {
             s.kind = TaskType::ActorCreationTask;
             s.name = name;
             s.request = bundle.clone();
-            s.placing = Placing::CallerPlacementGroup;
+            s.strategy = StrategySpec::CallerPlacementGroup;
             // Loading the model onto the GPU.
             s.program = vec![Op::Compute(DurationDist::fixed(DurationSpec::secs(5.0)))];
             s.actor = Some(ActorOptions {
@@ -304,14 +304,14 @@ impl Builder<'_> {
         let method = self.reserve();
         let class = self.names.intern(&c.class);
         let (request, holds) = actor_request(self, c.num_cpus, c.num_gpus, c.memory.0);
-        let placing = placing(&c.strategy);
+        let strategy = strategy_spec(&c.strategy);
         {
             let name = self.names.intern(&format!("{}.__init__", c.class));
             let s = &mut self.specs[ctor as usize];
             s.kind = TaskType::ActorCreationTask;
             s.name = name;
             s.request = request;
-            s.placing = placing;
+            s.strategy = strategy;
             s.actor = Some(ActorOptions {
                 class,
                 max_restarts: c.max_restarts,
@@ -355,11 +355,11 @@ fn actor_request(b: &mut Builder, num_cpus: Option<f64>, gpu: f64, memory: u64) 
     }
 }
 
-fn placing(s: &StrategyConfig) -> Placing {
+fn strategy_spec(s: &StrategyConfig) -> StrategySpec {
     match s.kind {
-        StrategyKind::Default => Placing::Default,
-        StrategyKind::Spread => Placing::Spread,
-        StrategyKind::NodeAffinity => Placing::NodeAffinity { ip: s.node.clone().unwrap_or_default(), soft: s.soft },
+        StrategyKind::Default => StrategySpec::Default,
+        StrategyKind::Spread => StrategySpec::Spread,
+        StrategyKind::NodeAffinity => StrategySpec::NodeAffinity { ip: s.node.clone().unwrap_or_default(), soft: s.soft },
     }
 }
 

@@ -13,9 +13,10 @@ use std::sync::Arc;
 /// Index into the engine's registry of call specs.
 pub type SpecId = u32;
 
-/// Where a spec's tasks or actors are placed.
+/// A spec's scheduling strategy as the workload writes it (a node by IP, the caller's
+/// group); the engine resolves it to a `scheduler::Strategy` when the task is scheduled.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Placing {
+pub enum StrategySpec {
     Default,
     Spread,
     /// Node affinity by IP (resolved to the node alive at that IP when scheduled).
@@ -43,7 +44,7 @@ pub struct CallSpec {
     /// `Name` label: function, `Class.__init__`, or `Class.method`.
     pub name: NameId,
     pub request: ResourceRequest,
-    pub placing: Placing,
+    pub strategy: StrategySpec,
     pub program: Vec<Op>,
     /// Bytes of the return value.
     pub return_size: u64,

@@ -63,7 +63,7 @@ impl Engine {
         };
         // A wait queue holds work some alive node could hold once resources free up; the
         // infeasible queue work that none could (it is retried when a node joins).
-        for ((spec, only), q) in &self.waiting {
+        for ((spec, only), q) in self.queues.classes() {
             let req = &self.specs[*spec as usize].request;
             match only {
                 Some(n) => ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
@@ -74,7 +74,7 @@ impl Engine {
                 waiting_task(v, tid, *spec, "wait");
             }
         }
-        for (spec, q) in &self.infeasible {
+        for (spec, q) in self.queues.infeasible() {
             let req = &self.specs[*spec as usize].request;
             ensure!(v, q.is_empty() || !self.sched.is_feasible(req), "{} tasks of spec {spec} are infeasible though a node could hold them", q.len());
             for tid in q {
@@ -82,7 +82,7 @@ impl Engine {
                 waiting_task(v, tid, *spec, "infeasible");
             }
         }
-        for (pg, q) in &self.waiting_bundle {
+        for (pg, q) in self.queues.bundle_waiters() {
             for tid in q {
                 bump(&mut queued, *tid);
                 match m.tasks.get(tid) {
@@ -260,7 +260,7 @@ impl Engine {
     pub(super) fn check_pgs(&self, v: &mut Violations) {
         let m = &self.model;
         let mut pending: FxHashMap<PgId, u32> = FxHashMap::default();
-        for id in &self.pending_pgs {
+        for id in self.queues.pending_pgs() {
             bump(&mut pending, *id);
         }
         for pg in m.pgs.values() {
@@ -268,7 +268,7 @@ impl Engine {
             let unplaced = pg.bundles.iter().any(|b| b.node.is_none());
             match pg.state {
                 PgState::Removed => {
-                    ensure!(v, p == 0 && !self.waiting_bundle.contains_key(&pg.id), "removed group {} is still pending or waited on", pg.id.0);
+                    ensure!(v, p == 0 && !self.queues.bundle_waiters().any(|(g, _)| *g == pg.id), "removed group {} is still pending or waited on", pg.id.0);
                 }
                 PgState::Pending | PgState::Rescheduling => {
                     ensure!(v, unplaced && p == 1, "group {} {}: unplaced {unplaced}, in the pending list {p} times", pg.id.0, pg.state);

@@ -32,10 +32,10 @@ impl Engine {
             executing.push((i as u32, e));
         }
         SchedulerView {
-            waiting_for_resources: self.waiting_count as u64,
-            infeasible: self.infeasible_count as u64,
-            waiting_for_bundle: self.waiting_bundle.values().map(|q| q.len() as u64).sum(),
-            pending_placement_groups: self.pending_pgs.len() as u64,
+            waiting_for_resources: self.queues.waiting_count() as u64,
+            infeasible: self.queues.infeasible_count() as u64,
+            waiting_for_bundle: self.queues.bundle_waiters().map(|(_, q)| q.len() as u64).sum(),
+            pending_placement_groups: self.queues.pending_pgs().count() as u64,
             dispatched_by_node: dispatched,
             executing_by_node: executing,
         }

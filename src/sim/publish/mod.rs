@@ -28,13 +28,13 @@ impl Engine {
         let (actor_counts, actor_executor_counts) = self.actor_counts_view();
         Snapshot {
             seq,
-            sim_time_us: self.now,
+            sim_time_us: self.clock.now,
             session_name: m.session_name.clone(),
             version: m.version.clone(),
             seed: self.cfg.sim.seed,
             speed,
             lag_seconds,
-            events_processed: self.events_processed,
+            events_processed: self.events_processed(),
             event_log_lines: m.log.total(),
             head: self.head.0,
             nodes: self.nodes_view(),

@@ -125,7 +125,7 @@ impl Engine {
             .iter()
             .map(|c| c.request.0.iter().map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64())).collect())
             .collect();
-        Tables { built_at_us: self.now, tasks, actors, objects, placement_groups, spec_requests }
+        Tables { built_at_us: self.clock.now, tasks, actors, objects, placement_groups, spec_requests }
     }
 }
 

@@ -1,0 +1,138 @@
+//! The node runtime: each raylet's local resource manager.
+//!
+//! Owns: every change of a node's available resources, and the scheduler's index that
+//! orders nodes by them. A reservation (a lease, a placement-group bundle), its release,
+//! the CPU a task lends back while blocked in `ray.get` and takes again, a node joining
+//! and a node lost: each is one method here, and each updates the index in the same
+//! call, so the index and the nodes agree after every event by construction.
+//! Must never: decide where work goes (the scheduler does), queue or wake work (the
+//! engine does, after a release), or be bypassed: [`Key`] can only be made in this
+//! file, and `model::Available` has no other way to change in place.
+
+use crate::model::{FixedPoint, Node, NodeIdx, ResVec, ResourceId, ResourceRequest};
+use crate::scheduler::Scheduler;
+
+/// Proof that a change of availability comes from the node runtime. Its field is
+/// private, so no other module can make one.
+pub struct Key(());
+
+const KEY: Key = Key(());
+
+/// The nodes' local resource managers, borrowed for a change. Built from the engine's
+/// node table and scheduler as disjoint borrows, so a request borrowed from the specs
+/// can be passed in without a copy.
+pub(crate) struct LocalResources<'a> {
+    nodes: &'a mut [Node],
+    sched: &'a mut Scheduler,
+}
+
+impl<'a> LocalResources<'a> {
+    pub(crate) fn of(nodes: &'a mut [Node], sched: &'a mut Scheduler) -> LocalResources<'a> {
+        LocalResources { nodes, sched }
+    }
+
+    fn avail(&mut self, n: NodeIdx) -> &mut ResVec {
+        self.nodes[n.index()].available.get_mut(&KEY)
+    }
+
+    /// A node joined (or came back in a reused slot) with nothing reserved.
+    pub(crate) fn joined(&mut self, n: NodeIdx) {
+        self.sched.add_node(&self.nodes[n.index()]);
+    }
+
+    /// A node is gone: what was reserved there is gone with it (nothing to give back),
+    /// so it reads as all free, and it leaves the index.
+    pub(crate) fn lost(&mut self, n: NodeIdx) {
+        let node = &mut self.nodes[n.index()];
+        let total = node.total.clone();
+        *node.available.get_mut(&KEY) = total;
+        self.sched.remove_node(&self.nodes[n.index()]);
+    }
+
+    /// Reserve `req` on `n` (a lease, an actor's resources, a bundle): the node is busy.
+    pub(crate) fn reserve(&mut self, n: NodeIdx, req: &ResourceRequest) {
+        self.avail(n).subtract(req);
+        self.nodes[n.index()].idle_since = None;
+        self.sched.update_node(&self.nodes[n.index()]);
+    }
+
+    /// Give `req` back on `n` (a lease ended, an actor died, a group was removed).
+    pub(crate) fn release(&mut self, n: NodeIdx, req: &ResourceRequest) {
+        self.avail(n).add(req);
+        self.sched.update_node(&self.nodes[n.index()]);
+    }
+
+    /// Give a lease's `req` back; with `cpu_lent`, its CPU was already lent back while
+    /// the task blocked in `ray.get`, so it is not returned twice.
+    pub(crate) fn release_lease(&mut self, n: NodeIdx, req: &ResourceRequest, cpu_lent: bool) {
+        let avail = self.avail(n);
+        avail.add(req);
+        if cpu_lent {
+            avail.0[ResourceId::CPU.index()] -= req.get(ResourceId::CPU);
+        }
+        self.sched.update_node(&self.nodes[n.index()]);
+    }
+
+    /// A task blocked in `ray.get` lends its `cpu` back to the node (as Ray's raylet
+    /// does for a worker blocked on `ray.get`).
+    pub(crate) fn lend_cpu(&mut self, n: NodeIdx, cpu: FixedPoint) {
+        self.avail(n).0[ResourceId::CPU.index()] += cpu;
+        self.sched.update_node(&self.nodes[n.index()]);
+    }
+
+    /// A task returning from `ray.get` takes its `cpu` again; false (and nothing
+    /// changes) when the node has less than that free now.
+    pub(crate) fn reclaim_cpu(&mut self, n: NodeIdx, cpu: FixedPoint) -> bool {
+        if self.nodes[n.index()].available.get(ResourceId::CPU) < cpu {
+            return false;
+        }
+        self.avail(n).0[ResourceId::CPU.index()] -= cpu;
+        self.sched.update_node(&self.nodes[n.index()]);
+        true
+    }
+}
+
+impl super::engine::Engine {
+    /// The node runtime, for a change whose request is not borrowed from the engine.
+    pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
+        LocalResources::of(&mut self.model.nodes, &mut self.sched)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::Engine;
+
+    fn engine() -> Engine {
+        let yaml = "cluster:\n  head: {cpu: 4, memory: 8GiB}\n  node_types:\n    - {name: w, count: 2, cpu: 4, memory: 8GiB, ip_range: 10.1.0.0/24}\nworkloads: []\n";
+        Engine::new(crate::config::load_str(yaml, "test").expect("valid config"))
+    }
+
+    #[test]
+    fn every_operation_keeps_the_index_in_step_with_the_nodes() {
+        let mut e = engine();
+        let req = ResourceRequest::cpu(2.0);
+        let cpu = req.get(ResourceId::CPU);
+        let n = NodeIdx(1);
+        e.local_resources().reserve(n, &req);
+        e.local_resources().lend_cpu(n, cpu);
+        assert!(e.local_resources().reclaim_cpu(n, cpu));
+        e.local_resources().lend_cpu(n, cpu);
+        e.local_resources().release_lease(n, &req, true);
+        assert_eq!(e.model.nodes[1].available, e.model.nodes[1].total);
+        e.local_resources().reserve(NodeIdx(2), &req);
+        e.sched.check_index(&e.model.nodes).expect("index agrees after every change");
+        e.kill_node(NodeIdx(2), "test", true);
+        e.sched.check_index(&e.model.nodes).expect("index agrees after a node is lost");
+    }
+
+    #[test]
+    fn a_change_that_bypasses_the_runtime_is_caught() {
+        let mut e = engine();
+        // Only this file can make the key: this is the bypass the compiler prevents elsewhere.
+        e.model.nodes[1].available.get_mut(&KEY).subtract(&ResourceRequest::cpu(4.0));
+        let err = e.sched.check_index(&e.model.nodes).expect_err("a stale index is reported");
+        assert!(err.contains("node 1"), "{err}");
+    }
+}
