@@ -14,7 +14,7 @@ use std::time::Duration;
 async fn pages_and_assets_are_served_with_their_types_and_headers() {
     let s = Server::without_token().await;
     let mut scripts = Vec::new();
-    for path in ["/", "/nodes", "/jobs", "/actors", "/tasks", "/events", "/metrics-view", "/endpoints"] {
+    for path in ["/", "/nodes", "/jobs", "/actors", "/tasks", "/events", "/metrics-view", "/flow", "/endpoints"] {
         let r = s.get(path).await;
         assert_eq!(r.status, 200, "{path}");
         assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"), "{path}");
@@ -32,7 +32,12 @@ async fn pages_and_assets_are_served_with_their_types_and_headers() {
     }
     scripts.sort();
     scripts.dedup();
-    assert!(scripts.len() >= 9, "{scripts:?}");
+    assert!(scripts.len() >= 10, "{scripts:?}");
+    assert!(scripts.iter().any(|u| u.starts_with("/static/flow.js?v=")), "{scripts:?}");
+    let index = s.get("/endpoints").await.text();
+    for path in ["/flow", "/api/flow/jobs", "/api/flow/bottlenecks?job=ID", "/get_call_graph_data"] {
+        assert!(index.contains(path), "the endpoint index lists {path}");
+    }
     for url in &scripts {
         let r = s.get(url).await;
         assert_eq!(r.status, 200, "{url}");
