@@ -389,6 +389,7 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    return_freed_memory_promptly();
     init_logging(args.log_format);
     let cfg = match load_config(args.config.as_ref(), args.seed, &args.set) {
         Ok(c) => c,
@@ -510,3 +511,37 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 // mimalloc's thread-local free lists measurably beat glibc malloc here (see BENCHMARKS.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (libmimalloc-sys names no
+/// constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// A server runs for days: have mimalloc give freed pages back to the OS at once
+/// instead of after its purge delay (1 s by default), or RSS creeps up while bounded
+/// stores churn (the
+/// A7 soak: 0.49 MB/min with the default delay, flat with 0; BENCHMARKS.md). `simulate`
+/// keeps the default, which is faster for a short batch run. An explicit
+/// `MIMALLOC_PURGE_DELAY` in the environment wins.
+fn return_freed_memory_promptly() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one integer option; mimalloc reads options atomically.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
+}
+
+#[cfg(test)]
+mod allocator_tests {
+    use super::MI_OPTION_PURGE_DELAY;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_serve_sets() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // purge_delay's default in the vendored mimalloc 3 (src/options.c) is 1000 ms, and
+        // no neighbouring option defaults to 1000: the index names it.
+        assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, 1000);
+        super::return_freed_memory_promptly();
+        assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, 0);
+    }
+}
