@@ -66,9 +66,21 @@ impl Drop for Server {
 }
 
 fn start() -> Server {
+    start_with(CONFIG)
+}
+
+/// The config's random task crashes (until 15 s) are for the retried-task listing; a
+/// job submitted meanwhile could fail, so the job tests run without them.
+fn start_without_faults() -> Server {
+    let faults = "faults:\n  - {kind: task_failures, at: 0s, until: 15s, probability: 0.4}\n";
+    assert!(CONFIG.contains(faults), "the faults section is where start_without_faults expects it");
+    start_with(&CONFIG.replace(faults, ""))
+}
+
+fn start_with(config: &str) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("cli.yaml");
-    std::fs::write(&cfg, CONFIG).unwrap();
+    std::fs::write(&cfg, config).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rayscope"))
         .args(["serve", "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--log-format", "json"])
         .env("RAYSCOPE_TOKEN", TOKEN)
@@ -217,13 +229,16 @@ fn rays_own_cli_lists_gets_and_summarizes_every_resource() {
     let one = ray(&cli, &s, &["get", "tasks", tasks[0]["task_id"].as_str().unwrap()]);
     assert!(one.contains("long_task"), "{one}");
 
-    // A retried task is listed once per attempt: the failed one FAILED with its error.
+    // A retried task is listed once per attempt: the failed one FAILED with its error,
+    // and a later attempt of the same task (after one retry or several) FINISHED.
     let retried = eventually("a flaky_task attempt that failed and one that finished", Duration::from_secs(60), || {
         let t = list(&cli, &s, "tasks", &["--filter", "name=flaky_task", "--limit", "1000", "--detail"]);
-        let failed = t.iter().find(|t| t["state"] == "FAILED" && t["attempt_number"] == 0)?.clone();
-        let id = failed["task_id"].clone();
-        let later = t.iter().find(|t| t["task_id"] == id && t["attempt_number"].as_u64() >= Some(1))?.clone();
-        (later["state"] == "FINISHED").then_some((failed, later))
+        t.iter().filter(|f| f["state"] == "FAILED" && f["attempt_number"] == 0).find_map(|failed| {
+            let later = t.iter().find(|l| {
+                l["task_id"] == failed["task_id"] && l["attempt_number"].as_u64() >= Some(1) && l["state"] == "FINISHED"
+            })?;
+            Some((failed.clone(), later.clone()))
+        })
     });
     assert_eq!(retried.0["error_type"], "WORKER_DIED", "{}", retried.0);
     let last = retried.0["events"].as_array().unwrap().last().unwrap().clone();
@@ -293,7 +308,7 @@ fn rays_own_cli_lists_gets_and_summarizes_every_resource() {
 #[test]
 fn rays_own_cli_submits_follows_stops_and_deletes_jobs() {
     let Some(cli) = ray_cli() else { return };
-    let s = start();
+    let s = start_without_faults();
 
     // Waiting (the default): tails the log until the job ends, then exits 0.
     let out = ray(&cli, &s, &["job", "submit", "--submission-id", "waited", "--", "fan-out", "--tasks", "5", "--task-duration", "1s"]);
