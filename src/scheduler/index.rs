@@ -1,17 +1,24 @@
 //! An ordered index of alive nodes by hybrid-policy score.
 //!
-//! Nodes sit in a `BTreeSet` keyed by (CPU full, score bucket, node index), one set for
-//! nodes with GPUs and one without. A node below the spread threshold has bucket 0, so
-//! the walk from the front visits packed-but-not-busy nodes in node order, then the
-//! rest from least to most utilized, exactly the order Ray's policy sorts into. Nodes
-//! with no CPU left come last, so a walk for work that needs CPU can stop at the first
-//! of them instead of visiting every full node of a busy cluster.
+//! Nodes are grouped by (CPU full, score bucket), groups in that order, each group's
+//! nodes in node order; one index for nodes with GPUs and one without. A node below the
+//! spread threshold has bucket 0, so the walk from the front visits packed-but-not-busy
+//! nodes in node order, then the rest from least to most utilized, exactly the order
+//! Ray's policy sorts into. Nodes with no CPU left come last, so a walk for work that
+//! needs CPU can stop at the first of them instead of visiting every full node of a
+//! busy cluster.
+//!
+//! Each set also counts its nodes with free CPU and those with less than one CPU free.
+//! When none has a fraction, a request for at most one CPU fits every node with free
+//! CPU, so the policy's n-th fitting node is the set's n-th node with free CPU: found
+//! group by group, without visiting (or loading) the nodes before it.
+//!
+//! Must never: hold a dead node, or a key other than the one its node's availability
+//! gives now (`check` verifies both).
 
-use crate::model::{Node, NodeIdx, ResourceId};
-use std::collections::BTreeSet;
+use crate::model::{Node, NodeIdx, ResourceId, ResourceRequest, RESOURCE_UNIT_SCALING};
+use std::collections::btree_map::{BTreeMap, Entry};
 
-/// Critical-resource utilization, as Ray's `CalculateCriticalResourceUtilization`:
-/// the highest of CPU, memory and object-store-memory utilization.
 pub fn critical_utilization(node: &Node) -> f64 {
     let mut worst: f64 = 0.0;
     for r in [ResourceId::CPU, ResourceId::MEMORY, ResourceId::OBJECT_STORE_MEMORY] {
@@ -35,17 +42,89 @@ fn cpu_full(node: &Node) -> bool {
     node.available.get(ResourceId::CPU).0 <= 0
 }
 
+/// Some CPU free, but less than one.
+fn cpu_fractional(node: &Node) -> bool {
+    let free = node.available.get(ResourceId::CPU).0;
+    free > 0 && free < RESOURCE_UNIT_SCALING
+}
+
+/// Whether `req` asks for CPU only, at most one.
+pub fn at_most_one_cpu(req: &ResourceRequest) -> bool {
+    matches!(req.0.as_slice(), [(ResourceId::CPU, q)] if q.0 <= RESOURCE_UNIT_SCALING)
+}
+
+/// One node set (with GPUs, or without), in policy order.
+#[derive(Default)]
+struct ScoreSet {
+    /// (CPU full, score bucket) → node indices, ascending. No group is empty.
+    groups: BTreeMap<(bool, u32), Vec<u32>>,
+    len: usize,
+    /// Nodes with free CPU (the groups before the first full one).
+    with_cpu: usize,
+    /// Nodes with some but less than one CPU free.
+    fractional: usize,
+}
+
+impl ScoreSet {
+    fn insert(&mut self, (full, bucket, idx): Key, fractional: bool) {
+        let nodes = self.groups.entry((full, bucket)).or_default();
+        if let Err(pos) = nodes.binary_search(&idx) {
+            nodes.insert(pos, idx);
+            self.len += 1;
+            self.with_cpu += usize::from(!full);
+            self.fractional += usize::from(fractional);
+        }
+    }
+
+    fn remove(&mut self, (full, bucket, idx): Key, fractional: bool) {
+        if let Entry::Occupied(mut group) = self.groups.entry((full, bucket)) {
+            if let Ok(pos) = group.get().binary_search(&idx) {
+                group.get_mut().remove(pos);
+                if group.get().is_empty() {
+                    group.remove();
+                }
+                self.len -= 1;
+                self.with_cpu -= usize::from(!full);
+                self.fractional -= usize::from(fractional);
+            }
+        }
+    }
+
+    fn contains(&self, (full, bucket, idx): Key) -> bool {
+        self.groups.get(&(full, bucket)).is_some_and(|nodes| nodes.binary_search(&idx).is_ok())
+    }
+
+    fn keys(&self) -> impl Iterator<Item = Key> + '_ {
+        self.groups.iter().flat_map(|(&(full, bucket), nodes)| nodes.iter().map(move |&i| (full, bucket, i)))
+    }
+
+    /// The `n`-th node (from 0) with free CPU, in policy order.
+    fn nth_with_cpu(&self, mut n: usize) -> Option<u32> {
+        for (&(full, _), nodes) in &self.groups {
+            if full {
+                break;
+            }
+            if n < nodes.len() {
+                return Some(nodes[n]);
+            }
+            n -= nodes.len();
+        }
+        None
+    }
+}
+
 pub struct ScoreIndex {
     threshold: f64,
-    cpu_nodes: BTreeSet<Key>,
-    gpu_nodes: BTreeSet<Key>,
-    /// Current key per node index and its set, `None` when the node is not in the index.
-    keys: Vec<Option<(Key, bool)>>,
+    cpu_nodes: ScoreSet,
+    gpu_nodes: ScoreSet,
+    /// Per node index: its key, its set (has GPU) and whether its free CPU is a
+    /// fraction; `None` when the node is not in the index.
+    keys: Vec<Option<(Key, bool, bool)>>,
 }
 
 impl ScoreIndex {
     pub fn new(threshold: f64) -> ScoreIndex {
-        ScoreIndex { threshold, cpu_nodes: BTreeSet::new(), gpu_nodes: BTreeSet::new(), keys: Vec::new() }
+        ScoreIndex { threshold, cpu_nodes: ScoreSet::default(), gpu_nodes: ScoreSet::default(), keys: Vec::new() }
     }
 
     fn bucket(&self, node: &Node) -> u32 {
@@ -62,11 +141,23 @@ impl ScoreIndex {
         (cpu_full(node), self.bucket(node), node.idx.0)
     }
 
-    fn set(&mut self, gpu: bool) -> &mut BTreeSet<Key> {
+    fn entry(&self, node: &Node) -> (Key, bool, bool) {
+        (self.key(node), has_gpu(node), cpu_fractional(node))
+    }
+
+    fn set(&mut self, gpu: bool) -> &mut ScoreSet {
         if gpu {
             &mut self.gpu_nodes
         } else {
             &mut self.cpu_nodes
+        }
+    }
+
+    fn set_ref(&self, gpu: bool) -> &ScoreSet {
+        if gpu {
+            &self.gpu_nodes
+        } else {
+            &self.cpu_nodes
         }
     }
 
@@ -78,15 +169,14 @@ impl ScoreIndex {
         if !node.is_alive() || self.keys[i].is_some() {
             return;
         }
-        let key = self.key(node);
-        let gpu = has_gpu(node);
-        self.set(gpu).insert(key);
-        self.keys[i] = Some((key, gpu));
+        let (key, gpu, fractional) = self.entry(node);
+        self.set(gpu).insert(key, fractional);
+        self.keys[i] = Some((key, gpu, fractional));
     }
 
     pub fn remove(&mut self, idx: NodeIdx) {
-        if let Some(Some((key, gpu))) = self.keys.get(idx.index()).copied() {
-            self.set(gpu).remove(&key);
+        if let Some(Some((key, gpu, fractional))) = self.keys.get(idx.index()).copied() {
+            self.set(gpu).remove(key, fractional);
             self.keys[idx.index()] = None;
         }
     }
@@ -94,13 +184,13 @@ impl ScoreIndex {
     #[inline]
     pub fn update(&mut self, node: &Node) {
         let i = node.idx.index();
-        let Some(Some((old, gpu))) = self.keys.get(i).copied() else { return };
-        let new = self.key(node);
+        let Some(Some(old)) = self.keys.get(i).copied() else { return };
+        let new = self.entry(node);
         if new != old {
-            let set = self.set(gpu);
-            set.remove(&old);
-            set.insert(new);
-            self.keys[i] = Some((new, gpu));
+            let set = self.set(old.1);
+            set.remove(old.0, old.2);
+            set.insert(new.0, new.2);
+            self.keys[i] = Some(new);
         }
     }
 
@@ -110,14 +200,13 @@ impl ScoreIndex {
         let mut indexed = 0;
         for n in nodes {
             let held = self.keys.get(n.idx.index()).copied().flatten();
-            let want = n.is_alive().then(|| (self.key(n), has_gpu(n)));
+            let want = n.is_alive().then(|| self.entry(n));
             if held != want {
                 return Err(format!("node {}: index holds {held:?}, its availability gives {want:?}", n.idx.0));
             }
-            if let Some((key, gpu)) = held {
+            if let Some((key, gpu, _)) = held {
                 indexed += 1;
-                let set = if gpu { &self.gpu_nodes } else { &self.cpu_nodes };
-                if !set.contains(&key) {
+                if !self.set_ref(gpu).contains(key) {
                     return Err(format!("node {}: key {key:?} missing from its set", n.idx.0));
                 }
             }
@@ -125,15 +214,31 @@ impl ScoreIndex {
         if indexed != self.len() {
             return Err(format!("index has {} entries for {indexed} alive nodes", self.len()));
         }
+        for (name, set) in [("CPU-only", &self.cpu_nodes), ("GPU", &self.gpu_nodes)] {
+            let held = self.keys.iter().flatten().filter(|(_, gpu, _)| *gpu == (name == "GPU"));
+            let (mut with_cpu, mut fractional, mut len) = (0, 0, 0);
+            for (key, _, frac) in held {
+                len += 1;
+                with_cpu += usize::from(!key.0);
+                fractional += usize::from(*frac);
+            }
+            if (set.len, set.with_cpu, set.fractional) != (len, with_cpu, fractional) {
+                return Err(format!(
+                    "{name} set counts (nodes, with CPU, fractional) {:?} != {:?}",
+                    (set.len, set.with_cpu, set.fractional),
+                    (len, with_cpu, fractional)
+                ));
+            }
+        }
         Ok(())
     }
 
     pub fn is_below_threshold(&self, idx: NodeIdx) -> bool {
-        matches!(self.keys.get(idx.index()), Some(Some(((_, 0, _), _))))
+        matches!(self.keys.get(idx.index()), Some(Some(((_, 0, _), _, _))))
     }
 
     pub fn len(&self) -> usize {
-        self.cpu_nodes.len() + self.gpu_nodes.len()
+        self.cpu_nodes.len + self.gpu_nodes.len
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -141,29 +246,39 @@ impl ScoreIndex {
 
     pub fn len_of(&self, gpu: Option<bool>) -> usize {
         match gpu {
-            Some(true) => self.gpu_nodes.len(),
-            Some(false) => self.cpu_nodes.len(),
+            Some(gpu) => self.set_ref(gpu).len,
             None => self.len(),
         }
+    }
+
+    /// When every node of the set with free CPU fits `req`, the number of them; `None`
+    /// when that is not known without looking at each node.
+    pub fn all_with_cpu_fit(&self, gpu: bool, req: &ResourceRequest) -> Option<usize> {
+        let set = self.set_ref(gpu);
+        (set.fractional == 0 && at_most_one_cpu(req)).then_some(set.with_cpu)
+    }
+
+    /// The `n`-th node (from 0) of the set with free CPU, in policy order.
+    pub fn nth_with_cpu(&self, gpu: bool, n: usize) -> Option<NodeIdx> {
+        self.set_ref(gpu).nth_with_cpu(n).map(NodeIdx)
     }
 
     /// Nodes in policy order: by score bucket, then node order; nodes without free CPU
     /// last. `None` merges both sets. Yields (node, has no CPU available).
     pub fn iter(&self, gpu: Option<bool>) -> Box<dyn Iterator<Item = (NodeIdx, bool)> + '_> {
         match gpu {
-            Some(true) => Box::new(self.gpu_nodes.iter().map(|&(f, _, i)| (NodeIdx(i), f))),
-            Some(false) => Box::new(self.cpu_nodes.iter().map(|&(f, _, i)| (NodeIdx(i), f))),
-            None => Box::new(MergeByKey { a: self.cpu_nodes.iter().peekable(), b: self.gpu_nodes.iter().peekable() }),
+            Some(gpu) => Box::new(self.set_ref(gpu).keys().map(|(f, _, i)| (NodeIdx(i), f))),
+            None => Box::new(MergeByKey { a: self.cpu_nodes.keys().peekable(), b: self.gpu_nodes.keys().peekable() }),
         }
     }
 }
 
-struct MergeByKey<'a> {
-    a: std::iter::Peekable<std::collections::btree_set::Iter<'a, Key>>,
-    b: std::iter::Peekable<std::collections::btree_set::Iter<'a, Key>>,
+struct MergeByKey<A: Iterator<Item = Key>, B: Iterator<Item = Key>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
 }
 
-impl Iterator for MergeByKey<'_> {
+impl<A: Iterator<Item = Key>, B: Iterator<Item = Key>> Iterator for MergeByKey<A, B> {
     type Item = (NodeIdx, bool);
     fn next(&mut self) -> Option<(NodeIdx, bool)> {
         let take_a = match (self.a.peek(), self.b.peek()) {
@@ -173,6 +288,6 @@ impl Iterator for MergeByKey<'_> {
             (None, None) => return None,
         };
         let item = if take_a { self.a.next() } else { self.b.next() };
-        item.map(|&(f, _, i)| (NodeIdx(i), f))
+        item.map(|(f, _, i)| (NodeIdx(i), f))
     }
 }

@@ -248,6 +248,21 @@ impl Scheduler {
         // k nodes qualify, a second uniform draw among those found keeps the choice
         // uniform over the available top-k without collecting all k every time.
         let rank = rng.random_range(0..k);
+        // The common case answered from the index's counts: the same node the walk
+        // below would reach, and the same draws.
+        if let Some(gpu) = gpu_set {
+            if let Some(fitting) = self.index.all_with_cpu_fit(gpu, req) {
+                return match fitting {
+                    0 => {
+                        self.saturated.retain(|(_, _, e)| *e == epoch);
+                        self.saturated.push((req.clone(), gpu_set, epoch));
+                        None
+                    }
+                    n if rank < n => self.index.nth_with_cpu(gpu, rank),
+                    n => self.index.nth_with_cpu(gpu, rng.random_range(0..n)),
+                };
+            }
+        }
         let needs_cpu = req.get(crate::model::ResourceId::CPU).0 > 0;
         self.candidates.clear();
         for (idx, cpu_full) in self.index.iter(gpu_set) {
