@@ -300,7 +300,7 @@ impl Model {
         t.state = next;
         t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
-        crate::log_event!(self.log, now, "task", "{:x} {} attempt={}", id.0, next.as_str(), t.attempt);
+        self.log.line(now, "task").hex(id.0).text(" ").text(next.as_str()).text(" attempt=").dec(t.attempt.into()).end();
     }
 
     /// Start a new attempt: the old attempt is counted as it ends and kept as a FAILED
@@ -349,16 +349,11 @@ impl Model {
             TaskState::Finished => self.counters.tasks_finished += 1,
             _ => self.counters.tasks_failed += 1,
         }
-        crate::log_event!(
-            self.log,
-            now,
-            "task",
-            "{:x} {} attempt={}{}",
-            id.0,
-            terminal.as_str(),
-            t.attempt,
-            t.error.map(|e| format!(" error={}", e.as_str())).unwrap_or_default()
-        );
+        let line = self.log.line(now, "task").hex(id.0).text(" ").text(terminal.as_str()).text(" attempt=").dec(t.attempt.into());
+        match t.error {
+            Some(e) => line.text(" error=").text(e.as_str()).end(),
+            None => line.end(),
+        }
         self.keep_record(t.record(now, return_bytes));
     }
 

@@ -56,7 +56,8 @@ impl Engine {
             exec: Exec { unresolved, ..Default::default() }.into(),
             ..Task::new(tid, job, name, kind, spec_id, owner_node, self.clock.now)
         };
-        log_event!(self.model.log, self.clock.now, "task", "{:x} SUBMITTED {} job={} parent={:x}", tid.0, initial.as_str(), job.hex(), parent.0);
+        let line = self.model.log.line(self.clock.now, "task").hex(tid.0).text(" SUBMITTED ").text(initial.as_str());
+        line.text(" job=").hex_bytes(&job.0.to_le_bytes()).text(" parent=").hex(parent.0).end();
         self.model.insert_task(task);
         self.flow.submitted(&mut self.model, &self.specs, tid, self.clock.now);
         if failed_arg {
@@ -173,7 +174,8 @@ impl Engine {
         if kind == TaskType::ActorCreationTask {
             delay += self.cfg.scheduler.worker_start_latency.as_micros();
         }
-        log_event!(self.model.log, self.clock.now, "scheduler", "{:x} LEASED node={}{}", tid.0, node.0, if spilled { " spillback" } else { "" });
+        let line = self.model.log.line(self.clock.now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
+        line.text(if spilled { " spillback" } else { "" }).end();
         self.schedule_in(delay, Event::Dispatch(tid, attempt));
     }
 
