@@ -1,9 +1,9 @@
 //! The clock and the event queue: virtual time and what happens next.
 //!
 //! Owns: virtual time now (µs), the queue of scheduled events (a radix heap,
-//! `event_queue.rs`), the sequence number that
-//! orders events scheduled for the same instant (insertion order, so the same config
-//! and seed always produce the same event log), and the count of events run. Must
+//! `event_queue.rs`, which keeps events scheduled for the same instant in insertion
+//! order, so the same config and seed always produce the same event log), and the count
+//! of events run. Must
 //! never: read wall-clock time, run an event (the engine's handlers do), or move time
 //! backwards: an event scheduled in the past runs now.
 
@@ -13,23 +13,21 @@ use super::event_queue::EventQueue;
 pub(crate) struct Clock {
     /// Virtual time now, in µs.
     pub(crate) now: u64,
-    /// Ordered by (time, seq): seq is unique, so the event itself never decides.
+    /// Ordered by (time, insertion): the event itself never decides.
     queue: EventQueue<Event>,
-    seq: u64,
     events_processed: u64,
 }
 
 impl Default for Clock {
     fn default() -> Self {
-        Clock { now: 0, queue: EventQueue::new(), seq: 0, events_processed: 0 }
+        Clock { now: 0, queue: EventQueue::new(), events_processed: 0 }
     }
 }
 
 impl Clock {
     /// Schedule `event` at `time` (or now, if that has passed).
     pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
-        self.seq += 1;
-        self.queue.push(time.max(self.now), self.seq, event);
+        self.queue.push(time.max(self.now), event);
     }
 
     /// Time of the next event, if any.

@@ -1,41 +1,49 @@
-//! The engine's event queue: a radix heap keyed by (virtual time, sequence number).
+//! The engine's event queue: a radix heap keyed by virtual time, first in first out
+//! among equal times.
 //!
-//! Owns: the order in which scheduled events come out. Must never: reorder events with
-//! equal keys (keys are unique: the sequence number breaks every tie) or lose one.
+//! Owns: the order in which scheduled events come out: by time, and events due at the
+//! same time in the order they were pushed. Must never: reorder events with equal times
+//! or lose one.
 //!
 //! A discrete-event simulation only ever schedules at or after the event it is handling,
-//! so keys come out in non-decreasing order and every new key is at least the last one
+//! so times come out in non-decreasing order and every new time is at least the last one
 //! taken out. A radix heap uses exactly that: an entry sits in the bucket named by the
-//! highest bit in which its key differs from the last key taken, pushes are appends, and
-//! a pop only splits one bucket into lower ones, each entry moving at most once per bit.
-//! At scale.yaml size (tens of thousands of events in flight, millions in all) that is
-//! a fraction of the cache misses of a binary heap's sift-down through a cold array.
+//! highest bit in which its time differs from the last time taken, pushes are appends,
+//! and a pop only splits one bucket into lower ones, each entry moving at most once per
+//! bit. At scale.yaml size (tens of thousands of events in flight, millions in all) that
+//! is a fraction of the cache misses of a binary heap's sift-down through a cold array.
 //!
-//! The smallest entry is held outside the buckets so `peek` needs no `&mut`; a key below
+//! Ties need no sequence number: entries with equal times always share a bucket (the
+//! bucket is a function of the time and the last time taken), and every bucket keeps
+//! push order when it is appended to and when it is split; the entry held outside is
+//! always the earliest pushed of its time, so it goes back to the front. So the order
+//! is (time, push order), what a binary heap keyed by (time, sequence number) gives, with
+//! half the key and far fewer moves when many events share an instant.
+//!
+//! The smallest entry is held outside the buckets so `peek` needs no `&mut`; a time below
 //! the last one taken out (never produced by the engine) is still placed correctly, by
 //! re-bucketing everything: slower, never wrong.
 
-/// Key bits: 64 of time, 64 of sequence number.
-const BUCKETS: usize = 129;
+use std::collections::VecDeque;
+
+/// Bucket `b` (1..=64) holds times whose highest bit differing from `last` is bit b−1;
+/// bucket 0 holds times equal to `last`.
+const BUCKETS: usize = 65;
 
 pub(crate) struct EventQueue<E> {
-    /// The smallest entry, if any.
-    top: Option<(u128, E)>,
-    /// The key the buckets are relative to: the last key moved out of them.
-    last: u128,
-    buckets: Vec<Vec<(u128, E)>>,
+    /// The first entry to come out, if any: always the earliest pushed of its time.
+    top: Option<(u64, E)>,
+    /// The time the buckets are relative to: the last time moved out of them.
+    last: u64,
+    /// Each in push order among equal times.
+    buckets: Vec<VecDeque<(u64, E)>>,
     /// Entries in `buckets`.
     in_buckets: usize,
 }
 
-#[inline]
-fn key(time: u64, seq: u64) -> u128 {
-    (u128::from(time) << 64) | u128::from(seq)
-}
-
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
-        EventQueue { top: None, last: 0, buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), in_buckets: 0 }
+        EventQueue { top: None, last: 0, buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(), in_buckets: 0 }
     }
 
     #[cfg(test)]
@@ -44,71 +52,73 @@ impl<E> EventQueue<E> {
     }
 
     #[inline]
-    fn bucket(&self, k: u128) -> usize {
-        (128 - (k ^ self.last).leading_zeros()) as usize
+    fn bucket(&self, time: u64) -> usize {
+        (64 - (time ^ self.last).leading_zeros()) as usize
     }
 
-    /// Add an event due at `time`; `seq` must be unique (it orders equal times).
-    pub(crate) fn push(&mut self, time: u64, seq: u64, event: E) {
-        let k = key(time, seq);
-        if self.top.as_ref().is_none_or(|(tk, _)| k < *tk) {
-            if let Some(old) = self.top.replace((k, event)) {
-                self.push_bucket(old);
+    /// Add an event due at `time`, after every event already due at that time.
+    pub(crate) fn push(&mut self, time: u64, event: E) {
+        if self.top.as_ref().is_none_or(|(top, _)| time < *top) {
+            if let Some((t, e)) = self.top.replace((time, event)) {
+                // It was pushed before any other entry of its time: it goes first.
+                if t < self.last {
+                    self.rebase(t);
+                }
+                let b = self.bucket(t);
+                self.buckets[b].push_front((t, e));
+                self.in_buckets += 1;
             }
         } else {
-            self.push_bucket((k, event));
+            if time < self.last {
+                self.rebase(time);
+            }
+            let b = self.bucket(time);
+            self.buckets[b].push_back((time, event));
+            self.in_buckets += 1;
         }
     }
 
-    fn push_bucket(&mut self, entry: (u128, E)) {
-        if entry.0 < self.last {
-            self.rebase(entry.0);
-        }
-        let b = self.bucket(entry.0);
-        self.buckets[b].push(entry);
-        self.in_buckets += 1;
-    }
-
-    /// Make `last` = `k` (below it), re-bucketing what is there.
+    /// Make `last` = `time` (below it), re-bucketing what is there. Each bucket is
+    /// moved in order, and equal times share one, so push order among them holds.
     #[cold]
-    fn rebase(&mut self, k: u128) {
-        self.last = k;
-        let all: Vec<(u128, E)> = self.buckets.iter_mut().flat_map(|b| b.drain(..)).collect();
-        for e in all {
-            let b = self.bucket(e.0);
-            self.buckets[b].push(e);
+    fn rebase(&mut self, time: u64) {
+        self.last = time;
+        let all: Vec<(u64, E)> = self.buckets.iter_mut().flat_map(|b| b.drain(..)).collect();
+        for (t, e) in all {
+            let b = self.bucket(t);
+            self.buckets[b].push_back((t, e));
         }
     }
 
-    /// The smallest key: (time, seq).
+    /// The time of the first entry.
     pub(crate) fn peek_time(&self) -> Option<u64> {
-        self.top.as_ref().map(|(k, _)| (*k >> 64) as u64)
+        self.top.as_ref().map(|(t, _)| *t)
     }
 
-    /// Take the smallest entry: (time, event).
+    /// Take the first entry: (time, event).
     pub(crate) fn pop(&mut self) -> Option<(u64, E)> {
-        let (k, e) = self.top.take()?;
+        let first = self.top.take()?;
         self.top = self.pop_bucket();
-        Some(((k >> 64) as u64, e))
+        Some(first)
     }
 
-    fn pop_bucket(&mut self) -> Option<(u128, E)> {
+    fn pop_bucket(&mut self) -> Option<(u64, E)> {
         if self.in_buckets == 0 {
             return None;
         }
         if self.buckets[0].is_empty() {
             let i = self.buckets.iter().position(|b| !b.is_empty()).expect("a bucket holds an entry");
             let mut from = std::mem::take(&mut self.buckets[i]);
-            self.last = from.iter().map(|(k, _)| *k).min().expect("bucket is not empty");
-            for e in from.drain(..) {
-                let b = self.bucket(e.0);
-                self.buckets[b].push(e);
+            self.last = from.iter().map(|(t, _)| *t).min().expect("bucket is not empty");
+            for (t, e) in from.drain(..) {
+                let b = self.bucket(t);
+                self.buckets[b].push_back((t, e));
             }
             // Keep the emptied bucket's allocation for its next entries.
             self.buckets[i] = from;
         }
         self.in_buckets -= 1;
-        self.buckets[0].pop()
+        self.buckets[0].pop_front()
     }
 
     /// Every pending event, in no particular order.
@@ -125,8 +135,8 @@ mod tests {
     use std::collections::BinaryHeap;
 
     /// Events scheduled as the engine schedules them (at or after the one being handled,
-    /// ties broken by sequence) come out exactly as from a binary heap ordered by
-    /// (time, seq); so do the odd ones scheduled in the past.
+    /// many at the same instant) come out exactly as from a binary heap ordered by
+    /// (time, push sequence); so do the odd ones scheduled in the past.
     #[test]
     fn pops_in_the_order_of_a_binary_heap() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
@@ -144,14 +154,14 @@ mod tests {
                         _ if step % 997 == 0 => {
                             let t = now.saturating_sub(rng.random_range(0..1_000));
                             seq += 1;
-                            q.push(t, seq, step);
+                            q.push(t, step);
                             h.push(Reverse((t, seq, step)));
                             continue;
                         }
                         _ => rng.random_range(0..100),
                     };
                     seq += 1;
-                    q.push(now + delay, seq, step);
+                    q.push(now + delay, step);
                     h.push(Reverse((now + delay, seq, step)));
                 }
             }
