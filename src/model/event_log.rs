@@ -15,10 +15,10 @@ pub struct EventLog {
     total: u64,
     sink: Option<Box<dyn Write + Send>>,
     sink_error: Option<String>,
-    line: String,
-    /// Lines not yet fed to `digest`: SHA-256 is a stream, so hashing them a block of
-    /// lines at a time gives the same digest for a fraction of the per-call cost.
-    unhashed: Vec<u8>,
+    /// Lines not yet fed to `digest`, the one being written last: SHA-256 is a stream,
+    /// so hashing them a block of lines at a time gives the same digest for a fraction
+    /// of the per-call cost, and each line is written once, in place.
+    unhashed: String,
 }
 
 /// Bytes of lines gathered before they are hashed.
@@ -43,8 +43,7 @@ impl EventLog {
             total: 0,
             sink: None,
             sink_error: None,
-            line: String::with_capacity(128),
-            unhashed: Vec::with_capacity(HASH_BATCH + 256),
+            unhashed: String::with_capacity(HASH_BATCH + 256),
         }
     }
 
@@ -55,43 +54,40 @@ impl EventLog {
 
     /// Record an event. `source` is the emitting component (`task`, `actor`, `node`, ...).
     pub fn record(&mut self, time_us: u64, source: &'static str, args: std::fmt::Arguments<'_>) {
+        let start = self.unhashed.len();
         let head = self.begin(time_us, source);
-        let _ = self.line.write_fmt(args);
-        self.commit(time_us, source, head);
+        let _ = self.unhashed.write_fmt(args);
+        self.commit(time_us, source, start, head);
     }
 
     /// Start a line written piece by piece: the same bytes `log_event!` writes, without
     /// `core::fmt`'s machinery, for the lines every task writes five of.
     pub fn line(&mut self, time_us: u64, source: &'static str) -> Line<'_> {
+        let start = self.unhashed.len();
         let head = self.begin(time_us, source);
-        Line { log: self, time_us, source, head }
+        Line { log: self, time_us, source, start, head }
     }
 
     /// Write "<time> <source> " and return where the message starts.
     fn begin(&mut self, time_us: u64, source: &'static str) -> usize {
-        self.line.clear();
-        self.line.push_str(itoa::Buffer::new().format(time_us));
-        self.line.push(' ');
-        self.line.push_str(source);
-        self.line.push(' ');
-        self.line.len()
+        self.unhashed.push_str(itoa::Buffer::new().format(time_us));
+        self.unhashed.push(' ');
+        self.unhashed.push_str(source);
+        self.unhashed.push(' ');
+        self.unhashed.len()
     }
 
-    /// End the line in `self.line`: hash it, stream it, keep it in the ring.
-    fn commit(&mut self, time_us: u64, source: &'static str, head: usize) {
-        self.line.push('\n');
-        self.unhashed.extend_from_slice(self.line.as_bytes());
-        if self.unhashed.len() >= HASH_BATCH {
-            self.digest.update(&self.unhashed);
-            self.unhashed.clear();
-        }
+    /// End the line written at `start..` of `unhashed` (its message from `head`): stream
+    /// it, keep it in the ring, hash a full batch.
+    fn commit(&mut self, time_us: u64, source: &'static str, start: usize, head: usize) {
+        self.unhashed.push('\n');
         if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.write_all(self.line.as_bytes()) {
+            if let Err(e) = sink.write_all(&self.unhashed.as_bytes()[start..]) {
                 self.sink_error.get_or_insert_with(|| e.to_string());
                 self.sink = None;
             }
         }
-        let text = &self.line[head..self.line.len() - 1];
+        let text = &self.unhashed[head..self.unhashed.len() - 1];
         // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
         let mut message = match self.recent.len() == self.capacity {
             true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
@@ -101,6 +97,10 @@ impl EventLog {
         message.push_str(text);
         self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
         self.total += 1;
+        if self.unhashed.len() >= HASH_BATCH {
+            self.digest.update(self.unhashed.as_bytes());
+            self.unhashed.clear();
+        }
     }
 
     pub fn total(&self) -> u64 {
@@ -122,7 +122,7 @@ impl EventLog {
     /// Hex SHA-256 of every line recorded so far (the log so far, not just the kept part).
     pub fn sha256_hex(&self) -> String {
         let mut d = self.digest.clone();
-        d.update(&self.unhashed);
+        d.update(self.unhashed.as_bytes());
         let d = d.finalize();
         d.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -147,19 +147,20 @@ pub struct Line<'a> {
     log: &'a mut EventLog,
     time_us: u64,
     source: &'static str,
+    start: usize,
     head: usize,
 }
 
 impl Line<'_> {
     #[inline]
     pub fn text(self, s: &str) -> Self {
-        self.log.line.push_str(s);
+        self.log.unhashed.push_str(s);
         self
     }
     /// As `{}` of an unsigned integer.
     #[inline]
     pub fn dec(self, v: u64) -> Self {
-        self.log.line.push_str(itoa::Buffer::new().format(v));
+        self.log.unhashed.push_str(itoa::Buffer::new().format(v));
         self
     }
     /// As `{:x}`: lower case, no leading zeros.
@@ -177,20 +178,20 @@ impl Line<'_> {
             }
         }
         // Only ASCII hex digits were written.
-        self.log.line.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+        self.log.unhashed.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
         self
     }
     /// Each byte as two lower-case hex digits (`{:02x}` per byte), as Ray prints ids.
     #[inline]
     pub fn hex_bytes(self, bytes: &[u8]) -> Self {
         for b in bytes {
-            self.log.line.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
-            self.log.line.push(char::from(b"0123456789abcdef"[(b & 0xf) as usize]));
+            self.log.unhashed.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
+            self.log.unhashed.push(char::from(b"0123456789abcdef"[(b & 0xf) as usize]));
         }
         self
     }
     pub fn end(self) {
-        self.log.commit(self.time_us, self.source, self.head);
+        self.log.commit(self.time_us, self.source, self.start, self.head);
     }
 }
 
