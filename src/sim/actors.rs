@@ -1,8 +1,62 @@
-//! Actors (creation, per-actor call queues, death and restart) and jobs' ends.
+//! Actors, as Ray's GCS actor manager keeps them: creation, placement on a node,
+//! per-actor call queues, death and restart within `max_restarts`, and jobs' ends.
+//!
+//! Owns: [`ActorManager`], which actors are placed on each node. The actor records
+//! themselves live in the model's actor table (what the snapshot reads). Must never:
+//! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
+//! change a node's resources except through the node runtime.
 
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
+
+/// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
+/// actor is listed exactly on the node it is ALIVE on, and nowhere while it is not
+/// alive; a dead node lists none.
+#[derive(Default)]
+pub(crate) struct ActorManager {
+    on_node: Vec<Vec<ActorId>>,
+}
+
+impl ActorManager {
+    /// A node joined (or came back in a reused slot) with no actors.
+    pub(crate) fn joined(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.on_node.len() {
+            self.on_node.resize_with(i + 1, Vec::new);
+        }
+        self.on_node[i] = Vec::new();
+    }
+
+    /// `aid` is alive on `n` now.
+    pub(crate) fn placed(&mut self, n: NodeIdx, aid: ActorId) {
+        self.on_node[n.index()].push(aid);
+    }
+
+    /// `aid` left `n` (it died, or is restarting elsewhere).
+    pub(crate) fn left(&mut self, n: NodeIdx, aid: ActorId) {
+        let list = &mut self.on_node[n.index()];
+        if let Some(pos) = list.iter().position(|x| *x == aid) {
+            list.swap_remove(pos);
+        }
+    }
+
+    /// The actors on `n`, in no particular order.
+    #[inline]
+    pub(crate) fn on(&self, n: NodeIdx) -> &[ActorId] {
+        &self.on_node[n.index()]
+    }
+
+    /// Take every actor on `n` (the node died: they die with it).
+    pub(crate) fn take_on(&mut self, n: NodeIdx) -> Vec<ActorId> {
+        std::mem::take(&mut self.on_node[n.index()])
+    }
+
+    /// Per node slot, its actors (for the invariants).
+    pub(crate) fn by_node(&self) -> impl Iterator<Item = &[ActorId]> {
+        self.on_node.iter().map(|l| l.as_slice())
+    }
+}
 
 impl Engine {
     /// Create an actor: register it, then submit its creation task.
@@ -80,7 +134,7 @@ impl Engine {
         a.node = Some(node);
         a.last_node = Some(node);
         a.holds_resources = holds;
-        self.actors_on[node.index()].push(aid);
+        self.actor_manager.placed(node, aid);
         self.model.set_actor_state(aid, ActorState::Alive, self.clock.now);
         let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
         for tid in waiting {
@@ -150,10 +204,7 @@ impl Engine {
         let holds = std::mem::take(&mut a.holds_resources);
         let (spec_id, creation_task, bundle) = (a.creation_spec, a.creation_task, a.bundle);
         if let Some(n) = node {
-            let list = &mut self.actors_on[n.index()];
-            if let Some(pos) = list.iter().position(|x| *x == aid) {
-                list.swap_remove(pos);
-            }
+            self.actor_manager.left(n, aid);
             if holds && self.model.nodes[n.index()].is_alive() {
                 let req = self.specs[spec_id as usize].request.clone();
                 match bundle {

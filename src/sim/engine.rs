@@ -8,10 +8,13 @@
 //! clock's sequence number breaks ties), so the same config and seed always produce the
 //! same event log.
 
+use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::objects::PlasmaOrder;
 use super::cluster_queues::ClusterQueues;
+use super::node_runtime::Raylets;
+use super::placement_groups::PlacementGroupManager;
 use super::faults::FaultState;
 use crate::config::Config;
 use crate::log_event;
@@ -69,15 +72,15 @@ pub struct Engine {
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,
     pub(crate) head: NodeIdx,
-    /// Tasks holding a lease (resources) on each node, for node death and the OOM killer.
-    pub(crate) leased: Vec<Vec<TaskId>>,
-    /// Actors placed on each node.
-    pub(crate) actors_on: Vec<Vec<ActorId>>,
-    /// Work not placed yet: scheduling classes, infeasible tasks, bundle waiters,
-    /// pending placement groups (`cluster_queues.rs`).
+    /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
+    pub(crate) raylets: Raylets,
+    /// The actors placed on each node (`actors.rs`).
+    pub(crate) actor_manager: ActorManager,
+    /// Tasks not placed yet: scheduling classes, infeasible tasks, bundle waiters
+    /// (`cluster_queues.rs`).
     pub(crate) queues: ClusterQueues,
-    /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again.
-    pub(crate) resuming: Vec<VecDeque<TaskId>>,
+    /// Placement groups waiting to be placed (`placement_groups.rs`).
+    pub(crate) pg_manager: PlacementGroupManager,
     pub(crate) faults: FaultState,
     pub(crate) autoscaler: Autoscaler,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
@@ -144,10 +147,10 @@ impl Engine {
             pending_job_starts: 0,
             live_jobs: 0,
             head: NodeIdx(0),
-            leased: Vec::new(),
-            actors_on: Vec::new(),
+            raylets: Raylets::default(),
+            actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
-            resuming: Vec::new(),
+            pg_manager: PlacementGroupManager::default(),
             faults: FaultState::new(&cfg.faults),
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
@@ -266,16 +269,12 @@ impl Engine {
         if let Some(slot) = reused {
             let i = slot.index();
             self.model.nodes[i] = node;
-            self.leased[i] = Vec::new();
-            self.actors_on[i] = Vec::new();
-            self.resuming[i] = VecDeque::new();
         } else {
             self.model.nodes.push(node);
-            self.leased.push(Vec::new());
-            self.actors_on.push(Vec::new());
-            self.resuming.push(VecDeque::new());
         }
         self.local_resources().joined(idx);
+        self.raylets.joined(idx);
+        self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
         self.node_by_ip.insert(ip, idx);
@@ -404,7 +403,7 @@ impl Engine {
             return id;
         }
         self.model.set_job_status(id, JobStatus::Running, self.clock.now, "driver running");
-        self.leased[head.index()].push(driver_id);
+        self.raylets.lease_granted(head, driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
         self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
         self.run_program(driver_id);
