@@ -1,5 +1,5 @@
 //! Actors, as Ray's GCS actor manager keeps them: creation, placement on a node,
-//! per-actor call queues, death and restart within `max_restarts`, and jobs' ends.
+//! per-actor call queues, death and restart within `max_restarts`.
 //!
 //! Owns: [`ActorManager`], which actors are placed on each node. The actor records
 //! themselves live in the model's actor table (what the snapshot reads). Must never:
@@ -274,46 +274,5 @@ impl Engine {
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
         self.try_schedule(tid);
-    }
-
-    /// A job ends: its actors die (they fate-share with the driver), its groups are removed
-    /// and anything still running is cancelled.
-    pub(crate) fn end_job(&mut self, job: JobId, status: JobStatus, message: &str) {
-        if self.model.jobs.get(&job).is_none_or(|j| j.status.is_terminal()) {
-            return;
-        }
-        self.live_jobs = self.live_jobs.saturating_sub(1);
-        self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
-        self.model.set_job_status(job, status, self.clock.now, message);
-        let mut actors: Vec<ActorId> = self
-            .model
-            .actors
-            .values()
-            .filter(|a| a.job == job && a.state != ActorState::Dead)
-            .map(|a| a.id)
-            .collect();
-        actors.sort();
-        for a in actors {
-            self.actor_died(a, "job finished: the driver exited", false);
-        }
-        let mut tasks: Vec<TaskId> = self.model.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
-        tasks.sort();
-        for t in tasks {
-            self.fail_task(t, ErrorType::JobStopped, false);
-        }
-        let pgs: Vec<PgId> = self
-            .model
-            .pgs
-            .values()
-            .filter(|p| p.job == job && p.state != PgState::Removed)
-            .map(|p| p.id)
-            .collect();
-        for pg in pgs {
-            self.remove_placement_group(pg);
-        }
-        if let Some(d) = self.model.jobs.get(&job).map(|j| j.driver) {
-            // The driver of a stopped job may still hold futures.
-            self.release_task_refs(d, true);
-        }
     }
 }

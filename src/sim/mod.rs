@@ -25,6 +25,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod invariants;
+mod jobs;
 pub(crate) mod node_runtime;
 mod objects;
 mod placement_groups;

@@ -285,7 +285,7 @@ impl Engine {
     pub(super) fn check_jobs(&self, v: &mut Violations) {
         let m = &self.model;
         let live = m.jobs.values().filter(|j| !j.status.is_terminal()).count();
-        ensure!(v, live == self.live_jobs, "live_jobs {} but {live} jobs are not terminal", self.live_jobs);
+        ensure!(v, live == self.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.jobs.live());
         let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status.is_terminal());
         for j in m.jobs.values().filter(|j| !j.status.is_terminal()) {
             let ok = m.tasks.get(&j.driver).is_some_and(|t| t.kind == TaskType::DriverTask);
