@@ -144,7 +144,7 @@ impl Engine {
             actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
             pg_manager: PlacementGroupManager::default(),
-            faults: FaultState::new(&cfg.faults),
+            faults: FaultState::default(),
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],

@@ -51,12 +51,8 @@ impl MemoryMonitor {
 }
 
 impl FaultState {
-    pub fn new(_faults: &[FaultConfig]) -> FaultState {
-        FaultState::default()
-    }
-
     /// The strongest active failure probability and whether it is an application error.
-    pub fn failure_probability(&self, _now: u64) -> Option<(f64, bool)> {
+    pub fn failure_probability(&self) -> Option<(f64, bool)> {
         self.failures.iter().map(|(_, p, a)| (*p, *a)).fold(None, |acc, (p, a)| match acc {
             Some((q, _)) if q >= p => acc,
             _ => Some((p, a)),

@@ -326,7 +326,7 @@ impl Engine {
             return;
         }
         if t.kind != TaskType::DriverTask {
-            if let Some((p, application)) = self.faults.failure_probability(self.clock.now) {
+            if let Some((p, application)) = self.faults.failure_probability() {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
                     let actor = t.actor;
