@@ -276,3 +276,28 @@ impl Engine {
         self.try_schedule(tid);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_actor_is_listed_on_its_node_until_it_leaves() {
+        let mut m = ActorManager::default();
+        let (a, b) = (NodeIdx(0), NodeIdx(1));
+        m.joined(a);
+        m.joined(b);
+        m.placed(a, ActorId(5));
+        m.placed(a, ActorId(6));
+        m.placed(b, ActorId(7));
+        m.left(a, ActorId(5));
+        m.left(a, ActorId(7)); // not on `a`: nothing changes
+        assert_eq!(m.on(a), [ActorId(6)]);
+        assert_eq!(m.by_node().map(|l| l.len()).collect::<Vec<_>>(), [1, 1]);
+        assert_eq!(m.take_on(b), [ActorId(7)]);
+        assert!(m.on(b).is_empty());
+        m.placed(b, ActorId(8));
+        m.joined(b);
+        assert!(m.on(b).is_empty(), "a node joining a reused slot inherits no actors");
+    }
+}

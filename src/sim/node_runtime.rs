@@ -229,6 +229,31 @@ mod tests {
     }
 
     #[test]
+    fn raylet_lists_follow_leases_and_getters_and_start_empty_in_a_reused_slot() {
+        let mut r = Raylets::default();
+        let n = NodeIdx(2);
+        r.joined(n);
+        assert_eq!(r.leases().count(), 3, "one list per slot up to the node");
+        for t in [7, 8, 9] {
+            r.lease_granted(n, TaskId(t));
+        }
+        r.lease_returned(n, TaskId(7));
+        r.lease_returned(n, TaskId(42)); // never leased: nothing changes
+        let mut leased = r.leased_on(n).to_vec();
+        leased.sort();
+        assert_eq!(leased, [TaskId(8), TaskId(9)]);
+        r.wait_to_resume(n, TaskId(9));
+        r.wait_to_resume(n, TaskId(8));
+        assert_eq!(r.next_to_resume(n), Some(TaskId(9)), "first come, first served");
+        r.resumed(n);
+        assert_eq!(r.next_to_resume(n), Some(TaskId(8)));
+        assert_eq!(r.take_leased(n).len(), 2);
+        assert!(r.leased_on(n).is_empty());
+        r.joined(n);
+        assert!(r.resuming_on(n).is_empty(), "a node joining a reused slot inherits nothing");
+    }
+
+    #[test]
     fn a_change_that_bypasses_the_runtime_is_caught() {
         let mut e = engine();
         // Only this file can make the key: this is the bypass the compiler prevents elsewhere.

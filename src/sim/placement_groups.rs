@@ -274,3 +274,21 @@ fn take(avail: &mut ResourceRequest, req: &ResourceRequest) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_groups_are_retried_oldest_first_and_forgotten_when_removed() {
+        let mut m = PlacementGroupManager::default();
+        assert!(!m.has_pending());
+        for g in [3, 1, 2] {
+            m.wait(PgId(g));
+        }
+        m.forget(PgId(1));
+        assert!(m.is_pending(PgId(3)) && !m.is_pending(PgId(1)));
+        assert_eq!(m.take_pending(), [PgId(3), PgId(2)]);
+        assert!(!m.has_pending() && m.pending().next().is_none());
+    }
+}
