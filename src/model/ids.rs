@@ -77,11 +77,6 @@ pub fn node_id_hex(seed: u64, idx: NodeIdx) -> String {
     out
 }
 
-/// Ray-like hex id for tasks, actors and objects: the job id prefix plus the sequence number.
-pub fn entity_hex(kind: u8, job: JobId, seq: u64) -> String {
-    format!("{:02x}{:016x}{}", kind, seq, job.hex())
-}
-
 /// A driver's process id. Drivers and normal-task workers are not processes the model
 /// allocates pids for (actors are), so theirs are derived, in ranges that cannot meet
 /// the actors' (which count up from 1,000) within Linux's `pid_max` (4,194,304).

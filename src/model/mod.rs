@@ -254,9 +254,6 @@ impl Model {
     pub fn node(&self, idx: NodeIdx) -> &Node {
         &self.nodes[idx.index()]
     }
-    pub fn node_mut(&mut self, idx: NodeIdx) -> &mut Node {
-        &mut self.nodes[idx.index()]
-    }
 
     pub fn alloc_task_id(&mut self) -> TaskId {
         let id = TaskId(self.next_task);
@@ -426,15 +423,6 @@ impl Model {
                 }
             }
         }
-    }
-
-    /// Tasks per state, summed over names, jobs and retries.
-    pub fn tasks_by_state(&self) -> BTreeMap<TaskState, i64> {
-        let mut m = BTreeMap::new();
-        for (k, v) in &self.task_counts {
-            *m.entry(k.state).or_insert(0) += *v;
-        }
-        m
     }
 }
 

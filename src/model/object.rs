@@ -52,9 +52,6 @@ pub struct Object {
 }
 
 impl Object {
-    pub fn is_ready(&self) -> bool {
-        self.status == ObjectStatus::Ready
-    }
     /// Whether this node has the bytes in memory.
     pub fn in_memory_at(&self, node: NodeIdx) -> bool {
         (self.primary == Some(node) && !self.spilled) || self.copies.contains(&node)

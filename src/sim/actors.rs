@@ -1,8 +1,62 @@
-//! Actors (creation, per-actor call queues, death and restart) and jobs' ends.
+//! Actors, as Ray's GCS actor manager keeps them: creation, placement on a node,
+//! per-actor call queues, death and restart within `max_restarts`.
+//!
+//! Owns: [`ActorManager`], which actors are placed on each node. The actor records
+//! themselves live in the model's actor table (what the snapshot reads). Must never:
+//! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
+//! change a node's resources except through the node runtime.
 
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
+
+/// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
+/// actor is listed exactly on the node it is ALIVE on, and nowhere while it is not
+/// alive; a dead node lists none.
+#[derive(Default)]
+pub(crate) struct ActorManager {
+    on_node: Vec<Vec<ActorId>>,
+}
+
+impl ActorManager {
+    /// A node joined (or came back in a reused slot) with no actors.
+    pub(crate) fn joined(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.on_node.len() {
+            self.on_node.resize_with(i + 1, Vec::new);
+        }
+        self.on_node[i] = Vec::new();
+    }
+
+    /// `aid` is alive on `n` now.
+    pub(crate) fn placed(&mut self, n: NodeIdx, aid: ActorId) {
+        self.on_node[n.index()].push(aid);
+    }
+
+    /// `aid` left `n` (it died, or is restarting elsewhere).
+    pub(crate) fn left(&mut self, n: NodeIdx, aid: ActorId) {
+        let list = &mut self.on_node[n.index()];
+        if let Some(pos) = list.iter().position(|x| *x == aid) {
+            list.swap_remove(pos);
+        }
+    }
+
+    /// The actors on `n`, in no particular order.
+    #[inline]
+    pub(crate) fn on(&self, n: NodeIdx) -> &[ActorId] {
+        &self.on_node[n.index()]
+    }
+
+    /// Take every actor on `n` (the node died: they die with it).
+    pub(crate) fn take_on(&mut self, n: NodeIdx) -> Vec<ActorId> {
+        std::mem::take(&mut self.on_node[n.index()])
+    }
+
+    /// Per node slot, its actors (for the invariants).
+    pub(crate) fn by_node(&self) -> impl Iterator<Item = &[ActorId]> {
+        self.on_node.iter().map(|l| l.as_slice())
+    }
+}
 
 impl Engine {
     /// Create an actor: register it, then submit its creation task.
@@ -80,7 +134,7 @@ impl Engine {
         a.node = Some(node);
         a.last_node = Some(node);
         a.holds_resources = holds;
-        self.actors_on[node.index()].push(aid);
+        self.actor_manager.placed(node, aid);
         self.model.set_actor_state(aid, ActorState::Alive, self.clock.now);
         let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
         for tid in waiting {
@@ -150,10 +204,7 @@ impl Engine {
         let holds = std::mem::take(&mut a.holds_resources);
         let (spec_id, creation_task, bundle) = (a.creation_spec, a.creation_task, a.bundle);
         if let Some(n) = node {
-            let list = &mut self.actors_on[n.index()];
-            if let Some(pos) = list.iter().position(|x| *x == aid) {
-                list.swap_remove(pos);
-            }
+            self.actor_manager.left(n, aid);
             if holds && self.model.nodes[n.index()].is_alive() {
                 let req = self.specs[spec_id as usize].request.clone();
                 match bundle {
@@ -224,45 +275,29 @@ impl Engine {
         self.model.counters.tasks_retried += 1;
         self.try_schedule(tid);
     }
+}
 
-    /// A job ends: its actors die (they fate-share with the driver), its groups are removed
-    /// and anything still running is cancelled.
-    pub(crate) fn end_job(&mut self, job: JobId, status: JobStatus, message: &str) {
-        if self.model.jobs.get(&job).is_none_or(|j| j.status.is_terminal()) {
-            return;
-        }
-        self.live_jobs = self.live_jobs.saturating_sub(1);
-        self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
-        self.model.set_job_status(job, status, self.clock.now, message);
-        let mut actors: Vec<ActorId> = self
-            .model
-            .actors
-            .values()
-            .filter(|a| a.job == job && a.state != ActorState::Dead)
-            .map(|a| a.id)
-            .collect();
-        actors.sort();
-        for a in actors {
-            self.actor_died(a, "job finished: the driver exited", false);
-        }
-        let mut tasks: Vec<TaskId> = self.model.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
-        tasks.sort();
-        for t in tasks {
-            self.fail_task(t, ErrorType::JobStopped, false);
-        }
-        let pgs: Vec<PgId> = self
-            .model
-            .pgs
-            .values()
-            .filter(|p| p.job == job && p.state != PgState::Removed)
-            .map(|p| p.id)
-            .collect();
-        for pg in pgs {
-            self.remove_placement_group(pg);
-        }
-        if let Some(d) = self.model.jobs.get(&job).map(|j| j.driver) {
-            // The driver of a stopped job may still hold futures.
-            self.release_task_refs(d, true);
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_actor_is_listed_on_its_node_until_it_leaves() {
+        let mut m = ActorManager::default();
+        let (a, b) = (NodeIdx(0), NodeIdx(1));
+        m.joined(a);
+        m.joined(b);
+        m.placed(a, ActorId(5));
+        m.placed(a, ActorId(6));
+        m.placed(b, ActorId(7));
+        m.left(a, ActorId(5));
+        m.left(a, ActorId(7)); // not on `a`: nothing changes
+        assert_eq!(m.on(a), [ActorId(6)]);
+        assert_eq!(m.by_node().map(|l| l.len()).collect::<Vec<_>>(), [1, 1]);
+        assert_eq!(m.take_on(b), [ActorId(7)]);
+        assert!(m.on(b).is_empty());
+        m.placed(b, ActorId(8));
+        m.joined(b);
+        assert!(m.on(b).is_empty(), "a node joining a reused slot inherits no actors");
     }
 }

@@ -169,8 +169,8 @@ impl Engine {
             if !s.enabled || !n.is_alive() {
                 continue;
             }
-            let idle = self.leased[n.idx.index()].is_empty()
-                && self.actors_on[n.idx.index()].is_empty()
+            let idle = self.raylets.leased_on(n.idx).is_empty()
+                && self.actor_manager.on(n.idx).is_empty()
                 && n.store.num_objects == 0
                 && n.available == n.total;
             if !idle {

@@ -4,8 +4,8 @@
 //! Owns: the queues of tasks waiting for resources, one per scheduling class, served
 //! round-robin from the class served last; the infeasible queue (no alive node could
 //! ever hold the request; retried when a node joins); tasks waiting for room in their
-//! placement-group bundle; placement groups not yet placed. Each count is kept with its
-//! queue. Must never: decide where a task goes or grant a lease (the engine does, with
+//! placement-group bundle. Each count is kept with its queue. Placement groups waiting
+//! to be placed are the placement group manager's (`placement_groups.rs`). Must never: decide where a task goes or grant a lease (the engine does, with
 //! the scheduler), or change a node's resources (the node runtime does).
 
 use crate::model::{NodeIdx, PgId, TaskId};
@@ -28,8 +28,6 @@ pub(crate) struct ClusterQueues {
     infeasible_count: usize,
     /// Tasks waiting for room in their placement-group bundle.
     bundle_waiters: BTreeMap<PgId, VecDeque<TaskId>>,
-    /// Placement groups not yet placed, in creation order.
-    pending_pgs: VecDeque<PgId>,
 }
 
 impl ClusterQueues {
@@ -55,10 +53,6 @@ impl ClusterQueues {
     /// Tasks waiting for room in a bundle, by group.
     pub(crate) fn bundle_waiters(&self) -> impl Iterator<Item = (&PgId, &VecDeque<TaskId>)> {
         self.bundle_waiters.iter()
-    }
-
-    pub(crate) fn pending_pgs(&self) -> impl Iterator<Item = &PgId> {
-        self.pending_pgs.iter()
     }
 
     /// Queue a task that some alive node could hold once resources free up.
@@ -150,33 +144,10 @@ impl ClusterQueues {
         self.bundle_waiters.entry(pg).or_default().push_back(tid);
     }
 
-    /// Take the tasks waiting on a group's bundles (room was made, or the group placed).
+    /// Take the tasks waiting on a group's bundles (room was made, the group was placed
+    /// or removed).
     pub(crate) fn take_bundle_waiters(&mut self, pg: PgId) -> Option<VecDeque<TaskId>> {
         self.bundle_waiters.remove(&pg)
-    }
-
-    /// A group waits to be placed.
-    pub(crate) fn push_pending_pg(&mut self, pg: PgId) {
-        self.pending_pgs.push_back(pg);
-    }
-
-    pub(crate) fn is_pending(&self, pg: PgId) -> bool {
-        self.pending_pgs.contains(&pg)
-    }
-
-    pub(crate) fn has_pending_pgs(&self) -> bool {
-        !self.pending_pgs.is_empty()
-    }
-
-    /// Take every pending group, oldest first, to try placing them again.
-    pub(crate) fn take_pending_pgs(&mut self) -> Vec<PgId> {
-        self.pending_pgs.drain(..).collect()
-    }
-
-    /// A group was removed: it is no longer pending and nothing waits on its bundles.
-    pub(crate) fn forget_pg(&mut self, pg: PgId) {
-        self.pending_pgs.retain(|p| *p != pg);
-        self.bundle_waiters.remove(&pg);
     }
 
     /// Whether each count matches its queues (for the invariant checks).

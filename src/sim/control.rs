@@ -109,23 +109,20 @@ impl Engine {
                     return Err(ControlError::invalid("a job_mix cannot be submitted as one job"));
                 }
                 let key = serde_yaml::to_string(&workload).unwrap_or_default();
-                let template = match self.submitted_templates.get(&key) {
-                    Some(t) => *t,
+                let template = match self.jobs.submitted(&key) {
+                    Some(t) => t,
                     None => {
-                        if self.submitted_templates.len() >= MAX_SUBMITTED_TEMPLATES {
+                        if self.jobs.submitted_count() >= MAX_SUBMITTED_TEMPLATES {
                             return Err(ControlError::limit_exceeded("too many distinct workload definitions submitted; reuse an earlier one"));
                         }
                         let mut t = crate::workload::template_for(&workload, &mut self.specs, &mut self.model.names, &mut self.model.resource_names);
                         t.entrypoint = entrypoint;
-                        self.templates.push(t);
-                        let idx = self.templates.len() - 1;
-                        self.submitted_templates.insert(key, idx);
-                        idx
+                        self.jobs.add_submitted(key, t)
                     }
                 };
                 // The sum of live work must fit, not just this job (cluster.limits).
                 let live = self.model.tasks.len() as u64;
-                crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[template].tasks)
+                crate::config::limits::admit(&self.cfg.cluster.limits, live, self.jobs.template(template).tasks)
                     .map_err(ControlError::limit_exceeded)?;
                 let job = self.start_job(template, submission_id);
                 let j = &self.model.jobs[&job];

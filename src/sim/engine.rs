@@ -1,23 +1,30 @@
 //! The engine: one thread, one virtual clock, one seeded RNG, one event queue.
 //!
 //! Owns: the model, the scheduler, the seeded RNG, and Ray's components as fields, each
-//! in the file named for it: the clock and event queue (`clock.rs`), the cluster task
-//! queues (`cluster_queues.rs`); a node's availability changes only through the node
-//! runtime (`node_runtime.rs`). Here: building the cluster, starting jobs, and sending
-//! each event to its handler. Events with equal times run in insertion order (the
-//! clock's sequence number breaks ties), so the same config and seed always produce the
-//! same event log.
+//! a struct in the file named for it (ARCHITECTURE.md, "The engine's components"): the
+//! clock and event queue (`clock.rs`), the raylets' lists (`node_runtime.rs`; a node's
+//! availability changes only through its `LocalResources`), the cluster task queues
+//! (`cluster_queues.rs`), the placement group, actor and job managers
+//! (`placement_groups.rs`, `actors.rs`, `jobs.rs`), the plasma stores' order
+//! (`objects.rs`), faults (`faults.rs`), the autoscaler and Flow Insight's recorder.
+//! Here: building the cluster and sending each event to its handler. Events with equal
+//! times run in insertion order (the clock's sequence number breaks ties), so the same
+//! config and seed always produce the same event log.
 
+use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::objects::PlasmaOrder;
 use super::cluster_queues::ClusterQueues;
+use super::node_runtime::Raylets;
+use super::jobs::JobManager;
+use super::placement_groups::PlacementGroupManager;
 use super::faults::FaultState;
 use crate::config::Config;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
-use crate::workload::{self, CallSpec, JobMix, JobTemplate};
+use crate::workload::{self, CallSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
@@ -56,28 +63,23 @@ pub struct Engine {
     pub model: Model,
     pub(crate) sched: Scheduler,
     pub(crate) specs: Vec<CallSpec>,
-    pub(crate) templates: Vec<JobTemplate>,
-    pub(crate) mixes: Vec<JobMix>,
-    /// Per mix: (weight, index into `templates`).
-    pub(crate) mix_templates: Vec<Vec<(f64, usize)>>,
+    /// Jobs' programs, mixes and live count (`jobs.rs`).
+    pub(crate) jobs: JobManager,
     /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
     pub(crate) plasma: PlasmaOrder,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`).
     pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
-    /// Jobs still expected to start (one-off starts not yet reached, live mixes).
-    pub(crate) pending_job_starts: usize,
-    pub(crate) live_jobs: usize,
     pub(crate) head: NodeIdx,
-    /// Tasks holding a lease (resources) on each node, for node death and the OOM killer.
-    pub(crate) leased: Vec<Vec<TaskId>>,
-    /// Actors placed on each node.
-    pub(crate) actors_on: Vec<Vec<ActorId>>,
-    /// Work not placed yet: scheduling classes, infeasible tasks, bundle waiters,
-    /// pending placement groups (`cluster_queues.rs`).
+    /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
+    pub(crate) raylets: Raylets,
+    /// The actors placed on each node (`actors.rs`).
+    pub(crate) actor_manager: ActorManager,
+    /// Tasks not placed yet: scheduling classes, infeasible tasks, bundle waiters
+    /// (`cluster_queues.rs`).
     pub(crate) queues: ClusterQueues,
-    /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again.
-    pub(crate) resuming: Vec<VecDeque<TaskId>>,
+    /// Placement groups waiting to be placed (`placement_groups.rs`).
+    pub(crate) pg_manager: PlacementGroupManager,
     pub(crate) faults: FaultState,
     pub(crate) autoscaler: Autoscaler,
     /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
@@ -85,8 +87,6 @@ pub struct Engine {
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
     pub(crate) stopped: bool,
-    /// Workload definitions submitted through the Jobs API, by their YAML, to reuse specs.
-    pub(crate) submitted_templates: FxHashMap<String, usize>,
     /// Dead nodes still in the node table, in order of death (`dead_nodes.rs`).
     pub(crate) dead_nodes: VecDeque<NodeIdx>,
     /// Nodes ever added: each gets a new node id, even in a reused slot.
@@ -136,24 +136,19 @@ impl Engine {
             clock: Clock::default(),
             sched: Scheduler::new(Params::from(&cfg.scheduler)),
             specs: plan.specs,
-            templates: Vec::new(),
-            mixes: plan.mixes,
-            mix_templates: Vec::new(),
+            jobs: JobManager::default(),
             plasma: PlasmaOrder::default(),
             dead_node_views: Default::default(),
-            pending_job_starts: 0,
-            live_jobs: 0,
             head: NodeIdx(0),
-            leased: Vec::new(),
-            actors_on: Vec::new(),
+            raylets: Raylets::default(),
+            actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
-            resuming: Vec::new(),
-            faults: FaultState::new(&cfg.faults),
+            pg_manager: PlacementGroupManager::default(),
+            faults: FaultState::default(),
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
             stopped: false,
-            submitted_templates: FxHashMap::default(),
             dead_nodes: VecDeque::new(),
             nodes_added: 0,
             flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
@@ -162,20 +157,14 @@ impl Engine {
         };
         engine.build_cluster();
         for (start, t) in plan.jobs {
-            engine.templates.push(t);
-            let idx = engine.templates.len() - 1;
-            engine.pending_job_starts += 1;
+            let idx = engine.jobs.add_template(t);
+            engine.jobs.expect_start();
             engine.schedule_at(start, Event::StartJob(idx));
         }
-        for i in 0..engine.mixes.len() {
-            let mut picks = Vec::new();
-            for (w, t) in engine.mixes[i].templates.clone() {
-                engine.templates.push(t);
-                picks.push((w, engine.templates.len() - 1));
-            }
-            engine.mix_templates.push(picks);
-            engine.pending_job_starts += 1;
-            let start = engine.mixes[i].start;
+        for mix in plan.mixes {
+            let start = mix.start;
+            let i = engine.jobs.add_mix(mix);
+            engine.jobs.expect_start();
             engine.schedule_at(start, Event::MixArrival(i));
         }
         for (i, f) in cfg.faults.iter().enumerate() {
@@ -266,16 +255,12 @@ impl Engine {
         if let Some(slot) = reused {
             let i = slot.index();
             self.model.nodes[i] = node;
-            self.leased[i] = Vec::new();
-            self.actors_on[i] = Vec::new();
-            self.resuming[i] = VecDeque::new();
         } else {
             self.model.nodes.push(node);
-            self.leased.push(Vec::new());
-            self.actors_on.push(Vec::new());
-            self.resuming.push(VecDeque::new());
         }
         self.local_resources().joined(idx);
+        self.raylets.joined(idx);
+        self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
         self.node_by_ip.insert(ip, idx);
@@ -312,7 +297,7 @@ impl Engine {
 
     /// True when every job has ended and none will start.
     pub fn workloads_done(&self) -> bool {
-        self.pending_job_starts == 0 && self.live_jobs == 0
+        self.jobs.done()
     }
 
     /// Process every event at or before `until`; returns how many ran.
@@ -339,7 +324,7 @@ impl Engine {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::StartJob(t) => {
-                self.pending_job_starts -= 1;
+                self.jobs.start_reached();
                 self.start_job(t, None);
             }
             Event::MixArrival(m) => self.mix_arrival(m),
@@ -358,104 +343,6 @@ impl Engine {
                 self.check_memory(n);
             }
         }
-    }
-
-    /// Start a job from a template; returns its id.
-    pub(crate) fn start_job(&mut self, template: usize, submission_id: Option<String>) -> JobId {
-        let id = JobId(self.model.next_job);
-        self.model.next_job += 1;
-        let t = self.templates[template].clone();
-        let driver_id = self.model.alloc_task_id();
-        let ret = self.model.alloc_object_id();
-        let head = self.head;
-        let spec = &self.specs[t.driver as usize];
-        let task = Task {
-            state: TaskState::Nil,
-            node: Some(head),
-            returns: ret,
-            started_at: Some(self.clock.now),
-            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
-        };
-        self.model.insert_task(task);
-        let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
-        self.model.jobs.insert(
-            id,
-            Job {
-                id,
-                submission_id,
-                name: t.name.clone(),
-                entrypoint: t.entrypoint.clone(),
-                status: JobStatus::Pending,
-                driver: driver_id,
-                driver_node: head,
-                start_time: self.clock.now,
-                end_time: None,
-                message: String::new(),
-                workload: template,
-                log: Vec::new(),
-                log_total: 0,
-            },
-        );
-        self.live_jobs += 1;
-        self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
-        if !self.model.nodes[head.index()].is_alive() {
-            // No head node, no GCS: the driver cannot start.
-            self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
-            return id;
-        }
-        self.model.set_job_status(id, JobStatus::Running, self.clock.now, "driver running");
-        self.leased[head.index()].push(driver_id);
-        self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
-        self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
-        self.run_program(driver_id);
-        id
-    }
-
-    /// Append a line to a job's log (bounded).
-    pub(crate) fn job_log(&mut self, job: JobId, line: String) {
-        let now = self.clock.now;
-        if let Some(j) = self.model.jobs.get_mut(&job) {
-            if j.log.len() >= 1000 {
-                j.log.remove(0);
-            }
-            j.log.push(format!("[{:.3}s] {line}", now as f64 / 1e6));
-            j.log_total += 1;
-        }
-    }
-
-    fn mix_arrival(&mut self, m: usize) {
-        let mix = self.mixes[m].clone();
-        if mix.until.is_some_and(|u| self.clock.now > u) {
-            self.pending_job_starts -= 1;
-            return;
-        }
-        if self.live_jobs < mix.max_concurrent_jobs as usize {
-            let picks = &self.mix_templates[m];
-            let total: f64 = picks.iter().map(|(w, _)| *w).sum();
-            let mut x = rand::Rng::random::<f64>(&mut self.rng) * total;
-            let mut chosen = picks[picks.len() - 1].1;
-            for (w, t) in picks {
-                if x < *w {
-                    chosen = *t;
-                    break;
-                }
-                x -= *w;
-            }
-            // Beyond cluster.limits.max_live_tasks an arrival is dropped like one over
-            // max_concurrent_jobs: the mix goes on, memory stays bounded.
-            let live = self.model.tasks.len() as u64;
-            if crate::config::limits::admit(&self.cfg.cluster.limits, live, self.templates[chosen].tasks).is_ok() {
-                self.start_job(chosen, None);
-            } else {
-                self.model.counters.jobs_dropped += 1;
-            }
-        } else {
-            self.model.counters.jobs_dropped += 1;
-        }
-        // Exponential inter-arrival time.
-        let u: f64 = rand::Rng::random::<f64>(&mut self.rng);
-        let gap = (-(1.0 - u).ln() * mix.mean_interarrival_us).max(1.0) as u64;
-        self.schedule_in(gap, Event::MixArrival(m));
     }
 }
 

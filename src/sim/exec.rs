@@ -366,7 +366,7 @@ impl Engine {
         }
         if t.cpu_released {
             if let Some(n) = t.node {
-                self.resuming[n.index()].push_back(owner);
+                self.raylets.wait_to_resume(n, owner);
                 self.on_resources_freed(n);
             }
             return;

@@ -51,12 +51,8 @@ impl MemoryMonitor {
 }
 
 impl FaultState {
-    pub fn new(_faults: &[FaultConfig]) -> FaultState {
-        FaultState::default()
-    }
-
     /// The strongest active failure probability and whether it is an application error.
-    pub fn failure_probability(&self, _now: u64) -> Option<(f64, bool)> {
+    pub fn failure_probability(&self) -> Option<(f64, bool)> {
         self.failures.iter().map(|(_, p, a)| (*p, *a)).fold(None, |acc, (p, a)| match acc {
             Some((q, _)) if q >= p => acc,
             _ => Some((p, a)),
@@ -157,7 +153,7 @@ impl Engine {
             }
         }
         // Work leased there fails; retries go elsewhere.
-        let mut leased = std::mem::take(&mut self.leased[n.index()]);
+        let mut leased = self.raylets.take_leased(n);
         leased.sort();
         for tid in leased {
             if let Some(t) = self.model.tasks.get_mut(&tid) {
@@ -174,8 +170,8 @@ impl Engine {
                 self.fail_task(tid, ErrorType::NodeDied, true);
             }
         }
-        self.resuming[n.index()].clear();
-        let mut actors = std::mem::take(&mut self.actors_on[n.index()]);
+        self.raylets.clear_resuming(n);
+        let mut actors = self.actor_manager.take_on(n);
         actors.sort();
         for a in actors {
             if let Some(actor) = self.model.actors.get_mut(&a) {
@@ -205,7 +201,7 @@ impl Engine {
         // A dead node stays in the table (up to sim.dead_node_capacity): give back what
         // its queues grew to while alive.
         self.plasma.clear_node(n);
-        self.resuming[n.index()] = std::collections::VecDeque::new();
+        self.raylets.lost(n);
         self.remember_dead_node(n);
     }
 
@@ -285,8 +281,10 @@ impl Engine {
 
     fn oom_victim(&self, n: NodeIdx) -> Option<TaskId> {
         let mut best: Option<(bool, u64, TaskId)> = None;
-        let leased = self.leased[n.index()].iter().copied();
-        let actor_tasks = self.actors_on[n.index()]
+        let leased = self.raylets.leased_on(n).iter().copied();
+        let actor_tasks = self
+            .actor_manager
+            .on(n)
             .iter()
             .filter_map(|a| self.model.actors.get(a))
             .flat_map(|a| a.running.iter().copied());

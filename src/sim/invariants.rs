@@ -171,7 +171,7 @@ impl Engine {
         let mut in_bundle: FxHashMap<(PgId, u32), ResVec> = FxHashMap::default();
         let mut heap = vec![0u64; m.nodes.len()];
         let mut lease_seen: FxHashMap<TaskId, u32> = FxHashMap::default();
-        for (i, list) in self.leased.iter().enumerate() {
+        for (i, list) in self.raylets.leases().enumerate() {
             let node = NodeIdx(i as u32);
             ensure!(v, m.nodes[i].is_alive() || list.is_empty(), "dead node {i} still has {} leases", list.len());
             for tid in list {
@@ -262,8 +262,8 @@ impl Engine {
         }
         for (i, n) in m.nodes.iter().enumerate() {
             if !n.is_alive() {
-                ensure!(v, self.actors_on[i].is_empty(), "dead node {i} still has actors");
-                ensure!(v, self.resuming[i].is_empty(), "dead node {i} still has tasks resuming");
+                ensure!(v, self.actor_manager.on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has actors");
+                ensure!(v, self.raylets.resuming_on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has tasks resuming");
                 continue;
             }
             for (id, name) in m.resource_names.iter() {

@@ -5,14 +5,17 @@
 //! a channel), read wall-clock time inside event handling, or iterate a hash map where
 //! order could leak into the event log.
 //!
-//! Ray's components, by file: the clock and event queue (`clock.rs`); each raylet's
-//! local resource manager, the one path that changes a node's availability and the
-//! scheduler's index (`node_runtime.rs`); the cluster task queues by scheduling class
-//! (`cluster_queues.rs`); the owner side: submission and leases (`tasks.rs`), failures
-//! and retries (`retries.rs`), the worker's program (`exec.rs`); actors (`actors.rs`);
-//! objects, object stores and lineage reconstruction (`objects.rs`); placement groups
-//! (`placement_groups.rs`); faults and the memory monitor (`faults.rs`); the autoscaler
-//! (`autoscaler.rs`); the GCS's dead-node cache (`dead_nodes.rs`).
+//! Ray's components, by file (ARCHITECTURE.md, "The engine's components"): the clock
+//! and event queue (`clock.rs`); each raylet's local resource manager, the one path
+//! that changes a node's availability and the scheduler's index, and its lists of
+//! leases and getters waiting to resume (`node_runtime.rs`); the cluster task queues by
+//! scheduling class (`cluster_queues.rs`); the owner side: submission and leases
+//! (`tasks.rs`), failures and retries (`retries.rs`), the worker's program (`exec.rs`);
+//! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
+//! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
+//! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
+//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS's dead-node cache
+//! (`dead_nodes.rs`).
 
 mod actors;
 mod autoscaler;
@@ -25,6 +28,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod invariants;
+mod jobs;
 pub(crate) mod node_runtime;
 mod objects;
 mod placement_groups;

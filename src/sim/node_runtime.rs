@@ -5,12 +5,15 @@
 //! the CPU a task lends back while blocked in `ray.get` and takes again, a node joining
 //! and a node lost: each is one method here, and each updates the index in the same
 //! call, so the index and the nodes agree after every event by construction.
+//! Also owns each raylet's lists ([`Raylets`]): the tasks holding a lease on the node,
+//! and the tasks back from `ray.get` waiting to take their CPU again there.
 //! Must never: decide where work goes (the scheduler does), queue or wake work (the
 //! engine does, after a release), or be bypassed: [`Key`] can only be made in this
 //! file, and `model::Available` has no other way to change in place.
 
-use crate::model::{FixedPoint, Node, NodeIdx, ResVec, ResourceId, ResourceRequest};
+use crate::model::{FixedPoint, Node, NodeIdx, ResVec, ResourceId, ResourceRequest, TaskId};
 use crate::scheduler::Scheduler;
+use std::collections::VecDeque;
 
 /// Proof that a change of availability comes from the node runtime. Its field is
 /// private, so no other module can make one.
@@ -92,6 +95,104 @@ impl<'a> LocalResources<'a> {
     }
 }
 
+/// Each raylet's lists, per node slot. Invariant (checked by `check_invariants`): a
+/// task is leased on at most one node, the one it runs on, and holds resources there
+/// unless it is a driver; a task waits to resume only on its own node, blocked in
+/// `ray.get` with its CPU lent back; a dead node's lists are empty.
+#[derive(Default)]
+pub(crate) struct Raylets {
+    nodes: Vec<Raylet>,
+}
+
+#[derive(Default)]
+struct Raylet {
+    /// Tasks holding a lease (resources) here, for node death and the OOM killer.
+    leased: Vec<TaskId>,
+    /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again
+    /// (first come, first served).
+    resuming: VecDeque<TaskId>,
+}
+
+impl Raylets {
+    /// A node joined (or came back in a reused slot): its raylet starts empty.
+    pub(crate) fn joined(&mut self, n: NodeIdx) {
+        let i = n.index();
+        if i >= self.nodes.len() {
+            self.nodes.resize_with(i + 1, Raylet::default);
+        }
+        self.nodes[i] = Raylet::default();
+    }
+
+    /// A node died: give back what its lists grew to while it was alive.
+    pub(crate) fn lost(&mut self, n: NodeIdx) {
+        self.nodes[n.index()] = Raylet::default();
+    }
+
+    /// `tid` holds a lease on `n` now (a driver counts, to die with its node).
+    #[inline]
+    pub(crate) fn lease_granted(&mut self, n: NodeIdx, tid: TaskId) {
+        self.nodes[n.index()].leased.push(tid);
+    }
+
+    /// `tid` no longer holds a lease on `n` (if it did).
+    #[inline]
+    pub(crate) fn lease_returned(&mut self, n: NodeIdx, tid: TaskId) {
+        let list = &mut self.nodes[n.index()].leased;
+        if let Some(pos) = list.iter().position(|x| *x == tid) {
+            list.swap_remove(pos);
+        }
+    }
+
+    /// The tasks leased on `n`, in no particular order.
+    #[inline]
+    pub(crate) fn leased_on(&self, n: NodeIdx) -> &[TaskId] {
+        &self.nodes[n.index()].leased
+    }
+
+    /// Take every lease on `n` (the node died: they fail with it).
+    pub(crate) fn take_leased(&mut self, n: NodeIdx) -> Vec<TaskId> {
+        std::mem::take(&mut self.nodes[n.index()].leased)
+    }
+
+    /// Per node slot, its leases (for the invariants and the views).
+    pub(crate) fn leases(&self) -> impl Iterator<Item = &[TaskId]> {
+        self.nodes.iter().map(|r| r.leased.as_slice())
+    }
+
+    /// `tid` is back from `ray.get` and waits to take its CPU again on `n`.
+    #[inline]
+    pub(crate) fn wait_to_resume(&mut self, n: NodeIdx, tid: TaskId) {
+        self.nodes[n.index()].resuming.push_back(tid);
+    }
+
+    /// The task next in line to take its CPU back on `n`.
+    #[inline]
+    pub(crate) fn next_to_resume(&self, n: NodeIdx) -> Option<TaskId> {
+        self.nodes[n.index()].resuming.front().copied()
+    }
+
+    /// The task next in line on `n` took its CPU back (or is gone).
+    #[inline]
+    pub(crate) fn resumed(&mut self, n: NodeIdx) {
+        self.nodes[n.index()].resuming.pop_front();
+    }
+
+    /// Nobody waits to resume on `n` any more (it died).
+    pub(crate) fn clear_resuming(&mut self, n: NodeIdx) {
+        self.nodes[n.index()].resuming.clear();
+    }
+
+    /// The tasks waiting to resume on `n`, first in line first.
+    pub(crate) fn resuming_on(&self, n: NodeIdx) -> &VecDeque<TaskId> {
+        &self.nodes[n.index()].resuming
+    }
+
+    /// Per node slot, the tasks waiting to resume there (for the invariants).
+    pub(crate) fn resuming(&self) -> impl Iterator<Item = &VecDeque<TaskId>> {
+        self.nodes.iter().map(|r| &r.resuming)
+    }
+}
+
 impl super::engine::Engine {
     /// The node runtime, for a change whose request is not borrowed from the engine.
     pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
@@ -125,6 +226,31 @@ mod tests {
         e.sched.check_index(&e.model.nodes).expect("index agrees after every change");
         e.kill_node(NodeIdx(2), "test", true);
         e.sched.check_index(&e.model.nodes).expect("index agrees after a node is lost");
+    }
+
+    #[test]
+    fn raylet_lists_follow_leases_and_getters_and_start_empty_in_a_reused_slot() {
+        let mut r = Raylets::default();
+        let n = NodeIdx(2);
+        r.joined(n);
+        assert_eq!(r.leases().count(), 3, "one list per slot up to the node");
+        for t in [7, 8, 9] {
+            r.lease_granted(n, TaskId(t));
+        }
+        r.lease_returned(n, TaskId(7));
+        r.lease_returned(n, TaskId(42)); // never leased: nothing changes
+        let mut leased = r.leased_on(n).to_vec();
+        leased.sort();
+        assert_eq!(leased, [TaskId(8), TaskId(9)]);
+        r.wait_to_resume(n, TaskId(9));
+        r.wait_to_resume(n, TaskId(8));
+        assert_eq!(r.next_to_resume(n), Some(TaskId(9)), "first come, first served");
+        r.resumed(n);
+        assert_eq!(r.next_to_resume(n), Some(TaskId(8)));
+        assert_eq!(r.take_leased(n).len(), 2);
+        assert!(r.leased_on(n).is_empty());
+        r.joined(n);
+        assert!(r.resuming_on(n).is_empty(), "a node joining a reused slot inherits nothing");
     }
 
     #[test]

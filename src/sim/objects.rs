@@ -245,11 +245,15 @@ impl Engine {
         if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0 || self.plasma.secondaries[i].is_empty() {
             return;
         }
-        let running_actor_tasks = self.actors_on[i]
+        let running_actor_tasks = self
+            .actor_manager
+            .on(node)
             .iter()
             .filter_map(|a| self.model.actors.get(a))
             .flat_map(|a| a.running.iter().copied());
-        let in_use: rustc_hash::FxHashSet<ObjectId> = self.leased[i]
+        let in_use: rustc_hash::FxHashSet<ObjectId> = self
+            .raylets
+            .leased_on(node)
             .iter()
             .copied()
             .chain(running_actor_tasks)

@@ -1,10 +1,58 @@
-//! Placement groups: atomic bundle reservation, tasks and actors placed in bundles,
-//! rescheduling after node loss, removal.
+//! Placement groups, as Ray's GCS placement group manager handles them: atomic bundle
+//! reservation, tasks and actors placed in bundles, rescheduling after node loss,
+//! removal.
+//!
+//! Owns: [`PlacementGroupManager`], the groups waiting to be placed (Ray's GCS keeps
+//! this queue too, retried as resources free up and nodes join). The group records
+//! live in the model's table; tasks waiting for room in a placed bundle wait in the
+//! cluster task queues (`cluster_queues.rs`), as Ray's raylet queues them with the
+//! other work for resources. Must never: reserve a bundle except through the node
+//! runtime, or decide placement (the scheduler's `place_bundles` does).
 
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::PgDecision;
+use std::collections::VecDeque;
+
+/// Placement groups not yet (or no longer fully) placed, in the order they started
+/// waiting. Invariant (checked by `check_invariants`): a group is listed at most once,
+/// only while PENDING or RESCHEDULING.
+#[derive(Default)]
+pub(crate) struct PlacementGroupManager {
+    pending: VecDeque<PgId>,
+}
+
+impl PlacementGroupManager {
+    /// A group waits to be placed.
+    pub(crate) fn wait(&mut self, pg: PgId) {
+        self.pending.push_back(pg);
+    }
+
+    pub(crate) fn is_pending(&self, pg: PgId) -> bool {
+        self.pending.contains(&pg)
+    }
+
+    #[inline]
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The groups waiting, oldest first.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = &PgId> {
+        self.pending.iter()
+    }
+
+    /// Take every pending group, oldest first, to try placing them again.
+    pub(crate) fn take_pending(&mut self) -> Vec<PgId> {
+        self.pending.drain(..).collect()
+    }
+
+    /// A group was removed: it no longer waits.
+    pub(crate) fn forget(&mut self, pg: PgId) {
+        self.pending.retain(|p| *p != pg);
+    }
+}
 
 impl Engine {
     pub(crate) fn create_placement_group(&mut self, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy) -> PgId {
@@ -31,7 +79,7 @@ impl Engine {
         self.model.counters.pgs_created += 1;
         log_event!(self.model.log, self.clock.now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
         if !self.try_place_pg(id) {
-            self.queues.push_pending_pg(id);
+            self.pg_manager.wait(id);
         }
         id
     }
@@ -87,17 +135,17 @@ impl Engine {
     }
 
     pub(crate) fn retry_pending_pgs(&mut self) {
-        for id in self.queues.take_pending_pgs() {
+        for id in self.pg_manager.take_pending() {
             if !self.try_place_pg(id) {
-                self.queues.push_pending_pg(id);
+                self.pg_manager.wait(id);
             }
         }
     }
 
     /// Demand of pending groups, for the autoscaler.
     pub(crate) fn pending_pg_bundles(&self) -> Vec<ResourceRequest> {
-        self.queues
-            .pending_pgs()
+        self.pg_manager
+            .pending()
             .filter_map(|id| self.model.pgs.get(id))
             .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
             .collect()
@@ -122,7 +170,9 @@ impl Engine {
                 b
             }).collect();
         }
-        self.queues.forget_pg(id);
+        self.pg_manager.forget(id);
+        // Nothing waits on its bundles any more.
+        self.queues.take_bundle_waiters(id);
         self.model.set_pg_state(id, PgState::Removed, self.clock.now);
         let nodes: Vec<NodeIdx> = self.model.pgs[&id].bundles.iter().filter_map(|b| b.node).collect();
         for n in nodes {
@@ -148,7 +198,7 @@ impl Engine {
             Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
                 take(&mut bd.available, &req);
                 let node = bd.node.expect("placed bundle has a node");
-                self.leased[node.index()].push(tid);
+                self.raylets.lease_granted(node, tid);
                 let t = self.model.tasks.get_mut(&tid).expect("task exists");
                 t.node = Some(node);
                 t.holds_resources = true;
@@ -206,8 +256,8 @@ impl Engine {
             }
             self.model.set_pg_state(id, PgState::Rescheduling, self.clock.now);
             // A group that lost bundles on an earlier node may already be pending.
-            if !self.try_place_pg(id) && !self.queues.is_pending(id) {
-                self.queues.push_pending_pg(id);
+            if !self.try_place_pg(id) && !self.pg_manager.is_pending(id) {
+                self.pg_manager.wait(id);
             }
         }
     }
@@ -222,5 +272,23 @@ fn take(avail: &mut ResourceRequest, req: &ResourceRequest) {
         if let Some((_, v)) = avail.0.iter_mut().find(|(i, _)| *i == id) {
             *v -= q;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_groups_are_retried_oldest_first_and_forgotten_when_removed() {
+        let mut m = PlacementGroupManager::default();
+        assert!(!m.has_pending());
+        for g in [3, 1, 2] {
+            m.wait(PgId(g));
+        }
+        m.forget(PgId(1));
+        assert!(m.is_pending(PgId(3)) && !m.is_pending(PgId(1)));
+        assert_eq!(m.take_pending(), [PgId(3), PgId(2)]);
+        assert!(!m.has_pending() && m.pending().next().is_none());
     }
 }

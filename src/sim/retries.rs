@@ -42,10 +42,7 @@ impl Engine {
         self.release_lease(tid);
         if kind == TaskType::DriverTask {
             if let Some(n) = node {
-                let list = &mut self.leased[n.index()];
-                if let Some(pos) = list.iter().position(|x| *x == tid) {
-                    list.swap_remove(pos);
-                }
+                self.raylets.lease_returned(n, tid);
             }
         }
         if let Some(a) = actor.and_then(|a| self.model.actors.get_mut(&a)) {

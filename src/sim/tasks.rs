@@ -152,7 +152,7 @@ impl Engine {
     pub(crate) fn grant_lease(&mut self, tid: TaskId, node: NodeIdx) {
         let spec_id = self.model.tasks[&tid].spec;
         LocalResources::of(&mut self.model.nodes, &mut self.sched).reserve(node, &self.specs[spec_id as usize].request);
-        self.leased[node.index()].push(tid);
+        self.raylets.lease_granted(node, tid);
         let t = self.model.tasks.get_mut(&tid).expect("task being granted exists");
         t.node = Some(node);
         t.holds_resources = true;
@@ -188,10 +188,7 @@ impl Engine {
         t.holds_resources = false;
         let Some(node) = t.node else { return };
         let cpu_released = std::mem::take(&mut t.cpu_released);
-        let list = &mut self.leased[node.index()];
-        if let Some(pos) = list.iter().position(|x| *x == tid) {
-            list.swap_remove(pos);
-        }
+        self.raylets.lease_returned(node, tid);
         if let Some((pg, b)) = t.bundle {
             let req = self.specs[t.spec as usize].request.clone();
             self.return_to_bundle(pg, b, &req);
@@ -331,7 +328,7 @@ impl Engine {
             return;
         }
         if t.kind != TaskType::DriverTask {
-            if let Some((p, application)) = self.faults.failure_probability(self.clock.now) {
+            if let Some((p, application)) = self.faults.failure_probability() {
                 if rand::Rng::random::<f64>(&mut self.rng) < p {
                     let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
                     let actor = t.actor;
@@ -375,17 +372,11 @@ impl Engine {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.holds_resources = false;
             if let Some(n) = node {
-                let list = &mut self.leased[n.index()];
-                if let Some(pos) = list.iter().position(|x| *x == tid) {
-                    list.swap_remove(pos);
-                }
+                self.raylets.lease_returned(n, tid);
             }
         } else if kind == TaskType::DriverTask {
             if let Some(n) = node {
-                let list = &mut self.leased[n.index()];
-                if let Some(pos) = list.iter().position(|x| *x == tid) {
-                    list.swap_remove(pos);
-                }
+                self.raylets.lease_returned(n, tid);
             }
         } else {
             self.release_lease(tid);
@@ -446,22 +437,22 @@ impl Engine {
             return;
         }
         // Tasks returning from `ray.get` take their CPU back first.
-        while let Some(&tid) = self.resuming[node.index()].front() {
+        while let Some(tid) = self.raylets.next_to_resume(node) {
             let Some(t) = self.model.tasks.get(&tid) else {
-                self.resuming[node.index()].pop_front();
+                self.raylets.resumed(node);
                 continue;
             };
             let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
             if !self.local_resources().reclaim_cpu(node, cpu) {
                 break;
             }
-            self.resuming[node.index()].pop_front();
+            self.raylets.resumed(node);
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.cpu_released = false;
             self.model.set_task_state(tid, TaskState::Running, self.clock.now);
             self.run_program(tid);
         }
-        if self.queues.has_pending_pgs() {
+        if self.pg_manager.has_pending() {
             self.retry_pending_pgs();
         }
         if self.queues.waiting_count() == 0 {
@@ -496,7 +487,7 @@ impl Engine {
                 self.try_schedule(tid);
             }
         }
-        if self.queues.has_pending_pgs() {
+        if self.pg_manager.has_pending() {
             self.retry_pending_pgs();
         }
         if let Some(last) = self.model.nodes.last() {

@@ -118,7 +118,7 @@ impl Engine {
             }
         }
         let mut resuming: FxHashMap<TaskId, u32> = FxHashMap::default();
-        for (i, q) in self.resuming.iter().enumerate() {
+        for (i, q) in self.raylets.resuming().enumerate() {
             for tid in q {
                 bump(&mut resuming, *tid);
                 let ok = m.tasks.get(tid).is_some_and(|t| {
@@ -225,11 +225,11 @@ impl Engine {
     pub(super) fn check_actors(&self, v: &mut Violations) {
         let m = &self.model;
         let mut placed: FxHashMap<ActorId, u32> = FxHashMap::default();
-        for (i, list) in self.actors_on.iter().enumerate() {
+        for (i, list) in self.actor_manager.by_node().enumerate() {
             for aid in list {
                 bump(&mut placed, *aid);
                 let ok = m.actors.get(aid).is_some_and(|a| a.state == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
-                ensure!(v, ok, "actors_on[{i}] lists actor {:x}, which is not alive there", aid.0);
+                ensure!(v, ok, "node {i} lists actor {:x}, which is not alive there", aid.0);
             }
         }
         for a in m.actors.values() {
@@ -260,7 +260,7 @@ impl Engine {
     pub(super) fn check_pgs(&self, v: &mut Violations) {
         let m = &self.model;
         let mut pending: FxHashMap<PgId, u32> = FxHashMap::default();
-        for id in self.queues.pending_pgs() {
+        for id in self.pg_manager.pending() {
             bump(&mut pending, *id);
         }
         for pg in m.pgs.values() {
@@ -285,7 +285,7 @@ impl Engine {
     pub(super) fn check_jobs(&self, v: &mut Violations) {
         let m = &self.model;
         let live = m.jobs.values().filter(|j| !j.status.is_terminal()).count();
-        ensure!(v, live == self.live_jobs, "live_jobs {} but {live} jobs are not terminal", self.live_jobs);
+        ensure!(v, live == self.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.jobs.live());
         let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status.is_terminal());
         for j in m.jobs.values().filter(|j| !j.status.is_terminal()) {
             let ok = m.tasks.get(&j.driver).is_some_and(|t| t.kind == TaskType::DriverTask);

@@ -15,7 +15,7 @@ impl Engine {
         let m = &self.model;
         let mut dispatched = Vec::new();
         let mut executing = Vec::new();
-        for (i, leased) in self.leased.iter().enumerate() {
+        for (i, leased) in self.raylets.leases().enumerate() {
             if !m.nodes[i].is_alive() {
                 continue;
             }
@@ -35,7 +35,7 @@ impl Engine {
             waiting_for_resources: self.queues.waiting_count() as u64,
             infeasible: self.queues.infeasible_count() as u64,
             waiting_for_bundle: self.queues.bundle_waiters().map(|(_, q)| q.len() as u64).sum(),
-            pending_placement_groups: self.queues.pending_pgs().count() as u64,
+            pending_placement_groups: self.pg_manager.pending().count() as u64,
             dispatched_by_node: dispatched,
             executing_by_node: executing,
         }
@@ -61,7 +61,7 @@ impl Engine {
         });
         for (i, t) in self.autoscaler.types.iter().enumerate() {
             let alive: Vec<&Node> = m.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(i as u16)).collect();
-            let idle = alive.iter().filter(|n| n.available == n.total && self.leased[n.idx.index()].is_empty()).count() as u32;
+            let idle = alive.iter().filter(|n| n.available == n.total && self.raylets.leased_on(n.idx).is_empty()).count() as u32;
             types.push(AutoscalerTypeView {
                 name: t.name.clone(),
                 autoscaled: t.enabled,

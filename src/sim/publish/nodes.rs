@@ -38,12 +38,13 @@ impl Engine {
 
     fn node_view(&self, n: &Node) -> NodeView {
         let m = &self.model;
-        let idx = n.idx.index();
-        let running = self.leased[idx]
+        let running = self
+            .raylets
+            .leased_on(n.idx)
             .iter()
             .filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running()))
             .count() as u64
-            + self.actors_on[idx].iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
+            + self.actor_manager.on(n.idx).iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
         NodeView {
             idx: n.idx.0,
             node_id: n.node_id.clone(),
@@ -68,8 +69,8 @@ impl Engine {
             gpu_model: n.gpu_model.clone(),
             gpu_memory: n.gpu_memory.0,
             running_tasks: running,
-            leased_tasks: self.leased[idx].len() as u64,
-            actors: self.actors_on[idx].len() as u64,
+            leased_tasks: self.raylets.leased_on(n.idx).len() as u64,
+            actors: self.actor_manager.on(n.idx).len() as u64,
             started_at_us: n.started_at,
             died_at_us: n.died_at,
             death_reason: n.death_reason.clone(),
