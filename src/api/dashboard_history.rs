@@ -142,8 +142,8 @@ fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) -> Value {
 pub(crate) fn resource_use(s: &Snapshot) -> BTreeMap<&str, (f64, f64)> {
     let mut resources: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
     for n in s.nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive) {
-        for (name, total, available) in &n.resources {
-            let e = resources.entry(name.as_str()).or_insert((0.0, 0.0));
+        for (name, total, available) in n.resources.iter() {
+            let e = resources.entry(&**name).or_insert((0.0, 0.0));
             e.0 += total;
             e.1 += total - available;
         }

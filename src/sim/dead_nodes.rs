@@ -41,8 +41,8 @@ impl Engine {
         debug_assert!(!self.model.node(n).is_alive());
         let head = self.head;
         let ip = self.model.node(n).ip.clone();
-        if self.node_by_ip.get(&ip) == Some(&n) {
-            self.node_by_ip.remove(&ip);
+        if self.node_by_ip.get(&*ip) == Some(&n) {
+            self.node_by_ip.remove(&*ip);
         }
         let m = &mut self.model;
         // What the report's utilization per node type needs of it, kept as an aggregate.
@@ -50,7 +50,7 @@ impl Engine {
         let cpus = node.total.get(crate::model::ResourceId::CPU).to_f64();
         let lifetime = node.died_at.unwrap_or(self.clock.now).saturating_sub(node.started_at) as f64;
         let busy = node.stats.cpu_busy_us as f64;
-        let e = m.counters.forgotten_nodes.entry(node.type_name.clone()).or_default();
+        let e = m.counters.forgotten_nodes.entry(node.type_name.to_string()).or_default();
         e.nodes += 1;
         e.cpu_busy_us += busy;
         e.cpu_available_us += lifetime * cpus;

@@ -63,8 +63,8 @@ pub struct Engine {
     /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
     pub(crate) plasma: PlasmaOrder,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
-    /// every later one (see `Snapshot::nodes`).
-    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
+    /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
+    pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
     /// Jobs still expected to start (one-off starts not yet reached, live mixes).
     pub(crate) pending_job_starts: usize,
     pub(crate) live_jobs: usize,
@@ -84,6 +84,9 @@ pub struct Engine {
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
+    /// The head's (first) and each node type's name and GPU model, shared by all their
+    /// nodes and views: a cached dead node holds no copy of them.
+    shape_names: Vec<(Arc<str>, Option<Arc<str>>)>,
     pub(crate) stopped: bool,
     /// Workload definitions submitted through the Jobs API, by their YAML, to reuse specs.
     pub(crate) submitted_templates: FxHashMap<String, usize>,
@@ -140,7 +143,7 @@ impl Engine {
             mixes: plan.mixes,
             mix_templates: Vec::new(),
             plasma: PlasmaOrder::default(),
-            dead_node_views: Default::default(),
+            node_views: Default::default(),
             pending_job_starts: 0,
             live_jobs: 0,
             head: NodeIdx(0),
@@ -152,6 +155,10 @@ impl Engine {
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
+            shape_names: std::iter::once((&cfg.cluster.head.name, &cfg.cluster.head.gpu_model))
+                .chain(cfg.cluster.node_types.iter().map(|t| (&t.name, &t.gpu_model)))
+                .map(|(name, gpu)| (Arc::from(name.as_str()), gpu.as_deref().map(Arc::from)))
+                .collect(),
             stopped: false,
             submitted_templates: FxHashMap::default(),
             dead_nodes: VecDeque::new(),
@@ -220,9 +227,9 @@ impl Engine {
     pub(crate) fn add_node(&mut self, node_type: Option<u16>, ip: String) -> NodeIdx {
         let cfg = self.cfg.clone();
         let shape = NodeShape::of(&cfg.cluster, node_type);
-        let (type_name, cpu, gpu, memory, object_store, custom) =
-            (shape.name, shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
-        let (gpu_model, gpu_memory) = (shape.gpu_model.clone(), shape.gpu_memory);
+        let (cpu, gpu, memory, object_store, custom) = (shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
+        let gpu_memory = shape.gpu_memory;
+        let (type_name, gpu_model) = self.shape_names[node_type.map_or(0, |t| t as usize + 1)].clone();
         let reused = self.free_node_slot();
         let idx = reused.unwrap_or(NodeIdx(self.model.nodes.len() as u32));
         let serial = NodeIdx(self.nodes_added);
@@ -242,10 +249,10 @@ impl Engine {
         }
         let node = Node {
             idx,
-            node_id: node_id_hex(self.cfg.sim.seed, serial),
-            ip: ip.clone(),
+            node_id: node_id_hex(self.cfg.sim.seed, serial).into(),
+            ip: ip.as_str().into(),
             node_type,
-            type_name: type_name.to_string(),
+            type_name: type_name.clone(),
             is_head: node_type.is_none(),
             state: NodeState::Alive,
             available: Available::new(total.clone()),
@@ -461,13 +468,11 @@ impl Engine {
 
 /// The configured shape of a node type (or of the head node).
 struct NodeShape<'a> {
-    name: &'a str,
     cpu: f64,
     gpu: f64,
     memory: u64,
     object_store: Option<u64>,
     custom: &'a BTreeMap<String, f64>,
-    gpu_model: Option<String>,
     gpu_memory: u64,
 }
 
@@ -475,25 +480,21 @@ impl<'a> NodeShape<'a> {
     fn of(c: &'a crate::config::ClusterConfig, node_type: Option<u16>) -> NodeShape<'a> {
         match node_type.and_then(|t| c.node_types.get(t as usize)) {
             Some(nt) => NodeShape {
-                name: &nt.name,
                 cpu: nt.cpu,
                 gpu: nt.gpu,
                 memory: nt.memory.0,
                 object_store: nt.object_store_memory.map(|b| b.0),
                 custom: &nt.resources,
-                gpu_model: nt.gpu_model.clone(),
                 gpu_memory: nt.gpu_memory.map(|b| b.0).unwrap_or(0),
             },
             None => {
                 let h = &c.head;
                 NodeShape {
-                    name: &h.name,
                     cpu: h.cpu,
                     gpu: h.gpu,
                     memory: h.memory.0,
                     object_store: h.object_store_memory.map(|b| b.0),
                     custom: &h.resources,
-                    gpu_model: h.gpu_model.clone(),
                     gpu_memory: h.gpu_memory.map(|b| b.0).unwrap_or(0),
                 }
             }
