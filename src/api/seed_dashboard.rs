@@ -192,7 +192,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
 pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     no_parameters(raw.as_deref())?;
     Ok(match app.history.latest() {
-        Some(v) => json_ok((*v).clone()),
+        Some(v) => json_ok(v),
         None => json_ok(sample_now(&app.handle.snapshot())),
     })
 }
@@ -233,7 +233,7 @@ pub(crate) async fn metrics_history(
     Ok(json_ok(json!({
         "interval_seconds": app.history_every.as_secs_f64(),
         "capacity": app.history.capacity(),
-        "points": points.iter().map(|p| (**p).clone()).collect::<Vec<_>>(),
+        "points": points,
     })))
 }
 
