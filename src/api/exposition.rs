@@ -128,7 +128,7 @@ pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) ->
         .with("node_ip", ip.clone())
         .with("node_id", n.node_id.to_string())
         .with("state", n.state.as_str())
-        .with("death_reason", n.death_reason.clone())
+        .with("death_reason", n.death_reason)
     };
     let alive = std::iter::once(first).chain(at_ip).any(|n| n.state == NodeState::Alive);
     if !alive {

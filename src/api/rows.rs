@@ -401,7 +401,7 @@ impl Ctx<'_> {
             "node_ip" => s(&n.ip),
             "is_head_node" => Cell::Bool(n.is_head),
             "state" => s(n.state.as_str()),
-            "state_message" => n.death_reason.as_deref().map_or(Cell::Null, s),
+            "state_message" => n.death_reason.map_or(Cell::Null, s),
             // Ray names a node by its IP unless told otherwise.
             "node_name" => s(&n.ip),
             "resources_total" => {
