@@ -116,7 +116,7 @@ fn every_ray_series_carries_session_version_and_instance() {
         assert!(
             snap.nodes
                 .iter()
-                .any(|n| n.ip == ip && n.state == NodeState::Alive),
+                .any(|n| &*n.ip == ip && n.state == NodeState::Alive),
             "{s:?}"
         );
         assert_eq!(
@@ -164,7 +164,7 @@ fn node_endpoints_partition_the_node_series() {
         {
             let ip = s.label("instance").split(':').next().unwrap();
             assert_eq!(
-                ip, n.ip,
+                ip, &*n.ip,
                 "{}'s endpoint serves another node's series: {s:?}",
                 n.ip
             );

@@ -45,7 +45,7 @@ fn dead_nodes_beyond_the_capacity_are_forgotten_and_slots_reused_consistently() 
     // The table grows only while fewer than `capacity` nodes are dead: never past the
     // most nodes alive at once plus the dead kept.
     assert!(extra_slots <= 5, "node table holds {extra_slots} slots beyond the most nodes alive");
-    let ids: HashSet<&str> = m.nodes.iter().map(|n| n.node_id.as_str()).collect();
+    let ids: HashSet<&str> = m.nodes.iter().map(|n| &*n.node_id).collect();
     assert_eq!(ids.len(), m.nodes.len(), "node ids are unique even in reused slots");
     for (i, n) in m.nodes.iter().enumerate() {
         assert_eq!(n.idx.index(), i, "a node sits at its own slot");

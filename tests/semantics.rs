@@ -35,7 +35,7 @@ fn job_status(e: &Engine) -> JobStatus {
 }
 
 fn node_at(e: &Engine, ip: &str) -> NodeIdx {
-    e.model.nodes.iter().rev().find(|n| n.ip == ip).expect("node with that ip").idx
+    e.model.nodes.iter().rev().find(|n| &*n.ip == ip).expect("node with that ip").idx
 }
 
 fn run_all(yaml: &str) -> Engine {

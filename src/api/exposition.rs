@@ -116,7 +116,7 @@ pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Resu
 pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) -> Result<Response, ApiError> {
     let snap = app.handle.snapshot();
     // A restored node is a new node at the same IP: prefer the alive one.
-    let mut at_ip = snap.nodes.iter().filter(|n| n.ip == ip);
+    let mut at_ip = snap.nodes.iter().filter(|n| *n.ip == *ip);
     let Some(first) = at_ip.next() else {
         return Err(ApiError::not_found(format!("no node has IP {ip}; /sd lists the alive nodes' endpoints")));
     };
@@ -126,9 +126,9 @@ pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) ->
             format!("node {ip} is dead; its metrics endpoint is down, as a dead Ray node's is"),
         )
         .with("node_ip", ip.clone())
-        .with("node_id", n.node_id.clone())
+        .with("node_id", n.node_id.to_string())
         .with("state", n.state.as_str())
-        .with("death_reason", n.death_reason.clone())
+        .with("death_reason", n.death_reason)
     };
     let alive = std::iter::once(first).chain(at_ip).any(|n| n.state == NodeState::Alive);
     if !alive {

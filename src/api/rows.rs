@@ -401,13 +401,13 @@ impl Ctx<'_> {
             "node_ip" => s(&n.ip),
             "is_head_node" => Cell::Bool(n.is_head),
             "state" => s(n.state.as_str()),
-            "state_message" => n.death_reason.as_deref().map_or(Cell::Null, s),
+            "state_message" => n.death_reason.map_or(Cell::Null, s),
             // Ray names a node by its IP unless told otherwise.
             "node_name" => s(&n.ip),
             "resources_total" => {
                 let mut m = Map::new();
-                for (r, total, _) in &n.resources {
-                    m.insert(r.clone(), json!(total));
+                for (r, total, _) in n.resources.iter() {
+                    m.insert(r.to_string(), json!(total));
                 }
                 m.entry(format!("node:{}", n.ip)).or_insert(json!(1.0));
                 if n.is_head {
@@ -438,7 +438,7 @@ impl Ctx<'_> {
             },
             "driver_info" => Cell::Json(json!({
                 "id": j.id,
-                "node_ip_address": self.snap.node(j.driver_node).map(|n| n.ip.as_str()).unwrap_or(""),
+                "node_ip_address": self.snap.node(j.driver_node).map(|n| &*n.ip).unwrap_or(""),
                 "pid": "0",
             })),
             "start_time" => Cell::Int(self.ms(j.start_time_us)),
@@ -471,11 +471,11 @@ impl Ctx<'_> {
             "required_resources" => self.required_resources(a.creation_spec),
             "death_cause" => match &a.death_cause {
                 Some(cause) => {
-                    let node_ip = a.node.and_then(|n| self.snap.node(n)).map_or("", |n| n.ip.as_str());
+                    let node_ip = a.node.and_then(|n| self.snap.node(n)).map_or("", |n| &*n.ip);
                     Cell::Json(json!({"actor_died_error_context": {
                         "error_message": cause,
                         "owner_id": "",
-                        "owner_ip_address": self.snap.node(self.snap.head).map_or("", |n| n.ip.as_str()),
+                        "owner_ip_address": self.snap.node(self.snap.head).map_or("", |n| &*n.ip),
                         "node_ip_address": node_ip,
                         "pid": a.pid,
                         "name": "",

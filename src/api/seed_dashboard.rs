@@ -25,8 +25,8 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     let alive = s.nodes.iter().filter(|n| n.state == NodeState::Alive).count();
     let mut resources: Map<String, Value> = Map::new();
     for n in s.nodes.iter().filter(|n| n.state == NodeState::Alive) {
-        for (name, total, available) in &n.resources {
-            let e = resources.entry(name.clone()).or_insert_with(|| json!({"total": 0.0, "available": 0.0}));
+        for (name, total, available) in n.resources.iter() {
+            let e = resources.entry(name.to_string()).or_insert_with(|| json!({"total": 0.0, "available": 0.0}));
             e["total"] = json!(e["total"].as_f64().unwrap_or(0.0) + total);
             e["available"] = json!(e["available"].as_f64().unwrap_or(0.0) + available);
         }
@@ -34,7 +34,7 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     // Bounded by the config's node types and Ray's five job statuses.
     let mut by_type: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for n in s.nodes.iter() {
-        let e = by_type.entry(n.node_type.as_str()).or_default();
+        let e = by_type.entry(&*n.node_type).or_default();
         if n.state == NodeState::Alive {
             e.0 += 1;
         } else {
@@ -56,7 +56,7 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
         "timestamp_ms": app.epoch_ms(s.sim_time_us),
         "lag_seconds": s.lag_seconds,
         "events_processed": s.events_processed,
-        "head_node_ip": s.head_node().map(|n| n.ip.as_str()),
+        "head_node_ip": s.head_node().map(|n| &*n.ip),
         "nodes": {"total": s.nodes.len(), "alive": alive, "dead": s.nodes.len() - alive, "by_type": by_type},
         "resources": resources,
         "jobs": {"running": s.running_jobs, "total": s.jobs.len(), "by_status": by_status},
@@ -192,7 +192,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
 pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     no_parameters(raw.as_deref())?;
     Ok(match app.history.latest() {
-        Some(v) => json_ok((*v).clone()),
+        Some(v) => json_ok(v),
         None => json_ok(sample_now(&app.handle.snapshot())),
     })
 }
@@ -233,7 +233,7 @@ pub(crate) async fn metrics_history(
     Ok(json_ok(json!({
         "interval_seconds": app.history_every.as_secs_f64(),
         "capacity": app.history.capacity(),
-        "points": points.iter().map(|p| (**p).clone()).collect::<Vec<_>>(),
+        "points": points,
     })))
 }
 

@@ -165,9 +165,9 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Valu
     let mut out = Map::new();
     for n in nodes.iter().filter(|n| n.died_at_us.is_none()) {
         let resources: Map<String, Value> =
-            n.resources.iter().map(|(name, t, a)| (name.clone(), json!({"total": t, "available": a}))).collect();
-        let cpu = n.resources.iter().find(|r| r.0 == "CPU").map(|(_, t, a)| if *t > 0.0 { 100.0 * (t - a) / t } else { 0.0 });
-        out.insert(n.node_id.clone(), json!({"node_id": n.node_id, "devices": {}, "resources": resources,
+            n.resources.iter().map(|(name, t, a)| (name.to_string(), json!({"total": t, "available": a}))).collect();
+        let cpu = n.resources.iter().find(|r| &*r.0 == "CPU").map(|(_, t, a)| if *t > 0.0 { 100.0 * (t - a) / t } else { 0.0 });
+        out.insert(n.node_id.to_string(), json!({"node_id": n.node_id, "devices": {}, "resources": resources,
             "cpu_percent": cpu.unwrap_or(0.0), "memory_info": {"total": n.memory_total,
             "available": n.memory_total.saturating_sub(n.memory_used), "used": n.memory_used}}));
     }

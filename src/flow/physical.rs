@@ -56,7 +56,7 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Valu
         let resources: Vec<Value> = view
             .map(|v| v.resources.iter().map(|(n, t, a)| json!({"name": n, "total": t, "available": a})).collect())
             .unwrap_or_default();
-        let cpu = view.and_then(|v| v.resources.iter().find(|r| r.0 == "CPU")).map(|(_, t, a)| if *t > 0.0 { (t - a) / t } else { 0.0 });
+        let cpu = view.and_then(|v| v.resources.iter().find(|r| &*r.0 == "CPU")).map(|(_, t, a)| if *t > 0.0 { (t - a) / t } else { 0.0 });
         let acts: Vec<Value> = actors
             .range((idx, 0)..=(idx, u64::MAX))
             .map(|((_, a), b)| {

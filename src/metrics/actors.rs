@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(e.sum("ray_actors", &[("Source", "gcs")]), total as f64);
         for s in e.of("ray_actors").filter(|s| s.label("Source") == "gcs") {
             assert_eq!(s.label("Component"), "gcs_server");
-            assert_eq!(s.label("NodeAddress"), head().ip);
+            assert_eq!(s.label("NodeAddress"), &*head().ip);
         }
     }
 

@@ -137,7 +137,7 @@ fn processes<'a>(
     let free_cpus = n
         .resources
         .iter()
-        .find(|r| r.0 == "CPU")
+        .find(|r| &*r.0 == "CPU")
         .map(|r| r.2.floor())
         .unwrap_or(0.0);
     workers.push(("IDLE", free_cpus, 0.0, 0.0));
@@ -174,7 +174,7 @@ fn processes<'a>(
 
 /// GPUs in use on `n` (logical, fractional) and each GPU's memory in MiB.
 fn gpus_in_use(n: &NodeView) -> (f64, f64) {
-    let in_use = n.resources.iter().find(|r| r.0 == "GPU").map_or(0.0, |r| r.1 - r.2);
+    let in_use = n.resources.iter().find(|r| &*r.0 == "GPU").map_or(0.0, |r| r.1 - r.2);
     let memory = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY };
     (in_use, (memory / MIB) as f64)
 }
@@ -262,7 +262,7 @@ mod tests {
             .of("ray_component_rss_bytes")
             .find(|s| s.label("Component") == "gcs")
             .unwrap();
-        assert_eq!(gcs.label("ip"), head().ip);
+        assert_eq!(gcs.label("ip"), &*head().ip);
         assert!(!gcs.label("pid").is_empty());
     }
 
@@ -317,7 +317,7 @@ mod tests {
             .flat_map(|n| {
                 n.resources
                     .iter()
-                    .filter(|r| r.0 == "CPU")
+                    .filter(|r| &*r.0 == "CPU")
                     .map(|r| r.2.floor())
             })
             .sum();

@@ -116,7 +116,7 @@ mod tests {
                 .next()
                 .unwrap()
                 .label("NodeAddress"),
-            head().ip
+            &*head().ip
         );
         assert_eq!(
             e.sum("ray_node_failure_total", &[]),

@@ -114,7 +114,7 @@ pub fn render_node(
     let node = snapshot
         .nodes
         .iter()
-        .position(|n| n.state == NodeState::Alive && n.ip == ip)?;
+        .position(|n| n.state == NodeState::Alive && *n.ip == *ip)?;
     Some(scrape::render(snapshot, host, ctx, Some(node)))
 }
 

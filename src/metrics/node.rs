@@ -163,7 +163,7 @@ impl<'a> Gpus<'a> {
 fn resource(n: &NodeView, name: &str) -> (f64, f64) {
     n.resources
         .iter()
-        .find(|r| r.0 == name)
+        .find(|r| &*r.0 == name)
         .map(|r| (r.1, r.2))
         .unwrap_or((0.0, 0.0))
 }
@@ -359,11 +359,11 @@ mod tests {
             .samples
             .iter()
             .filter(hardware)
-            .all(|s| s.label("ip") != dead().ip));
+            .all(|s| s.label("ip") != &*dead().ip));
         assert!(e.samples.iter().filter(hardware).count() > 20 * alive);
         for s in e.samples.iter().filter(hardware) {
             assert_eq!(s.label("instance"), format!("{}:8080", s.label("ip")));
-            let head = s.label("ip") == head().ip;
+            let head = s.label("ip") == &*head().ip;
             assert_eq!(s.label("IsHeadNode"), if head { "true" } else { "false" });
             assert_eq!(s.label("RayNodeType"), if head { "head" } else { "worker" });
         }
@@ -378,13 +378,13 @@ mod tests {
             .collect();
         assert!(!gpu_ips.is_empty());
         for ip in &gpu_ips {
-            let n = cluster().nodes.iter().find(|n| n.ip == *ip).unwrap();
+            let n = cluster().nodes.iter().find(|n| &*n.ip == *ip).unwrap();
             assert!(
-                n.resources.iter().any(|r| r.0 == "GPU"),
+                n.resources.iter().any(|r| &*r.0 == "GPU"),
                 "{ip} has GPU series but no GPUs"
             );
         }
-        assert!(!gpu_ips.contains(&worker(false).ip.as_str()));
+        assert!(!gpu_ips.contains(&&*worker(false).ip));
         let g = node(&worker(true).ip);
         assert_eq!(g.sum("ray_node_gpus_available", &[]), 4.0);
         let s = g.of("ray_node_gram_used").next().unwrap();

@@ -168,7 +168,7 @@ mod tests {
             .iter()
             .filter(|n| n.state == crate::model::NodeState::Alive)
         {
-            let at = [("NodeAddress", n.ip.as_str())];
+            let at = [("NodeAddress", &*n.ip)];
             let mmap = e.sum(
                 "ray_object_store_memory",
                 &[at[0], ("Location", "MMAP_SHM")],

@@ -19,13 +19,13 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             component: "raylet",
             at: s.target(n),
         };
-        for (name, total, available) in &n.resources {
+        for (name, total, available) in n.resources.iter() {
             f.sample(
-                &(at, [("Name", name.as_str()), ("State", "AVAILABLE")]),
+                &(at, [("Name", &**name), ("State", "AVAILABLE")]),
                 *available,
             )?;
             f.sample(
-                &(at, [("Name", name.as_str()), ("State", "USED")]),
+                &(at, [("Name", &**name), ("State", "USED")]),
                 (total - available).max(0.0),
             )?;
         }
@@ -45,7 +45,7 @@ mod tests {
             .iter()
             .filter(|n| n.state == crate::model::NodeState::Alive)
         {
-            for (name, total, _) in &n.resources {
+            for (name, total, _) in n.resources.iter() {
                 let sum = e.sum("ray_resources", &[("NodeAddress", &n.ip), ("Name", name)]);
                 assert!(
                     (sum - total).abs() < 1e-6,
@@ -61,7 +61,7 @@ mod tests {
         let e = all();
         assert!(e
             .of("ray_resources")
-            .all(|s| s.label("NodeAddress") != dead().ip));
+            .all(|s| s.label("NodeAddress") != &*dead().ip));
     }
 
     #[test]

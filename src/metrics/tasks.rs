@@ -123,7 +123,7 @@ mod tests {
         }
         assert!(executors > 0);
         for s in e.of("ray_tasks").filter(|s| s.label("Source") == "owner") {
-            assert_eq!(s.label("NodeAddress"), head().ip);
+            assert_eq!(s.label("NodeAddress"), &*head().ip);
             assert_eq!(s.label("JobId"), "", "owners send no job id, as in Ray: {s:?}");
             assert!(!s.label("State").starts_with("RUNNING"), "{s:?}");
         }
@@ -135,7 +135,7 @@ mod tests {
         let e = node(&w.ip);
         assert!(e
             .of("ray_tasks")
-            .all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == w.ip));
+            .all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == &*w.ip));
     }
 
     #[test]

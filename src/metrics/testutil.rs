@@ -52,7 +52,7 @@ pub(crate) fn worker(gpu: bool) -> &'static crate::snapshot::NodeView {
         .find(|n| {
             n.state == crate::model::NodeState::Alive
                 && !n.is_head
-                && n.resources.iter().any(|r| r.0 == "GPU") == gpu
+                && n.resources.iter().any(|r| &*r.0 == "GPU") == gpu
         })
         .expect("the test cluster has such a node")
 }

@@ -1,19 +1,24 @@
 //! The node table: one raylet each, with its logical resources and object store.
+//!
+//! A node's names (id, address, type, GPU model) are shared `Arc<str>`s: the node's
+//! views share them, and nodes of one type share their type's, so a dead node that the
+//! table keeps (up to Ray's 1,000) costs no copies of them.
 
 use super::ids::NodeIdx;
 use super::resources::{Bytes, ResVec};
 use super::states::NodeState;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Node {
     pub idx: NodeIdx,
     /// 56-hex Ray NodeID.
-    pub node_id: String,
-    pub ip: String,
+    pub node_id: Arc<str>,
+    pub ip: Arc<str>,
     /// Index into the config's node types; `None` for the head node.
     pub node_type: Option<u16>,
     /// Node type name (`ray.head.default` for the head).
-    pub type_name: String,
+    pub type_name: Arc<str>,
     pub is_head: bool,
     pub state: NodeState,
     pub total: ResVec,
@@ -26,11 +31,12 @@ pub struct Node {
     pub worker_heap_used: Bytes,
     /// Extra memory occupied by a memory-pressure fault.
     pub pressure_bytes: Bytes,
-    pub gpu_model: Option<String>,
+    pub gpu_model: Option<Arc<str>>,
     pub gpu_memory: Bytes,
     pub started_at: u64,
     pub died_at: Option<u64>,
-    pub death_reason: Option<String>,
+    /// Why it died: one of the engine's fixed reasons, so no string per dead node.
+    pub death_reason: Option<&'static str>,
     /// Last time (µs) this node had any work; the autoscaler's idle clock.
     pub idle_since: Option<u64>,
     /// Counters kept per node for the exporter.

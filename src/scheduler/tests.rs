@@ -9,8 +9,8 @@ pub(crate) fn node(idx: u32, cpu: i64, gpu: i64) -> Node {
     total.set(ResourceId::GPU, FixedPoint::from_units(gpu));
     Node {
         idx: NodeIdx(idx),
-        node_id: format!("{idx:056x}"),
-        ip: format!("10.0.0.{}", idx + 1),
+        node_id: format!("{idx:056x}").into(),
+        ip: format!("10.0.0.{}", idx + 1).into(),
         node_type: None,
         type_name: "t".into(),
         is_head: idx == 0,

@@ -41,8 +41,8 @@ impl Engine {
         debug_assert!(!self.model.node(n).is_alive());
         let head = self.head;
         let ip = self.model.node(n).ip.clone();
-        if self.node_by_ip.get(&ip) == Some(&n) {
-            self.node_by_ip.remove(&ip);
+        if self.node_by_ip.get(&*ip) == Some(&n) {
+            self.node_by_ip.remove(&*ip);
         }
         let m = &mut self.model;
         // What the report's utilization per node type needs of it, kept as an aggregate.
@@ -50,7 +50,7 @@ impl Engine {
         let cpus = node.total.get(crate::model::ResourceId::CPU).to_f64();
         let lifetime = node.died_at.unwrap_or(self.clock.now).saturating_sub(node.started_at) as f64;
         let busy = node.stats.cpu_busy_us as f64;
-        let e = m.counters.forgotten_nodes.entry(node.type_name.clone()).or_default();
+        let e = m.counters.forgotten_nodes.entry(node.type_name.to_string()).or_default();
         e.nodes += 1;
         e.cpu_busy_us += busy;
         e.cpu_available_us += lifetime * cpus;
@@ -82,5 +82,72 @@ impl Engine {
             j.driver_node = head;
         }
         log_event!(m.log, self.clock.now, "node", "{} FORGOTTEN", n.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{default_config, DurationSpec};
+    use crate::sim::Engine;
+    use std::sync::Arc;
+
+    /// The default config with its autoscaler's idle timeout cut to a minute, so that it
+    /// replaces nodes all the time, for two virtual hours with a snapshot every ten
+    /// minutes (dead views are built by the snapshot after a death).
+    fn autoscaled_for_two_hours() -> (Engine, Vec<Arc<crate::snapshot::Snapshot>>) {
+        let mut cfg = default_config();
+        for t in &mut cfg.cluster.node_types {
+            if let Some(a) = &mut t.autoscaler {
+                a.idle_timeout = DurationSpec::secs(60.0);
+            }
+        }
+        let mut engine = Engine::new(cfg);
+        let mut snapshots = Vec::new();
+        for step in 1..=12u64 {
+            engine.run_until(step * 600 * 1_000_000);
+            snapshots.push(Arc::new(engine.snapshot(step, 1.0, 0.0, None, Arc::new(Vec::new()))));
+        }
+        (engine, snapshots)
+    }
+
+    #[test]
+    fn a_cached_dead_node_keeps_no_engine_state_and_shares_its_names_and_resources() {
+        let (e, snapshots) = autoscaled_for_two_hours();
+        let dead: Vec<usize> = e.model.nodes.iter().filter(|n| !n.is_alive()).map(|n| n.idx.index()).collect();
+        assert!(dead.len() >= 20, "only {} dead nodes: the run proves little", dead.len());
+        for &i in &dead {
+            // What it grew to while alive was given back, not just emptied.
+            assert_eq!(e.leased[i].capacity(), 0, "node {i}: leases");
+            assert_eq!(e.actors_on[i].capacity(), 0, "node {i}: actors");
+            assert_eq!(e.resuming[i].capacity(), 0, "node {i}: tasks waiting to resume");
+            assert_eq!(e.plasma.primaries[i].capacity(), 0, "node {i}: plasma primaries");
+            assert_eq!(e.plasma.secondaries[i].capacity(), 0, "node {i}: plasma secondaries");
+        }
+        e.check_scheduler_index().expect("the index holds exactly the alive nodes");
+
+        let (before, last) = (&snapshots[snapshots.len() - 2], &snapshots[snapshots.len() - 1]);
+        // Per node type: the first dead node's type name and resource list.
+        let mut per_type: Vec<(Option<u16>, &Arc<str>, &crate::snapshot::NodeResources)> = Vec::new();
+        for &i in &dead {
+            let (node, view) = (&e.model.nodes[i], &last.nodes[i]);
+            assert_eq!(view.died_at_us, node.died_at);
+            assert!(view.death_reason.is_some_and(|r| !r.is_empty()), "node {i} has a death reason");
+            // One copy of each name: the view shares the model's strings, and nodes of
+            // a type share the type's.
+            assert!(Arc::ptr_eq(&view.node_id, &node.node_id) && Arc::ptr_eq(&view.ip, &node.ip), "node {i}");
+            // Its totals are still shown, all free; one list per shape.
+            assert!(view.resources.iter().any(|(name, total, free)| &**name == "CPU" && *total > 0.0 && free == total));
+            match per_type.iter().find(|(t, _, _)| *t == node.node_type) {
+                Some((_, name, shared)) => {
+                    assert!(Arc::ptr_eq(name, &node.type_name), "node {i}'s type name is its type's");
+                    assert!(Arc::ptr_eq(shared, &view.resources), "node {i}'s resource list is shared");
+                }
+                None => per_type.push((node.node_type, &node.type_name, &view.resources)),
+            }
+            // Built once: the previous snapshot holds the same view if it was dead then.
+            if before.nodes.get(i).is_some_and(|v| Arc::ptr_eq(&v.node_id, &node.node_id) && v.died_at_us.is_some()) {
+                assert!(Arc::ptr_eq(&before.nodes[i], view), "node {i}'s view is shared between snapshots");
+            }
+        }
     }
 }

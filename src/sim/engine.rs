@@ -68,8 +68,8 @@ pub struct Engine {
     /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
     pub(crate) plasma: PlasmaOrder,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
-    /// every later one (see `Snapshot::nodes`).
-    pub(crate) dead_node_views: std::cell::RefCell<Vec<Option<Arc<crate::snapshot::NodeView>>>>,
+    /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
+    pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
     pub(crate) head: NodeIdx,
     /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
     pub(crate) raylets: Raylets,
@@ -86,6 +86,9 @@ pub struct Engine {
     pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
     /// Per node type: the next address of its range to try.
     ip_cursor: Vec<u32>,
+    /// The head's (first) and each node type's name and GPU model, shared by all their
+    /// nodes and views: a cached dead node holds no copy of them.
+    shape_names: Vec<(Arc<str>, Option<Arc<str>>)>,
     pub(crate) stopped: bool,
     /// Dead nodes still in the node table, in order of death (`dead_nodes.rs`).
     pub(crate) dead_nodes: VecDeque<NodeIdx>,
@@ -138,7 +141,7 @@ impl Engine {
             specs: plan.specs,
             jobs: JobManager::default(),
             plasma: PlasmaOrder::default(),
-            dead_node_views: Default::default(),
+            node_views: Default::default(),
             head: NodeIdx(0),
             raylets: Raylets::default(),
             actor_manager: ActorManager::default(),
@@ -148,6 +151,10 @@ impl Engine {
             autoscaler: Autoscaler::new(&cfg.cluster),
             node_by_ip: FxHashMap::default(),
             ip_cursor: vec![0; cfg.cluster.node_types.len()],
+            shape_names: std::iter::once((&cfg.cluster.head.name, &cfg.cluster.head.gpu_model))
+                .chain(cfg.cluster.node_types.iter().map(|t| (&t.name, &t.gpu_model)))
+                .map(|(name, gpu)| (Arc::from(name.as_str()), gpu.as_deref().map(Arc::from)))
+                .collect(),
             stopped: false,
             dead_nodes: VecDeque::new(),
             nodes_added: 0,
@@ -209,9 +216,9 @@ impl Engine {
     pub(crate) fn add_node(&mut self, node_type: Option<u16>, ip: String) -> NodeIdx {
         let cfg = self.cfg.clone();
         let shape = NodeShape::of(&cfg.cluster, node_type);
-        let (type_name, cpu, gpu, memory, object_store, custom) =
-            (shape.name, shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
-        let (gpu_model, gpu_memory) = (shape.gpu_model.clone(), shape.gpu_memory);
+        let (cpu, gpu, memory, object_store, custom) = (shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
+        let gpu_memory = shape.gpu_memory;
+        let (type_name, gpu_model) = self.shape_names[node_type.map_or(0, |t| t as usize + 1)].clone();
         let reused = self.free_node_slot();
         let idx = reused.unwrap_or(NodeIdx(self.model.nodes.len() as u32));
         let serial = NodeIdx(self.nodes_added);
@@ -231,10 +238,10 @@ impl Engine {
         }
         let node = Node {
             idx,
-            node_id: node_id_hex(self.cfg.sim.seed, serial),
-            ip: ip.clone(),
+            node_id: node_id_hex(self.cfg.sim.seed, serial).into(),
+            ip: ip.as_str().into(),
             node_type,
-            type_name: type_name.to_string(),
+            type_name: type_name.clone(),
             is_head: node_type.is_none(),
             state: NodeState::Alive,
             available: Available::new(total.clone()),
@@ -348,13 +355,11 @@ impl Engine {
 
 /// The configured shape of a node type (or of the head node).
 struct NodeShape<'a> {
-    name: &'a str,
     cpu: f64,
     gpu: f64,
     memory: u64,
     object_store: Option<u64>,
     custom: &'a BTreeMap<String, f64>,
-    gpu_model: Option<String>,
     gpu_memory: u64,
 }
 
@@ -362,25 +367,21 @@ impl<'a> NodeShape<'a> {
     fn of(c: &'a crate::config::ClusterConfig, node_type: Option<u16>) -> NodeShape<'a> {
         match node_type.and_then(|t| c.node_types.get(t as usize)) {
             Some(nt) => NodeShape {
-                name: &nt.name,
                 cpu: nt.cpu,
                 gpu: nt.gpu,
                 memory: nt.memory.0,
                 object_store: nt.object_store_memory.map(|b| b.0),
                 custom: &nt.resources,
-                gpu_model: nt.gpu_model.clone(),
                 gpu_memory: nt.gpu_memory.map(|b| b.0).unwrap_or(0),
             },
             None => {
                 let h = &c.head;
                 NodeShape {
-                    name: &h.name,
                     cpu: h.cpu,
                     gpu: h.gpu,
                     memory: h.memory.0,
                     object_store: h.object_store_memory.map(|b| b.0),
                     custom: &h.resources,
-                    gpu_model: h.gpu_model.clone(),
                     gpu_memory: h.gpu_memory.map(|b| b.0).unwrap_or(0),
                 }
             }

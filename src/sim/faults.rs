@@ -124,7 +124,7 @@ impl Engine {
         }
         let t = node_type?;
         let candidates: Vec<NodeIdx> =
-            self.model.nodes.iter().filter(|n| n.is_alive() && n.type_name == t).map(|n| n.idx).collect();
+            self.model.nodes.iter().filter(|n| n.is_alive() && *n.type_name == *t).map(|n| n.idx).collect();
         if candidates.is_empty() {
             return None;
         }
@@ -133,7 +133,7 @@ impl Engine {
     }
 
     /// A node dies (`failure`) or is terminated by the autoscaler (not a failure).
-    pub(crate) fn kill_node(&mut self, n: NodeIdx, reason: &str, failure: bool) {
+    pub(crate) fn kill_node(&mut self, n: NodeIdx, reason: &'static str, failure: bool) {
         if !self.model.nodes[n.index()].is_alive() {
             return;
         }
@@ -142,7 +142,7 @@ impl Engine {
             let nd = &mut self.model.nodes[n.index()];
             nd.state = NodeState::Dead;
             nd.died_at = Some(self.clock.now);
-            nd.death_reason = Some(reason.to_string());
+            nd.death_reason = Some(reason);
             nd.worker_heap_used = Bytes(0);
         }
         self.local_resources().lost(n);

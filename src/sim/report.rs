@@ -72,7 +72,7 @@ impl Report {
             let end = n.died_at.unwrap_or(now);
             let lifetime = end.saturating_sub(n.started_at) as f64;
             let cpus = n.total.get(ResourceId::CPU).to_f64();
-            let u = util.entry(n.type_name.clone()).or_insert((0, 0.0, 0.0));
+            let u = util.entry(n.type_name.to_string()).or_insert((0, 0.0, 0.0));
             u.0 += 1;
             u.1 += n.stats.cpu_busy_us as f64;
             u.2 += lifetime * cpus;

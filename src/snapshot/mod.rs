@@ -20,7 +20,7 @@ mod tasks;
 pub use actors::{ActorCount, ActorExecutorCount};
 pub use cluster::{AutoscalerTypeView, AutoscalerView, SchedulerView};
 pub use jobs::JobView;
-pub use nodes::NodeView;
+pub use nodes::{NodeResources, NodeView};
 pub use tables::{ActorRow, BundleRow, ObjectRow, PgRow, Tables, TaskRow};
 pub use tasks::{RunningCount, TaskCount};
 

@@ -4,21 +4,29 @@
 //! counts of what runs there). Must never: import the engine or mutate anything — a
 //! view is built once by `sim` and then only read; a dead node's view is shared by
 //! every later snapshot.
+//!
+//! Its names are the model's shared strings (`Arc<str>`) and a dead node's resource
+//! list is shared by the dead nodes of its shape, so a view of one of the 1,000 cached
+//! dead nodes costs little more than its numbers.
 
 use crate::model::{NodeState, NodeStats};
 use serde::Serialize;
+use std::sync::Arc;
+
+/// A node's logical resources: (resource name, total, available), in resource-id
+/// order, only kinds the node has.
+pub type NodeResources = Arc<[(Arc<str>, f64, f64)]>;
 
 /// One node as readers see it.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeView {
     pub idx: u32,
-    pub node_id: String,
-    pub ip: String,
-    pub node_type: String,
+    pub node_id: Arc<str>,
+    pub ip: Arc<str>,
+    pub node_type: Arc<str>,
     pub is_head: bool,
     pub state: NodeState,
-    /// (resource name, total, available), in resource-id order, only kinds the node has.
-    pub resources: Vec<(String, f64, f64)>,
+    pub resources: NodeResources,
     pub memory_total: u64,
     /// Heap of running workers + object store + memory pressure.
     pub memory_used: u64,
@@ -28,13 +36,13 @@ pub struct NodeView {
     pub store_fallback: u64,
     pub store_num_objects: u64,
     pub worker_heap_objects: u64,
-    pub gpu_model: Option<String>,
+    pub gpu_model: Option<Arc<str>>,
     pub gpu_memory: u64,
     pub running_tasks: u64,
     pub leased_tasks: u64,
     pub actors: u64,
     pub started_at_us: u64,
     pub died_at_us: Option<u64>,
-    pub death_reason: Option<String>,
+    pub death_reason: Option<&'static str>,
     pub stats: NodeStats,
 }

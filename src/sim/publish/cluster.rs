@@ -47,7 +47,7 @@ impl Engine {
         let mut types: Vec<AutoscalerTypeView> = Vec::new();
         let head = m.node(self.head);
         types.push(AutoscalerTypeView {
-            name: head.type_name.clone(),
+            name: head.type_name.to_string(),
             autoscaled: false,
             min_workers: 1,
             max_workers: 1,

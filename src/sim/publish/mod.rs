@@ -16,6 +16,8 @@ mod jobs;
 mod nodes;
 mod tables;
 
+pub(crate) use nodes::NodeViewCache;
+
 use super::engine::Engine;
 use crate::model::LoggedEvent;
 use crate::snapshot::{Snapshot, Tables};

@@ -1,42 +1,63 @@
 //! The nodes view: one [`NodeView`] per node in the table.
 //!
-//! Owns: building node views, and the sharing of dead nodes' views (a dead node no
-//! longer changes, so its view is built once and every later snapshot holds the same
-//! `Arc`). Must never: mutate the model; cost more than O(nodes + their leases).
+//! Owns: building node views, and what they share so that the dead-node cache (Ray's
+//! 1,000) stays cheap: a dead node no longer changes, so its view is built once and
+//! every later snapshot holds the same `Arc`; views share the model's name strings;
+//! resource names are one `Arc<str>` per resource kind; and a dead node's resource list
+//! (everything free, as the node runtime leaves it) is one list per node shape, shared
+//! by every dead node of that shape. Must never: mutate the model; cost more than
+//! O(nodes + their leases).
 
 use crate::model::*;
 use crate::sim::Engine;
-use crate::snapshot::NodeView;
+use crate::snapshot::{NodeResources, NodeView};
 use std::sync::Arc;
+
+/// What views share between snapshots (the engine holds it; only this file uses it).
+#[derive(Default)]
+pub(crate) struct NodeViewCache {
+    /// By slot: the view of the dead node there, built by the first snapshot after it died.
+    dead: Vec<Option<Arc<NodeView>>>,
+    /// Resource names by resource id (the registry grows when jobs bring new kinds).
+    names: Vec<Arc<str>>,
+    /// Dead nodes' resource lists, one per total-resource shape (a handful).
+    dead_resources: Vec<(ResVec, NodeResources)>,
+}
 
 impl Engine {
     /// Every node in the table, dead ones from the shared cache where it still holds
     /// the same node.
     pub(super) fn nodes_view(&self) -> Vec<Arc<NodeView>> {
         let m = &self.model;
-        let mut dead_views = self.dead_node_views.borrow_mut();
+        let mut cache = self.node_views.borrow_mut();
+        if cache.names.len() != m.resource_names.len() {
+            cache.names = m.resource_names.iter().map(|(_, name)| Arc::from(name)).collect();
+        }
         m.nodes
             .iter()
             .map(|n| {
                 let idx = n.idx.index();
-                if let Some(Some(v)) = dead_views.get(idx) {
-                    if !n.is_alive() && v.node_id == n.node_id {
+                if let Some(Some(v)) = cache.dead.get(idx) {
+                    if !n.is_alive() && Arc::ptr_eq(&v.node_id, &n.node_id) {
                         return v.clone();
                     }
                 }
-                let view = Arc::new(self.node_view(n));
+                let view = Arc::new(self.node_view(n, &mut cache));
                 if !n.is_alive() {
-                    if dead_views.len() <= idx {
-                        dead_views.resize(idx + 1, None);
+                    if cache.dead.len() <= idx {
+                        cache.dead.resize(idx + 1, None);
                     }
-                    dead_views[idx] = Some(view.clone());
+                    cache.dead[idx] = Some(view.clone());
+                } else if let Some(forgotten @ Some(_)) = cache.dead.get_mut(idx) {
+                    // The slot was reused: the forgotten node's view goes with it.
+                    *forgotten = None;
                 }
                 view
             })
             .collect()
     }
 
-    fn node_view(&self, n: &Node) -> NodeView {
+    fn node_view(&self, n: &Node, cache: &mut NodeViewCache) -> NodeView {
         let m = &self.model;
         let running = self
             .raylets
@@ -52,12 +73,7 @@ impl Engine {
             node_type: n.type_name.clone(),
             is_head: n.is_head,
             state: n.state,
-            resources: m
-                .resource_names
-                .iter()
-                .filter(|(id, _)| n.total.get(*id).0 > 0)
-                .map(|(id, name)| (name.to_string(), n.total.get(id).to_f64(), n.available.get(id).to_f64()))
-                .collect(),
+            resources: resources(n, cache),
             memory_total: n.memory_bytes.0,
             memory_used: n.memory_used().0,
             store_capacity: n.store.capacity.0,
@@ -73,8 +89,30 @@ impl Engine {
             actors: self.actor_manager.on(n.idx).len() as u64,
             started_at_us: n.started_at,
             died_at_us: n.died_at,
-            death_reason: n.death_reason.clone(),
+            death_reason: n.death_reason,
             stats: n.stats.clone(),
         }
     }
+}
+
+/// The node's resource list; a dead node's (all free) from the list of its shape.
+fn resources(n: &Node, cache: &mut NodeViewCache) -> NodeResources {
+    let shared = !n.is_alive() && *n.available == n.total;
+    if shared {
+        if let Some((_, r)) = cache.dead_resources.iter().find(|(shape, _)| *shape == n.total) {
+            return r.clone();
+        }
+    }
+    let list: NodeResources = cache
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (ResourceId(i as u16), name))
+        .filter(|(id, _)| n.total.get(*id).0 > 0)
+        .map(|(id, name)| (name.clone(), n.total.get(id).to_f64(), n.available.get(id).to_f64()))
+        .collect();
+    if shared {
+        cache.dead_resources.push((n.total.clone(), list.clone()));
+    }
+    list
 }

@@ -1,0 +1,131 @@
+//! Issue 7, A7: what one cached dead node costs in live heap, measured, and kept small.
+//!
+//! Ray's GCS keeps 1,000 dead nodes (`maximum_gcs_dead_node_cached_count`); an
+//! autoscaled cluster fills that cache over hours, so what each one costs is memory
+//! growth a soak sees. This binary counts the live heap bytes of its own test thread
+//! with a counting global allocator (the engine runs on that thread), and compares two
+//! runs that do exactly the same thing except how many dead nodes they keep: a node
+//! joins at a fresh address and the previous one is killed, again and again, with a
+//! snapshot published after each step and the last one held, as `serve` does. Their
+//! difference, divided by the difference in dead nodes, is what one cached dead node
+//! costs: its model record, its slot in the engine's per-node state, its shared view,
+//! and its place in a snapshot's node list. Nothing here is timed.
+
+use rayscope::config::{self, Config};
+use rayscope::sim::control::Control;
+use rayscope::sim::Engine;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// Counts the bytes (as requested) and blocks live on each thread.
+struct Counting;
+
+thread_local! {
+    static LIVE: Cell<(isize, isize)> = const { Cell::new((0, 0)) };
+}
+
+fn count(bytes: isize, blocks: isize) {
+    // `try_with`: during thread teardown the slot may be gone; those frees do not matter.
+    let _ = LIVE.try_with(|c| {
+        let (b, n) = c.get();
+        c.set((b + bytes, n + blocks));
+    });
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            count(l.size() as isize, 1);
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            count(l.size() as isize, 1);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        count(-(l.size() as isize), -1);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            count(new as isize - l.size() as isize, 0);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> (isize, isize) {
+    LIVE.with(|c| c.get())
+}
+
+/// Worker nodes that come and go one after another.
+const REPLACED: usize = 1_002;
+
+fn cluster(dead_node_capacity: usize) -> Config {
+    let yaml = format!(
+        "cluster:\n  head: {{name: ray.head.default, ip: 10.0.0.1, cpu: 8, memory: 32GiB}}\n  node_types:\n    - {{name: cpu-worker, count: 1, cpu: 16, memory: 64GiB, ip_range: 10.0.4.0/22}}\n    - {{name: gpu-worker, count: 0, cpu: 8, gpu: 4, memory: 128GiB, gpu_model: NVIDIA A100-SXM4-80GB, gpu_memory: 80GiB, ip_range: 10.0.8.0/22}}\nworkloads: []\nsim:\n  seed: 7\n  event_log_capacity: 16\n  dead_node_capacity: {dead_node_capacity}\n"
+    );
+    match config::load_str(&yaml, "dead-node-memory.yaml") {
+        Ok(c) => c,
+        Err(e) => panic!("config does not load:\n{e}"),
+    }
+}
+
+/// Live heap (bytes, blocks) of an engine after `REPLACED` workers were each replaced
+/// by one at the next address, with the last snapshot held; and its dead nodes.
+fn replace_workers(dead_node_capacity: usize) -> ((isize, isize), usize) {
+    let before = live();
+    let mut engine = Engine::new(cluster(dead_node_capacity));
+    let mut snapshot = None;
+    let mut previous: [Option<String>; 2] = [None, None];
+    for i in 0..REPLACED {
+        // CPU and GPU workers alternate, so dead nodes of both shapes are cached.
+        let (kind, k) = (i % 2, i / 2 + 1);
+        let ip = format!("10.0.{}.{}", [5, 9][kind] + k / 256, k % 256);
+        engine.apply(Control::RestoreNode { ip: ip.clone() }).expect("a new worker joins");
+        if let Some(old) = previous[kind].replace(ip) {
+            engine.apply(Control::KillNode { ip: old }).expect("the previous worker dies");
+        }
+        // As serve does: publish, dropping the previous snapshot.
+        snapshot = Some(Arc::new(engine.snapshot(i as u64, 1.0, 0.0, None, Arc::new(Vec::new()))));
+    }
+    let dead = snapshot.as_ref().unwrap().nodes.iter().filter(|n| n.died_at_us.is_some()).count();
+    let after = live();
+    drop(snapshot);
+    drop(engine);
+    ((after.0 - before.0, after.1 - before.1), dead)
+}
+
+#[test]
+fn a_cached_dead_node_costs_a_fraction_of_what_it_did() {
+    let ((bytes_kept, blocks_kept), dead_kept) = replace_workers(1_000);
+    let ((bytes_few, blocks_few), dead_few) = replace_workers(1);
+    assert!(dead_kept >= REPLACED - 2, "only {dead_kept} dead nodes cached with room for 1,000");
+    assert!(dead_few <= 2, "{dead_few} dead nodes cached with room for 1");
+    let nodes = (dead_kept - dead_few) as f64;
+    let per_node = (bytes_kept - bytes_few) as f64 / nodes;
+    let blocks_per_node = (blocks_kept - blocks_few) as f64 / nodes;
+    // What an allocator really holds is more than what was asked for: count each block
+    // at 16 bytes of header and rounding, as glibc's malloc and mimalloc's small size
+    // classes roughly do.
+    let footprint = per_node + 16.0 * blocks_per_node;
+    eprintln!(
+        "per cached dead node: {per_node:.0} bytes requested in {blocks_per_node:.2} blocks, \
+         ~{footprint:.0} bytes with allocator overhead ({dead_kept} vs {dead_few} dead nodes; \
+         size_of Node {} B, NodeView {} B)",
+        std::mem::size_of::<rayscope::model::Node>(),
+        std::mem::size_of::<rayscope::snapshot::NodeView>(),
+    );
+    // Before its names and resource lists were shared it cost ~1,850 bytes.
+    assert!(footprint < 1_400.0, "a cached dead node costs ~{footprint:.0} bytes of live heap");
+}
