@@ -52,6 +52,12 @@ impl ActorManager {
         std::mem::take(&mut self.on_node[n.index()])
     }
 
+    /// What `n`'s list holds room for.
+    #[cfg(test)]
+    pub(crate) fn capacity_on(&self, n: NodeIdx) -> usize {
+        self.on_node[n.index()].capacity()
+    }
+
     /// Per node slot, its actors (for the invariants).
     pub(crate) fn by_node(&self) -> impl Iterator<Item = &[ActorId]> {
         self.on_node.iter().map(|l| l.as_slice())

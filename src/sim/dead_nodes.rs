@@ -117,9 +117,9 @@ mod tests {
         assert!(dead.len() >= 20, "only {} dead nodes: the run proves little", dead.len());
         for &i in &dead {
             // What it grew to while alive was given back, not just emptied.
-            assert_eq!(e.leased[i].capacity(), 0, "node {i}: leases");
-            assert_eq!(e.actors_on[i].capacity(), 0, "node {i}: actors");
-            assert_eq!(e.resuming[i].capacity(), 0, "node {i}: tasks waiting to resume");
+            let n = crate::model::NodeIdx(i as u32);
+            assert_eq!(e.raylets.capacities(n), (0, 0), "node {i}: leases, tasks waiting to resume");
+            assert_eq!(e.actor_manager.capacity_on(n), 0, "node {i}: actors");
             assert_eq!(e.plasma.primaries[i].capacity(), 0, "node {i}: plasma primaries");
             assert_eq!(e.plasma.secondaries[i].capacity(), 0, "node {i}: plasma secondaries");
         }

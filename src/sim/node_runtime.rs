@@ -128,6 +128,13 @@ impl Raylets {
         self.nodes[n.index()] = Raylet::default();
     }
 
+    /// What `n`'s lists hold room for: (leases, tasks waiting to resume).
+    #[cfg(test)]
+    pub(crate) fn capacities(&self, n: NodeIdx) -> (usize, usize) {
+        let r = &self.nodes[n.index()];
+        (r.leased.capacity(), r.resuming.capacity())
+    }
+
     /// `tid` holds a lease on `n` now (a driver counts, to die with its node).
     #[inline]
     pub(crate) fn lease_granted(&mut self, n: NodeIdx, tid: TaskId) {
