@@ -2,12 +2,13 @@
 //!
 //! Owns: choosing the job (the first with records, or `--job`), writing `graph.json`,
 //! `physical.json`, `stack.json`, `flame.folded`, `flame.svg`, `timeline.json` and
-//! `bottlenecks.txt` into the output directory, and posting the records to a
-//! `flow-insight` server with `--emit`.
+//! `bottlenecks.txt` into the output directory (the timeline whole: no window, no
+//! limit), and posting the records to a `flow-insight` server with `--emit`.
 //! Must never: leave a half-written view behind under its final name (each file is
 //! written to a temporary name and renamed).
 
 use super::graph::Level;
+use super::timeline::Window;
 use super::{ant, bottleneck, emit, render, View};
 use crate::config::Config;
 use serde_json::json;
@@ -62,7 +63,8 @@ pub fn run(cfg: Config, job: Option<&str>, at_s: Option<f64>, out: &Path, emit_u
         ("stack.json", View::Stack),
         ("flame.folded", View::Folded),
         ("flame.svg", View::Svg),
-        ("timeline.json", View::Timeline),
+        // A file is not an interactive answer: the whole job, every execution.
+        ("timeline.json", View::Timeline(Window::ALL)),
     ];
     for (file, view) in views {
         let t = Instant::now();
