@@ -359,3 +359,28 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     // The metrics' counts too.
     assert_eq!(s_capped.flow.calls, s_full.flow.calls);
 }
+
+#[test]
+fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let v: Value = serde_json::from_slice(&render(&r.job, r.snap.sim_time_us, true, View::Physical, &r.snap.nodes).unwrap().body).unwrap();
+        let nodes = v["nodes"].as_array().unwrap();
+        let calls = |key: &str| -> u64 {
+            nodes.iter().flat_map(|n| n[key].as_array().unwrap()).map(|a| a["calls"].as_u64().unwrap()).sum()
+        };
+        let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count() as u64;
+        assert_eq!(calls("actors") + calls("workers"), started, "seed {seed}: every execution placed once");
+        let by_id: BTreeMap<String, _> = r.tables.actors.iter().map(|a| (actor_hex(a.id), a)).collect();
+        let mut placed = 0;
+        for n in nodes {
+            for a in n["actors"].as_array().unwrap() {
+                let t = by_id[a["actor_id"].as_str().unwrap()];
+                assert_eq!((a["class"].as_str(), a["level"].as_u64(), a["bottleneck"].as_bool()), (Some(r.snap.names[t.class as usize].as_str()), Some(t.level as u64), Some(t.flag)), "seed {seed}: {a}");
+                assert_eq!((a["pid"].as_u64(), n["idx"].as_u64()), (Some(t.pid as u64), t.node.map(u64::from)), "seed {seed}: where it ran: {a}");
+                placed += 1;
+            }
+        }
+        assert_eq!(placed, by_id.len(), "seed {seed}: every actor placed");
+    }
+}

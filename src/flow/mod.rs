@@ -57,7 +57,9 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
     let spans = job.spans(at);
     Ok(match view {
         View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
-        View::Physical => json(physical::physical(job, &spans, nodes)),
+        View::Physical => {
+            Rendered { body: physical::physical_json(job, &spans, nodes), content_type: "application/json", cut: None }
+        }
         View::Stack => json(stack::stack(job, &spans)),
         View::Timeline(window) => {
             let t = timeline::timeline_json(job, &spans, &window);
