@@ -21,7 +21,8 @@ pub struct Summary {
     pub job: String,
     pub bottlenecks: String,
     pub emitted: Option<usize>,
-    /// Wall milliseconds: simulate, then each view written, then in all.
+    /// Wall milliseconds: simulate, then each view written, the API's default timeline
+    /// answer (rendered, not written), then in all.
     pub timings: serde_json::Value,
 }
 
@@ -72,6 +73,12 @@ pub fn run(cfg: Config, job: Option<&str>, at_s: Option<f64>, out: &Path, emit_u
         write(out, file, &r.body)?;
         timings.insert(format!("{file}_ms"), json!(t.elapsed().as_secs_f64() * 1e3));
     }
+    // What `/api/flow/timeline.json` answers by default (not written: the file above is
+    // whole), timed through the same rendering the API calls, for the benchmarks.
+    let t = Instant::now();
+    let r = render(&record, at, latest, View::Timeline(Window::DEFAULT), &snap.nodes).map_err(|e| fail(1, e))?;
+    timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
+    timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
     let t = Instant::now();
     let spans = record.spans(at);
     let text = bottleneck::text(&record, &spans);
