@@ -16,7 +16,6 @@
 
 use super::record::{actor_hex, JobRecord, Spans, TargetKind};
 use serde_json::json;
-use std::collections::BTreeMap;
 
 /// Executions an interactive answer holds unless the request says otherwise: at
 /// `examples/scale.yaml` size that is about 3 MB of JSON, written in a few ms.
@@ -138,7 +137,6 @@ struct Callee {
 pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timeline {
     let sel = select(job, spans, window);
     let mut callees: Vec<Option<Callee>> = Vec::new();
-    let mut rows: BTreeMap<(u32, u32), String> = BTreeMap::new();
     let mut events = String::with_capacity(sel.kept.len() * 260);
     for &i in &sel.kept {
         let s = &spans.spans[i];
@@ -154,11 +152,6 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
                 Some(a) => format!(",\"actor_id\":\"{}\"", actor_hex(a)),
                 None => ",\"actor_id\":null".to_string(),
             },
-        });
-        rows.entry((s.node, s.pid)).or_insert_with(|| match (t.kind, t.actor) {
-            (TargetKind::Method, Some(a)) => format!("{} {}", t.class, actor_hex(a)),
-            (TargetKind::Driver, _) => "driver".to_string(),
-            _ => format!("worker {}", s.pid),
         });
         events.push(',');
         events.push_str(&callee.head);
@@ -202,23 +195,31 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         "next_from_s": sel.next_from_us.map(secs), "more": more, "recording_truncated": job.truncated(),
     });
 
+    // One row per (node, worker pid), named after the earliest execution kept there. A
+    // task worker is a row of its own, so rows can be as many as executions: named
+    // without building a string per row.
+    let mut rows: Vec<(u32, u32, u32)> = sel.kept.iter().map(|&i| &spans.spans[i]).map(|s| (s.node, s.pid, s.target)).collect();
+    rows.sort_by_key(|r| (r.0, r.1));
+    rows.dedup_by_key(|r| (r.0, r.1));
+
     let mut out = String::with_capacity(events.len() + rows.len() * 110 + 1024);
     // Perfetto reads displayTimeUnit and otherData only before traceEvents.
     out.push_str("{\"displayTimeUnit\":\"ms\",\"otherData\":");
     out.push_str(&other.to_string());
     out.push_str(",\"traceEvents\":[");
     let mut first = true;
-    let mut named = std::collections::BTreeSet::new();
-    for ((node, pid), row) in &rows {
-        if named.insert(*node) {
+    let mut last_node = None;
+    for &(node, pid, target) in &rows {
+        if last_node != Some(node) {
+            last_node = Some(node);
             if !first {
                 out.push(',');
             }
             first = false;
             out.push_str("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":");
-            push_int(&mut out, *node);
+            push_int(&mut out, node);
             out.push_str(",\"args\":{\"name\":\"node ");
-            push_int(&mut out, *node);
+            push_int(&mut out, node);
             out.push_str("\"}}");
         }
         if !first {
@@ -226,11 +227,20 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         }
         first = false;
         out.push_str("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
-        push_int(&mut out, *node);
+        push_int(&mut out, node);
         out.push_str(",\"tid\":");
-        push_int(&mut out, *pid);
+        push_int(&mut out, pid);
         out.push_str(",\"args\":{\"name\":");
-        out.push_str(&quote(row));
+        let t = job.target(target);
+        match (t.kind, t.actor) {
+            (TargetKind::Method, Some(a)) => out.push_str(&quote(&format!("{} {}", t.class, actor_hex(a)))),
+            (TargetKind::Driver, _) => out.push_str("\"driver\""),
+            _ => {
+                out.push_str("\"worker ");
+                push_int(&mut out, pid);
+                out.push('"');
+            }
+        }
         out.push_str("}}");
     }
     out.push_str(if first { events.strip_prefix(',').unwrap_or("") } else { &events });
