@@ -37,7 +37,7 @@ enum Command {
     #[command(long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
 into --out: graph.json (call graph, class level), physical.json (nodes with actors and workers), stack.json \
 (calls in flight at --at), flame.folded and flame.svg (time per call path), timeline.json (Chrome trace events: \
-open in Perfetto) and bottlenecks.txt (ranked by self time on the critical path, also printed). \
+open in Perfetto; every execution up to --at, not windowed or limited as /api/flow/timeline.json answers) and bottlenecks.txt (ranked by self time on the critical path, also printed). \
 With --emit, also post the job's call records to a running flow-insight server (POST URL/emit). \
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else.")]
     Flow(FlowArgs),

@@ -146,3 +146,123 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     }
     s.stop().await;
 }
+
+/// The X events of a timeline answer: (ts, dur, span), in the answer's order.
+fn executions(tl: &Value) -> Vec<(u64, u64, String)> {
+    tl["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap(), e["args"]["span"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_timeline_takes_a_window_and_a_limit_and_says_when_it_is_cut() {
+    let s = Server::start(config(), Tokens::default()).await;
+    let job = ended_job(&s).await;
+    let id = job["job_id"].as_str().unwrap().to_string();
+    let end = job["end_time_s"].as_f64().unwrap();
+
+    // Unwindowed, the seed job is under the default limit: everything, not cut.
+    let r = s.get(&format!("/api/flow/timeline.json?job={id}")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let full = r.json();
+    let all = executions(&full);
+    assert!(all.len() > 100, "{}", all.len());
+    assert_eq!((r.header("x-rayscope-truncated"), r.header("x-rayscope-total-executions")), (Some("false"), Some(all.len().to_string().as_str())));
+    let o = &full["otherData"];
+    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(all.len() as u64), Some(all.len() as u64), Some(false)), "{o}");
+    assert_eq!(o["limit"].as_u64(), Some(rayscope::flow::timeline::DEFAULT_LIMIT as u64));
+    assert!(o["next_from_s"].is_null() && o["more"].is_null(), "{o}");
+    assert!(all.windows(2).all(|w| w[0].0 <= w[1].0), "earliest start first");
+
+    // A window in whole seconds: the executions overlapping it, from the full answer.
+    let (from, to) = ((end / 3.0).floor() as u64, (end / 2.0).floor() as u64);
+    let want: Vec<&(u64, u64, String)> = all.iter().filter(|e| e.0 <= to * 1_000_000 && e.0 + e.1 >= from * 1_000_000).collect();
+    assert!(want.len() > 10 && want.len() < all.len(), "{}", want.len());
+    let r = s.get(&format!("/api/flow/timeline.json?job={id}&from={from}&to={to}")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = executions(&r.json());
+    assert_eq!(got.iter().collect::<Vec<_>>(), want, "the window's executions, in the same order");
+    assert_eq!(r.header("x-rayscope-truncated"), Some("false"));
+
+    // Cut at 5: the 5 earliest-starting, reported as cut, with the right total.
+    let r = s.get(&format!("/api/flow/timeline.json?job={id}&from={from}&to={to}&limit=5")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-rayscope-truncated"), Some("true"));
+    assert_eq!(r.header("x-rayscope-total-executions"), Some(want.len().to_string().as_str()));
+    assert_eq!(r.header("x-rayscope-returned-executions"), Some("5"));
+    let cut = r.json();
+    assert_eq!(executions(&cut).iter().collect::<Vec<_>>(), want[..5].to_vec());
+    let o = &cut["otherData"];
+    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(want.len() as u64), Some(5), Some(true)), "{o}");
+    assert_eq!((o["from_s"].as_f64(), o["to_s"].as_f64(), o["limit"].as_u64()), (Some(from as f64), Some(to as f64), Some(5)));
+    let next = o["next_from_s"].as_f64().unwrap();
+    assert_eq!(next, want[5].0 as f64 / 1e6);
+    // Asking from there gets the first one left out.
+    let rest = s.get(&format!("/api/flow/timeline.json?job={id}&from={next}&to={to}&limit=100000")).await.json();
+    assert!(executions(&rest).iter().any(|e| e.2 == want[5].2), "the next page holds the first left out");
+
+    // `at`: the window ends at the instant.
+    let at = (end / 2.0).floor();
+    let r = s.get(&format!("/api/flow/timeline.json?job={id}&at={at}&from=0&to={end}")).await.json();
+    assert_eq!(r["otherData"]["to_s"].as_f64(), Some(at));
+    assert!(executions(&r).iter().all(|e| e.0 + e.1 <= (at * 1e6) as u64));
+
+    // Bad values and parameters other views do not take: 400 naming the parameter.
+    for (query, names) in [
+        ("from=soon", "from"),
+        ("to=-1", "to"),
+        ("from=20&to=10", "from"),
+        ("limit=0", "limit"),
+        ("limit=100001", "limit"),
+        ("limit=2.5", "limit"),
+        ("limit=all", "limit"),
+        ("offset=10", "offset"),
+    ] {
+        let r = s.get(&format!("/api/flow/timeline.json?job={id}&{query}")).await;
+        assert_eq!(r.status, 400, "{query}: {}", r.text());
+        assert_eq!(r.names(), names, "{query}");
+    }
+    for path in [format!("/api/flow/graph?job={id}&from=1"), format!("/api/flow/stack?job={id}&limit=5")] {
+        let r = s.get(&path).await;
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_job_past_the_default_limit_answers_the_earliest_executions_and_the_total() {
+    let yaml = r#"
+cluster:
+  host_node: false
+  head: {cpu: 16, memory: 64GiB}
+  node_types:
+    - {name: worker, count: 3, cpu: 16, memory: 64GiB, ip_range: 10.0.1.0/24}
+workloads:
+  - {kind: fan_out, name: wide, tasks: 12000, task_duration: 1s}
+sim: {seed: 11, speed: 1000000}
+"#;
+    let cfg = rayscope::config::load_str(yaml, "wide.yaml").expect("valid");
+    let s = Server::start(cfg, Tokens::default()).await;
+    let job = ended_job(&s).await;
+    let id = job["job_id"].as_str().unwrap().to_string();
+    let r = s.get(&format!("/api/flow/timeline.json?job={id}")).await;
+    assert_eq!(r.status, 200);
+    let limit = rayscope::flow::timeline::DEFAULT_LIMIT;
+    // 12,000 tasks and the driver ran.
+    assert_eq!(r.header("x-rayscope-total-executions"), Some("12001"));
+    assert_eq!((r.header("x-rayscope-truncated"), r.header("x-rayscope-returned-executions")), (Some("true"), Some(limit.to_string().as_str())));
+    let v = r.json();
+    assert_eq!((v["otherData"]["total"].as_u64(), v["otherData"]["returned"].as_u64()), (Some(12001), Some(limit as u64)));
+    let kept = executions(&v);
+    assert_eq!(kept.len(), limit);
+    // The earliest: none left out started before the last one kept.
+    let all = executions(&s.get(&format!("/api/flow/timeline.json?job={id}&limit=100000")).await.json());
+    assert_eq!(all.len(), 12001);
+    assert_eq!(kept[..], all[..limit], "the default answer is the first {limit} of the whole");
+    assert_eq!(v["otherData"]["next_from_s"].as_f64(), Some(all[limit].0 as f64 / 1e6));
+    s.stop().await;
+}

@@ -26,6 +26,12 @@ fn writes_every_view_and_prints_the_bottlenecks() {
         }
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("bottlenecks.txt")).unwrap(), printed);
+    // The file is the whole timeline: no window, no limit, nothing cut.
+    let tl: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("timeline.json")).unwrap()).unwrap();
+    let o = &tl["otherData"];
+    assert_eq!((o["truncated"].as_bool(), o["limit"].is_null()), (Some(false), true), "{o}");
+    let x = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count() as u64;
+    assert_eq!(o["total"].as_u64(), Some(x));
     // At the end nothing is in flight; mid-run something is.
     let stack = |d: &std::path::Path| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(d.join("stack.json")).unwrap()).unwrap()
@@ -57,7 +63,7 @@ fn bad_input_exits_2_naming_it() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing written on bad input");
     let help = Command::new(env!("CARGO_BIN_EXE_rayscope")).args(["flow", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    for flag in ["--config", "--seed", "--job", "--out", "--emit", "--at", "bottlenecks.txt"] {
+    for flag in ["--config", "--seed", "--job", "--out", "--emit", "--at", "bottlenecks.txt", "not windowed"] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }

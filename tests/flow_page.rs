@@ -2,7 +2,7 @@
 //! rayscope serving the seed scenario: the call graph, the Gantt, the flame graph and
 //! the bottleneck list render what `/api/flow/*` says, the flagged worker the API ranks
 //! first is on top, and the page stays read-only on rayscope's origin. A screenshot is
-//! saved as `target/screenshots/flow.png`.
+//! saved as `target/screenshots/flow.png` (and `flow-cut.png`: the Gantt cut by a limit).
 //!
 //! Needs Chromium (Debian package `chromium`): skipped with a message without it,
 //! failed instead when RAYSCOPE_REQUIRE_TOOLS is set.
@@ -19,6 +19,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
+
+/// An integer as the page writes it (`RS.int`: thousands separated by commas).
+fn int_text(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 async fn get_json(addr: SocketAddr, path: &str) -> Value {
     let r = request(addr, "GET", path, &[], None).await;
@@ -114,6 +127,27 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
         page.wait_for(&format!("{view} at the instant"), &js, WAIT).await;
     }
     page.screenshot("flow").await;
+
+    // The Gantt reads the windowed timeline and says when the answer was cut: the page
+    // passes its URL's limit on, and shows "showing N of TOTAL executions".
+    page.goto(&rs.url(&format!("/flow?job={job}&limit=100"))).await;
+    page.wait_for("the cut Gantt", "document.querySelector('#gantt').dataset.truncated === 'true'", WAIT).await;
+    let tl = get_json(addr, &format!("/api/flow/timeline.json?job={job}&limit=100")).await;
+    let total = tl["otherData"]["total"].as_u64().unwrap();
+    assert!(total > 100, "the seed job has more than 100 executions: {total}");
+    let cut = page
+        .eval("(() => { const g = document.querySelector('#gantt'); return [g.querySelector('.flow-note').textContent, Number(g.dataset.total), g.querySelectorAll('rect.gantt-bar').length]; })()")
+        .await
+        .unwrap();
+    let shown = format!("showing 100 of {} executions", int_text(total));
+    assert!(cut[0].as_str().unwrap().starts_with(&shown), "{cut} lacks {shown:?}");
+    assert_eq!((cut[1].as_u64(), cut[2].as_u64()), (Some(total), Some(100)), "{cut}");
+    page.screenshot("flow-cut").await;
+    // Uncut (the seed job is under the default limit), the note is empty.
+    page.goto(&rs.url(&format!("/flow?job={job}"))).await;
+    page.wait_for("the whole Gantt", "document.querySelector('#gantt').dataset.truncated === 'false'", WAIT).await;
+    let note = page.eval("document.querySelector('#gantt .flow-note').textContent").await.unwrap();
+    assert_eq!(note.as_str(), Some(""), "no cut, no note");
     // The flame graph is shown from a data: URL of the SVG the page fetched: not a request.
     for r in page.requests().into_iter().filter(|r| !r.url.starts_with("data:")) {
         assert!(r.url.starts_with(&format!("http://{addr}/")), "a request left rayscope: {r:?}");

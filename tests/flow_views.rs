@@ -8,7 +8,8 @@ mod common;
 
 use rayscope::flow::graph::Level;
 use rayscope::flow::record::{actor_hex, span_hex, JobRecord};
-use rayscope::flow::{bottleneck, flame, graph, render, stack, timeline, View};
+use rayscope::flow::timeline::{self, Window};
+use rayscope::flow::{bottleneck, flame, graph, render, stack, View};
 use rayscope::model::TaskType;
 use rayscope::snapshot::{Snapshot, Tables};
 use serde_json::Value;
@@ -129,9 +130,9 @@ fn the_gantt_never_overlaps_partially_on_a_single_threaded_actor() {
     for &seed in SEEDS {
         let r = run(seed);
         let spans = r.job.spans(u64::MAX);
-        let tl = timeline::timeline(&r.job, &spans);
+        let tl = timeline::timeline(&r.job, &spans, &Window::ALL);
         let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
-        for e in tl.as_array().unwrap() {
+        for e in tl["traceEvents"].as_array().unwrap() {
             if e["ph"] != "X" || e["args"]["actor_id"].is_null() {
                 continue;
             }
@@ -229,9 +230,15 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     assert!(saw_svg && depth == 0 && elements > 10, "an svg root with frames");
     assert!(text.contains("Worker.process"));
 
-    let tl = render(&r.job, now, true, View::Timeline, &r.snap.nodes).unwrap();
+    let tl = render(&r.job, now, true, View::Timeline(Window::ALL), &r.snap.nodes).unwrap();
+    // The JSON-object form, with what Perfetto reads only before `traceEvents` first
+    // (its reader stops at an unknown key: `traceEvents` is the last one).
+    let text = std::str::from_utf8(&tl.body).unwrap();
+    assert!(text.starts_with(r#"{"displayTimeUnit":"ms","otherData":{"#), "{}", &text[..80]);
     let v: Value = serde_json::from_slice(&tl.body).expect("timeline is JSON");
-    let events = v.as_array().expect("a trace-event array");
+    assert_eq!(v.as_object().unwrap().keys().collect::<Vec<_>>(), ["displayTimeUnit", "otherData", "traceEvents"]);
+    assert!(text.ends_with("]}"), "traceEvents last");
+    let events = v["traceEvents"].as_array().expect("a trace-event array");
     let mut complete = 0;
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
@@ -247,6 +254,72 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     }
     let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count();
     assert_eq!(complete, started, "one execution event per call that ran (the driver included)");
+    let other = &v["otherData"];
+    assert_eq!((other["total"].as_u64(), other["returned"].as_u64()), (Some(started as u64), Some(started as u64)));
+    assert_eq!((other["truncated"].as_bool(), other["limit"].is_null()), (Some(false), true), "{other}");
+    assert_eq!(tl.cut, Some((started, started)));
+}
+
+/// Executions of the job per the engine's task table: (start, task id = span, end).
+fn executions(r: &Run) -> Vec<(u64, u64, u64)> {
+    let now = r.snap.sim_time_us;
+    let mut v: Vec<(u64, u64, u64)> = r
+        .tables
+        .tasks
+        .iter()
+        .filter(|t| t.job == r.job.job)
+        .filter_map(|t| Some((t.started_at_us?, t.id, t.ended_at_us.unwrap_or(now))))
+        .collect();
+    v.sort();
+    v
+}
+
+fn spans_of(tl: &Value) -> Vec<String> {
+    tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").map(|e| e["args"]["span"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest() {
+    let r = run(2);
+    let all = executions(&r);
+    let end = all.iter().map(|e| e.2).max().unwrap();
+    let spans = r.job.spans(u64::MAX);
+    let (from, to) = (end / 3, end / 2);
+    // Per the engine's tables: started by `to`, not ended before `from`.
+    let want: Vec<&(u64, u64, u64)> = all.iter().filter(|e| e.0 <= to && e.2 >= from).collect();
+    assert!(want.len() > 20 && want.len() < all.len(), "a window in the middle holds some: {}", want.len());
+    let w = Window { from_us: Some(from), to_us: Some(to), limit: None };
+    let tl = timeline::timeline(&r.job, &spans, &w);
+    let got: BTreeSet<String> = spans_of(&tl).into_iter().collect();
+    assert_eq!(got, want.iter().map(|e| span_hex(e.1)).collect::<BTreeSet<_>>());
+    assert_eq!(tl["otherData"]["total"], want.len());
+    assert_eq!(tl["otherData"]["truncated"], false);
+    assert_eq!((tl["otherData"]["from_s"].as_f64(), tl["otherData"]["to_s"].as_f64()), (Some(from as f64 / 1e6), Some(to as f64 / 1e6)));
+
+    // Cut at 7: the 7 earliest-starting (ties in submit order, which is task id order),
+    // in start order, and the rest starts where the first one left out starts.
+    let w = Window { limit: Some(7), ..w };
+    let tl = timeline::timeline(&r.job, &spans, &w);
+    let kept = spans_of(&tl);
+    assert_eq!(kept, want[..7].iter().map(|e| span_hex(e.1)).collect::<Vec<_>>());
+    let o = &tl["otherData"];
+    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(want.len() as u64), Some(7), Some(true)), "{o}");
+    assert_eq!(o["next_from_s"].as_f64(), Some(want[7].0 as f64 / 1e6));
+    assert!(o["more"].as_str().unwrap().contains(&format!("{} more", want.len() - 7)), "{o}");
+    // Only the kept executions' rows are named.
+    let rows = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "thread_name").count();
+    assert!(rows <= 7, "{rows} rows for 7 executions");
+
+    // An instant: `to` past it is the instant, and calls running then end at it.
+    let at = end / 2;
+    let tl = timeline::timeline(&r.job, &r.job.spans(at), &Window { from_us: Some(at), to_us: Some(end), limit: None });
+    let running: BTreeSet<String> = all.iter().filter(|e| e.0 <= at && e.2 >= at).map(|e| span_hex(e.1)).collect();
+    assert!(!running.is_empty());
+    assert_eq!(spans_of(&tl).into_iter().collect::<BTreeSet<_>>(), running);
+    assert_eq!(tl["otherData"]["to_s"].as_f64(), Some(at as f64 / 1e6));
+    for e in tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        assert!(e["ts"].as_u64().unwrap() + e["dur"].as_u64().unwrap() <= at, "{e}");
+    }
 }
 
 #[test]
@@ -285,4 +358,29 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     assert_eq!(edges(j_capped, &s_capped), edges(j_full, &s_full));
     // The metrics' counts too.
     assert_eq!(s_capped.flow.calls, s_full.flow.calls);
+}
+
+#[test]
+fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
+    for &seed in SEEDS {
+        let r = run(seed);
+        let v: Value = serde_json::from_slice(&render(&r.job, r.snap.sim_time_us, true, View::Physical, &r.snap.nodes).unwrap().body).unwrap();
+        let nodes = v["nodes"].as_array().unwrap();
+        let calls = |key: &str| -> u64 {
+            nodes.iter().flat_map(|n| n[key].as_array().unwrap()).map(|a| a["calls"].as_u64().unwrap()).sum()
+        };
+        let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count() as u64;
+        assert_eq!(calls("actors") + calls("workers"), started, "seed {seed}: every execution placed once");
+        let by_id: BTreeMap<String, _> = r.tables.actors.iter().map(|a| (actor_hex(a.id), a)).collect();
+        let mut placed = 0;
+        for n in nodes {
+            for a in n["actors"].as_array().unwrap() {
+                let t = by_id[a["actor_id"].as_str().unwrap()];
+                assert_eq!((a["class"].as_str(), a["level"].as_u64(), a["bottleneck"].as_bool()), (Some(r.snap.names[t.class as usize].as_str()), Some(t.level as u64), Some(t.flag)), "seed {seed}: {a}");
+                assert_eq!((a["pid"].as_u64(), n["idx"].as_u64()), (Some(t.pid as u64), t.node.map(u64::from)), "seed {seed}: where it ran: {a}");
+                placed += 1;
+            }
+        }
+        assert_eq!(placed, by_id.len(), "seed {seed}: every actor placed");
+    }
 }

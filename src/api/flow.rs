@@ -3,17 +3,20 @@
 //! `/get_physical_view_data`) in its `{result, msg, data}` envelope.
 //!
 //! Owns: parsing their query parameters (unknown ones are a 400 naming them, as the
-//! rest of the API), finding the job (404 when it has no records), and running the
-//! view on the blocking pool from the snapshot's shared records.
+//! rest of the API; the timeline's window `from`/`to` and `limit`, which defaults to
+//! [`timeline::DEFAULT_LIMIT`] executions so that an answer stays small at any job
+//! size), finding the job (404 when it has no records), running the view on the
+//! blocking pool from the snapshot's shared records, and saying in headers when the
+//! timeline was cut (`X-Rayscope-Truncated`, `X-Rayscope-Total-Executions`).
 //! Must never: compute a view on an async worker or the engine thread, or copy the
 //! records (views read the snapshot's `Arc`s in place).
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, graph::Level, View};
+use crate::flow::{self, graph::Level, timeline, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -37,20 +40,24 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
 }
 
 /// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg,
-/// timeline.json, bottlenecks.
+/// timeline.json (windowed: `from`, `to`, `limit`), bottlenecks.
 pub(crate) async fn view(
     State(app): State<AppState>,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let allowed: &[&str] = if name == "graph" { &["job", "at", "level"] } else { &["job", "at"] };
+    let allowed: &[&str] = match name.as_str() {
+        "graph" => &["job", "at", "level"],
+        "timeline.json" => &["job", "at", "from", "to", "limit"],
+        _ => &["job", "at"],
+    };
     let view = match name.as_str() {
         "graph" => View::Graph(Level::Class),
         "physical" => View::Physical,
         "stack" => View::Stack,
         "flamegraph.folded" => View::Folded,
         "flamegraph.svg" => View::Svg,
-        "timeline.json" => View::Timeline,
+        "timeline.json" => View::Timeline(timeline::Window::DEFAULT),
         "bottlenecks" => View::Bottlenecks,
         _ => {
             return Err(ApiError::not_found(format!(
@@ -64,6 +71,7 @@ pub(crate) async fn view(
             Level::parse(l)
                 .ok_or_else(|| ApiError::parameter("level", format!("level must be class or instance, got {l:?}")))?,
         ),
+        (View::Timeline(_), _) => View::Timeline(window(&p)?),
         (v, _) => v,
     };
     let job = p.job.ok_or_else(|| ApiError::parameter("job", "job is required (a job id, e.g. job=01000000)"))?;
@@ -74,7 +82,27 @@ pub(crate) async fn view(
         .await
         .map_err(internal)?
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
-    Ok(([(header::CONTENT_TYPE, rendered.content_type)], rendered.body).into_response())
+    let mut response = ([(header::CONTENT_TYPE, rendered.content_type)], rendered.body).into_response();
+    if let Some((returned, total)) = rendered.cut {
+        let h = response.headers_mut();
+        h.insert("x-rayscope-truncated", HeaderValue::from_static(if returned < total { "true" } else { "false" }));
+        h.insert("x-rayscope-total-executions", HeaderValue::from(total as u64));
+        h.insert("x-rayscope-returned-executions", HeaderValue::from(returned as u64));
+    }
+    Ok(response)
+}
+
+/// The timeline's window from `from`, `to` and `limit`.
+fn window(p: &Params) -> Result<timeline::Window, ApiError> {
+    if let (Some(f), Some(t)) = (p.from_us, p.to_us) {
+        if f > t {
+            return Err(ApiError::parameter(
+                "from",
+                format!("from ({} s) is after to ({} s): the window would be empty", f as f64 / 1e6, t as f64 / 1e6),
+            ));
+        }
+    }
+    Ok(timeline::Window { from_us: p.from_us, to_us: p.to_us, limit: Some(p.limit.unwrap_or(timeline::DEFAULT_LIMIT)) })
 }
 
 /// Ant's `/get_call_graph_data`, `/get_flame_graph_data`, `/get_physical_view_data`.
@@ -154,6 +182,17 @@ struct Params {
     job: Option<String>,
     at_us: Option<u64>,
     level: Option<String>,
+    from_us: Option<u64>,
+    to_us: Option<u64>,
+    limit: Option<usize>,
+}
+
+/// Seconds of virtual time (a number >= 0) as µs, or a 400 naming the parameter.
+fn seconds(name: &str, v: &str) -> Result<u64, ApiError> {
+    let s: f64 = v.trim().parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0).ok_or_else(|| {
+        ApiError::parameter(name, format!("{name} must be seconds of virtual time (a number >= 0), got {v:?}"))
+    })?;
+    Ok((s * 1e6).round().min(u64::MAX as f64) as u64)
 }
 
 fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
@@ -167,11 +206,14 @@ fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
         match k {
             "job" => p.job = Some(v.to_string()),
             "level" => p.level = Some(v.to_string()),
-            "at" => {
-                let s: f64 = v.trim().parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0).ok_or_else(|| {
-                    ApiError::parameter("at", format!("at must be seconds of virtual time (a number >= 0), got {v:?}"))
-                })?;
-                p.at_us = Some((s * 1e6).round().min(u64::MAX as f64) as u64);
+            "at" => p.at_us = Some(seconds(k, &v)?),
+            "from" => p.from_us = Some(seconds(k, &v)?),
+            "to" => p.to_us = Some(seconds(k, &v)?),
+            "limit" => {
+                let max = timeline::MAX_LIMIT;
+                p.limit = Some(v.trim().parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+                    ApiError::parameter(k, format!("limit must be a whole number of executions from 1 to {max}, got {v:?}"))
+                })?);
             }
             _ => {}
         }

@@ -30,7 +30,8 @@ pub enum View {
     Stack,
     Folded,
     Svg,
-    Timeline,
+    /// The Gantt, over a time window and cut at a number of executions.
+    Timeline(timeline::Window),
     Bottlenecks,
 }
 
@@ -38,10 +39,17 @@ pub enum View {
 pub struct Rendered {
     pub body: Vec<u8>,
     pub content_type: &'static str,
+    /// What a cut answer holds, for the API's response headers: (executions
+    /// returned, executions in the window). Only the timeline is cut.
+    pub cut: Option<(usize, usize)>,
 }
 
 fn json(v: serde_json::Value) -> Rendered {
-    Rendered { body: serde_json::to_vec(&v).unwrap_or_default(), content_type: "application/json" }
+    Rendered { body: serde_json::to_vec(&v).unwrap_or_default(), content_type: "application/json", cut: None }
+}
+
+fn text(body: String, content_type: &'static str) -> Rendered {
+    Rendered { body: body.into_bytes(), content_type, cut: None }
 }
 
 /// Render `view` of `job` as of `at` (µs of virtual time). `latest`: `at` is "now".
@@ -49,19 +57,19 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
     let spans = job.spans(at);
     Ok(match view {
         View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
-        View::Physical => json(physical::physical(job, &spans, nodes)),
+        View::Physical => {
+            Rendered { body: physical::physical_json(job, &spans, nodes), content_type: "application/json", cut: None }
+        }
         View::Stack => json(stack::stack(job, &spans)),
-        View::Timeline => {
-            Rendered { body: timeline::timeline_json(job, &spans).into_bytes(), content_type: "application/json" }
+        View::Timeline(window) => {
+            let t = timeline::timeline_json(job, &spans, &window);
+            Rendered { cut: Some((t.returned, t.total)), ..text(t.json, "application/json") }
         }
         View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
-        View::Folded => Rendered {
-            body: flame::folded_text(&flame::folded(job, &spans)).into_bytes(),
-            content_type: "text/plain; charset=utf-8",
-        },
-        View::Svg => Rendered {
-            body: flame::svg(&format!("job {} ({})", job.job_hex, job.name), &flame::folded(job, &spans))?.into_bytes(),
-            content_type: "image/svg+xml",
-        },
+        View::Folded => text(flame::folded_text(&flame::folded(job, &spans)), "text/plain; charset=utf-8"),
+        View::Svg => text(
+            flame::svg(&format!("job {} ({})", job.job_hex, job.name), &flame::folded(job, &spans))?,
+            "image/svg+xml",
+        ),
     })
 }

@@ -81,7 +81,11 @@ pub(super) fn render(app: &App) -> String {
         let _ = writeln!(
             body,
             "<li><code>/api/flow/{view}?job=ID</code> (<code>at</code>{})</li>",
-            if view == "graph" { ", <code>level</code>" } else { "" }
+            match view {
+                "graph" => ", <code>level</code>",
+                "timeline.json" => ", <code>from</code>, <code>to</code>, <code>limit</code>",
+                _ => "",
+            }
         );
     }
     body.push_str("<li><code>/get_call_graph_data</code>, <code>/get_flame_graph_data</code>, <code>/get_physical_view_data</code> (<code>?flow_id=ID</code>): Ant's <code>flow-insight</code> shapes</li>\n");

@@ -1,6 +1,7 @@
 // Flow Insight (/flow): the five views of one job, from rayscope's /api/flow/* JSON.
 // Owns: the job, level and instant pickers, drawing the call graph and the Gantt as
-// inline SVG, the bottleneck, physical and stack tables, and the flame graph (the
+// inline SVG (the Gantt from the windowed timeline: the server's default limit, or
+// the page URL's `limit`, saying so when the answer was cut), the bottleneck, physical and stack tables, and the flame graph (the
 // server's inferno SVG, shown as an image). Refreshes every 3 s while the view is "now".
 // Must never: change state or compute a view itself (the server's JSON is the view).
 'use strict';
@@ -12,6 +13,8 @@
   let job = params.get('job') || '';
   let level = params.get('level') === 'instance' ? 'instance' : 'class';
   let at = params.get('at') || '';
+  // The timeline's cut (executions); empty: the server's default.
+  const limit = params.get('limit') || '';
   const secs = (s) => `${fixed(s, s < 10 ? 3 : 1)} s`;
   const q = (extra) => new URLSearchParams(Object.assign({job}, at ? {at} : {}, extra || {}));
   const body = (id) => $(`#${id} .flow-body`);
@@ -143,8 +146,10 @@
   // ------------------------------------------------------------- gantt
   const MAX_ROWS = 40, MAX_BARS = 4000;
   async function gantt() {
-    const events = await RS.json(`/api/flow/timeline.json?${q()}`);
+    const events = await RS.json(`/api/flow/timeline.json?${q(limit ? {limit} : {})}`);
     const list = Array.isArray(events) ? events : (events.traceEvents || []);
+    // The window the server answered (the JSON-object form says how much it left out).
+    const cut = Array.isArray(events) ? {} : (events.otherData || {});
     const names = new Map();
     for (const e of list) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}/${e.tid}`, e.args && e.args.name);
     const bars = list.filter((e) => e.ph === 'X');
@@ -183,8 +188,13 @@
     s.append(axis);
     body('gantt').replaceChildren(el('div', {class: 'flow-scroll'}, s),
       el('p', {class: 'muted', text: `${int(bars.length)} executions on ${int(rows.size)} actors and workers; the ${shown.length} busiest shown${drawn < bars.length ? `, first ${int(drawn)} bars drawn` : ''}.`}));
+    note('gantt', cut.truncated
+      ? `showing ${int(cut.returned)} of ${int(cut.total)} executions (the earliest started); the rest from ${secs(num(cut.next_from_s))}`
+      : '');
     $('#gantt').dataset.rows = String(shown.length);
     $('#gantt').dataset.bars = String(drawn);
+    $('#gantt').dataset.truncated = String(Boolean(cut.truncated));
+    $('#gantt').dataset.total = String(cut.total != null ? cut.total : bars.length);
     done('gantt');
   }
 
@@ -214,7 +224,9 @@
 
   // ------------------------------------------------------------- refresh
   function links() {
-    for (const a of document.querySelectorAll('.flow-download')) a.href = `/api/flow/${a.dataset.view}?${q()}`;
+    for (const a of document.querySelectorAll('.flow-download')) {
+      a.href = `/api/flow/${a.dataset.view}?${q(a.dataset.view === 'timeline.json' && limit ? {limit} : {})}`;
+    }
   }
   async function refresh() {
     if (!job && !(await jobs())) return;
@@ -222,7 +234,7 @@
     await Promise.all([bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
   }
   function go() {
-    const u = new URLSearchParams(Object.assign({job, level}, at ? {at} : {}));
+    const u = new URLSearchParams(Object.assign({job, level}, at ? {at} : {}, limit ? {limit} : {}));
     history.replaceState(null, '', `/flow?${u}`);
     refresh();
     flame().catch(RS.fail);
