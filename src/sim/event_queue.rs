@@ -39,11 +39,20 @@ pub(crate) struct EventQueue<E> {
     buckets: Vec<VecDeque<(u64, E)>>,
     /// Entries in `buckets`.
     in_buckets: usize,
+    /// Bit `b` set: bucket `b` may hold entries (clear: it is empty), so the first
+    /// non-empty bucket is found with one instruction, not a scan of all 65.
+    occupied: u128,
 }
 
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
-        EventQueue { top: None, last: 0, buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(), in_buckets: 0 }
+        EventQueue {
+            top: None,
+            last: 0,
+            buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(),
+            in_buckets: 0,
+            occupied: 0,
+        }
     }
 
     #[cfg(test)]
@@ -66,6 +75,7 @@ impl<E> EventQueue<E> {
                 }
                 let b = self.bucket(t);
                 self.buckets[b].push_front((t, e));
+                self.occupied |= 1 << b;
                 self.in_buckets += 1;
             }
         } else {
@@ -74,6 +84,7 @@ impl<E> EventQueue<E> {
             }
             let b = self.bucket(time);
             self.buckets[b].push_back((time, event));
+            self.occupied |= 1 << b;
             self.in_buckets += 1;
         }
     }
@@ -84,9 +95,11 @@ impl<E> EventQueue<E> {
     fn rebase(&mut self, time: u64) {
         self.last = time;
         let all: Vec<(u64, E)> = self.buckets.iter_mut().flat_map(|b| b.drain(..)).collect();
+        self.occupied = 0;
         for (t, e) in all {
             let b = self.bucket(t);
             self.buckets[b].push_back((t, e));
+            self.occupied |= 1 << b;
         }
     }
 
@@ -107,12 +120,15 @@ impl<E> EventQueue<E> {
             return None;
         }
         if self.buckets[0].is_empty() {
-            let i = self.buckets.iter().position(|b| !b.is_empty()).expect("a bucket holds an entry");
+            // Bucket 0 is empty, so the lowest set bit above it names the first non-empty one.
+            let i = (self.occupied & !1).trailing_zeros() as usize;
             let mut from = std::mem::take(&mut self.buckets[i]);
+            self.occupied &= !(1 << i);
             self.last = from.iter().map(|(t, _)| *t).min().expect("bucket is not empty");
             for (t, e) in from.drain(..) {
                 let b = self.bucket(t);
                 self.buckets[b].push_back((t, e));
+                self.occupied |= 1 << b;
             }
             // Keep the emptied bucket's allocation for its next entries.
             self.buckets[i] = from;
