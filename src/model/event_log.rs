@@ -1,9 +1,10 @@
 //! The GCS event log: every state change, as one text line.
 //!
-//! The whole log streams through a SHA-256 digest (and optionally to a file), so two
-//! runs can be compared byte for byte; only the newest `capacity` lines stay in memory.
+//! The whole log streams through a SHA-256 digest (`log_digest.rs`, and optionally to a
+//! file), so two runs can be compared byte for byte; only the newest `capacity` lines
+//! stay in memory.
 
-use sha2::{Digest, Sha256};
+use super::log_digest::LogDigest;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -11,7 +12,7 @@ use std::io::Write;
 pub struct EventLog {
     recent: VecDeque<LoggedEvent>,
     capacity: usize,
-    digest: Sha256,
+    digest: LogDigest,
     total: u64,
     sink: Option<Box<dyn Write + Send>>,
     sink_error: Option<String>,
@@ -39,7 +40,7 @@ impl EventLog {
         EventLog {
             recent: VecDeque::with_capacity(capacity.min(1 << 16)),
             capacity: capacity.max(1),
-            digest: Sha256::new(),
+            digest: LogDigest::new(),
             total: 0,
             sink: None,
             sink_error: None,
@@ -70,7 +71,7 @@ impl EventLog {
 
     /// Write "<time> <source> " and return where the message starts.
     fn begin(&mut self, time_us: u64, source: &'static str) -> usize {
-        self.unhashed.push_str(itoa::Buffer::new().format(time_us));
+        push_ascii(&mut self.unhashed, itoa::Buffer::new().format(time_us));
         self.unhashed.push(' ');
         self.unhashed.push_str(source);
         self.unhashed.push(' ');
@@ -98,8 +99,8 @@ impl EventLog {
         self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
         self.total += 1;
         if self.unhashed.len() >= HASH_BATCH {
-            self.digest.update(self.unhashed.as_bytes());
-            self.unhashed.clear();
+            let full = std::mem::take(&mut self.unhashed);
+            self.unhashed = self.digest.update(full);
         }
     }
 
@@ -121,10 +122,7 @@ impl EventLog {
 
     /// Hex SHA-256 of every line recorded so far (the log so far, not just the kept part).
     pub fn sha256_hex(&self) -> String {
-        let mut d = self.digest.clone();
-        d.update(self.unhashed.as_bytes());
-        let d = d.finalize();
-        d.iter().map(|b| format!("{b:02x}")).collect()
+        self.digest.hex(self.unhashed.as_bytes())
     }
 
     /// Flush the sink; returns the first write error, if any happened.
@@ -138,6 +136,17 @@ impl EventLog {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Append a few ASCII bytes one by one: for the handful of digits of a number this is
+/// cheaper than `push_str`'s call to `memcpy`.
+#[inline]
+fn push_ascii(out: &mut String, digits: &str) {
+    for b in digits.bytes() {
+        out.push(char::from(b));
     }
 }
 
@@ -160,33 +169,24 @@ impl Line<'_> {
     /// As `{}` of an unsigned integer.
     #[inline]
     pub fn dec(self, v: u64) -> Self {
-        self.log.unhashed.push_str(itoa::Buffer::new().format(v));
+        push_ascii(&mut self.log.unhashed, itoa::Buffer::new().format(v));
         self
     }
     /// As `{:x}`: lower case, no leading zeros.
     #[inline]
     pub fn hex(self, v: u64) -> Self {
-        let mut digits = [0u8; 16];
-        let mut at = digits.len();
-        let mut rest = v;
-        loop {
-            at -= 1;
-            digits[at] = b"0123456789abcdef"[(rest & 0xf) as usize];
-            rest >>= 4;
-            if rest == 0 {
-                break;
-            }
+        let digits = if v == 0 { 1 } else { 16 - v.leading_zeros() / 4 };
+        for shift in (0..digits).rev() {
+            self.log.unhashed.push(char::from(HEX[((v >> (shift * 4)) & 0xf) as usize]));
         }
-        // Only ASCII hex digits were written.
-        self.log.unhashed.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
         self
     }
     /// Each byte as two lower-case hex digits (`{:02x}` per byte), as Ray prints ids.
     #[inline]
     pub fn hex_bytes(self, bytes: &[u8]) -> Self {
         for b in bytes {
-            self.log.unhashed.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
-            self.log.unhashed.push(char::from(b"0123456789abcdef"[(b & 0xf) as usize]));
+            self.log.unhashed.push(char::from(HEX[(b >> 4) as usize]));
+            self.log.unhashed.push(char::from(HEX[(b & 0xf) as usize]));
         }
         self
     }
@@ -206,6 +206,7 @@ macro_rules! log_event {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn keeps_only_capacity_but_hashes_everything() {

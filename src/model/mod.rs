@@ -8,6 +8,7 @@
 
 pub mod actor;
 pub mod event_log;
+mod log_digest;
 pub mod ids;
 pub mod job;
 pub mod limits;
