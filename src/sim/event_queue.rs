@@ -70,23 +70,27 @@ impl<E> EventQueue<E> {
         if self.top.as_ref().is_none_or(|(top, _)| time < *top) {
             if let Some((t, e)) = self.top.replace((time, event)) {
                 // It was pushed before any other entry of its time: it goes first.
-                if t < self.last {
-                    self.rebase(t);
-                }
-                let b = self.bucket(t);
-                self.buckets[b].push_front((t, e));
-                self.occupied |= 1 << b;
-                self.in_buckets += 1;
+                self.place(t, e, true);
             }
         } else {
-            if time < self.last {
-                self.rebase(time);
-            }
-            let b = self.bucket(time);
-            self.buckets[b].push_back((time, event));
-            self.occupied |= 1 << b;
-            self.in_buckets += 1;
+            self.place(time, event, false);
         }
+    }
+
+    /// Put an entry in its bucket: at the front of its time's entries, or at the back.
+    #[inline]
+    fn place(&mut self, time: u64, event: E, first: bool) {
+        if time < self.last {
+            self.rebase(time);
+        }
+        let b = self.bucket(time);
+        if first {
+            self.buckets[b].push_front((time, event));
+        } else {
+            self.buckets[b].push_back((time, event));
+        }
+        self.occupied |= 1 << b;
+        self.in_buckets += 1;
     }
 
     /// Make `last` = `time` (below it), re-bucketing what is there. Each bucket is
