@@ -1,6 +1,8 @@
 //! One scheduling decision at 2,000 nodes (DEFAULT hybrid policy), in the states that
 //! matter: an empty cluster (the owner's node keeps the work), a busy cluster (walk the
-//! top-k), and a saturated one (no node fits: the answer is to wait).
+//! top-k, since some nodes have a fraction of a CPU free), a busy cluster whose nodes
+//! have whole CPUs free (the top-k pick is counted from the index, as at scale.yaml),
+//! and a saturated one (no node fits: the answer is to wait).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::SeedableRng;
@@ -12,7 +14,7 @@ use rayscope::sim::Engine;
 
 const NODES: usize = 2_000;
 
-fn cluster(busy_fraction: f64) -> (Scheduler, Vec<rayscope::model::Node>) {
+fn cluster(busy_fraction: f64, whole_cpus: bool) -> (Scheduler, Vec<rayscope::model::Node>) {
     let yaml = format!(
         "cluster:\n  head: {{cpu: 16, memory: 64GiB}}\n  node_types:\n    - {{name: w, count: {}, cpu: 16, memory: 64GiB, ip_range: 10.1.0.0/16}}\n",
         NODES - 1
@@ -30,6 +32,7 @@ fn cluster(busy_fraction: f64) -> (Scheduler, Vec<rayscope::model::Node>) {
             b if b >= 1.0 => 16.0,
             _ => 16.0 * (0.55 + (i % 100) as f64 * 0.004),
         };
+        let used = if whole_cpus { used.round() } else { used };
         let mut left = (*n.available).clone();
         let cpu = left.get(ResourceId::CPU);
         left.set(ResourceId::CPU, FixedPoint(cpu.0 - FixedPoint::from_f64(used).0));
@@ -42,8 +45,10 @@ fn cluster(busy_fraction: f64) -> (Scheduler, Vec<rayscope::model::Node>) {
 fn bench(c: &mut Criterion) {
     let req = ResourceRequest::cpu(1.0);
     let mut g = c.benchmark_group("schedule_one_task_2000_nodes");
-    for (label, busy) in [("idle", 0.0), ("busy", 0.5), ("saturated", 1.0)] {
-        let (sched, nodes) = cluster(busy);
+    for (label, busy, whole) in
+        [("idle", 0.0, false), ("busy", 0.5, false), ("busy_whole_cpus", 0.5, true), ("saturated", 1.0, false)]
+    {
+        let (sched, nodes) = cluster(busy, whole);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         g.bench_function(label, |b| {
             b.iter_batched_ref(
