@@ -108,7 +108,17 @@ fn window(p: &Params) -> Result<timeline::Window, ApiError> {
 /// Ant's `/get_call_graph_data`, `/get_flame_graph_data`, `/get_physical_view_data`.
 pub(crate) async fn ant(State(app): State<AppState>, which: AntView, raw: Option<String>) -> Response {
     match ant_inner(app, which, raw).await {
-        Ok((msg, data)) => json_ok(json!({"result": true, "msg": msg, "data": data})),
+        Ok((msg, data)) => {
+            // The envelope around the view's JSON text, written as it is.
+            let msg = serde_json::to_string(msg).unwrap_or_default();
+            let mut body = Vec::with_capacity(data.len() + msg.len() + 40);
+            body.extend_from_slice(b"{\"result\":true,\"msg\":");
+            body.extend_from_slice(msg.as_bytes());
+            body.extend_from_slice(b",\"data\":");
+            body.extend_from_slice(&data);
+            body.push(b'}');
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
         Err(e) => {
             let body = json!({"result": false, "msg": e.message, "data": null});
             (e.status, axum::Json(body)).into_response()
@@ -133,7 +143,7 @@ pub(crate) async fn ant_physical(state: State<AppState>, RawQuery(raw): RawQuery
     ant(state, AntView::Physical, raw).await
 }
 
-async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result<(&'static str, Value), ApiError> {
+async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result<(&'static str, Vec<u8>), ApiError> {
     let mut flow_id = None;
     let mut stack_mode = false;
     let mut end_ms = None;

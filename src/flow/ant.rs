@@ -9,6 +9,7 @@
 
 use super::record::{actor_hex, span_hex, JobRecord, Rec, Spans, Target, TargetKind};
 use crate::snapshot::NodeView;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,12 +18,69 @@ fn ms(us: u64) -> u64 {
     us / 1000
 }
 
+// The answers are typed, not `serde_json::Value` trees: at the 20,000-actor job they are
+// megabytes of small objects, and a tree of maps cost most of a second to build.
+
+#[derive(Serialize, Clone)]
+struct Service<'a> {
+    service_name: &'a str,
+    instance_id: String,
+}
+
 /// Ant's service of a target (`None` for functions and the driver).
-fn service(t: &Target) -> Value {
+fn service(t: &Target) -> Option<Service<'_>> {
     match (t.kind, t.actor) {
-        (TargetKind::Method, Some(a)) => json!({"service_name": t.class, "instance_id": actor_hex(a)}),
-        _ => Value::Null,
+        (TargetKind::Method, Some(a)) => Some(Service { service_name: &t.class, instance_id: actor_hex(a) }),
+        _ => None,
     }
+}
+
+#[derive(Serialize)]
+struct Name<'a> {
+    name: &'a str,
+}
+
+/// A method or function of the call graph.
+#[derive(Serialize)]
+struct Entry<'a> {
+    id: String,
+    method: Name<'a>,
+    service: Option<Service<'a>>,
+}
+
+#[derive(Serialize)]
+struct CallFlow<'a> {
+    source_id: &'a str,
+    target_id: &'a str,
+    count: u64,
+    start_time: u64,
+}
+
+#[derive(Serialize)]
+struct DataFlow<'a> {
+    source_id: &'a str,
+    target_id: &'a str,
+    argpos: i64,
+    duration: f64,
+    size: f64,
+    timestamp: u64,
+}
+
+#[derive(Serialize)]
+struct CallGraph<'a> {
+    services: Vec<Option<Service<'a>>>,
+    methods: Vec<Entry<'a>>,
+    functions: Vec<Entry<'a>>,
+    #[serde(rename = "callFlows")]
+    call_flows: Vec<CallFlow<'a>>,
+    #[serde(rename = "dataFlows")]
+    data_flows: Vec<DataFlow<'a>>,
+}
+
+const MAIN: Entry<'static> = Entry { id: String::new(), method: Name { name: "_main" }, service: None };
+
+fn main_entry() -> Entry<'static> {
+    Entry { id: "_main".to_string(), ..MAIN }
 }
 
 /// (service instance or "", method or function name): Ant's method key.
@@ -33,52 +91,81 @@ fn key(t: &Target) -> (String, String) {
     }
 }
 
-/// `GET /get_call_graph_data`'s `data`.
-pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Value {
-    let mut ids: BTreeMap<(String, String), String> = BTreeMap::new();
-    let (mut methods, mut functions, mut services) = (Vec::new(), Vec::new(), Vec::new());
-    let mut service_seen = std::collections::BTreeSet::new();
-    let (mut method_n, mut function_n) = (0u32, 0u32);
-    // Edge (source id, target id) → (count, last submit ms, calls in flight), first-seen order.
-    let mut edges: Vec<((String, String), (u64, u64, u64))> = Vec::new();
-    let mut edge_at: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut data: BTreeMap<(String, String, i64), (u64, u64)> = BTreeMap::new();
-    let mut register = |t: &Target, ids: &mut BTreeMap<(String, String), String>, services: &mut Vec<Value>, methods: &mut Vec<(String, Value)>, functions: &mut Vec<(String, Value)>| -> String {
-        let k = key(t);
-        if let Some(id) = ids.get(&k) {
-            return id.clone();
+/// Ant's ids for a job's targets, given in order of first appearance (`methodN`,
+/// `functionN`, `_main`), with the entries they list.
+#[derive(Default)]
+struct Registry<'a> {
+    /// Ant's method key → index into `names`.
+    by_key: BTreeMap<(String, String), usize>,
+    /// Recorded target → index into `names`: a target's key is built once, not per call.
+    by_target: Vec<Option<usize>>,
+    /// Ant id per index.
+    names: Vec<String>,
+    service_seen: std::collections::BTreeSet<String>,
+    services: Vec<Option<Service<'a>>>,
+    methods: Vec<Entry<'a>>,
+    functions: Vec<Entry<'a>>,
+    method_n: u32,
+    function_n: u32,
+}
+
+impl<'a> Registry<'a> {
+    fn node(&mut self, job: &'a JobRecord, target: u32) -> usize {
+        if let Some(Some(n)) = self.by_target.get(target as usize) {
+            return *n;
         }
-        let id = match t.kind {
-            TargetKind::Method => {
-                if service_seen.insert(k.0.clone()) {
-                    services.push(service(t));
-                }
-                method_n += 1;
-                let id = format!("method{method_n}");
-                methods.push((k.0.clone(), json!({"id": id, "method": {"name": t.method}, "service": service(t)})));
-                id
-            }
-            _ if t.class == "_main" => {
-                functions.push((String::new(), json!({"id": "_main", "method": {"name": "_main"}, "service": null})));
-                "_main".to_string()
-            }
-            _ => {
-                function_n += 1;
-                let id = format!("function{function_n}");
-                functions.push((String::new(), json!({"id": id, "method": {"name": t.class}, "service": null})));
-                id
+        let t = job.target(target);
+        let k = key(t);
+        let n = match self.by_key.get(&k) {
+            Some(n) => *n,
+            None => {
+                let id = match t.kind {
+                    TargetKind::Method => {
+                        if self.service_seen.insert(k.0.clone()) {
+                            self.services.push(service(t));
+                        }
+                        self.method_n += 1;
+                        let id = format!("method{}", self.method_n);
+                        self.methods.push(Entry { id: id.clone(), method: Name { name: &t.method }, service: service(t) });
+                        id
+                    }
+                    _ if t.class == "_main" => {
+                        self.functions.push(main_entry());
+                        "_main".to_string()
+                    }
+                    _ => {
+                        self.function_n += 1;
+                        let id = format!("function{}", self.function_n);
+                        self.functions.push(Entry { id: id.clone(), method: Name { name: &t.class }, service: None });
+                        id
+                    }
+                };
+                self.names.push(id);
+                self.by_key.insert(k, self.names.len() - 1);
+                self.names.len() - 1
             }
         };
-        ids.insert(k, id.clone());
-        id
-    };
+        if self.by_target.len() <= target as usize {
+            self.by_target.resize(target as usize + 1, None);
+        }
+        self.by_target[target as usize] = Some(n);
+        n
+    }
+}
+
+/// `GET /get_call_graph_data`'s `data`.
+pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
+    let mut reg = Registry::default();
+    // Edge (source, target) → (count, last submit ms, calls in flight), first-seen order.
+    let mut edges: Vec<((usize, usize), (u64, u64, u64))> = Vec::new();
+    let mut edge_at: rustc_hash::FxHashMap<(usize, usize), usize> = Default::default();
+    let mut data: rustc_hash::FxHashMap<(usize, usize, i64), (u64, u64)> = Default::default();
     for s in &spans.spans {
         let Some(p) = s.parent else { continue };
-        let (src, dst) = (job.target(spans.spans[p].target), job.target(s.target));
-        let a = register(src, &mut ids, &mut services, &mut methods, &mut functions);
-        let b = register(dst, &mut ids, &mut services, &mut methods, &mut functions);
-        let at = *edge_at.entry((a.clone(), b.clone())).or_insert_with(|| {
-            edges.push(((a.clone(), b.clone()), (0, 0, 0)));
+        let a = reg.node(job, spans.spans[p].target);
+        let b = reg.node(job, s.target);
+        let at = *edge_at.entry((a, b)).or_insert_with(|| {
+            edges.push(((a, b), (0, 0, 0)));
             edges.len() - 1
         });
         let e = &mut edges[at].1;
@@ -86,7 +173,7 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Value {
         e.1 = ms(s.submit);
         e.2 += s.in_flight() as u64;
         if s.arg_bytes > 0 {
-            let d = data.entry((a.clone(), b.clone(), 0)).or_default();
+            let d = data.entry((a, b, 0)).or_default();
             d.0 += s.arg_bytes;
             d.1 = ms(s.submit);
         }
@@ -96,40 +183,62 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Value {
             d.1 = ms(end);
         }
     }
-    let kept: Vec<&((String, String), (u64, u64, u64))> = edges.iter().filter(|(_, e)| !stack_mode || e.2 > 0).collect();
-    let reachable: std::collections::BTreeSet<&String> = kept.iter().flat_map(|((a, b), _)| [a, b]).collect();
-    let keep_id = |id: &str| !stack_mode || reachable.contains(&id.to_string());
-    let methods: Vec<Value> = methods.into_iter().filter(|(_, m)| keep_id(m["id"].as_str().unwrap_or(""))).map(|(_, m)| m).collect();
-    let mut functions: Vec<Value> =
-        functions.into_iter().filter(|(_, f)| keep_id(f["id"].as_str().unwrap_or(""))).map(|(_, f)| f).collect();
-    if !functions.iter().any(|f| f["id"] == "_main") {
-        functions.push(json!({"id": "_main", "method": {"name": "_main"}, "service": null}));
+    let names = std::mem::take(&mut reg.names);
+    let kept: Vec<&((usize, usize), (u64, u64, u64))> = edges.iter().filter(|(_, e)| !stack_mode || e.2 > 0).collect();
+    let reachable: std::collections::BTreeSet<&str> = kept.iter().flat_map(|((a, b), _)| [names[*a].as_str(), names[*b].as_str()]).collect();
+    let keep_id = |id: &str| !stack_mode || reachable.contains(id);
+    let methods: Vec<Entry> = reg.methods.into_iter().filter(|m| keep_id(&m.id)).collect();
+    let mut functions: Vec<Entry> = reg.functions.into_iter().filter(|f| keep_id(&f.id)).collect();
+    if !functions.iter().any(|f| f.id == "_main") {
+        functions.push(main_entry());
     }
-    let live_services: std::collections::BTreeSet<String> =
-        methods.iter().filter_map(|m| m["service"]["instance_id"].as_str().map(String::from)).collect();
-    let services: Vec<Value> = services
+    let live_services: std::collections::BTreeSet<&str> =
+        methods.iter().filter_map(|m| m.service.as_ref().map(|s| s.instance_id.as_str())).collect();
+    let services: Vec<Option<Service>> = reg
+        .services
         .into_iter()
-        .filter(|s| !stack_mode || s["instance_id"].as_str().is_some_and(|i| live_services.contains(i)))
+        .filter(|s| !stack_mode || s.as_ref().is_some_and(|s| live_services.contains(s.instance_id.as_str())))
         .collect();
-    let call_flows: Vec<Value> = kept
+    let call_flows: Vec<CallFlow> = kept
         .iter()
-        .map(|((a, b), (count, start, _))| json!({"source_id": a, "target_id": b, "count": count, "start_time": start}))
+        .map(|((a, b), (count, start, _))| CallFlow { source_id: &names[*a], target_id: &names[*b], count: *count, start_time: *start })
         .collect();
-    let data_flows: Vec<Value> = data
-        .iter()
-        .filter(|((a, b, _), _)| keep_id(a) && keep_id(b))
-        .map(|((a, b, pos), (bytes, t))| {
-            json!({"source_id": a, "target_id": b, "argpos": pos, "duration": 0.0, "size": *bytes as f64 / (1024.0 * 1024.0), "timestamp": t})
+    // In order of (source id, target id, argument position), as Ant's server lists them.
+    let mut flows: Vec<(&str, &str, i64, u64, u64)> =
+        data.iter().map(|((a, b, pos), (bytes, t))| (names[*a].as_str(), names[*b].as_str(), *pos, *bytes, *t)).collect();
+    flows.sort_unstable_by(|x, y| (x.0, x.1, x.2).cmp(&(y.0, y.1, y.2)));
+    let data_flows: Vec<DataFlow> = flows
+        .into_iter()
+        .filter(|(a, b, ..)| keep_id(a) && keep_id(b))
+        .map(|(a, b, pos, bytes, t)| DataFlow {
+            source_id: a,
+            target_id: b,
+            argpos: pos,
+            duration: 0.0,
+            size: bytes as f64 / (1024.0 * 1024.0),
+            timestamp: t,
         })
         .collect();
-    json!({"services": services, "methods": methods, "functions": functions, "callFlows": call_flows, "dataFlows": data_flows})
+    let graph = CallGraph { services, methods, functions, call_flows, data_flows };
+    serde_json::to_vec(&graph).unwrap_or_default()
+}
+
+/// A span of the flame tree.
+#[derive(Serialize)]
+struct FlameSpan {
+    span_id: String,
+    id: String,
+    start_time: u64,
+    end_time: i64,
+    children: Vec<FlameSpan>,
 }
 
 /// `GET /get_flame_graph_data`'s `data`: the span tree from the driver, calls that
 /// began by the instant, children in order of start.
-pub fn flame_tree(job: &JobRecord, spans: &Spans) -> Value {
+pub fn flame_tree(job: &JobRecord, spans: &Spans) -> Vec<u8> {
     let Some(root) = spans.root() else {
-        return json!({"span_id": "_main", "id": "_main", "start_time": 0, "end_time": -1, "children": []});
+        let empty = FlameSpan { span_id: "_main".into(), id: "_main".into(), start_time: 0, end_time: -1, children: Vec::new() };
+        return serde_json::to_vec(&empty).unwrap_or_default();
     };
     let mut children = spans.children();
     for c in &mut children {
@@ -137,41 +246,137 @@ pub fn flame_tree(job: &JobRecord, spans: &Spans) -> Value {
         c.sort_by_key(|&i| (spans.spans[i].start, spans.spans[i].span));
     }
     // Build bottom-up without recursion: children before parents (reverse submit order).
-    let mut built: Vec<Option<Value>> = vec![None; spans.spans.len()];
+    let mut built: Vec<Option<FlameSpan>> = (0..spans.spans.len()).map(|_| None).collect();
     for i in (0..spans.spans.len()).rev() {
         let s = &spans.spans[i];
         let Some(start) = s.start.or((i == root).then_some(s.submit)) else { continue };
-        let kids: Vec<Value> = children[i].iter().filter_map(|&c| built[c].take()).collect();
+        let kids: Vec<FlameSpan> = children[i].iter().filter_map(|&c| built[c].take()).collect();
         let end = s.end.map(|e| ms(e) as i64).unwrap_or(-1);
-        built[i] = Some(json!({"span_id": span_hex(s.span), "id": job.target(s.target).class_name(),
-            "start_time": ms(start), "end_time": end, "children": kids}));
+        built[i] = Some(FlameSpan {
+            span_id: span_hex(s.span),
+            id: job.target(s.target).class_name(),
+            start_time: ms(start),
+            end_time: end,
+            children: kids,
+        });
     }
-    built[root].take().unwrap_or(Value::Null)
+    match built[root].take() {
+        Some(tree) => serde_json::to_vec(&tree).unwrap_or_default(),
+        None => b"null".to_vec(),
+    }
+}
+
+#[derive(Serialize)]
+struct MemoryInfo {
+    rss: u64,
+    vms: u64,
+    shared: u64,
+    text: u64,
+    lib: u64,
+    data: u64,
+    dirty: u64,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+#[derive(Serialize)]
+struct Stats<'a> {
+    node_id: &'a str,
+    pid: u32,
+    state: &'static str,
+    required_resources: Empty,
+    placement_id: Option<()>,
+    cpu_percent: f64,
+    memory_info: MemoryInfo,
+    devices: Empty,
+}
+
+#[derive(Serialize)]
+struct ServiceStats<'a> {
+    service: Option<Service<'a>>,
+    stats: Stats<'a>,
+}
+
+#[derive(Serialize)]
+struct Quantity {
+    total: f64,
+    available: f64,
+}
+
+#[derive(Serialize)]
+struct NodeMemory {
+    total: u64,
+    available: u64,
+    used: u64,
+}
+
+#[derive(Serialize)]
+struct PhysicalNode<'a> {
+    node_id: &'a str,
+    devices: Empty,
+    resources: BTreeMap<&'a str, Quantity>,
+    cpu_percent: f64,
+    memory_info: NodeMemory,
+}
+
+#[derive(Serialize)]
+struct Physical<'a> {
+    services: Vec<ServiceStats<'a>>,
+    nodes: BTreeMap<&'a str, PhysicalNode<'a>>,
 }
 
 /// `GET /get_physical_view_data`'s `data`.
-pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Value {
-    let mut services: BTreeMap<u64, Value> = BTreeMap::new();
+pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<u8> {
+    // Each actor as its last started call saw it.
+    let mut last: BTreeMap<u64, usize> = BTreeMap::new();
+    for (i, s) in spans.spans.iter().enumerate() {
+        if let (Some(a), Some(_)) = (job.target(s.target).actor, s.start) {
+            last.insert(a, i);
+        }
+    }
     let by_idx: BTreeMap<u32, &Arc<NodeView>> = nodes.iter().map(|n| (n.idx, n)).collect();
-    for s in &spans.spans {
-        let t = job.target(s.target);
-        let (Some(a), Some(_)) = (t.actor, s.start) else { continue };
-        let node_id = by_idx.get(&s.node).map(|n| n.node_id.clone()).unwrap_or_default();
-        services.insert(a, json!({"service": service(t), "stats": {"node_id": node_id, "pid": s.pid,
-            "state": if s.end.is_none() { "running" } else { "waiting" }, "required_resources": {}, "placement_id": null,
-            "cpu_percent": 0.0, "memory_info": {"rss": 0, "vms": 0, "shared": 0, "text": 0, "lib": 0, "data": 0, "dirty": 0},
-            "devices": {}}}));
-    }
-    let mut out = Map::new();
+    let services: Vec<ServiceStats> = last
+        .into_values()
+        .map(|i| {
+            let s = &spans.spans[i];
+            let t = job.target(s.target);
+            let node_id = by_idx.get(&s.node).map_or("", |n| &*n.node_id);
+            ServiceStats {
+                service: service(t),
+                stats: Stats {
+                    node_id,
+                    pid: s.pid,
+                    state: if s.end.is_none() { "running" } else { "waiting" },
+                    required_resources: Empty {},
+                    placement_id: None,
+                    cpu_percent: 0.0,
+                    memory_info: MemoryInfo { rss: 0, vms: 0, shared: 0, text: 0, lib: 0, data: 0, dirty: 0 },
+                    devices: Empty {},
+                },
+            }
+        })
+        .collect();
+    let mut out = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.died_at_us.is_none()) {
-        let resources: Map<String, Value> =
-            n.resources.iter().map(|(name, t, a)| (name.to_string(), json!({"total": t, "available": a}))).collect();
+        let resources = n.resources.iter().map(|(name, t, a)| (&**name, Quantity { total: *t, available: *a })).collect();
         let cpu = n.resources.iter().find(|r| &*r.0 == "CPU").map(|(_, t, a)| if *t > 0.0 { 100.0 * (t - a) / t } else { 0.0 });
-        out.insert(n.node_id.to_string(), json!({"node_id": n.node_id, "devices": {}, "resources": resources,
-            "cpu_percent": cpu.unwrap_or(0.0), "memory_info": {"total": n.memory_total,
-            "available": n.memory_total.saturating_sub(n.memory_used), "used": n.memory_used}}));
+        out.insert(
+            &*n.node_id,
+            PhysicalNode {
+                node_id: &n.node_id,
+                devices: Empty {},
+                resources,
+                cpu_percent: cpu.unwrap_or(0.0),
+                memory_info: NodeMemory {
+                    total: n.memory_total,
+                    available: n.memory_total.saturating_sub(n.memory_used),
+                    used: n.memory_used,
+                },
+            },
+        );
     }
-    json!({"services": services.into_values().collect::<Vec<_>>(), "nodes": out})
+    serde_json::to_vec(&Physical { services, nodes: out }).unwrap_or_default()
 }
 
 /// The job's records as Ant's ingest records (`{record_type, record}`), in order:
