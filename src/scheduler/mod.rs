@@ -254,8 +254,7 @@ impl Scheduler {
             if let Some(fitting) = self.index.all_with_cpu_fit(gpu, req) {
                 return match fitting {
                     0 => {
-                        self.saturated.retain(|(_, _, e)| *e == epoch);
-                        self.saturated.push((req.clone(), gpu_set, epoch));
+                        self.remember_saturated(req, gpu_set);
                         None
                     }
                     n if rank < n => self.index.nth_with_cpu(gpu, rank),
@@ -282,12 +281,19 @@ impl Scheduler {
         }
         match self.candidates.len() {
             0 => {
-                self.saturated.retain(|(_, _, e)| *e == epoch);
-                self.saturated.push((req.clone(), gpu_set, epoch));
+                self.remember_saturated(req, gpu_set);
                 None
             }
             c => Some(self.candidates[rng.random_range(0..c)]),
         }
+    }
+
+    /// No node of `gpu_set` has room for `req` now: say so at once until availability
+    /// changes (answers from earlier epochs are dropped).
+    fn remember_saturated(&mut self, req: &ResourceRequest, gpu_set: Option<bool>) {
+        let epoch = self.epoch;
+        self.saturated.retain(|(_, _, e)| *e == epoch);
+        self.saturated.push((req.clone(), gpu_set, epoch));
     }
 
     /// SPREAD: round-robin over nodes that have the resources now.
@@ -305,8 +311,7 @@ impl Scheduler {
                 return Decision::Node(node.idx);
             }
         }
-        self.saturated.retain(|(_, _, e)| *e == epoch);
-        self.saturated.push((req.clone(), None, epoch));
+        self.remember_saturated(req, None);
         if self.is_feasible(req) {
             Decision::Wait { only: None }
         } else {
