@@ -77,10 +77,9 @@ struct CallGraph<'a> {
     data_flows: Vec<DataFlow<'a>>,
 }
 
-const MAIN: Entry<'static> = Entry { id: String::new(), method: Name { name: "_main" }, service: None };
-
+/// The driver, Ant's implicit root.
 fn main_entry() -> Entry<'static> {
-    Entry { id: "_main".to_string(), ..MAIN }
+    Entry { id: "_main".to_string(), method: Name { name: "_main" }, service: None }
 }
 
 /// (service instance or "", method or function name): Ant's method key.
