@@ -26,27 +26,23 @@ pub trait DenseId: Copy + Ord {
     fn from_dense(n: u64) -> Self;
 }
 
-impl DenseId for super::TaskId {
-    #[inline]
-    fn dense(self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn from_dense(n: u64) -> Self {
-        Self(n)
-    }
+/// Ids that are a `u64` counter already: the number is the dense id.
+macro_rules! dense_u64_id {
+    ($($id:ty),*) => {$(
+        impl DenseId for $id {
+            #[inline]
+            fn dense(self) -> u64 {
+                self.0
+            }
+            #[inline]
+            fn from_dense(n: u64) -> Self {
+                Self(n)
+            }
+        }
+    )*};
 }
 
-impl DenseId for super::ObjectId {
-    #[inline]
-    fn dense(self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn from_dense(n: u64) -> Self {
-        Self(n)
-    }
-}
+dense_u64_id!(super::TaskId, super::ObjectId);
 
 /// Slots beyond twice the live ones (plus this slack) are worth moving the window for.
 const SLACK: usize = 1024;
