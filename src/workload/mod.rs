@@ -47,10 +47,10 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Tasks the one-off jobs will have in flight at their peak (drivers submit their
-    /// whole fan-out at once), so the engine can size its tables once instead of
-    /// doubling and copying them while a million tasks arrive.
-    pub fn expected_peak_tasks(workloads: &[WorkloadConfig]) -> usize {
+    /// Objects the one-off jobs will hold at their peak: a fan-out's map outputs all wait
+    /// for their reducers, so a million maps mean a million live objects. The engine sizes
+    /// the object table once instead of doubling and copying it while they arrive.
+    pub fn expected_peak_objects(workloads: &[WorkloadConfig]) -> usize {
         workloads
             .iter()
             .map(|w| match w {
