@@ -18,6 +18,7 @@ pub mod resources;
 pub mod states;
 pub mod table;
 pub mod task;
+pub mod task_counts;
 
 pub use actor::Actor;
 pub use event_log::{EventLog, LoggedEvent};
@@ -27,6 +28,7 @@ pub use limits::Limits;
 pub use node::{Available, Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
+pub use task_counts::{Row, TaskCounts};
 pub use states::*;
 pub use table::IdTable;
 pub use task::{Exec, LazyExec, Task, TaskHistory, TaskRecord};
@@ -173,9 +175,9 @@ pub struct Model {
     pub finished_job_capacity: usize,
     pub pgs: BTreeMap<PgId, PlacementGroup>,
     pub removed_pgs: VecDeque<PgId>,
-    pub task_counts: FxHashMap<TaskCountKey, i64>,
-    /// Running tasks (RUNNING, RUNNING_IN_RAY_GET) per executing node, for the executor series.
-    pub running_by_node: FxHashMap<(NodeIdx, TaskCountKey), i64>,
+    /// Tasks per (name, job, retry, state), and running tasks per executing node for the
+    /// executor series.
+    pub task_counts: TaskCounts,
     /// Placement time histograms: Task, Actor, PlacementGroup.
     pub placement_ms: [Histogram; 3],
     pub counters: Counters,
@@ -188,27 +190,18 @@ pub struct Model {
     pub next_pid: u32,
 }
 
-type RunningCounts = FxHashMap<(NodeIdx, TaskCountKey), i64>;
-
-fn bump(counts: &mut FxHashMap<TaskCountKey, i64>, running: &mut RunningCounts, backlog: &mut Backlog, t: &Task, delta: i64) {
+/// Count `t`, as it is now, `delta` times in `row`: per state, per running node, and
+/// in the backlog.
+fn bump(counts: &mut TaskCounts, backlog: &mut Backlog, row: Row, t: &Task, delta: i64) {
     if t.state == TaskState::PendingNodeAssignment {
         backlog.add(delta);
     }
-    let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
-    let e = counts.entry(key).or_insert(0);
-    *e += delta;
-    if *e == 0 && !t.state.is_terminal() {
-        counts.remove(&key);
-    }
-    if t.state.is_running() {
-        if let Some(n) = t.node {
-            let e = running.entry((n, key)).or_insert(0);
-            *e += delta;
-            if *e == 0 {
-                running.remove(&(n, key));
-            }
-        }
-    }
+    counts.add(row, t.state, t.node, delta);
+}
+
+/// The count row of a task's (name, job, retry).
+fn row_of(counts: &mut TaskCounts, t: &Task) -> Row {
+    counts.row(t.name, t.job, t.is_retry())
 }
 
 /// Bound on removed placement groups kept in the table.
@@ -234,8 +227,7 @@ impl Model {
             finished_job_capacity: limits.finished_job_capacity,
             pgs: BTreeMap::new(),
             removed_pgs: VecDeque::new(),
-            task_counts: FxHashMap::default(),
-            running_by_node: FxHashMap::default(),
+            task_counts: TaskCounts::default(),
             placement_ms: [
                 Histogram::new(PLACEMENT_MS_BUCKETS),
                 Histogram::new(PLACEMENT_MS_BUCKETS),
@@ -279,7 +271,8 @@ impl Model {
     /// Add a new task to the table, counted in its initial state.
     pub fn insert_task(&mut self, mut task: Task) {
         task.history.record(task.state, task.submitted_at);
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &task, 1);
+        let row = row_of(&mut self.task_counts, &task);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, &task, 1);
         self.counters.tasks_submitted += 1;
         self.tasks.insert(task.id, task);
     }
@@ -294,10 +287,11 @@ impl Model {
         if !t.state.can_move_to(next) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
+        let row = row_of(&mut self.task_counts, t);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, -1);
         t.state = next;
         t.history.record(next, now);
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, 1);
         self.log.line(now, "task").hex(id.0).text(" ").text(next.as_str()).text(" attempt=").dec(t.attempt.into()).end();
     }
 
@@ -305,7 +299,8 @@ impl Model {
     /// record with `error` (Ray lists every attempt); the new one starts pending.
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64, error: ErrorType) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, -1);
+        let row = row_of(&mut self.task_counts, t);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, -1);
         let mut failed = t.record(now, 0);
         failed.state = TaskState::Failed;
         failed.error = Some(error);
@@ -317,7 +312,9 @@ impl Model {
         t.exec = LazyExec::default();
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, t, 1);
+        // A retry counts in its own row (`is_retry`).
+        let row = row_of(&mut self.task_counts, t);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, 1);
         self.counters.tasks_retried += 1;
         crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
         self.keep_record(failed);
@@ -339,10 +336,11 @@ impl Model {
         if !t.state.can_move_to(terminal) {
             self.counters.illegal_transitions += 1;
         }
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, -1);
+        let row = row_of(&mut self.task_counts, &t);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, &t, -1);
         t.state = terminal;
         t.history.record(terminal, now);
-        bump(&mut self.task_counts, &mut self.running_by_node, &mut self.counters.backlog, &t, 1);
+        bump(&mut self.task_counts, &mut self.counters.backlog, row, &t, 1);
         match terminal {
             TaskState::Finished => self.counters.tasks_finished += 1,
             _ => self.counters.tasks_failed += 1,
@@ -393,7 +391,7 @@ impl Model {
                 if let Some(old) = self.finished_jobs.pop_front() {
                     self.jobs.remove(&old);
                     // Counts of an evicted job's tasks go with it, so `ray_tasks` stays bounded.
-                    self.task_counts.retain(|k, _| k.job != old);
+                    self.task_counts.forget_job(old);
                 }
             }
         }
@@ -404,7 +402,7 @@ impl Model {
         if self.jobs.get(&id).is_some_and(|j| j.status.is_terminal()) {
             self.jobs.remove(&id);
             self.finished_jobs.retain(|j| *j != id);
-            self.task_counts.retain(|k, _| k.job != id);
+            self.task_counts.forget_job(id);
         }
     }
 

@@ -135,29 +135,29 @@ impl Engine {
                 *running.entry((n, key)).or_insert(0) += 1;
             }
         }
-        for (k, c) in &self.model.task_counts {
+        for (k, c) in self.model.task_counts.iter() {
             if k.state.is_terminal() {
-                ensure!(v, *c >= 0, "negative count {c} for {k:?}");
+                ensure!(v, c >= 0, "negative count {c} for {k:?}");
                 continue;
             }
-            let want = by_key.remove(k).unwrap_or(0);
-            ensure!(v, *c == want, "task_counts[{k:?}] = {c} but {want} live tasks have that key");
+            let want = by_key.remove(&k).unwrap_or(0);
+            ensure!(v, c == want, "task_counts[{k:?}] = {c} but {want} live tasks have that key");
         }
         for (k, want) in by_key {
             v.push(format!("{want} live tasks with {k:?} are not in task_counts"));
         }
-        for (k, c) in &self.model.running_by_node {
-            let want = running.remove(k).unwrap_or(0);
-            ensure!(v, *c == want, "running_by_node[{k:?}] = {c} but {want} running there");
+        for (n, k, c) in self.model.task_counts.running() {
+            let want = running.remove(&(n, k)).unwrap_or(0);
+            ensure!(v, c == want, "running count [{n:?}, {k:?}] = {c} but {want} running there");
         }
         for (k, want) in running {
-            v.push(format!("{want} running tasks with {k:?} are not in running_by_node"));
+            v.push(format!("{want} running tasks with {k:?} are not in the running counts"));
         }
         // With no job evicted from the table, the terminal counts are the counters.
         let c = &self.model.counters;
         if self.model.finished_jobs.len() as u64 == c.jobs_finished {
             let sum = |s: TaskState| -> i64 {
-                self.model.task_counts.iter().filter(|(k, _)| k.state == s).map(|(_, c)| *c).sum()
+                self.model.task_counts.iter().filter(|(k, _)| k.state == s).map(|(_, c)| c).sum()
             };
             ensure!(v, sum(TaskState::Finished) == c.tasks_finished as i64, "FINISHED counts {} != counter {}", sum(TaskState::Finished), c.tasks_finished);
             ensure!(v, sum(TaskState::Failed) == c.tasks_failed as i64, "FAILED counts {} != counter {}", sum(TaskState::Failed), c.tasks_failed);

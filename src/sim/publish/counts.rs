@@ -22,29 +22,31 @@ impl Engine {
                 job: k.job.hex(),
                 is_retry: k.is_retry,
                 state: k.state,
-                count: *v,
+                count: v,
             })
             .collect();
         task_counts.sort_by(|a, b| (&a.name, &a.job, a.is_retry, a.state).cmp(&(&b.name, &b.job, b.is_retry, b.state)));
         task_counts
     }
 
-    /// Running tasks per executing node, sorted by node, name, job and state.
+    /// Running tasks per executing node, sorted by node, name, job, retry and state.
     pub(super) fn running_counts_view(&self) -> Vec<RunningCount> {
         let m = &self.model;
         let mut running_counts: Vec<RunningCount> = m
-            .running_by_node
-            .iter()
-            .map(|((n, k), v)| RunningCount {
+            .task_counts
+            .running()
+            .map(|(n, k, v)| RunningCount {
                 node: n.0,
                 name: m.names.get(k.name).to_string(),
                 job: k.job.hex(),
                 is_retry: k.is_retry,
                 state: k.state,
-                count: *v,
+                count: v,
             })
             .collect();
-        running_counts.sort_by(|a, b| (a.node, &a.name, &a.job, a.state).cmp(&(b.node, &b.name, &b.job, b.state)));
+        running_counts.sort_by(|a, b| {
+            (a.node, &a.name, &a.job, a.is_retry, a.state).cmp(&(b.node, &b.name, &b.job, b.is_retry, b.state))
+        });
         running_counts
     }
 
