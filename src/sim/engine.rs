@@ -134,8 +134,10 @@ impl Engine {
         // Only the object table is sized up front. Tasks leave their table as they finish,
         // at the pace of the cluster's slots (about 12k live at scale.yaml's peak), and a
         // table's ring walks through all of its capacity: sized for the million tasks it
-        // faulted in 220 MB to hold a window of thousands.
-        model.objects.reserve(workload::Plan::expected_peak_objects(&cfg.workloads));
+        // faulted in 220 MB to hold a window of thousands. The objects' estimate gets
+        // headroom: a window one slot short of it would double (and copy) the table.
+        let objects = workload::Plan::expected_peak_objects(&cfg.workloads);
+        model.objects.reserve(objects + objects / 16);
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(seed),
             clock: Clock::default(),
