@@ -47,8 +47,6 @@ pub struct Object {
     /// The attempt number of the producer run that sealed it; a re-execution is the next
     /// attempt, so events still scheduled for earlier attempts never match it.
     pub producer_attempt: u32,
-    /// Spill order: objects with a lower sequence number are spilled first.
-    pub lru_seq: u64,
 }
 
 impl Object {

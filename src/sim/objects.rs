@@ -63,7 +63,6 @@ impl Engine {
                 owner_waits: false,
                 waiters: Default::default(),
                 created_at: self.clock.now,
-                lru_seq: 0,
                 spec,
                 lineage_args: if inline { Box::new([]) } else { args.into() },
                 reconstructions: 0,
@@ -176,11 +175,9 @@ impl Engine {
         let s = &mut self.model.nodes[node.index()].store;
         s.used.0 += size;
         s.num_objects += 1;
-        if let Some(o) = self.model.objects.get_mut(&id) {
-            if o.primary == Some(node) {
-                o.lru_seq = self.model.counters.objects_created;
-                self.plasma.primaries[node.index()].push_back(id);
-            }
+        if self.model.objects.get(&id).is_some_and(|o| o.primary == Some(node)) {
+            // Spill order is this queue's order: oldest primary copy first.
+            self.plasma.primaries[node.index()].push_back(id);
         }
         self.maybe_spill(node);
         if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
