@@ -239,6 +239,7 @@ fn main() -> ExitCode {
 }
 
 fn simulate(args: SimulateArgs) -> Result<ExitCode> {
+    set_purge_delay(PURGE_NEVER);
     if let Some(sweep) = &args.sweep {
         return sweep_runs(&args, &sweep.0);
     }
@@ -389,7 +390,7 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    return_freed_memory_promptly();
+    set_purge_delay(PURGE_AT_ONCE);
     init_logging(args.log_format);
     let cfg = match load_config(args.config.as_ref(), args.seed, &args.set) {
         Ok(c) => c,
@@ -516,32 +517,40 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// A server runs for days: have mimalloc give freed pages back to the OS at once
-/// instead of after its purge delay (1 s by default), or RSS creeps up while bounded
-/// stores churn (the
-/// A7 soak: 0.49 MB/min with the default delay, flat with 0; BENCHMARKS.md). `simulate`
-/// keeps the default, which is faster for a short batch run. An explicit
-/// `MIMALLOC_PURGE_DELAY` in the environment wins.
-fn return_freed_memory_promptly() {
+/// When mimalloc gives freed pages back to the OS, in milliseconds (`-1`: never).
+///
+/// A server runs for days: it gives them back at once instead of after the default
+/// delay (1 s), or RSS creeps up while bounded stores churn (the A7 soak: 0.49 MB/min
+/// with the default delay, flat with 0; BENCHMARKS.md). A `simulate` run is a batch
+/// whose footprint is its peak anyway: it never gives them back, since every page given
+/// back and taken again is zeroed again by the kernel (scale.yaml gave back and
+/// re-faulted 314 MB, about 0.2 s of system time). An explicit `MIMALLOC_PURGE_DELAY`
+/// in the environment wins.
+fn set_purge_delay(ms: std::ffi::c_long) {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one integer option; mimalloc reads options atomically.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
     }
 }
 
+const PURGE_AT_ONCE: std::ffi::c_long = 0;
+const PURGE_NEVER: std::ffi::c_long = -1;
+
 #[cfg(test)]
 mod allocator_tests {
-    use super::MI_OPTION_PURGE_DELAY;
+    use super::{set_purge_delay, MI_OPTION_PURGE_DELAY, PURGE_AT_ONCE, PURGE_NEVER};
 
     #[test]
-    fn the_purge_delay_option_is_the_one_serve_sets() {
+    fn the_purge_delay_option_is_the_one_serve_and_simulate_set() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
             return;
         }
         // purge_delay's default in the vendored mimalloc 3 (src/options.c) is 1000 ms, and
         // no neighbouring option defaults to 1000: the index names it.
         assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, 1000);
-        super::return_freed_memory_promptly();
+        set_purge_delay(PURGE_NEVER);
+        assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, -1);
+        set_purge_delay(PURGE_AT_ONCE);
         assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, 0);
     }
 }
