@@ -309,6 +309,8 @@ impl Model {
         t.state = next;
         t.node = None;
         t.started_at = None;
+        t.pc = 0;
+        t.begin_due = false;
         t.exec = LazyExec::default();
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);

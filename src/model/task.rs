@@ -40,6 +40,11 @@ pub struct Task {
     pub arg_bytes: u64,
     /// When this attempt entered each of Ray's lifecycle states (the State API's `events`).
     pub history: TaskHistory,
+    /// The program step it is at (`workload::Op`), kept here rather than in `exec` so
+    /// a one-step task never allocates its interpreter state.
+    pub pc: u16,
+    /// Handed to its worker, with a `Begin` due after `call_start_cost`.
+    pub begin_due: bool,
     pub exec: LazyExec,
     /// Flow Insight's tag for this call (`sim::flow_recorder`; `u32::MAX`: not recorded).
     pub flow: u32,
@@ -74,6 +79,8 @@ impl Task {
             error: None,
             arg_bytes: 0,
             history: TaskHistory::submitted(now),
+            pc: 0,
+            begin_due: false,
             exec: LazyExec::default(),
             flow: u32::MAX,
         }
@@ -111,14 +118,11 @@ impl Task {
 /// Interpreter state of a running program (see `workload::program`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Exec {
-    pub pc: u16,
     /// Inner counters of the current op (e.g. child index and call index of `CallEach`).
     pub i: u32,
     pub j: u32,
     /// Whether `CallEach` already slept before its next submit.
     pub slept: bool,
-    /// Handed to its worker, with a `Begin` due after `call_start_cost`.
-    pub begin_due: bool,
     /// Iterations done of the current `Repeat`.
     pub loops: u32,
     /// Futures this task holds (returns of what it submitted), in submission order.
@@ -136,12 +140,12 @@ pub struct Exec {
 /// a node and have never run a step of their program, so their interpreter state is all
 /// zeros; keeping it out of line until then takes ~90 bytes off each of a million live
 /// tasks. Reads of an unallocated one see the all-zero state; writes through
-/// `DerefMut` allocate it, so `t.exec.pc += 1` reads as before.
+/// `DerefMut` allocate it, so `t.exec.i += 1` reads as before.
 #[derive(Clone, Debug, Default)]
 pub struct LazyExec(Option<Box<Exec>>);
 
 static NO_EXEC: Exec =
-    Exec { pc: 0, i: 0, j: 0, slept: false, begin_due: false, loops: 0, futures: Vec::new(), unresolved: 0, failed_futures: 0, handles: Vec::new(), pg: None };
+    Exec { i: 0, j: 0, slept: false, loops: 0, futures: Vec::new(), unresolved: 0, failed_futures: 0, handles: Vec::new(), pg: None };
 
 impl std::ops::Deref for LazyExec {
     type Target = Exec;

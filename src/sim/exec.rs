@@ -26,7 +26,7 @@ impl Engine {
             if t.state != TaskState::Running {
                 return;
             }
-            let (spec_id, pc, attempt) = (t.spec, t.exec.pc as usize, t.attempt);
+            let (spec_id, pc, attempt) = (t.spec, t.pc as usize, t.attempt);
             let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
                 self.finish_task(tid);
                 return;
@@ -37,7 +37,7 @@ impl Engine {
                     let dur = self.sample(d);
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    t.exec.pc += 1;
+                    t.pc += 1;
                     if let Some(n) = t.node {
                         self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
                     }
@@ -46,7 +46,7 @@ impl Engine {
                 }
                 Op::Sleep(us) => {
                     let us = self.slept(*us);
-                    self.model.tasks.get_mut(&tid).expect("running task exists").exec.pc += 1;
+                    self.model.tasks.get_mut(&tid).expect("running task exists").pc += 1;
                     self.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
@@ -70,7 +70,7 @@ impl Engine {
                     t.exec.i += chunk;
                     if t.exec.i >= count {
                         t.exec.i = 0;
-                        t.exec.pc += 1;
+                        t.pc += 1;
                     }
                     if self.pay_submit_cost(tid, attempt, chunk) {
                         return;
@@ -100,7 +100,7 @@ impl Engine {
                         self.fail_task(tid, ErrorType::TaskExecutionException, true);
                         return;
                     }
-                    t.exec.pc += 1;
+                    t.pc += 1;
                     self.release_task_refs(tid, false);
                 }
                 Op::Put(size) => {
@@ -121,11 +121,11 @@ impl Engine {
                         self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
                         return;
                     }
-                    t.exec.pc += 1;
+                    t.pc += 1;
                 }
                 Op::RemovePlacementGroup => {
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    t.exec.pc += 1;
+                    t.pc += 1;
                     if let Some(pg) = t.exec.pg.take() {
                         self.remove_placement_group(pg);
                     }
@@ -135,10 +135,10 @@ impl Engine {
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
                     if t.exec.loops < times {
                         t.exec.loops += 1;
-                        t.exec.pc = to;
+                        t.pc = to;
                     } else {
                         t.exec.loops = 0;
-                        t.exec.pc += 1;
+                        t.pc += 1;
                     }
                 }
             }
@@ -169,7 +169,7 @@ impl Engine {
     fn advance(&mut self, tid: TaskId, attempt: u32) -> bool {
         match self.model.tasks.get_mut(&tid) {
             Some(t) if t.attempt == attempt && t.state == TaskState::Running => {
-                t.exec.pc += 1;
+                t.pc += 1;
                 true
             }
             _ => false,
@@ -312,7 +312,7 @@ impl Engine {
             let t = self.model.tasks.get_mut(&tid).expect("running task exists");
             t.exec.i = 0;
             t.exec.j = 0;
-            t.exec.pc += 1;
+            t.pc += 1;
             return false;
         };
         // Two `time.sleep` calls in the seed's loop when flagged: each returns late.
@@ -361,7 +361,7 @@ impl Engine {
             return;
         }
         let spec = &self.specs[t.spec as usize];
-        if !matches!(spec.program.get(t.exec.pc as usize), Some(Op::Get)) {
+        if !matches!(spec.program.get(t.pc as usize), Some(Op::Get)) {
             return;
         }
         if t.cpu_released {

@@ -114,11 +114,11 @@ impl Engine {
                 // later `ray.get` while its group is rescheduled).
                 if let Some(t) = self.model.tasks.get_mut(&creator) {
                     let at_create = matches!(
-                        self.specs[t.spec as usize].program.get(t.exec.pc as usize),
+                        self.specs[t.spec as usize].program.get(t.pc as usize),
                         Some(crate::workload::Op::CreatePlacementGroup { .. })
                     );
                     if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
-                        t.exec.pc += 1;
+                        t.pc += 1;
                         self.model.set_task_state(creator, TaskState::Running, self.clock.now);
                         self.run_program(creator);
                     }

@@ -268,7 +268,7 @@ impl Engine {
         let attempt = t.attempt;
         let cost = self.cfg.scheduler.call_start_cost.as_micros();
         if cost > 0 {
-            t.exec.begin_due = true;
+            t.begin_due = true;
             self.schedule_in(cost, Event::Begin(tid, attempt));
         } else {
             self.begin_task(tid, node);
@@ -277,7 +277,7 @@ impl Engine {
 
     pub(crate) fn on_begin(&mut self, tid: TaskId, attempt: u32) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.attempt != attempt || !t.exec.begin_due {
+        if t.attempt != attempt || !t.begin_due {
             return;
         }
         let node = t.node.expect("a task handed to a worker has a node");
@@ -296,6 +296,8 @@ impl Engine {
         self.model.set_task_state(tid, TaskState::Running, self.clock.now);
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.started_at = Some(self.clock.now);
+        t.pc = 0;
+        t.begin_due = false;
         t.exec = LazyExec::default();
         let heap = self.specs[t.spec as usize].heap;
         let kind = t.kind;

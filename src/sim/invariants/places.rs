@@ -14,7 +14,7 @@
 //! | RUNNING | an `OpDone` or a `Resume` for its attempt (actor tasks: also in the actor's running set) |
 //! | RUNNING_IN_RAY_GET | blocked on unresolved futures at a `Get`, or on its placement group, or queued to take its CPU back |
 //!
-//! A task with a `Begin` due has `exec.begin_due` set, and only then. NIL is passed
+//! A task with a `Begin` due has `begin_due` set, and only then. NIL is passed
 //! through within one event and never seen at rest.
 
 use super::{count, Scheduled, Violations};
@@ -134,7 +134,7 @@ impl Engine {
             let (dispatch, fetched, op_done, resubmit) =
                 (count(&s.dispatch, &key), count(&s.args_fetched, &key), count(&s.op_done, &key), count(&s.resubmit, &key));
             let begin = count(&s.begin, &key);
-            ensure!(v, begin == t.exec.begin_due as u32, "task {:x} ({}) has {begin} Begin events, begin_due {}", t.id.0, t.state, t.exec.begin_due);
+            ensure!(v, begin == t.begin_due as u32, "task {:x} ({}) has {begin} Begin events, begin_due {}", t.id.0, t.state, t.begin_due);
             let (q, res, act) = (count(&queued, &t.id), count(&resuming, &t.id), count(&on_actor, &t.id));
             let state = t.state;
             match state {
@@ -189,7 +189,7 @@ impl Engine {
                     ensure!(v, op_done == 1 && q + res == 0, "running task {id:x}: {op_done} op events, {q} queues, {res} resuming");
                 }
                 TaskState::RunningInRayGet => {
-                    let op = self.specs[t.spec as usize].program.get(t.exec.pc as usize);
+                    let op = self.specs[t.spec as usize].program.get(t.pc as usize);
                     let on_get = matches!(op, Some(Op::Get)) && t.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
                         && t.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state != PgState::Created);
@@ -201,7 +201,7 @@ impl Engine {
                 }
                 other => v.push(format!("task {id:x} is at rest in transient state {other}")),
             }
-            let on_worker = matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch) || t.exec.begin_due;
+            let on_worker = matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch) || t.begin_due;
             if t.kind == TaskType::ActorTask {
                 ensure!(v, act == on_worker as u32, "actor call {id:x} ({state}) is in its actor's running set {act} times");
             }
