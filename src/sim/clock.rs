@@ -31,7 +31,7 @@ impl Clock {
     }
 
     /// Time of the next event, if any.
-    pub(crate) fn next_time(&self) -> Option<u64> {
+    pub(crate) fn next_time(&mut self) -> Option<u64> {
         self.queue.peek_time()
     }
 

@@ -301,8 +301,8 @@ impl Engine {
         self.clock.pending()
     }
 
-    /// Time of the next event, if any.
-    pub fn next_event_time(&self) -> Option<u64> {
+    /// Time of the next event, if any. `&mut`: finding it may reorganise the queue.
+    pub fn next_event_time(&mut self) -> Option<u64> {
         self.clock.next_time()
     }
 

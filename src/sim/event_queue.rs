@@ -14,50 +14,45 @@
 //! is a fraction of the cache misses of a binary heap's sift-down through a cold array.
 //!
 //! Ties need no sequence number: entries with equal times always share a bucket (the
-//! bucket is a function of the time and the last time taken), and every bucket keeps
-//! push order when it is appended to and when it is split; the entry held outside is
-//! always the earliest pushed of its time, so it goes back to the front. So the order
-//! is (time, push order), what a binary heap keyed by (time, sequence number) gives, with
-//! half the key and far fewer moves when many events share an instant.
+//! bucket is a function of the time and the last time taken), every bucket keeps push
+//! order when it is appended to and when it is split, and entries due at the last time
+//! taken wait in `due` in push order. So the order is (time, push order), what a binary
+//! heap keyed by (time, sequence number) gives, with half the key and far fewer moves
+//! when many events share an instant.
 //!
-//! The smallest entry is held outside the buckets so `peek` needs no `&mut`; a time below
-//! the last one taken out (never produced by the engine) is still placed correctly, by
+//! A bucket is split only when `due` is empty and someone asks what is next (`peek_time`
+//! or `pop`), never right after a pop: the handler of the event just taken schedules at
+//! or after its time, which is still `last`, so its pushes are appends. A time below
+//! `last` (a control request between a peek and the pop) is still placed correctly, by
 //! re-bucketing everything: slower, never wrong.
 
 use std::collections::VecDeque;
 
-/// Bucket `b` (1..=64) holds times whose highest bit differing from `last` is bit b−1;
-/// bucket 0 holds times equal to `last`.
+/// Bucket `b` (1..=64) holds times whose highest bit differing from `last` is bit b−1.
 const BUCKETS: usize = 65;
 
 pub(crate) struct EventQueue<E> {
-    /// The first entry to come out, if any: always the earliest pushed of its time.
-    top: Option<(u64, E)>,
-    /// The time the buckets are relative to: the last time moved out of them.
+    /// The time the buckets are relative to: the last time moved into `due`.
     last: u64,
-    /// Each in push order among equal times.
-    buckets: Vec<VecDeque<(u64, E)>>,
-    /// Entries in `buckets`.
-    in_buckets: usize,
+    /// Entries due at `last`, in push order.
+    due: VecDeque<(u64, E)>,
+    /// Entries after `last`, by bucket (index 0 unused), each in push order among equal
+    /// times. Appended to and drained whole, never taken from the front.
+    buckets: Vec<Vec<(u64, E)>>,
+    len: usize,
     /// Bit `b` set: bucket `b` may hold entries (clear: it is empty), so the first
-    /// non-empty bucket is found with one instruction, not a scan of all 65.
+    /// non-empty bucket is found with one instruction, not a scan of all 64.
     occupied: u128,
 }
 
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
-        EventQueue {
-            top: None,
-            last: 0,
-            buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(),
-            in_buckets: 0,
-            occupied: 0,
-        }
+        EventQueue { last: 0, due: VecDeque::new(), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), len: 0, occupied: 0 }
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.in_buckets + usize::from(self.top.is_some())
+        self.len
     }
 
     #[inline]
@@ -67,83 +62,79 @@ impl<E> EventQueue<E> {
 
     /// Add an event due at `time`, after every event already due at that time.
     pub(crate) fn push(&mut self, time: u64, event: E) {
-        if self.top.as_ref().is_none_or(|(top, _)| time < *top) {
-            if let Some((t, e)) = self.top.replace((time, event)) {
-                // It was pushed before any other entry of its time: it goes first.
-                self.place(t, e, true);
-            }
-        } else {
-            self.place(time, event, false);
-        }
-    }
-
-    /// Put an entry in its bucket: at the front of its time's entries, or at the back.
-    #[inline]
-    fn place(&mut self, time: u64, event: E, first: bool) {
         if time < self.last {
             self.rebase(time);
         }
-        let b = self.bucket(time);
-        if first {
-            self.buckets[b].push_front((time, event));
-        } else {
-            self.buckets[b].push_back((time, event));
-        }
-        self.occupied |= 1 << b;
-        self.in_buckets += 1;
+        self.len += 1;
+        self.place(time, event);
     }
 
-    /// Make `last` = `time` (below it), re-bucketing what is there. Each bucket is
-    /// moved in order, and equal times share one, so push order among them holds.
-    #[cold]
-    fn rebase(&mut self, time: u64) {
-        self.last = time;
-        let all: Vec<(u64, E)> = self.buckets.iter_mut().flat_map(|b| b.drain(..)).collect();
-        self.occupied = 0;
-        for (t, e) in all {
-            let b = self.bucket(t);
-            self.buckets[b].push_back((t, e));
+    /// Put an entry after every entry of its time: in `due`, or at the back of its bucket.
+    #[inline]
+    fn place(&mut self, time: u64, event: E) {
+        if time == self.last {
+            self.due.push_back((time, event));
+        } else {
+            let b = self.bucket(time);
+            self.buckets[b].push((time, event));
             self.occupied |= 1 << b;
         }
     }
 
+    /// Make `last` = `time` (below it), re-bucketing what is there. `due` goes first and
+    /// each bucket is moved in order, and equal times share one, so push order among
+    /// them holds.
+    #[cold]
+    fn rebase(&mut self, time: u64) {
+        self.last = time;
+        self.occupied = 0;
+        let mut all: Vec<(u64, E)> = self.due.drain(..).collect();
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        for (t, e) in all {
+            self.place(t, e);
+        }
+    }
+
+    /// When nothing is due at `last`, move `last` to the earliest queued time by splitting
+    /// the first non-empty bucket. False when the queue is empty.
+    fn refill(&mut self) -> bool {
+        if !self.due.is_empty() {
+            return true;
+        }
+        if self.occupied == 0 {
+            return false;
+        }
+        let i = self.occupied.trailing_zeros() as usize;
+        let mut from = std::mem::take(&mut self.buckets[i]);
+        self.occupied &= !(1 << i);
+        self.last = from.iter().map(|(t, _)| *t).min().expect("an occupied bucket is not empty");
+        for (t, e) in from.drain(..) {
+            self.place(t, e);
+        }
+        // Keep the emptied bucket's allocation for its next entries.
+        self.buckets[i] = from;
+        true
+    }
+
     /// The time of the first entry.
-    pub(crate) fn peek_time(&self) -> Option<u64> {
-        self.top.as_ref().map(|(t, _)| *t)
+    pub(crate) fn peek_time(&mut self) -> Option<u64> {
+        self.refill();
+        self.due.front().map(|(t, _)| *t)
     }
 
     /// Take the first entry: (time, event).
     pub(crate) fn pop(&mut self) -> Option<(u64, E)> {
-        let first = self.top.take()?;
-        self.top = self.pop_bucket();
+        self.refill();
+        let first = self.due.pop_front()?;
+        self.len -= 1;
         Some(first)
-    }
-
-    fn pop_bucket(&mut self) -> Option<(u64, E)> {
-        if self.in_buckets == 0 {
-            return None;
-        }
-        if self.buckets[0].is_empty() {
-            // Bucket 0 is empty, so the lowest set bit above it names the first non-empty one.
-            let i = (self.occupied & !1).trailing_zeros() as usize;
-            let mut from = std::mem::take(&mut self.buckets[i]);
-            self.occupied &= !(1 << i);
-            self.last = from.iter().map(|(t, _)| *t).min().expect("bucket is not empty");
-            for (t, e) in from.drain(..) {
-                let b = self.bucket(t);
-                self.buckets[b].push_back((t, e));
-                self.occupied |= 1 << b;
-            }
-            // Keep the emptied bucket's allocation for its next entries.
-            self.buckets[i] = from;
-        }
-        self.in_buckets -= 1;
-        self.buckets[0].pop_front()
     }
 
     /// Every pending event, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
-        self.top.iter().chain(self.buckets.iter().flatten()).map(|(_, e)| e)
+        self.due.iter().chain(self.buckets.iter().flatten()).map(|(_, e)| e)
     }
 }
 
@@ -186,6 +177,13 @@ mod tests {
                 }
             }
             assert_eq!(q.peek_time(), h.peek().map(|Reverse(x)| x.0));
+            if step % 13 == 0 {
+                // Between a peek and the pop (a control request): due now, before the
+                // time just peeked.
+                seq += 1;
+                q.push(now, step);
+                h.push(Reverse((now, seq, step)));
+            }
             let a = q.pop();
             let b = h.pop().map(|Reverse((t, _, e))| (t, e));
             assert_eq!(a, b);
