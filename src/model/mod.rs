@@ -273,8 +273,8 @@ impl Model {
     /// Add a new task to the table, counted in its initial state.
     pub fn insert_task(&mut self, mut task: Task) {
         task.history.record(task.state, task.submitted_at);
-        let row = row_of(&mut self.task_counts, &task);
-        bump(&mut self.task_counts, &mut self.counters.backlog, row, &task, 1);
+        task.counts_row = row_of(&mut self.task_counts, &task);
+        bump(&mut self.task_counts, &mut self.counters.backlog, task.counts_row, &task, 1);
         self.counters.tasks_submitted += 1;
         self.tasks.insert(task.id, task);
     }
@@ -289,7 +289,7 @@ impl Model {
         if !t.state.can_move_to(next) {
             self.counters.illegal_transitions += 1;
         }
-        let row = row_of(&mut self.task_counts, t);
+        let row = t.counts_row;
         bump(&mut self.task_counts, &mut self.counters.backlog, row, t, -1);
         t.state = next;
         t.history.record(next, now);
@@ -301,8 +301,7 @@ impl Model {
     /// record with `error` (Ray lists every attempt); the new one starts pending.
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64, error: ErrorType) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
-        let row = row_of(&mut self.task_counts, t);
-        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, -1);
+        bump(&mut self.task_counts, &mut self.counters.backlog, t.counts_row, t, -1);
         let mut failed = t.record(now, 0);
         failed.state = TaskState::Failed;
         failed.error = Some(error);
@@ -317,8 +316,8 @@ impl Model {
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
         // A retry counts in its own row (`is_retry`).
-        let row = row_of(&mut self.task_counts, t);
-        bump(&mut self.task_counts, &mut self.counters.backlog, row, t, 1);
+        t.counts_row = row_of(&mut self.task_counts, t);
+        bump(&mut self.task_counts, &mut self.counters.backlog, t.counts_row, t, 1);
         self.counters.tasks_retried += 1;
         crate::log_event!(self.log, now, "task", "{:x} RETRY {} attempt={}", id.0, next.as_str(), t.attempt);
         self.keep_record(failed);
@@ -340,7 +339,7 @@ impl Model {
         if !t.state.can_move_to(terminal) {
             self.counters.illegal_transitions += 1;
         }
-        let row = row_of(&mut self.task_counts, &t);
+        let row = t.counts_row;
         bump(&mut self.task_counts, &mut self.counters.backlog, row, &t, -1);
         t.state = terminal;
         t.history.record(terminal, now);

@@ -40,6 +40,8 @@ pub struct Task {
     pub arg_bytes: u64,
     /// When this attempt entered each of Ray's lifecycle states (the State API's `events`).
     pub history: TaskHistory,
+    /// Its row in `Model::task_counts` (set when it is inserted and when it is retried).
+    pub counts_row: super::Row,
     /// The program step it is at (`workload::Op`), kept here rather than in `exec` so
     /// a one-step task never allocates its interpreter state.
     pub pc: u16,
@@ -79,6 +81,7 @@ impl Task {
             error: None,
             arg_bytes: 0,
             history: TaskHistory::submitted(now),
+            counts_row: super::Row::UNSET,
             pc: 0,
             begin_due: false,
             exec: LazyExec::default(),

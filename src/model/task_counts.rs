@@ -34,9 +34,16 @@ pub struct TaskCounts {
     running: Vec<Vec<(u32, TaskState, i64)>>,
 }
 
-/// A task's row, found once per move.
+/// A task's row: found when the task is inserted (and when it is retried), kept on the
+/// task, so a move costs no hash at all. A row is only reused once no live task counts
+/// in it, so the one a task holds stays its own.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Row(u32);
+
+impl Row {
+    /// Not counted yet: any use of it panics on the index.
+    pub const UNSET: Row = Row(u32::MAX);
+}
 
 impl TaskCounts {
     /// The row of (name, job, retry), made on first use.
