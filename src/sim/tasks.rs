@@ -135,17 +135,20 @@ impl Engine {
         if t.args.is_empty() {
             return None;
         }
-        let mut per_node: Vec<(NodeIdx, u64)> = Vec::new();
-        for a in t.args.iter() {
-            let Some(o) = self.model.objects.get(a) else { continue };
-            if let (false, Some(n)) = (o.inline, o.primary) {
-                match per_node.iter_mut().find(|(m, _)| *m == n) {
-                    Some((_, b)) => *b += o.size,
-                    None => per_node.push((n, o.size)),
-                }
-            }
-        }
-        per_node.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(n, _)| n)
+        // Sorted by node and summed per run: a reducer's thousand arguments sit on about
+        // as many nodes, and a linear find per argument was a million steps per reducer.
+        let mut located: Vec<(NodeIdx, u64)> = t
+            .args
+            .iter()
+            .filter_map(|a| self.model.objects.get(a))
+            .filter_map(|o| if o.inline { None } else { o.primary.map(|n| (n, o.size)) })
+            .collect();
+        located.sort_unstable_by_key(|&(n, _)| n);
+        located
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| (run[0].0, run.iter().map(|&(_, bytes)| bytes).sum::<u64>()))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(n, _)| n)
     }
 
     /// Reserve resources on `node` and send the task there.
