@@ -36,10 +36,12 @@ pub struct LoggedEvent {
 }
 
 impl EventLog {
+    /// Keeps the last `capacity` events in memory for the state API; 0 keeps none (the
+    /// digest and the sink still see every line).
     pub fn new(capacity: usize) -> EventLog {
         EventLog {
             recent: VecDeque::with_capacity(capacity.min(1 << 16)),
-            capacity: capacity.max(1),
+            capacity,
             digest: LogDigest::new(),
             total: 0,
             sink: None,
@@ -88,15 +90,17 @@ impl EventLog {
                 self.sink = None;
             }
         }
-        let text = &self.unhashed[head..self.unhashed.len() - 1];
-        // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
-        let mut message = match self.recent.len() == self.capacity {
-            true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
-            false => String::with_capacity(text.len()),
-        };
-        message.clear();
-        message.push_str(text);
-        self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
+        if self.capacity > 0 {
+            let text = &self.unhashed[head..self.unhashed.len() - 1];
+            // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
+            let mut message = match self.recent.len() == self.capacity {
+                true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
+                false => String::with_capacity(text.len()),
+            };
+            message.clear();
+            message.push_str(text);
+            self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
+        }
         self.total += 1;
         if self.unhashed.len() >= HASH_BATCH {
             let full = std::mem::take(&mut self.unhashed);
