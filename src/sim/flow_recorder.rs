@@ -43,6 +43,8 @@ struct JobRec {
     edge_keys: Vec<(u32, u32)>,
     edge_index: FxHashMap<(u32, u32), u32>,
     edge_aggs: Vec<EdgeAgg>,
+    /// Edge index → its rows in [`Totals`]: (caller name, callee name) and callee name.
+    edge_totals: Vec<(u32, u32)>,
     /// What the last publish shared, until the next record.
     published: RefCell<Option<Arc<JobRecord>>>,
 }
@@ -52,13 +54,49 @@ pub(crate) struct FlowRecorder {
     jobs: BTreeMap<u32, JobRec>,
     cache: RefCell<Option<Arc<Recorded>>>,
     /// Metrics over every call of every job (bounded by names squared).
-    calls: Arc<BTreeMap<(u32, u32), u64>>,
-    durations: Arc<BTreeMap<u32, Histogram>>,
+    totals: Totals,
+}
+
+/// Calls by (caller name, callee name) and ended calls' durations by callee name, over
+/// every job, forgotten ones too. Rows are found once per edge (each edge keeps its
+/// two), so a call costs two array updates, not two ordered-map lookups; the maps
+/// readers see are built when published.
+#[derive(Default)]
+struct Totals {
+    call_row: FxHashMap<(u32, u32), u32>,
+    calls: Vec<((u32, u32), u64)>,
+    duration_row: FxHashMap<u32, u32>,
+    durations: Vec<(u32, Histogram)>,
+}
+
+impl Totals {
+    /// The rows of an edge from `caller` to `callee` (frame name keys).
+    fn rows(&mut self, caller: u32, callee: u32) -> (u32, u32) {
+        let calls = &mut self.calls;
+        let c = *self.call_row.entry((caller, callee)).or_insert_with(|| {
+            calls.push(((caller, callee), 0));
+            (calls.len() - 1) as u32
+        });
+        let durations = &mut self.durations;
+        let d = *self.duration_row.entry(callee).or_insert_with(|| {
+            durations.push((callee, Histogram::new(DURATION_BUCKETS)));
+            (durations.len() - 1) as u32
+        });
+        (c, d)
+    }
+
+    fn calls_map(&self) -> Arc<BTreeMap<(u32, u32), u64>> {
+        Arc::new(self.calls.iter().filter(|(_, n)| *n > 0).copied().collect())
+    }
+
+    fn durations_map(&self) -> Arc<BTreeMap<u32, Histogram>> {
+        Arc::new(self.durations.iter().filter(|(_, h)| h.count > 0).cloned().collect())
+    }
 }
 
 impl FlowRecorder {
     pub fn new(cap: u64) -> FlowRecorder {
-        FlowRecorder { cap, jobs: BTreeMap::new(), cache: RefCell::new(None), calls: Arc::default(), durations: Arc::default() }
+        FlowRecorder { cap, jobs: BTreeMap::new(), cache: RefCell::new(None), totals: Totals::default() }
     }
 
     fn touched(&mut self, job: u32) {
@@ -101,10 +139,11 @@ impl FlowRecorder {
             edge_keys: Vec::new(),
             edge_index: FxHashMap::default(),
             edge_aggs: Vec::new(),
+            edge_totals: Vec::new(),
             published: RefCell::new(None),
         };
         let frame = j.frame(DRIVER_KEY, "_main");
-        j.edge(frame, frame);
+        j.edge(frame, frame, &mut self.totals);
         j.rec.targets.push(Target {
             kind: TargetKind::Driver,
             class: "_main".into(),
@@ -137,7 +176,7 @@ impl FlowRecorder {
         let spec_name = specs.get(t.spec as usize).map(|s| s.name).unwrap_or(t.name);
         let Some(&(_, caller)) = j.edge_keys.get((parent & !RECORDED) as usize) else { return };
         let frame = j.frame(spec_name.0, m.names.get(spec_name));
-        let edge = j.edge(caller, frame);
+        let edge = j.edge(caller, frame, &mut self.totals);
         let agg = &mut j.edge_aggs[edge as usize];
         agg.calls += 1;
         agg.bytes += arg_bytes;
@@ -152,8 +191,7 @@ impl FlowRecorder {
             let target = j.target(m, spec_name.0, actor, frame);
             j.rec.records.push(Rec::Submit { span: tid.0, parent: parent_span(t.parent), target, t: now, arg_bytes });
         }
-        let caller_name = j.frame_names[caller as usize];
-        *Arc::make_mut(&mut self.calls).entry((caller_name, spec_name.0)).or_default() += 1;
+        self.totals.calls[j.edge_totals[edge as usize].0 as usize].1 += 1;
         let job = t.job.0;
         if let Some(t) = m.tasks.get_mut(&tid) {
             t.flow = edge | if recorded { RECORDED } else { 0 };
@@ -190,11 +228,7 @@ impl FlowRecorder {
         *self.cache.get_mut() = None;
         let Some(j) = self.jobs.get_mut(&job) else { return };
         if edge != 0 {
-            let callee = j.edge_keys[edge as usize].1;
-            Arc::make_mut(&mut self.durations)
-                .entry(j.frame_names[callee as usize])
-                .or_insert_with(|| Histogram::new(DURATION_BUCKETS))
-                .observe(took as f64 / 1e6);
+            self.totals.durations[j.edge_totals[edge as usize].1 as usize].1.observe(took as f64 / 1e6);
             let e = &mut j.edge_aggs[edge as usize];
             e.completed += 1;
             e.total_us += took;
@@ -247,7 +281,8 @@ impl FlowRecorder {
                 (k, shared.clone())
             })
             .collect();
-        let r = Arc::new(Recorded { jobs, cap: self.cap, calls: self.calls.clone(), durations: self.durations.clone() });
+        let (calls, durations) = (self.totals.calls_map(), self.totals.durations_map());
+        let r = Arc::new(Recorded { jobs, cap: self.cap, calls, durations });
         *self.cache.borrow_mut() = Some(r.clone());
         r
     }
@@ -270,12 +305,13 @@ impl JobRec {
         f
     }
 
-    fn edge(&mut self, caller: u32, callee: u32) -> u32 {
+    fn edge(&mut self, caller: u32, callee: u32, totals: &mut Totals) -> u32 {
         if let Some(&e) = self.edge_index.get(&(caller, callee)) {
             return e;
         }
         self.edge_keys.push((caller, callee));
         self.edge_aggs.push(EdgeAgg::default());
+        self.edge_totals.push(totals.rows(self.frame_names[caller as usize], self.frame_names[callee as usize]));
         let e = (self.edge_keys.len() - 1) as u32;
         self.edge_index.insert((caller, callee), e);
         e
