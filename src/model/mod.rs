@@ -9,6 +9,7 @@
 pub mod actor;
 pub mod event_log;
 mod log_digest;
+mod prefault;
 pub mod ids;
 pub mod job;
 pub mod limits;

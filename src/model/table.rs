@@ -1,7 +1,7 @@
 //! `IdTable`: the storage behind the live task and object tables, indexed by dense id.
 //!
-//! Owns: where a live record sits in memory, how it is found from its id, and having a
-//! large reservation faulted in ahead of use (`prefault`).
+//! Owns: where a live record sits in memory and how it is found from its id (a large
+//! reservation is faulted in ahead of use: `model/prefault.rs`).
 //! Must never: decide anything about the records it holds, hand out ids, or grow with
 //! the number of records ever inserted (only with the live ones).
 //!
@@ -25,6 +25,7 @@
 //! `remove`, `contains_key`, `values`, `Index<&K>`), so call sites read as before;
 //! iteration is in id order, which no caller relied on not having.
 
+use super::prefault::prefaulted_vec;
 use std::collections::{BTreeMap, VecDeque};
 
 /// An id handed out in sequence (`TaskId`, `ObjectId`).
@@ -76,13 +77,11 @@ impl<K: DenseId, V> IdTable<K, V> {
     }
 
     /// Room for `n` more live records without reallocating the window. A large empty
-    /// window's memory is faulted in beside the caller (see [`prefault`]).
+    /// window's memory is faulted in beside the caller (`model/prefault.rs`).
     pub fn reserve(&mut self, n: usize) {
         if self.window.is_empty() && self.window.capacity() < n {
-            let slots: Vec<Option<V>> = Vec::with_capacity(n);
-            prefault(slots.as_ptr().cast(), slots.capacity() * std::mem::size_of::<Option<V>>());
             // O(1), the same buffer: `From<Vec>` never reallocates.
-            self.window = VecDeque::from(slots);
+            self.window = VecDeque::from(prefaulted_vec::<Option<V>>(n));
         } else {
             self.window.reserve(n);
         }
@@ -218,41 +217,6 @@ impl<K: DenseId, V> IdTable<K, V> {
     }
 }
 
-/// Below this, first-touch faults cost too little to be worth a thread.
-const PREFAULT_MIN_BYTES: usize = 16 << 20;
-
-/// Have the kernel fault in `len` bytes at `start` on a thread of their own, so the
-/// simulation's first writes to a big table (scale.yaml's million live objects: 150 MB)
-/// do not each stop it while the kernel zeroes a page: that was about 7% of the run.
-/// `MADV_POPULATE_WRITE` only fills page tables, as a write would, and never changes a
-/// byte, so racing with the owner's own writes, or the buffer having been freed in the
-/// meantime, is harmless; so is a kernel without it (the call fails and the faults
-/// happen on first touch, as before). Runs front to back in steps, ahead of a table
-/// that fills from the front.
-fn prefault(start: *const u8, len: usize) {
-    #[cfg(target_os = "linux")]
-    if len >= PREFAULT_MIN_BYTES {
-        const STEP: usize = 8 << 20;
-        let page = 4096;
-        let first = (start as usize).next_multiple_of(page);
-        let end = (start as usize + len) & !(page - 1);
-        let spawned = std::thread::Builder::new().name("table-prefault".into()).spawn(move || {
-            let mut at = first;
-            while at < end {
-                let n = STEP.min(end - at);
-                // SAFETY: advice only; the range is page-aligned and inside one allocation.
-                if unsafe { libc::madvise(at as *mut libc::c_void, n, libc::MADV_POPULATE_WRITE) } != 0 {
-                    return;
-                }
-                at += n;
-            }
-        });
-        drop(spawned);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (start, len);
-}
-
 impl<K: DenseId, V> std::ops::Index<&K> for IdTable<K, V> {
     type Output = V;
     #[track_caller]
@@ -351,7 +315,7 @@ mod tests {
     fn a_large_reservation_is_an_ordinary_window() {
         let mut t: IdTable<TaskId, u64> = IdTable::new();
         t.reserve(1 << 20);
-        assert!(std::mem::size_of::<Option<u64>>() << 20 >= PREFAULT_MIN_BYTES);
+        assert!(std::mem::size_of::<Option<u64>>() << 20 >= crate::model::prefault::PREFAULT_MIN_BYTES);
         let capacity = t.window_capacity();
         assert!(capacity >= 1 << 20);
         for i in 0..(1u64 << 20) {
