@@ -268,7 +268,8 @@ pub struct SimConfig {
     /// Dead actors kept (Ray's dashboard keeps 1,000).
     #[serde(default = "default_dead_actors")]
     pub dead_actor_capacity: usize,
-    /// GCS event log entries kept in memory (the full log can be streamed to a file).
+    /// GCS event log entries kept in memory for the state API (`serve`; a batch run keeps
+    /// none). The full log can be streamed to a file.
     #[serde(default = "default_event_capacity")]
     pub event_log_capacity: usize,
     /// Finished jobs kept in the job table.
