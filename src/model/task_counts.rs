@@ -15,6 +15,7 @@
 
 use super::{JobId, NameId, NodeIdx, TaskCountKey, TaskState};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 const STATES: usize = TaskState::ALL.len();
 
@@ -30,8 +31,9 @@ pub struct TaskCounts {
     /// Bit per state: a terminal count that exists even at zero.
     kept: Vec<u16>,
     free: Vec<u32>,
-    /// Per node index: (row, state, count) of its running tasks, none at zero.
-    running: Vec<Vec<(u32, TaskState, i64)>>,
+    /// Per node index: (row, state, count) of its running tasks, none at zero; two held
+    /// inline, so the lists of all nodes sit in one array instead of one heap block each.
+    running: Vec<SmallVec<[(u32, TaskState, i64); 2]>>,
 }
 
 /// A task's row: found when the task is inserted (and when it is retried), kept on the
@@ -84,7 +86,7 @@ impl TaskCounts {
     fn add_running(&mut self, node: NodeIdx, row: u32, state: TaskState, delta: i64) {
         let n = node.index();
         if n >= self.running.len() {
-            self.running.resize_with(n + 1, Vec::new);
+            self.running.resize_with(n + 1, SmallVec::new);
         }
         let list = &mut self.running[n];
         match list.iter().position(|&(r, s, _)| r == row && s == state) {
