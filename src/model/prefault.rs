@@ -46,4 +46,3 @@ pub(crate) fn prefault(start: *const u8, len: usize) {
     #[cfg(not(target_os = "linux"))]
     let _ = (start, len);
 }
-
