@@ -396,6 +396,12 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let mut cfg = cfg;
+    if cfg.cluster.session_name.is_none() {
+        // Ray starts a new session on every start; so does a server (not `simulate`).
+        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        cfg.cluster.session_name = Some(rayscope::sim::session_name_at(now_us, std::process::id()));
+    }
     let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
     // HTTP work (serving, encoding) runs at a lower priority than the engine thread, so a
     // flood of scrapes queues behind the simulation instead of slowing it.

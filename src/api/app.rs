@@ -73,6 +73,17 @@ pub(crate) struct SubmissionMeta {
     pub entrypoint_resources: Value,
 }
 
+impl SubmissionMeta {
+    /// What keeping it costs, near enough: its JSON text plus a fixed overhead.
+    pub fn size(&self) -> usize {
+        let json = |v: &Value| serde_json::to_string(v).map_or(0, |s| s.len());
+        256 + self.submission_id.len()
+            + json(&self.metadata)
+            + json(&self.runtime_env)
+            + json(&self.entrypoint_resources)
+    }
+}
+
 /// Snapshots kept for page tokens: each holds its tables alive, so keep few.
 const MAX_PINNED: usize = 4;
 pub(crate) const PIN_SECONDS: u64 = 60;
@@ -105,6 +116,8 @@ pub(crate) struct App {
     pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
+    /// The memory large responses in flight may take together.
+    pub budget: super::budget::ResponseBudget,
     /// The connection cap and header-read timeout, and what they refused.
     pub connections: Arc<super::server::ConnectionStats>,
 }
@@ -128,10 +141,11 @@ impl App {
             server.max_connections,
             Duration::from_micros(server.header_read_timeout.as_micros()),
         ));
+        let budget = super::budget::ResponseBudget::new(server.limits.response_budget.0);
         App {
             stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
             history: DashboardHistory::new(opts.history_len),
-            alerts: AlertStore::default(),
+            alerts: AlertStore::new(&server.limits),
             submissions: Mutex::new(VecDeque::new()),
             drivers: Mutex::new(None),
             pinned: Mutex::new(VecDeque::new()),
@@ -146,6 +160,7 @@ impl App {
             stopping,
             rate_baselines: crate::metrics::RateBaselines::default(),
             exposition: Default::default(),
+            budget,
             connections,
         }
     }
@@ -177,10 +192,16 @@ impl App {
         }
     }
 
+    /// Keep a submission's metadata: the newest [`MAX_SUBMISSIONS`] within
+    /// `server.limits.submissions_bytes`.
     pub fn remember_submission(&self, meta: SubmissionMeta) {
+        let size = meta.size();
+        let budget = self.config.server.limits.submissions_bytes.0 as usize;
         let mut subs = self.submissions.lock().unwrap_or_else(PoisonError::into_inner);
-        if subs.len() >= MAX_SUBMISSIONS {
-            subs.pop_front();
+        let mut kept: usize = subs.iter().map(SubmissionMeta::size).sum();
+        while subs.len() >= MAX_SUBMISSIONS || (kept + size > budget && !subs.is_empty()) {
+            let Some(old) = subs.pop_front() else { break };
+            kept -= old.size();
         }
         subs.push_back(meta);
     }

@@ -15,7 +15,7 @@ use super::rows::{Ctx, Resource};
 use super::state_api::job_extra;
 use crate::sim::control::Control;
 use crate::snapshot::{JobView, Snapshot, Tables};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -70,6 +70,19 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
             return Err(ApiError::field("submission_id", "submission_id must be 1 to 256 printable characters"));
         }
     }
+    let limits = &app.config.server.limits;
+    if let Some(ep) = &req.entrypoint {
+        if ep.len() as u64 > limits.job_string_bytes.0 {
+            return Err(ApiError::too_large("entrypoint", ep.len(), limits.job_string_bytes.0, "job_string_bytes"));
+        }
+    }
+    let json_len = |v: Option<String>| v.map_or(0, |s| s.len());
+    let metadata_len = json_len(req.metadata.as_ref().and_then(|m| serde_json::to_string(m).ok()))
+        + json_len(req.runtime_env.as_ref().and_then(|m| serde_json::to_string(m).ok()))
+        + json_len(req.entrypoint_resources.as_ref().and_then(|m| serde_json::to_string(m).ok()));
+    if metadata_len as u64 > limits.job_metadata_bytes.0 {
+        return Err(ApiError::too_large("metadata", metadata_len, limits.job_metadata_bytes.0, "job_metadata_bytes"));
+    }
     let cluster = &app.config.cluster;
     let (workload, entrypoint) = match (&req.workload, &req.entrypoint) {
         (Some(yaml), ep) => {
@@ -88,6 +101,11 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
             ))
         }
     };
+    // The job's name becomes a label value on `/metrics`.
+    if workload.name().len() as u64 > limits.job_string_bytes.0 {
+        let field = if req.workload.is_some() { "workload.name" } else { "entrypoint" };
+        return Err(ApiError::too_large(field, workload.name().len(), limits.job_string_bytes.0, "job_string_bytes"));
+    }
     let reply = app
         .control(Control::SubmitJob { workload: Box::new(workload), entrypoint: entrypoint.clone(), submission_id })
         .await?;
@@ -128,11 +146,18 @@ fn find(snap: &Snapshot, id: &str) -> Result<usize, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no job with submission_id or job_id {id:?}")))
 }
 
-/// `GET /api/jobs/`: every job the engine keeps, oldest first.
-pub(crate) async fn list(State(app): State<AppState>) -> Response {
+/// `GET /api/jobs/`: every job the engine keeps, oldest first. Ray's list takes no
+/// parameters, so any parameter is a 400 naming it rather than silently ignored.
+pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    if let Some((name, _)) = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()).next() {
+        return Err(ApiError::parameter(
+            &name,
+            format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters"),
+        ));
+    }
     let snap = app.handle.snapshot();
     let jobs: Vec<Value> = (0..snap.jobs.len()).map(|i| details(&app, &snap, i)).collect();
-    json_ok(Value::Array(jobs))
+    Ok(json_ok(Value::Array(jobs)))
 }
 
 /// `GET /api/jobs/{id}` (a submission id or a job id).

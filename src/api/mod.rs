@@ -12,6 +12,7 @@
 //! | `pages` | the built-in dashboard pages and their embedded assets |
 //! | `app` | [`ServeOptions`] and the state every handler shares |
 //! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
+//! | `budget` | the memory that large responses in flight may take together (503 beyond) |
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
@@ -33,6 +34,7 @@
 mod alerts;
 mod app;
 mod auth;
+mod budget;
 mod cluster_rows;
 mod control;
 mod entrypoint;

@@ -10,6 +10,7 @@ mod locate;
 mod defaults;
 pub mod overrides;
 pub mod schema;
+pub mod server_limits;
 pub mod workloads;
 mod tagged;
 pub mod units;
@@ -18,6 +19,7 @@ pub mod validate;
 pub use schema::*;
 pub use overrides::Override;
 pub use limits::LimitsConfig;
+pub use server_limits::ServerLimits;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
 
