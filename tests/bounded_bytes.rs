@@ -246,3 +246,76 @@ fn emit_gives_up_on_a_trickling_or_lying_server_by_its_deadline_and_never_panics
         assert!(e.contains("at most") || e.contains("Content-Length"), "{e}");
     }
 }
+
+#[tokio::test]
+async fn deep_yaml_is_refused_at_once_and_the_server_stays_responsive_while_the_worst_allowed_body_parses() {
+    let s = Server::with_token().await;
+    // 800 KB of flow nesting: refused at the first level too many, naming where.
+    let deep = json!({"workload": "[".repeat(800 * 1024)}).to_string();
+    let r = s.post("/api/jobs/", &deep).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    let body = r.json();
+    assert!(body["error"].as_str().unwrap().contains("nests more than 64"), "{body}");
+    assert_eq!((body["line"].as_u64(), body["field"].as_str()), (Some(1), Some("workload")), "{body}");
+
+    // The worst body allowed: nesting just under the limit, then as many entries as fit
+    // in the body limit. Several at once, while the health probe is asked repeatedly.
+    let mut yaml = String::from("kind: fan_out\nname: x\nextra: ");
+    yaml.push_str(&"[".repeat(60));
+    while yaml.len() < 900 * 1024 {
+        yaml.push_str("a, ");
+    }
+    yaml.push_str(&"]".repeat(60));
+    let worst = json!({"workload": yaml}).to_string();
+    let posts = futures_util::future::join_all((0..4).map(|_| s.post("/api/jobs/", &worst)));
+    let probe = async {
+        let mut slowest = Duration::ZERO;
+        for _ in 0..20 {
+            let started = Instant::now();
+            let r = s.get("/-/healthy").await;
+            assert_eq!(r.status, 200);
+            slowest = slowest.max(started.elapsed());
+        }
+        slowest
+    };
+    let (answers, slowest) = tokio::join!(posts, probe);
+    for r in answers {
+        // Refused for its unknown field, or 503 while two others are being parsed.
+        assert!(r.status == 400 || r.status == 503, "{}: {}", r.status, r.text());
+    }
+    assert!(slowest < Duration::from_secs(1), "the health probe took {slowest:?} while workloads were parsed");
+    s.stop().await;
+}
+
+/// The peak resident memory of this process's finished children, in bytes.
+fn children_peak_rss() -> u64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes the struct it is given.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
+    usage.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn locating_an_error_in_a_large_config_takes_memory_linear_in_its_size() {
+    // A chain of 60 keys of 1,000 bytes each (YAML's longest simple key is 1,024), then
+    // 40,000 entries under it, 380 KB in all: keeping a full path per node would take
+    // 40,000 × 60 KB = 2.4 GB.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for level in 0..60 {
+        text.push_str(&"  ".repeat(level));
+        text.push_str(&format!("{}{level:02}:", "k".repeat(998)));
+        text.push('\n');
+    }
+    text.push_str(&"  ".repeat(60));
+    let entries: Vec<String> = (0..40_000).map(|i| format!("e{i}: 1")).collect();
+    text.push_str(&format!("{{{}}}\n", entries.join(", ")));
+    let path = dir.path().join("large.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).arg("check").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("large.yaml:1:"), "{}", stderr.chars().take(300).collect::<String>());
+    let peak = children_peak_rss();
+    assert!(peak < 256 << 20, "rayscope check peaked at {} MiB", peak >> 20);
+}

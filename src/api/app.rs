@@ -116,6 +116,8 @@ pub(crate) struct App {
     pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
+    /// Workload YAML parses in flight (`jobs::YAML_PARSES`).
+    pub yaml_parses: tokio::sync::Semaphore,
     /// The memory large responses in flight may take together.
     pub budget: super::budget::ResponseBudget,
     /// The connection cap and header-read timeout, and what they refused.
@@ -161,6 +163,7 @@ impl App {
             rate_baselines: crate::metrics::RateBaselines::default(),
             exposition: Default::default(),
             budget,
+            yaml_parses: tokio::sync::Semaphore::new(super::jobs::YAML_PARSES),
             connections,
         }
     }

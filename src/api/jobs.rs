@@ -16,9 +16,13 @@ use super::state_api::job_extra;
 use crate::sim::control::Control;
 use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+
+/// Workload YAML bodies parsed at once; more get 503 (each may take a core for a while).
+pub(crate) const YAML_PARSES: usize = 2;
 
 /// Ray's `JobSubmitRequest`, plus `workload` (YAML) for custom workloads.
 #[derive(Debug, Deserialize)]
@@ -86,7 +90,19 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
     let cluster = &app.config.cluster;
     let (workload, entrypoint) = match (&req.workload, &req.entrypoint) {
         (Some(yaml), ep) => {
-            let w = parse_workload_yaml(yaml, cluster).map_err(workload_error)?;
+            // Parsing untrusted YAML is CPU work: off the async workers, a few at a time.
+            let Ok(_slot) = app.yaml_parses.try_acquire() else {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("{YAML_PARSES} workloads are being parsed already; retry shortly"),
+                )
+                .retry_after(1));
+            };
+            let (yaml, for_cluster) = (yaml.clone(), cluster.clone());
+            let w = tokio::task::spawn_blocking(move || parse_workload_yaml(&yaml, &for_cluster))
+                .await
+                .map_err(super::error::internal)?
+                .map_err(workload_error)?;
             let ep = ep.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| format!("workload: {}", w.name()));
             (w, ep)
         }

@@ -3,6 +3,7 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+pub mod depth;
 mod diagnose;
 pub mod ip_range;
 pub mod limits;
@@ -98,6 +99,7 @@ pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result
         Some(o) => by_override(o, field, message),
         None => in_file(line, column, field, message),
     };
+    depth::check(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, String::new(), e.to_string())]))?;
     let mut doc = diagnose::parse_document(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
     for o in overrides {
         o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message)]))?;
