@@ -69,6 +69,11 @@ struct ServeArgs {
     /// Log format (RUST_LOG selects what is logged, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Keep received alerts and jobs submitted through the Jobs API in DIR across restarts
+    /// (written atomically at most once a second; a job running at a restart comes back
+    /// FAILED). Without it a restart forgets them.
+    #[arg(long, value_name = "DIR", env = "RAYSCOPE_STATE_DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -438,6 +443,15 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let mut opts = ServeOptions::new(cfg.clone());
+    if let Some(dir) = &args.state_dir {
+        match rayscope::api::state_dir::StateDir::open(dir) {
+            Ok(state) => opts.state_dir = Some(state),
+            Err(e) => {
+                eprintln!("error: --state-dir: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Some(t) = env_token("RAYSCOPE_TOKEN") {
         opts.token = Some(t);
     }

@@ -20,7 +20,7 @@ use crate::config::ServerLimits;
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -71,7 +71,7 @@ struct Alert {
     fingerprint: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Stored {
     received_at_ms: u64,
     receiver: Option<String>,
@@ -83,6 +83,8 @@ struct Stored {
 pub(crate) struct AlertStore {
     inner: Mutex<Inner>,
     limits: ServerLimits,
+    /// Bumped by every change, so the state directory writes only what changed.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -113,7 +115,46 @@ impl Stored {
 
 impl AlertStore {
     pub fn new(limits: &ServerLimits) -> AlertStore {
-        AlertStore { inner: Mutex::new(Inner::default()), limits: limits.clone() }
+        AlertStore { inner: Mutex::new(Inner::default()), limits: limits.clone(), generation: Default::default() }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The kept alerts, oldest first, as JSON (for the state directory).
+    pub fn export(&self) -> Vec<u8> {
+        let alerts: Vec<Arc<Stored>> = {
+            let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            inner.alerts.iter().map(|(a, _)| a.clone()).collect()
+        };
+        let alerts: Vec<&Stored> = alerts.iter().map(|a| a.as_ref()).collect();
+        serde_json::to_vec(&alerts).unwrap_or_default()
+    }
+
+    /// Keep alerts of an earlier run (from the state directory), oldest first, within the
+    /// limits; returns how many were kept. Their counts are not restored: the exported
+    /// counters start again with the new session, as Ray's do.
+    pub fn restore(&self, alerts: Vec<Value>) -> usize {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        for stored in alerts.into_iter().filter_map(|v| serde_json::from_value::<Stored>(v).ok()) {
+            self.keep(&mut inner, stored);
+        }
+        inner.alerts.len()
+    }
+
+    /// Append one alert, forgetting the oldest past the count or byte limit.
+    fn keep(&self, inner: &mut Inner, stored: Stored) {
+        let size = stored.size();
+        while inner.alerts.len() >= MAX_ALERTS || inner.bytes + size > self.limits.alerts_bytes.0 as usize {
+            let Some((_, old)) = inner.alerts.pop_front() else {
+                break;
+            };
+            inner.bytes -= old;
+        }
+        inner.bytes += size;
+        inner.alerts.push_back((Arc::new(stored), size));
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Refuse a notification any of whose strings is over its limit, naming the first.
@@ -179,15 +220,7 @@ impl AlertStore {
                 group_key: hook.group_key.clone(),
                 alert,
             };
-            let size = stored.size();
-            while inner.alerts.len() >= MAX_ALERTS || inner.bytes + size > self.limits.alerts_bytes.0 as usize {
-                let Some((_, old)) = inner.alerts.pop_front() else {
-                    break;
-                };
-                inner.bytes -= old;
-            }
-            inner.bytes += size;
-            inner.alerts.push_back((Arc::new(stored), size));
+            self.keep(&mut inner, stored);
             inner.received += 1;
         }
         n

@@ -36,6 +36,8 @@ pub struct ServeOptions {
     pub history_len: usize,
     /// How long in-flight requests may take to finish after the shutdown signal.
     pub shutdown_grace: Duration,
+    /// `--state-dir`: received alerts and submitted jobs kept across restarts.
+    pub state_dir: Option<super::state_dir::StateDir>,
 }
 
 impl ServeOptions {
@@ -52,6 +54,7 @@ impl ServeOptions {
             history_every: Duration::from_secs(5),
             history_len: 720,
             shutdown_grace: Duration::from_millis(1500),
+            state_dir: None,
         }
     }
 }
@@ -116,6 +119,8 @@ pub(crate) struct App {
     pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
+    /// `--state-dir`, with the jobs of earlier sessions it held at start.
+    pub state_dir: Option<Arc<super::state_dir::StateDir>>,
     /// Workload YAML parses in flight (`jobs::YAML_PARSES`).
     pub yaml_parses: tokio::sync::Semaphore,
     /// The memory large responses in flight may take together.
@@ -144,10 +149,16 @@ impl App {
             Duration::from_micros(server.header_read_timeout.as_micros()),
         ));
         let budget = super::budget::ResponseBudget::new(server.limits.response_budget.0);
+        let alerts = AlertStore::new(&server.limits);
+        if let Some(state) = &opts.state_dir {
+            let kept = alerts.restore(state.alerts.clone());
+            tracing::info!(alerts = kept, jobs = state.jobs.len(), "restored from the state directory");
+        }
         App {
             stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
             history: DashboardHistory::new(opts.history_len),
-            alerts: AlertStore::new(&server.limits),
+            alerts,
+            state_dir: opts.state_dir.map(Arc::new),
             submissions: Mutex::new(VecDeque::new()),
             drivers: Mutex::new(None),
             pinned: Mutex::new(VecDeque::new()),

@@ -162,25 +162,49 @@ fn find(snap: &Snapshot, id: &str) -> Result<usize, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no job with submission_id or job_id {id:?}")))
 }
 
-/// `GET /api/jobs/`: every job the engine keeps, oldest first. Ray's list takes no
-/// parameters, so any parameter is a 400 naming it rather than silently ignored.
+/// `GET /api/jobs/`: the jobs of earlier sessions (with `--state-dir`), then every job
+/// the engine keeps, oldest first. Ray's list takes no parameters, so any parameter is a
+/// 400 naming it rather than silently ignored.
 pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     if let Some((name, _)) = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()).next() {
-        return Err(ApiError::parameter(
-            &name,
-            format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters"),
-        ));
+        return Err(ApiError::parameter(&name, format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters")));
     }
     let snap = app.handle.snapshot();
-    let jobs: Vec<Value> = (0..snap.jobs.len()).map(|i| details(&app, &snap, i)).collect();
+    let previous = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned());
+    let jobs: Vec<Value> = previous.chain((0..snap.jobs.len()).map(|i| details(&app, &snap, i))).collect();
     Ok(json_ok(Value::Array(jobs)))
 }
 
-/// `GET /api/jobs/{id}` (a submission id or a job id).
+/// The jobs submitted through this API, for the state directory: those of earlier
+/// sessions, then this session's, each with its `session_name`, at most
+/// `state_dir::MAX_JOBS` (the newest).
+pub(crate) fn all_submitted(app: &AppState) -> Vec<Value> {
+    let snap = app.handle.snapshot();
+    let current = (0..snap.jobs.len()).filter(|&i| app.submission(&snap.jobs[i].submission_id).is_some()).map(|i| {
+        let mut v = details(app, &snap, i);
+        v["session_name"] = snap.session_name.clone().into();
+        v
+    });
+    let mut all: Vec<Value> = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned()).chain(current).collect();
+    let excess = all.len().saturating_sub(super::state_dir::MAX_JOBS);
+    all.drain(..excess);
+    all
+}
+
+/// `GET /api/jobs/{id}` (a submission id or a job id; this session's jobs first, then
+/// earlier sessions' by submission id).
 pub(crate) async fn get(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let snap = app.handle.snapshot();
-    let i = find(&snap, &id)?;
-    Ok(json_ok(details(&app, &snap, i)))
+    match find(&snap, &id) {
+        Ok(i) => Ok(json_ok(details(&app, &snap, i))),
+        Err(e) => app
+            .state_dir
+            .iter()
+            .flat_map(|s| s.jobs.iter().rev())
+            .find(|j| j["submission_id"] == id.as_str())
+            .map(|j| json_ok(j.clone()))
+            .ok_or(e),
+    }
 }
 
 /// `POST /api/jobs/{id}/stop`: `{"stopped": false}` when the job had already ended.
