@@ -168,7 +168,9 @@ async fn cluster_events_hold_no_task_transitions_and_name_the_state_apis_ids() {
     let seqs: Vec<u64> =
         events.iter().map(|e| u64::from_str_radix(e["event_id"].as_str().unwrap(), 16).unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
-    let errors = rows(&s.get("/api/v0/cluster_events?filter_keys=severity&filter_predicates=%3D&filter_values=error").await.json());
+    let errors = rows(
+        &s.get("/api/v0/cluster_events?filter_keys=severity&filter_predicates=%3D&filter_values=error").await.json(),
+    );
     assert!(!errors.is_empty() && errors.iter().all(|e| e["severity"] == "ERROR"), "{errors:?}");
     assert!(errors.iter().all(|e| e.get("custom_fields").is_none()), "custom_fields only with detail");
     s.stop().await;

@@ -10,7 +10,8 @@
 //! * Runtime envs are the distinct non-empty `runtime_env`s jobs were submitted with,
 //!   per driver node, as Ray's runtime-env agents report them.
 //!
-//! These lists are small (bounded by the live actors and tasks and the job ring), so each request builds its rows whole and filters them as JSON.
+//! These lists are small (bounded by the live actors and tasks and the job ring), so each
+//! request builds its rows whole and filters them as JSON.
 //!
 //! Must never: write anything, or list a row that the snapshot does not back.
 
@@ -251,4 +252,3 @@ pub(crate) fn summarize_objects(ctx: &Ctx<'_>, q: &ListQuery) -> (usize, usize, 
     });
     (ctx.len(r), filtered, json!({"node_id_to_summary": {"cluster": cluster}}))
 }
-

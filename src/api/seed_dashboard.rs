@@ -46,7 +46,8 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     // Plasma as the raylets report it (`ray_object_store_memory`): the logical
     // `object_store_memory` resource stays unused unless tasks ask for it.
     let store = s.nodes.iter().filter(|n| n.state == NodeState::Alive).fold([0u64; 5], |a, n| {
-        [a[0] + n.store_used, a[1] + n.store_capacity, a[2] + n.store_spilled, a[3] + n.store_fallback, a[4] + n.store_num_objects]
+        let add = [n.store_used, n.store_capacity, n.store_spilled, n.store_fallback, n.store_num_objects];
+        std::array::from_fn(|i| a[i] + add[i])
     });
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
     for j in s.jobs.iter() {

@@ -16,10 +16,10 @@
 //! [`EngineHandle::want_tables`]: crate::sim::runner::EngineHandle::want_tables
 
 use super::app::{tables_age_seconds, App, AppState};
-use super::{cluster_events, cluster_rows};
 use super::error::ApiError;
 use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
+use super::{cluster_events, cluster_rows};
 use crate::model::TaskType;
 use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};

@@ -250,7 +250,7 @@ mod tests {
                 let seqs: Vec<u64> = v.iter().map(|e| e.seq).collect();
                 let first = i + 1 - want as u64;
                 assert_eq!(seqs, (first..=i).collect::<Vec<_>>(), "capacity {capacity}");
-                assert_eq!(v.iter().rev().next().map(|e| e.message.as_str()), Some(format!("event {i}").as_str()));
+                assert_eq!(v.iter().next_back().map(|e| e.message.as_str()), Some(format!("event {i}").as_str()));
                 // Memory stays within one chunk of the capacity.
                 assert!(ring.held < capacity + CHUNK, "{} held for capacity {capacity}", ring.held);
             }

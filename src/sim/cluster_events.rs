@@ -73,7 +73,13 @@ impl Engine {
             nd.node_id, nd.ip, nd.ip, nd.type_name
         );
         let fields = self.node_fields(n);
-        self.record_cluster_event(NewEvent { severity: Severity::Info, source: Source::Gcs, label: "", message, fields });
+        self.record_cluster_event(NewEvent {
+            severity: Severity::Info,
+            source: Source::Gcs,
+            label: "",
+            message,
+            fields,
+        });
     }
 
     /// A node failed (not an autoscaler's termination): Ray's GCS marks it dead when its
@@ -136,7 +142,9 @@ impl Engine {
 
     /// The memory monitor killed `victim`'s worker on node `n`.
     pub(crate) fn note_oom_kill(&mut self, n: NodeIdx, victim: TaskId) {
-        if !self.model.cluster_events.enabled() || !self.model.cluster_events.due(n.index(), self.clock.now, OOM_EVENT_PERIOD_US) {
+        if !self.model.cluster_events.enabled()
+            || !self.model.cluster_events.due(n.index(), self.clock.now, OOM_EVENT_PERIOD_US)
+        {
             return;
         }
         let Some(t) = self.model.tasks.get(&victim) else { return };
@@ -189,7 +197,13 @@ impl Engine {
         }
         let Some((sub, fields)) = self.job_fields(job) else { return };
         let message = format!("Started a ray job {sub}.");
-        self.record_cluster_event(NewEvent { severity: Severity::Info, source: Source::Jobs, label: "", message, fields });
+        self.record_cluster_event(NewEvent {
+            severity: Severity::Info,
+            source: Source::Jobs,
+            label: "",
+            message,
+            fields,
+        });
     }
 
     /// Job `job` reached a terminal status.
@@ -201,7 +215,13 @@ impl Engine {
         let j = &self.model.jobs[&job];
         let message = format!("Completed a ray job {sub} with a status {}.", j.status.as_str());
         fields.push(("message", j.message.clone()));
-        self.record_cluster_event(NewEvent { severity: Severity::Info, source: Source::Jobs, label: "", message, fields });
+        self.record_cluster_event(NewEvent {
+            severity: Severity::Info,
+            source: Source::Jobs,
+            label: "",
+            message,
+            fields,
+        });
     }
 
     /// Actor `a`'s worker died of `cause` on `node`; it restarts or is dead for good.
@@ -228,7 +248,10 @@ impl Engine {
         let (severity, message) = if restarting {
             let max = if actor.max_restarts < 0 { "unlimited".to_string() } else { actor.max_restarts.to_string() };
             let n = actor.num_restarts + 1;
-            (Severity::Warning, format!("Actor {id} of class {class} died and is restarting ({n} of {max}): {cause}. {place}"))
+            (
+                Severity::Warning,
+                format!("Actor {id} of class {class} died and is restarting ({n} of {max}): {cause}. {place}"),
+            )
         } else {
             let severity = match reason {
                 "RAY_KILL" | "OWNER_DIED" => Severity::Info,
