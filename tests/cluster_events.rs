@@ -86,6 +86,8 @@ fn the_engine_records_each_kind_of_cluster_event_and_the_log_stays_the_same() {
     let (with, events) = run_engine(config(None), 120);
     let (without, none) = run_engine(config(Some(0)), 120);
     assert!(none.is_empty(), "a disabled store records nothing");
+    let (_, again) = run_engine(config(None), 120);
+    assert_eq!(events, again, "the same config and seed record the same cluster events");
     assert_eq!(
         with.model.log.sha256_hex(),
         without.model.log.sha256_hex(),
