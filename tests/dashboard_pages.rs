@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 /// finishes in seconds, and actors whose calls outlast the test, so the cluster
 /// settles and the pages can be compared with the APIs. Few enough tasks and calls
 /// (each logs four to seven lines) that the node events stay among the last 1,000
-/// events `/api/events` keeps.
+/// events `/api/events` keeps (the Events page reads the cluster events, which hold
+/// no task lines).
 const CONFIG: &str = r#"
 cluster:
   host_node: false
@@ -109,11 +110,14 @@ fn sum_where(map: &Value, keep: impl Fn(&str) -> bool) -> f64 {
 fn expected_status(c: &Value) -> Value {
     let tasks = &c["tasks"];
     let mut resources = serde_json::Map::new();
-    for r in ["CPU", "GPU", "memory", "object_store_memory"] {
+    for r in ["CPU", "GPU", "memory"] {
         let total = c["resources"][r]["total"].as_f64().unwrap_or(0.0);
         let used = total - c["resources"][r]["available"].as_f64().unwrap_or(0.0);
         resources.insert(r.to_string(), serde_json::json!([used, total]));
     }
+    // The object store tile: the plasma bytes in use, not the logical resource.
+    let store = &c["object_store"];
+    resources.insert("object_store".into(), serde_json::json!([store["used_bytes"], store["capacity_bytes"]]));
     serde_json::json!({
         "nodes.alive": c["nodes"]["alive"].as_f64(),
         "nodes.dead": c["nodes"]["dead"].as_f64(),
@@ -370,20 +374,26 @@ async fn tasks(page: &Page<'_>, addr: SocketAddr) {
 
 async fn events(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/events")).await;
-    page.wait_for("the event log", "document.querySelector('#events').dataset.loaded", WAIT).await;
-    let seqs = |path: &'static str| async move {
+    page.wait_for("the cluster events", "document.querySelector('#events').dataset.loaded", WAIT).await;
+    let ids = |path: &'static str| async move {
         get_json(addr, path).await["events"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| e["seq"].to_string())
+            .map(|e| e["event_id"].as_str().unwrap().to_string())
             .collect::<BTreeSet<_>>()
     };
-    rows_match(page, "#events", "events", || seqs("/api/events?limit=50")).await;
-    let first = page.eval("Number(document.querySelector('#events tbody tr[data-id]').dataset.id) > Number(document.querySelector('#events tbody tr[data-id]:last-child').dataset.id)").await.unwrap();
-    assert_eq!(first, true, "newest first");
-    page.eval("(() => { const s = document.querySelector('#events select'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()").await.unwrap();
-    rows_match(page, "#events", "node events", || seqs("/api/events?limit=50&source=node")).await;
+    rows_match(page, "#events", "events", || ids("/api/cluster_events?limit=50")).await;
+    let newest_first = "(() => { const r = [...document.querySelectorAll('#events tbody tr[data-seq]')]; \
+        return r.length > 1 && Number(r[0].dataset.seq) > Number(r[r.length - 1].dataset.seq); })()";
+    assert_eq!(page.eval(newest_first).await.unwrap(), true, "newest first");
+    // The first select is the severity: ERROR keeps the node the fault killed.
+    let error = "(() => { const s = document.querySelector('#events select'); s.value = 'ERROR'; \
+        s.dispatchEvent(new Event('change')); })()";
+    page.eval(error).await.unwrap();
+    rows_match(page, "#events", "error events", || ids("/api/cluster_events?limit=50&severity=ERROR")).await;
+    let text = page.eval("document.querySelector('#events tbody').textContent").await.unwrap();
+    assert!(text.as_str().unwrap().contains("10.0.1.2"), "the dead node's IP: {text}");
     page.screenshot("events").await;
 }
 

@@ -282,7 +282,14 @@ fn rays_own_cli_lists_gets_and_summarizes_every_resource() {
     let actor_pids: Vec<&serde_json::Value> = actors.iter().map(|a| &a["pid"]).collect();
     assert!(actor_pids.iter().all(|p| workers.iter().any(|w| &&w["pid"] == p)), "actors' workers are listed");
     let events = list(&cli, &s, "cluster-events", &["--limit", "1000"]);
-    assert!(events.iter().any(|e| e["source_type"] == "GCS" && e["message"].as_str().unwrap().contains("ALIVE")), "{events:?}");
+    // Ray's own cluster events: nodes joining, jobs started; never a task transition.
+    let said = |source: &str, text: &str| {
+        events.iter().any(|e| e["source_type"] == source && e["message"].as_str().unwrap().contains(text))
+    };
+    assert!(said("GCS", "has joined the cluster") && said("JOBS", "Started a ray job"), "{events:?}");
+    let severities = ["INFO", "WARNING", "ERROR"];
+    assert!(events.iter().all(|e| severities.contains(&e["severity"].as_str().unwrap())), "{events:?}");
+    assert!(!events.iter().any(|e| e["message"].as_str().unwrap().contains("SUBMITTED_TO_WORKER")), "{events:?}");
     assert!(list(&cli, &s, "runtime-envs", &[]).is_empty(), "no job asked for a runtime env yet");
     assert_eq!(list(&cli, &s, "jobs", &[]).len(), 4);
 

@@ -1,19 +1,17 @@
 //! The State API resources Ray derives rather than stores row by row:
-//! `/api/v0/workers`, `/api/v0/cluster_events`, `/api/v0/runtime_envs`, and the object
-//! summary `/api/v0/objects/summarize` (`ray summary objects`).
+//! `/api/v0/workers`, `/api/v0/runtime_envs`, and the object summary
+//! `/api/v0/objects/summarize` (`ray summary objects`). Cluster events are the engine's
+//! own records (`cluster_events.rs`).
 //!
 //! * Workers are the cluster's worker processes: one driver per job (on its driver
 //!   node), one per actor (its own pid; dead actors' workers are listed dead, as Ray's
 //!   GCS keeps them), and one per normal task that holds a lease and runs. Drivers and
 //!   task workers have synthetic pids (`model::driver_pid`, `model::worker_pid`).
-//! * Cluster events are the GCS event log's cluster-level lines (nodes, jobs, the
-//!   autoscaler, injected faults, the memory monitor) from the snapshot's recent window,
-//!   oldest first; task and object chatter is not a cluster event in Ray either.
 //! * Runtime envs are the distinct non-empty `runtime_env`s jobs were submitted with,
 //!   per driver node, as Ray's runtime-env agents report them.
 //!
-//! These lists are small (bounded by the live actors and tasks, the event window and
-//! the job ring), so each request builds its rows whole and filters them as JSON.
+//! These lists are small (bounded by the live actors and tasks and the job ring), so each
+//! request builds its rows whole and filters them as JSON.
 //!
 //! Must never: write anything, or list a row that the snapshot does not back.
 
@@ -41,15 +39,6 @@ pub(crate) const WORKER_COLUMNS: &[Column] = &[
     col("num_paused_threads", Int, true, true),
 ];
 
-pub(crate) const CLUSTER_EVENT_COLUMNS: &[Column] = &[
-    col("severity", Str, true, false),
-    col("time", Str, false, false),
-    col("source_type", Str, true, false),
-    col("message", Str, false, false),
-    col("event_id", Str, true, false),
-    col("custom_fields", Json, false, true),
-];
-
 pub(crate) const RUNTIME_ENV_COLUMNS: &[Column] = &[
     // Ray marks `runtime_env` filterable though it is a dict; equality on it never
     // matches a string, so rayscope leaves it out of filters.
@@ -65,7 +54,6 @@ pub(crate) const RUNTIME_ENV_COLUMNS: &[Column] = &[
 pub(crate) fn all_rows(ctx: &Ctx<'_>, r: Resource) -> Vec<Value> {
     match r {
         Resource::Workers => workers(ctx),
-        Resource::ClusterEvents => cluster_events(ctx),
         Resource::RuntimeEnvs => runtime_envs(ctx),
         _ => Vec::new(),
     }
@@ -147,61 +135,6 @@ fn workers(ctx: &Ctx<'_>) -> Vec<Value> {
         }
     }
     rows
-}
-
-/// Ray's `source_type` and `severity` for an event-log line, if it is a cluster event.
-fn classify(source: &str, message: &str) -> Option<(&'static str, &'static str)> {
-    let source_type = match source {
-        "node" | "fault" => "GCS",
-        "job" => "JOBS",
-        "autoscaler" => "AUTOSCALER",
-        "memory_monitor" => "RAYLET",
-        _ => return None,
-    };
-    let severity = if message.contains("FAILED") || message.contains("OOM") {
-        "ERROR"
-    } else if message.contains("DEAD") || source == "fault" || message.contains("STOPPED") {
-        "WARNING"
-    } else {
-        "INFO"
-    };
-    Some((source_type, severity))
-}
-
-fn cluster_events(ctx: &Ctx<'_>) -> Vec<Value> {
-    ctx.snap
-        .recent_events
-        .iter()
-        .rev()
-        .filter_map(|e| {
-            let (source_type, severity) = classify(e.source, &e.message)?;
-            Some(json!({
-                "severity": severity,
-                "time": utc_time(ctx.ms(e.time_us)),
-                "source_type": source_type,
-                "message": e.message,
-                "event_id": format!("{:036x}", e.seq),
-                "custom_fields": {"source": e.source, "sim_time_seconds": e.time_us as f64 / 1e6},
-            }))
-        })
-        .collect()
-}
-
-/// `YYYY-MM-DD HH:MM:SS` (UTC) of epoch milliseconds, as `ray list cluster-events` shows.
-fn utc_time(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 fn runtime_envs(ctx: &Ctx<'_>) -> Vec<Value> {
@@ -318,24 +251,4 @@ pub(crate) fn summarize_objects(ctx: &Ctx<'_>, q: &ListQuery) -> (usize, usize, 
         "summary_by": "callsite",
     });
     (ctx.len(r), filtered, json!({"node_id_to_summary": {"cluster": cluster}}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_times_read_as_utc_dates() {
-        assert_eq!(utc_time(0), "1970-01-01 00:00:00");
-        assert_eq!(utc_time(1_700_000_000_123), "2023-11-14 22:13:20");
-        assert_eq!(utc_time(951_782_400_000), "2000-02-29 00:00:00");
-    }
-
-    #[test]
-    fn only_cluster_level_lines_are_cluster_events() {
-        assert_eq!(classify("node", "3 DEAD reason=x"), Some(("GCS", "WARNING")));
-        assert_eq!(classify("job", "01000000 FAILED x"), Some(("JOBS", "ERROR")));
-        assert_eq!(classify("autoscaler", "launching 2 x cpu"), Some(("AUTOSCALER", "INFO")));
-        assert_eq!(classify("task", "abc RUNNING attempt=0"), None);
-    }
 }

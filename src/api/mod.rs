@@ -16,7 +16,8 @@
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
-//! | `cluster_rows` | the State API's derived lists: workers, cluster events, runtime envs; the object summary |
+//! | `cluster_rows` | the State API's derived lists: workers, runtime envs; the object summary |
+//! | `cluster_events` | Ray's cluster events: `/api/v0/cluster_events` and the Events page's `/api/cluster_events` |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
 //! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
@@ -36,6 +37,7 @@ mod alerts;
 mod app;
 mod auth;
 mod budget;
+mod cluster_events;
 mod cluster_rows;
 mod control;
 mod entrypoint;

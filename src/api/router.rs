@@ -11,7 +11,8 @@
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
 use super::{
-    alerts, control, exposition, flow, job_logs, jobs, pages, sd, seed_dashboard, state_api, stream, MAX_BODY_BYTES,
+    alerts, cluster_events, control, exposition, flow, job_logs, jobs, pages, sd, seed_dashboard, state_api, stream,
+    MAX_BODY_BYTES,
 };
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
@@ -42,6 +43,7 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/metrics", get(seed_dashboard::metrics))
         .route("/api/metrics/history", get(seed_dashboard::metrics_history))
         .route("/api/events", get(seed_dashboard::events))
+        .route("/api/cluster_events", get(cluster_events::list))
         .route("/api/jobs/", get(jobs::list).post(jobs::submit))
         .route("/api/jobs", get(jobs::list).post(jobs::submit))
         .route("/api/jobs/{id}", get(jobs::get).delete(jobs::delete))

@@ -191,7 +191,7 @@ impl Resource {
             Resource::Objects => OBJECT_COLUMNS,
             Resource::PlacementGroups => PG_COLUMNS,
             Resource::Workers => super::cluster_rows::WORKER_COLUMNS,
-            Resource::ClusterEvents => super::cluster_rows::CLUSTER_EVENT_COLUMNS,
+            Resource::ClusterEvents => super::cluster_events::CLUSTER_EVENT_COLUMNS,
             Resource::RuntimeEnvs => super::cluster_rows::RUNTIME_ENV_COLUMNS,
         }
     }
@@ -248,14 +248,11 @@ pub(crate) fn job_hex(job: u32) -> String {
 }
 
 pub(crate) fn actor_hex(actor: u64, job: u32) -> String {
-    format!("{actor:024x}{}", job_hex(job))
+    crate::model::actor_id_hex(actor, job)
 }
 
 pub(crate) fn task_hex(task: u64, job: u32, kind: TaskType) -> String {
-    if kind == TaskType::DriverTask {
-        return format!("{}{}", "f".repeat(40), job_hex(job));
-    }
-    format!("{task:016x}{}{}", "f".repeat(24), job_hex(job))
+    crate::model::task_id_hex(task, job, kind == TaskType::DriverTask)
 }
 
 pub(crate) fn object_hex(object: u64, job: u32) -> String {
@@ -268,7 +265,7 @@ pub(crate) fn pg_hex(pg: u32, job: u32) -> String {
 
 /// A worker id (28 bytes, 56 hex) for a worker process.
 pub(crate) fn worker_hex(pid: u32) -> String {
-    format!("{}{pid:08x}", "e".repeat(48))
+    crate::model::worker_id_hex(pid)
 }
 
 /// Ray's `JobDetails.message` wording for a job's status; the model's own reason is
@@ -284,19 +281,6 @@ fn job_message(j: &JobView) -> Cell<'_> {
             "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n{}",
             j.message
         )),
-    }
-}
-
-/// The `ActorDiedErrorContext.reason` matching the model's death cause.
-fn death_reason(cause: &str) -> &'static str {
-    if cause.contains("ray.kill") {
-        "RAY_KILL"
-    } else if cause.contains("node") {
-        "NODE_DIED"
-    } else if cause.contains("owner") || cause.contains("job finished") {
-        "OWNER_DIED"
-    } else {
-        "WORKER_DIED"
     }
 }
 
@@ -483,7 +467,7 @@ impl Ctx<'_> {
                         "class_name": self.snap.name(a.class),
                         "actor_id": actor_hex(a.id, a.job),
                         "never_started": a.node.is_none(),
-                        "reason": death_reason(cause),
+                        "reason": crate::model::actor::death_reason(cause),
                     }}))
                 }
                 None => Cell::Null,

@@ -43,6 +43,12 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     }
     let by_type: Map<String, Value> =
         by_type.into_iter().map(|(t, (alive, dead))| (t.to_string(), json!({"alive": alive, "dead": dead}))).collect();
+    // Plasma as the raylets report it (`ray_object_store_memory`): the logical
+    // `object_store_memory` resource stays unused unless tasks ask for it.
+    let store = s.nodes.iter().filter(|n| n.state == NodeState::Alive).fold([0u64; 5], |a, n| {
+        let add = [n.store_used, n.store_capacity, n.store_spilled, n.store_fallback, n.store_num_objects];
+        std::array::from_fn(|i| a[i] + add[i])
+    });
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
     for j in s.jobs.iter() {
         *by_status.entry(j.status.as_str()).or_default() += 1;
@@ -59,6 +65,8 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
         "head_node_ip": s.head_node().map(|n| &*n.ip),
         "nodes": {"total": s.nodes.len(), "alive": alive, "dead": s.nodes.len() - alive, "by_type": by_type},
         "resources": resources,
+        "object_store": {"used_bytes": store[0], "capacity_bytes": store[1], "spilled_bytes": store[2],
+                         "fallback_bytes": store[3], "num_objects": store[4]},
         "jobs": {"running": s.running_jobs, "total": s.jobs.len(), "by_status": by_status},
         "tasks": task_states(&s),
         "actors": actor_states(&s),

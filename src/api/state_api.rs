@@ -1,5 +1,6 @@
 //! Ray's State API: `/api/v0/{nodes,jobs,actors,tasks,objects,placement_groups}`, the
-//! derived `/api/v0/{workers,cluster_events,runtime_envs}` (see `cluster_rows`) and
+//! derived `/api/v0/{workers,runtime_envs}` (see `cluster_rows`), `/api/v0/cluster_events`
+//! (see `cluster_events`) and
 //! `/api/v0/{tasks,actors,objects}/summarize`, in Ray's envelope
 //! `{"result": true, "msg": "", "data": {"result": {...}}}`, so `ray list` and
 //! `ray summary` pointed at rayscope read it as they read a Ray dashboard.
@@ -15,10 +16,10 @@
 //! [`EngineHandle::want_tables`]: crate::sim::runner::EngineHandle::want_tables
 
 use super::app::{tables_age_seconds, App, AppState};
-use super::cluster_rows;
 use super::error::ApiError;
 use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
+use super::{cluster_events, cluster_rows};
 use crate::model::TaskType;
 use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};
@@ -184,7 +185,15 @@ pub(crate) async fn list_resource(
         ApiError::not_found(format!("no State API resource {name:?}; valid resources: {}", valid.join(", ")))
             .with("valid", valid)
     })?;
-    if matches!(r, Resource::Workers | Resource::ClusterEvents | Resource::RuntimeEnvs) {
+    if r == Resource::ClusterEvents {
+        let q = query::parse(raw.as_deref(), r, &[])?;
+        let ((total, num_filtered, rows, next), warnings) = with_ctx(app, false, move |ctx, snap| {
+            cluster_events::state_page(&snap.cluster_events, |us| ctx.ms(us), &q)
+        })
+        .await?;
+        return Ok(json_response(&envelope(total, num_filtered, Value::Array(rows), &warnings), next));
+    }
+    if matches!(r, Resource::Workers | Resource::RuntimeEnvs) {
         let q = query::parse(raw.as_deref(), r, &[])?;
         let ((total, num_filtered, rows, next), warnings) =
             with_ctx(app, r.uses_tables(), move |ctx, _| cluster_rows::page(r, cluster_rows::all_rows(ctx, r), &q))

@@ -151,6 +151,10 @@ pub(super) fn default_dead_nodes() -> usize {
 pub(super) fn default_event_capacity() -> usize {
     10_000
 }
+/// Ray's dashboard: `RAY_DASHBOARD_MAX_EVENTS_TO_CACHE` (dashboard/modules/event/event_head.py).
+pub(super) fn default_cluster_event_capacity() -> usize {
+    10_000
+}
 pub(super) fn default_finished_jobs() -> usize {
     100
 }

@@ -272,6 +272,10 @@ pub struct SimConfig {
     /// none). The full log can be streamed to a file.
     #[serde(default = "default_event_capacity")]
     pub event_log_capacity: usize,
+    /// Cluster events kept for the State API and the Events page (`serve`; a batch run
+    /// keeps none): Ray's dashboard keeps 10,000 (`RAY_DASHBOARD_MAX_EVENTS_TO_CACHE`).
+    #[serde(default = "default_cluster_event_capacity")]
+    pub cluster_event_capacity: usize,
     /// Finished jobs kept in the job table.
     #[serde(default = "default_finished_jobs")]
     pub finished_job_capacity: usize,
@@ -295,6 +299,7 @@ impl Default for SimConfig {
             finished_task_capacity: default_finished_tasks(),
             dead_actor_capacity: default_dead_actors(),
             event_log_capacity: default_event_capacity(),
+            cluster_event_capacity: default_cluster_event_capacity(),
             finished_job_capacity: default_finished_jobs(),
             dead_node_capacity: default_dead_nodes(),
             flow_calls_per_job: default_flow_calls_per_job(),

@@ -49,3 +49,16 @@ impl Actor {
         self.state == ActorState::Alive && (self.running.len() as u32) < self.max_concurrency
     }
 }
+
+/// Ray's `ActorDiedErrorContext.reason` for one of the model's death causes.
+pub fn death_reason(cause: &str) -> &'static str {
+    if cause.contains("ray.kill") {
+        "RAY_KILL"
+    } else if cause.contains("node") {
+        "NODE_DIED"
+    } else if cause.contains("owner") || cause.contains("job finished") {
+        "OWNER_DIED"
+    } else {
+        "WORKER_DIED"
+    }
+}

@@ -77,6 +77,24 @@ pub fn node_id_hex(seed: u64, idx: NodeIdx) -> String {
     out
 }
 
+/// An actor id as Ray's State API writes it: 12 bytes of actor, then its job's 4.
+pub fn actor_id_hex(actor: u64, job: u32) -> String {
+    format!("{actor:024x}{}", JobId(job).hex())
+}
+
+/// A task id as Ray's State API writes it (a driver's is all `f` but its job's bytes).
+pub fn task_id_hex(task: u64, job: u32, driver: bool) -> String {
+    if driver {
+        return format!("{}{}", "f".repeat(40), JobId(job).hex());
+    }
+    format!("{task:016x}{}{}", "f".repeat(24), JobId(job).hex())
+}
+
+/// A worker id (28 bytes, 56 hex) for the worker process `pid`.
+pub fn worker_id_hex(pid: u32) -> String {
+    format!("{}{pid:08x}", "e".repeat(48))
+}
+
 /// A driver's process id. Drivers and normal-task workers are not processes the model
 /// allocates pids for (actors are), so theirs are derived, in ranges that cannot meet
 /// the actors' (which count up from 1,000) within Linux's `pid_max` (4,194,304).

@@ -16,4 +16,6 @@ pub struct Limits {
     pub finished_job_capacity: usize,
     /// Event-log lines kept in memory.
     pub event_log_capacity: usize,
+    /// Cluster events kept (0: none recorded).
+    pub cluster_event_capacity: usize,
 }

@@ -4,9 +4,11 @@
 //! Owns: every table and the aggregate counters derived from them.
 //! Must never: know about HTTP or Prometheus, or be written by anyone but the
 //! simulation thread (readers get snapshots). Memory stays bounded: finished tasks,
-//! dead actors, finished jobs, removed placement groups and events are kept in rings.
+//! dead actors, finished jobs, removed placement groups, events and cluster events are
+//! kept in rings.
 
 pub mod actor;
+pub mod cluster_events;
 pub mod event_log;
 mod log_digest;
 mod prefault;
@@ -22,6 +24,7 @@ pub mod task;
 pub mod task_counts;
 
 pub use actor::Actor;
+pub use cluster_events::{ClusterEvent, ClusterEvents, ClusterEventsView};
 pub use event_log::{EventLog, LoggedEvent};
 pub use ids::*;
 pub use job::{Bundle, Job, PlacementGroup};
@@ -210,6 +213,9 @@ pub struct Model {
     pub placement_ms: [Histogram; 3],
     pub counters: Counters,
     pub log: EventLog,
+    /// Ray's cluster events (nodes, jobs, the autoscaler, OOM kills, actor deaths), kept
+    /// apart from the log's task transitions; never part of the log or its digest.
+    pub cluster_events: ClusterEvents,
     pub next_task: u64,
     pub next_actor: u64,
     pub next_object: u64,
@@ -265,6 +271,7 @@ impl Model {
             ],
             counters: Counters::default(),
             log: EventLog::new(limits.event_log_capacity),
+            cluster_events: ClusterEvents::new(limits.cluster_event_capacity),
             next_task: 1,
             next_actor: 1,
             next_object: 1,

@@ -226,6 +226,7 @@ impl Engine {
         if self.model.tasks.contains_key(&creation_task) {
             self.fail_task(creation_task, ErrorType::ActorDied, false);
         }
+        self.note_actor_died(aid, node, cause, restart);
         if restart {
             let a = self.model.actors.get_mut(&aid).expect("actor exists");
             a.num_restarts += 1;

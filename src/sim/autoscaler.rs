@@ -137,6 +137,7 @@ impl Engine {
             let delay = s.launch_delay;
             self.autoscaler.types[t].pending += launch;
             log_event!(self.model.log, self.clock.now, "autoscaler", "launching {} x {}", launch, cfg.cluster.node_types[t].name);
+            self.note_launch(t, launch);
             for _ in 0..launch {
                 self.schedule_in(delay, Event::NodeLaunched(t as u16));
             }
@@ -186,6 +187,7 @@ impl Engine {
         for v in victims {
             let t = self.model.nodes[v.index()].node_type.unwrap_or(0);
             self.autoscaler.types[t as usize].stopped_total += 1;
+            self.note_node_removed(v, "idle");
             self.kill_node(v, "autoscaler: idle node terminated", false);
         }
     }
@@ -195,7 +197,10 @@ impl Engine {
         s.pending = s.pending.saturating_sub(1);
         match self.launch_node_of_type(t) {
             Some(_) => self.autoscaler.types[t as usize].started_total += 1,
-            None => self.autoscaler.types[t as usize].failed_create_total += 1,
+            None => {
+                self.autoscaler.types[t as usize].failed_create_total += 1;
+                self.note_launch_failed(t);
+            }
         }
         self.refresh_pending_resources();
     }

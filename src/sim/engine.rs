@@ -125,6 +125,7 @@ impl Engine {
             dead_actor_capacity: cfg.sim.dead_actor_capacity,
             finished_job_capacity: cfg.sim.finished_job_capacity,
             event_log_capacity: cfg.sim.event_log_capacity,
+            cluster_event_capacity: cfg.sim.cluster_event_capacity,
         };
         let mut model = Model::new(session, cfg.cluster.ray_version.clone(), resource_names, limits);
         if let Some(sink) = sink {
@@ -275,6 +276,7 @@ impl Engine {
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
         self.node_by_ip.insert(ip, idx);
+        self.note_node_added(idx);
         self.on_node_added();
         idx
     }

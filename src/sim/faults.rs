@@ -149,6 +149,7 @@ impl Engine {
         // Its raylet stops exporting: the per-node kill and failure counts go with it.
         self.model.counters.forget_node_counts(n.0);
         if failure {
+            self.note_node_died(n, reason);
             self.model.counters.node_failures += 1;
             if let Some(t) = self.model.nodes[n.index()].node_type {
                 self.autoscaler.note_failure(t);
@@ -257,6 +258,7 @@ impl Engine {
             let (kind, actor) = (t.kind, t.actor);
             self.model.nodes[n.index()].stats.oom_kills += 1;
             log_event!(self.model.log, self.clock.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+            self.note_oom_kill(n, victim);
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
                     let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);

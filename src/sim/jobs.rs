@@ -138,6 +138,7 @@ impl Engine {
             },
         );
         self.jobs.job_started();
+        self.note_job_started(id);
         self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
         if !self.model.nodes[head.index()].is_alive() {
             // No head node, no GCS: the driver cannot start.
@@ -208,6 +209,7 @@ impl Engine {
         self.jobs.job_ended();
         self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
         self.model.set_job_status(job, status, self.clock.now, message);
+        self.note_job_ended(job);
         let mut actors: Vec<ActorId> = self
             .model
             .actors

@@ -20,6 +20,7 @@
 mod actors;
 mod autoscaler;
 mod clock;
+mod cluster_events;
 mod cluster_queues;
 mod dead_nodes;
 mod engine;
@@ -94,6 +95,8 @@ pub fn simulate_sampled(
     // the run. The digest and `--events` see every line either way.
     let mut cfg = cfg;
     cfg.sim.event_log_capacity = 0;
+    // Nor cluster events: nothing reads them, and none would reach the log or digest.
+    cfg.sim.cluster_event_capacity = 0;
     let mut engine = Engine::with_events_sink(cfg, events_sink);
     let limit = until.unwrap_or(u64::MAX);
     let mut since_progress = 0u32;

@@ -26,6 +26,9 @@ pub use tasks::{RunningCount, TaskCount};
 
 /// The model's cumulative counters, plain data: a snapshot carries a copy.
 pub use crate::model::Counters;
+/// Ray's cluster events, oldest first: chunks shared with the engine's ring, which
+/// never change once full (`model::cluster_events`).
+pub use crate::model::{ClusterEvent, ClusterEventsView};
 
 use crate::model::{Histogram, LoggedEvent};
 use std::collections::BTreeMap;
@@ -64,6 +67,8 @@ pub struct Snapshot {
     pub scheduler: SchedulerView,
     pub autoscaler: AutoscalerView,
     pub recent_events: Arc<Vec<LoggedEvent>>,
+    /// The last `sim.cluster_event_capacity` cluster events (not the log's task lines).
+    pub cluster_events: ClusterEventsView,
     pub tables: Option<Arc<Tables>>,
     /// Flow Insight's records of every job (sealed chunks shared between snapshots).
     pub flow: Arc<crate::flow::record::Recorded>,

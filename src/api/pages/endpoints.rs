@@ -69,6 +69,10 @@ pub(super) fn render(app: &App) -> String {
         ("/api/metrics", "the latest 5 s aggregate"),
         ("/api/metrics/history", "the last hour of aggregates"),
         ("/api/events", "the GCS event log, newest first (<code>source</code>, <code>search</code>)"),
+        (
+            "/api/cluster_events",
+            "Ray's cluster events, newest first (<code>severity</code>, <code>source_type</code>, <code>search</code>)",
+        ),
         ("/api/alerts", "Alertmanager notifications received"),
     ] {
         link(&mut body, p, w);

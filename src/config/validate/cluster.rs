@@ -208,6 +208,7 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.at_least("sim.finished_task_capacity".into(), sim.finished_task_capacity as u64, 1);
     p.at_least("sim.dead_actor_capacity".into(), sim.dead_actor_capacity as u64, 1);
     p.at_least("sim.event_log_capacity".into(), sim.event_log_capacity as u64, 1);
+    p.at_least("sim.cluster_event_capacity".into(), sim.cluster_event_capacity as u64, 1);
     p.at_least("sim.finished_job_capacity".into(), sim.finished_job_capacity as u64, 1);
     p.at_least("sim.dead_node_capacity".into(), sim.dead_node_capacity as u64, 1);
 

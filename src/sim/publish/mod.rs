@@ -54,6 +54,7 @@ impl Engine {
             scheduler: self.scheduler_view(),
             autoscaler: self.autoscaler_view(),
             recent_events: recent,
+            cluster_events: m.cluster_events.view(),
             tables,
             flow: self.flow.publish(),
             published_at: None,

@@ -38,7 +38,9 @@
     const r = (c.resources || {})[name] || {};
     const total = num(r.total), used = total - num(r.available);
     const isBytes = name !== 'CPU' && name !== 'GPU';
-    const f = isBytes ? bytes : (v) => fixed(v, 2);
+    tile(name, used, total, isBytes ? bytes : (v) => fixed(v, 2));
+  }
+  function tile(name, used, total, f) {
     const big = document.querySelector(`[data-stat-pct="${name}"]`);
     big.textContent = total > 0 ? `${pct(used, total).toFixed(1)} %` : '—';
     big.dataset.used = String(used);
@@ -58,7 +60,12 @@
     $('#node-types').replaceChildren(...Object.entries(nodes.by_type || {}).map(([t, n]) =>
       el('tr', {'data-node-type': t, 'data-alive': num(n.alive), 'data-dead': num(n.dead)},
         el('td', {text: t}), el('td', {class: 'num', text: `${int(n.alive)} alive · ${int(n.dead)} dead`}))));
-    for (const r of ['CPU', 'GPU', 'memory', 'object_store_memory']) resource(c, r);
+    for (const r of ['CPU', 'GPU', 'memory']) resource(c, r);
+    // The bytes the plasma stores hold, as the raylets report them: the logical
+    // object_store_memory resource is only what tasks asked for, usually nothing.
+    const store = c.object_store || {};
+    tile('object_store', num(store.used_bytes), num(store.capacity_bytes), bytes);
+    $('#store-detail').textContent = `${int(store.num_objects)} objects · ${bytes(num(store.spilled_bytes))} spilled`;
     const tasks = c.tasks || {};
     setStat('tasks.running', sumWhere(tasks, RUNNING));
     setStat('tasks.pending', sumWhere(tasks, PENDING));
