@@ -174,6 +174,10 @@ fn json_response(v: &Value, next_offset: Option<usize>) -> Response {
     r
 }
 
+/// A State API row's peak cost while its page is built (the row's JSON and its text),
+/// near enough: tasks' rows, the largest, serialize to about 1 KB.
+const ROW_BYTES: u64 = 2 * 1024;
+
 /// `GET /api/v0/{resource}`
 pub(crate) async fn list_resource(
     State(app): State<AppState>,
@@ -185,6 +189,14 @@ pub(crate) async fn list_resource(
         ApiError::not_found(format!("no State API resource {name:?}; valid resources: {}", valid.join(", ")))
             .with("valid", valid)
     })?;
+    // A page of rows is built whole before it is sent: reserve its memory first (a bad
+    // `limit` is refused below with its own message).
+    let rows = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "limit")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(100)
+        .min(MAX_PAGE);
+    let _reserved = app.budget.reserve(rows as u64 * ROW_BYTES, "this State API page")?;
     if r == Resource::ClusterEvents {
         let q = query::parse(raw.as_deref(), r, &[])?;
         let ((total, num_filtered, rows, next), warnings) = with_ctx(app, false, move |ctx, snap| {
