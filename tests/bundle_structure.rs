@@ -199,11 +199,17 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
         let var = |n: &str| vars.iter().find(|v| v["name"] == n).unwrap_or_else(|| panic!("{file}: no {n} variable"));
         assert_eq!(var("datasource")["type"], "datasource");
         assert_eq!(var("datasource")["query"], "prometheus");
-        for v in ["SessionName", "RayNodeType", "node"] {
-            let v = var(v);
+        for v in vars.iter().filter(|v| v["type"] == "query") {
             assert_eq!(v["datasource"]["uid"], "${datasource}", "{file}: {}", v["name"]);
             assert_eq!(v["includeAll"], true, "{file}: {}", v["name"]);
         }
+        // Ray's own Cluster variable: on ray_io_cluster, and "All" matches series without
+        // the label (a plain Ray cluster, or rayscope, exports none).
+        let cluster = var("Cluster");
+        assert!(cluster["query"].as_str().is_some_and(|q| q.ends_with(", ray_io_cluster)")), "{file}: {cluster}");
+        assert_eq!(cluster["allValue"], ".*", "{file}: Cluster's All must match an absent label");
+        var("SessionName");
+        let has_node = vars.iter().any(|v| v["name"] == "node");
         assert!(
             d["links"].as_array().unwrap().iter().any(|l| l["url"] == "${rayscope}/")
                 && d["links"].as_array().unwrap().iter().any(|l| l["url"].as_str().is_some_and(|u| u.contains("/api/v0/"))),
@@ -226,6 +232,9 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
             }
             assert!(p["description"].as_str().is_some_and(|s| s.len() > 20), "{file}: {title}: no description");
             assert!(p["fieldConfig"]["defaults"]["unit"].as_str().is_some_and(|u| !u.is_empty()), "{file}: {title}: no unit");
+            if p["type"] == "alertlist" {
+                continue; // reads Prometheus' rules API, no queries (alert_list_shows_summaries_and_runbooks)
+            }
             assert_eq!(p["datasource"]["uid"], "${datasource}", "{file}: {title}: panel datasource");
             let targets = p["targets"].as_array().unwrap();
             assert!(!targets.is_empty(), "{file}: {title}: no query");
@@ -235,17 +244,23 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
                 for bad in ["instance=", "instance!", "by (instance", "$__interval]", "[1m]", "[5m]"] {
                     assert!(!expr.contains(bad), "{file}: {title}: {expr} uses {bad}");
                 }
-                // Every range selector is $__rate_interval.
+                // Range selectors: $__rate_interval for rates; $__range (evaluated `@ end()`)
+                // to pick a top-k set for the whole graph; 5 m where a panel shows an
+                // alert's own 5 m window.
                 let mut rest = expr;
                 while let Some(i) = rest.find('[') {
-                    assert!(rest[i..].starts_with("[$__rate_interval]"), "{file}: {title}: {expr}");
+                    let sel = &rest[i..];
+                    let ok = sel.starts_with("[$__rate_interval]")
+                        || ((sel.starts_with("[$__range]") || sel.starts_with("[$__range:]")) && sel.contains(" @ end()"))
+                        || sel.starts_with("[5m:]");
+                    assert!(ok, "{file}: {title}: {expr}");
                     rest = &rest[i + 1..];
                 }
-                // Series with a node label filter on the node variable by Ray's labels.
-                if expr.contains("ray_node_cpu_utilization{") {
+                // Where a dashboard has a node variable, series filter on it by Ray's labels.
+                if expr.contains("ray_node_cpu_utilization{") && has_node {
                     assert!(expr.contains("ip=~\"$node\""), "{file}: {title}: {expr}");
                 }
-                if expr.contains("ray_object_store_used_memory{") {
+                if expr.contains("ray_object_store_used_memory{") && has_node {
                     assert!(expr.contains("NodeAddress=~\"$node\""), "{file}: {title}: {expr}");
                 }
             }
@@ -263,5 +278,141 @@ fn dashboards_match_their_generator() {
         let committed = std::fs::read_to_string(repo().join("grafana/dashboards").join(&file)).unwrap();
         let generated = std::fs::read_to_string(dir.path().join(&file)).unwrap_or_default();
         assert!(committed == generated, "grafana/dashboards/{file} differs from what grafana/generate.py writes: run it and commit");
+    }
+}
+
+/// Every expression of every panel, with its dashboard's file and the panel.
+fn expressions(d: &Json) -> Vec<(&Json, String)> {
+    let mut out = Vec::new();
+    for p in panels(d) {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            out.push((p, t["expr"].as_str().unwrap().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_panel_honours_every_variable_of_its_dashboard() {
+    for (file, d) in dashboards() {
+        let names: Vec<String> = d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["type"] == "query")
+            .map(|v| v["name"].as_str().unwrap().to_string())
+            .collect();
+        assert!(names.iter().any(|n| n == "Cluster") && names.iter().any(|n| n == "SessionName"), "{file}: {names:?}");
+        for (p, expr) in expressions(&d) {
+            for n in &names {
+                assert!(
+                    expr.contains(&format!("${n}")) || expr.contains(&format!("${{{n}}}")),
+                    "{file}: {}: ignores the {n} variable (filter on it, or drop the variable from the dashboard): {expr}",
+                    p["title"]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn alert_thresholds_are_drawn_on_the_panels_of_their_series() {
+    let rules = yaml("prometheus/rules/ray-alerts.yml");
+    let rule = |name: &str| -> String {
+        let all = rules["groups"].as_sequence().unwrap().iter().flat_map(|g| g["rules"].as_sequence().unwrap().iter());
+        let r = all.clone().find(|r| r["alert"] == name).unwrap_or_else(|| panic!("no alert {name}"));
+        r["expr"].as_str().unwrap().to_string()
+    };
+    // (alert, what the panels' expressions show, their unit, the alert's threshold)
+    let cases = [
+        ("RayNodeHighCpu", "ray_node_cpu_utilization{", "percent", 80.0),
+        ("RayNodeHighMemory", "session_ip:ray_node_mem:ratio{", "percentunit", 0.85),
+        ("RayObjectStoreAlmostFull", "session_node:ray_object_store:ratio{", "percentunit", 0.8),
+        ("RayTaskFailureRateHigh", "State=\"FAILED\"", "percentunit", 0.1),
+        ("RayGpuMemoryHigh", "session_gpu:ray_node_gram:ratio{", "percentunit", 0.9),
+    ];
+    let all = dashboards();
+    for (alert, series, unit, value) in cases {
+        assert!(rule(alert).contains(&format!("> {value}")), "{alert} no longer fires above {value}: update the dashboards");
+        let mut drawn = 0;
+        for (file, d) in &all {
+            for p in panels(d).into_iter().filter(|p| p["type"] == "timeseries") {
+                let defaults = &p["fieldConfig"]["defaults"];
+                let exprs: Vec<&str> = p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap()).collect();
+                if defaults["unit"] != unit || !exprs.iter().any(|e| e.contains(series)) {
+                    continue;
+                }
+                let line = defaults["thresholds"]["steps"].as_array().into_iter().flatten().any(|s| s["value"].as_f64() == Some(value))
+                    && ["line", "dashed", "line+area", "dashed+area"].iter().any(|m| defaults["custom"]["thresholdsStyle"]["mode"] == *m);
+                // A graph of the alert's own series (per node, or the failure share) draws the line.
+                let own = exprs.iter().any(|e| e.contains("topk(") || e.contains("[5m:]"));
+                assert!(line || !own, "{file}: {}: no threshold line at {alert}'s {value}", p["title"]);
+                drawn += line as usize;
+            }
+        }
+        assert!(drawn > 0, "no panel draws {alert}'s threshold {value}");
+    }
+}
+
+#[test]
+fn panels_only_rayscope_can_fill_are_marked() {
+    for (file, d) in dashboards() {
+        for p in panels(&d).into_iter().filter(|p| p["type"] != "row") {
+            let title = p["title"].as_str().unwrap();
+            let own = p["targets"].as_array().into_iter().flatten().any(|t| t["expr"].as_str().unwrap().contains("rayscope_"));
+            let marked = title.ends_with(" (rayscope only)");
+            assert_eq!(own, marked, "{file}: {title}: rayscope_* series ⇔ the \" (rayscope only)\" suffix");
+            assert_eq!(own, p["description"].as_str().unwrap().starts_with("rayscope only: "), "{file}: {title}: description mark");
+        }
+    }
+}
+
+/// The static half of the 50-series rule (bundle_e2e measures the other half at scale):
+/// a graph with a line per node, job or process picks a fixed top k.
+#[test]
+fn graphs_with_a_line_per_node_pick_a_top_k() {
+    for (file, d) in dashboards() {
+        for p in panels(&d).into_iter().filter(|p| p["type"] == "timeseries") {
+            for t in p["targets"].as_array().unwrap() {
+                let legend = t["legendFormat"].as_str().unwrap_or("");
+                if ["{{ip}}", "{{NodeAddress}}", "{{JobId}}", "{{pid}}", "{{instance}}"].iter().any(|l| legend.contains(l)) {
+                    let expr = t["expr"].as_str().unwrap();
+                    assert!(expr.contains(" @ end()))") && expr.contains("topk("), "{file}: {}: {expr}", p["title"]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_alerts_dashboard_lists_alerts_with_summaries_and_runbooks() {
+    let all = dashboards();
+    let d = &all.iter().find(|(f, _)| f == "alerts.json").unwrap().1;
+    let list = panels(d).into_iter().find(|p| p["type"] == "alertlist").expect("an alert list panel");
+    let prom = yaml("grafana/provisioning/datasources/prometheus.yml");
+    let prom = &prom["datasources"][0];
+    // Grafana's alert list reads data-source managed rules (Prometheus' /api/v1/rules, with
+    // their annotations) from the data source it names, by name.
+    assert_eq!(list["options"]["datasource"].as_str(), prom["name"].as_str(), "the alert list reads the provisioned Prometheus");
+    assert_eq!(prom["jsonData"]["manageAlerts"].as_bool(), Some(true));
+    assert_eq!(list["options"]["stateFilter"]["firing"], true);
+    assert_eq!(list["options"]["showInstances"], true, "each firing instance, not only the rule");
+    let am = yaml("grafana/provisioning/datasources/alertmanager.yml");
+    let am = &am["datasources"][0];
+    assert_eq!(am["type"].as_str(), Some("alertmanager"));
+    assert_eq!(am["jsonData"]["implementation"].as_str(), Some("prometheus"));
+    assert_eq!(prom["jsonData"]["alertmanagerUid"], am["uid"]);
+    let (host, port) = host_port(am["url"].as_str().unwrap());
+    assert!(published().get(&host).is_some_and(|p| p.contains(&port)), "the Alertmanager data source names {host}:{port}");
+    // Every rule the list shows carries what it links to.
+    for f in std::fs::read_dir(repo().join("prometheus/rules")).unwrap() {
+        let rules: Yaml = serde_yaml::from_str(&std::fs::read_to_string(f.unwrap().path()).unwrap()).unwrap();
+        for r in rules["groups"].as_sequence().unwrap().iter().flat_map(|g| g["rules"].as_sequence().unwrap()) {
+            if let Some(name) = r["alert"].as_str() {
+                for a in ["summary", "runbook_url"] {
+                    assert!(r["annotations"][a].as_str().is_some_and(|s| !s.is_empty()), "{name}: no {a} annotation");
+                }
+            }
+        }
     }
 }
