@@ -240,10 +240,16 @@ pub fn panels(dashboard: &Value) -> Vec<&Value> {
 }
 
 /// A panel expression with the dashboard's variables at their "All" values (each
-/// query variable's `allValue`) and `$__rate_interval` as Grafana computes it for the
-/// provisioned datasource (4 × its 5 s scrape interval).
+/// query variable's `allValue`), `$__rate_interval` as Grafana computes it for the
+/// provisioned datasource (4 × its 5 s scrape interval) and `$__range` as the
+/// dashboards' default time range (30 m).
 pub fn substitute(dashboard: &Value, expr: &str) -> String {
-    let mut out = expr.replace("$__rate_interval", "20s");
+    substitute_over(dashboard, expr, 1800.0)
+}
+
+/// `substitute` for a time range of `range_s` seconds (`$__range`).
+pub fn substitute_over(dashboard: &Value, expr: &str, range_s: f64) -> String {
+    let mut out = expr.replace("$__rate_interval", "20s").replace("$__range", &format!("{}s", range_s.ceil() as u64));
     for v in dashboard["templating"]["list"].as_array().into_iter().flatten() {
         let name = v["name"].as_str().unwrap();
         let value = match v["type"].as_str() {
