@@ -29,6 +29,7 @@ Conventions every dashboard follows (tests/bundle_structure.rs checks them):
 
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,7 +107,18 @@ def variables(names):
             "refresh": 1,
             "regex": "",
         },
-        *[every[n] for n in names],
+        *([{
+            "name": "alertmanager",
+            "label": "Alertmanager API",
+            "description": "An Infinity data source on Alertmanager (the bundle provisions one), for the alerts' summaries and runbooks.",
+            "type": "datasource",
+            "query": "yesoreyeram-infinity-datasource",
+            "current": {},
+            "hide": 0,
+            "refresh": 1,
+            "regex": "",
+        }] if "alertmanager" in names else []),
+        *[every[n] for n in names if n != "alertmanager"],
         {
             "name": "rayscope",
             "label": "rayscope URL",
@@ -258,6 +270,63 @@ def alert_list(lay, title, description, w=24, h=10):
     }
 
 
+# Alertmanager's HTTP API through the Infinity data source (a JSON-over-HTTP plugin; the
+# bundle's Grafana installs it and provisions it on Alertmanager): Prometheus' own data
+# source gives the ALERTS series, which carry no annotations, so the summary and the
+# runbook link come from Alertmanager's /api/v2/alerts. A variable, like `datasource`.
+AM_DS = {"type": "yesoreyeram-infinity-datasource", "uid": "${alertmanager}"}
+
+
+def alertmanager_table(lay, title, description, w=24, h=10):
+    """Alertmanager's active alerts, one row each: name, severity, where, summary, runbook
+    (a link), since when. Filtered on the dashboard's Cluster and Session variables by
+    Alertmanager's own matchers; an alert without those labels (Watchdog, target down)
+    matches the empty alternative."""
+    columns = [
+        ("labels.alertname", "Alert", "string"),
+        ("labels.severity", "Severity", "string"),
+        ("labels.ip", "Node", "string"),
+        ("annotations.summary", "Summary", "string"),
+        ("annotations.runbook_url", "Runbook", "string"),
+        ("startsAt", "Since", "timestamp"),
+    ]
+    params = [
+        {"key": "active", "value": "true"},
+        {"key": "silenced", "value": "false"},
+        {"key": "inhibited", "value": "false"},
+        {"key": "filter", "value": 'SessionName=~"${SessionName}|"'},
+        {"key": "filter", "value": 'ray_io_cluster=~"${Cluster}|"'},
+    ]
+    runbook_link = {"title": "Open the runbook", "url": "${__value.raw}", "targetBlank": True}
+    return {
+        "type": "table",
+        "title": title,
+        "description": description,
+        "datasource": AM_DS,
+        "gridPos": lay.place(w, h),
+        "fieldConfig": {
+            "defaults": {"unit": "none"},
+            "overrides": [{"matcher": {"id": "byName", "options": "Runbook"}, "properties": [{"id": "links", "value": [runbook_link]}]}],
+        },
+        "options": {"showHeader": True, "cellHeight": "sm", "sortBy": [{"displayName": "Severity", "desc": False}]},
+        "targets": [
+            {
+                "datasource": AM_DS,
+                "refId": "A",
+                "type": "json",
+                "source": "url",
+                "parser": "backend",
+                "format": "table",
+                "url": "/api/v2/alerts",
+                "url_options": {"method": "GET", "data": "", "params": params},
+                "root_selector": "",
+                "columns": [{"selector": sel, "text": text, "type": kind} for sel, text, kind in columns],
+                "filters": [],
+            }
+        ],
+    }
+
+
 def dashboard(uid, title, description, names, build):
     lay = Layout()
     panels = []
@@ -286,8 +355,45 @@ def dashboard(uid, title, description, names, build):
 
 
 RUNNING = 'State=~"RUNNING|RUNNING_IN_RAY_GET|RUNNING_IN_RAY_WAIT"'
-# Alert thresholds (prometheus/rules/ray-alerts.yml), drawn on the panels of their series.
-CPU_ALERT, MEM_ALERT, STORE_ALERT, FAILED_ALERT, GRAM_ALERT = 80, 0.85, 0.8, 0.1, 0.9
+
+
+def alert_threshold(name):
+    """The value above which alert `name` of prometheus/rules/*.yml fires: the number after
+    the last `>` of its expression. Read from the rules each run, so a changed rule moves
+    its threshold lines; a rule that no longer compares with `> number` is an error here
+    rather than a line drawn at a stale value. (A line scan, not a YAML parser: the script
+    needs nothing beyond Python's standard library.)"""
+    rules_dir = os.path.join(HERE, "..", "prometheus", "rules")
+    for file in sorted(os.listdir(rules_dir)):
+        if not file.endswith((".yml", ".yaml")):
+            continue
+        lines = open(os.path.join(rules_dir, file)).read().splitlines()
+        for i, line in enumerate(lines):
+            if re.fullmatch(rf"\s*- alert:\s*{name}\s*", line):
+                indent = len(line) - len(line.lstrip())
+                block = []
+                for nxt in lines[i + 1:]:
+                    if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                        break
+                    block.append(nxt)
+                expr = "\n".join(block).split("expr:", 1)[1].split("for:", 1)[0].split("labels:", 1)[0]
+                found = re.findall(r">\s*([0-9.]+)", expr)
+                if not found:
+                    sys.exit(f"generate.py: alert {name} ({file}) compares with no `> number`: {expr.strip()}")
+                value = float(found[-1])
+                return int(value) if value.is_integer() else value
+    sys.exit(f"generate.py: no alert {name} in prometheus/rules/*.yml")
+
+
+# Alert thresholds, from prometheus/rules/*.yml, drawn on the panels of their series.
+CPU_ALERT = alert_threshold("RayNodeHighCpu")
+MEM_ALERT = alert_threshold("RayNodeHighMemory")
+STORE_ALERT = alert_threshold("RayObjectStoreAlmostFull")
+FAILED_ALERT = alert_threshold("RayTaskFailureRateHigh")
+GRAM_ALERT = alert_threshold("RayGpuMemoryHigh")
+PLACEMENT_ALERT = alert_threshold("RaySchedulingLatencyHigh")
+
+
 def cluster(lay):
     return [
         lay.row("At a glance"),
@@ -440,7 +546,7 @@ def actors(lay):
         timeseries(lay, "Restarting and dead actors by class", "Actors restarting or dead, per class. Dead actors of a class that should live mean max_restarts ran out.", "none",
                    [(f'sum by (Name, State) (ray_actors{{Source="gcs",State=~"RESTARTING|DEAD",{SESSION}}})', "{{Name}} {{State}}")]),
         timeseries(lay, "Actor placement p95", "95th percentile time from an actor's creation request to its resources being reserved. The line: RaySchedulingLatencyHigh above 1 s for 5 m.", "ms",
-                   [(placement_p95('WorkloadType="Actor",'), "p95")], threshold=1000),
+                   [(placement_p95('WorkloadType="Actor",'), "p95")], threshold=PLACEMENT_ALERT),
         timeseries(lay, "Actor calls by state", "Actor method calls by state: queued behind an actor's concurrency limit, running, finished.", "none",
                    [(f'sum by (State) (ray_tasks{{Name=~".+\\\\..+",{SESSION}}})', "{{State}}")]),
         lay.row("Placement groups"),
@@ -494,7 +600,7 @@ def scheduler(lay):
         timeseries(lay, "Lease queue by state", "The raylets' lease queues by state.", "none",
                    [(f"sum by (State) (ray_scheduler_tasks{{{SESSION}}})", "{{State}}")]),
         timeseries(lay, "Placement time p95", "95th percentile time to reserve resources, per workload type. The line: RaySchedulingLatencyHigh above 1 s for 5 m.", "ms",
-                   [(placement_p95(), "{{WorkloadType}}")], threshold=1000),
+                   [(placement_p95(), "{{WorkloadType}}")], threshold=PLACEMENT_ALERT),
         timeseries(lay, "Placement time p50", "Median time to reserve resources, per workload type.", "ms",
                    [(f"histogram_quantile(0.5, sum by (WorkloadType, le) (rate(ray_scheduler_placement_time_ms_bucket{{{SESSION}}}[$__rate_interval])))", "{{WorkloadType}}")]),
         timeseries(lay, "Spillbacks per second", "Leases the raylets sent on to another node because theirs had no room (growth of their running counts), summed over nodes.", "none",
@@ -526,7 +632,9 @@ def alerts(lay):
              f'count(ALERTS{{alertname="Watchdog",alertstate="firing",{ALERT_SESSION}}}) or vector(0)', w=6, thresholds=[]),
         stat(lay, "Notifications received" + ONLY, "rayscope only: Alertmanager notifications rayscope's webhook received (firing and resolved). Stays 0 if Alertmanager cannot reach rayscope or the token is wrong.", "none",
              f"sum(rayscope_alert_notifications_received_total * {RAYSCOPE_SESSION}) or vector(0)", w=6),
-        alert_list(lay, "Firing alerts: summary and runbook", "Prometheus' firing and pending alerts, read from its rules API (data source " + PROMETHEUS_NAME + "), with their labels. "
+        alertmanager_table(lay, "Active alerts: summary and runbook", "Alertmanager's active alerts (not silenced, not inhibited), one row each, with the summary and a link to the runbook "
+                           "(runbook_url). Read from Alertmanager's /api/v2/alerts through the alertmanager data source; empty while none is active."),
+        alert_list(lay, "Firing and pending rules", "Prometheus' firing and pending alerts, read from its rules API (data source " + PROMETHEUS_NAME + "), with their labels. "
                    "Open an alert for its summary, description and runbook link (runbook_url). Alertmanager's view of the same alerts, with silences "
                    "and inhibitions, is under Alerting → Alert groups (the provisioned Alertmanager data source)."),
         table(lay, "Firing alerts by label", "Every alert firing now, with all its labels (from the ALERTS series, which carries no annotations: the list above has them).", "none",
@@ -582,7 +690,7 @@ DASHBOARDS = [
     ("actors", "rayscope-actors", "Ray / Actors", "Actors by state and class, busy and idle, restarts and placement time; placement groups.", BASE, actors),
     ("object-store-and-memory", "rayscope-objects", "Ray / Object store and memory", "Plasma stores, spilling, transfers, node memory, logical memory and OOM kills.", BASE + ["node"], objects),
     ("scheduler-and-autoscaler", "rayscope-scheduler", "Ray / Scheduler and autoscaler", "Lease queues, placement latency, spillback, worker starts; the autoscaler's nodes, launches and failures.", BASE, scheduler),
-    ("alerts", "rayscope-alerts", "Ray / Alerts", "Prometheus alerts with their summaries and runbooks, and the notifications rayscope received from Alertmanager.", BASE, alerts),
+    ("alerts", "rayscope-alerts", "Ray / Alerts", "Active alerts with their summaries and runbooks (from Alertmanager), Prometheus' rules, and the notifications rayscope received from Alertmanager.", ["alertmanager"] + BASE, alerts),
     ("flow", "rayscope-flow", "Ray / Flow", "rayscope only: Flow Insight's call graph as metrics: call rates and latencies per caller → callee edge (rayscope_flow_*). The /flow page shows the graph itself.", BASE, flow),
 ]
 

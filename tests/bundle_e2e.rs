@@ -126,6 +126,37 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
         }
     });
 
+    // The Alerts dashboard's table asks Alertmanager what the panel asks (its path and
+    // parameters, the variables at "All"): the firing RayNodeDown is there, and every
+    // column the panel shows has a value, the summary and the runbook link included.
+    let all = dashboards();
+    let alerts_json = &all.iter().find(|(f, _)| f == "alerts.json").unwrap().1;
+    let table = panels(alerts_json).into_iter().find(|p| p["datasource"]["uid"] == "${alertmanager}").unwrap();
+    let t = &table["targets"][0];
+    let query: Vec<String> = t["url_options"]["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let value = p["value"].as_str().unwrap().replace("${SessionName}", ".+").replace("${Cluster}", ".*");
+            format!("{}={}", p["key"].as_str().unwrap(), form_encode(&value))
+        })
+        .collect();
+    let path = format!("{}?{}", t["url"].as_str().unwrap(), query.join("&"));
+    wait_for("RayNodeDown in the Alerts dashboard's table, with every column", Duration::from_secs(60), || {
+        let got = get_json(&am, &path).ok_or_else(|| format!("no answer from Alertmanager for {path}"))?;
+        let rows = got.as_array().cloned().unwrap_or_default();
+        let row = rows.iter().find(|a| a["labels"]["alertname"] == "RayNodeDown").ok_or(format!("{} rows, no RayNodeDown", rows.len()))?;
+        for c in t["columns"].as_array().unwrap() {
+            let sel = c["selector"].as_str().unwrap();
+            let value = sel.split('.').fold(row, |v, k| &v[k]);
+            if !value.as_str().is_some_and(|s| !s.is_empty()) {
+                return Err(format!("{sel} empty in {row}"));
+            }
+        }
+        Ok(())
+    });
+
     // A busy worker's CPU alert fires; killing that node inhibits it at Alertmanager.
     let hot = wait_for("RayNodeHighCpu firing on a live worker", Duration::from_secs(240), || {
         let alerts = firing(&prom, "RayNodeHighCpu")?;
@@ -159,7 +190,8 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
         let mut empty = Vec::new();
         for (file, d) in dashboards() {
             for p in panels(&d) {
-                for t in p["targets"].as_array().into_iter().flatten() {
+                // PromQL targets; the Alertmanager table is checked above.
+                for t in p["targets"].as_array().into_iter().flatten().filter(|t| t["expr"].is_string()) {
                     let expr = substitute(&d, t["expr"].as_str().unwrap());
                     match prom_range(&prom, &expr, started, end, 5.0) {
                         Ok(r) if !r.is_empty() => {}

@@ -235,6 +235,12 @@ fn dashboards_are_raw_provisioning_json_that_follows_the_linters_rules() {
             if p["type"] == "alertlist" {
                 continue; // reads Prometheus' rules API, no queries (alert_list_shows_summaries_and_runbooks)
             }
+            if p["datasource"]["type"] == "yesoreyeram-infinity-datasource" {
+                // Alertmanager's API (the_alerts_dashboard_lists_alerts_with_summaries_and_runbooks).
+                assert_eq!(p["datasource"]["uid"], "${alertmanager}", "{file}: {title}: the alertmanager variable");
+                assert_eq!(var("alertmanager")["query"], "yesoreyeram-infinity-datasource", "{file}");
+                continue;
+            }
             assert_eq!(p["datasource"]["uid"], "${datasource}", "{file}: {title}: panel datasource");
             let targets = p["targets"].as_array().unwrap();
             assert!(!targets.is_empty(), "{file}: {title}: no query");
@@ -286,7 +292,12 @@ fn expressions(d: &Json) -> Vec<(&Json, String)> {
     let mut out = Vec::new();
     for p in panels(d) {
         for t in p["targets"].as_array().into_iter().flatten() {
-            out.push((p, t["expr"].as_str().unwrap().to_string()));
+            // A PromQL expression, or an HTTP query (its URL and parameters, matchers included).
+            let text = match t["expr"].as_str() {
+                Some(expr) => expr.to_string(),
+                None => format!("{} {}", t["url"].as_str().unwrap(), t["url_options"]["params"]),
+            };
+            out.push((p, text));
         }
     }
     out
@@ -323,17 +334,25 @@ fn alert_thresholds_are_drawn_on_the_panels_of_their_series() {
         let r = all.clone().find(|r| r["alert"] == name).unwrap_or_else(|| panic!("no alert {name}"));
         r["expr"].as_str().unwrap().to_string()
     };
-    // (alert, what the panels' expressions show, their unit, the alert's threshold)
+    // The number after the last `>` of the rule's expression: the value it fires above.
+    let threshold = |alert: &str| -> f64 {
+        let expr = rule(alert);
+        let after = expr.rsplit_once('>').unwrap_or_else(|| panic!("{alert}: no `>` in {expr}")).1.trim_start();
+        let number: String = after.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        number.parse().unwrap_or_else(|_| panic!("{alert}: no number after its last `>`: {expr}"))
+    };
+    // (alert, what the panels' expressions show, their unit)
     let cases = [
-        ("RayNodeHighCpu", "ray_node_cpu_utilization{", "percent", 80.0),
-        ("RayNodeHighMemory", "session_ip:ray_node_mem:ratio{", "percentunit", 0.85),
-        ("RayObjectStoreAlmostFull", "session_node:ray_object_store:ratio{", "percentunit", 0.8),
-        ("RayTaskFailureRateHigh", "State=\"FAILED\"", "percentunit", 0.1),
-        ("RayGpuMemoryHigh", "session_gpu:ray_node_gram:ratio{", "percentunit", 0.9),
+        ("RayNodeHighCpu", "ray_node_cpu_utilization{", "percent"),
+        ("RayNodeHighMemory", "session_ip:ray_node_mem:ratio{", "percentunit"),
+        ("RayObjectStoreAlmostFull", "session_node:ray_object_store:ratio{", "percentunit"),
+        ("RayTaskFailureRateHigh", "State=\"FAILED\"", "percentunit"),
+        ("RayGpuMemoryHigh", "session_gpu:ray_node_gram:ratio{", "percentunit"),
+        ("RaySchedulingLatencyHigh", "ray_scheduler_placement_time_ms_bucket{", "ms"),
     ];
     let all = dashboards();
-    for (alert, series, unit, value) in cases {
-        assert!(rule(alert).contains(&format!("> {value}")), "{alert} no longer fires above {value}: update the dashboards");
+    for (alert, series, unit) in cases {
+        let value = threshold(alert);
         let mut drawn = 0;
         for (file, d) in &all {
             for p in panels(d).into_iter().filter(|p| p["type"] == "timeseries") {
@@ -359,7 +378,7 @@ fn panels_only_rayscope_can_fill_are_marked() {
     for (file, d) in dashboards() {
         for p in panels(&d).into_iter().filter(|p| p["type"] != "row") {
             let title = p["title"].as_str().unwrap();
-            let own = p["targets"].as_array().into_iter().flatten().any(|t| t["expr"].as_str().unwrap().contains("rayscope_"));
+            let own = p["targets"].as_array().into_iter().flatten().any(|t| t["expr"].as_str().unwrap_or("").contains("rayscope_"));
             let marked = title.ends_with(" (rayscope only)");
             assert_eq!(own, marked, "{file}: {title}: rayscope_* series ⇔ the \" (rayscope only)\" suffix");
             assert_eq!(own, p["description"].as_str().unwrap().starts_with("rayscope only: "), "{file}: {title}: description mark");
@@ -404,6 +423,33 @@ fn the_alerts_dashboard_lists_alerts_with_summaries_and_runbooks() {
     assert_eq!(prom["jsonData"]["alertmanagerUid"], am["uid"]);
     let (host, port) = host_port(am["url"].as_str().unwrap());
     assert!(published().get(&host).is_some_and(|p| p.contains(&port)), "the Alertmanager data source names {host}:{port}");
+    // The table of active alerts: Alertmanager's API through the provisioned Infinity data
+    // source (the plugin installed, pinned), a column each for the summary and the runbook,
+    // which links to it.
+    let table = panels(d).into_iter().find(|p| p["datasource"]["uid"] == "${alertmanager}").expect("a table of Alertmanager's alerts");
+    assert_eq!(table["type"], "table");
+    let t = &table["targets"][0];
+    assert_eq!(t["url"], "/api/v2/alerts");
+    let selectors: Vec<&str> = t["columns"].as_array().unwrap().iter().map(|c| c["selector"].as_str().unwrap()).collect();
+    for want in ["labels.alertname", "labels.severity", "annotations.summary", "annotations.runbook_url"] {
+        assert!(selectors.contains(&want), "the table shows {want}: {selectors:?}");
+    }
+    let runbook = t["columns"].as_array().unwrap().iter().find(|c| c["selector"] == "annotations.runbook_url").unwrap()["text"].clone();
+    let linked = table["fieldConfig"]["overrides"].as_array().unwrap().iter().any(|o| {
+        o["matcher"]["options"] == runbook && o["properties"][0]["id"] == "links" && o["properties"][0]["value"][0]["url"] == "${__value.raw}"
+    });
+    assert!(linked, "the runbook column links to the runbook");
+    let api = yaml("grafana/provisioning/datasources/alertmanager-api.yml");
+    let api = &api["datasources"][0];
+    assert_eq!(api["type"], "yesoreyeram-infinity-datasource");
+    assert_eq!(api["url"], am["url"], "the Infinity data source reads the bundle's Alertmanager");
+    assert_eq!(api["jsonData"]["allowedHosts"][0], am["url"]);
+    let plugins = compose()["services"]["grafana"]["environment"]["GF_INSTALL_PLUGINS"].as_str().unwrap_or("").to_string();
+    assert!(
+        plugins.split(',').any(|p| p.split_whitespace().collect::<Vec<_>>().first() == Some(&"yesoreyeram-infinity-datasource")
+            && p.split_whitespace().count() == 2),
+        "Grafana installs the Infinity plugin at a pinned version: {plugins:?}"
+    );
     // Every rule the list shows carries what it links to.
     for f in std::fs::read_dir(repo().join("prometheus/rules")).unwrap() {
         let rules: Yaml = serde_yaml::from_str(&std::fs::read_to_string(f.unwrap().path()).unwrap()).unwrap();
