@@ -21,21 +21,6 @@ use std::time::Duration;
 
 const TOKEN: &str = "bundle-e2e-token-0123456789";
 
-/// The bundle's prometheus.yml with its targets on loopback and its rule files in the
-/// repository; every other setting (intervals, honor_labels, jobs) is kept.
-fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
-    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let rules = repo().join("prometheus/rules/*.yml");
-    cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
-    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = serde_yaml::to_value(vec![alertmanager]).unwrap();
-    let job = &mut cfg["scrape_configs"][0];
-    assert_eq!(job["job_name"].as_str(), Some("rayscope"));
-    assert_eq!(job["static_configs"][0]["targets"][0].as_str(), Some("rayscope:8080"));
-    job["static_configs"][0]["targets"] = serde_yaml::to_value(vec![rayscope]).unwrap();
-    serde_yaml::to_string(&cfg).unwrap()
-}
-
 /// The bundle's alertmanager.yml with the webhook on rayscope's loopback address and
 /// the token file in `token_file`.
 fn alertmanager_config(rayscope: &str, token_file: &str) -> String {
