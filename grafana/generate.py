@@ -394,6 +394,11 @@ GRAM_ALERT = alert_threshold("RayGpuMemoryHigh")
 PLACEMENT_ALERT = alert_threshold("RaySchedulingLatencyHigh")
 
 
+def pct(ratio):
+    """A 0-1 threshold as a percentage for a description: 0.85 → "85%"."""
+    return f"{round(ratio * 100, 1):g}%"
+
+
 def cluster(lay):
     return [
         lay.row("At a glance"),
@@ -416,7 +421,7 @@ def cluster(lay):
                    [(f"avg(ray_node_cpu_utilization{{{SESSION}}})", "CPU"),
                     (f"sum(ray_node_gpus_utilization{{{SESSION}}}) / sum(ray_node_gpus_available{{{SESSION}}})", "GPU"),
                     (f"100 * sum(ray_node_mem_used_host{{{SESSION}}}) / sum(ray_node_mem_total_host{{{SESSION}}})", "host memory")], minimum=0),
-        timeseries(lay, "Node CPU utilization by node type", "Mean hardware CPU utilization (0-100%) per Ray node type; the busiest nodes are on the Nodes dashboard. The line: RayNodeHighCpu's 80% (per node, for 1 m).", "percent",
+        timeseries(lay, "Node CPU utilization by node type", f"Mean hardware CPU utilization (0-100%) per Ray node type; the busiest nodes are on the Nodes dashboard. The line: RayNodeHighCpu's {CPU_ALERT}% (per node, for 1 m).", "percent",
                    [(f"avg by (RayNodeType) (ray_node_cpu_utilization{{{SESSION}}})", "{{RayNodeType}}")], minimum=0, threshold=CPU_ALERT),
         timeseries(lay, "Object store", "Plasma bytes used and capacity, summed over nodes. Used near capacity means spilling (see Object store and memory).", "bytes",
                    [(f"sum(ray_object_store_used_memory{{{SESSION}}})", "used"),
@@ -436,12 +441,12 @@ def nodes(lay):
 
     return [
         lay.row("CPU and memory"),
-        timeseries(lay, "CPU utilization, 10 busiest nodes", "Hardware CPU utilization (0-100% of all cores) of the 10 nodes busiest on average over the time range; every node is in the table below. The line: RayNodeHighCpu fires above 80% for 1 m.", "percent",
+        timeseries(lay, "CPU utilization, 10 busiest nodes", f"Hardware CPU utilization (0-100% of all cores) of the 10 nodes busiest on average over the time range; every node is in the table below. The line: RayNodeHighCpu fires above {CPU_ALERT}% for 1 m.", "percent",
                    [(top(f"ray_node_cpu_utilization{{{HW}}}", "ip"), "{{ip}}")], minimum=0, threshold=CPU_ALERT),
         timeseries(lay, "CPU utilization by node type", "Mean and busiest node's CPU utilization per node type. A max far above the mean: work lands unevenly.", "percent",
                    [(f"avg by (RayNodeType) (ray_node_cpu_utilization{{{HW}}})", "{{RayNodeType}} mean"),
                     (f"max by (RayNodeType) (ray_node_cpu_utilization{{{HW}}})", "{{RayNodeType}} max")], minimum=0, threshold=CPU_ALERT),
-        timeseries(lay, "Memory used, 10 fullest nodes", "Share of memory in use on the 10 fullest nodes over the time range. The line: RayNodeHighMemory (critical) above 85% for 1 m; Ray's memory monitor kills workers at 95%.", "percentunit",
+        timeseries(lay, "Memory used, 10 fullest nodes", f"Share of memory in use on the 10 fullest nodes over the time range. The line: RayNodeHighMemory above {pct(MEM_ALERT)} for 1 m; Ray's memory monitor kills workers at 95%.", "percentunit",
                    [(top(f"session_ip:ray_node_mem:ratio{{{HW}}}", "ip"), "{{ip}}")], minimum=0, threshold=MEM_ALERT),
         timeseries(lay, "CPU cores by node type", "Cores per node type, as the nodes' agents count them.", "none", [by_type("node_cpu_count", "cores")], stack=True),
         timeseries(lay, "Host memory by node type", "Bytes of host memory in use (heaps + object store + everything else), next to the hosts' total, per node type.", "bytes",
@@ -451,7 +456,7 @@ def nodes(lay):
         lay.row("GPUs"),
         timeseries(lay, "GPU utilization, 10 busiest GPUs", "Utilization (0-100%) of the 10 busiest GPUs over the time range. Idle GPUs on a busy cluster point at requests that do not ask for them.", "percent",
                    [(top(f"ray_node_gpus_utilization{{{HW}}}", "ip, GpuIndex"), "{{ip}} GPU {{GpuIndex}}")], minimum=0),
-        timeseries(lay, "GPU memory used, 10 fullest GPUs", "Share of GPU memory in use on the 10 fullest GPUs over the time range. The line: RayGpuMemoryHigh above 90% for 5 m.", "percentunit",
+        timeseries(lay, "GPU memory used, 10 fullest GPUs", f"Share of GPU memory in use on the 10 fullest GPUs over the time range. The line: RayGpuMemoryHigh above {pct(GRAM_ALERT)} for 5 m.", "percentunit",
                    [(top(f"session_gpu:ray_node_gram:ratio{{{HW}}}", "ip, GpuIndex"), "{{ip}} GPU {{GpuIndex}}")], minimum=0, threshold=GRAM_ALERT),
         timeseries(lay, "GPU memory by node type", "Bytes of GPU memory in use and in total per node type (Ray reports MiB).", "bytes",
                    [by_type("node_gram_used", "used", " * 1024 * 1024"),
@@ -523,7 +528,7 @@ def jobs(lay):
                    [(f'sum by (Name) (ray_tasks{{IsRetry="1",{SESSION}}})', "{{Name}}")]),
         timeseries(lay, "Failed tasks", "Tasks that ended FAILED (retries exhausted or not retriable), per name.", "none",
                    [(f'sum by (Name) (ray_tasks{{State="FAILED",{SESSION}}})', "{{Name}}")]),
-        timeseries(lay, "Task failure share (5 m)", "Share of task attempts ending in the last 5 m that failed. The line: RayTaskFailureRateHigh above 10%.", "percentunit",
+        timeseries(lay, "Task failure share (5 m)", f"Share of task attempts ending in the last 5 m that failed. The line: RayTaskFailureRateHigh above {pct(FAILED_ALERT)}.", "percentunit",
                    [(failure_share(), "failed share")], minimum=0, threshold=FAILED_ALERT),
         timeseries(lay, "Tasks finished per second", "Completion throughput (growth of the FINISHED count). A drop to zero with pending work is a stuck cluster (RayTasksPendingTooLong).", "none",
                    [(f'sum(deriv(ray_tasks{{State="FINISHED",{SESSION}}}[$__rate_interval]))', "finished/s")]),
@@ -545,7 +550,7 @@ def actors(lay):
                    [(f'sum by (State) (ray_actors{{Source="executor",{SESSION}}})', "{{State}}")], stack=True),
         timeseries(lay, "Restarting and dead actors by class", "Actors restarting or dead, per class. Dead actors of a class that should live mean max_restarts ran out.", "none",
                    [(f'sum by (Name, State) (ray_actors{{Source="gcs",State=~"RESTARTING|DEAD",{SESSION}}})', "{{Name}} {{State}}")]),
-        timeseries(lay, "Actor placement p95", "95th percentile time from an actor's creation request to its resources being reserved. The line: RaySchedulingLatencyHigh above 1 s for 5 m.", "ms",
+        timeseries(lay, "Actor placement p95", f"95th percentile time from an actor's creation request to its resources being reserved. The line: RaySchedulingLatencyHigh above {PLACEMENT_ALERT} ms for 5 m.", "ms",
                    [(placement_p95('WorkloadType="Actor",'), "p95")], threshold=PLACEMENT_ALERT),
         timeseries(lay, "Actor calls by state", "Actor method calls by state: queued behind an actor's concurrency limit, running, finished.", "none",
                    [(f'sum by (State) (ray_tasks{{Name=~".+\\\\..+",{SESSION}}})', "{{State}}")]),
@@ -559,7 +564,7 @@ def objects(lay):
     fill = f"session_node:ray_object_store:ratio{{{RL}}}"
     return [
         lay.row("Object store"),
-        timeseries(lay, "Object store fill, 10 fullest nodes", "Share of the plasma store in use on the 10 fullest nodes over the time range; every node is in the table below. The line: RayObjectStoreAlmostFull above 80%, where Ray spills.", "percentunit",
+        timeseries(lay, "Object store fill, 10 fullest nodes", f"Share of the plasma store in use on the 10 fullest nodes over the time range; every node is in the table below. The line: RayObjectStoreAlmostFull above {pct(STORE_ALERT)}; Ray spills from 80% by default.", "percentunit",
                    [(top(fill, "NodeAddress"), "{{NodeAddress}}")], minimum=0, threshold=STORE_ALERT),
         timeseries(lay, "Object store used", "Plasma bytes used and capacity, summed over the chosen nodes.", "bytes",
                    [(f"sum(ray_object_store_used_memory{{{RL}}})", "used"),
@@ -578,7 +583,7 @@ def objects(lay):
         timeseries(lay, "Object transfers", "Bytes per second pushed to and received from other nodes.", "Bps",
                    [(f"sum by (Type) (deriv(ray_object_manager_bytes{{{RL}}}[$__rate_interval]))", "{{Type}}")]),
         lay.row("Memory"),
-        timeseries(lay, "Node memory used, 10 fullest nodes", "Share of memory in use (heaps + object store + everything else) on the 10 fullest nodes. The line: RayNodeHighMemory above 85%; Ray's memory monitor kills workers at 95%.", "percentunit",
+        timeseries(lay, "Node memory used, 10 fullest nodes", f"Share of memory in use (heaps + object store + everything else) on the 10 fullest nodes. The line: RayNodeHighMemory above {pct(MEM_ALERT)}; Ray's memory monitor kills workers at 95%.", "percentunit",
                    [(top(f"session_ip:ray_node_mem:ratio{{{HW_NODE}}}", "ip"), "{{ip}}")], minimum=0, threshold=MEM_ALERT),
         timeseries(lay, "OOM kills", "Workers Ray's memory monitor killed, per task or actor name, per interval. Any is worth a look (RayWorkersOomKilled).", "none",
                    [(f"sum by (Name) (increase(ray_memory_manager_worker_eviction_total{{{RL}}}[$__rate_interval]))", "{{Name}}")]),
@@ -599,7 +604,7 @@ def scheduler(lay):
                    [(f"sum by (Reason) (ray_scheduler_unscheduleable_tasks{{{SESSION}}})", "{{Reason}}")]),
         timeseries(lay, "Lease queue by state", "The raylets' lease queues by state.", "none",
                    [(f"sum by (State) (ray_scheduler_tasks{{{SESSION}}})", "{{State}}")]),
-        timeseries(lay, "Placement time p95", "95th percentile time to reserve resources, per workload type. The line: RaySchedulingLatencyHigh above 1 s for 5 m.", "ms",
+        timeseries(lay, "Placement time p95", f"95th percentile time to reserve resources, per workload type. The line: RaySchedulingLatencyHigh above {PLACEMENT_ALERT} ms for 5 m.", "ms",
                    [(placement_p95(), "{{WorkloadType}}")], threshold=PLACEMENT_ALERT),
         timeseries(lay, "Placement time p50", "Median time to reserve resources, per workload type.", "ms",
                    [(f"histogram_quantile(0.5, sum by (WorkloadType, le) (rate(ray_scheduler_placement_time_ms_bucket{{{SESSION}}}[$__rate_interval])))", "{{WorkloadType}}")]),

@@ -135,7 +135,7 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
         for c in t["columns"].as_array().unwrap() {
             let sel = c["selector"].as_str().unwrap();
             let value = sel.split('.').fold(row, |v, k| &v[k]);
-            if !value.as_str().is_some_and(|s| !s.is_empty()) {
+            if value.as_str().is_none_or(str::is_empty) {
                 return Err(format!("{sel} empty in {row}"));
             }
         }
