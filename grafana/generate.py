@@ -261,7 +261,8 @@ def alert_list(lay, title, description, w=24, h=10):
             "sortOrder": 3,
             "dashboardAlerts": False,
             "alertName": "",
-            "alertInstanceLabelFilter": "",
+            # The dashboard's variables, as Alertmanager-style matchers on the instances.
+            "alertInstanceLabelFilter": '{SessionName=~"${SessionName}|", ray_io_cluster=~"${Cluster}|"}',
             "datasource": PROMETHEUS_NAME,
             "folder": None,
             "showInstances": True,

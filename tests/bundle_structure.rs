@@ -291,6 +291,10 @@ fn dashboards_match_their_generator() {
 fn expressions(d: &Json) -> Vec<(&Json, String)> {
     let mut out = Vec::new();
     for p in panels(d) {
+        // An alert list filters its alert instances by label matchers.
+        if let Some(filter) = p["options"]["alertInstanceLabelFilter"].as_str() {
+            out.push((p, filter.to_string()));
+        }
         for t in p["targets"].as_array().into_iter().flatten() {
             // A PromQL expression, or an HTTP query (its URL and parameters, matchers included).
             let text = match t["expr"].as_str() {
