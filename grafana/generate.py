@@ -359,8 +359,9 @@ RUNNING = 'State=~"RUNNING|RUNNING_IN_RAY_GET|RUNNING_IN_RAY_WAIT"'
 
 
 def alert_threshold(name):
-    """The value above which alert `name` of prometheus/rules/*.yml fires: the number after
-    the last `>` of its expression. Read from the rules each run, so a changed rule moves
+    """The value above which alert `name` of prometheus/rules/*.yml fires: the number of
+    the first `> number` of its expression (a minimum volume joined after it, `>= 20`,
+    is not the threshold). Read from the rules each run, so a changed rule moves
     its threshold lines; a rule that no longer compares with `> number` is an error here
     rather than a line drawn at a stale value. (A line scan, not a YAML parser: the script
     needs nothing beyond Python's standard library.)"""
@@ -378,10 +379,10 @@ def alert_threshold(name):
                         break
                     block.append(nxt)
                 expr = "\n".join(block).split("expr:", 1)[1].split("for:", 1)[0].split("labels:", 1)[0]
-                found = re.findall(r">\s*([0-9.]+)", expr)
+                found = re.findall(r">(?!=)\s*([0-9.]+)", expr)
                 if not found:
                     sys.exit(f"generate.py: alert {name} ({file}) compares with no `> number`: {expr.strip()}")
-                value = float(found[-1])
+                value = float(found[0])
                 return int(value) if value.is_integer() else value
     sys.exit(f"generate.py: no alert {name} in prometheus/rules/*.yml")
 

@@ -62,7 +62,8 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
     let am = format!("127.0.0.1:{}", free_port());
-    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap())).unwrap();
+    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap()))
+        .unwrap();
     let mut alertmanager = Proc::spawn(
         "alertmanager",
         Command::new(alertmanager)
@@ -104,7 +105,9 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     wait_for("RayNodeDown at rayscope's /api/alerts", Duration::from_secs(60), || {
         let got = get_json(&rs, "/api/alerts?limit=1000").ok_or("no /api/alerts")?;
         let alerts = got["alerts"].as_array().cloned().unwrap_or_default();
-        if alerts.iter().any(|a| a["labels"]["alertname"] == "RayNodeDown" && a["status"] == "firing" && a["labels"]["ip"] == "10.0.1.2") {
+        if alerts.iter().any(|a| {
+            a["labels"]["alertname"] == "RayNodeDown" && a["status"] == "firing" && a["labels"]["ip"] == "10.0.1.2"
+        }) {
             Ok(())
         } else {
             Err(format!("received so far: {}", got["counts"]))
@@ -131,7 +134,10 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     wait_for("RayNodeDown in the Alerts dashboard's table, with every column", Duration::from_secs(60), || {
         let got = get_json(&am, &path).ok_or_else(|| format!("no answer from Alertmanager for {path}"))?;
         let rows = got.as_array().cloned().unwrap_or_default();
-        let row = rows.iter().find(|a| a["labels"]["alertname"] == "RayNodeDown").ok_or(format!("{} rows, no RayNodeDown", rows.len()))?;
+        let row = rows
+            .iter()
+            .find(|a| a["labels"]["alertname"] == "RayNodeDown")
+            .ok_or(format!("{} rows, no RayNodeDown", rows.len()))?;
         for c in t["columns"].as_array().unwrap() {
             let sel = c["selector"].as_str().unwrap();
             let value = sel.split('.').fold(row, |v, k| &v[k]);
@@ -158,7 +164,9 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     wait_for("RayNodeHighCpu on the killed node inhibited by RayNodeDown", Duration::from_secs(90), || {
         let alerts = get_json(&am, "/api/v2/alerts").ok_or("no Alertmanager alerts")?;
         let alerts = alerts.as_array().cloned().unwrap_or_default();
-        let on = |name: &str| alerts.iter().find(|a| a["labels"]["alertname"] == name && a["labels"]["ip"] == hot.as_str()).cloned();
+        let on = |name: &str| {
+            alerts.iter().find(|a| a["labels"]["alertname"] == name && a["labels"]["ip"] == hot.as_str()).cloned()
+        };
         let down = on("RayNodeDown").ok_or("no RayNodeDown for the node yet")?;
         let cpu = on("RayNodeHighCpu").ok_or("the node's CPU alert is gone")?;
         let by = cpu["status"]["inhibitedBy"].as_array().cloned().unwrap_or_default();

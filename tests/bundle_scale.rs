@@ -22,7 +22,8 @@ fn no_graph_panel_draws_more_than_50_series_at_2000_nodes() {
     let Some(prometheus) = tool("prometheus", "prometheus") else { return };
     let dir = tempfile::tempdir().unwrap();
     let started = unix_now();
-    let (mut rayscope, rs) = start_rayscope(&repo().join("examples/scale.yaml"), "bundle-scale-token-0123456789", dir.path());
+    let (mut rayscope, rs) =
+        start_rayscope(&repo().join("examples/scale.yaml"), "bundle-scale-token-0123456789", dir.path());
 
     // No Alertmanager: alerts are not what this measures (a closed port; Prometheus logs it).
     let am = format!("127.0.0.1:{}", free_port());
@@ -56,7 +57,13 @@ fn no_graph_panel_draws_more_than_50_series_at_2000_nodes() {
     });
     // A few more scrapes, so a graph's range holds several points per series.
     let settle = unix_now() + 15.0;
-    wait_for("15 s of scrapes", Duration::from_secs(30), || if unix_now() >= settle { Ok(()) } else { Err("waiting".into()) });
+    wait_for("15 s of scrapes", Duration::from_secs(30), || {
+        if unix_now() >= settle {
+            Ok(())
+        } else {
+            Err("waiting".into())
+        }
+    });
 
     let end = unix_now();
     let mut too_many = Vec::new();

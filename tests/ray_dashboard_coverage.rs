@@ -76,7 +76,7 @@ fn the_page_lists_every_panel_of_rays_default_dashboard() {
     let python = cli.map(|c| c.with_file_name("python")).filter(|p| p.exists());
     let Some(python) = python else {
         if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_none() {
-            panic!("Ray's Python package is required (RAYSCOPE_REQUIRE_TOOLS is set): RAYSCOPE_RAY_CLI names no ray with python beside it");
+            panic!("Ray's Python package is required (RAYSCOPE_REQUIRE_TOOLS): no python beside RAYSCOPE_RAY_CLI");
         }
         eprintln!("skipping: Ray's Python package is not available (RAYSCOPE_RAY_CLI)");
         return;

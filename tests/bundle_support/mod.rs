@@ -274,7 +274,8 @@ pub fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
     let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     let rules = repo().join("prometheus/rules/*.yml");
     cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
-    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = serde_yaml::to_value(vec![alertmanager]).unwrap();
+    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] =
+        serde_yaml::to_value(vec![alertmanager]).unwrap();
     let job = &mut cfg["scrape_configs"][0];
     assert_eq!(job["job_name"].as_str(), Some("rayscope"));
     assert_eq!(job["static_configs"][0]["targets"][0].as_str(), Some("rayscope:8080"));
