@@ -21,21 +21,6 @@ use std::time::Duration;
 
 const TOKEN: &str = "bundle-e2e-token-0123456789";
 
-/// The bundle's prometheus.yml with its targets on loopback and its rule files in the
-/// repository; every other setting (intervals, honor_labels, jobs) is kept.
-fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
-    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let rules = repo().join("prometheus/rules/*.yml");
-    cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
-    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = serde_yaml::to_value(vec![alertmanager]).unwrap();
-    let job = &mut cfg["scrape_configs"][0];
-    assert_eq!(job["job_name"].as_str(), Some("rayscope"));
-    assert_eq!(job["static_configs"][0]["targets"][0].as_str(), Some("rayscope:8080"));
-    job["static_configs"][0]["targets"] = serde_yaml::to_value(vec![rayscope]).unwrap();
-    serde_yaml::to_string(&cfg).unwrap()
-}
-
 /// The bundle's alertmanager.yml with the webhook on rayscope's loopback address and
 /// the token file in `token_file`.
 fn alertmanager_config(rayscope: &str, token_file: &str) -> String {
@@ -77,7 +62,8 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
     let am = format!("127.0.0.1:{}", free_port());
-    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap())).unwrap();
+    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap()))
+        .unwrap();
     let mut alertmanager = Proc::spawn(
         "alertmanager",
         Command::new(alertmanager)
@@ -119,11 +105,47 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     wait_for("RayNodeDown at rayscope's /api/alerts", Duration::from_secs(60), || {
         let got = get_json(&rs, "/api/alerts?limit=1000").ok_or("no /api/alerts")?;
         let alerts = got["alerts"].as_array().cloned().unwrap_or_default();
-        if alerts.iter().any(|a| a["labels"]["alertname"] == "RayNodeDown" && a["status"] == "firing" && a["labels"]["ip"] == "10.0.1.2") {
+        if alerts.iter().any(|a| {
+            a["labels"]["alertname"] == "RayNodeDown" && a["status"] == "firing" && a["labels"]["ip"] == "10.0.1.2"
+        }) {
             Ok(())
         } else {
             Err(format!("received so far: {}", got["counts"]))
         }
+    });
+
+    // The Alerts dashboard's table asks Alertmanager what the panel asks (its path and
+    // parameters, the variables at "All"): the firing RayNodeDown is there, and every
+    // column the panel shows has a value, the summary and the runbook link included.
+    let all = dashboards();
+    let alerts_json = &all.iter().find(|(f, _)| f == "alerts.json").unwrap().1;
+    let table = panels(alerts_json).into_iter().find(|p| p["datasource"]["uid"] == "${alertmanager}").unwrap();
+    let t = &table["targets"][0];
+    let query: Vec<String> = t["url_options"]["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let value = p["value"].as_str().unwrap().replace("${SessionName}", ".+").replace("${Cluster}", ".*");
+            format!("{}={}", p["key"].as_str().unwrap(), form_encode(&value))
+        })
+        .collect();
+    let path = format!("{}?{}", t["url"].as_str().unwrap(), query.join("&"));
+    wait_for("RayNodeDown in the Alerts dashboard's table, with every column", Duration::from_secs(60), || {
+        let got = get_json(&am, &path).ok_or_else(|| format!("no answer from Alertmanager for {path}"))?;
+        let rows = got.as_array().cloned().unwrap_or_default();
+        let row = rows
+            .iter()
+            .find(|a| a["labels"]["alertname"] == "RayNodeDown")
+            .ok_or(format!("{} rows, no RayNodeDown", rows.len()))?;
+        for c in t["columns"].as_array().unwrap() {
+            let sel = c["selector"].as_str().unwrap();
+            let value = sel.split('.').fold(row, |v, k| &v[k]);
+            if value.as_str().is_none_or(str::is_empty) {
+                return Err(format!("{sel} empty in {row}"));
+            }
+        }
+        Ok(())
     });
 
     // A busy worker's CPU alert fires; killing that node inhibits it at Alertmanager.
@@ -142,7 +164,9 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
     wait_for("RayNodeHighCpu on the killed node inhibited by RayNodeDown", Duration::from_secs(90), || {
         let alerts = get_json(&am, "/api/v2/alerts").ok_or("no Alertmanager alerts")?;
         let alerts = alerts.as_array().cloned().unwrap_or_default();
-        let on = |name: &str| alerts.iter().find(|a| a["labels"]["alertname"] == name && a["labels"]["ip"] == hot.as_str()).cloned();
+        let on = |name: &str| {
+            alerts.iter().find(|a| a["labels"]["alertname"] == name && a["labels"]["ip"] == hot.as_str()).cloned()
+        };
         let down = on("RayNodeDown").ok_or("no RayNodeDown for the node yet")?;
         let cpu = on("RayNodeHighCpu").ok_or("the node's CPU alert is gone")?;
         let by = cpu["status"]["inhibitedBy"].as_array().cloned().unwrap_or_default();
@@ -159,7 +183,8 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
         let mut empty = Vec::new();
         for (file, d) in dashboards() {
             for p in panels(&d) {
-                for t in p["targets"].as_array().into_iter().flatten() {
+                // PromQL targets; the Alertmanager table is checked above.
+                for t in p["targets"].as_array().into_iter().flatten().filter(|t| t["expr"].is_string()) {
                     let expr = substitute(&d, t["expr"].as_str().unwrap());
                     match prom_range(&prom, &expr, started, end, 5.0) {
                         Ok(r) if !r.is_empty() => {}

@@ -188,7 +188,12 @@ pub fn prom_range(addr: &str, expr: &str, start: f64, end: f64, step: f64) -> Re
     prom(
         addr,
         "query_range",
-        &[("query", expr.to_string()), ("start", format!("{start:.3}")), ("end", format!("{end:.3}")), ("step", format!("{step}"))],
+        &[
+            ("query", expr.to_string()),
+            ("start", format!("{start:.3}")),
+            ("end", format!("{end:.3}")),
+            ("step", format!("{step}")),
+        ],
     )
     .map(|d| d["result"].as_array().cloned().unwrap_or_default())
 }
@@ -240,10 +245,16 @@ pub fn panels(dashboard: &Value) -> Vec<&Value> {
 }
 
 /// A panel expression with the dashboard's variables at their "All" values (each
-/// query variable's `allValue`) and `$__rate_interval` as Grafana computes it for the
-/// provisioned datasource (4 × its 5 s scrape interval).
+/// query variable's `allValue`), `$__rate_interval` as Grafana computes it for the
+/// provisioned datasource (4 × its 5 s scrape interval) and `$__range` as the
+/// dashboards' default time range (30 m).
 pub fn substitute(dashboard: &Value, expr: &str) -> String {
-    let mut out = expr.replace("$__rate_interval", "20s");
+    substitute_over(dashboard, expr, 1800.0)
+}
+
+/// `substitute` for a time range of `range_s` seconds (`$__range`).
+pub fn substitute_over(dashboard: &Value, expr: &str, range_s: f64) -> String {
+    let mut out = expr.replace("$__rate_interval", "20s").replace("$__range", &format!("{}s", range_s.ceil() as u64));
     for v in dashboard["templating"]["list"].as_array().into_iter().flatten() {
         let name = v["name"].as_str().unwrap();
         let value = match v["type"].as_str() {
@@ -254,4 +265,20 @@ pub fn substitute(dashboard: &Value, expr: &str) -> String {
         out = out.replace(&format!("${{{name}}}"), &value).replace(&format!("${name}"), &value);
     }
     out
+}
+
+/// The bundle's prometheus.yml with its targets on loopback and its rule files in the
+/// repository; every other setting (intervals, honor_labels, jobs) is kept.
+pub fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
+    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let rules = repo().join("prometheus/rules/*.yml");
+    cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
+    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] =
+        serde_yaml::to_value(vec![alertmanager]).unwrap();
+    let job = &mut cfg["scrape_configs"][0];
+    assert_eq!(job["job_name"].as_str(), Some("rayscope"));
+    assert_eq!(job["static_configs"][0]["targets"][0].as_str(), Some("rayscope:8080"));
+    job["static_configs"][0]["targets"] = serde_yaml::to_value(vec![rayscope]).unwrap();
+    serde_yaml::to_string(&cfg).unwrap()
 }
