@@ -69,6 +69,11 @@ struct ServeArgs {
     /// Log format (RUST_LOG selects what is logged, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Keep received alerts and jobs submitted through the Jobs API in DIR across restarts
+    /// (written atomically at most once a second; a job running at a restart comes back
+    /// FAILED). Without it a restart forgets them.
+    #[arg(long, value_name = "DIR", env = "RAYSCOPE_STATE_DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -396,6 +401,12 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let mut cfg = cfg;
+    if cfg.cluster.session_name.is_none() {
+        // Ray starts a new session on every start; so does a server (not `simulate`).
+        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        cfg.cluster.session_name = Some(rayscope::sim::session_name_at(now_us, std::process::id()));
+    }
     let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
     // HTTP work (serving, encoding) runs at a lower priority than the engine thread, so a
     // flood of scrapes queues behind the simulation instead of slowing it.
@@ -432,6 +443,15 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let mut opts = ServeOptions::new(cfg.clone());
+    if let Some(dir) = &args.state_dir {
+        match rayscope::api::state_dir::StateDir::open(dir) {
+            Ok(state) => opts.state_dir = Some(state),
+            Err(e) => {
+                eprintln!("error: --state-dir: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Some(t) = env_token("RAYSCOPE_TOKEN") {
         opts.token = Some(t);
     }

@@ -36,6 +36,8 @@ pub struct ServeOptions {
     pub history_len: usize,
     /// How long in-flight requests may take to finish after the shutdown signal.
     pub shutdown_grace: Duration,
+    /// `--state-dir`: received alerts and submitted jobs kept across restarts.
+    pub state_dir: Option<super::state_dir::StateDir>,
 }
 
 impl ServeOptions {
@@ -52,6 +54,7 @@ impl ServeOptions {
             history_every: Duration::from_secs(5),
             history_len: 720,
             shutdown_grace: Duration::from_millis(1500),
+            state_dir: None,
         }
     }
 }
@@ -71,6 +74,17 @@ pub(crate) struct SubmissionMeta {
     pub entrypoint_num_gpus: Value,
     pub entrypoint_memory: Value,
     pub entrypoint_resources: Value,
+}
+
+impl SubmissionMeta {
+    /// What keeping it costs, near enough: its JSON text plus a fixed overhead.
+    pub fn size(&self) -> usize {
+        let json = |v: &Value| serde_json::to_string(v).map_or(0, |s| s.len());
+        256 + self.submission_id.len()
+            + json(&self.metadata)
+            + json(&self.runtime_env)
+            + json(&self.entrypoint_resources)
+    }
 }
 
 /// Snapshots kept for page tokens: each holds its tables alive, so keep few.
@@ -105,6 +119,12 @@ pub(crate) struct App {
     pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
     pub exposition: super::exposition::ExpositionCache,
+    /// `--state-dir`, with the jobs of earlier sessions it held at start.
+    pub state_dir: Option<Arc<super::state_dir::StateDir>>,
+    /// Workload YAML parses in flight (`jobs::YAML_PARSES`).
+    pub yaml_parses: tokio::sync::Semaphore,
+    /// The memory large responses in flight may take together.
+    pub budget: super::budget::ResponseBudget,
     /// The connection cap and header-read timeout, and what they refused.
     pub connections: Arc<super::server::ConnectionStats>,
 }
@@ -128,10 +148,17 @@ impl App {
             server.max_connections,
             Duration::from_micros(server.header_read_timeout.as_micros()),
         ));
+        let budget = super::budget::ResponseBudget::new(server.limits.response_budget.0);
+        let alerts = AlertStore::new(&server.limits);
+        if let Some(state) = &opts.state_dir {
+            let kept = alerts.restore(state.alerts.clone());
+            tracing::info!(alerts = kept, jobs = state.jobs.len(), "restored from the state directory");
+        }
         App {
             stream: Hub::new(server.stream_interval.as_micros(), server.max_stream_clients),
             history: DashboardHistory::new(opts.history_len),
-            alerts: AlertStore::default(),
+            alerts,
+            state_dir: opts.state_dir.map(Arc::new),
             submissions: Mutex::new(VecDeque::new()),
             drivers: Mutex::new(None),
             pinned: Mutex::new(VecDeque::new()),
@@ -146,6 +173,8 @@ impl App {
             stopping,
             rate_baselines: crate::metrics::RateBaselines::default(),
             exposition: Default::default(),
+            budget,
+            yaml_parses: tokio::sync::Semaphore::new(super::jobs::YAML_PARSES),
             connections,
         }
     }
@@ -177,10 +206,16 @@ impl App {
         }
     }
 
+    /// Keep a submission's metadata: the newest [`MAX_SUBMISSIONS`] within
+    /// `server.limits.submissions_bytes`.
     pub fn remember_submission(&self, meta: SubmissionMeta) {
+        let size = meta.size();
+        let budget = self.config.server.limits.submissions_bytes.0 as usize;
         let mut subs = self.submissions.lock().unwrap_or_else(PoisonError::into_inner);
-        if subs.len() >= MAX_SUBMISSIONS {
-            subs.pop_front();
+        let mut kept: usize = subs.iter().map(SubmissionMeta::size).sum();
+        while subs.len() >= MAX_SUBMISSIONS || (kept + size > budget && !subs.is_empty()) {
+            let Some(old) = subs.pop_front() else { break };
+            kept -= old.size();
         }
         subs.push_back(meta);
     }

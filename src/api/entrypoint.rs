@@ -235,6 +235,9 @@ pub fn parse_workload_yaml(yaml: &str, cluster: &ClusterConfig) -> Result<Worklo
         position: Some((line, column)),
         valid: Vec::new(),
     };
+    if let Err(e) = crate::config::depth::check(yaml) {
+        return Err(located(e.line, e.column, None, e.to_string()));
+    }
     match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
         Err(e) => {
             let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));

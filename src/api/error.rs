@@ -22,11 +22,13 @@ pub(crate) struct ApiError {
     pub extra: Map<String, Value>,
     /// Answer 401 with `WWW-Authenticate: Bearer`.
     pub challenge: bool,
+    /// `Retry-After` seconds (503 answers).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), extra: Map::new(), challenge: false }
+        ApiError { status, message: message.into(), extra: Map::new(), challenge: false, retry_after: None }
     }
 
     /// 400 naming a query or path parameter.
@@ -39,8 +41,24 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message).with("field", name)
     }
 
+    /// 413 naming a body field over a byte limit, the limit, and the setting that raises it.
+    pub fn too_large(field: &str, bytes: usize, limit: u64, setting: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("`{field}` is {bytes} bytes; the limit is {limit} bytes (server.limits.{setting})"),
+        )
+        .with("field", field)
+        .with("limit_bytes", limit)
+        .with("setting", format!("server.limits.{setting}"))
+    }
+
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn retry_after(mut self, seconds: u32) -> ApiError {
+        self.retry_after = Some(seconds);
+        self
     }
 
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> ApiError {
@@ -70,6 +88,9 @@ impl IntoResponse for ApiError {
         body.insert("error".into(), Value::String(self.message));
         body.extend(self.extra);
         let mut response = (self.status, axum::Json(Value::Object(body))).into_response();
+        if let Some(s) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
         if self.challenge {
             response
                 .headers_mut()
@@ -180,7 +201,11 @@ mod tests {
     fn control_refusals_map_by_kind_to_status_and_message() {
         let cases = [
             (ControlError::not_found("no node with IP 10.0.0.9"), 404, "no node with IP 10.0.0.9"),
-            (ControlError::invalid("speed must be a positive number, got 0"), 400, "speed must be a positive number, got 0"),
+            (
+                ControlError::invalid("speed must be a positive number, got 0"),
+                400,
+                "speed must be a positive number, got 0",
+            ),
             (ControlError::conflict("node 10.0.0.2 is already dead"), 409, "node 10.0.0.2 is already dead"),
             (ControlError::limit_exceeded("too many tasks"), 429, "too many tasks"),
             (ControlError::EngineStopped, 503, "the simulation engine has stopped"),

@@ -78,6 +78,11 @@ pub(crate) async fn view(
     let snap = app.handle.snapshot();
     let (at, latest) = instant(&snap, p.at_us);
     let record = find(&snap, &job)?;
+    let calls = match view {
+        View::Timeline(w) => record.recorded_calls.min(w.limit.unwrap_or(usize::MAX) as u64),
+        _ => record.recorded_calls,
+    };
+    let _reserved = app.budget.reserve(estimate(calls), &format!("flow view {name}"))?;
     let rendered = tokio::task::spawn_blocking(move || flow::render(&record, at, latest, view, &snap.nodes))
         .await
         .map_err(internal)?
@@ -90,6 +95,13 @@ pub(crate) async fn view(
         h.insert("x-rayscope-returned-executions", HeaderValue::from(returned as u64));
     }
     Ok(response)
+}
+
+/// Peak memory of a view over `calls` recorded calls, near enough: a timeline of
+/// 100,000 executions peaked at about 40 MB, the views' intermediate rows and the body
+/// together; other views cost less per call.
+fn estimate(calls: u64) -> u64 {
+    64 * 1024 + calls.saturating_mul(400)
 }
 
 /// The timeline's window from `from`, `to` and `limit`.
@@ -154,7 +166,12 @@ async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result
                 stack_mode = match v.as_ref() {
                     "true" => true,
                     "false" => false,
-                    _ => return Err(ApiError::parameter("stack_mode", format!("stack_mode must be true or false, got {v:?}"))),
+                    _ => {
+                        return Err(ApiError::parameter(
+                            "stack_mode",
+                            format!("stack_mode must be true or false, got {v:?}"),
+                        ))
+                    }
                 }
             }
             ("end_time", _) => {
@@ -171,7 +188,9 @@ async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result
     let snap = app.handle.snapshot();
     let (at, _) = instant(&snap, end_ms.map(|m| m.saturating_mul(1000)));
     let record = find(&snap, &job)?;
+    let reserved = app.budget.reserve(estimate(record.recorded_calls), "this Flow Insight view")?;
     tokio::task::spawn_blocking(move || {
+        let _reserved = reserved;
         let spans = record.spans(at);
         match which {
             AntView::CallGraph => {
@@ -222,7 +241,10 @@ fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
             "limit" => {
                 let max = timeline::MAX_LIMIT;
                 p.limit = Some(v.trim().parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
-                    ApiError::parameter(k, format!("limit must be a whole number of executions from 1 to {max}, got {v:?}"))
+                    ApiError::parameter(
+                        k,
+                        format!("limit must be a whole number of executions from 1 to {max}, got {v:?}"),
+                    )
                 })?);
             }
             _ => {}

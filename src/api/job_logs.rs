@@ -10,7 +10,10 @@
 //! which lines were already sent, so a tail that falls behind the cap skips what was
 //! dropped instead of repeating lines. Clients send nothing but pongs and a close:
 //! inbound messages are capped at [`MAX_INBOUND`] bytes, and at most [`MAX_TAILS`]
-//! tails are open at once (503 beyond).
+//! tails are open at once (503 beyond). A tail pings its client and drops it when
+//! nothing comes back for `server.limits.websocket_idle_timeout`, as `/ws/realtime`
+//! drops slow readers, so silent clients cannot hold every slot until their jobs end
+//! (Ray's own clients, aiohttp and websockets, answer pings while they read).
 //!
 //! Must never: block the engine, or keep a socket open for a job that no longer exists.
 
@@ -118,13 +121,32 @@ async fn follow(app: AppState, id: String, mut socket: WebSocket, _slot: Slot) {
     let mut sent = 0u64;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let idle = Duration::from_micros(app.config.server.limits.websocket_idle_timeout.as_micros());
+    // Three pings per idle period: one lost or late pong does not drop a live client.
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + idle / 3, idle / 3);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut heard = tokio::time::Instant::now();
     let mut stopping = app.stopping.clone();
     let why = loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = ping.tick() => {
+                if heard.elapsed() > idle {
+                    close(&mut socket, GOING_AWAY, "no answer to pings").await;
+                    break "the client answered no ping within the idle timeout";
+                }
+                let send = socket.send(Message::Ping(Default::default()));
+                if !matches!(tokio::time::timeout(SEND_DEADLINE.min(idle), send).await, Ok(Ok(()))) {
+                    break "a ping could not be sent in time";
+                }
+                continue;
+            }
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break "the client left",
-                Some(Ok(_)) => continue,
+                Some(Ok(_)) => {
+                    heard = tokio::time::Instant::now();
+                    continue;
+                }
             },
             _ = super::app::stopped(&mut stopping) => {
                 close(&mut socket, GOING_AWAY, "server shutting down").await;

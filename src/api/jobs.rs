@@ -15,10 +15,14 @@ use super::rows::{Ctx, Resource};
 use super::state_api::job_extra;
 use crate::sim::control::Control;
 use crate::snapshot::{JobView, Snapshot, Tables};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+
+/// Workload YAML bodies parsed at once; more get 503 (each may take a core for a while).
+pub(crate) const YAML_PARSES: usize = 2;
 
 /// Ray's `JobSubmitRequest`, plus `workload` (YAML) for custom workloads.
 #[derive(Debug, Deserialize)]
@@ -70,10 +74,35 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
             return Err(ApiError::field("submission_id", "submission_id must be 1 to 256 printable characters"));
         }
     }
+    let limits = &app.config.server.limits;
+    if let Some(ep) = &req.entrypoint {
+        if ep.len() as u64 > limits.job_string_bytes.0 {
+            return Err(ApiError::too_large("entrypoint", ep.len(), limits.job_string_bytes.0, "job_string_bytes"));
+        }
+    }
+    let json_len = |v: Option<String>| v.map_or(0, |s| s.len());
+    let metadata_len = json_len(req.metadata.as_ref().and_then(|m| serde_json::to_string(m).ok()))
+        + json_len(req.runtime_env.as_ref().and_then(|m| serde_json::to_string(m).ok()))
+        + json_len(req.entrypoint_resources.as_ref().and_then(|m| serde_json::to_string(m).ok()));
+    if metadata_len as u64 > limits.job_metadata_bytes.0 {
+        return Err(ApiError::too_large("metadata", metadata_len, limits.job_metadata_bytes.0, "job_metadata_bytes"));
+    }
     let cluster = &app.config.cluster;
     let (workload, entrypoint) = match (&req.workload, &req.entrypoint) {
         (Some(yaml), ep) => {
-            let w = parse_workload_yaml(yaml, cluster).map_err(workload_error)?;
+            // Parsing untrusted YAML is CPU work: off the async workers, a few at a time.
+            let Ok(_slot) = app.yaml_parses.try_acquire() else {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("{YAML_PARSES} workloads are being parsed already; retry shortly"),
+                )
+                .retry_after(1));
+            };
+            let (yaml, for_cluster) = (yaml.clone(), cluster.clone());
+            let w = tokio::task::spawn_blocking(move || parse_workload_yaml(&yaml, &for_cluster))
+                .await
+                .map_err(super::error::internal)?
+                .map_err(workload_error)?;
             let ep = ep.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| format!("workload: {}", w.name()));
             (w, ep)
         }
@@ -88,6 +117,11 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
             ))
         }
     };
+    // The job's name becomes a label value on `/metrics`.
+    if workload.name().len() as u64 > limits.job_string_bytes.0 {
+        let field = if req.workload.is_some() { "workload.name" } else { "entrypoint" };
+        return Err(ApiError::too_large(field, workload.name().len(), limits.job_string_bytes.0, "job_string_bytes"));
+    }
     let reply = app
         .control(Control::SubmitJob { workload: Box::new(workload), entrypoint: entrypoint.clone(), submission_id })
         .await?;
@@ -128,18 +162,49 @@ fn find(snap: &Snapshot, id: &str) -> Result<usize, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no job with submission_id or job_id {id:?}")))
 }
 
-/// `GET /api/jobs/`: every job the engine keeps, oldest first.
-pub(crate) async fn list(State(app): State<AppState>) -> Response {
+/// `GET /api/jobs/`: the jobs of earlier sessions (with `--state-dir`), then every job
+/// the engine keeps, oldest first. Ray's list takes no parameters, so any parameter is a
+/// 400 naming it rather than silently ignored.
+pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    if let Some((name, _)) = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()).next() {
+        return Err(ApiError::parameter(&name, format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters")));
+    }
     let snap = app.handle.snapshot();
-    let jobs: Vec<Value> = (0..snap.jobs.len()).map(|i| details(&app, &snap, i)).collect();
-    json_ok(Value::Array(jobs))
+    let previous = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned());
+    let jobs: Vec<Value> = previous.chain((0..snap.jobs.len()).map(|i| details(&app, &snap, i))).collect();
+    Ok(json_ok(Value::Array(jobs)))
 }
 
-/// `GET /api/jobs/{id}` (a submission id or a job id).
+/// The jobs submitted through this API, for the state directory: those of earlier
+/// sessions, then this session's, each with its `session_name`, at most
+/// `state_dir::MAX_JOBS` (the newest).
+pub(crate) fn all_submitted(app: &AppState) -> Vec<Value> {
+    let snap = app.handle.snapshot();
+    let current = (0..snap.jobs.len()).filter(|&i| app.submission(&snap.jobs[i].submission_id).is_some()).map(|i| {
+        let mut v = details(app, &snap, i);
+        v["session_name"] = snap.session_name.clone().into();
+        v
+    });
+    let mut all: Vec<Value> = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned()).chain(current).collect();
+    let excess = all.len().saturating_sub(super::state_dir::MAX_JOBS);
+    all.drain(..excess);
+    all
+}
+
+/// `GET /api/jobs/{id}` (a submission id or a job id; this session's jobs first, then
+/// earlier sessions' by submission id).
 pub(crate) async fn get(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let snap = app.handle.snapshot();
-    let i = find(&snap, &id)?;
-    Ok(json_ok(details(&app, &snap, i)))
+    match find(&snap, &id) {
+        Ok(i) => Ok(json_ok(details(&app, &snap, i))),
+        Err(e) => app
+            .state_dir
+            .iter()
+            .flat_map(|s| s.jobs.iter().rev())
+            .find(|j| j["submission_id"] == id.as_str())
+            .map(|j| json_ok(j.clone()))
+            .ok_or(e),
+    }
 }
 
 /// `POST /api/jobs/{id}/stop`: `{"stopped": false}` when the job had already ended.

@@ -39,11 +39,18 @@ fn write_field(w: &mut Writer<'_>, field: &Field, value: &dyn fmt::Debug) -> fmt
     w.write_str(&escape_control(&text))
 }
 
-/// `s` with every control character (C0, DEL, C1) and Unicode line or paragraph
-/// separator written as a Rust escape (`\n`, `\u{1b}`), so one log record is one line
-/// and no client bytes reach a terminal as commands.
+/// `s` with every control character (C0, DEL, C1), Unicode line or paragraph separator
+/// and bidirectional control (U+202E and its kin, which make a terminal show text in an
+/// order other than the bytes') written as a Rust escape (`\n`, `\u{1b}`), so one log
+/// record is one line and reads as written, and no client bytes reach a terminal as
+/// commands.
 pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    };
     if !s.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -67,6 +74,7 @@ mod tests {
         assert_eq!(escape_control("10.0.1.2"), "10.0.1.2");
         assert_eq!(escape_control("a\nb\r\x1b[31mc\u{7f}\u{85}"), "a\\nb\\r\\u{1b}[31mc\\u{7f}\\u{85}");
         assert_eq!(escape_control("x\u{2028}y"), "x\\u{2028}y");
+        assert_eq!(escape_control("job\u{202e}txt.exe\u{2066}"), "job\\u{202e}txt.exe\\u{2066}");
         assert_eq!(escape_control("héllo wörld ✓"), "héllo wörld ✓");
     }
 }

@@ -12,6 +12,7 @@
 //! | `pages` | the built-in dashboard pages and their embedded assets |
 //! | `app` | [`ServeOptions`] and the state every handler shares |
 //! | `error` | the JSON error body (`{"error", "parameter" / "field"}`) and body parsing |
+//! | `budget` | the memory that large responses in flight may take together (503 beyond) |
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
 //! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
@@ -21,6 +22,7 @@
 //! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
 //! | `seed_dashboard`, `dashboard_history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
+//! | `state_dir` | `--state-dir`: alerts and submitted jobs kept across restarts, written atomically |
 //! | `flow` | Flow Insight's `/api/flow/...` views and Ant `flow-insight`'s `/get_*_data` |
 //! | `logging` | the log subscriber; control characters in logged values escaped |
 //!
@@ -33,6 +35,7 @@
 mod alerts;
 mod app;
 mod auth;
+mod budget;
 mod cluster_rows;
 mod control;
 mod entrypoint;
@@ -51,6 +54,7 @@ mod sd;
 mod seed_dashboard;
 mod server;
 mod state_api;
+pub mod state_dir;
 mod stream;
 
 pub use app::ServeOptions;
@@ -84,6 +88,7 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
     let background = [tokio::spawn(dashboard_history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
+    let persist = tokio::spawn(state_dir::run(app.clone()));
     let router = router::build(app.clone());
     let server = server::run(listener, router, app.connections.clone(), stop_rx.clone());
     tokio::pin!(server);
@@ -101,6 +106,10 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     for task in background {
         task.abort();
+    }
+    // The state directory's last write, so a clean stop loses nothing.
+    if tokio::time::timeout(Duration::from_millis(500), persist).await.is_err() {
+        tracing::warn!("the state directory's last write did not finish within 500 ms");
     }
     // The engine checks its stop flag at least every publish period (100 ms).
     let engine = tokio::task::spawn_blocking(move || handle.shutdown());

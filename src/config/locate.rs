@@ -70,22 +70,51 @@ struct Entry {
     value: Option<Pos>,
 }
 
-/// Positions of every key and value in a document's first YAML document.
+/// A path's identity: FNV-1a over its text, extendable by a child's segment, so that no
+/// node's full path is ever built. Keeping a `String` per node made locating an error
+/// quadratic in memory (each node held every ancestor's keys): a 199 KB body took 2.5 GB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PathId(u64);
+
+impl PathId {
+    const ROOT: PathId = PathId(0xcbf2_9ce4_8422_2325);
+
+    fn extend(self, bytes: &[u8]) -> PathId {
+        PathId(bytes.iter().fold(self.0, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)))
+    }
+
+    /// The id of `join_key(self's path, key)`.
+    fn key(self, key: &str) -> PathId {
+        if self == PathId::ROOT {
+            PathId::ROOT.extend(key.as_bytes())
+        } else {
+            self.extend(b".").extend(key.as_bytes())
+        }
+    }
+
+    /// The id of `join_index(self's path, index)`.
+    fn index(self, index: usize) -> PathId {
+        self.extend(format!("[{index}]").as_bytes())
+    }
+
+    fn of(path: &str) -> PathId {
+        PathId::ROOT.extend(path.as_bytes())
+    }
+}
+
+/// Duplicate keys recorded at most; only the first is reported.
+const MAX_DUPLICATES: usize = 16;
+
 #[derive(Debug, Default)]
 pub struct PosMap {
-    entries: HashMap<String, Entry>,
-    /// Keys that appear twice in one mapping: (path, first, second).
+    entries: HashMap<PathId, Entry>,
     duplicates: Vec<(String, Pos, Pos)>,
-    /// The field being read when the parser gave up, if it did.
     error_path: Option<String>,
 }
 
-/// Which end of a `key: value` pair an error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// The key itself (unknown or duplicate keys).
     Key,
-    /// The value (wrong type, out of range).
     Value,
 }
 
@@ -99,10 +128,8 @@ impl PosMap {
         b.map
     }
 
-    /// The position of `path`, or of its nearest ancestor present in the document
-    /// (a field left at its default is reported where its parent is written).
     pub fn locate(&self, path: &str, target: Target) -> (usize, usize) {
-        if let Some(e) = self.entries.get(path) {
+        if let Some(e) = self.entries.get(&PathId::of(path)) {
             let pos = match target {
                 Target::Key => e.key.or(e.value),
                 Target::Value => e.value.or(e.key),
@@ -113,7 +140,7 @@ impl PosMap {
         }
         let mut cur = path;
         while let Some(parent) = parent_path(cur) {
-            if let Some(p) = self.entries.get(parent).and_then(|e| e.key.or(e.value)) {
+            if let Some(p) = self.entries.get(&PathId::of(parent)).and_then(|e| e.key.or(e.value)) {
                 return (p.line, p.column);
             }
             cur = parent;
@@ -121,10 +148,9 @@ impl PosMap {
         (1, 1)
     }
 
-    /// Whether the document writes `path` (as opposed to leaving it to a default).
     #[cfg(test)]
     pub fn contains(&self, path: &str) -> bool {
-        self.entries.contains_key(path)
+        self.entries.contains_key(&PathId::of(path))
     }
 
     pub fn duplicates(&self) -> &[(String, Pos, Pos)] {
@@ -136,18 +162,28 @@ impl PosMap {
     }
 }
 
+/// One step of a path: a key of a mapping or an index of a sequence.
+enum Segment {
+    Root,
+    Key(String),
+    Index(usize),
+}
+
+/// An open container: its own segment and its path's id (the full path is only ever
+/// spelled out from the stack, for an error).
 enum Frame {
     Map {
-        path: String,
+        segment: Segment,
+        id: PathId,
         pending_key: Option<String>,
         seen: HashSet<String>,
         first: bool,
     },
     Seq {
-        path: String,
+        segment: Segment,
+        id: PathId,
         next: usize,
     },
-    /// Inside a non-scalar mapping key, which has no field path.
     Skip {
         depth: usize,
     },
@@ -159,45 +195,62 @@ struct Builder {
 }
 
 impl Builder {
+    /// The path of the innermost open container, spelled out.
+    fn container_path(&self) -> String {
+        let mut path = String::new();
+        for frame in &self.stack {
+            match frame {
+                Frame::Map { segment: Segment::Key(k), .. } | Frame::Seq { segment: Segment::Key(k), .. } => {
+                    path = join_key(&path, k)
+                }
+                Frame::Map { segment: Segment::Index(i), .. } | Frame::Seq { segment: Segment::Index(i), .. } => {
+                    path = join_index(&path, *i)
+                }
+                _ => {}
+            }
+        }
+        path
+    }
+
     fn current_path(&self) -> String {
         match self.stack.last() {
-            Some(Frame::Map { path, pending_key: Some(k), .. }) => join_key(path, k),
-            Some(Frame::Map { path, .. }) | Some(Frame::Seq { path, .. }) => path.clone(),
-            _ => String::new(),
+            Some(Frame::Map { pending_key: Some(k), .. }) => join_key(&self.container_path(), k),
+            _ => self.container_path(),
         }
     }
 
-    fn widen(&mut self, path: &str, pos: Pos) {
-        // A block collection's own marker can sit after its first key; the first
-        // child is where a reader sees it start.
-        let e = self.map.entries.entry(path.to_string()).or_default();
+    fn widen(&mut self, id: PathId, pos: Pos) {
+        let e = self.map.entries.entry(id).or_default();
         match e.value {
             Some(v) if v.index <= pos.index => {}
             _ => e.value = Some(pos),
         }
     }
 
-    /// The path of the value this event starts, advancing the parent's state.
-    fn value_path(&mut self, pos: Pos) -> String {
-        let (path, parent, first) = match self.stack.last_mut() {
-            None => (String::new(), None, false),
-            Some(Frame::Map { path, pending_key, .. }) => {
-                (join_key(path, &pending_key.take().unwrap_or_default()), None, false)
+    /// The segment and id of the value starting at `pos`, recording its position.
+    fn value_path(&mut self, pos: Pos) -> (Segment, PathId) {
+        let (segment, id, parent, first) = match self.stack.last_mut() {
+            None => (Segment::Root, PathId::ROOT, None, false),
+            Some(Frame::Map { id, pending_key, .. }) => {
+                let key = pending_key.take().unwrap_or_default();
+                let child = id.key(&key);
+                (Segment::Key(key), child, None, false)
             }
-            Some(Frame::Seq { path, next }) => {
-                let p = join_index(path, *next);
+            Some(Frame::Seq { id, next, .. }) => {
+                let child = id.index(*next);
+                let segment = Segment::Index(*next);
                 *next += 1;
-                (p, Some(path.clone()), *next == 1)
+                (segment, child, Some(*id), *next == 1)
             }
             Some(Frame::Skip { .. }) => unreachable!("skip frames are handled before"),
         };
         if first {
             if let Some(parent) = parent {
-                self.widen(&parent, pos);
+                self.widen(parent, pos);
             }
         }
-        self.widen(&path, pos);
-        path
+        self.widen(id, pos);
+        (segment, id)
     }
 }
 
@@ -220,20 +273,19 @@ impl MarkedEventReceiver for Builder {
             }
             return;
         }
-        // Is this event a mapping key?
-        if let Some(Frame::Map { path, pending_key: pending @ None, seen, first }) = self.stack.last_mut() {
+        if let Some(Frame::Map { id, pending_key: pending @ None, seen, first, .. }) = self.stack.last_mut() {
             match &ev {
                 Event::Scalar(key, ..) => {
-                    let full = join_key(path, key);
-                    let parent = path.clone();
+                    let (parent, full) = (*id, id.key(key));
                     let was_first = std::mem::replace(first, false);
-                    if !seen.insert(key.clone()) {
-                        let prev = self.map.entries.get(&full).and_then(|e| e.key).unwrap_or(pos);
-                        self.map.duplicates.push((full.clone(), prev, pos));
-                    }
+                    let duplicate = !seen.insert(key.clone());
                     *pending = Some(key.clone());
+                    if duplicate && self.map.duplicates.len() < MAX_DUPLICATES {
+                        let prev = self.map.entries.get(&full).and_then(|e| e.key).unwrap_or(pos);
+                        self.map.duplicates.push((self.current_path(), prev, pos));
+                    }
                     if was_first {
-                        self.widen(&parent, pos);
+                        self.widen(parent, pos);
                     }
                     let e = self.map.entries.entry(full).or_default();
                     e.key.get_or_insert(pos);
@@ -252,12 +304,12 @@ impl MarkedEventReceiver for Builder {
                 self.value_path(pos);
             }
             Event::MappingStart(..) => {
-                let path = self.value_path(pos);
-                self.stack.push(Frame::Map { path, pending_key: None, seen: HashSet::new(), first: true });
+                let (segment, id) = self.value_path(pos);
+                self.stack.push(Frame::Map { segment, id, pending_key: None, seen: HashSet::new(), first: true });
             }
             Event::SequenceStart(..) => {
-                let path = self.value_path(pos);
-                self.stack.push(Frame::Seq { path, next: 0 });
+                let (segment, id) = self.value_path(pos);
+                self.stack.push(Frame::Seq { segment, id, next: 0 });
             }
             Event::MappingEnd | Event::SequenceEnd => {
                 self.stack.pop();

@@ -3,6 +3,7 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+pub mod depth;
 mod diagnose;
 pub mod ip_range;
 pub mod limits;
@@ -10,6 +11,7 @@ mod locate;
 mod defaults;
 pub mod overrides;
 pub mod schema;
+pub mod server_limits;
 pub mod workloads;
 mod tagged;
 pub mod units;
@@ -18,6 +20,7 @@ pub mod validate;
 pub use schema::*;
 pub use overrides::Override;
 pub use limits::LimitsConfig;
+pub use server_limits::ServerLimits;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
 
@@ -96,6 +99,7 @@ pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result
         Some(o) => by_override(o, field, message),
         None => in_file(line, column, field, message),
     };
+    depth::check(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, String::new(), e.to_string())]))?;
     let mut doc = diagnose::parse_document(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
     for o in overrides {
         o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message)]))?;

@@ -338,6 +338,9 @@ pub struct ServerConfig {
     /// Only ever a link target: rayscope sends Grafana nothing.
     #[serde(default = "default_grafana_url")]
     pub grafana_url: String,
+    /// Byte limits on what clients make the server keep or build (see `ServerLimits`).
+    #[serde(default)]
+    pub limits: super::ServerLimits,
 }
 
 impl Default for ServerConfig {
@@ -353,6 +356,7 @@ impl Default for ServerConfig {
             header_read_timeout: default_header_read_timeout(),
             allowed_origins: None,
             grafana_url: default_grafana_url(),
+            limits: Default::default(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! GCS bookkeeping of placement groups and jobs: `ray_placement_groups`,
 //! `ray_running_jobs`, `ray_finished_jobs_total`, `ray_job_duration_s`, and the
-//! cumulative `ray_node_failure_total` / `ray_unintentional_worker_failures_total`.
-//! All come from the GCS on the head.
+//! cumulative `ray_node_failure_total` / `ray_unintentional_worker_failures_total`,
+//! which exist only from their first event. All come from the GCS on the head.
 
 use std::fmt;
 
@@ -56,20 +56,22 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         }
     }
 
-    Family::counter(
-        enc,
-        "ray_node_failure_total",
-        "Number of node failures recorded by the GCS.",
-    )
-    .sample(&at, snap.counters.node_failures)?;
+    // The GCS records these at each failure, so like Ray's they do not exist before
+    // the first one (`increase()` then sees the first failure as a new series).
+    if snap.counters.node_failures > 0 {
+        Family::counter(enc, "ray_node_failure_total", "Number of node failures recorded by the GCS.")
+            .sample(&at, snap.counters.node_failures)?;
+    }
     let failures: u64 =
         snap.counters.worker_failures.values().sum::<u64>() + snap.counters.oom_kills.values().sum::<u64>();
-    Family::counter(
-        enc,
-        "ray_unintentional_worker_failures_total",
-        "Number of worker failures that were not intentional (crashes, OOM kills).",
-    )
-    .sample(&at, failures)?;
+    if failures > 0 {
+        Family::counter(
+            enc,
+            "ray_unintentional_worker_failures_total",
+            "Number of worker failures that were not intentional (crashes, OOM kills).",
+        )
+        .sample(&at, failures)?;
+    }
     Ok(())
 }
 
@@ -122,6 +124,21 @@ mod tests {
             e.sum("ray_node_failure_total", &[]),
             cluster().counters.node_failures as f64
         );
+    }
+
+    #[test]
+    fn failure_counters_exist_only_from_their_first_failure() {
+        let mut snap = (**cluster()).clone();
+        assert!(snap.counters.node_failures > 0, "the test cluster kills a node");
+        let e = all();
+        assert_eq!(e.families["ray_unintentional_worker_failures_total"].kind, "counter");
+        snap.counters.node_failures = 0;
+        snap.counters.oom_kills.clear();
+        snap.counters.worker_failures.clear();
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(snap), None, &ctx()));
+        assert!(!e.families.contains_key("ray_node_failure_total"));
+        assert!(!e.families.contains_key("ray_unintentional_worker_failures_total"));
+        assert!(e.families.contains_key("ray_running_jobs"));
     }
 
     #[test]

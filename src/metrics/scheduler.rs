@@ -124,11 +124,15 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "ray_scheduler_placement_time_ms",
             "Time from a workload's dependencies being resolved to its resources being reserved, in ms.",
         );
+        // A series per WorkloadType from its first placement, as Ray records them.
         for (h, (workload, component)) in s.snap.placement_ms.iter().zip([
             ("Task", "raylet"),
             ("Actor", "gcs_server"),
             ("PlacementGroup", "gcs_server"),
         ]) {
+            if h.count == 0 {
+                continue;
+            }
             let at = Core {
                 component,
                 at: head,
@@ -192,6 +196,19 @@ mod tests {
             ),
             tasks.count as f64
         );
+    }
+
+    #[test]
+    fn no_placement_time_series_before_the_first_placement_of_its_kind() {
+        let mut snap = (**cluster()).clone();
+        snap.placement_ms[2] = crate::model::Histogram::new(crate::model::PLACEMENT_MS_BUCKETS);
+        let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(snap), None, &ctx()));
+        let kinds: Vec<&str> = e
+            .of("ray_scheduler_placement_time_ms")
+            .filter(|s| s.name.ends_with("_count"))
+            .map(|s| s.label("WorkloadType"))
+            .collect();
+        assert_eq!(kinds, ["Task", "Actor"]);
     }
 
     #[test]

@@ -125,11 +125,38 @@ pub struct Counters {
     pub oom_kills: BTreeMap<(&'static str, String), u64>,
     /// Unexpected worker failures by (type, name).
     pub worker_failures: BTreeMap<(&'static str, String), u64>,
+    /// The same kills and failures by the alive node (slot) whose raylet counted them,
+    /// then (type, name): what each raylet exports. A node's entries leave when it dies,
+    /// as its raylet's series do, so this holds alive nodes only.
+    pub oom_kills_by_node: BTreeMap<(u32, &'static str, String), u64>,
+    pub worker_failures_by_node: BTreeMap<(u32, &'static str, String), u64>,
     pub illegal_transitions: u64,
     /// Tasks waiting for a node, now and at their peak.
     pub backlog: Backlog,
     /// Nodes forgotten past the dead-node cache, by node type: what utilization needs.
     pub forgotten_nodes: BTreeMap<String, ForgottenNodes>,
+}
+
+impl Counters {
+    /// An OOM kill by the memory monitor of node `node` (slot index).
+    pub fn count_oom_kill(&mut self, node: u32, kind: &'static str, name: String) {
+        *self.oom_kills_by_node.entry((node, kind, name.clone())).or_insert(0) += 1;
+        *self.oom_kills.entry((kind, name)).or_insert(0) += 1;
+    }
+
+    /// A worker that exited unexpectedly on node `node` (slot index), if it had one.
+    pub fn count_worker_failure(&mut self, node: Option<u32>, kind: &'static str, name: String) {
+        if let Some(n) = node {
+            *self.worker_failures_by_node.entry((n, kind, name.clone())).or_insert(0) += 1;
+        }
+        *self.worker_failures.entry((kind, name)).or_insert(0) += 1;
+    }
+
+    /// A node died: its raylet's counts go with it.
+    pub fn forget_node_counts(&mut self, node: u32) {
+        self.oom_kills_by_node.retain(|k, _| k.0 != node);
+        self.worker_failures_by_node.retain(|k, _| k.0 != node);
+    }
 }
 
 /// The CPU time of nodes no longer in the table, by node type.

@@ -397,3 +397,42 @@ impl<'a> NodeShape<'a> {
 pub fn session_name_for(seed: u64) -> String {
     format!("session_2026-01-01_00-00-00_{:06}_{}", seed % 1_000_000, 1000 + seed % 60000)
 }
+
+/// A session name as Ray makes one on every start (`session_<UTC date>_<time>_<µs>_<pid>`),
+/// for `serve`: each start is a new session, so Prometheus sees new series rather than
+/// counter resets on the old ones. `simulate` keeps [`session_name_for`], for determinism.
+pub fn session_name_at(unix_us: u64, pid: u32) -> String {
+    let secs = unix_us / 1_000_000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "session_{year:04}-{month:02}-{day:02}_{:02}-{:02}-{:02}_{:06}_{pid}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        unix_us % 1_000_000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_name_at;
+
+    #[test]
+    fn a_served_session_is_named_as_ray_names_one_from_the_utc_time_and_pid() {
+        // 1700000000 s is 2023-11-14 22:13:20 UTC; 951782400 s is 2000-02-29, a leap day.
+        assert_eq!(session_name_at(1_700_000_000_000_123, 42), "session_2023-11-14_22-13-20_000123_42");
+        assert_eq!(session_name_at(951_782_400_000_000, 7), "session_2000-02-29_00-00-00_000000_7");
+        assert_ne!(session_name_at(1_700_000_000_000_000, 1), session_name_at(1_700_000_000_000_001, 1));
+    }
+}
+

@@ -146,6 +146,8 @@ impl Engine {
             nd.worker_heap_used = Bytes(0);
         }
         self.local_resources().lost(n);
+        // Its raylet stops exporting: the per-node kill and failure counts go with it.
+        self.model.counters.forget_node_counts(n.0);
         if failure {
             self.model.counters.node_failures += 1;
             if let Some(t) = self.model.nodes[n.index()].node_type {
@@ -258,7 +260,7 @@ impl Engine {
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
                     let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
-                    *self.model.counters.oom_kills.entry(("MemoryManager.ActorEviction.Total", class)).or_insert(0) += 1;
+                    self.model.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
                     if kind == TaskType::ActorTask {
                         self.actor_died(a, "killed by the memory monitor (OOM)", true);
                     } else {
@@ -267,7 +269,7 @@ impl Engine {
                     }
                 }
                 _ => {
-                    *self.model.counters.oom_kills.entry(("MemoryManager.TaskEviction.Total", name)).or_insert(0) += 1;
+                    self.model.counters.count_oom_kill(n.0, "MemoryManager.TaskEviction.Total", name);
                     self.fail_task(victim, ErrorType::OutOfMemory, true);
                 }
             }

@@ -41,7 +41,7 @@ pub mod sweep;
 mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};
-pub use engine::{session_name_for, Engine};
+pub use engine::{session_name_at, session_name_for, Engine};
 pub use report::Report;
 
 use crate::config::Config;

@@ -341,7 +341,7 @@ impl Engine {
                     if !application {
                         let name = self.model.names.get(t.name).to_string();
                         let node = t.node;
-                        *self.model.counters.worker_failures.entry(("SystemError", name)).or_insert(0) += 1;
+                        self.model.counters.count_worker_failure(node.map(|n| n.0), "SystemError", name);
                         if let Some(n) = node {
                             self.model.nodes[n.index()].stats.worker_failures += 1;
                         }

@@ -231,6 +231,21 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     if srv.header_read_timeout.0 == 0 || srv.header_read_timeout.0 > 3_600_000_000 {
         p.push("server.header_read_timeout", "must be greater than 0 and at most 1h (e.g. 10s)");
     }
+    let l = &srv.limits;
+    for (name, bytes, min) in [
+        ("alert_label_bytes", l.alert_label_bytes, 64),
+        ("alert_annotation_bytes", l.alert_annotation_bytes, 64),
+        ("alerts_bytes", l.alerts_bytes, 64 * 1024),
+        ("job_metadata_bytes", l.job_metadata_bytes, 64),
+        ("job_string_bytes", l.job_string_bytes, 64),
+        ("submissions_bytes", l.submissions_bytes, 64 * 1024),
+        ("response_budget", l.response_budget, 1 << 20),
+    ] {
+        p.at_least(format!("server.limits.{name}"), bytes.0, min);
+    }
+    if l.websocket_idle_timeout.0 < 1_000_000 || l.websocket_idle_timeout.0 > 3_600_000_000 {
+        p.push("server.limits.websocket_idle_timeout", "must be at least 1s and at most 1h (e.g. 60s)");
+    }
     for (i, origin) in srv.allowed_origins.iter().flatten().enumerate() {
         let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
         let valid = origin == "*" || rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', '?', '#', ' ']));
