@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import signal
 import socket
 import sys
 import time
@@ -29,8 +30,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expose  # noqa: E402  (the exposition parser and the series normalization)
 
 HEADROOM_BYTES = 3 << 30  # the OOM node's threshold: memory in use now plus this
-STABLE_S = 6.0  # the series set must hold still this long (> 2 metric report periods)
+CLUSTER = [None]  # the cluster being driven, shut down however main() ends
+WINDOW_S = 8.0  # each step unites the scrapes of this long (4 metric report periods)
 REPORT_MS = 2000  # Ray's metrics report period for this run (default 10 s), so steps settle faster
+# How long a raylet keeps trying to reach a dead GCS before it exits (default 60 s; with
+# it, worker-2 answered for 122 s after the head died): shorter, so the last step is quick.
+GCS_RECONNECT_S = 20
 
 
 def free_port():
@@ -50,6 +55,7 @@ def mem_bytes():
 
 def wait_for(what, cond, deadline_s, every=0.5):
     """Poll cond() until it returns a truthy value; fail loudly at the deadline."""
+    print(f"  waiting for {what}", flush=True)
     end = time.time() + deadline_s
     while True:
         v = cond()
@@ -111,6 +117,7 @@ def main():
     os.environ["RAY_metrics_report_interval_ms"] = str(REPORT_MS)
     os.environ["RAY_memory_monitor_refresh_ms"] = "0"
     os.environ["RAY_task_oom_retries"] = "0"
+    os.environ["RAY_gcs_rpc_server_reconnect_timeout_s"] = str(GCS_RECONNECT_S)
     # Ray writes its "current cluster" file under RAY_TMPDIR (default /tmp/ray), shared with
     # any other Ray on this machine: keep it inside our own temp dir.
     os.makedirs(os.path.join(args.temp_dir, "ray"), exist_ok=True)
@@ -126,7 +133,7 @@ def main():
         ips[f"worker-{i}"] = f"127.0.0.{i + 1}"
     ports = {role: free_port() for role in ips}
     common = {"num_cpus": 1, "object_store_memory": 80 << 20}
-    cluster = Cluster(
+    cluster = CLUSTER[0] = Cluster(
         initialize_head=True,
         head_node_args=dict(
             common,
@@ -184,19 +191,18 @@ def main():
         return texts, expose.series_of(texts, norm)
 
     def settle(what):
-        """Scrape until the series set stays the same for STABLE_S; return the last scrape."""
-        end = time.time() + args.deadline
-        texts, series = snapshot()
-        since = time.time()
-        while time.time() - since < STABLE_S:
-            if time.time() > end:
-                raise TimeoutError(f"{what}: the series never held still for {STABLE_S} s")
+        """The union of the scrapes over WINDOW_S, once the step's condition holds.
+        Ray's agents export what their processes reported in the last period, so series
+        and even whole families (a histogram with no observation lately, event-loop lag
+        by handler) flicker from scrape to scrape and never hold still on a busy
+        machine: a step records what was exported at least once in its window."""
+        texts, window = snapshot()
+        end = time.time() + WINDOW_S
+        while time.time() < end:
             time.sleep(1)
-            texts2, series2 = snapshot()
-            if set(series2) != set(series):
-                since = time.time()
-            texts, series = texts2, series2
-        return texts, series
+            texts, series = snapshot()
+            window.update(series)
+        return texts, window
 
     def record(name, note, extra=None):
         nonlocal prev
@@ -329,23 +335,42 @@ def main():
     t_kill = time.time()
     cluster.remove_node(nodes["head"], allow_graceful=False)
     sd_exists = os.path.exists(sd_path)
+    answering = sorted(r for r, t in scraper.scrape(last_sd).items() if t is not None)
+    # The head's metrics agent outlives its raylet and GCS for a moment: the step is what
+    # the targets export once the head's own target has stopped answering.
+    head_target = f"{ips['head']}:{ports['head']}"
+    wait_for("the head's target to stop answering", lambda: scraper.scrape([head_target])["head"] is None,
+             args.deadline)
+    head_silent_s = round(time.time() - t_kill, 1)
     texts = scraper.scrape(last_sd)
-    answering = sorted(r for r, t in texts.items() if t is not None)
     series = expose.series_of(texts, norm)
     step = expose.describe_step("head_killed", texts, series, prev, norm)
     step["note"] = "head removed with allow_graceful=False; every target of the last SD file scraped"
     step["sd_targets"] = sorted(scraper.role(t) for t in last_sd)
     step["sd_file_after_head_death"] = "still there (stale)" if sd_exists else "gone"
     step["answering_right_after"] = answering
-    # The surviving worker's raylet exits once it gives up on the GCS: time it.
+    step["head_stops_answering_after_s"] = head_silent_s
+    # The surviving worker's raylet exits once it gives up on the GCS; its metrics agent
+    # may outlive it. Time both (facts, not failures: the step is already recorded).
     survivor = f"{ips['worker-2']}:{ports['worker-2']}"
-    gone = wait_for("worker-2's target to stop answering after the head died",
-                    lambda: scraper.scrape([survivor])["worker-2"] is None, 180, every=1)
-    step["worker-2_stops_answering_after_s"] = round(time.time() - t_kill, 1) if gone else None
+    raylet = nodes["worker-2"].all_processes["raylet"][0].process
+
+    def exited():
+        return raylet.poll() is not None
+
+    try:
+        wait_for("worker-2's raylet to exit after the head died", exited, 150, every=1)
+        step["worker-2_raylet_exits_after_s"] = round(time.time() - t_kill, 1)
+    except TimeoutError:
+        step["worker-2_raylet_exits_after_s"] = None
+    after = scraper.scrape([survivor])
+    step["worker-2_answers_after_raylet_exit"] = after["worker-2"] is not None
+    step["worker-2_families_after_raylet_exit"] = sorted({s.family for s in expose.series_of(after, norm)})
     step["t_s"] = round(time.time() - t_start, 1)
     steps.append(step)
     print(f"[{step['t_s']:7.1f}s] head_killed: answering right after {answering}", flush=True)
     cluster.shutdown()
+    CLUSTER[0] = None
 
     la = os.getloadavg()
     result = {
@@ -369,6 +394,7 @@ def main():
                 "RAY_memory_monitor_refresh_ms": "100 on worker-1, 0 elsewhere",
                 "RAY_memory_usage_threshold": "in-use + 3 GiB over total, on worker-1",
                 "RAY_task_oom_retries": 0,
+                "RAY_gcs_rpc_server_reconnect_timeout_s": GCS_RECONNECT_S,
             },
             "sd_file": "<temp_dir>/prom_metrics_service_discovery.json -> <session_dir>/...",
             "session_dir_under_temp_dir": session_dir.startswith(args.temp_dir),
@@ -382,5 +408,18 @@ def main():
     print(f"wrote {args.out} in {result['wall_s']} s")
 
 
+def _terminated(signum, _frame):
+    raise SystemExit(f"terminated by signal {signum}")
+
+
 if __name__ == "__main__":
-    main()
+    # A test that gives up on us sends SIGTERM: shut the cluster down on the way out.
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        main()
+    finally:
+        if CLUSTER[0] is not None:
+            import ray
+
+            ray.shutdown()  # Cluster.shutdown refuses to remove the driver's node
+            CLUSTER[0].shutdown()

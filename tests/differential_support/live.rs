@@ -1,0 +1,122 @@
+//! Running scripts/ray-differential/scenario.py on a real Ray cluster from a test: under
+//! the machine-wide lock every real-Ray test takes (/tmp/real-ray.lock, one cluster at a
+//! time), in a temp dir of its own, and always cleaned up: the scenario and every Ray
+//! process it starts share one process group, killed when the run is dropped, and any
+//! process still naming the temp dir on its command line is killed too.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{recording, Shape};
+
+/// How long the scenario may take (it needs about three minutes on two busy cores).
+const DEADLINE: Duration = Duration::from_secs(540);
+
+/// The Ray venv's python, next to the `ray` that `RAYSCOPE_RAY_CLI` names; `None` (and
+/// a note) when it is not there, a failure when `RAYSCOPE_REQUIRE_TOOLS` is set and
+/// `RAYSCOPE_SKIP_RAY_CLI` gives no reason.
+pub fn ray_python() -> Option<PathBuf> {
+    let python = std::env::var("RAYSCOPE_RAY_CLI")
+        .ok()
+        .map(|cli| Path::new(&cli).with_file_name("python"))
+        .filter(|p| p.exists());
+    if python.is_some() {
+        return python;
+    }
+    let why = std::env::var("RAYSCOPE_SKIP_RAY_CLI").ok();
+    if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
+        panic!("Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name its venv; run scripts/test");
+    }
+    eprintln!("skipping: Ray is not available ({})", why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into()));
+    None
+}
+
+pub struct LiveRun {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    out: PathBuf,
+    log: PathBuf,
+}
+
+impl LiveRun {
+    pub fn start(python: &Path) -> LiveRun {
+        // Short paths: Ray's socket paths live under the temp dir and must fit 107 bytes.
+        let dir = tempfile::Builder::new().prefix("rd").tempdir_in("/tmp").unwrap();
+        let out = dir.path().join("live.json");
+        let log = dir.path().join("scenario.log");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ray-differential/scenario.py");
+        let child = Command::new("flock")
+            .arg("/tmp/real-ray.lock")
+            .arg(python)
+            .arg(script)
+            .arg("--out")
+            .arg(&out)
+            .arg("--temp-dir")
+            .arg(dir.path().join("ray"))
+            .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .process_group(0)
+            .spawn()
+            .expect("flock runs the scenario");
+        LiveRun { child: Some(child), dir, out, log }
+    }
+
+    /// Wait for the scenario (with a deadline) and read what it recorded.
+    pub fn finish(mut self) -> Vec<(String, Shape)> {
+        let end = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > end {
+                panic!("the scenario ran past {DEADLINE:?}; its log:\n{}", self.log_tail());
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        self.child = None;
+        assert!(status.success(), "the scenario failed ({status}); its log:\n{}", self.log_tail());
+        recording(self.out.to_str().unwrap())
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            // SIGTERM first: the scenario shuts its cluster down on the way out.
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+            let end = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < end && child.try_wait().ok().flatten().is_none() {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.wait();
+        }
+        kill_named(self.dir.path());
+    }
+}
+
+/// SIGKILL every process whose command line names `dir` (only this run's Ray processes
+/// do: the temp dir is ours alone).
+fn kill_named(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    for e in entries.flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    }
+}
