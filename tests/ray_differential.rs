@@ -36,14 +36,25 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
             match (r.get(f), o.get(f)) {
                 (Some(_), None) if allows(|d| d.ray_only) => {}
                 (None, Some(_)) if allows(|d| d.ours_only) => {}
-                (Some(a), None) => out.push(format!("{step}: {f} exported by Ray ({:?}) but not by rayscope", a.kinds)),
-                (None, Some(b)) if step == "head_killed" && b.kinds.iter().all(|k| k == "worker") => {
+                (Some(a), None) => out.push(format!(
+                    "{step}: {f} exported by Ray ({:?}) but not by rayscope",
+                    a.kinds
+                )),
+                (None, Some(b))
+                    if step == "head_killed" && b.kinds.iter().all(|k| k == "worker") =>
+                {
                     // differential::AFTER_HEAD_DEATH: Ray's surviving raylets exit, rayscope's stay.
                 }
-                (None, Some(b)) => out.push(format!("{step}: {f} exported by rayscope ({:?}) but not by Ray", b.kinds)),
+                (None, Some(b)) => out.push(format!(
+                    "{step}: {f} exported by rayscope ({:?}) but not by Ray",
+                    b.kinds
+                )),
                 (Some(a), Some(b)) => {
                     if a.kinds != b.kinds && !allows(|d| d.kinds) {
-                        out.push(format!("{step}: {f} served by {:?} on Ray, by {:?} on rayscope", a.kinds, b.kinds));
+                        out.push(format!(
+                            "{step}: {f} served by {:?} on Ray, by {:?} on rayscope",
+                            a.kinds, b.kinds
+                        ));
                     }
                     if a.label_keys != b.label_keys && !allows(|d| d.label_keys) {
                         out.push(format!(
@@ -64,7 +75,12 @@ fn rayscope_exports_match_the_recording() {
     let rec = recording(&differential::fixture_path());
     let ours = model_steps();
     let problems = compare(&rec, &ours);
-    assert!(problems.is_empty(), "{} differences from real Ray 2.60:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} differences from real Ray 2.60:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 /// Counters Ray creates at their first event: absent before it on both, and served by
@@ -95,12 +111,23 @@ fn a_dead_nodes_series_vanish() {
     for (label, steps) in [("Ray", &rec), ("rayscope", &ours)] {
         let at = |name: &str| &steps.iter().find(|(s, _)| s == name).unwrap().1;
         let roles = |shape: &Shape| -> std::collections::BTreeSet<String> {
-            shape.values().flat_map(|f| f.roles.iter().cloned()).collect()
+            shape
+                .values()
+                .flat_map(|f| f.roles.iter().cloned())
+                .collect()
         };
-        assert!(roles(at("objects_spilled")).contains("worker-1"), "{label}: worker-1 serves before it dies");
-        assert!(!roles(at("worker_killed")).contains("worker-1"), "{label}: worker-1's series after it died");
         assert!(
-            !roles(at("head_killed")).iter().any(|r| r.starts_with("head")),
+            roles(at("objects_spilled")).contains("worker-1"),
+            "{label}: worker-1 serves before it dies"
+        );
+        assert!(
+            !roles(at("worker_killed")).contains("worker-1"),
+            "{label}: worker-1's series after it died"
+        );
+        assert!(
+            !roles(at("head_killed"))
+                .iter()
+                .any(|r| r.starts_with("head")),
             "{label}: the head's series after it died"
         );
     }
@@ -108,7 +135,9 @@ fn a_dead_nodes_series_vanish() {
 
 #[test]
 fn real_ray_still_matches_the_recording() {
-    let Some(python) = differential::ray_python() else { return };
+    let Some(python) = differential::ray_python() else {
+        return;
+    };
     let run = differential::LiveRun::start(&python);
     let live = run.finish();
     let rec = recording(&differential::fixture_path());
@@ -121,3 +150,25 @@ fn real_ray_still_matches_the_recording() {
     );
 }
 
+/// docs/ray-differential.md lists every accepted difference the test holds.
+#[test]
+fn every_accepted_difference_is_documented() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/ray-differential.md"
+    ))
+    .unwrap();
+    let missing: Vec<&str> = differences()
+        .iter()
+        .map(|d| d.pattern)
+        .chain(differential::RAY_ONLY_KEYS.iter().copied())
+        .filter(|p| !doc.contains(&format!("`{p}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in docs/ray-differential.md: {missing:?}"
+    );
+    for d in differences() {
+        assert!(!d.reason.is_empty(), "{} has no reason", d.pattern);
+    }
+}

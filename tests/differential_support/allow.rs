@@ -23,22 +23,51 @@ impl Diff {
 }
 
 const fn ray_only(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff { pattern, ray_only: true, ours_only: false, kinds: false, label_keys: false, reason }
+    Diff {
+        pattern,
+        ray_only: true,
+        ours_only: false,
+        kinds: false,
+        label_keys: false,
+        reason,
+    }
 }
 
 const fn ours_only(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff { pattern, ray_only: false, ours_only: true, kinds: false, label_keys: false, reason }
+    Diff {
+        pattern,
+        ray_only: false,
+        ours_only: true,
+        kinds: false,
+        label_keys: false,
+        reason,
+    }
 }
 
 const fn served_elsewhere(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff { pattern, ray_only: false, ours_only: false, kinds: true, label_keys: false, reason }
+    Diff {
+        pattern,
+        ray_only: false,
+        ours_only: false,
+        kinds: true,
+        label_keys: false,
+        reason,
+    }
 }
 
 const fn other_keys(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff { pattern, ray_only: false, ours_only: false, kinds: false, label_keys: true, reason }
+    Diff {
+        pattern,
+        ray_only: false,
+        ours_only: false,
+        kinds: false,
+        label_keys: true,
+        reason,
+    }
 }
 
-const NOT_MODELLED: &str = "internals of Ray's processes the model does not have (no dashboard or rule of Ray's or the bundle reads them)";
+const NOT_MODELLED: &str =
+    "internals of Ray's processes the model does not have (no dashboard or rule of Ray's or the bundle reads them)";
 
 pub fn differences() -> Vec<Diff> {
     vec![
@@ -73,7 +102,10 @@ pub fn differences() -> Vec<Diff> {
             "ray_gcs_placement_group_count",
             "the GCS's own placement-group gauge; rayscope serves ray_placement_groups",
         ),
-        ray_only("ray_owned_objects*", "a core worker's owned-object gauges; the model keeps no per-owner object counts"),
+        ray_only(
+            "ray_owned_objects*",
+            "a core worker's owned-object gauges; the model keeps no per-owner object counts",
+        ),
         ray_only("ray_node_mem_shared_bytes", "host shared memory; the model does not split memory this way"),
         ray_only(
             "ray_unintentional_worker_failures_total",
@@ -94,9 +126,15 @@ pub fn differences() -> Vec<Diff> {
              rayscope writes the histogram Ray's dashboards query",
         ),
         // The dashboard's and autoscaler's own Python metrics.
-        ray_only("ray_dashboard_*", "the dashboard's own HTTP metrics (its own target); rayscope serves no dashboard target"),
+        ray_only(
+            "ray_dashboard_*",
+            "the dashboard's own HTTP metrics (its own target); rayscope serves no dashboard target",
+        ),
         ray_only("autoscaler_pending_resources", "not modelled (Ray's autoscaler v1 status)"),
-        ray_only("autoscaler_*_time_seconds", "the autoscaler's update-loop timings; rayscope's autoscaler has no loop"),
+        ray_only(
+            "autoscaler_*_time_seconds",
+            "the autoscaler's update-loop timings; rayscope's autoscaler has no loop",
+        ),
         other_keys(
             "autoscaler_*",
             "Ray's autoscaler writes only SessionName; rayscope also adds Version (one registry for every ray_* and \
@@ -104,7 +142,8 @@ pub fn differences() -> Vec<Diff> {
         ),
         ours_only(
             "autoscaler_recently_failed_nodes",
-            "Ray's autoscaler writes it only for node types it launches; cluster_utils' nodes are of no autoscaler type",
+            "Ray's autoscaler writes it only for node types it launches; \
+             cluster_utils' nodes are of no autoscaler type",
         ),
         ours_only(
             "ray_cluster_failed_nodes",
@@ -131,7 +170,8 @@ pub fn differences() -> Vec<Diff> {
         ),
         served_elsewhere(
             "ray_internal_num_processes_started",
-            "Ray prestarts workers on every node, head included, at start; rayscope starts a worker with its first lease",
+            "Ray prestarts workers on every node, head included, at start; \
+             rayscope starts a worker with its first lease",
         ),
     ]
 }

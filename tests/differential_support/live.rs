@@ -27,9 +27,15 @@ pub fn ray_python() -> Option<PathBuf> {
     }
     let why = std::env::var("RAYSCOPE_SKIP_RAY_CLI").ok();
     if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
-        panic!("Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name its venv; run scripts/test");
+        panic!(
+            "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name its venv; \
+             run scripts/test"
+        );
     }
-    eprintln!("skipping: Ray is not available ({})", why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into()));
+    eprintln!(
+        "skipping: Ray is not available ({})",
+        why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into())
+    );
     None
 }
 
@@ -43,10 +49,16 @@ pub struct LiveRun {
 impl LiveRun {
     pub fn start(python: &Path) -> LiveRun {
         // Short paths: Ray's socket paths live under the temp dir and must fit 107 bytes.
-        let dir = tempfile::Builder::new().prefix("rd").tempdir_in("/tmp").unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("rd")
+            .tempdir_in("/tmp")
+            .unwrap();
         let out = dir.path().join("live.json");
         let log = dir.path().join("scenario.log");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ray-differential/scenario.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/ray-differential/scenario.py"
+        );
         let child = Command::new("flock")
             .arg("/tmp/real-ray.lock")
             .arg(python)
@@ -60,7 +72,12 @@ impl LiveRun {
             .process_group(0)
             .spawn()
             .expect("flock runs the scenario");
-        LiveRun { child: Some(child), dir, out, log }
+        LiveRun {
+            child: Some(child),
+            dir,
+            out,
+            log,
+        }
     }
 
     /// Wait for the scenario (with a deadline) and read what it recorded.
@@ -71,12 +88,19 @@ impl LiveRun {
                 break status;
             }
             if Instant::now() > end {
-                panic!("the scenario ran past {DEADLINE:?}; its log:\n{}", self.log_tail());
+                panic!(
+                    "the scenario ran past {DEADLINE:?}; its log:\n{}",
+                    self.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(500));
         };
         self.child = None;
-        assert!(status.success(), "the scenario failed ({status}); its log:\n{}", self.log_tail());
+        assert!(
+            status.success(),
+            "the scenario failed ({status}); its log:\n{}",
+            self.log_tail()
+        );
         recording(self.out.to_str().unwrap())
     }
 
@@ -108,7 +132,9 @@ impl Drop for LiveRun {
 /// do: the temp dir is ours alone).
 fn kill_named(dir: &Path) {
     let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
     for e in entries.flatten() {
         let pid = e.file_name().to_string_lossy().into_owned();
         if !pid.bytes().all(|b| b.is_ascii_digit()) {
