@@ -89,7 +89,7 @@ fn rayscope_exports_match_the_recording() {
 fn failure_counters_appear_at_their_first_event_on_the_node_it_happened() {
     let rec = recording(&differential::fixture_path());
     let ours = model_steps();
-    for (family, first_step) in differential::FIRST_EVENT {
+    for (family, first_step, role) in differential::FIRST_EVENT {
         for (label, steps) in [("Ray", &rec), ("rayscope", &ours)] {
             let first = steps.iter().position(|(_, s)| s.contains_key(*family));
             let want = STEPS.iter().position(|(s, _)| s == first_step);
@@ -97,6 +97,12 @@ fn failure_counters_appear_at_their_first_event_on_the_node_it_happened() {
                 first.map(|i| STEPS[i].0),
                 want.map(|i| STEPS[i].0),
                 "{label}: the first step exporting {family}"
+            );
+            let roles = &steps[want.unwrap()].1[*family].roles;
+            assert_eq!(
+                roles.iter().collect::<Vec<_>>(),
+                [role],
+                "{label}: the targets serving {family}"
             );
         }
     }
@@ -170,5 +176,34 @@ fn every_accepted_difference_is_documented() {
     );
     for d in differences() {
         assert!(!d.reason.is_empty(), "{} has no reason", d.pattern);
+    }
+}
+
+/// The live comparison fails when Ray stops exporting a family, serves it elsewhere, or
+/// changes its label keys (so a Ray upgrade cannot pass unnoticed).
+#[test]
+fn the_live_comparison_catches_a_changed_family() {
+    let rec = recording(&differential::fixture_path());
+    assert!(differential::compare_ray_runs(&rec, &rec).is_empty());
+    let at = STEPS.iter().position(|(s, _)| *s == "oom_kill").unwrap();
+    let family = "ray_memory_manager_worker_eviction_total";
+    let mut gone = rec.clone();
+    gone[at].1.remove(family);
+    let mut moved = rec.clone();
+    moved[at].1.get_mut(family).unwrap().kinds = ["head".to_string()].into();
+    let mut relabelled = rec.clone();
+    relabelled[at]
+        .1
+        .get_mut(family)
+        .unwrap()
+        .label_keys
+        .remove("Type");
+    for (what, changed) in [("gone", gone), ("moved", moved), ("relabelled", relabelled)] {
+        let problems = differential::compare_ray_runs(&rec, &changed);
+        assert_eq!(problems.len(), 1, "{what}: {problems:?}");
+        assert!(
+            problems[0].starts_with("oom_kill: ray_memory_manager_worker_eviction_total"),
+            "{what}: {problems:?}"
+        );
     }
 }

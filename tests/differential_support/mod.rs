@@ -32,10 +32,20 @@ pub const STEPS: &[(&str, u64)] = &[
     ("head_killed", 190_000_000),
 ];
 
-/// Counters Ray creates at their first event, and the step that event happens in.
-pub const FIRST_EVENT: &[(&str, &str)] = &[
-    ("ray_memory_manager_worker_eviction_total", "oom_kill"),
-    ("ray_node_failure_total", "worker_killed"),
+/// Counters Ray creates at their first event: the step that event happens in, and the
+/// one target that serves it (the node where it happened, or the head for the GCS's).
+pub const FIRST_EVENT: &[(&str, &str, &str)] = &[
+    (
+        "ray_node_manager_unexpected_worker_failure_total",
+        "actor_restarted",
+        "worker-2",
+    ),
+    (
+        "ray_memory_manager_worker_eviction_total",
+        "oom_kill",
+        "worker-1",
+    ),
+    ("ray_node_failure_total", "worker_killed", "head"),
 ];
 
 /// One family at one step.
