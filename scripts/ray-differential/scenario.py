@@ -6,8 +6,10 @@ which node their NodeAddress names, and which series appeared or vanished.
 
 Steps: idle, tasks_running, task_retried, actor_restarted, oom_kill, objects_spilled,
 worker_killed, head_killed. Each step acts, then waits on a condition with a deadline
-(the effect shows in Ray's API or in a scrape), then until the set of series stops
-changing (Ray reports metrics in batches); nothing waits a fixed time and hopes.
+(the effect shows in Ray's API or in a scrape), then unites the scrapes of the next
+WINDOW_S (Ray's agents report in periods, so single series flicker from scrape to
+scrape); nothing waits a fixed time and hopes. The head's death is recorded once the
+head's own target has gone silent. Whatever happens, the cluster is shut down on exit.
 
     python scenario.py --out differential.json [--workers 2] [--temp-dir /tmp/ray-diff]
 
@@ -19,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import signal
 import socket
 import sys
