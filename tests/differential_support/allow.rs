@@ -135,11 +135,6 @@ pub fn differences() -> Vec<Diff> {
             "autoscaler_*_time_seconds",
             "the autoscaler's update-loop timings; rayscope's autoscaler has no loop",
         ),
-        other_keys(
-            "autoscaler_*",
-            "Ray's autoscaler writes only SessionName; rayscope also adds Version (one registry for every ray_* and \
-             autoscaler_* family): harmless, and to be dropped",
-        ),
         ours_only(
             "autoscaler_recently_failed_nodes",
             "Ray's autoscaler writes it only for node types it launches; \
