@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::{recording, Shape};
 
-/// How long the scenario may take (it needs about three minutes on two busy cores).
+/// How long the scenario may take once it runs (about three minutes on two busy cores).
 const DEADLINE: Duration = Duration::from_secs(540);
+/// How long it may wait for the real-Ray lock first (other real-Ray tests hold it).
+const LOCK_DEADLINE: Duration = Duration::from_secs(1200);
 
 /// The Ray venv's python, next to the `ray` that `RAYSCOPE_RAY_CLI` names; `None` (and
 /// a note) when it is not there, a failure when `RAYSCOPE_REQUIRE_TOOLS` is set and
@@ -59,6 +61,8 @@ impl LiveRun {
             env!("CARGO_MANIFEST_DIR"),
             "/scripts/ray-differential/scenario.py"
         );
+        // One open file for both streams, so they append rather than overwrite each other.
+        let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new("flock")
             .arg("/tmp/real-ray.lock")
             .arg(python)
@@ -67,8 +71,8 @@ impl LiveRun {
             .arg(&out)
             .arg("--temp-dir")
             .arg(dir.path().join("ray"))
-            .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .stdout(Stdio::from(log_file.try_clone().unwrap()))
+            .stderr(Stdio::from(log_file))
             .process_group(0)
             .spawn()
             .expect("flock runs the scenario");
@@ -82,16 +86,27 @@ impl LiveRun {
 
     /// Wait for the scenario (with a deadline) and read what it recorded.
     pub fn finish(mut self) -> Vec<(String, Shape)> {
-        let end = Instant::now() + DEADLINE;
+        let asked = Instant::now();
+        // The scenario writes its log from its first moment: until then, flock is waiting.
+        let mut started: Option<Instant> = None;
         let status = loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 break status;
             }
-            if Instant::now() > end {
-                panic!(
-                    "the scenario ran past {DEADLINE:?}; its log:\n{}",
-                    self.log_tail()
-                );
+            if started.is_none() && std::fs::metadata(&self.log).is_ok_and(|m| m.len() > 0) {
+                started = Some(Instant::now());
+            }
+            match started {
+                Some(t) if t.elapsed() > DEADLINE => {
+                    panic!(
+                        "the scenario ran past {DEADLINE:?}; its log:\n{}",
+                        self.log_tail()
+                    )
+                }
+                None if asked.elapsed() > LOCK_DEADLINE => {
+                    panic!("waited {LOCK_DEADLINE:?} for /tmp/real-ray.lock (another real-Ray run holds it)")
+                }
+                _ => {}
             }
             std::thread::sleep(Duration::from_millis(500));
         };
