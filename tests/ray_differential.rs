@@ -28,6 +28,11 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
     let allowed = differences();
     let mut out = Vec::new();
     let ray = differential::without_ray_only_keys(ray);
+    assert_eq!(
+        ray.len(),
+        ours.len(),
+        "the recording and the model have the same steps"
+    );
     for ((step, r), (step2, o)) in ray.iter().zip(ours) {
         assert_eq!(step, step2, "the model's steps are the recording's");
         let names: std::collections::BTreeSet<&String> = r.keys().chain(o.keys()).collect();

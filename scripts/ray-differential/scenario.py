@@ -32,6 +32,7 @@ import expose  # noqa: E402  (the exposition parser and the series normalization
 
 HEADROOM_BYTES = 3 << 30  # the OOM node's threshold: memory in use now plus this
 CLUSTER = [None]  # the cluster being driven, shut down however main() ends
+TEMP_DIR = ["/nonexistent"]  # its temp dir: whatever still uses it at exit is killed
 WINDOW_S = 8.0  # each step unites the scrapes of this long (4 metric report periods)
 REPORT_MS = 2000  # Ray's metrics report period for this run (default 10 s), so steps settle faster
 # How long a raylet keeps trying to reach a dead GCS before it exits (default 60 s; with
@@ -108,6 +109,7 @@ def main():
     ap.add_argument("--deadline", type=float, default=120, help="seconds each condition may take")
     ap.add_argument("--command", default=" ".join(sys.argv), help="recorded as how this was made")
     args = ap.parse_args()
+    TEMP_DIR[0] = args.temp_dir
     assert args.workers >= 2, "worker-1 is OOM-killed and removed; worker-2 outlives the head"
     t_start = time.time()
 
@@ -407,6 +409,39 @@ def main():
     print(f"wrote {args.out} in {result['wall_s']} s")
 
 
+def kill_leftovers(temp_dir):
+    """SIGKILL what Ray left running in our temp dir: a worker's metrics agent can outlive
+    its raylet and Cluster.shutdown() (measured), renamed ray::DashboardAgent, so it is
+    found by its working directory or open files, not its command line."""
+    needle = os.path.realpath(temp_dir)
+    if needle.count("/") < 2 or not os.path.isdir(needle):
+        return  # never a top-level directory such as /tmp itself
+    # Ourselves and our ancestors (flock and the test that runs us write our log there).
+    spared, pid = set(), os.getpid()
+    while pid > 1:
+        spared.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in spared:
+            continue
+        base = f"/proc/{pid}"
+        try:
+            links = [os.readlink(f"{base}/cwd")] + [os.readlink(f"{base}/fd/{fd}") for fd in os.listdir(f"{base}/fd")]
+            with open(f"{base}/cmdline", "rb") as f:
+                links.append(f.read().decode(errors="replace"))
+        except OSError:
+            continue
+        if any(needle in link for link in links):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _terminated(signum, _frame):
     raise SystemExit(f"terminated by signal {signum}")
 
@@ -417,8 +452,11 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        if CLUSTER[0] is not None:
-            import ray
+        try:
+            if CLUSTER[0] is not None:
+                import ray
 
-            ray.shutdown()  # Cluster.shutdown refuses to remove the driver's node
-            CLUSTER[0].shutdown()
+                ray.shutdown()  # Cluster.shutdown refuses to remove the driver's node
+                CLUSTER[0].shutdown()
+        finally:
+            kill_leftovers(TEMP_DIR[0])

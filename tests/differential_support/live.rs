@@ -43,6 +43,8 @@ pub fn ray_python() -> Option<PathBuf> {
 
 pub struct LiveRun {
     child: Option<Child>,
+    /// The process group of flock, the scenario and every Ray process it starts.
+    group: u32,
     dir: tempfile::TempDir,
     out: PathBuf,
     log: PathBuf,
@@ -77,6 +79,7 @@ impl LiveRun {
             .spawn()
             .expect("flock runs the scenario");
         LiveRun {
+            group: child.id(),
             child: Some(child),
             dir,
             out,
@@ -136,27 +139,41 @@ impl Drop for LiveRun {
             while Instant::now() < end && child.try_wait().ok().flatten().is_none() {
                 std::thread::sleep(Duration::from_millis(200));
             }
-            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.kill();
             let _ = child.wait();
         }
-        kill_named(self.dir.path());
+        // Even after a clean run: a worker's metrics agent can outlive its raylet and
+        // the cluster's shutdown (measured), still in the group, reparented to init.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.group)])
+            .status();
+        kill_using(self.dir.path());
     }
 }
 
-/// SIGKILL every process whose command line names `dir` (only this run's Ray processes
-/// do: the temp dir is ours alone).
-fn kill_named(dir: &Path) {
+/// SIGKILL every process whose command line, working directory or open files name `dir`:
+/// only this run's Ray processes do (the temp dir is ours alone). Ray's agents rename
+/// themselves (`ray::DashboardAgent`), so the command line alone does not find them.
+fn kill_using(dir: &Path) {
     let needle = dir.to_string_lossy().into_owned();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return;
     };
+    let me = std::process::id().to_string();
     for e in entries.flatten() {
         let pid = e.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
             continue;
         }
+        let names =
+            |p: PathBuf| std::fs::read_link(p).is_ok_and(|t| t.to_string_lossy().contains(&needle));
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+        let uses = String::from_utf8_lossy(&cmdline).contains(&needle)
+            || names(e.path().join("cwd"))
+            || std::fs::read_dir(e.path().join("fd"))
+                .map(|fds| fds.flatten().any(|fd| names(fd.path())))
+                .unwrap_or(false);
+        if uses {
             let _ = Command::new("kill").args(["-KILL", &pid]).status();
         }
     }

@@ -9,7 +9,7 @@ mod live;
 #[path = "../metrics_support.rs"]
 mod metrics_support;
 
-pub use allow::{differences, volatile, Diff};
+pub use allow::{differences, volatile_kinds, Diff};
 pub use live::{ray_python, LiveRun};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -197,9 +197,10 @@ pub fn model_steps() -> Vec<(String, Shape)> {
 }
 
 /// Two recordings of real Ray: the same families per step and kind of node, with the
-/// same label keys, except the families [`volatile`] says come and go between runs.
+/// same label keys, except the families [`volatile_kinds`] says are served by other nodes
+/// from run to run.
 pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Vec<String> {
-    let volatile = volatile();
+    let volatile = volatile_kinds();
     let is_volatile = |f: &str| volatile.iter().any(|(p, _)| matches_pattern(p, f));
     let mut out = Vec::new();
     if want.len() != got.len() {
@@ -230,10 +231,10 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
             continue;
         }
         let names: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-        for f in names.into_iter().filter(|f| !is_volatile(f)) {
+        for f in names {
             match (a.get(f), b.get(f)) {
                 (Some(x), Some(y)) => {
-                    if x.kinds != y.kinds {
+                    if x.kinds != y.kinds && !is_volatile(f) {
                         out.push(format!(
                             "{step}: {f} served by {:?}, now by {:?}",
                             x.kinds, y.kinds
