@@ -16,8 +16,8 @@
 //! `actors`, `jobs` (placement groups and jobs), `resources`, `object_store` (plus
 //! spilling and the object manager), `scheduler`, `workers` (OOM kills and failures),
 //! `node` (`ray_node_*` hardware), `components` (`ray_component_*` processes),
-//! `cluster` (`ray_cluster_*` and `autoscaler_*`), `flow` (Flow Insight's `rayscope_flow_*`)
-//! and `rayscope` (our own `rayscope_*`).
+//! `cluster` (`ray_cluster_*`), `autoscaler` (`autoscaler_*`), `flow` (Flow Insight's
+//! `rayscope_flow_*`) and `rayscope` (our own `rayscope_*`).
 //! A collector can be switched off by name ([`RenderContext::disabled_collectors`]).
 //!
 //! # Format served
@@ -29,7 +29,8 @@
 //! Histogram `le` values come out as `"1.0"`, `"10.0"`, … as in Ray.
 //!
 //! # Labels
-//! Every `ray_*` and `autoscaler_*` series carries `SessionName` and `Version`.
+//! Every `ray_*` series carries `SessionName` and `Version`; `autoscaler_*` series only
+//! `SessionName`, as Ray's autoscaler (a Python registry) writes them.
 //! Raylet, GCS and core-worker series add `Component` and `NodeAddress`; reporter
 //! series (`ray_node_*`, `ray_component_*`) add `ip`, and `ray_node_*` also `IsHeadNode`
 //! and `RayNodeType`. Every node-scoped series carries `instance="<ip>:<port>"`, the
@@ -60,6 +61,7 @@
 //!   process (rayscope itself) is reported as the head's `gcs` component.
 
 mod actors;
+mod autoscaler;
 mod cluster;
 mod components;
 mod flow;

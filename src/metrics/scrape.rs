@@ -42,6 +42,9 @@ pub(crate) const COLLECTORS: &[(&str, EncodeFn)] = &[
     ("cluster", super::cluster::encode),
 ];
 
+/// The `autoscaler_*` group: `SessionName` but no `Version`, as Ray's autoscaler writes.
+const AUTOSCALER_COLLECTOR: (&str, EncodeFn) = ("autoscaler", super::autoscaler::encode);
+
 /// The `rayscope_*` group: no `SessionName` on its series.
 const SELF_COLLECTOR: (&str, EncodeFn) = ("rayscope", super::rayscope::encode);
 
@@ -60,6 +63,7 @@ pub const COLLECTOR_NAMES: &[&str] = &[
     "node",
     "components",
     "cluster",
+    "autoscaler",
     "flow",
     "rayscope",
 ];
@@ -246,6 +250,16 @@ pub(crate) fn render(
     );
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
         ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
+    }
+    if enabled(AUTOSCALER_COLLECTOR.0) {
+        let autoscaler = registry.sub_registry_with_labels(
+            [("SessionName".into(), snap.session_name.clone().into())].into_iter(),
+        );
+        autoscaler.register_collector(Box::new(Group {
+            name: AUTOSCALER_COLLECTOR.0,
+            encode: AUTOSCALER_COLLECTOR.1,
+            input: input.clone(),
+        }));
     }
     // `rayscope_flow_*` are `rayscope_*` families: switching `rayscope` off drops them too.
     if enabled(FLOW_COLLECTOR.0) && enabled(SELF_COLLECTOR.0) {
