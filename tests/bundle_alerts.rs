@@ -11,6 +11,9 @@
 //! Each alert must fire within its fault's time plus its `for:`, two evaluation
 //! intervals and one scrape.
 //!
+//! It also checks that every rule's runbook_url names a section of rayscope's
+//! `/runbooks` page.
+//!
 //! Needs `prometheus` and `prometheus-alertmanager`; skipped without them unless
 //! RAYSCOPE_REQUIRE_TOOLS is set.
 
@@ -86,6 +89,16 @@ fn every_alert_for_a_fault_of_the_ray_scenario_fires_on_rayscope() {
             .arg(format!("--web.listen-address={prom}")),
         dir.path().join("prometheus.log"),
     );
+    // Every rule's runbook_url opens a section of the page rayscope serves.
+    let (status, page) = http("GET", &rs, "/runbooks", &[], "");
+    assert_eq!(status, 200, "{page}");
+    for e in std::fs::read_dir(repo().join("prometheus/rules")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        for url in text.lines().filter_map(|l| l.trim().strip_prefix("runbook_url: ")) {
+            let anchor = url.trim_matches('"').strip_prefix("http://localhost:8080/runbooks#").expect(url);
+            assert!(page.contains(&format!("<h2 id=\"{anchor}\">")), "/runbooks has no section #{anchor}");
+        }
+    }
     let mut rayscope = Some(rayscope);
     let mut timings = Vec::new();
 
