@@ -100,8 +100,10 @@ fn prometheus_config(rules: &std::path::Path, sd_file: &str, alertmanager: &str)
     cfg["rule_files"] = serde_yaml::to_value(vec![rules.join("*.yml").to_str().unwrap()]).unwrap();
     cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] =
         serde_yaml::to_value(vec![alertmanager]).unwrap();
-    let job: serde_yaml::Value =
-        serde_yaml::from_str(&format!("{{job_name: ray, file_sd_configs: [{{files: [{sd_file:?}], refresh_interval: 5s}}]}}")).unwrap();
+    let job: serde_yaml::Value = serde_yaml::from_str(&format!(
+        "{{job_name: ray, file_sd_configs: [{{files: [{sd_file:?}], refresh_interval: 5s}}]}}"
+    ))
+    .unwrap();
     cfg["scrape_configs"] = serde_yaml::to_value(vec![job]).unwrap();
     serde_yaml::to_string(&cfg).unwrap()
 }
