@@ -178,8 +178,9 @@ fn every_alert_for_a_fault_fires_on_a_real_ray_cluster() {
     });
     let stdin = child.stdin.take();
     let mut cluster = Cluster { child, stdin, answers };
-    // Waiting for the lock (another real Ray) counts here too.
-    let ready = cluster.answer("ready", Duration::from_secs(300));
+    // Waiting for the lock (another real Ray run, e.g. the differential harness, about
+    // 4 min) counts here too.
+    let ready = cluster.answer("ready", Duration::from_secs(600));
     let sd_file = ready["sd_file"].as_str().unwrap().to_string();
     let worker_ip = ready["worker_ip"].as_str().unwrap().to_string();
     let head_ip = ready["head_ip"].as_str().unwrap().to_string();
