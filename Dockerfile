@@ -13,6 +13,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY src src
 COPY benches benches
 COPY examples examples
+# Embedded in the binary (include_str!), served at /runbooks.
+COPY docs/runbooks.md docs/runbooks.md
 RUN cargo build --release --locked --bin rayscope
 
 FROM debian:bookworm-20241016-slim

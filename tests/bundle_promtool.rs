@@ -107,6 +107,61 @@ fn every_alert_is_tested_firing_and_quiet_and_every_record_is_tested() {
     assert!(unrecorded.is_empty(), "recording rules without a promql_expr_test: {unrecorded:?}");
 }
 
+/// The base every shipped rule's runbook_url starts with.
+const RUNBOOKS_BASE: &str = "http://localhost:8080/runbooks";
+
+/// Alerts without `for:`, each because its condition cannot flicker: an event counted
+/// over a window (it holds for the window), or a latched state.
+const NO_FOR: &[&str] = &[
+    "RayNodeDown",         // series gone AND a GCS-counted failure; latched while the node stays away
+    "RayObjectSpilling",   // spill requests over 5 m
+    "RayWorkersOomKilled", // OOM kills over 5 m
+    "RayActorRestartLoop", // restarts sampled over 15 m
+    "Watchdog",            // always firing
+];
+
+#[test]
+fn every_alert_whose_condition_can_flicker_has_a_for() {
+    for f in files("prometheus/rules") {
+        for g in yaml(&f)["groups"].as_sequence().unwrap() {
+            for r in g["rules"].as_sequence().unwrap() {
+                let Some(name) = r["alert"].as_str() else { continue };
+                if NO_FOR.contains(&name) {
+                    assert!(r["for"].is_null(), "{name} is listed as needing no for: but has one");
+                } else {
+                    assert!(r["for"].as_str().is_some(), "{name}: no for:, and not listed in NO_FOR with a reason");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn set_runbooks_url_rewrites_every_link_and_the_unit_tests_still_pass() {
+    let Some(promtool) = tool("promtool", "prometheus") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |sub: &str| -> Vec<std::path::PathBuf> {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        let to = |f: &std::path::PathBuf| dir.path().join(sub).join(f.file_name().unwrap());
+        files(sub).iter().map(|f| std::fs::copy(f, to(f)).map(|_| to(f)).unwrap()).collect()
+    };
+    let (rules, tests) = (copy("prometheus/rules"), copy("prometheus/tests"));
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    let script = dir.path().join("scripts/set-runbooks-url");
+    std::fs::copy(repo().join("scripts/set-runbooks-url"), &script).unwrap();
+
+    let (ok, out) = run(Command::new(&script).arg("no-scheme.example/runbooks"));
+    assert!(!ok && out.contains("absolute"), "{out}");
+    let (ok, out) = run(Command::new(&script).arg("https://oncall.example.com/ray/runbooks"));
+    assert!(ok, "{out}");
+    let text: String = rules.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    let links: Vec<&str> = text.lines().filter(|l| l.contains("runbook_url:")).collect();
+    assert!(links.len() > 10 && links.iter().all(|l| !l.contains(RUNBOOKS_BASE)), "a link kept the old base");
+    assert!(text.contains("runbook_url: \"https://oncall.example.com/ray/runbooks#raynodedown\""));
+    let (ok, out) = run(Command::new(&promtool).args(["test", "rules"]).args(&tests));
+    assert!(ok, "promtool test rules after set-runbooks-url:\n{out}");
+}
+
 #[test]
 fn every_alert_has_severity_summary_description_and_a_runbook_section() {
     let runbooks = std::fs::read_to_string(repo().join("docs/runbooks.md")).unwrap();
@@ -126,7 +181,10 @@ fn every_alert_has_severity_summary_description_and_a_runbook_section() {
                     assert!(r["annotations"][key].as_str().is_some_and(|s| s.len() > 10), "{name}: no {key}");
                 }
                 let url = r["annotations"]["runbook_url"].as_str().unwrap_or_else(|| panic!("{name}: no runbook_url"));
-                let anchor = url.strip_prefix("docs/runbooks.md#").unwrap_or_else(|| panic!("{name}: {url}"));
+                // Absolute, so it opens from Alertmanager, Slack or Grafana: rayscope's
+                // /runbooks at the default base (scripts/set-runbooks-url changes it).
+                let anchor = url.strip_prefix(RUNBOOKS_BASE).and_then(|u| u.strip_prefix('#'));
+                let anchor = anchor.unwrap_or_else(|| panic!("{name}: {url} is not {RUNBOOKS_BASE}#<anchor>"));
                 assert_eq!(anchor, name.to_lowercase(), "{name}: the runbook anchor is the alert's name");
                 assert!(anchors.contains(anchor), "{name}: docs/runbooks.md has no section {anchor}");
             }

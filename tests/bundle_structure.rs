@@ -186,6 +186,9 @@ fn the_dockerfile_is_multi_stage_non_root_and_checks_readiness() {
     assert!(text.lines().any(|l| l.trim() == "EXPOSE 8080"));
     let ignore = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
     assert!(ignore.lines().any(|l| l.trim() == "target"), "the build context leaves out target/");
+    // The runbooks are compiled in (src/api/runbooks.rs): the build stage needs the file.
+    assert!(ignore.lines().any(|l| l.trim() == "!docs/runbooks.md"), "the build context keeps docs/runbooks.md");
+    assert!(text.contains("COPY docs/runbooks.md docs/runbooks.md"), "the build stage copies docs/runbooks.md");
 }
 
 fn rects_overlap(a: &Json, b: &Json) -> bool {

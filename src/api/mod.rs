@@ -52,6 +52,7 @@ mod pages;
 mod query;
 mod router;
 mod rows;
+mod runbooks;
 mod sd;
 mod seed_dashboard;
 mod server;

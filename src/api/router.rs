@@ -11,7 +11,8 @@
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
 use super::{
-    alerts, cluster_events, control, exposition, flow, job_logs, jobs, pages, sd, seed_dashboard, state_api, stream,
+    alerts, cluster_events, control, exposition, flow, job_logs, jobs, pages, runbooks, sd, seed_dashboard, state_api,
+    stream,
     MAX_BODY_BYTES,
 };
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -30,6 +31,7 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/metrics", get(exposition::all))
         .route("/metrics/nodes/{ip}", get(exposition::node))
         .route("/sd", get(sd::targets))
+        .route("/runbooks", get(runbooks::page))
         .route("/api/version", get(jobs::version))
         .route("/api/v0/{resource}", get(state_api::list_resource))
         .route("/api/v0/tasks/summarize", get(state_api::summarize_tasks))

@@ -282,3 +282,59 @@ pub fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
     job["static_configs"][0]["targets"] = serde_yaml::to_value(vec![rayscope]).unwrap();
     serde_yaml::to_string(&cfg).unwrap()
 }
+
+/// The alerts the faults of the real-Ray scenario fire (tests/ray_alerts.rs on Ray,
+/// tests/bundle_alerts.rs on rayscope), with the label keys each must have on both.
+pub const FAULT_ALERTS: &[(&str, &[&str])] = &[
+    ("RayTaskFailureRateHigh", &["alertname", "severity", "SessionName"]),
+    ("RayWorkersOomKilled", &["alertname", "severity", "SessionName", "ip", "Name"]),
+    ("RayObjectSpilling", &["alertname", "severity", "SessionName", "ip"]),
+    ("RayNodeDown", &["alertname", "severity", "SessionName", "ip", "RayNodeType"]),
+    ("RayHeadDown", &["alertname", "severity", "SessionName", "ip", "RayNodeType"]),
+    ("RayTargetDown", &["alertname", "severity", "job", "instance"]),
+];
+
+/// The label keys `alertname` must have (from [`FAULT_ALERTS`]).
+pub fn fault_alert_keys(alertname: &str) -> std::collections::BTreeSet<String> {
+    let (_, keys) = FAULT_ALERTS.iter().find(|(a, _)| *a == alertname).unwrap_or_else(|| panic!("{alertname}?"));
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+/// Label keys of a firing alert from Prometheus' ALERTS series, without `alertstate`.
+pub fn alert_keys(alert: &Value) -> std::collections::BTreeSet<String> {
+    alert["metric"].as_object().unwrap().keys().filter(|k| *k != "alertstate" && *k != "__name__").cloned().collect()
+}
+
+/// `for:` of every alert in the fault tests' copy of the rules (the shipped rules wait
+/// 30 s to 1 m; docs/alerts-on-ray.md says so).
+pub const TEST_FOR_S: u64 = 10;
+
+/// The bundle's rule files copied into `dir/rules` with every `for:` cut to
+/// [`TEST_FOR_S`] (alerts without one keep none); returns that directory.
+pub fn test_rules(dir: &Path) -> PathBuf {
+    let out = dir.join("rules");
+    std::fs::create_dir_all(&out).unwrap();
+    for e in std::fs::read_dir(repo().join("prometheus/rules")).unwrap() {
+        let p = e.unwrap().path();
+        let mut cfg: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        for g in cfg["groups"].as_sequence_mut().unwrap() {
+            for r in g["rules"].as_sequence_mut().unwrap() {
+                if r.get("for").is_some() {
+                    r["for"] = format!("{TEST_FOR_S}s").into();
+                }
+            }
+        }
+        std::fs::write(out.join(p.file_name().unwrap()), serde_yaml::to_string(&cfg).unwrap()).unwrap();
+    }
+    out
+}
+
+/// Alerts firing in Prometheus under `alertname` (an error while none).
+pub fn firing_alerts(prom: &str, alertname: &str) -> Result<Vec<Value>, String> {
+    let r = prom_query(prom, &format!("ALERTS{{alertname=\"{alertname}\",alertstate=\"firing\"}}"))?;
+    if r.is_empty() {
+        Err(format!("{alertname} not firing"))
+    } else {
+        Ok(r)
+    }
+}
