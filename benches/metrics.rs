@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rayscope::metrics::{render_all, render_node, RenderContext};
-use rayscope::snapshot::Snapshot;
 use rayscope::sim::Engine;
+use rayscope::snapshot::Snapshot;
 
 // The server's allocator, so buffer growth and page faults cost what they cost there.
 #[global_allocator]
@@ -65,10 +65,7 @@ fn samples(text: &str) -> u64 {
 fn bench(c: &mut Criterion) {
     let snap = std::sync::Arc::new(scale_snapshot());
     let alive_actors: i64 = snap.actor_executor_counts.iter().map(|a| a.count).sum();
-    let ctx = RenderContext {
-        metrics_export_port: 8080,
-        ..RenderContext::default()
-    };
+    let ctx = RenderContext { metrics_export_port: 8080, ..RenderContext::default() };
     let text = render_all(&snap, None, &ctx);
     let n = samples(&text);
     println!(
@@ -78,9 +75,7 @@ fn bench(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("metrics");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(10));
+    group.sample_size(20).measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(n));
     group.bench_function("render_all_2000_nodes_20000_actors", |b| {
         b.iter(|| black_box(render_all(black_box(&snap), None, &ctx)))

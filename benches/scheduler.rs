@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayscope::config;
 use rayscope::model::{FixedPoint, NodeIdx, ResourceId, ResourceRequest};
-use rayscope::scheduler::{Params, Decision, Scheduler, Strategy};
+use rayscope::scheduler::{Decision, Params, Scheduler, Strategy};
 use rayscope::sim::Engine;
 
 const NODES: usize = 2_000;

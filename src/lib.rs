@@ -13,6 +13,6 @@ pub mod host;
 pub mod metrics;
 pub mod model;
 pub mod scheduler;
-pub mod snapshot;
 pub mod sim;
+pub mod snapshot;
 pub mod workload;

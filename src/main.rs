@@ -34,12 +34,14 @@ enum Command {
     /// Run the model as fast as possible and print a report.
     Simulate(SimulateArgs),
     /// Run a config to completion and write Flow Insight's views of one job.
-    #[command(long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
+    #[command(
+        long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
 into --out: graph.json (call graph, class level), physical.json (nodes with actors and workers), stack.json \
 (calls in flight at --at), flame.folded and flame.svg (time per call path), timeline.json (Chrome trace events: \
 open in Perfetto; every execution up to --at, not windowed or limited as /api/flow/timeline.json answers) and bottlenecks.txt (ranked by self time on the critical path, also printed). \
 With --emit, also post the job's call records to a running flow-insight server (POST URL/emit). \
-Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else.")]
+Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."
+    )]
     Flow(FlowArgs),
     /// Validate config files; exit 0 when all are valid, 2 otherwise.
     Check {
@@ -263,7 +265,8 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     let bar = if show_progress {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("static progress template"),
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .expect("static progress template"),
         );
         Some(b)
     } else {
@@ -280,10 +283,10 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             write_error = w.write_scrape(e, at_us).err();
         }
     };
-    let sampler = args.openmetrics.as_ref().map(|_| rayscope::sim::Sampler {
-        every_us: args.scrape_interval,
-        sample: &mut write_scrape,
-    });
+    let sampler = args
+        .openmetrics
+        .as_ref()
+        .map(|_| rayscope::sim::Sampler { every_us: args.scrape_interval, sample: &mut write_scrape });
     let result = rayscope::sim::simulate_sampled(
         cfg,
         args.until,
@@ -389,9 +392,13 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
             (now_ms - (length_us / 1000) as i64).div_euclid(interval_ms) * interval_ms
         }
     };
-    let f = std::fs::File::create(path).with_context(|| format!("cannot create OpenMetrics file {}", path.display()))?;
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create OpenMetrics file {}", path.display()))?;
     let out = std::io::BufWriter::with_capacity(1 << 20, f);
-    Ok((rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port), start_ms))
+    Ok((
+        rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port),
+        start_ms,
+    ))
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
@@ -404,7 +411,8 @@ fn serve(args: ServeArgs) -> ExitCode {
     let mut cfg = cfg;
     if cfg.cluster.session_name.is_none() {
         // Ray starts a new session on every start; so does a server (not `simulate`).
-        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        let now_us =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
         cfg.cluster.session_name = Some(rayscope::sim::session_name_at(now_us, std::process::id()));
     }
     let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());

@@ -89,9 +89,17 @@ fn every_alert_is_tested_firing_and_quiet_and_every_record_is_tested() {
                 for e in expected {
                     let ann = &e["exp_annotations"];
                     for key in ["summary", "description", "runbook_url"] {
-                        assert!(ann[key].as_str().is_some_and(|s| !s.is_empty()), "{}: {name} expects no {key}", f.display());
+                        assert!(
+                            ann[key].as_str().is_some_and(|s| !s.is_empty()),
+                            "{}: {name} expects no {key}",
+                            f.display()
+                        );
                     }
-                    assert!(e["exp_labels"]["severity"].as_str().is_some(), "{}: {name} expects no severity", f.display());
+                    assert!(
+                        e["exp_labels"]["severity"].as_str().is_some(),
+                        "{}: {name} expects no severity",
+                        f.display()
+                    );
                 }
             }
             for e in t["promql_expr_test"].as_sequence().into_iter().flatten() {
@@ -199,10 +207,8 @@ fn amtool_accepts_the_alertmanager_config_and_routes_as_documented() {
     let (ok, out) = run(Command::new(&amtool).arg("check-config").arg(&cfg));
     assert!(ok, "amtool check-config:\n{out}");
     let route = |labels: &[&str]| {
-        let (ok, out) = run(Command::new(&amtool)
-            .args(["config", "routes", "test", "--config.file"])
-            .arg(&cfg)
-            .args(labels));
+        let (ok, out) =
+            run(Command::new(&amtool).args(["config", "routes", "test", "--config.file"]).arg(&cfg).args(labels));
         assert!(ok, "amtool config routes test {labels:?}:\n{out}");
         out.lines().find(|l| !l.starts_with("Warning")).unwrap_or("").trim().to_string()
     };

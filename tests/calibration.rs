@@ -107,7 +107,12 @@ fn the_cost_defaults_are_the_recorded_medians() {
             "scheduler.{setting} defaults to {default_us} µs; the recorded median is {measured_us:.1} µs"
         );
     };
-    near("worker_start_latency", s.worker_start_latency.as_micros(), secs(&costs, "actor_creation_to_first_reply_s"), 5_000.0);
+    near(
+        "worker_start_latency",
+        s.worker_start_latency.as_micros(),
+        secs(&costs, "actor_creation_to_first_reply_s"),
+        5_000.0,
+    );
     near("call_submit_cost", s.call_submit_cost.as_micros(), secs(&costs, "submit_s_per_call"), 5.0);
     near("call_start_cost", s.call_start_cost.as_micros(), secs(&costs, "queued_call_overhead_s"), 5.0);
     near("sleep_overshoot", s.sleep_overshoot.as_micros(), secs(&costs, "sleep_overshoot_s"), 5.0);

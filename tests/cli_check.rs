@@ -63,7 +63,11 @@ impl Expected {
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 1, "exactly one problem line:\n{err}");
         assert!(lines[0].starts_with(&self.prefix), "want `{}...`, got:\n{err}", self.prefix);
-        assert!(lines[0][self.prefix.len()..].starts_with(self.message), "want message `{}`, got:\n{err}", self.message);
+        assert!(
+            lines[0][self.prefix.len()..].starts_with(self.message),
+            "want message `{}`, got:\n{err}",
+            self.message
+        );
     }
 }
 
@@ -121,7 +125,14 @@ fn simulate_refuses_a_bad_config_with_the_same_message_and_starts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for (path, expected) in write_mistakes(dir.path()) {
         let events = dir.path().join("events.log");
-        let out = rayscope(&["simulate", "--config", path.to_str().unwrap(), "--events", events.to_str().unwrap(), "--quiet"]);
+        let out = rayscope(&[
+            "simulate",
+            "--config",
+            path.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+            "--quiet",
+        ]);
         assert_eq!(out.status.code(), Some(2), "{}", path.display());
         expected.assert_is(&out.stderr);
         assert!(out.stdout.is_empty(), "no report: {}", text(&out.stdout));

@@ -58,7 +58,15 @@ fn set_changes_the_simulated_config() {
     // One more map task per task asked for, one more reduce task per reducer.
     assert_eq!(submitted(&more) - submitted(&base), 64);
     let both = report(&[
-        "simulate", "-c", &cfg, "--report", "json", "--set", "workloads[0].tasks=128", "--set", "workloads[0].reducers=4",
+        "simulate",
+        "-c",
+        &cfg,
+        "--report",
+        "json",
+        "--set",
+        "workloads[0].tasks=128",
+        "--set",
+        "workloads[0].reducers=4",
     ]);
     assert_eq!(submitted(&both) - submitted(&base), 64 + 2);
     // A YAML value: a uniform duration range instead of a fixed one changes the run.
@@ -71,8 +79,14 @@ fn set_changes_the_simulated_config() {
 fn bad_overrides_are_named_and_file_errors_keep_their_lines() {
     let (_dir, cfg) = config_file();
     let cases: &[(&str, &str)] = &[
-        ("cluster.node_types[0].cpus=3", "--set cluster.node_types[0].cpus=3: cluster.node_types[0].cpus: unknown key `cpus` (did you mean `cpu`?)"),
-        ("cluster.node_types[0].cpu=-1", "--set cluster.node_types[0].cpu=-1: cluster.node_types[0].cpu: must be a finite number ≥ 0"),
+        (
+            "cluster.node_types[0].cpus=3",
+            "--set cluster.node_types[0].cpus=3: cluster.node_types[0].cpus: unknown key `cpus` (did you mean `cpu`?)",
+        ),
+        (
+            "cluster.node_types[0].cpu=-1",
+            "--set cluster.node_types[0].cpu=-1: cluster.node_types[0].cpu: must be a finite number ≥ 0",
+        ),
         ("cluster.node_types[9].count=1", "is a list of 1 item(s); index [9] does not exist"),
         ("workloads[0].tasks=lots", "--set workloads[0].tasks=lots: workloads[0].tasks: invalid type: string \"lots\""),
     ];
@@ -116,7 +130,15 @@ fn sweep_runs_each_value_in_order_and_matches_single_runs() {
     }
     // Each column is exactly the run `--set` gives on its own.
     for r in runs {
-        let single = report(&["simulate", "-c", &cfg, "--report", "json", "--set", &format!("{key}={}", r["value"].as_str().unwrap())]);
+        let single = report(&[
+            "simulate",
+            "-c",
+            &cfg,
+            "--report",
+            "json",
+            "--set",
+            &format!("{key}={}", r["value"].as_str().unwrap()),
+        ]);
         assert_eq!(r["event_log_sha256"], single["event_log_sha256"]);
     }
 

@@ -111,7 +111,17 @@ fn the_binary_writes_identical_events_files_for_one_seed() {
     let run = |tag: &str, seed: &str| {
         let events = dir.path().join(format!("{tag}.events"));
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
-            .args(["simulate", "--config", config.to_str().unwrap(), "--seed", seed, "--report", "json", "--quiet", "--events"])
+            .args([
+                "simulate",
+                "--config",
+                config.to_str().unwrap(),
+                "--seed",
+                seed,
+                "--report",
+                "json",
+                "--quiet",
+                "--events",
+            ])
             .arg(&events)
             .output()
             .unwrap();

@@ -57,7 +57,10 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     // The bottleneck list names the flagged worker with leaf children first.
     let b = s.get(&format!("/api/flow/bottlenecks?job={id}")).await.json();
     let first = &b["entries"][0];
-    assert_eq!((first["name"].as_str(), first["bottleneck"].as_bool(), first["level"].as_u64()), (Some("Worker.process"), Some(true), Some(1)));
+    assert_eq!(
+        (first["name"].as_str(), first["bottleneck"].as_bool(), first["level"].as_u64()),
+        (Some("Worker.process"), Some(true), Some(1))
+    );
     assert!(first["callers"][0]["waiting_calls"].as_u64().unwrap() > 0);
 
     // Instance level carries the workload's attributes on each actor.
@@ -93,13 +96,16 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     assert_eq!((f["result"].as_bool(), f["data"]["id"].as_str()), (Some(true), Some("_main")));
     let p = s.get(&format!("/get_physical_view_data?flow_id={id}")).await.json();
     assert_eq!(p["result"], true);
-    assert!(p["data"]["nodes"].as_object().unwrap().len() == 3 && !p["data"]["services"].as_array().unwrap().is_empty());
+    assert!(
+        p["data"]["nodes"].as_object().unwrap().len() == 3 && !p["data"]["services"].as_array().unwrap().is_empty()
+    );
 
     // The metrics agree with the class-level graph, edge by edge.
     let metrics = s.get("/metrics").await.text();
     let class = s.get(&format!("/api/flow/graph?job={id}")).await.json();
     for e in class["edges"].as_array().unwrap() {
-        let series = format!("caller=\"{}\",callee=\"{}\"}}", e["source"].as_str().unwrap(), e["target"].as_str().unwrap());
+        let series =
+            format!("caller=\"{}\",callee=\"{}\"}}", e["source"].as_str().unwrap(), e["target"].as_str().unwrap());
         let line = metrics
             .lines()
             .find(|l| l.starts_with("rayscope_flow_calls_total{") && l.contains(&series))
@@ -108,7 +114,9 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     }
     let count = metrics
         .lines()
-        .find(|l| l.starts_with("rayscope_flow_call_duration_seconds_count{") && l.contains("callee=\"Worker.process\""))
+        .find(|l| {
+            l.starts_with("rayscope_flow_call_duration_seconds_count{") && l.contains("callee=\"Worker.process\"")
+        })
         .expect("the duration histogram");
     let process = class["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "Worker.process").unwrap();
     assert_eq!(count.rsplit(' ').next().unwrap().parse::<u64>().unwrap(), process["calls"].as_u64().unwrap());
@@ -154,7 +162,9 @@ fn executions(tl: &Value) -> Vec<(u64, u64, String)> {
         .unwrap()
         .iter()
         .filter(|e| e["ph"] == "X")
-        .map(|e| (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap(), e["args"]["span"].as_str().unwrap().to_string()))
+        .map(|e| {
+            (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap(), e["args"]["span"].as_str().unwrap().to_string())
+        })
         .collect()
 }
 
@@ -171,16 +181,24 @@ async fn the_timeline_takes_a_window_and_a_limit_and_says_when_it_is_cut() {
     let full = r.json();
     let all = executions(&full);
     assert!(all.len() > 100, "{}", all.len());
-    assert_eq!((r.header("x-rayscope-truncated"), r.header("x-rayscope-total-executions")), (Some("false"), Some(all.len().to_string().as_str())));
+    assert_eq!(
+        (r.header("x-rayscope-truncated"), r.header("x-rayscope-total-executions")),
+        (Some("false"), Some(all.len().to_string().as_str()))
+    );
     let o = &full["otherData"];
-    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(all.len() as u64), Some(all.len() as u64), Some(false)), "{o}");
+    assert_eq!(
+        (o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()),
+        (Some(all.len() as u64), Some(all.len() as u64), Some(false)),
+        "{o}"
+    );
     assert_eq!(o["limit"].as_u64(), Some(rayscope::flow::timeline::DEFAULT_LIMIT as u64));
     assert!(o["next_from_s"].is_null() && o["more"].is_null(), "{o}");
     assert!(all.windows(2).all(|w| w[0].0 <= w[1].0), "earliest start first");
 
     // A window in whole seconds: the executions overlapping it, from the full answer.
     let (from, to) = ((end / 3.0).floor() as u64, (end / 2.0).floor() as u64);
-    let want: Vec<&(u64, u64, String)> = all.iter().filter(|e| e.0 <= to * 1_000_000 && e.0 + e.1 >= from * 1_000_000).collect();
+    let want: Vec<&(u64, u64, String)> =
+        all.iter().filter(|e| e.0 <= to * 1_000_000 && e.0 + e.1 >= from * 1_000_000).collect();
     assert!(want.len() > 10 && want.len() < all.len(), "{}", want.len());
     let r = s.get(&format!("/api/flow/timeline.json?job={id}&from={from}&to={to}")).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -197,8 +215,15 @@ async fn the_timeline_takes_a_window_and_a_limit_and_says_when_it_is_cut() {
     let cut = r.json();
     assert_eq!(executions(&cut).iter().collect::<Vec<_>>(), want[..5].to_vec());
     let o = &cut["otherData"];
-    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(want.len() as u64), Some(5), Some(true)), "{o}");
-    assert_eq!((o["from_s"].as_f64(), o["to_s"].as_f64(), o["limit"].as_u64()), (Some(from as f64), Some(to as f64), Some(5)));
+    assert_eq!(
+        (o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()),
+        (Some(want.len() as u64), Some(5), Some(true)),
+        "{o}"
+    );
+    assert_eq!(
+        (o["from_s"].as_f64(), o["to_s"].as_f64(), o["limit"].as_u64()),
+        (Some(from as f64), Some(to as f64), Some(5))
+    );
     let next = o["next_from_s"].as_f64().unwrap();
     assert_eq!(next, want[5].0 as f64 / 1e6);
     // Asking from there gets the first one left out.
@@ -254,9 +279,15 @@ sim: {seed: 11, speed: 1000000}
     let limit = rayscope::flow::timeline::DEFAULT_LIMIT;
     // 12,000 tasks and the driver ran.
     assert_eq!(r.header("x-rayscope-total-executions"), Some("12001"));
-    assert_eq!((r.header("x-rayscope-truncated"), r.header("x-rayscope-returned-executions")), (Some("true"), Some(limit.to_string().as_str())));
+    assert_eq!(
+        (r.header("x-rayscope-truncated"), r.header("x-rayscope-returned-executions")),
+        (Some("true"), Some(limit.to_string().as_str()))
+    );
     let v = r.json();
-    assert_eq!((v["otherData"]["total"].as_u64(), v["otherData"]["returned"].as_u64()), (Some(12001), Some(limit as u64)));
+    assert_eq!(
+        (v["otherData"]["total"].as_u64(), v["otherData"]["returned"].as_u64()),
+        (Some(12001), Some(limit as u64))
+    );
     let kept = executions(&v);
     assert_eq!(kept.len(), limit);
     // The earliest: none left out started before the last one kept.

@@ -17,8 +17,13 @@ fn writes_every_view_and_prints_the_bottlenecks() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let printed = String::from_utf8_lossy(&o.stdout);
     let first = printed.lines().nth(2).expect("a ranked entry");
-    assert!(first.trim_start().starts_with("1 ") && first.contains("Worker.process") && first.contains("true"), "{printed}");
-    for f in ["graph.json", "physical.json", "stack.json", "flame.folded", "flame.svg", "timeline.json", "bottlenecks.txt"] {
+    assert!(
+        first.trim_start().starts_with("1 ") && first.contains("Worker.process") && first.contains("true"),
+        "{printed}"
+    );
+    for f in
+        ["graph.json", "physical.json", "stack.json", "flame.folded", "flame.svg", "timeline.json", "bottlenecks.txt"]
+    {
         let body = std::fs::read(dir.path().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!body.is_empty(), "{f} is empty");
         if f.ends_with(".json") {
@@ -27,7 +32,8 @@ fn writes_every_view_and_prints_the_bottlenecks() {
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("bottlenecks.txt")).unwrap(), printed);
     // The file is the whole timeline: no window, no limit, nothing cut.
-    let tl: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("timeline.json")).unwrap()).unwrap();
+    let tl: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("timeline.json")).unwrap()).unwrap();
     let o = &tl["otherData"];
     assert_eq!((o["truncated"].as_bool(), o["limit"].is_null()), (Some(false), true), "{o}");
     let x = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count() as u64;

@@ -34,7 +34,10 @@ fn flow_insight() -> Option<PathBuf> {
     }
     let why = std::env::var("RAYSCOPE_SKIP_FLOW_INSIGHT").ok();
     if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
-        panic!("flow-insight is required (RAYSCOPE_REQUIRE_TOOLS is set) but {} does not exist; run scripts/test", path.display());
+        panic!(
+            "flow-insight is required (RAYSCOPE_REQUIRE_TOOLS is set) but {} does not exist; run scripts/test",
+            path.display()
+        );
     }
     eprintln!("skipping: flow-insight is not available ({})", why.unwrap_or_else(|| format!("no {}", path.display())));
     None
@@ -99,7 +102,12 @@ fn call_counts(data: &Value) -> BTreeMap<(String, String), u64> {
         let s = &m["service"];
         names.insert(
             m["id"].as_str().unwrap().into(),
-            format!("{}:{}.{}", s["service_name"].as_str().unwrap(), s["instance_id"].as_str().unwrap(), m["method"]["name"].as_str().unwrap()),
+            format!(
+                "{}:{}.{}",
+                s["service_name"].as_str().unwrap(),
+                s["instance_id"].as_str().unwrap(),
+                m["method"]["name"].as_str().unwrap()
+            ),
         );
     }
     for f in data["functions"].as_array().unwrap() {
@@ -110,7 +118,8 @@ fn call_counts(data: &Value) -> BTreeMap<(String, String), u64> {
         .unwrap()
         .iter()
         .map(|e| {
-            let name = |k: &str| names.get(e[k].as_str().unwrap()).cloned().unwrap_or_else(|| panic!("unknown id {}", e[k]));
+            let name =
+                |k: &str| names.get(e[k].as_str().unwrap()).cloned().unwrap_or_else(|| panic!("unknown id {}", e[k]));
             ((name("source_id"), name("target_id")), e["count"].as_u64().unwrap())
         })
         .collect()

@@ -61,12 +61,8 @@ fn the_configured_shape_is_the_simulated_shape_for_any_seed() {
                 times + t.children.iter().map(|c| calls(c, times * 10)).sum::<u64>()
             }
             let calls = calls(&want, 1);
-            let finished: u64 = e
-                .model
-                .finished_tasks
-                .iter()
-                .filter(|t| e.model.names.get(t.name) == "Worker.process")
-                .count() as u64;
+            let finished: u64 =
+                e.model.finished_tasks.iter().filter(|t| e.model.names.get(t.name) == "Worker.process").count() as u64;
             assert_eq!(finished, calls, "shape {shape}, seed {seed}");
         }
     }
@@ -101,7 +97,11 @@ fn trees_the_seed_program_cannot_draw_are_refused_with_the_field() {
             "at depth 1 but has no children",
         ),
         ("{children: [{}]}\n    depth: 2", "workloads[0].depth", "cannot be combined with `tree`"),
-        ("{children: [{}]}\n    bottleneck_probability: 1", "workloads[0].bottleneck_probability", "cannot be combined"),
+        (
+            "{children: [{}]}\n    bottleneck_probability: 1",
+            "workloads[0].bottleneck_probability",
+            "cannot be combined",
+        ),
         ("{children: [{}]}\n    root_bottleneck: true", "workloads[0].root_bottleneck", "`tree.bottleneck`"),
         ("{children: [{bottlenek: true}]}", "workloads[0].tree.children[0].bottlenek", "unknown key `bottlenek`"),
     ];

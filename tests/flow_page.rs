@@ -65,9 +65,14 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     let page = browser.page().await;
     page.goto(&rs.url("/flow")).await;
     for view in ["#bottlenecks", "#graph", "#physical", "#gantt", "#flame", "#stack"] {
-        page.wait_for(&format!("{view} to render"), &format!("document.querySelector('{view}').dataset.loaded"), WAIT).await;
+        page.wait_for(&format!("{view} to render"), &format!("document.querySelector('{view}').dataset.loaded"), WAIT)
+            .await;
     }
-    assert_eq!(page.eval("document.querySelector('#flow-job').value").await.unwrap(), job.as_str(), "the job is picked");
+    assert_eq!(
+        page.eval("document.querySelector('#flow-job').value").await.unwrap(),
+        job.as_str(),
+        "the job is picked"
+    );
 
     // The call graph: one box per node and one curve per edge of the API's graph, with
     // the API's call counts.

@@ -47,8 +47,12 @@ fn graph_counts_are_the_calls_the_workload_made() {
         let r = run(seed);
         let spans = r.job.spans(u64::MAX);
         let g = graph::graph(&r.job, &spans, Level::Instance, true);
-        let nodes: BTreeMap<&str, u64> =
-            g["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n["calls"].as_u64().unwrap())).collect();
+        let nodes: BTreeMap<&str, u64> = g["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["id"].as_str().unwrap(), n["calls"].as_u64().unwrap()))
+            .collect();
         // The actor tree, from the engine's actor table: each worker's children.
         let names = &r.snap.names;
         let workers: Vec<_> = r.tables.actors.iter().filter(|a| names[a.class as usize] == "Worker").collect();
@@ -65,7 +69,11 @@ fn graph_counts_are_the_calls_the_workload_made() {
                     .iter()
                     .find(|e| e["source"] == parent.as_str() && e["target"] == child.as_str())
                     .unwrap_or_else(|| panic!("seed {seed}: no edge {parent} -> {child}"));
-                assert_eq!(edge["calls"], 10 * parent_calls, "seed {seed}: 10 calls per child per parent call ({parent} -> {child})");
+                assert_eq!(
+                    edge["calls"],
+                    10 * parent_calls,
+                    "seed {seed}: 10 calls per child per parent call ({parent} -> {child})"
+                );
                 assert_eq!(edge["completed"], edge["calls"], "seed {seed}: all calls completed");
                 checked += 1;
             }
@@ -108,7 +116,10 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
         let first_actor = first.actor.map(actor_hex).unwrap_or_default();
         if !flagged.is_empty() {
             with_flagged += 1;
-            assert!(flagged.contains(&first_actor), "seed {seed}: first entry {first_actor} is not a flagged leaf-parent ({flagged:?})");
+            assert!(
+                flagged.contains(&first_actor),
+                "seed {seed}: first entry {first_actor} is not a flagged leaf-parent ({flagged:?})"
+            );
             assert_eq!(first.method, "process");
             assert!(first.flag && first.level == 1, "seed {seed}: attributes on the entry");
             // On the path: its self time there is most of the job's.
@@ -166,7 +177,10 @@ fn the_flame_graph_root_total_is_the_driver_wall_time() {
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
         assert_eq!(root, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}");
         // The bottleneck's frame dominates where the tree has one.
-        assert!(folded.keys().any(|k| k.ends_with("Worker.process;Worker.process")), "seed {seed}: nested process frames");
+        assert!(
+            folded.keys().any(|k| k.ends_with("Worker.process;Worker.process")),
+            "seed {seed}: nested process frames"
+        );
     }
 }
 
@@ -186,7 +200,9 @@ fn the_stack_mid_run_is_exactly_the_calls_in_flight() {
                 .tables
                 .tasks
                 .iter()
-                .filter(|t| t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at))
+                .filter(|t| {
+                    t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at)
+                })
                 .map(|t| span_hex(t.id))
                 .collect();
             assert!(!expected.is_empty(), "seed {seed} at {at}: something is in flight");
@@ -275,7 +291,13 @@ fn executions(r: &Run) -> Vec<(u64, u64, u64)> {
 }
 
 fn spans_of(tl: &Value) -> Vec<String> {
-    tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").map(|e| e["args"]["span"].as_str().unwrap().to_string()).collect()
+    tl["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["args"]["span"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -294,7 +316,10 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
     assert_eq!(got, want.iter().map(|e| span_hex(e.1)).collect::<BTreeSet<_>>());
     assert_eq!(tl["otherData"]["total"], want.len());
     assert_eq!(tl["otherData"]["truncated"], false);
-    assert_eq!((tl["otherData"]["from_s"].as_f64(), tl["otherData"]["to_s"].as_f64()), (Some(from as f64 / 1e6), Some(to as f64 / 1e6)));
+    assert_eq!(
+        (tl["otherData"]["from_s"].as_f64(), tl["otherData"]["to_s"].as_f64()),
+        (Some(from as f64 / 1e6), Some(to as f64 / 1e6))
+    );
 
     // Cut at 7: the 7 earliest-starting (ties in submit order, which is task id order),
     // in start order, and the rest starts where the first one left out starts.
@@ -303,7 +328,11 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
     let kept = spans_of(&tl);
     assert_eq!(kept, want[..7].iter().map(|e| span_hex(e.1)).collect::<Vec<_>>());
     let o = &tl["otherData"];
-    assert_eq!((o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()), (Some(want.len() as u64), Some(7), Some(true)), "{o}");
+    assert_eq!(
+        (o["total"].as_u64(), o["returned"].as_u64(), o["truncated"].as_bool()),
+        (Some(want.len() as u64), Some(7), Some(true)),
+        "{o}"
+    );
     assert_eq!(o["next_from_s"].as_f64(), Some(want[7].0 as f64 / 1e6));
     assert!(o["more"].as_str().unwrap().contains(&format!("{} more", want.len() - 7)), "{o}");
     // Only the kept executions' rows are named.
@@ -352,7 +381,14 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| (e["source"].to_string(), e["target"].to_string(), e["calls"].as_u64().unwrap(), e["completed"].as_u64().unwrap()))
+            .map(|e| {
+                (
+                    e["source"].to_string(),
+                    e["target"].to_string(),
+                    e["calls"].as_u64().unwrap(),
+                    e["completed"].as_u64().unwrap(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     assert_eq!(edges(j_capped, &s_capped), edges(j_full, &s_full));
@@ -364,7 +400,10 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
 fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
     for &seed in SEEDS {
         let r = run(seed);
-        let v: Value = serde_json::from_slice(&render(&r.job, r.snap.sim_time_us, true, View::Physical, &r.snap.nodes).unwrap().body).unwrap();
+        let v: Value = serde_json::from_slice(
+            &render(&r.job, r.snap.sim_time_us, true, View::Physical, &r.snap.nodes).unwrap().body,
+        )
+        .unwrap();
         let nodes = v["nodes"].as_array().unwrap();
         let calls = |key: &str| -> u64 {
             nodes.iter().flat_map(|n| n[key].as_array().unwrap()).map(|a| a["calls"].as_u64().unwrap()).sum()
@@ -376,8 +415,16 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
         for n in nodes {
             for a in n["actors"].as_array().unwrap() {
                 let t = by_id[a["actor_id"].as_str().unwrap()];
-                assert_eq!((a["class"].as_str(), a["level"].as_u64(), a["bottleneck"].as_bool()), (Some(r.snap.names[t.class as usize].as_str()), Some(t.level as u64), Some(t.flag)), "seed {seed}: {a}");
-                assert_eq!((a["pid"].as_u64(), n["idx"].as_u64()), (Some(t.pid as u64), t.node.map(u64::from)), "seed {seed}: where it ran: {a}");
+                assert_eq!(
+                    (a["class"].as_str(), a["level"].as_u64(), a["bottleneck"].as_bool()),
+                    (Some(r.snap.names[t.class as usize].as_str()), Some(t.level as u64), Some(t.flag)),
+                    "seed {seed}: {a}"
+                );
+                assert_eq!(
+                    (a["pid"].as_u64(), n["idx"].as_u64()),
+                    (Some(t.pid as u64), t.node.map(u64::from)),
+                    "seed {seed}: where it ran: {a}"
+                );
                 placed += 1;
             }
         }

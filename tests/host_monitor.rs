@@ -14,15 +14,11 @@ struct ManualClock {
 
 impl ManualClock {
     fn new() -> Arc<ManualClock> {
-        Arc::new(ManualClock {
-            start: Instant::now(),
-            elapsed_ms: AtomicU64::new(0),
-        })
+        Arc::new(ManualClock { start: Instant::now(), elapsed_ms: AtomicU64::new(0) })
     }
 
     fn advance(&self, by: Duration) {
-        self.elapsed_ms
-            .fetch_add(by.as_millis() as u64, Ordering::SeqCst);
+        self.elapsed_ms.fetch_add(by.as_millis() as u64, Ordering::SeqCst);
     }
 }
 
@@ -34,24 +30,15 @@ impl Clock for ManualClock {
 
 /// A monitor over a fake source that counts its reads and stamps each reading with
 /// the read number (in `cpu_count`), optionally taking `read_time` per read.
-fn counting_monitor(
-    clock: Arc<ManualClock>,
-    read_time: Duration,
-) -> (HostMonitor, Arc<AtomicUsize>) {
+fn counting_monitor(clock: Arc<ManualClock>, read_time: Duration) -> (HostMonitor, Arc<AtomicUsize>) {
     let reads = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&reads);
     let source = Box::new(move || {
         let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
         std::thread::sleep(read_time);
-        HostReading {
-            cpu_count: n as u32,
-            ..HostReading::default()
-        }
+        HostReading { cpu_count: n as u32, ..HostReading::default() }
     });
-    (
-        HostMonitor::with_source(source, clock, Duration::from_secs(1)),
-        reads,
-    )
+    (HostMonitor::with_source(source, clock, Duration::from_secs(1)), reads)
 }
 
 #[test]
@@ -73,22 +60,14 @@ fn a_reading_is_replaced_once_older_than_max_age() {
     assert_eq!(monitor.latest().cpu_count, 1);
 
     clock.advance(Duration::from_secs(1));
-    assert_eq!(
-        monitor.latest().cpu_count,
-        1,
-        "exactly max age old is still fresh"
-    );
+    assert_eq!(monitor.latest().cpu_count, 1, "exactly max age old is still fresh");
 
     clock.advance(Duration::from_millis(1));
     assert_eq!(monitor.latest().cpu_count, 2);
     assert_eq!(monitor.latest().cpu_count, 2);
 
     clock.advance(Duration::from_secs(60));
-    assert_eq!(
-        monitor.latest().cpu_count,
-        3,
-        "a long idle gap costs one read, not sixty"
-    );
+    assert_eq!(monitor.latest().cpu_count, 3, "a long idle gap costs one read, not sixty");
     assert_eq!(reads.load(Ordering::SeqCst), 3);
 }
 
@@ -123,10 +102,7 @@ fn a_read_that_panics_does_not_break_the_monitor() {
         if counter.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("simulated failure inside a read");
         }
-        HostReading {
-            cpu_count: 7,
-            ..HostReading::default()
-        }
+        HostReading { cpu_count: 7, ..HostReading::default() }
     });
     let monitor = HostMonitor::with_source(source, clock, Duration::from_secs(1));
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| monitor.latest()));

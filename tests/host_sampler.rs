@@ -3,9 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rayscope::host::{
-    gpus_or_off, GpuReading, GpuSource, HostSampler, NoGpus, GPU_READINGS_OFF, MIB,
-};
+use rayscope::host::{gpus_or_off, GpuReading, GpuSource, HostSampler, NoGpus, GPU_READINGS_OFF, MIB};
 use tracing::field::{Field, Visit};
 use tracing::Level;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -22,10 +20,7 @@ impl Captured {
 
     fn count(&self, level: Level, prefix: &str) -> usize {
         let events = self.0.lock().unwrap();
-        events
-            .iter()
-            .filter(|(l, m)| *l == level && m.starts_with(prefix))
-            .count()
+        events.iter().filter(|(l, m)| *l == level && m.starts_with(prefix)).count()
     }
 
     fn count_at(&self, level: Level) -> usize {
@@ -47,10 +42,7 @@ impl<S: tracing::Subscriber> Layer<S> for Captured {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
         let mut message = Message(String::new());
         event.record(&mut message);
-        self.0
-            .lock()
-            .unwrap()
-            .push((*event.metadata().level(), message.0));
+        self.0.lock().unwrap().push((*event.metadata().level(), message.0));
     }
 }
 
@@ -61,31 +53,18 @@ fn real_machine_readings_are_sane() {
     let r = sampler.read();
 
     assert!(r.cpu_count >= 1);
-    assert!(
-        (0.0..=100.0).contains(&r.cpu_utilization_percent),
-        "{}",
-        r.cpu_utilization_percent
-    );
+    assert!((0.0..=100.0).contains(&r.cpu_utilization_percent), "{}", r.cpu_utilization_percent);
 
     assert!(r.mem_total_bytes > 0);
     assert!(r.host_mem_total_bytes >= r.mem_total_bytes);
     assert!(r.mem_used_bytes <= r.mem_total_bytes);
     assert_eq!(r.mem_available_bytes, r.mem_total_bytes - r.mem_used_bytes);
-    assert_eq!(
-        r.cgroup_mem_used_bytes.is_some(),
-        r.cgroup_mem_limit_bytes.is_some()
-    );
+    assert_eq!(r.cgroup_mem_used_bytes.is_some(), r.cgroup_mem_limit_bytes.is_some());
     if let Some(limit) = r.cgroup_mem_limit_bytes {
-        assert_eq!(
-            r.mem_total_bytes, limit,
-            "a container's limit is Ray's node memory"
-        );
+        assert_eq!(r.mem_total_bytes, limit, "a container's limit is Ray's node memory");
     }
 
-    assert!(
-        r.disk_total_bytes > 0,
-        "statvfs(\"/\") should work on any Unix host"
-    );
+    assert!(r.disk_total_bytes > 0, "statvfs(\"/\") should work on any Unix host");
     assert!(r.disk_used_bytes <= r.disk_total_bytes);
     assert!((0.0..=100.0).contains(&r.disk_utilization_percent));
 
@@ -110,10 +89,7 @@ fn real_machine_readings_are_sane() {
     if cfg!(target_os = "linux") {
         assert!(r.process.rss_bytes > 0);
         assert!(r.process.num_fds > 0, "stdin/stdout/stderr at least");
-        let uss = r
-            .process
-            .uss_bytes
-            .expect("smaps_rollup is readable on Linux >= 4.14");
+        let uss = r.process.uss_bytes.expect("smaps_rollup is readable on Linux >= 4.14");
         assert!(uss > 0 && uss <= r.process.rss_bytes);
     }
 
@@ -135,11 +111,7 @@ fn without_nvml_gpus_are_empty_and_said_once() {
         return;
     }
     assert!(readings.iter().all(|r| r.gpus.is_empty()));
-    assert_eq!(
-        log.count(Level::INFO, GPU_READINGS_OFF),
-        1,
-        "once, not once per read"
-    );
+    assert_eq!(log.count(Level::INFO, GPU_READINGS_OFF), 1, "once, not once per read");
     assert_eq!(log.count_at(Level::WARN) + log.count_at(Level::ERROR), 0);
 }
 
@@ -147,22 +119,15 @@ fn without_nvml_gpus_are_empty_and_said_once() {
 fn a_gpu_source_that_fails_to_open_is_one_info_line_and_no_gpus() {
     let log = Captured::default();
     let gpus = log.during(|| {
-        let source =
-            gpus_or_off::<NoGpus, _>(Err("libnvidia-ml.so.1: cannot open shared object file"));
+        let source = gpus_or_off::<NoGpus, _>(Err("libnvidia-ml.so.1: cannot open shared object file"));
         let mut sampler = HostSampler::with_gpu_source(source);
         (0..3).flat_map(|_| sampler.read().gpus).count()
     });
     assert_eq!(gpus, 0);
     assert_eq!(log.count(Level::INFO, GPU_READINGS_OFF), 1);
     let events = log.0.lock().unwrap();
-    let (_, message) = events
-        .iter()
-        .find(|(_, m)| m.starts_with(GPU_READINGS_OFF))
-        .unwrap();
-    assert!(
-        message.contains("cannot open shared object file"),
-        "says why: {message}"
-    );
+    let (_, message) = events.iter().find(|(_, m)| m.starts_with(GPU_READINGS_OFF)).unwrap();
+    assert!(message.contains("cannot open shared object file"), "says why: {message}");
     drop(events);
     assert_eq!(log.count_at(Level::WARN) + log.count_at(Level::ERROR), 0);
 }

@@ -12,15 +12,13 @@ use std::sync::Arc;
 use rayscope::host::{GpuReading, HostReading, ProcessReading, MIB};
 use rayscope::metrics::{render_all, render_node, RenderContext};
 use rayscope::model::NodeState;
-use rayscope::snapshot::Snapshot;
 use rayscope::sim::Engine;
+use rayscope::snapshot::Snapshot;
 
 fn fixture() -> std::sync::Arc<Snapshot> {
     let root = env!("CARGO_MANIFEST_DIR");
-    let yaml =
-        std::fs::read_to_string(format!("{root}/tests/fixtures/metrics_cluster.yaml")).unwrap();
-    let mut engine =
-        Engine::new(rayscope::config::load_str(&yaml, "metrics_cluster.yaml").unwrap());
+    let yaml = std::fs::read_to_string(format!("{root}/tests/fixtures/metrics_cluster.yaml")).unwrap();
+    let mut engine = Engine::new(rayscope::config::load_str(&yaml, "metrics_cluster.yaml").unwrap());
     engine.run_until(40_000_000);
     Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])))
 }
@@ -66,25 +64,15 @@ fn host() -> HostReading {
 
 /// (family pattern, finding) pairs from the allowlist.
 fn allowlist() -> Vec<(String, String)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/promtool_allowlist.txt"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/promtool_allowlist.txt");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
             let cols: Vec<&str> = l.split(" | ").collect();
-            assert_eq!(
-                cols.len(),
-                3,
-                "allowlist entries are `family | finding | reason`: {l}"
-            );
-            assert!(
-                !cols[2].trim().is_empty(),
-                "allowlist entry without a reason: {l}"
-            );
+            assert_eq!(cols.len(), 3, "allowlist entries are `family | finding | reason`: {l}");
+            assert!(!cols[2].trim().is_empty(), "allowlist entry without a reason: {l}");
             assert!(
                 !cols[0].starts_with("rayscope_") && cols[0] != "*",
                 "the allowlist may not cover rayscope_ families: {l}"
@@ -105,12 +93,7 @@ fn allowed(list: &[(String, String)], family: &str, finding: &str) -> bool {
 }
 
 fn promtool_present() -> bool {
-    match Command::new("promtool")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
+    match Command::new("promtool").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
         Ok(s) => s.success(),
         Err(_) => false,
     }
@@ -130,11 +113,7 @@ fn check(what: &str, text: &str, list: &[(String, String)]) {
     let writer = std::thread::spawn(move || stdin.write_all(owned.as_bytes()));
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     match out.status.code() {
         Some(0) => {}
         Some(3) => {
@@ -179,43 +158,20 @@ fn promtool_accepts_every_endpoint() {
     };
     let host = Arc::new(host());
     check("render_all", &render_all(&snap, None, &ctx), &list);
-    check(
-        "render_all with the host",
-        &render_all(&snap, Some(&host), &ctx),
-        &list,
-    );
+    check("render_all with the host", &render_all(&snap, Some(&host), &ctx), &list);
     let head = snap.head_node().unwrap();
-    check(
-        "render_node(head)",
-        &render_node(&snap, &head.ip, Some(&host), &ctx).unwrap(),
-        &list,
-    );
-    for n in snap
-        .nodes
-        .iter()
-        .filter(|n| n.state == NodeState::Alive && !n.is_head)
-    {
-        check(
-            &format!("render_node({})", n.ip),
-            &render_node(&snap, &n.ip, None, &ctx).unwrap(),
-            &list,
-        );
+    check("render_node(head)", &render_node(&snap, &head.ip, Some(&host), &ctx).unwrap(), &list);
+    for n in snap.nodes.iter().filter(|n| n.state == NodeState::Alive && !n.is_head) {
+        check(&format!("render_node({})", n.ip), &render_node(&snap, &n.ip, None, &ctx).unwrap(), &list);
     }
     let mut old = (*snap).clone();
     old.version = "2.44.1".into();
-    check(
-        "render_all as Ray 2.44",
-        &render_all(&Arc::new(old), None, &ctx),
-        &list,
-    );
+    check("render_all as Ray 2.44", &render_all(&Arc::new(old), None, &ctx), &list);
 }
 
 #[test]
 fn the_allowlist_matches_findings_by_family_and_text() {
-    let list = vec![
-        ("ray_*".to_string(), "x y".to_string()),
-        ("ray_job_duration_s".to_string(), "z".to_string()),
-    ];
+    let list = vec![("ray_*".to_string(), "x y".to_string()), ("ray_job_duration_s".to_string(), "z".to_string())];
     assert!(allowed(&list, "ray_tasks", "x y"));
     assert!(!allowed(&list, "rayscope_sim_lag_seconds", "x y"));
     assert!(allowed(&list, "ray_job_duration_s", "z"));

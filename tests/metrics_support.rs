@@ -39,25 +39,17 @@ pub struct Exposition {
 impl Exposition {
     /// Samples of a family: the name itself, or `_bucket`/`_sum`/`_count` of a histogram.
     pub fn of<'a>(&'a self, family: &'a str) -> impl Iterator<Item = &'a Sample> + 'a {
-        let histogram = self
-            .families
-            .get(family)
-            .is_some_and(|f| f.kind == "histogram");
+        let histogram = self.families.get(family).is_some_and(|f| f.kind == "histogram");
         self.samples.iter().filter(move |s| {
             s.name == family
                 || (histogram
-                    && s.name
-                        .strip_prefix(family)
-                        .is_some_and(|rest| matches!(rest, "_bucket" | "_sum" | "_count")))
+                    && s.name.strip_prefix(family).is_some_and(|rest| matches!(rest, "_bucket" | "_sum" | "_count")))
         })
     }
 
     /// Sum of a family's samples whose labels include every `(key, value)` given.
     pub fn sum(&self, family: &str, matching: &[(&str, &str)]) -> f64 {
-        self.of(family)
-            .filter(|s| matching.iter().all(|(k, v)| s.label(k) == *v))
-            .map(|s| s.value)
-            .sum()
+        self.of(family).filter(|s| matching.iter().all(|(k, v)| s.label(k) == *v)).map(|s| s.value).sum()
     }
 }
 
@@ -74,9 +66,7 @@ pub fn parse(text: &str) -> Exposition {
             let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
             help.insert(name.to_string(), text.to_string());
         } else if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = rest
-                .split_once(' ')
-                .unwrap_or_else(|| panic!("bad TYPE at {}", at()));
+            let (name, kind) = rest.split_once(' ').unwrap_or_else(|| panic!("bad TYPE at {}", at()));
             assert!(
                 !out.families.contains_key(name),
                 "family {name} described twice (its samples must be contiguous) at {}",
@@ -93,8 +83,7 @@ pub fn parse(text: &str) -> Exposition {
         } else if line.starts_with('#') {
             continue;
         } else {
-            out.samples
-                .push(parse_sample(line).unwrap_or_else(|e| panic!("{e} at {}", at())));
+            out.samples.push(parse_sample(line).unwrap_or_else(|e| panic!("{e} at {}", at())));
         }
     }
     out
@@ -103,11 +92,7 @@ pub fn parse(text: &str) -> Exposition {
 fn parse_sample(line: &str) -> Result<Sample, String> {
     let name_end = line.find(['{', ' ']).ok_or("no value")?;
     let name = &line[..name_end];
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-    {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
         return Err(format!("bad metric name {name:?}"));
     }
     let bytes = line.as_bytes();
@@ -167,15 +152,9 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         "+Inf" => f64::INFINITY,
         "-Inf" => f64::NEG_INFINITY,
         "NaN" => f64::NAN,
-        v => v
-            .parse::<f64>()
-            .map_err(|e| format!("bad value {v:?}: {e}"))?,
+        v => v.parse::<f64>().map_err(|e| format!("bad value {v:?}: {e}"))?,
     };
-    Ok(Sample {
-        name: name.to_string(),
-        labels,
-        value,
-    })
+    Ok(Sample { name: name.to_string(), labels, value })
 }
 
 #[test]

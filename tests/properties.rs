@@ -25,10 +25,41 @@ use std::fmt::Write;
 #[derive(Clone, Debug)]
 enum Workload {
     /// `placing`: 0-1 DEFAULT, 2 SPREAD, 3 hard and 4 soft NODE_AFFINITY to the first CPU worker.
-    FanOut { tasks: u32, reducers: u32, output: &'static str, cpus: f64, gpu: bool, retries: i32, retry_exceptions: bool, heap_mib: u32, placing: u8, start: u32 },
-    Pool { actors: u32, calls: u32, cpus: Option<u32>, restarts: i32, task_retries: i32, concurrency: u32, start: u32 },
-    Flow { depth: u32, calls: u32, ret: &'static str, start: u32 },
-    Training { workers: u32, steps: u32, gpu: bool, spread: bool, restarts: i32, start: u32 },
+    FanOut {
+        tasks: u32,
+        reducers: u32,
+        output: &'static str,
+        cpus: f64,
+        gpu: bool,
+        retries: i32,
+        retry_exceptions: bool,
+        heap_mib: u32,
+        placing: u8,
+        start: u32,
+    },
+    Pool {
+        actors: u32,
+        calls: u32,
+        cpus: Option<u32>,
+        restarts: i32,
+        task_retries: i32,
+        concurrency: u32,
+        start: u32,
+    },
+    Flow {
+        depth: u32,
+        calls: u32,
+        ret: &'static str,
+        start: u32,
+    },
+    Training {
+        workers: u32,
+        steps: u32,
+        gpu: bool,
+        spread: bool,
+        restarts: i32,
+        start: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -69,9 +100,22 @@ fn workload() -> impl Strategy<Value = Workload> {
             0u8..5,
             0u32..20,
         )
-            .prop_map(|(tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start)| {
-                Workload::FanOut { tasks, reducers: reducers.min(tasks), output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start }
-            }),
+            .prop_map(
+                |(tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start)| {
+                    Workload::FanOut {
+                        tasks,
+                        reducers: reducers.min(tasks),
+                        output,
+                        cpus,
+                        gpu,
+                        retries,
+                        retry_exceptions,
+                        heap_mib,
+                        placing,
+                        start,
+                    }
+                }
+            ),
         (1u32..7, 1u32..9, prop::option::of(1u32..3), -1i32..4, -1i32..3, 1u32..3, 0u32..20).prop_map(
             |(actors, calls, cpus, restarts, task_retries, concurrency, start)| Workload::Pool {
                 actors,
@@ -85,8 +129,16 @@ fn workload() -> impl Strategy<Value = Workload> {
         ),
         (1u32..4, 1u32..4, prop::sample::select(vec!["0B", "1KiB", "4MiB"]), 0u32..20)
             .prop_map(|(depth, calls, ret, start)| Workload::Flow { depth, calls, ret, start }),
-        (1u32..4, 1u32..8, prop::bool::weighted(0.3), any::<bool>(), 0i32..3, 0u32..20)
-            .prop_map(|(workers, steps, gpu, spread, restarts, start)| Workload::Training { workers, steps, gpu, spread, restarts, start }),
+        (1u32..4, 1u32..8, prop::bool::weighted(0.3), any::<bool>(), 0i32..3, 0u32..20).prop_map(
+            |(workers, steps, gpu, spread, restarts, start)| Workload::Training {
+                workers,
+                steps,
+                gpu,
+                spread,
+                restarts,
+                start
+            }
+        ),
     ]
 }
 
@@ -94,10 +146,23 @@ fn fault() -> impl Strategy<Value = Fault> {
     prop_oneof![
         (1u32..90, any::<u8>()).prop_map(|(at, target)| Fault::KillNode { at, target }),
         (20u32..150, 1u8..5).prop_map(|(at, host)| Fault::Restore { at, host }),
-        (1u32..90, any::<u8>(), prop::bool::weighted(0.3)).prop_map(|(at, pick, no_restart)| Fault::KillActor { at, pick, no_restart }),
-        (0u32..40, 5u32..120, 1u32..30, any::<bool>())
-            .prop_map(|(at, len, percent, application)| Fault::Failures { at, len, percent, application }),
-        (1u32..60, any::<u8>(), 30u32..98, 2u32..30).prop_map(|(at, target, percent, len)| Fault::Pressure { at, target, percent, len }),
+        (1u32..90, any::<u8>(), prop::bool::weighted(0.3)).prop_map(|(at, pick, no_restart)| Fault::KillActor {
+            at,
+            pick,
+            no_restart
+        }),
+        (0u32..40, 5u32..120, 1u32..30, any::<bool>()).prop_map(|(at, len, percent, application)| Fault::Failures {
+            at,
+            len,
+            percent,
+            application
+        }),
+        (1u32..60, any::<u8>(), 30u32..98, 2u32..30).prop_map(|(at, target, percent, len)| Fault::Pressure {
+            at,
+            target,
+            percent,
+            len
+        }),
     ]
 }
 
@@ -108,10 +173,28 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop::collection::vec(workload(), 1..4),
         prop::collection::vec(fault(), 0..7),
     )
-        .prop_map(|((seed, head_cpu, cpu_nodes, cpu_per_node, mem_gib, store_mib, gpu_nodes), autoscaler, workloads, faults)| {
-            let cpu_nodes = if cpu_nodes + gpu_nodes == 0 { 1 } else { cpu_nodes };
-            Scenario { seed, head_cpu, cpu_nodes, cpu_per_node, mem_gib, store_mib, gpu_nodes, autoscaler, workloads, faults }
-        })
+        .prop_map(
+            |(
+                (seed, head_cpu, cpu_nodes, cpu_per_node, mem_gib, store_mib, gpu_nodes),
+                autoscaler,
+                workloads,
+                faults,
+            )| {
+                let cpu_nodes = if cpu_nodes + gpu_nodes == 0 { 1 } else { cpu_nodes };
+                Scenario {
+                    seed,
+                    head_cpu,
+                    cpu_nodes,
+                    cpu_per_node,
+                    mem_gib,
+                    store_mib,
+                    gpu_nodes,
+                    autoscaler,
+                    workloads,
+                    faults,
+                }
+            },
+        )
 }
 
 impl Scenario {
@@ -134,7 +217,11 @@ impl Scenario {
     fn yaml(&self) -> String {
         let mut y = String::new();
         let gpus = self.gpu_nodes > 0;
-        let _ = writeln!(y, "cluster:\n  head: {{cpu: {}, memory: 8GiB, object_store_memory: 256MiB}}\n  node_types:", self.head_cpu);
+        let _ = writeln!(
+            y,
+            "cluster:\n  head: {{cpu: {}, memory: 8GiB, object_store_memory: 256MiB}}\n  node_types:",
+            self.head_cpu
+        );
         let _ = write!(
             y,
             "    - {{name: cpu, count: {}, cpu: {}, memory: {}GiB, object_store_memory: {}MiB, ip_range: 10.0.1.1-10.0.1.20",
@@ -159,7 +246,18 @@ impl Scenario {
         y.push_str("workloads:\n");
         for (i, w) in self.workloads.iter().enumerate() {
             match w {
-                Workload::FanOut { tasks, reducers, output, cpus, gpu, retries, retry_exceptions, heap_mib, placing, start } => {
+                Workload::FanOut {
+                    tasks,
+                    reducers,
+                    output,
+                    cpus,
+                    gpu,
+                    retries,
+                    retry_exceptions,
+                    heap_mib,
+                    placing,
+                    start,
+                } => {
                     let gpu = *gpu && gpus;
                     // Hard affinity must be feasible on the target (a CPU worker has no GPU).
                     let strategy = match placing {
@@ -220,7 +318,10 @@ impl Scenario {
                 }
                 Fault::KillActor { at, pick, no_restart } => {
                     if let Some(c) = classes.get(*pick as usize % classes.len().max(1)) {
-                        let _ = writeln!(faults, "  - {{kind: kill_actor, at: {at}s, class: {c}, no_restart: {no_restart}}}");
+                        let _ = writeln!(
+                            faults,
+                            "  - {{kind: kill_actor, at: {at}s, class: {c}, no_restart: {no_restart}}}"
+                        );
                     }
                 }
                 Fault::Failures { at, len, percent, application } => {
@@ -267,7 +368,10 @@ fn check_drained(e: &rayscope::sim::Engine) -> Result<(), String> {
     }
     for n in m.nodes.iter().filter(|n| n.is_alive()) {
         if n.available != n.total {
-            return Err(format!("node {} has {:?} of {:?} available after every job ended", n.idx.0, n.available, n.total));
+            return Err(format!(
+                "node {} has {:?} of {:?} available after every job ended",
+                n.idx.0, n.available, n.total
+            ));
         }
         if n.store.used.0 != 0 || n.store.spilled.0 != 0 || n.worker_heap_used.0 != 0 {
             return Err(format!("node {} store or heap not empty: {:?}", n.idx.0, n.store));
@@ -276,7 +380,10 @@ fn check_drained(e: &rayscope::sim::Engine) -> Result<(), String> {
     let c = &m.counters;
     let _ = ResourceId::CPU;
     if c.tasks_submitted != c.tasks_finished + c.tasks_failed {
-        return Err(format!("submitted {} != finished {} + failed {}", c.tasks_submitted, c.tasks_finished, c.tasks_failed));
+        return Err(format!(
+            "submitted {} != finished {} + failed {}",
+            c.tasks_submitted, c.tasks_finished, c.tasks_failed
+        ));
     }
     Ok(())
 }
@@ -320,7 +427,8 @@ proptest! {
 #[test]
 fn the_generated_scenarios_exercise_every_mechanism() {
     use proptest::strategy::ValueTree;
-    let mut runner = proptest::test_runner::TestRunner::new(PtConfig { rng_seed: RngSeed::Fixed(SEED), ..PtConfig::default() });
+    let mut runner =
+        proptest::test_runner::TestRunner::new(PtConfig { rng_seed: RngSeed::Fixed(SEED), ..PtConfig::default() });
     let mut seen = std::collections::BTreeMap::<&str, u64>::new();
     for _ in 0..200 {
         let s = scenario().new_tree(&mut runner).unwrap().current();
@@ -359,11 +467,19 @@ fn the_generated_scenarios_exercise_every_mechanism() {
 #[test]
 fn every_example_keeps_every_invariant() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
     names.sort();
     for path in names {
         let text = std::fs::read_to_string(&path).unwrap();
-        let text = text.replace("count: 1999", "count: 19").replace("tasks: 1000000", "tasks: 2000").replace("reducers: 1000", "reducers: 20").replace("actors: 20000", "actors: 200");
+        let text = text
+            .replace("count: 1999", "count: 19")
+            .replace("tasks: 1000000", "tasks: 2000")
+            .replace("reducers: 1000", "reducers: 20")
+            .replace("actors: 20000", "actors: 200");
         run_checked(load(&text), Limits { every: 37, until_us: 3_600_000_000, max_events: 2_000_000 })
             .unwrap_or_else(|m| panic!("{}: {m}", path.display()));
     }

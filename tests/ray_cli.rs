@@ -243,7 +243,8 @@ fn rays_own_cli_lists_gets_and_summarizes_every_resource() {
     assert_eq!(retried.0["error_type"], "WORKER_DIED", "{}", retried.0);
     let last = retried.0["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["state"], "FAILED", "{}", retried.0);
-    let states: Vec<&str> = retried.1["events"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> =
+        retried.1["events"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     assert_eq!(states.last(), Some(&"FINISHED"), "{}", retried.1);
 
     let actors = eventually("two alive Replica actors", Duration::from_secs(30), || {
@@ -318,7 +319,11 @@ fn rays_own_cli_submits_follows_stops_and_deletes_jobs() {
     let s = start_without_faults();
 
     // Waiting (the default): tails the log until the job ends, then exits 0.
-    let out = ray(&cli, &s, &["job", "submit", "--submission-id", "waited", "--", "fan-out", "--tasks", "5", "--task-duration", "1s"]);
+    let out = ray(
+        &cli,
+        &s,
+        &["job", "submit", "--submission-id", "waited", "--", "fan-out", "--tasks", "5", "--task-duration", "1s"],
+    );
     assert!(out.contains("SUCCEEDED"), "the tailed log reaches the end: {out}");
     let status = ray(&cli, &s, &["job", "status", "waited"]);
     assert!(status.to_lowercase().contains("succeeded"), "{status}");
@@ -334,21 +339,55 @@ fn rays_own_cli_submits_follows_stops_and_deletes_jobs() {
     // --working-dir uploads its package first; the job then runs as usual.
     let wd = tempfile::tempdir().unwrap();
     std::fs::write(wd.path().join("main.py"), "print('hello')\n").unwrap();
-    let out = ray(&cli, &s, &[
-        "job", "submit", "--submission-id", "with-dir", "--working-dir", wd.path().to_str().unwrap(),
-        "--runtime-env-json", r#"{"env_vars": {"A": "1"}}"#, "--", "fan-out", "--tasks", "1",
-    ]);
+    let out = ray(
+        &cli,
+        &s,
+        &[
+            "job",
+            "submit",
+            "--submission-id",
+            "with-dir",
+            "--working-dir",
+            wd.path().to_str().unwrap(),
+            "--runtime-env-json",
+            r#"{"env_vars": {"A": "1"}}"#,
+            "--",
+            "fan-out",
+            "--tasks",
+            "1",
+        ],
+    );
     assert!(out.contains("SUCCEEDED"), "{out}");
     let envs = list(&cli, &s, "runtime-envs", &["--detail"]);
     assert!(envs.iter().any(|e| e["runtime_env"]["env_vars"]["A"] == "1" && e["success"] == true), "{envs:?}");
 
     // --no-wait, then follow the log while it runs, stop it with Ray's token auth.
-    let out = ray(&cli, &s, &["job", "submit", "--no-wait", "--submission-id", "long", "--", "fan-out", "--tasks", "2", "--task-duration", "1h"]);
+    let out = ray(
+        &cli,
+        &s,
+        &[
+            "job",
+            "submit",
+            "--no-wait",
+            "--submission-id",
+            "long",
+            "--",
+            "fan-out",
+            "--tasks",
+            "2",
+            "--task-duration",
+            "1h",
+        ],
+    );
     assert!(out.contains("long"), "{out}");
     let follower = {
         let (cli, url) = (cli.clone(), s.url.clone());
         std::thread::spawn(move || {
-            Command::new(&cli).args(["job", "logs", "--follow", "long", "--address", &url]).env_remove("RAY_ADDRESS").output().unwrap()
+            Command::new(&cli)
+                .args(["job", "logs", "--follow", "long", "--address", &url])
+                .env_remove("RAY_ADDRESS")
+                .output()
+                .unwrap()
         })
     };
     eventually("job long running", Duration::from_secs(30), || {
@@ -358,7 +397,11 @@ fn rays_own_cli_submits_follows_stops_and_deletes_jobs() {
     assert!(!out.status.success(), "a running job cannot be deleted");
     ray_as(&cli, &s, &["job", "stop", "long"], Auth::RayToken);
     let followed = follower.join().unwrap();
-    assert!(followed.status.success(), "logs --follow ends with the job: {}", String::from_utf8_lossy(&followed.stderr));
+    assert!(
+        followed.status.success(),
+        "logs --follow ends with the job: {}",
+        String::from_utf8_lossy(&followed.stderr)
+    );
     assert!(String::from_utf8_lossy(&followed.stdout).contains("STOPPED"), "{followed:?}");
     let status = ray(&cli, &s, &["job", "status", "long"]);
     assert!(status.to_lowercase().contains("stopped"), "{status}");

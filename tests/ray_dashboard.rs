@@ -108,7 +108,8 @@ fn free_port() -> u16 {
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -120,7 +121,8 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
     let text = String::from_utf8_lossy(&buf).into_owned();
     let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
     (status, body)
 }
 
@@ -167,7 +169,9 @@ fn rays_default_dashboard_has_data_for_every_panel() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["row"].as_str().unwrap().into(), t["title"].as_str().unwrap().into(), t["expr"].as_str().unwrap().into()))
+        .map(|t| {
+            (t["row"].as_str().unwrap().into(), t["title"].as_str().unwrap().into(), t["expr"].as_str().unwrap().into())
+        })
         .filter(|(row, _, _): &(String, String, String)| !row.contains("TPU"))
         .collect();
     assert!(targets.len() >= 60, "Ray's default dashboard has its panels ({} non-TPU queries)", targets.len());

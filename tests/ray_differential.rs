@@ -28,11 +28,7 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
     let allowed = differences();
     let mut out = Vec::new();
     let ray = differential::without_ray_only_keys(ray);
-    assert_eq!(
-        ray.len(),
-        ours.len(),
-        "the recording and the model have the same steps"
-    );
+    assert_eq!(ray.len(), ours.len(), "the recording and the model have the same steps");
     for ((step, r), (step2, o)) in ray.iter().zip(ours) {
         assert_eq!(step, step2, "the model's steps are the recording's");
         let names: std::collections::BTreeSet<&String> = r.keys().chain(o.keys()).collect();
@@ -41,25 +37,14 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
             match (r.get(f), o.get(f)) {
                 (Some(_), None) if allows(|d| d.ray_only) => {}
                 (None, Some(_)) if allows(|d| d.ours_only) => {}
-                (Some(a), None) => out.push(format!(
-                    "{step}: {f} exported by Ray ({:?}) but not by rayscope",
-                    a.kinds
-                )),
-                (None, Some(b))
-                    if step == "head_killed" && b.kinds.iter().all(|k| k == "worker") =>
-                {
+                (Some(a), None) => out.push(format!("{step}: {f} exported by Ray ({:?}) but not by rayscope", a.kinds)),
+                (None, Some(b)) if step == "head_killed" && b.kinds.iter().all(|k| k == "worker") => {
                     // differential::AFTER_HEAD_DEATH: Ray's surviving raylets exit, rayscope's stay.
                 }
-                (None, Some(b)) => out.push(format!(
-                    "{step}: {f} exported by rayscope ({:?}) but not by Ray",
-                    b.kinds
-                )),
+                (None, Some(b)) => out.push(format!("{step}: {f} exported by rayscope ({:?}) but not by Ray", b.kinds)),
                 (Some(a), Some(b)) => {
                     if a.kinds != b.kinds && !allows(|d| d.kinds) {
-                        out.push(format!(
-                            "{step}: {f} served by {:?} on Ray, by {:?} on rayscope",
-                            a.kinds, b.kinds
-                        ));
+                        out.push(format!("{step}: {f} served by {:?} on Ray, by {:?} on rayscope", a.kinds, b.kinds));
                     }
                     if a.label_keys != b.label_keys && !allows(|d| d.label_keys) {
                         out.push(format!(
@@ -80,12 +65,7 @@ fn rayscope_exports_match_the_recording() {
     let rec = recording(&differential::fixture_path());
     let ours = model_steps();
     let problems = compare(&rec, &ours);
-    assert!(
-        problems.is_empty(),
-        "{} differences from real Ray 2.60:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert!(problems.is_empty(), "{} differences from real Ray 2.60:\n{}", problems.len(), problems.join("\n"));
 }
 
 /// Counters Ray creates at their first event: absent before it on both, and served by
@@ -104,11 +84,7 @@ fn failure_counters_appear_at_their_first_event_on_the_node_it_happened() {
                 "{label}: the first step exporting {family}"
             );
             let roles = &steps[want.unwrap()].1[*family].roles;
-            assert_eq!(
-                roles.iter().collect::<Vec<_>>(),
-                [role],
-                "{label}: the targets serving {family}"
-            );
+            assert_eq!(roles.iter().collect::<Vec<_>>(), [role], "{label}: the targets serving {family}");
         }
     }
 }
@@ -122,23 +98,12 @@ fn a_dead_nodes_series_vanish() {
     for (label, steps) in [("Ray", &rec), ("rayscope", &ours)] {
         let at = |name: &str| &steps.iter().find(|(s, _)| s == name).unwrap().1;
         let roles = |shape: &Shape| -> std::collections::BTreeSet<String> {
-            shape
-                .values()
-                .flat_map(|f| f.roles.iter().cloned())
-                .collect()
+            shape.values().flat_map(|f| f.roles.iter().cloned()).collect()
         };
+        assert!(roles(at("objects_spilled")).contains("worker-1"), "{label}: worker-1 serves before it dies");
+        assert!(!roles(at("worker_killed")).contains("worker-1"), "{label}: worker-1's series after it died");
         assert!(
-            roles(at("objects_spilled")).contains("worker-1"),
-            "{label}: worker-1 serves before it dies"
-        );
-        assert!(
-            !roles(at("worker_killed")).contains("worker-1"),
-            "{label}: worker-1's series after it died"
-        );
-        assert!(
-            !roles(at("head_killed"))
-                .iter()
-                .any(|r| r.starts_with("head")),
+            !roles(at("head_killed")).iter().any(|r| r.starts_with("head")),
             "{label}: the head's series after it died"
         );
     }
@@ -164,21 +129,14 @@ fn real_ray_still_matches_the_recording() {
 /// docs/ray-differential.md lists every accepted difference the test holds.
 #[test]
 fn every_accepted_difference_is_documented() {
-    let doc = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/ray-differential.md"
-    ))
-    .unwrap();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ray-differential.md")).unwrap();
     let missing: Vec<&str> = differences()
         .iter()
         .map(|d| d.pattern)
         .chain(differential::RAY_ONLY_KEYS.iter().copied())
         .filter(|p| !doc.contains(&format!("`{p}`")))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "not in docs/ray-differential.md: {missing:?}"
-    );
+    assert!(missing.is_empty(), "not in docs/ray-differential.md: {missing:?}");
     for d in differences() {
         assert!(!d.reason.is_empty(), "{} has no reason", d.pattern);
     }
@@ -197,18 +155,10 @@ fn the_live_comparison_catches_a_changed_family() {
     let mut moved = rec.clone();
     moved[at].1.get_mut(family).unwrap().kinds = ["head".to_string()].into();
     let mut relabelled = rec.clone();
-    relabelled[at]
-        .1
-        .get_mut(family)
-        .unwrap()
-        .label_keys
-        .remove("Type");
+    relabelled[at].1.get_mut(family).unwrap().label_keys.remove("Type");
     for (what, changed) in [("gone", gone), ("moved", moved), ("relabelled", relabelled)] {
         let problems = differential::compare_ray_runs(&rec, &changed);
         assert_eq!(problems.len(), 1, "{what}: {problems:?}");
-        assert!(
-            problems[0].starts_with("oom_kill: ray_memory_manager_worker_eviction_total"),
-            "{what}: {problems:?}"
-        );
+        assert!(problems[0].starts_with("oom_kill: ray_memory_manager_worker_eviction_total"), "{what}: {problems:?}");
     }
 }

@@ -11,8 +11,10 @@ fn a_config_duration_past_the_clock_range_exits_2_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     for value in ["99999999999999999h", "1e300", "18446744073709551615"] {
         let path = dir.path().join("long.yaml");
-        std::fs::write(&path, format!("workloads:\n  - kind: fan_out\n    tasks: 10\n    task_duration: {value}\n")).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_rayscope")).args(["check", path.to_str().unwrap()]).output().unwrap();
+        std::fs::write(&path, format!("workloads:\n  - kind: fan_out\n    tasks: 10\n    task_duration: {value}\n"))
+            .unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_rayscope")).args(["check", path.to_str().unwrap()]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value}: {err}");
         assert!(

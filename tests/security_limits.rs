@@ -44,7 +44,10 @@ fn configs_asking_for_unbounded_work_exit_2_naming_the_limit() {
     for (name, text, field, setting) in HUGE {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        for args in [vec!["check", path.to_str().unwrap()], vec!["simulate", "--config", path.to_str().unwrap(), "--until", "1m", "--quiet"]] {
+        for args in [
+            vec!["check", path.to_str().unwrap()],
+            vec!["simulate", "--config", path.to_str().unwrap(), "--until", "1m", "--quiet"],
+        ] {
             let out = Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {err}");
@@ -58,9 +61,12 @@ fn raising_the_limit_admits_the_config() {
     let text = "cluster:\n  limits: {max_tasks_per_job: 100000000, max_live_tasks: 100000000}\n\
                 workloads:\n  - kind: fan_out\n    tasks: 10000000\n";
     rayscope::config::load_str(text, "raised.yaml").expect("a raised limit admits the job");
-    let err = rayscope::config::load_str(&text.replace("max_tasks_per_job: 100000000", "max_tasks_per_job: 1000"), "low.yaml")
-        .expect_err("a lowered limit refuses it")
-        .to_string();
+    let err = rayscope::config::load_str(
+        &text.replace("max_tasks_per_job: 100000000", "max_tasks_per_job: 1000"),
+        "low.yaml",
+    )
+    .expect_err("a lowered limit refuses it")
+    .to_string();
     assert!(err.contains("low.yaml:4") && err.contains("over the limit of 1000"), "{err}");
 }
 

@@ -122,7 +122,8 @@ fn text_logs_escape_control_characters_from_clients() {
 #[test]
 fn json_logs_stay_one_valid_record_per_line() {
     inject("json", |line| {
-        let record: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON record ({e}): {line}"));
+        let record: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON record ({e}): {line}"));
         if line.contains("FORGED") && !line.contains("%0aFORGED") {
             let text = record.to_string();
             assert!(text.contains(r"\nFORGED") && text.contains(r"\u001b[2J"), "{text}");

@@ -39,7 +39,8 @@ async fn a_pace_too_fast_leaves_no_lag_once_speed_is_back_to_one() {
     let r = s.post("/api/control/speed", r#"{"speed": 1}"#).await;
     assert_eq!(r.status, 200, "{}", r.text());
     // Back at speed 1 the engine is on time again, promptly.
-    eventually("the lag to clear at speed 1", Duration::from_secs(5), || async { (lag(&s).await < 0.2).then_some(()) }).await;
+    eventually("the lag to clear at speed 1", Duration::from_secs(5), || async { (lag(&s).await < 0.2).then_some(()) })
+        .await;
     let cluster = s.get("/api/cluster").await.json();
     assert_eq!(cluster["speed"], 1.0);
     // And stays so: virtual time advances at about wall speed (not years per second).

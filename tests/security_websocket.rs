@@ -31,7 +31,10 @@ async fn handshake(s: &Server, origin: Option<&str>) -> Result<TcpStream, String
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         assert!(head.len() < 64 * 1024, "answer head too long");
-        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut byte)).await.expect("answer within 10 s").unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut byte))
+            .await
+            .expect("answer within 10 s")
+            .unwrap();
         assert!(n == 1, "connection closed during the handshake: {}", String::from_utf8_lossy(&head));
         head.push(byte[0]);
     }
@@ -104,7 +107,10 @@ async fn a_client_announcing_a_60_mb_message_is_dropped_at_once() {
     // Others are unaffected: a fresh client still gets its summary.
     let mut ok = handshake(&s, None).await.unwrap();
     let mut buf = [0u8; 2];
-    tokio::time::timeout(Duration::from_secs(10), ok.read_exact(&mut buf)).await.expect("a summary within 10 s").unwrap();
+    tokio::time::timeout(Duration::from_secs(10), ok.read_exact(&mut buf))
+        .await
+        .expect("a summary within 10 s")
+        .unwrap();
     assert_eq!(buf[0], 0x81, "a text frame first");
     s.stop().await;
 }

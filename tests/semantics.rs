@@ -21,7 +21,8 @@ fn step_until(e: &mut Engine, t: u64) {
 
 /// The event log, oldest first (configs here keep all of it in memory).
 fn log(e: &Engine) -> Vec<String> {
-    let mut v: Vec<String> = e.model.log.recent().map(|l| format!("{} {} {}", l.time_us, l.source, l.message)).collect();
+    let mut v: Vec<String> =
+        e.model.log.recent().map(|l| format!("{} {} {}", l.time_us, l.source, l.message)).collect();
     v.reverse();
     v
 }
@@ -69,11 +70,15 @@ fn hybrid_policy_packs_the_owner_node_until_half_full_then_spreads() {
         // node (top-k = 1 of 4) packs in turn.
         assert_eq!(leases_by_node(&e), want, "{tasks} tasks");
         let first_four: Vec<_> = {
-            let mut ids: Vec<_> = e.model.tasks.values().filter(|t| t.kind == TaskType::NormalTask).map(|t| (t.id, t.node)).collect();
+            let mut ids: Vec<_> =
+                e.model.tasks.values().filter(|t| t.kind == TaskType::NormalTask).map(|t| (t.id, t.node)).collect();
             ids.sort();
             ids.into_iter().take(4).map(|(_, n)| n).collect()
         };
-        assert!(first_four.iter().all(|n| *n == Some(NodeIdx(0))), "the first tasks stay on the owner node: {first_four:?}");
+        assert!(
+            first_four.iter().all(|n| *n == Some(NodeIdx(0))),
+            "the first tasks stay on the owner node: {first_four:?}"
+        );
     }
 }
 
@@ -140,7 +145,9 @@ faults: [{{kind: kill_node, at: 0s, node: 10.0.1.1}}]
     let e = run_all(&yaml(false));
     let maps: Vec<_> = records(&e, "map").collect();
     assert_eq!(maps.len(), 2);
-    assert!(maps.iter().all(|r| r.state == TaskState::Failed && r.error == Some(ErrorType::TaskUnschedulable) && r.attempt == 0));
+    assert!(maps
+        .iter()
+        .all(|r| r.state == TaskState::Failed && r.error == Some(ErrorType::TaskUnschedulable) && r.attempt == 0));
     assert!(maps.iter().all(|r| r.started_at.is_none()), "never ran");
     assert_eq!(job_status(&e), JobStatus::Failed);
 
@@ -199,7 +206,8 @@ fn application_errors_are_retried_only_with_retry_exceptions() {
 }
 
 fn pool_with_kills(max_restarts: i32, kills: u32) -> String {
-    let faults: Vec<String> = (1..=kills).map(|k| format!("{{kind: kill_actor, at: {}s, class: PoolActor}}", 10 * k)).collect();
+    let faults: Vec<String> =
+        (1..=kills).map(|k| format!("{{kind: kill_actor, at: {}s, class: PoolActor}}", 10 * k)).collect();
     format!(
         "workloads: [{{kind: actor_pool, actors: 1, calls_per_actor: 60, call_duration: 1s, max_restarts: {max_restarts}, max_task_retries: -1}}]
 faults: [{}]
@@ -212,7 +220,9 @@ faults: [{}]
 fn actor_restarts_honour_max_restarts() {
     let actor = |e: &Engine| e.model.actors.values().next().unwrap().clone();
     let mut e = Engine::new(load(&pool_with_kills(2, 4)));
-    for (t, state, restarts) in [(5, ActorState::Alive, 0), (15, ActorState::Alive, 1), (25, ActorState::Alive, 2), (35, ActorState::Dead, 2)] {
+    for (t, state, restarts) in
+        [(5, ActorState::Alive, 0), (15, ActorState::Alive, 1), (25, ActorState::Alive, 2), (35, ActorState::Dead, 2)]
+    {
         step_until(&mut e, t * S);
         let a = actor(&e);
         assert_eq!((a.state, a.num_restarts), (state, restarts), "at {t}s");
@@ -246,7 +256,11 @@ faults: [{kind: task_failures, at: 1s, until: 2s, probability: 1.0}]
     let a = e.model.actors.values().next().unwrap();
     assert_eq!(a.num_restarts, 1, "the crash took the actor's process with it");
     let calls: Vec<_> = records(&e, "PoolActor.run").collect();
-    assert_eq!(calls.iter().filter(|r| r.error == Some(ErrorType::ActorDied)).count(), 1, "max_task_retries 0: not retried");
+    assert_eq!(
+        calls.iter().filter(|r| r.error == Some(ErrorType::ActorDied)).count(),
+        1,
+        "max_task_retries 0: not retried"
+    );
     assert_eq!(calls.iter().filter(|r| r.state == TaskState::Finished).count(), 2);
     assert_eq!(e.model.counters.worker_failures.values().sum::<u64>(), 1);
 }
@@ -342,7 +356,10 @@ fn the_autoscaler_launches_after_the_delay_and_removes_idle_workers_within_bound
             let tasks = e.model.finished_tasks.iter().filter(|r| r.node == Some(n.idx)).map(|r| r.ended_at);
             let last = tasks.max().unwrap_or(0).max(n.started_at);
             let died = n.died_at.unwrap();
-            assert!(died >= last + 60 * S && died < last + 70 * S && died % (5 * S) == 0, "idle from {last}, stopped at {died}");
+            assert!(
+                died >= last + 60 * S && died < last + 70 * S && died % (5 * S) == 0,
+                "idle from {last}, stopped at {died}"
+            );
         }
         assert_eq!(workers(&e), min);
         assert!(log(&e).iter().filter(|l| l.contains("DEAD")).all(|l| l.contains("autoscaler: idle node terminated")));
@@ -374,7 +391,10 @@ faults: [{kind: kill_node, at: 10s, node: 10.0.1.1}]
     let reduce: Vec<_> = records(&e, "reduce").collect();
     // The reduce ran on the dead node: its first attempt failed there, its retry finished.
     assert_eq!(reduce.len(), 2);
-    assert_eq!((reduce[0].attempt, reduce[0].state, reduce[0].error), (0, TaskState::Failed, Some(ErrorType::NodeDied)));
+    assert_eq!(
+        (reduce[0].attempt, reduce[0].state, reduce[0].error),
+        (0, TaskState::Failed, Some(ErrorType::NodeDied))
+    );
     assert_eq!((reduce[1].attempt, reduce[1].state), (1, TaskState::Finished));
     assert_eq!(job_status(&e), JobStatus::Succeeded);
 }
@@ -408,7 +428,11 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
     assert_eq!(e.model.counters.actors_created, actors.len() as u64);
     let process: Vec<&TaskRecord> = records(&e, "Worker.process").collect();
     assert_eq!(process.len() as u64, calls.values().sum::<u64>(), "calls per the formula");
-    assert_eq!(e.model.counters.tasks_finished, process.len() as u64 + actors.len() as u64 + 1, "calls + constructors + driver");
+    assert_eq!(
+        e.model.counters.tasks_finished,
+        process.len() as u64 + actors.len() as u64 + 1,
+        "calls + constructors + driver"
+    );
     assert!(process.iter().all(|r| r.state == TaskState::Finished));
     for (a, c) in &calls {
         let mine: Vec<_> = process.iter().filter(|r| r.actor == Some(*a)).collect();

@@ -61,8 +61,10 @@ sim: {seed: 3}
 #[test]
 fn every_kind_of_task_goes_through_rays_own_states() {
     let runs: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs/task-states.json"))
-            .expect("the recording is in the repo"),
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs/task-states.json"),
+        )
+        .expect("the recording is in the repo"),
     )
     .unwrap();
     assert_eq!(runs["ray_version"], "2.60.0");

@@ -100,12 +100,19 @@ fn worker(
 fn workers(ctx: &Ctx<'_>) -> Vec<Value> {
     let mut rows = Vec::new();
     for j in &ctx.snap.jobs {
-        let job = u32::from_le_bytes(
-            u32::from_str_radix(&j.id, 16).map(|v| v.to_be_bytes()).unwrap_or_default(),
-        );
+        let job = u32::from_le_bytes(u32::from_str_radix(&j.id, 16).map(|v| v.to_be_bytes()).unwrap_or_default());
         let ended = j.status.is_terminal();
         let exit = ended.then(|| ("INTENDED_USER_EXIT", format!("the driver exited: job {}", j.status.as_str())));
-        rows.push(worker(ctx, driver_pid(job), "DRIVER", Some(j.driver_node), !ended, exit, j.start_time_us, j.end_time_us));
+        rows.push(worker(
+            ctx,
+            driver_pid(job),
+            "DRIVER",
+            Some(j.driver_node),
+            !ended,
+            exit,
+            j.start_time_us,
+            j.end_time_us,
+        ));
     }
     for a in &ctx.tables.actors {
         let dead = a.state == ActorState::Dead;
@@ -118,7 +125,16 @@ fn workers(ctx: &Ctx<'_>) -> Vec<Value> {
             };
             (kind, cause)
         });
-        rows.push(worker(ctx, a.pid, "WORKER", a.node, !dead && a.node.is_some(), exit, a.created_at_us, a.ended_at_us));
+        rows.push(worker(
+            ctx,
+            a.pid,
+            "WORKER",
+            a.node,
+            !dead && a.node.is_some(),
+            exit,
+            a.created_at_us,
+            a.ended_at_us,
+        ));
     }
     for t in &ctx.tables.tasks {
         if t.kind == TaskType::NormalTask && t.state.is_running() {

@@ -40,17 +40,14 @@ struct Rendered {
 }
 
 fn wants_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|e| {
+    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+        |e| {
             let mut parts = e.trim().split(';');
             let name = parts.next().unwrap_or("").trim();
             let q_zero = parts.any(|p| p.trim().replace(' ', "") == "q=0");
             name.eq_ignore_ascii_case("gzip") && !q_zero
-        })
+        },
+    )
 }
 
 fn gzip(body: &[u8]) -> std::io::Result<Bytes> {
@@ -60,7 +57,10 @@ fn gzip(body: &[u8]) -> std::io::Result<Bytes> {
 }
 
 /// The host reading (blocking /proc reads, cached for a second), timed as the `host` collector.
-fn read_host(host: Option<crate::host::HostMonitor>, ctx: &mut crate::metrics::RenderContext) -> Option<std::sync::Arc<crate::host::HostReading>> {
+fn read_host(
+    host: Option<crate::host::HostMonitor>,
+    ctx: &mut crate::metrics::RenderContext,
+) -> Option<std::sync::Arc<crate::host::HostReading>> {
     let h = host?;
     let start = std::time::Instant::now();
     let reading = h.latest();

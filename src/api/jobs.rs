@@ -167,7 +167,10 @@ fn find(snap: &Snapshot, id: &str) -> Result<usize, ApiError> {
 /// 400 naming it rather than silently ignored.
 pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     if let Some((name, _)) = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()).next() {
-        return Err(ApiError::parameter(&name, format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters")));
+        return Err(ApiError::parameter(
+            &name,
+            format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters"),
+        ));
     }
     let snap = app.handle.snapshot();
     let previous = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned());

@@ -12,8 +12,7 @@ use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
 use super::{
     alerts, cluster_events, control, exposition, flow, job_logs, jobs, pages, runbooks, sd, seed_dashboard, state_api,
-    stream,
-    MAX_BODY_BYTES,
+    stream, MAX_BODY_BYTES,
 };
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};

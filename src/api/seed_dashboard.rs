@@ -6,8 +6,8 @@
 //! actor rows in Ray's State API form, so one row shape serves both APIs.
 
 use super::app::AppState;
-use super::error::{json_ok, ApiError};
 use super::dashboard_history::{actor_states, sample_now, task_states};
+use super::error::{json_ok, ApiError};
 use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
@@ -210,7 +210,9 @@ pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery
 fn no_parameters(raw: Option<&str>) -> Result<(), ApiError> {
     match form_urlencoded::parse(raw.unwrap_or("").as_bytes()).next() {
         None => Ok(()),
-        Some((name, _)) => Err(ApiError::parameter(&name, format!("unknown parameter {name:?}; this endpoint takes none"))),
+        Some((name, _)) => {
+            Err(ApiError::parameter(&name, format!("unknown parameter {name:?}; this endpoint takes none")))
+        }
     }
 }
 

@@ -70,7 +70,12 @@ impl ConnectionStats {
 
 /// Accept and serve until `stop` turns true, then wait for open connections to finish
 /// (each is asked to close once its in-flight request is answered).
-pub(crate) async fn run(listener: TcpListener, router: Router, stats: Arc<ConnectionStats>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn run(
+    listener: TcpListener,
+    router: Router,
+    stats: Arc<ConnectionStats>,
+    mut stop: watch::Receiver<bool>,
+) {
     let refusing = Arc::new(Semaphore::new(REFUSING));
     loop {
         let (tcp, peer) = tokio::select! {
@@ -110,7 +115,13 @@ pub(crate) async fn run(listener: TcpListener, router: Router, stats: Arc<Connec
     let _ = stats.permits.acquire_many(stats.max_connections as u32).await;
 }
 
-async fn serve_connection(tcp: TcpStream, peer: SocketAddr, router: Router, stats: &ConnectionStats, mut stop: watch::Receiver<bool>) {
+async fn serve_connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    stats: &ConnectionStats,
+    mut stop: watch::Receiver<bool>,
+) {
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         let mut router = router.clone();

@@ -37,14 +37,18 @@ pub struct StateDir {
 impl StateDir {
     /// Create `dir` if needed and read what it holds.
     pub fn open(dir: &Path) -> Result<StateDir, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
         let read = |name: &str| -> Result<Vec<Value>, String> {
             let path = dir.join(name);
             match std::fs::read(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
                 Err(e) => Err(format!("cannot read {}: {e}", path.display())),
                 Ok(bytes) => serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| {
-                    format!("{}: not a state file rayscope wrote ({e}); move it away to start without it", path.display())
+                    format!(
+                        "{}: not a state file rayscope wrote ({e}); move it away to start without it",
+                        path.display()
+                    )
                 }),
             }
         };

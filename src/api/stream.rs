@@ -25,16 +25,16 @@
 //! no `Origin` (not browsers) are let in: the stream needs no token.
 
 use super::app::{App, AppState};
-use super::error::ApiError;
 use super::dashboard_history::{actor_states, resource_use, task_states};
+use super::error::ApiError;
 use crate::model::NodeState;
 use crate::snapshot::Snapshot;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use axum::http::{header, HeaderMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,9 +196,7 @@ fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback
         return Ok(());
     }
     let shown: String = origin.chars().take(200).flat_map(char::escape_default).collect();
-    Err(format!(
-        "origin `{shown}` may not open the live stream: add it to server.allowed_origins (or \"*\" for any)"
-    ))
+    Err(format!("origin `{shown}` may not open the live stream: add it to server.allowed_origins (or \"*\" for any)"))
 }
 
 async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
@@ -285,7 +283,10 @@ mod tests {
     fn a_list_admits_its_origins_and_star_admits_any() {
         let list = ["https://grafana.example.com".to_string()];
         assert!(origin_allowed("https://GRAFANA.example.com", "h:1", Some(&list), false).is_ok());
-        assert!(origin_allowed("https://evil.example", "h:1", Some(&list), true).is_err(), "a list applies on loopback too");
+        assert!(
+            origin_allowed("https://evil.example", "h:1", Some(&list), true).is_err(),
+            "a list applies on loopback too"
+        );
         assert!(origin_allowed("https://evil.example", "h:1", Some(&["*".to_string()]), false).is_ok());
     }
 }

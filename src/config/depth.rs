@@ -24,7 +24,10 @@ pub struct TooDeep {
 
 impl std::fmt::Display for TooDeep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the document nests more than {MAX_DEPTH} mappings and sequences deep; rayscope configs need far fewer")
+        write!(
+            f,
+            "the document nests more than {MAX_DEPTH} mappings and sequences deep; rayscope configs need far fewer"
+        )
     }
 }
 
@@ -109,7 +112,9 @@ pub fn check(text: &str) -> Result<(), TooDeep> {
             }
             // After an indicator and a space (`: `, `- `, `, `), or a bracket, a node may start.
             node_start = match c {
-                b' ' | b'\t' => node_start || matches!(i.checked_sub(1).map(|j| bytes[j]), Some(b':' | b'-' | b',' | b'?')),
+                b' ' | b'\t' => {
+                    node_start || matches!(i.checked_sub(1).map(|j| bytes[j]), Some(b':' | b'-' | b',' | b'?'))
+                }
                 b'[' | b'{' | b',' => flow > 0,
                 _ => false,
             } && quote == Quote::None;

@@ -31,7 +31,9 @@ impl IpRange {
             }
             Ok(IpRange { first: a, len: b - a + 1 })
         } else {
-            Err(format!("invalid ip_range {s:?}: expected a CIDR block like 10.0.1.0/24 or a span like 10.0.1.10-10.0.1.250"))
+            Err(format!(
+                "invalid ip_range {s:?}: expected a CIDR block like 10.0.1.0/24 or a span like 10.0.1.10-10.0.1.250"
+            ))
         }
     }
 

@@ -172,21 +172,9 @@ enum Segment {
 /// An open container: its own segment and its path's id (the full path is only ever
 /// spelled out from the stack, for an error).
 enum Frame {
-    Map {
-        segment: Segment,
-        id: PathId,
-        pending_key: Option<String>,
-        seen: HashSet<String>,
-        first: bool,
-    },
-    Seq {
-        segment: Segment,
-        id: PathId,
-        next: usize,
-    },
-    Skip {
-        depth: usize,
-    },
+    Map { segment: Segment, id: PathId, pending_key: Option<String>, seen: HashSet<String>, first: bool },
+    Seq { segment: Segment, id: PathId, next: usize },
+    Skip { depth: usize },
 }
 
 struct Builder {

@@ -3,23 +3,23 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+mod defaults;
 pub mod depth;
 mod diagnose;
 pub mod ip_range;
 pub mod limits;
 mod locate;
-mod defaults;
 pub mod overrides;
 pub mod schema;
 pub mod server_limits;
-pub mod workloads;
 mod tagged;
 pub mod units;
 pub mod validate;
+pub mod workloads;
 
-pub use schema::*;
-pub use overrides::Override;
 pub use limits::LimitsConfig;
+pub use overrides::Override;
+pub use schema::*;
 pub use server_limits::ServerLimits;
 pub use units::{ByteSize, DurationSpec};
 pub use validate::{validate, Problem};
@@ -94,13 +94,16 @@ pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result
     // the parser read it as content before a second document.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let in_file = |line, column, field, message| ConfigError { file: origin.to_string(), line, column, field, message };
-    let by_override = |o: &Override, field: String, message| ConfigError { file: o.to_string(), line: 0, column: 0, field, message };
-    let attribute = |line, column, field: String, message: String| match overrides.iter().rev().find(|o| o.covers(&field)) {
-        Some(o) => by_override(o, field, message),
-        None => in_file(line, column, field, message),
-    };
+    let by_override =
+        |o: &Override, field: String, message| ConfigError { file: o.to_string(), line: 0, column: 0, field, message };
+    let attribute =
+        |line, column, field: String, message: String| match overrides.iter().rev().find(|o| o.covers(&field)) {
+            Some(o) => by_override(o, field, message),
+            None => in_file(line, column, field, message),
+        };
     depth::check(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, String::new(), e.to_string())]))?;
-    let mut doc = diagnose::parse_document(text).map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
+    let mut doc = diagnose::parse_document(text)
+        .map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
     for o in overrides {
         o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message)]))?;
     }

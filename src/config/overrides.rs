@@ -54,9 +54,7 @@ impl Override {
     /// Whether an error about `field` is about the value this override wrote.
     pub(crate) fn covers(&self, field: &str) -> bool {
         field == self.key
-            || field
-                .strip_prefix(self.key.as_str())
-                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+            || field.strip_prefix(self.key.as_str()).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
     }
 
     /// Write the value into `doc`, creating missing mappings on the way. Indexing past
@@ -68,16 +66,14 @@ impl Override {
             if cur.is_null() {
                 *cur = Value::Mapping(Default::default());
             }
-            let here = if walked.is_empty() { "the top level".to_string() } else { format!("`{}`", render_path(&walked)) };
+            let here =
+                if walked.is_empty() { "the top level".to_string() } else { format!("`{}`", render_path(&walked)) };
             cur = match (step, cur) {
-                (Step::Key(k), Value::Mapping(m)) => {
-                    m.entry(Value::String(k.clone())).or_insert(Value::Null)
-                }
+                (Step::Key(k), Value::Mapping(m)) => m.entry(Value::String(k.clone())).or_insert(Value::Null),
                 (Step::Index(i), Value::Sequence(s)) => {
                     let len = s.len();
-                    s.get_mut(*i).ok_or_else(|| {
-                        format!("{here} is a list of {len} item(s); index [{i}] does not exist")
-                    })?
+                    s.get_mut(*i)
+                        .ok_or_else(|| format!("{here} is a list of {len} item(s); index [{i}] does not exist"))?
                 }
                 (Step::Key(k), _) => return Err(format!("{here} is not a mapping, so it has no key `{k}`")),
                 (Step::Index(i), _) => return Err(format!("{here} is not a list, so it has no item [{i}]")),

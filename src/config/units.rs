@@ -32,9 +32,7 @@ pub(crate) fn checked_secs(secs: f64, shown: &dyn fmt::Display) -> Result<Durati
         return Err(format!("invalid duration {shown}: must be zero or positive"));
     }
     if secs * 1e6 > MAX_DURATION_US as f64 {
-        return Err(format!(
-            "invalid duration {shown}: at most 36500d (100 years), the range of the simulation clock"
-        ));
+        return Err(format!("invalid duration {shown}: at most 36500d (100 years), the range of the simulation clock"));
     }
     Ok(DurationSpec::secs(secs))
 }
@@ -43,9 +41,10 @@ pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num.trim().parse().map_err(|_| {
-        format!("invalid duration {s:?}: expected a number with a unit such as 250ms, 5s, 2m or 1h")
-    })?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: expected a number with a unit such as 250ms, 5s, 2m or 1h"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(format!("invalid duration {s:?}: must be zero or positive"));
     }
@@ -57,9 +56,7 @@ pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
         "h" => 3600.0,
         "d" => 86400.0,
         other => {
-            return Err(format!(
-                "invalid duration {s:?}: unknown unit {other:?} (valid units: us, ms, s, m, h, d)"
-            ))
+            return Err(format!("invalid duration {s:?}: unknown unit {other:?} (valid units: us, ms, s, m, h, d)"))
         }
     };
     checked_secs(v * scale, &format_args!("{s:?}"))
@@ -121,9 +118,10 @@ pub fn parse_bytes(s: &str) -> Result<ByteSize, String> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num.trim().parse().map_err(|_| {
-        format!("invalid size {s:?}: expected a number with a unit such as 512MiB, 4GiB or 100KB")
-    })?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid size {s:?}: expected a number with a unit such as 512MiB, 4GiB or 100KB"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(format!("invalid size {s:?}: must be zero or positive"));
     }

@@ -125,7 +125,11 @@ impl<'a> Registry<'a> {
                         }
                         self.method_n += 1;
                         let id = format!("method{}", self.method_n);
-                        self.methods.push(Entry { id: id.clone(), method: Name { name: &t.method }, service: service(t) });
+                        self.methods.push(Entry {
+                            id: id.clone(),
+                            method: Name { name: &t.method },
+                            service: service(t),
+                        });
                         id
                     }
                     _ if t.class == "_main" => {
@@ -184,7 +188,8 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
     }
     let names = std::mem::take(&mut reg.names);
     let kept: Vec<&((usize, usize), (u64, u64, u64))> = edges.iter().filter(|(_, e)| !stack_mode || e.2 > 0).collect();
-    let reachable: std::collections::BTreeSet<&str> = kept.iter().flat_map(|((a, b), _)| [names[*a].as_str(), names[*b].as_str()]).collect();
+    let reachable: std::collections::BTreeSet<&str> =
+        kept.iter().flat_map(|((a, b), _)| [names[*a].as_str(), names[*b].as_str()]).collect();
     let keep_id = |id: &str| !stack_mode || reachable.contains(id);
     let methods: Vec<Entry> = reg.methods.into_iter().filter(|m| keep_id(&m.id)).collect();
     let mut functions: Vec<Entry> = reg.functions.into_iter().filter(|f| keep_id(&f.id)).collect();
@@ -200,11 +205,18 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
         .collect();
     let call_flows: Vec<CallFlow> = kept
         .iter()
-        .map(|((a, b), (count, start, _))| CallFlow { source_id: &names[*a], target_id: &names[*b], count: *count, start_time: *start })
+        .map(|((a, b), (count, start, _))| CallFlow {
+            source_id: &names[*a],
+            target_id: &names[*b],
+            count: *count,
+            start_time: *start,
+        })
         .collect();
     // In order of (source id, target id, argument position), as Ant's server lists them.
-    let mut flows: Vec<(&str, &str, i64, u64, u64)> =
-        data.iter().map(|((a, b, pos), (bytes, t))| (names[*a].as_str(), names[*b].as_str(), *pos, *bytes, *t)).collect();
+    let mut flows: Vec<(&str, &str, i64, u64, u64)> = data
+        .iter()
+        .map(|((a, b, pos), (bytes, t))| (names[*a].as_str(), names[*b].as_str(), *pos, *bytes, *t))
+        .collect();
     flows.sort_unstable_by(|x, y| (x.0, x.1, x.2).cmp(&(y.0, y.1, y.2)));
     let data_flows: Vec<DataFlow> = flows
         .into_iter()
@@ -236,7 +248,13 @@ struct FlameSpan {
 /// began by the instant, children in order of start.
 pub fn flame_tree(job: &JobRecord, spans: &Spans) -> Vec<u8> {
     let Some(root) = spans.root() else {
-        let empty = FlameSpan { span_id: "_main".into(), id: "_main".into(), start_time: 0, end_time: -1, children: Vec::new() };
+        let empty = FlameSpan {
+            span_id: "_main".into(),
+            id: "_main".into(),
+            start_time: 0,
+            end_time: -1,
+            children: Vec::new(),
+        };
         return serde_json::to_vec(&empty).unwrap_or_default();
     };
     let mut children = spans.children();
@@ -358,8 +376,13 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<
         .collect();
     let mut out = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.died_at_us.is_none()) {
-        let resources = n.resources.iter().map(|(name, t, a)| (&**name, Quantity { total: *t, available: *a })).collect();
-        let cpu = n.resources.iter().find(|r| &*r.0 == "CPU").map(|(_, t, a)| if *t > 0.0 { 100.0 * (t - a) / t } else { 0.0 });
+        let resources =
+            n.resources.iter().map(|(name, t, a)| (&**name, Quantity { total: *t, available: *a })).collect();
+        let cpu = n
+            .resources
+            .iter()
+            .find(|r| &*r.0 == "CPU")
+            .map(|(_, t, a)| if *t > 0.0 { 100.0 * (t - a) / t } else { 0.0 });
         out.insert(
             &*n.node_id,
             PhysicalNode {
@@ -384,7 +407,8 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<
 pub fn records(job: &JobRecord, spans: &Spans) -> Vec<Value> {
     let flow = &job.job_hex;
     let fields = |prefix: &str, t: &Target| -> Vec<(String, Value)> {
-        let mut v = vec![(format!("{prefix}_method"), json!(if t.kind == TargetKind::Method { &t.method } else { &t.class }))];
+        let mut v =
+            vec![(format!("{prefix}_method"), json!(if t.kind == TargetKind::Method { &t.method } else { &t.class }))];
         if let (TargetKind::Method, Some(a)) = (t.kind, t.actor) {
             v.push((format!("{prefix}_service"), json!(t.class)));
             v.push((format!("{prefix}_instance_id"), json!(actor_hex(a))));

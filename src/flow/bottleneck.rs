@@ -107,7 +107,12 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> (Vec<Entry>, u64, u64) {
             driver_self += self_us[i];
             continue;
         }
-        let e = by.entry(s.target).or_insert_with(|| Entry { target: s.target, self_us: 0, calls: 0, callers: BTreeMap::new() });
+        let e = by.entry(s.target).or_insert_with(|| Entry {
+            target: s.target,
+            self_us: 0,
+            calls: 0,
+            callers: BTreeMap::new(),
+        });
         e.self_us += self_us[i];
         e.calls += 1;
         if let Some(p) = s.parent {

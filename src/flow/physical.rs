@@ -106,7 +106,13 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
         let resources: Vec<Resource> = view
             .map(|v| v.resources.iter().map(|(n, t, a)| Resource { name: n, total: *t, available: *a }).collect())
             .unwrap_or_default();
-        let cpu = view.and_then(|v| v.resources.iter().find(|r| &*r.0 == "CPU")).map(|(_, t, a)| if *t > 0.0 { (t - a) / t } else { 0.0 });
+        let cpu = view.and_then(|v| v.resources.iter().find(|r| &*r.0 == "CPU")).map(|(_, t, a)| {
+            if *t > 0.0 {
+                (t - a) / t
+            } else {
+                0.0
+            }
+        });
         let acts: Vec<ActorRow> = actors
             .range((idx, 0)..=(idx, u64::MAX))
             .map(|((_, a), b)| {

@@ -36,10 +36,19 @@ fn fail(code: u8, message: impl Into<String>) -> Failure {
     Failure { code, message: message.into() }
 }
 
-pub fn run(cfg: Config, job: Option<&str>, at_s: Option<f64>, out: &Path, emit_url: Option<&str>) -> Result<Summary, Failure> {
+pub fn run(
+    cfg: Config,
+    job: Option<&str>,
+    at_s: Option<f64>,
+    out: &Path,
+    emit_url: Option<&str>,
+) -> Result<Summary, Failure> {
     let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
     if cfg.workloads.iter().any(|w| matches!(w, crate::config::WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
-        return Err(fail(2, "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)"));
+        return Err(fail(
+            2,
+            "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)",
+        ));
     }
     let started = Instant::now();
     let (engine, _report) = crate::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
@@ -50,7 +59,9 @@ pub fn run(cfg: Config, job: Option<&str>, at_s: Option<f64>, out: &Path, emit_u
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
             fail(2, format!("--job {j}: no such job with flow records (jobs: {})", known.join(", ")))
         })?,
-        None => snap.flow.jobs.values().next().cloned().ok_or_else(|| fail(2, "the run made no jobs: nothing to show"))?,
+        None => {
+            snap.flow.jobs.values().next().cloned().ok_or_else(|| fail(2, "the run made no jobs: nothing to show"))?
+        }
     };
     let now = snap.sim_time_us;
     let at = at_s.map(|s| ((s * 1e6) as u64).min(now)).unwrap_or(now);

@@ -198,7 +198,8 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
     // One row per (node, worker pid), named after the earliest execution kept there. A
     // task worker is a row of its own, so rows can be as many as executions: named
     // without building a string per row.
-    let mut rows: Vec<(u32, u32, u32)> = sel.kept.iter().map(|&i| &spans.spans[i]).map(|s| (s.node, s.pid, s.target)).collect();
+    let mut rows: Vec<(u32, u32, u32)> =
+        sel.kept.iter().map(|&i| &spans.spans[i]).map(|s| (s.node, s.pid, s.target)).collect();
     rows.sort_by_key(|r| (r.0, r.1));
     rows.dedup_by_key(|r| (r.0, r.1));
 

@@ -70,9 +70,7 @@ pub fn sum_whole_disks(text: &str, is_whole_disk: impl Fn(&str) -> bool) -> Disk
 /// (`loop`), or stacked on other disks (`dm-`, `md`), whose IO the underlying
 /// disks already count.
 pub fn is_virtual_block_device(name: &str) -> bool {
-    ["loop", "ram", "zram", "dm-", "md"]
-        .iter()
-        .any(|prefix| name.starts_with(prefix))
+    ["loop", "ram", "zram", "dm-", "md"].iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// Whether a device name is a partition, by the kernel's naming rule: a disk whose
@@ -88,9 +86,7 @@ pub fn looks_like_partition(name: &str) -> bool {
             return true;
         }
     }
-    ["sd", "hd", "vd", "xvd"]
-        .iter()
-        .any(|family| stem.starts_with(family))
+    ["sd", "hd", "vd", "xvd"].iter().any(|family| stem.starts_with(family))
         && stem.ends_with(|c: char| c.is_ascii_alphabetic())
 }
 
@@ -136,17 +132,8 @@ impl FsUsage {
         let used_bytes = blocks.saturating_sub(bfree).saturating_mul(frsize);
         let free_bytes = bavail.saturating_mul(frsize);
         let visible = used_bytes as f64 + free_bytes as f64;
-        let utilization_percent = if visible > 0.0 {
-            used_bytes as f64 / visible * 100.0
-        } else {
-            0.0
-        };
-        FsUsage {
-            total_bytes,
-            used_bytes,
-            free_bytes,
-            utilization_percent,
-        }
+        let utilization_percent = if visible > 0.0 { used_bytes as f64 / visible * 100.0 } else { 0.0 };
+        FsUsage { total_bytes, used_bytes, free_bytes, utilization_percent }
     }
 }
 
@@ -170,12 +157,7 @@ fn fs_usage(path: &Path) -> Option<FsUsage> {
     // SAFETY: statvfs returned 0, so it initialised `stat`.
     let stat = unsafe { stat.assume_init() };
     #[allow(clippy::unnecessary_cast)] // the field widths differ between platforms
-    Some(FsUsage::from_statvfs(
-        stat.f_frsize as u64,
-        stat.f_blocks as u64,
-        stat.f_bfree as u64,
-        stat.f_bavail as u64,
-    ))
+    Some(FsUsage::from_statvfs(stat.f_frsize as u64, stat.f_blocks as u64, stat.f_bfree as u64, stat.f_bavail as u64))
 }
 
 #[cfg(not(unix))]
@@ -208,12 +190,7 @@ mod tests {
         assert_eq!(name, "sda");
         assert_eq!(
             sda,
-            DiskIoCounters {
-                read_count: 1000,
-                read_bytes: 20000 * 512,
-                write_count: 500,
-                write_bytes: 8000 * 512
-            }
+            DiskIoCounters { read_count: 1000, read_bytes: 20000 * 512, write_count: 500, write_bytes: 8000 * 512 }
         );
         assert_eq!(parsed.len(), 8, "the malformed line is skipped");
     }
@@ -234,21 +211,10 @@ mod tests {
 
     #[test]
     fn tells_whole_disks_from_partitions() {
-        for disk in [
-            "sda", "sdaa", "vda", "xvdb", "hda", "nvme0n1", "mmcblk0", "sr0", "nbd0",
-        ] {
+        for disk in ["sda", "sdaa", "vda", "xvdb", "hda", "nvme0n1", "mmcblk0", "sr0", "nbd0"] {
             assert!(is_whole_disk_name(disk), "{disk} is a whole disk");
         }
-        for part in [
-            "sda1",
-            "sdaa12",
-            "vda2",
-            "xvdb1",
-            "hda3",
-            "nvme0n1p1",
-            "mmcblk0p2",
-            "nbd0p1",
-        ] {
+        for part in ["sda1", "sdaa12", "vda2", "xvdb1", "hda3", "nvme0n1p1", "mmcblk0p2", "nbd0p1"] {
             assert!(!is_whole_disk_name(part), "{part} is a partition");
         }
     }
@@ -262,10 +228,7 @@ mod tests {
 
     #[test]
     fn empty_or_unreadable_diskstats_sum_to_zero() {
-        assert_eq!(
-            sum_whole_disks("", is_whole_disk_name),
-            DiskIoCounters::default()
-        );
+        assert_eq!(sum_whole_disks("", is_whole_disk_name), DiskIoCounters::default());
     }
 
     #[test]
@@ -276,18 +239,11 @@ mod tests {
         assert_eq!(usage.total_bytes, 66_053_021 * 4096);
         assert_eq!(usage.used_bytes, (66_053_021 - 62_298_898) * 4096);
         assert_eq!(usage.free_bytes, 20_067_349 * 4096);
-        assert!(
-            (usage.utilization_percent - 15.76).abs() < 0.01,
-            "{}",
-            usage.utilization_percent
-        );
+        assert!((usage.utilization_percent - 15.76).abs() < 0.01, "{}", usage.utilization_percent);
     }
 
     #[test]
     fn fs_usage_of_an_empty_filesystem_is_zero_percent() {
-        assert_eq!(
-            FsUsage::from_statvfs(4096, 0, 0, 0).utilization_percent,
-            0.0
-        );
+        assert_eq!(FsUsage::from_statvfs(4096, 0, 0, 0).utilization_percent, 0.0);
     }
 }

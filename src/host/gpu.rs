@@ -67,10 +67,7 @@ impl NvmlGpus {
         let nvml = Nvml::init()?;
         let count = nvml.device_count()?;
         tracing::debug!(count, "NVML loaded");
-        Ok(NvmlGpus {
-            nvml,
-            warned: false,
-        })
+        Ok(NvmlGpus { nvml, warned: false })
     }
 
     fn report(&mut self, what: &str, err: &NvmlError) {

@@ -63,23 +63,14 @@ impl HostMonitor {
     /// max age. Builds the sampler now, which takes one priming read; never fails.
     pub fn new() -> HostMonitor {
         let mut sampler = HostSampler::new();
-        HostMonitor::with_source(
-            Box::new(move || sampler.read()),
-            Arc::new(SystemClock),
-            HostMonitor::DEFAULT_MAX_AGE,
-        )
+        HostMonitor::with_source(Box::new(move || sampler.read()), Arc::new(SystemClock), HostMonitor::DEFAULT_MAX_AGE)
     }
 
     /// Monitors whatever `source` reads, refreshing when the cached reading is older
     /// than `max_age` by `clock`.
     pub fn with_source(source: ReadHost, clock: Arc<dyn Clock>, max_age: Duration) -> HostMonitor {
         HostMonitor {
-            shared: Arc::new(Shared {
-                cached: ArcSwapOption::empty(),
-                source: Mutex::new(source),
-                clock,
-                max_age,
-            }),
+            shared: Arc::new(Shared { cached: ArcSwapOption::empty(), source: Mutex::new(source), clock, max_age }),
         }
     }
 
@@ -103,10 +94,7 @@ impl HostMonitor {
         }
         let taken_at = shared.clock.now();
         let reading = Arc::new(source());
-        shared.cached.store(Some(Arc::new(Cached {
-            taken_at,
-            reading: Arc::clone(&reading),
-        })));
+        shared.cached.store(Some(Arc::new(Cached { taken_at, reading: Arc::clone(&reading) })));
         reading
     }
 
@@ -118,9 +106,7 @@ impl HostMonitor {
 
 impl std::fmt::Debug for HostMonitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostMonitor")
-            .field("max_age", &self.shared.max_age)
-            .finish_non_exhaustive()
+        f.debug_struct("HostMonitor").field("max_age", &self.shared.max_age).finish_non_exhaustive()
     }
 }
 

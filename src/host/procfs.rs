@@ -52,10 +52,7 @@ pub fn read_self_uss_bytes() -> Option<u64> {
 }
 
 pub fn read_self_shared_bytes() -> Option<u64> {
-    statm_shared_bytes(
-        &std::fs::read_to_string("/proc/self/statm").ok()?,
-        page_size()?,
-    )
+    statm_shared_bytes(&std::fs::read_to_string("/proc/self/statm").ok()?, page_size()?)
 }
 
 #[cfg(unix)]
@@ -113,9 +110,6 @@ Private_Hugetlb:       4 kB
 
     #[test]
     fn statm_shared_is_pages_times_page_size() {
-        assert_eq!(
-            statm_shared_bytes("765 408 381 5 0 123 0\n", 4096),
-            Some(381 * 4096)
-        );
+        assert_eq!(statm_shared_bytes("765 408 381 5 0 123 0\n", 4096), Some(381 * 4096));
     }
 }

@@ -147,11 +147,7 @@ mod tests {
 
     #[test]
     fn gram_available_never_underflows() {
-        let gpu = GpuReading {
-            memory_used_bytes: 2 * MIB,
-            memory_total_bytes: MIB,
-            ..GpuReading::default()
-        };
+        let gpu = GpuReading { memory_used_bytes: 2 * MIB, memory_total_bytes: MIB, ..GpuReading::default() };
         assert_eq!(gpu.memory_available_mib(), 0);
     }
 }

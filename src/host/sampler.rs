@@ -64,10 +64,7 @@ impl Rates {
             disk_read_iops: rate(prev.disk.read_count, current.disk.read_count),
             disk_write_iops: rate(prev.disk.write_count, current.disk.write_count),
             network_send_bytes_per_s: rate(prev.network_sent_bytes, current.network_sent_bytes),
-            network_receive_bytes_per_s: rate(
-                prev.network_received_bytes,
-                current.network_received_bytes,
-            ),
+            network_receive_bytes_per_s: rate(prev.network_received_bytes, current.network_received_bytes),
         }
     }
 }
@@ -139,12 +136,7 @@ impl HostSampler {
         reading.disk_utilization_percent = fs.utilization_percent;
 
         let (network_sent_bytes, network_received_bytes) = self.read_network();
-        let counters = Counters {
-            at,
-            disk: disk::read_diskstats(),
-            network_sent_bytes,
-            network_received_bytes,
-        };
+        let counters = Counters { at, disk: disk::read_diskstats(), network_sent_bytes, network_received_bytes };
         let rates = Rates::between(self.previous.as_ref(), &counters);
         self.previous = Some(counters);
 
@@ -180,21 +172,15 @@ impl HostSampler {
         let host_used = system.used_memory();
         // sysinfo reports a cgroup only when some limit on our path is at most the
         // host's RAM; a limit equal to it is no limit at all.
-        let cgroup = system
-            .cgroup_limits()
-            .filter(|l| l.total_memory > 0 && l.total_memory < host_total);
+        let cgroup = system.cgroup_limits().filter(|l| l.total_memory > 0 && l.total_memory < host_total);
         reading.host_mem_total_bytes = host_total;
         reading.host_mem_used_bytes = host_used;
         reading.cgroup_mem_limit_bytes = cgroup.as_ref().map(|l| l.total_memory);
-        reading.cgroup_mem_used_bytes = cgroup
-            .as_ref()
-            .map(|l| l.total_memory.saturating_sub(l.free_memory));
+        reading.cgroup_mem_used_bytes = cgroup.as_ref().map(|l| l.total_memory.saturating_sub(l.free_memory));
         // Ray's node memory is the container's view when there is a container.
         reading.mem_total_bytes = reading.cgroup_mem_limit_bytes.unwrap_or(host_total);
         reading.mem_used_bytes = reading.cgroup_mem_used_bytes.unwrap_or(host_used);
-        reading.mem_available_bytes = reading
-            .mem_total_bytes
-            .saturating_sub(reading.mem_used_bytes);
+        reading.mem_available_bytes = reading.mem_total_bytes.saturating_sub(reading.mem_used_bytes);
         reading.mem_shared_bytes = procfs::read_shmem_bytes().unwrap_or(0);
     }
 
@@ -228,15 +214,12 @@ impl HostSampler {
             return (0, 0);
         };
         networks.refresh(true);
-        networks
-            .iter()
-            .filter(|(name, _)| name.to_str().is_some_and(counted_interface))
-            .fold((0u64, 0u64), |(sent, received), (_, data)| {
-                (
-                    sent.saturating_add(data.total_transmitted()),
-                    received.saturating_add(data.total_received()),
-                )
-            })
+        networks.iter().filter(|(name, _)| name.to_str().is_some_and(counted_interface)).fold(
+            (0u64, 0u64),
+            |(sent, received), (_, data)| {
+                (sent.saturating_add(data.total_transmitted()), received.saturating_add(data.total_received()))
+            },
+        )
     }
 }
 
@@ -258,25 +241,12 @@ mod tests {
     use super::*;
 
     fn counters(at: Instant, disk: DiskIoCounters, sent: u64, received: u64) -> Counters {
-        Counters {
-            at,
-            disk,
-            network_sent_bytes: sent,
-            network_received_bytes: received,
-        }
+        Counters { at, disk, network_sent_bytes: sent, network_received_bytes: received }
     }
 
     #[test]
     fn first_reading_has_zero_rates() {
-        let now = counters(
-            Instant::now(),
-            DiskIoCounters {
-                read_bytes: 1 << 30,
-                ..Default::default()
-            },
-            5,
-            5,
-        );
+        let now = counters(Instant::now(), DiskIoCounters { read_bytes: 1 << 30, ..Default::default() }, 5, 5);
         assert_eq!(Rates::between(None, &now), Rates::default());
     }
 
@@ -285,23 +255,13 @@ mod tests {
         let t0 = Instant::now();
         let before = counters(
             t0,
-            DiskIoCounters {
-                read_bytes: 1000,
-                write_bytes: 2000,
-                read_count: 10,
-                write_count: 20,
-            },
+            DiskIoCounters { read_bytes: 1000, write_bytes: 2000, read_count: 10, write_count: 20 },
             100,
             1000,
         );
         let after = counters(
             t0 + Duration::from_secs(2),
-            DiskIoCounters {
-                read_bytes: 5000,
-                write_bytes: 2000,
-                read_count: 30,
-                write_count: 26,
-            },
+            DiskIoCounters { read_bytes: 5000, write_bytes: 2000, read_count: 30, write_count: 26 },
             300,
             5000,
         );

@@ -21,42 +21,20 @@ const HELP: &str = "Current number of actors by state.";
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let mut f = Family::gauge(enc, "ray_actors", HELP);
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
-        let at = Core {
-            component: "gcs_server",
-            at: head,
-        };
+        let at = Core { component: "gcs_server", at: head };
         for (class, state, count) in gcs_counts(s) {
-            let labels = [
-                ("State", state.as_str()),
-                ("Name", class),
-                ("Source", "gcs"),
-                ("JobId", ""),
-            ];
+            let labels = [("State", state.as_str()), ("Name", class), ("Source", "gcs"), ("JobId", "")];
             f.sample(&(at, labels), count)?;
         }
     }
-    let (idle, running) = if s.version < RayVersion(2, 50) {
-        ("IDLE", "RUNNING_TASK")
-    } else {
-        ("ALIVE_IDLE", "ALIVE_RUNNING_TASKS")
-    };
+    let (idle, running) =
+        if s.version < RayVersion(2, 50) { ("IDLE", "RUNNING_TASK") } else { ("ALIVE_IDLE", "ALIVE_RUNNING_TASKS") };
     for n in &s.nodes {
-        let at = Core {
-            component: "core_worker",
-            at: s.target(n),
-        };
-        for a in rows_of(
-            &s.snap.actor_executor_counts,
-            n.idx,
-            |a: &ActorExecutorCount| a.node,
-        ) {
+        let at = Core { component: "core_worker", at: s.target(n) };
+        for a in rows_of(&s.snap.actor_executor_counts, n.idx, |a: &ActorExecutorCount| a.node) {
             let state = if a.running { running } else { idle };
-            let labels = [
-                ("State", state),
-                ("Name", a.class.as_str()),
-                ("Source", "executor"),
-                ("JobId", a.job.as_str()),
-            ];
+            let labels =
+                [("State", state), ("Name", a.class.as_str()), ("Source", "executor"), ("JobId", a.job.as_str())];
             f.sample(&(at, labels), a.count)?;
         }
     }
@@ -65,12 +43,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
 
 /// Actors per (class, state), summed over jobs.
 fn gcs_counts<'a>(s: &Scrape<'a>) -> Vec<(&'a str, ActorState, i64)> {
-    let mut rows: Vec<(&str, ActorState, i64)> = s
-        .snap
-        .actor_counts
-        .iter()
-        .map(|a| (a.class.as_str(), a.state, a.count))
-        .collect();
+    let mut rows: Vec<(&str, ActorState, i64)> =
+        s.snap.actor_counts.iter().map(|a| (a.class.as_str(), a.state, a.count)).collect();
     rows.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     rows.dedup_by(|later, kept| {
         let same = (later.0, later.1) == (kept.0, kept.1);
@@ -101,22 +75,12 @@ mod tests {
     #[test]
     fn executor_series_count_alive_actors_by_node() {
         let e = all();
-        let alive: i64 = cluster()
-            .actor_counts
-            .iter()
-            .filter(|a| a.state == crate::model::ActorState::Alive)
-            .map(|a| a.count)
-            .sum();
+        let alive: i64 =
+            cluster().actor_counts.iter().filter(|a| a.state == crate::model::ActorState::Alive).map(|a| a.count).sum();
         assert!(alive > 0);
         assert_eq!(e.sum("ray_actors", &[("Source", "executor")]), alive as f64);
-        for s in e
-            .of("ray_actors")
-            .filter(|s| s.label("Source") == "executor")
-        {
-            assert!(
-                matches!(s.label("State"), "ALIVE_IDLE" | "ALIVE_RUNNING_TASKS"),
-                "{s:?}"
-            );
+        for s in e.of("ray_actors").filter(|s| s.label("Source") == "executor") {
+            assert!(matches!(s.label("State"), "ALIVE_IDLE" | "ALIVE_RUNNING_TASKS"), "{s:?}");
             assert!(s.has("instance") && s.label("Component") == "core_worker");
         }
     }

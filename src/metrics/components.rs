@@ -21,10 +21,10 @@ use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::{ComponentLabels, ProcessLabels, Title};
 use super::node::{DEFAULT_GPU_MEMORY, GPU_MEMORY_BUSY_SHARE};
-use crate::host::MIB;
 use super::scrape::{Family, RayVersion, Scrape};
 use super::tasks::rows_of;
 use crate::host::ProcessReading;
+use crate::host::MIB;
 use crate::snapshot::{ActorExecutorCount, NodeView, RunningCount};
 
 const MB: f64 = 1e6;
@@ -103,12 +103,7 @@ impl<'a> Proc<'a> {
 type Workers<'a> = Vec<(&'a str, f64, f64, f64)>;
 
 /// The processes of the node at `pos` in the scrape, appended to `out`.
-fn processes<'a>(
-    s: &Scrape<'a>,
-    pos: usize,
-    out: &mut Vec<(usize, Proc<'a>)>,
-    workers: &mut Workers<'a>,
-) {
+fn processes<'a>(s: &Scrape<'a>, pos: usize, out: &mut Vec<(usize, Proc<'a>)>, workers: &mut Workers<'a>) {
     let n: &'a NodeView = s.nodes[pos];
     out.push((pos, Proc::system(RAYLET)));
     out.push((pos, Proc::system(AGENT)));
@@ -121,11 +116,7 @@ fn processes<'a>(
     }
 
     workers.clear();
-    for a in rows_of(
-        &s.snap.actor_executor_counts,
-        n.idx,
-        |a: &ActorExecutorCount| a.node,
-    ) {
+    for a in rows_of(&s.snap.actor_executor_counts, n.idx, |a: &ActorExecutorCount| a.node) {
         let busy = if a.running { a.count as f64 } else { 0.0 };
         workers.push((a.class.as_str(), a.count as f64, busy, a.count as f64));
     }
@@ -134,12 +125,7 @@ fn processes<'a>(
             workers.push((t.name.as_str(), t.count as f64, t.count as f64, 0.0));
         }
     }
-    let free_cpus = n
-        .resources
-        .iter()
-        .find(|r| &*r.0 == "CPU")
-        .map(|r| r.2.floor())
-        .unwrap_or(0.0);
+    let free_cpus = n.resources.iter().find(|r| &*r.0 == "CPU").map(|r| r.2.floor()).unwrap_or(0.0);
     workers.push(("IDLE", free_cpus, 0.0, 0.0));
     workers.sort_unstable_by(|a, b| a.0.cmp(b.0));
     workers.dedup_by(|later, kept| {
@@ -153,11 +139,7 @@ fn processes<'a>(
     });
     // Worker heaps (and memory pressure) are held by the busy workers.
     let busy: f64 = workers.iter().map(|w| w.2).sum();
-    let heap = if busy > 0.0 {
-        n.memory_used.saturating_sub(n.store_used) as f64 / busy
-    } else {
-        0.0
-    };
+    let heap = if busy > 0.0 { n.memory_used.saturating_sub(n.store_used) as f64 / busy } else { 0.0 };
     let (gpus_in_use, gpu_mib) = gpus_in_use(n);
     let actors: f64 = workers.iter().map(|w| w.3).sum();
     let weight = |w: &(&str, f64, f64, f64)| if actors > 0.0 { w.3 } else { w.2 };
@@ -180,12 +162,7 @@ fn gpus_in_use(n: &NodeView) -> (f64, f64) {
 }
 
 /// A family: name, help, whether the emulated Ray version has it, reading.
-type Reading = (
-    &'static str,
-    &'static str,
-    fn(&RayVersion) -> bool,
-    fn(&Proc) -> f64,
-);
+type Reading = (&'static str, &'static str, fn(&RayVersion) -> bool, fn(&Proc) -> f64);
 
 #[rustfmt::skip]
 const FAMILIES: &[Reading] = &[
@@ -208,11 +185,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     for &(name, help, _, read) in FAMILIES.iter().filter(|f| (f.2)(&s.version)) {
         let mut f = Family::gauge(enc, name, help);
         for (pos, p) in &procs {
-            let labels = ProcessLabels {
-                at: s.target(s.nodes[*pos]),
-                pid: p.pid,
-                title: p.title,
-            };
+            let labels = ProcessLabels { at: s.target(s.nodes[*pos]), pid: p.pid, title: p.title };
             f.sample(&labels, read(p))?;
         }
     }
@@ -245,23 +218,12 @@ mod tests {
     #[test]
     fn every_node_has_a_raylet_and_an_agent_and_the_head_a_gcs() {
         let e = all();
-        let alive = cluster()
-            .nodes
-            .iter()
-            .filter(|n| n.state == crate::model::NodeState::Alive)
-            .count();
-        let titles = |c: &str| {
-            e.of("ray_component_rss_bytes")
-                .filter(|s| s.label("Component") == c)
-                .count()
-        };
+        let alive = cluster().nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive).count();
+        let titles = |c: &str| e.of("ray_component_rss_bytes").filter(|s| s.label("Component") == c).count();
         assert_eq!(titles("raylet"), alive);
         assert_eq!(titles("agent"), alive);
         assert_eq!(titles("gcs"), 1);
-        let gcs = e
-            .of("ray_component_rss_bytes")
-            .find(|s| s.label("Component") == "gcs")
-            .unwrap();
+        let gcs = e.of("ray_component_rss_bytes").find(|s| s.label("Component") == "gcs").unwrap();
         assert_eq!(gcs.label("ip"), &*head().ip);
         assert!(!gcs.label("pid").is_empty());
     }
@@ -269,17 +231,11 @@ mod tests {
     #[test]
     fn workers_are_titled_by_actor_class_or_task_name_without_pid() {
         let e = all();
-        let workers: Vec<_> = e
-            .of("ray_component_cpu_percentage")
-            .filter(|s| s.label("Component").starts_with("ray::"))
-            .collect();
-        assert!(workers
-            .iter()
-            .any(|s| s.label("Component") == "ray::TrainWorker"));
+        let workers: Vec<_> =
+            e.of("ray_component_cpu_percentage").filter(|s| s.label("Component").starts_with("ray::")).collect();
+        assert!(workers.iter().any(|s| s.label("Component") == "ray::TrainWorker"));
         assert!(workers.iter().any(|s| s.label("Component") == "ray::map"));
-        assert!(workers
-            .iter()
-            .all(|s| s.label("pid").is_empty() && s.has("pid")));
+        assert!(workers.iter().all(|s| s.label("pid").is_empty() && s.has("pid")));
         assert!(
             !workers.iter().any(|s| s.label("Component").contains('.')),
             "actor calls run in their actor's process"
@@ -308,18 +264,12 @@ mod tests {
         // At 3 s the map-reduce has not started: CPUs are free.
         let early = snapshot_at(CLUSTER_YAML, 3);
         let e = parse(&crate::metrics::render_all(&std::sync::Arc::new(early.clone()), None, &ctx()));
-        let idle =
-            e.sum("ray_component_num_fds", &[("Component", "ray::IDLE")]) / super::WORKER_FDS;
+        let idle = e.sum("ray_component_num_fds", &[("Component", "ray::IDLE")]) / super::WORKER_FDS;
         let free: f64 = early
             .nodes
             .iter()
             .filter(|n| n.state == crate::model::NodeState::Alive)
-            .flat_map(|n| {
-                n.resources
-                    .iter()
-                    .filter(|r| &*r.0 == "CPU")
-                    .map(|r| r.2.floor())
-            })
+            .flat_map(|n| n.resources.iter().filter(|r| &*r.0 == "CPU").map(|r| r.2.floor()))
             .sum();
         assert!(free > 0.0);
         assert_eq!(idle, free);
@@ -328,21 +278,14 @@ mod tests {
     #[test]
     fn the_heads_gcs_is_this_process_when_the_host_is_read() {
         let host = crate::host::HostReading {
-            process: crate::host::ProcessReading {
-                pid: 77,
-                rss_bytes: 5_000_000,
-                num_fds: 9,
-                ..Default::default()
-            },
+            process: crate::host::ProcessReading { pid: 77, rss_bytes: 5_000_000, num_fds: 9, ..Default::default() },
             ..Default::default()
         };
         let e = parse(
-            &crate::metrics::render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx()).unwrap(),
+            &crate::metrics::render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx())
+                .unwrap(),
         );
-        let gcs = e
-            .of("ray_component_rss_mb")
-            .find(|s| s.label("Component") == "gcs")
-            .unwrap();
+        let gcs = e.of("ray_component_rss_mb").find(|s| s.label("Component") == "gcs").unwrap();
         assert_eq!((gcs.label("pid"), gcs.value), ("77", 5.0));
     }
 }

@@ -15,41 +15,25 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     let (true, Some(head)) = (s.cluster, s.head_target()) else {
         return Ok(());
     };
-    let at = Core {
-        component: "gcs_server",
-        at: head,
-    };
+    let at = Core { component: "gcs_server", at: head };
     let snap = s.snap;
 
     // Like the GCS, say nothing about placement groups until one exists; then report
     // every state, so a state that empties reads 0 rather than vanishing.
     if !snap.pg_counts.is_empty() {
-        let mut f = Family::gauge(
-            enc,
-            "ray_placement_groups",
-            "Current number of placement groups by state.",
-        );
+        let mut f = Family::gauge(enc, "ray_placement_groups", "Current number of placement groups by state.");
         for state in PgState::ALL {
             let count = snap.pg_counts.get(state.as_str()).copied().unwrap_or(0);
             f.sample(&(at, [("State", state.as_str()), ("Source", "gcs")]), count)?;
         }
     }
 
-    Family::gauge(enc, "ray_running_jobs", "Number of jobs currently running.")
-        .sample(&at, snap.running_jobs)?;
+    Family::gauge(enc, "ray_running_jobs", "Number of jobs currently running.").sample(&at, snap.running_jobs)?;
     Family::counter(enc, "ray_finished_jobs_total", "Number of jobs finished.")
         .sample(&at, snap.counters.jobs_finished)?;
 
-    let mut f = Family::gauge(
-        enc,
-        "ray_job_duration_s",
-        "Duration of a finished job, in seconds.",
-    );
-    for j in snap
-        .jobs
-        .iter()
-        .filter(|j| j.status != JobStatus::Running && j.status != JobStatus::Pending)
-    {
+    let mut f = Family::gauge(enc, "ray_job_duration_s", "Duration of a finished job, in seconds.");
+    for j in snap.jobs.iter().filter(|j| j.status != JobStatus::Running && j.status != JobStatus::Pending) {
         if let Some(end) = j.end_time_us {
             let seconds = end.saturating_sub(j.start_time_us) as f64 / 1e6;
             f.sample(&(at, [("JobId", j.id.as_str())]), seconds)?;
@@ -82,19 +66,10 @@ mod tests {
     #[test]
     fn placement_groups_report_every_state_once_one_exists() {
         let e = all();
-        let states: Vec<&str> = e
-            .of("ray_placement_groups")
-            .map(|s| s.label("State"))
-            .collect();
-        assert_eq!(
-            states,
-            ["PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"]
-        );
+        let states: Vec<&str> = e.of("ray_placement_groups").map(|s| s.label("State")).collect();
+        assert_eq!(states, ["PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"]);
         let total: i64 = cluster().pg_counts.values().sum();
-        assert_eq!(
-            e.sum("ray_placement_groups", &[("Source", "gcs")]),
-            total as f64
-        );
+        assert_eq!(e.sum("ray_placement_groups", &[("Source", "gcs")]), total as f64);
     }
 
     #[test]
@@ -109,21 +84,9 @@ mod tests {
     fn job_counters_come_from_the_gcs_on_the_head() {
         let e = all();
         assert_eq!(e.families["ray_finished_jobs_total"].kind, "counter");
-        assert_eq!(
-            e.sum("ray_running_jobs", &[]),
-            cluster().running_jobs as f64
-        );
-        assert_eq!(
-            e.of("ray_running_jobs")
-                .next()
-                .unwrap()
-                .label("NodeAddress"),
-            &*head().ip
-        );
-        assert_eq!(
-            e.sum("ray_node_failure_total", &[]),
-            cluster().counters.node_failures as f64
-        );
+        assert_eq!(e.sum("ray_running_jobs", &[]), cluster().running_jobs as f64);
+        assert_eq!(e.of("ray_running_jobs").next().unwrap().label("NodeAddress"), &*head().ip);
+        assert_eq!(e.sum("ray_node_failure_total", &[]), cluster().counters.node_failures as f64);
     }
 
     #[test]

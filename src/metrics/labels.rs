@@ -5,9 +5,7 @@
 
 use std::fmt::{self, Write};
 
-use prometheus_client::encoding::{
-    EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
-};
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 
 /// A node as a scrape target.
 #[derive(Clone, Copy, Debug)]
@@ -31,11 +29,7 @@ impl EncodeLabelValue for Instance<'_> {
 }
 
 /// Write one `key="value"` pair into a label set.
-pub(crate) fn put(
-    enc: &mut LabelSetEncoder,
-    key: &'static str,
-    value: impl EncodeLabelValue,
-) -> fmt::Result {
+pub(crate) fn put(enc: &mut LabelSetEncoder, key: &'static str, value: impl EncodeLabelValue) -> fmt::Result {
     (key, value).encode(enc.encode_label())
 }
 

@@ -65,11 +65,11 @@ mod autoscaler;
 mod cluster;
 mod components;
 mod flow;
-mod rate_baseline;
 mod jobs;
 mod labels;
 mod node;
 mod object_store;
+mod rate_baseline;
 mod rayscope;
 mod resources;
 mod scheduler;
@@ -83,8 +83,8 @@ pub(crate) mod testutil;
 pub use rate_baseline::RateBaselines;
 pub mod openmetrics;
 pub use rayscope::HttpServerStats;
-use std::sync::Arc;
 pub use scrape::COLLECTOR_NAMES;
+use std::sync::Arc;
 
 use crate::host::HostReading;
 use crate::model::NodeState;
@@ -113,10 +113,7 @@ pub fn render_node(
     host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
 ) -> Option<String> {
-    let node = snapshot
-        .nodes
-        .iter()
-        .position(|n| n.state == NodeState::Alive && *n.ip == *ip)?;
+    let node = snapshot.nodes.iter().position(|n| n.state == NodeState::Alive && *n.ip == *ip)?;
     Some(scrape::render(snapshot, host, ctx, Some(node)))
 }
 
@@ -150,10 +147,7 @@ mod tests {
     fn serves_the_classic_text_format() {
         let text = render_all(cluster(), None, &ctx());
         assert!(CONTENT_TYPE.starts_with("text/plain; version=0.0.4"));
-        assert!(
-            !text.contains("# EOF"),
-            "no OpenMetrics terminator in the classic format"
-        );
+        assert!(!text.contains("# EOF"), "no OpenMetrics terminator in the classic format");
         assert!(
             text.contains("# TYPE ray_finished_jobs_total counter\n"),
             "counters are described under their _total name"
@@ -179,16 +173,8 @@ mod tests {
     #[test]
     fn renders_are_deterministic_for_the_same_snapshot() {
         let ctx = ctx();
-        let strip = |t: String| {
-            t.lines()
-                .filter(|l| !l.starts_with("rayscope_scrape"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        assert_eq!(
-            strip(render_all(cluster(), None, &ctx)),
-            strip(render_all(cluster(), None, &ctx))
-        );
+        let strip = |t: String| t.lines().filter(|l| !l.starts_with("rayscope_scrape")).collect::<Vec<_>>().join("\n");
+        assert_eq!(strip(render_all(cluster(), None, &ctx)), strip(render_all(cluster(), None, &ctx)));
     }
 
     #[test]

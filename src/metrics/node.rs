@@ -23,8 +23,8 @@ use std::fmt;
 
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::rate_baseline::{Counters, Rates};
 use super::labels::{GpuLabels, NodeLabels, Uuid};
+use super::rate_baseline::{Counters, Rates};
 use super::scrape::{Family, RayVersion, Scrape};
 use crate::host::{GpuReading, HostReading, MIB};
 use crate::snapshot::NodeView;
@@ -88,13 +88,7 @@ struct Hw<'a> {
 
 enum Gpus<'a> {
     Host(&'a [GpuReading]),
-    Modelled {
-        count: u32,
-        in_use: f64,
-        name: &'a str,
-        node_id: &'a str,
-        memory_mib: u64,
-    },
+    Modelled { count: u32, in_use: f64, name: &'a str, node_id: &'a str, memory_mib: u64 },
 }
 
 /// One GPU's readings.
@@ -113,11 +107,7 @@ impl<'a> Gpus<'a> {
             Gpus::Host(gpus) => {
                 for g in gpus {
                     f(Gpu {
-                        labels: GpuLabels {
-                            index: g.index,
-                            name: &g.name,
-                            uuid: Uuid::Real(&g.uuid),
-                        },
+                        labels: GpuLabels { index: g.index, name: &g.name, uuid: Uuid::Real(&g.uuid) },
                         utilization: g.utilization_percent,
                         used_mib: g.memory_used_mib(),
                         available_mib: g.memory_available_mib(),
@@ -126,32 +116,17 @@ impl<'a> Gpus<'a> {
                     })?;
                 }
             }
-            Gpus::Modelled {
-                count,
-                in_use,
-                name,
-                node_id,
-                memory_mib,
-            } => {
+            Gpus::Modelled { count, in_use, name, node_id, memory_mib } => {
                 for index in 0..count {
                     let busy = (in_use - index as f64).clamp(0.0, 1.0);
                     let used_mib = (busy * GPU_MEMORY_BUSY_SHARE * memory_mib as f64) as u64;
                     f(Gpu {
-                        labels: GpuLabels {
-                            index,
-                            name,
-                            uuid: Uuid::Modelled { node_id, index },
-                        },
+                        labels: GpuLabels { index, name, uuid: Uuid::Modelled { node_id, index } },
                         utilization: busy * 100.0,
                         used_mib,
                         available_mib: memory_mib - used_mib,
-                        milliwatts: Some(
-                            GPU_IDLE_MILLIWATTS
-                                + busy * (GPU_BUSY_MILLIWATTS - GPU_IDLE_MILLIWATTS),
-                        ),
-                        celsius: Some(
-                            GPU_IDLE_CELSIUS + busy * (GPU_BUSY_CELSIUS - GPU_IDLE_CELSIUS),
-                        ),
+                        milliwatts: Some(GPU_IDLE_MILLIWATTS + busy * (GPU_BUSY_MILLIWATTS - GPU_IDLE_MILLIWATTS)),
+                        celsius: Some(GPU_IDLE_CELSIUS + busy * (GPU_BUSY_CELSIUS - GPU_IDLE_CELSIUS)),
                     })?;
                 }
             }
@@ -161,31 +136,19 @@ impl<'a> Gpus<'a> {
 }
 
 fn resource(n: &NodeView, name: &str) -> (f64, f64) {
-    n.resources
-        .iter()
-        .find(|r| &*r.0 == name)
-        .map(|r| (r.1, r.2))
-        .unwrap_or((0.0, 0.0))
+    n.resources.iter().find(|r| &*r.0 == name).map(|r| (r.1, r.2)).unwrap_or((0.0, 0.0))
 }
 
 fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
     let (cpu_total, cpu_available) = resource(n, "CPU");
-    let cpu_utilization = if cpu_total > 0.0 {
-        (100.0 * (cpu_total - cpu_available) / cpu_total).clamp(0.0, 100.0)
-    } else {
-        0.0
-    };
+    let cpu_utilization =
+        if cpu_total > 0.0 { (100.0 * (cpu_total - cpu_available) / cpu_total).clamp(0.0, 100.0) } else { 0.0 };
     let mem_total = n.memory_total;
     let mem_used = (OS_MEMORY + n.memory_used).min(mem_total);
     let disk_total = MIN_DISK.max(4 * mem_total);
-    let disk_used =
-        (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
+    let disk_used = (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
     let (gpu_total, gpu_available) = resource(n, "GPU");
-    let memory_mib = if n.gpu_memory > 0 {
-        n.gpu_memory
-    } else {
-        DEFAULT_GPU_MEMORY
-    } / MIB;
+    let memory_mib = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY } / MIB;
     Hw {
         cpu_count: cpu_total.ceil(),
         cpu_utilization,
@@ -245,12 +208,7 @@ fn real(h: &HostReading, rates: Rates) -> Hw<'_> {
     }
 }
 
-type Scalar = (
-    &'static str,
-    &'static str,
-    RayVersion,
-    fn(&Hw) -> Option<f64>,
-);
+type Scalar = (&'static str, &'static str, RayVersion, fn(&Hw) -> Option<f64>);
 const ALL: RayVersion = RayVersion(0, 0);
 const V2_60: RayVersion = RayVersion(2, 60);
 
@@ -284,12 +242,7 @@ const SCALARS: &[Scalar] = &[
     ("ray_node_network_receive_speed", "Network receive throughput, in bytes per second.", ALL, |h| Some(h.rates.net_receive)),
 ];
 
-type PerGpu = (
-    &'static str,
-    &'static str,
-    RayVersion,
-    fn(&Gpu) -> Option<f64>,
-);
+type PerGpu = (&'static str, &'static str, RayVersion, fn(&Gpu) -> Option<f64>);
 
 /// The per-GPU families.
 #[rustfmt::skip]
@@ -342,24 +295,12 @@ mod tests {
     #[test]
     fn every_alive_node_reports_hardware_and_dead_ones_do_not() {
         let e = all();
-        let alive = cluster()
-            .nodes
-            .iter()
-            .filter(|n| n.state == crate::model::NodeState::Alive)
-            .count();
+        let alive = cluster().nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive).count();
         assert_eq!(e.of("ray_node_network_receive_speed").count(), alive);
         let hardware = |s: &&Sample| {
-            super::SCALARS
-                .iter()
-                .map(|f| f.0)
-                .chain(super::GPUS.iter().map(|f| f.0))
-                .any(|f| f == s.name)
+            super::SCALARS.iter().map(|f| f.0).chain(super::GPUS.iter().map(|f| f.0)).any(|f| f == s.name)
         };
-        assert!(e
-            .samples
-            .iter()
-            .filter(hardware)
-            .all(|s| s.label("ip") != &*dead().ip));
+        assert!(e.samples.iter().filter(hardware).all(|s| s.label("ip") != &*dead().ip));
         assert!(e.samples.iter().filter(hardware).count() > 20 * alive);
         for s in e.samples.iter().filter(hardware) {
             assert_eq!(s.label("instance"), format!("{}:8080", s.label("ip")));
@@ -372,17 +313,11 @@ mod tests {
     #[test]
     fn gpu_series_only_for_gpu_nodes() {
         let e = all();
-        let gpu_ips: Vec<&str> = e
-            .of("ray_node_gpus_available")
-            .map(|s| s.label("ip"))
-            .collect();
+        let gpu_ips: Vec<&str> = e.of("ray_node_gpus_available").map(|s| s.label("ip")).collect();
         assert!(!gpu_ips.is_empty());
         for ip in &gpu_ips {
             let n = cluster().nodes.iter().find(|n| &*n.ip == *ip).unwrap();
-            assert!(
-                n.resources.iter().any(|r| &*r.0 == "GPU"),
-                "{ip} has GPU series but no GPUs"
-            );
+            assert!(n.resources.iter().any(|r| &*r.0 == "GPU"), "{ip} has GPU series but no GPUs");
         }
         assert!(!gpu_ips.contains(&&*worker(false).ip));
         let g = node(&worker(true).ip);
@@ -390,11 +325,7 @@ mod tests {
         let s = g.of("ray_node_gram_used").next().unwrap();
         assert_eq!(s.label("GpuDeviceName"), "NVIDIA A10G");
         assert!(s.label("GpuUuid").starts_with("GPU-"));
-        let total: f64 = g
-            .of("ray_node_gram_used")
-            .chain(g.of("ray_node_gram_available"))
-            .map(|s| s.value)
-            .sum();
+        let total: f64 = g.of("ray_node_gram_used").chain(g.of("ray_node_gram_available")).map(|s| s.value).sum();
         assert_eq!(total, 4.0 * 24.0 * 1024.0);
     }
 
@@ -430,16 +361,10 @@ mod tests {
         assert_eq!(e.sum("ray_node_cpu_utilization", &[]), 42.5);
         assert_eq!(e.sum("ray_node_mem_available", &[]), 600.0);
         assert_eq!(e.sum("ray_node_network_receive_speed", &[]), 77.0);
-        assert!(
-            !e.families.contains_key("ray_node_gpus_available"),
-            "a host without GPUs has no GPU series"
-        );
+        assert!(!e.families.contains_key("ray_node_gpus_available"), "a host without GPUs has no GPU series");
         // Workers stay modelled.
         let all = parse(&render_all(cluster(), Some(&std::sync::Arc::new(host.clone())), &ctx()));
-        assert_eq!(
-            all.sum("ray_node_cpu_count", &[("ip", &worker(false).ip)]),
-            8.0
-        );
+        assert_eq!(all.sum("ray_node_cpu_count", &[("ip", &worker(false).ip)]), 8.0);
     }
 
     #[test]
@@ -454,16 +379,10 @@ mod tests {
             power_milliwatts: Some(5),
             temperature_celsius: None,
         };
-        let host = HostReading {
-            gpus: vec![gpu],
-            ..HostReading::default()
-        };
+        let host = HostReading { gpus: vec![gpu], ..HostReading::default() };
         let e = parse(&render_node(cluster(), &head().ip, Some(&std::sync::Arc::new(host.clone())), &ctx()).unwrap());
         let s = e.of("ray_node_gram_available").next().unwrap();
-        assert_eq!(
-            (s.value, s.label("GpuUuid"), s.label("GpuIndex")),
-            (7.0, "GPU-abc", "0")
-        );
+        assert_eq!((s.value, s.label("GpuUuid"), s.label("GpuIndex")), (7.0, "GPU-abc", "0"));
         assert_eq!(e.sum("ray_node_gpu_power_milliwatts", &[]), 5.0);
         assert!(!e.families.contains_key("ray_node_gpu_temperature_celsius"));
     }

@@ -24,11 +24,8 @@ use super::{render_all, RenderContext};
 use crate::sim::Engine;
 
 /// Families about the act of rendering, not about the cluster.
-const WALL_CLOCK_FAMILIES: [&str; 3] = [
-    "rayscope_scrape_duration_seconds",
-    "rayscope_scrape_collector_duration_seconds",
-    "rayscope_snapshot_age_seconds",
-];
+const WALL_CLOCK_FAMILIES: [&str; 3] =
+    ["rayscope_scrape_duration_seconds", "rayscope_scrape_collector_duration_seconds", "rayscope_snapshot_age_seconds"];
 
 /// Writes one scrape per [`OpenMetricsWriter::write_scrape`] call, then `# EOF` on
 /// [`OpenMetricsWriter::finish`].
@@ -79,7 +76,8 @@ fn convert(text: &str, stamp: &str, out: &mut impl Write) -> io::Result<u64> {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# ") {
             let mut parts = rest.splitn(3, ' ');
-            let (kind, name, tail) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let (kind, name, tail) =
+                (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
             skipping = WALL_CLOCK_FAMILIES.contains(&name);
             match kind {
                 _ if skipping => {}
@@ -131,7 +129,9 @@ mod tests {
 
     #[test]
     fn gauges_named_total_keep_their_name_and_untyped_becomes_unknown() {
-        let got = om("# TYPE ray_spill_manager_request_total gauge\nray_spill_manager_request_total 3\n# TYPE x untyped\nx 1\n");
+        let got = om(
+            "# TYPE ray_spill_manager_request_total gauge\nray_spill_manager_request_total 3\n# TYPE x untyped\nx 1\n",
+        );
         assert!(got.contains("# TYPE ray_spill_manager_request_total gauge\n"), "{got}");
         assert!(got.contains("# TYPE x unknown\n"), "{got}");
     }

@@ -151,9 +151,7 @@ impl RateBaselines {
 
     pub(crate) fn record_size(&self, all: bool, nodes: usize, bytes: usize) {
         if all {
-            self.0
-                .all_bytes_per_node
-                .store(bytes / nodes.max(1), Ordering::Relaxed);
+            self.0.all_bytes_per_node.store(bytes / nodes.max(1), Ordering::Relaxed);
         } else {
             self.0.node_bytes.store(bytes, Ordering::Relaxed);
         }
@@ -179,11 +177,7 @@ fn advance(slot: &mut Option<Baseline>, now_us: u64, now: [u64; 8]) -> [f64; 8] 
             return b.rates;
         }
     }
-    *slot = Some(Baseline {
-        at_us: now_us,
-        counters: now,
-        rates: [0.0; 8],
-    });
+    *slot = Some(Baseline { at_us: now_us, counters: now, rates: [0.0; 8] });
     [0.0; 8]
 }
 

@@ -80,12 +80,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         return Ok(());
     }
     let snap = s.snap;
-    Family::gauge(
-        enc,
-        "rayscope_session_info",
-        "The simulated Ray session; always 1.",
-    )
-    .sample(&[("session_name", snap.session_name.as_str())], 1u64)?;
+    Family::gauge(enc, "rayscope_session_info", "The simulated Ray session; always 1.")
+        .sample(&[("session_name", snap.session_name.as_str())], 1u64)?;
     Family::gauge(
         enc,
         "rayscope_sim_time_seconds",
@@ -98,31 +94,15 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "How far virtual time trails where the wall clock says it should be, in seconds.",
     )
     .sample(&NO_LABELS, snap.lag_seconds)?;
-    Family::gauge(
-        enc,
-        "rayscope_sim_speed",
-        "Virtual seconds per wall-clock second the simulation aims for.",
-    )
-    .sample(&NO_LABELS, snap.speed)?;
-    Family::counter(
-        enc,
-        "rayscope_sim_events_processed_total",
-        "Simulation events processed.",
-    )
-    .sample(&NO_LABELS, snap.events_processed)?;
-    Family::gauge(
-        enc,
-        "rayscope_snapshot_sequence",
-        "Sequence number of the snapshot rendered.",
-    )
-    .sample(&NO_LABELS, snap.seq)?;
+    Family::gauge(enc, "rayscope_sim_speed", "Virtual seconds per wall-clock second the simulation aims for.")
+        .sample(&NO_LABELS, snap.speed)?;
+    Family::counter(enc, "rayscope_sim_events_processed_total", "Simulation events processed.")
+        .sample(&NO_LABELS, snap.events_processed)?;
+    Family::gauge(enc, "rayscope_snapshot_sequence", "Sequence number of the snapshot rendered.")
+        .sample(&NO_LABELS, snap.seq)?;
     if let Some(taken) = s.ctx.snapshot_taken_at {
-        Family::gauge(
-            enc,
-            "rayscope_snapshot_age_seconds",
-            "Wall-clock age of the snapshot rendered, in seconds.",
-        )
-        .sample(&NO_LABELS, taken.elapsed().as_secs_f64())?;
+        Family::gauge(enc, "rayscope_snapshot_age_seconds", "Wall-clock age of the snapshot rendered, in seconds.")
+            .sample(&NO_LABELS, taken.elapsed().as_secs_f64())?;
     }
 
     let mut f = Family::counter(
@@ -131,10 +111,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "Alertmanager notifications received, by alert and status.",
     );
     for (alert, status, count) in &s.ctx.alerts_received {
-        f.sample(
-            &[("alertname", alert.as_str()), ("status", status.as_str())],
-            *count,
-        )?;
+        f.sample(&[("alertname", alert.as_str()), ("status", status.as_str())], *count)?;
     }
 
     if let Some(h) = &s.ctx.http {
@@ -156,12 +133,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             f.sample(&[("collector", name.as_str())], *seconds)?;
         }
     }
-    Family::gauge(
-        enc,
-        "rayscope_scrape_duration_seconds",
-        "Wall-clock seconds this scrape took to render.",
-    )
-    .sample(&NO_LABELS, s.elapsed())?;
+    Family::gauge(enc, "rayscope_scrape_duration_seconds", "Wall-clock seconds this scrape took to render.")
+        .sample(&NO_LABELS, s.elapsed())?;
     Ok(())
 }
 
@@ -181,35 +154,17 @@ mod tests {
         let e = parse(&render_all(cluster(), None, &ctx));
         assert_eq!(e.sum("rayscope_sim_time_seconds", &[]), 40.0);
         assert_eq!(
-            e.sum(
-                "rayscope_alert_notifications_received_total",
-                &[("alertname", "RayNodeDown"), ("status", "firing")]
-            ),
+            e.sum("rayscope_alert_notifications_received_total", &[("alertname", "RayNodeDown"), ("status", "firing")]),
             2.0
         );
-        let collectors: Vec<&str> = e
-            .of("rayscope_scrape_collector_duration_seconds")
-            .map(|s| s.label("collector"))
-            .collect();
+        let collectors: Vec<&str> =
+            e.of("rayscope_scrape_collector_duration_seconds").map(|s| s.label("collector")).collect();
         for name in ["tasks", "node", "cluster", "host"] {
-            assert!(
-                collectors.contains(&name),
-                "{name} missing from {collectors:?}"
-            );
+            assert!(collectors.contains(&name), "{name} missing from {collectors:?}");
         }
-        assert_eq!(
-            collectors.iter().filter(|c| **c == "tasks").count(),
-            1,
-            "one series per collector"
-        );
+        assert_eq!(collectors.iter().filter(|c| **c == "tasks").count(), 1, "one series per collector");
         assert!(e.of("rayscope_snapshot_age_seconds").next().is_some());
-        assert_eq!(
-            e.of("rayscope_session_info")
-                .next()
-                .unwrap()
-                .label("session_name"),
-            cluster().session_name
-        );
+        assert_eq!(e.of("rayscope_session_info").next().unwrap().label("session_name"), cluster().session_name);
         for s in e.samples.iter().filter(|s| s.name.starts_with("rayscope_")) {
             assert!(!s.has("SessionName") && s.has("Version"), "{s:?}");
         }
@@ -217,15 +172,9 @@ mod tests {
 
     #[test]
     fn disabled_collectors_do_not_run() {
-        let ctx = RenderContext {
-            disabled_collectors: vec!["node".into(), "rayscope".into(), "flow".into()],
-            ..ctx()
-        };
+        let ctx = RenderContext { disabled_collectors: vec!["node".into(), "rayscope".into(), "flow".into()], ..ctx() };
         let e = parse(&render_all(cluster(), None, &ctx));
-        assert!(!e
-            .samples
-            .iter()
-            .any(|s| s.name.starts_with("ray_node_cpu") || s.name.starts_with("rayscope_")));
+        assert!(!e.samples.iter().any(|s| s.name.starts_with("ray_node_cpu") || s.name.starts_with("rayscope_")));
         assert!(e.of("ray_tasks").next().is_some());
     }
 }

@@ -15,42 +15,20 @@ use super::labels::Core;
 use super::scrape::{Family, Scrape};
 use crate::model::NodeState;
 
-const STATES: [&str; 7] = [
-    "Cancelled",
-    "Executing",
-    "Waiting",
-    "Dispatched",
-    "Received",
-    "SpilledWaiting",
-    "SpilledUnschedulable",
-];
-const REASONS: [&str; 5] = [
-    "Infeasible",
-    "WaitingForResources",
-    "WaitingForPlasmaMemory",
-    "WaitingForRemoteResources",
-    "WaitingForWorkers",
-];
+const STATES: [&str; 7] =
+    ["Cancelled", "Executing", "Waiting", "Dispatched", "Received", "SpilledWaiting", "SpilledUnschedulable"];
+const REASONS: [&str; 5] =
+    ["Infeasible", "WaitingForResources", "WaitingForPlasmaMemory", "WaitingForRemoteResources", "WaitingForWorkers"];
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let q = &s.snap.scheduler;
-    let lookup = |rows: &[(u32, u64)], node: u32| {
-        rows.binary_search_by_key(&node, |r| r.0)
-            .map(|i| rows[i].1)
-            .unwrap_or(0)
-    };
+    let lookup =
+        |rows: &[(u32, u64)], node: u32| rows.binary_search_by_key(&node, |r| r.0).map(|i| rows[i].1).unwrap_or(0);
     let waiting = q.waiting_for_resources + q.waiting_for_bundle;
 
-    let mut f = Family::gauge(
-        enc,
-        "ray_scheduler_tasks",
-        "Leases in the local lease manager by state.",
-    );
+    let mut f = Family::gauge(enc, "ray_scheduler_tasks", "Leases in the local lease manager by state.");
     for &n in &s.nodes {
-        let at = Core {
-            component: "raylet",
-            at: s.target(n),
-        };
+        let at = Core { component: "raylet", at: s.target(n) };
         for state in STATES {
             let count = match state {
                 "Executing" => lookup(&q.executing_by_node, n.idx),
@@ -62,16 +40,10 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         }
     }
 
-    let mut f = Family::gauge(
-        enc,
-        "ray_scheduler_unscheduleable_tasks",
-        "Pending leases that cannot be scheduled, by reason.",
-    );
+    let mut f =
+        Family::gauge(enc, "ray_scheduler_unscheduleable_tasks", "Pending leases that cannot be scheduled, by reason.");
     for &n in &s.nodes {
-        let at = Core {
-            component: "raylet",
-            at: s.target(n),
-        };
+        let at = Core { component: "raylet", at: s.target(n) };
         for reason in REASONS {
             let count = match reason {
                 "Infeasible" if n.is_head => q.infeasible,
@@ -82,40 +54,16 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         }
     }
 
-    let mut f = Family::gauge(
-        enc,
-        "ray_internal_num_spilled_tasks",
-        "Cumulative leases spilled back to other raylets.",
-    );
+    let mut f =
+        Family::gauge(enc, "ray_internal_num_spilled_tasks", "Cumulative leases spilled back to other raylets.");
     for &n in &s.nodes {
-        f.sample(
-            &Core {
-                component: "raylet",
-                at: s.target(n),
-            },
-            n.stats.spillbacks,
-        )?;
+        f.sample(&Core { component: "raylet", at: s.target(n) }, n.stats.spillbacks)?;
     }
 
-    let alive = s
-        .snap
-        .nodes
-        .iter()
-        .filter(|n| n.state == NodeState::Alive)
-        .count() as u64;
-    let mut f = Family::gauge(
-        enc,
-        "ray_local_resource_view_node_count",
-        "Nodes in the raylet's local resource view.",
-    );
+    let alive = s.snap.nodes.iter().filter(|n| n.state == NodeState::Alive).count() as u64;
+    let mut f = Family::gauge(enc, "ray_local_resource_view_node_count", "Nodes in the raylet's local resource view.");
     for &n in &s.nodes {
-        f.sample(
-            &Core {
-                component: "raylet",
-                at: s.target(n),
-            },
-            alive,
-        )?;
+        f.sample(&Core { component: "raylet", at: s.target(n) }, alive)?;
     }
 
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
@@ -133,16 +81,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             if h.count == 0 {
                 continue;
             }
-            let at = Core {
-                component,
-                at: head,
-            };
-            f.histogram_sample(
-                &(at, [("WorkloadType", workload)]),
-                h.bounds,
-                &h.counts,
-                h.sum,
-            )?;
+            let at = Core { component, at: head };
+            f.histogram_sample(&(at, [("WorkloadType", workload)]), h.bounds, &h.counts, h.sum)?;
         }
     }
     Ok(())
@@ -155,26 +95,15 @@ mod tests {
     #[test]
     fn executing_leases_are_reported_by_their_node() {
         let e = all();
-        let executing: u64 = cluster()
-            .scheduler
-            .executing_by_node
-            .iter()
-            .map(|r| r.1)
-            .sum();
+        let executing: u64 = cluster().scheduler.executing_by_node.iter().map(|r| r.1).sum();
         assert!(executing > 0);
-        assert_eq!(
-            e.sum("ray_scheduler_tasks", &[("State", "Executing")]),
-            executing as f64
-        );
+        assert_eq!(e.sum("ray_scheduler_tasks", &[("State", "Executing")]), executing as f64);
     }
 
     #[test]
     fn placement_time_histogram_has_rays_buckets() {
         let e = all();
-        assert_eq!(
-            e.families["ray_scheduler_placement_time_ms"].kind,
-            "histogram"
-        );
+        assert_eq!(e.families["ray_scheduler_placement_time_ms"].kind, "histogram");
         let les: Vec<&str> = e
             .of("ray_scheduler_placement_time_ms")
             .filter(|s| s.name.ends_with("_bucket") && s.label("WorkloadType") == "Task")
@@ -182,18 +111,9 @@ mod tests {
             .collect();
         assert_eq!(les, ["1.0", "10.0", "100.0", "1000.0", "10000.0", "+Inf"]);
         let tasks = &cluster().placement_ms[0];
+        assert_eq!(e.sum("ray_scheduler_placement_time_ms_count", &[("WorkloadType", "Task")]), tasks.count as f64);
         assert_eq!(
-            e.sum(
-                "ray_scheduler_placement_time_ms_count",
-                &[("WorkloadType", "Task")]
-            ),
-            tasks.count as f64
-        );
-        assert_eq!(
-            e.sum(
-                "ray_scheduler_placement_time_ms_bucket",
-                &[("WorkloadType", "Task"), ("le", "+Inf")]
-            ),
+            e.sum("ray_scheduler_placement_time_ms_bucket", &[("WorkloadType", "Task"), ("le", "+Inf")]),
             tasks.count as f64
         );
     }

@@ -11,14 +11,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, MetricEncoder,
-};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, MetricEncoder};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::rate_baseline::Rates;
 use super::labels::Target;
+use super::rate_baseline::Rates;
 use super::RenderContext;
 use crate::host::HostReading;
 use crate::model::NodeState;
@@ -116,14 +114,27 @@ pub(crate) struct RenderInput {
 }
 
 impl RenderInput {
-    fn new(snap: Arc<Snapshot>, host: Option<Arc<HostReading>>, ctx: RenderContext, only: Option<usize>) -> RenderInput {
+    fn new(
+        snap: Arc<Snapshot>,
+        host: Option<Arc<HostReading>>,
+        ctx: RenderContext,
+        only: Option<usize>,
+    ) -> RenderInput {
         let started = Instant::now();
         let rates = {
             let view = Scrape::view(&snap, host.as_deref(), &ctx, only, &[], started, &NO_TIMINGS);
             let host_rates = host.as_deref().map(Rates::from_host);
             ctx.rate_baselines.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
         };
-        RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)) }
+        RenderInput {
+            snap,
+            host,
+            ctx,
+            only,
+            rates,
+            started,
+            timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)),
+        }
     }
 
     fn scrape(&self) -> Scrape<'_> {
@@ -148,9 +159,7 @@ impl<'a> Scrape<'a> {
             None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).map(|n| &**n).collect(), true),
         };
         // A dead head serves nothing: its cluster-wide families go with it.
-        let head = snap
-            .head_node()
-            .filter(|h| h.state == crate::model::NodeState::Alive);
+        let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);
         Scrape {
             snap,
             host,
@@ -168,11 +177,7 @@ impl<'a> Scrape<'a> {
 
     /// The scrape target of a node (its `instance` label).
     pub(crate) fn target(&self, n: &'a NodeView) -> Target<'_> {
-        Target {
-            ip: &n.ip,
-            port: &self.port,
-            head: n.is_head,
-        }
+        Target { ip: &n.ip, port: &self.port, head: n.is_head }
     }
 
     /// The head's target, for series Ray's GCS, autoscaler or head reporter serve.
@@ -242,19 +247,15 @@ pub(crate) fn render(
     let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
     let mut registry = Registry::default();
     let ray = registry.sub_registry_with_labels(
-        [
-            ("SessionName".into(), snap.session_name.clone().into()),
-            ("Version".into(), snap.version.clone().into()),
-        ]
-        .into_iter(),
+        [("SessionName".into(), snap.session_name.clone().into()), ("Version".into(), snap.version.clone().into())]
+            .into_iter(),
     );
     for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
         ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
     }
     if enabled(AUTOSCALER_COLLECTOR.0) {
-        let autoscaler = registry.sub_registry_with_labels(
-            [("SessionName".into(), snap.session_name.clone().into())].into_iter(),
-        );
+        let autoscaler =
+            registry.sub_registry_with_labels([("SessionName".into(), snap.session_name.clone().into())].into_iter());
         autoscaler.register_collector(Box::new(Group {
             name: AUTOSCALER_COLLECTOR.0,
             encode: AUTOSCALER_COLLECTOR.1,
@@ -263,9 +264,7 @@ pub(crate) fn render(
     }
     // `rayscope_flow_*` are `rayscope_*` families: switching `rayscope` off drops them too.
     if enabled(FLOW_COLLECTOR.0) && enabled(SELF_COLLECTOR.0) {
-        let own = registry.sub_registry_with_labels(
-            [("Version".into(), snap.version.clone().into())].into_iter(),
-        );
+        let own = registry.sub_registry_with_labels([("Version".into(), snap.version.clone().into())].into_iter());
         own.register_collector(Box::new(Group {
             name: FLOW_COLLECTOR.0,
             encode: FLOW_COLLECTOR.1,
@@ -273,9 +272,7 @@ pub(crate) fn render(
         }));
     }
     if enabled(SELF_COLLECTOR.0) {
-        let own = registry.sub_registry_with_labels(
-            [("Version".into(), snap.version.clone().into())].into_iter(),
-        );
+        let own = registry.sub_registry_with_labels([("Version".into(), snap.version.clone().into())].into_iter());
         own.register_collector(Box::new(Group {
             name: SELF_COLLECTOR.0,
             encode: SELF_COLLECTOR.1,
@@ -283,8 +280,7 @@ pub(crate) fn render(
         }));
     }
     let mut out = String::with_capacity(ctx.rate_baselines.size_hint(all, node_count));
-    prometheus_client::encoding::text::encode_registry(&mut out, &registry)
-        .expect("writing to a String cannot fail");
+    prometheus_client::encoding::text::encode_registry(&mut out, &registry).expect("writing to a String cannot fail");
     ctx.rate_baselines.record_size(all, node_count, out.len());
     out
 }
@@ -305,60 +301,27 @@ enum FamilyState<'e, 'a> {
 }
 
 impl<'e, 'a> Family<'e, 'a> {
-    pub(crate) fn gauge(
-        enc: &'e mut DescriptorEncoder<'a>,
-        name: &'static str,
-        help: &'static str,
-    ) -> Self {
-        Family {
-            state: FamilyState::Pending(enc),
-            name,
-            help,
-            kind: MetricType::Gauge,
-        }
+    pub(crate) fn gauge(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
+        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Gauge }
     }
 
     /// A counter, described under its full name (which must end in `_total`), as the
     /// classic text format wants.
-    pub(crate) fn counter(
-        enc: &'e mut DescriptorEncoder<'a>,
-        name: &'static str,
-        help: &'static str,
-    ) -> Self {
-        debug_assert!(
-            name.ends_with("_total"),
-            "counter {name} must end in _total"
-        );
-        Family {
-            state: FamilyState::Pending(enc),
-            name,
-            help,
-            kind: MetricType::Counter,
-        }
+    pub(crate) fn counter(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
+        debug_assert!(name.ends_with("_total"), "counter {name} must end in _total");
+        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Counter }
     }
 
-    pub(crate) fn histogram(
-        enc: &'e mut DescriptorEncoder<'a>,
-        name: &'static str,
-        help: &'static str,
-    ) -> Self {
-        Family {
-            state: FamilyState::Pending(enc),
-            name,
-            help,
-            kind: MetricType::Histogram,
-        }
+    pub(crate) fn histogram(enc: &'e mut DescriptorEncoder<'a>, name: &'static str, help: &'static str) -> Self {
+        Family { state: FamilyState::Pending(enc), name, help, kind: MetricType::Histogram }
     }
 
     fn open(&mut self) -> Result<&mut MetricEncoder<'e>, fmt::Error> {
         if let FamilyState::Pending(_) = self.state {
-            let FamilyState::Pending(enc) =
-                std::mem::replace(&mut self.state, FamilyState::Poisoned)
-            else {
+            let FamilyState::Pending(enc) = std::mem::replace(&mut self.state, FamilyState::Poisoned) else {
                 unreachable!()
             };
-            self.state =
-                FamilyState::Open(enc.encode_descriptor(self.name, self.help, None, self.kind)?);
+            self.state = FamilyState::Open(enc.encode_descriptor(self.name, self.help, None, self.kind)?);
         }
         match &mut self.state {
             FamilyState::Open(m) => Ok(m),
@@ -367,11 +330,7 @@ impl<'e, 'a> Family<'e, 'a> {
     }
 
     /// One sample of a gauge or counter.
-    pub(crate) fn sample(
-        &mut self,
-        labels: &impl EncodeLabelSet,
-        value: impl EncodeGaugeValue,
-    ) -> fmt::Result {
+    pub(crate) fn sample(&mut self, labels: &impl EncodeLabelSet, value: impl EncodeGaugeValue) -> fmt::Result {
         self.open()?.encode_family(labels)?.encode_gauge(&value)
     }
 
@@ -389,14 +348,12 @@ impl<'e, 'a> Family<'e, 'a> {
             *slot = (bounds.get(i).copied().unwrap_or(f64::INFINITY), counts[i]);
         }
         let count = counts.iter().sum();
-        self.open()?
-            .encode_family(labels)?
-            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
-                sum,
-                count,
-                &buckets[..n],
-                None,
-            )
+        self.open()?.encode_family(labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            sum,
+            count,
+            &buckets[..n],
+            None,
+        )
     }
 }
 

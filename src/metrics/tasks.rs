@@ -25,30 +25,19 @@ const HELP: &str = "Current number of tasks (including finished and failed ones)
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let mut f = Family::gauge(enc, "ray_tasks", HELP);
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
-        let at = Core {
-            component: "core_worker",
-            at: head,
-        };
+        let at = Core { component: "core_worker", at: head };
         let mut owned: BTreeMap<(&str, &str, bool), i64> = BTreeMap::new();
         for t in s.snap.task_counts.iter().filter(|t| !t.state.is_running()) {
             *owned.entry((t.state.as_str(), t.name.as_str(), t.is_retry)).or_default() += t.count;
         }
         for ((state, name, is_retry), count) in owned {
-            let labels = [
-                ("State", state),
-                ("Name", name),
-                ("Source", "owner"),
-                ("IsRetry", retry(is_retry)),
-                ("JobId", ""),
-            ];
+            let labels =
+                [("State", state), ("Name", name), ("Source", "owner"), ("IsRetry", retry(is_retry)), ("JobId", "")];
             f.sample(&(at, labels), count)?;
         }
     }
     for n in &s.nodes {
-        let at = Core {
-            component: "core_worker",
-            at: s.target(n),
-        };
+        let at = Core { component: "core_worker", at: s.target(n) };
         for t in rows_of(&s.snap.running_counts, n.idx, |r: &RunningCount| r.node) {
             let labels = [
                 ("State", t.state.as_str()),
@@ -96,10 +85,7 @@ mod tests {
             let key = (t.state.as_str().into(), t.name.clone(), if t.is_retry { "1" } else { "0" }.into());
             *want.entry(key).or_default() += t.count as f64;
         }
-        assert!(
-            want.keys().any(|k| k.0 == "RUNNING"),
-            "the test cluster has running tasks"
-        );
+        assert!(want.keys().any(|k| k.0 == "RUNNING"), "the test cluster has running tasks");
         assert_eq!(got, want);
     }
 
@@ -107,19 +93,10 @@ mod tests {
     fn executor_series_report_running_states_on_their_own_node() {
         let e = all();
         let mut executors = 0;
-        for s in e
-            .of("ray_tasks")
-            .filter(|s| s.label("Source") == "executor")
-        {
+        for s in e.of("ray_tasks").filter(|s| s.label("Source") == "executor") {
             executors += 1;
-            assert!(
-                matches!(s.label("State"), "RUNNING" | "RUNNING_IN_RAY_GET"),
-                "{s:?}"
-            );
-            assert_eq!(
-                s.label("instance"),
-                format!("{}:8080", s.label("NodeAddress"))
-            );
+            assert!(matches!(s.label("State"), "RUNNING" | "RUNNING_IN_RAY_GET"), "{s:?}");
+            assert_eq!(s.label("instance"), format!("{}:8080", s.label("NodeAddress")));
         }
         assert!(executors > 0);
         for s in e.of("ray_tasks").filter(|s| s.label("Source") == "owner") {
@@ -133,9 +110,7 @@ mod tests {
     fn a_workers_endpoint_has_only_its_executor_series() {
         let w = worker(false);
         let e = node(&w.ip);
-        assert!(e
-            .of("ray_tasks")
-            .all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == &*w.ip));
+        assert!(e.of("ray_tasks").all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == &*w.ip));
     }
 
     #[test]

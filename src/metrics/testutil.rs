@@ -3,8 +3,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{render_all, render_node, RenderContext};
-use crate::snapshot::Snapshot;
 use crate::sim::Engine;
+use crate::snapshot::Snapshot;
 
 #[path = "../../tests/metrics_support.rs"]
 mod support;
@@ -28,10 +28,7 @@ pub(crate) fn cluster() -> &'static std::sync::Arc<Snapshot> {
 }
 
 pub(crate) fn ctx() -> RenderContext {
-    RenderContext {
-        metrics_export_port: 8080,
-        ..RenderContext::default()
-    }
+    RenderContext { metrics_export_port: 8080, ..RenderContext::default() }
 }
 
 /// `render_all` of the test cluster without host readings, parsed.
@@ -50,19 +47,13 @@ pub(crate) fn worker(gpu: bool) -> &'static crate::snapshot::NodeView {
         .nodes
         .iter()
         .find(|n| {
-            n.state == crate::model::NodeState::Alive
-                && !n.is_head
-                && n.resources.iter().any(|r| &*r.0 == "GPU") == gpu
+            n.state == crate::model::NodeState::Alive && !n.is_head && n.resources.iter().any(|r| &*r.0 == "GPU") == gpu
         })
         .expect("the test cluster has such a node")
 }
 
 pub(crate) fn dead() -> &'static crate::snapshot::NodeView {
-    cluster()
-        .nodes
-        .iter()
-        .find(|n| n.state == crate::model::NodeState::Dead)
-        .expect("the test cluster has a dead node")
+    cluster().nodes.iter().find(|n| n.state == crate::model::NodeState::Dead).expect("the test cluster has a dead node")
 }
 
 pub(crate) fn head() -> &'static crate::snapshot::NodeView {

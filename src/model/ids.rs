@@ -126,4 +126,3 @@ mod tests {
         assert_eq!(a, node_id_hex(7, NodeIdx(0)));
     }
 }
-

@@ -10,13 +10,13 @@
 pub mod actor;
 pub mod cluster_events;
 pub mod event_log;
-mod log_digest;
-mod prefault;
 pub mod ids;
 pub mod job;
 pub mod limits;
+mod log_digest;
 pub mod node;
 pub mod object;
+mod prefault;
 pub mod resources;
 pub mod states;
 pub mod table;
@@ -32,10 +32,10 @@ pub use limits::Limits;
 pub use node::{Available, Node, NodeStats, ObjectStore};
 pub use object::{Object, ObjectStatus};
 pub use resources::*;
-pub use task_counts::{Row, TaskCounts};
 pub use states::*;
 pub use table::IdTable;
 pub use task::{Exec, LazyExec, Task, TaskHistory, TaskRecord};
+pub use task_counts::{Row, TaskCounts};
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -329,7 +329,14 @@ impl Model {
         t.state = next;
         t.history.record(next, now);
         bump(&mut self.task_counts, &mut self.counters.backlog, row, t, 1);
-        self.log.line(now, "task").hex(id.0).text(" ").text(next.as_str()).text(" attempt=").dec(t.attempt.into()).end();
+        self.log
+            .line(now, "task")
+            .hex(id.0)
+            .text(" ")
+            .text(next.as_str())
+            .text(" attempt=")
+            .dec(t.attempt.into())
+            .end();
     }
 
     /// Start a new attempt: the old attempt is counted as it ends and kept as a FAILED
@@ -383,7 +390,14 @@ impl Model {
             TaskState::Finished => self.counters.tasks_finished += 1,
             _ => self.counters.tasks_failed += 1,
         }
-        let line = self.log.line(now, "task").hex(id.0).text(" ").text(terminal.as_str()).text(" attempt=").dec(t.attempt.into());
+        let line = self
+            .log
+            .line(now, "task")
+            .hex(id.0)
+            .text(" ")
+            .text(terminal.as_str())
+            .text(" attempt=")
+            .dec(t.attempt.into());
         match t.error {
             Some(e) => line.text(" error=").text(e.as_str()).end(),
             None => line.end(),
@@ -462,4 +476,3 @@ impl Model {
         }
     }
 }
-

@@ -82,9 +82,7 @@ pub struct ResourceNames {
 
 impl Default for ResourceNames {
     fn default() -> Self {
-        ResourceNames {
-            names: ["CPU", "GPU", "memory", "object_store_memory"].iter().map(|s| s.to_string()).collect(),
-        }
+        ResourceNames { names: ["CPU", "GPU", "memory", "object_store_memory"].iter().map(|s| s.to_string()).collect() }
     }
 }
 

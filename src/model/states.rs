@@ -58,13 +58,34 @@ impl TaskState {
         }
         match next {
             Nil | GettingAndPinningArgs | RunningInRayWait => false,
-            PendingArgsAvail => matches!(self, Nil | PendingNodeAssignment | PendingArgsFetch | SubmittedToWorker | Running | RunningInRayGet | PendingActorTaskOrderingOrConcurrency | PendingActorTaskArgsFetch),
-            PendingNodeAssignment => matches!(self, Nil | PendingArgsAvail | PendingArgsFetch | SubmittedToWorker | Running | RunningInRayGet),
+            PendingArgsAvail => matches!(
+                self,
+                Nil | PendingNodeAssignment
+                    | PendingArgsFetch
+                    | SubmittedToWorker
+                    | Running
+                    | RunningInRayGet
+                    | PendingActorTaskOrderingOrConcurrency
+                    | PendingActorTaskArgsFetch
+            ),
+            PendingNodeAssignment => matches!(
+                self,
+                Nil | PendingArgsAvail | PendingArgsFetch | SubmittedToWorker | Running | RunningInRayGet
+            ),
             PendingObjStoreMemAvail => false,
             PendingArgsFetch => matches!(self, PendingNodeAssignment),
-            PendingActorTaskOrderingOrConcurrency => matches!(self, Nil | PendingArgsAvail | SubmittedToWorker | Running | RunningInRayGet | PendingActorTaskArgsFetch),
+            PendingActorTaskOrderingOrConcurrency => matches!(
+                self,
+                Nil | PendingArgsAvail | SubmittedToWorker | Running | RunningInRayGet | PendingActorTaskArgsFetch
+            ),
             PendingActorTaskArgsFetch => matches!(self, PendingActorTaskOrderingOrConcurrency),
-            SubmittedToWorker => matches!(self, PendingNodeAssignment | PendingArgsFetch | PendingActorTaskOrderingOrConcurrency | PendingActorTaskArgsFetch),
+            SubmittedToWorker => matches!(
+                self,
+                PendingNodeAssignment
+                    | PendingArgsFetch
+                    | PendingActorTaskOrderingOrConcurrency
+                    | PendingActorTaskArgsFetch
+            ),
             // Actor calls start from their actor's queue, an actor's creation from its lease.
             Running => matches!(
                 self,

@@ -274,7 +274,11 @@ mod tests {
         }
         assert!(t.values().all(|v| *v == 0));
         // Bounded by the live records at their peak, not by every id ever handed out.
-        assert!(t.window_capacity() <= 4 * peak + 4 * SLACK, "window of {} for a peak of {peak} live", t.window_capacity());
+        assert!(
+            t.window_capacity() <= 4 * peak + 4 * SLACK,
+            "window of {} for a peak of {peak} live",
+            t.window_capacity()
+        );
     }
 
     /// A batch job: one driver that lives throughout, tasks finishing roughly in id

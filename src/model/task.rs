@@ -147,8 +147,17 @@ pub struct Exec {
 #[derive(Clone, Debug, Default)]
 pub struct LazyExec(Option<Box<Exec>>);
 
-static NO_EXEC: Exec =
-    Exec { i: 0, j: 0, slept: false, loops: 0, futures: Vec::new(), unresolved: 0, failed_futures: 0, handles: Vec::new(), pg: None };
+static NO_EXEC: Exec = Exec {
+    i: 0,
+    j: 0,
+    slept: false,
+    loops: 0,
+    futures: Vec::new(),
+    unresolved: 0,
+    failed_futures: 0,
+    handles: Vec::new(),
+    pg: None,
+};
 
 impl std::ops::Deref for LazyExec {
     type Target = Exec;

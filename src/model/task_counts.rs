@@ -102,14 +102,16 @@ impl TaskCounts {
 
     /// Every count that exists, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (TaskCountKey, i64)> + '_ {
-        self.keys.iter().enumerate().filter_map(|(r, k)| k.map(|k| (r, k))).flat_map(move |(r, (name, job, is_retry))| {
-            let (counts, kept) = (&self.counts[r], self.kept[r]);
-            TaskState::ALL.iter().filter_map(move |&state| {
-                let c = counts[state as usize];
-                let exists = c != 0 || kept & (1 << state as u16) != 0;
-                exists.then_some((TaskCountKey { name, job, is_retry, state }, c))
-            })
-        })
+        self.keys.iter().enumerate().filter_map(|(r, k)| k.map(|k| (r, k))).flat_map(
+            move |(r, (name, job, is_retry))| {
+                let (counts, kept) = (&self.counts[r], self.kept[r]);
+                TaskState::ALL.iter().filter_map(move |&state| {
+                    let c = counts[state as usize];
+                    let exists = c != 0 || kept & (1 << state as u16) != 0;
+                    exists.then_some((TaskCountKey { name, job, is_retry, state }, c))
+                })
+            },
+        )
     }
 
     /// Running tasks per (node, key), in no particular order.
@@ -132,7 +134,8 @@ impl TaskCounts {
             for s in [TaskState::Finished, TaskState::Failed] {
                 self.counts[i][s as usize] = 0;
             }
-            let live = self.counts[i].iter().any(|&c| c != 0) || self.running.iter().flatten().any(|&(row, _, _)| row == r);
+            let live =
+                self.counts[i].iter().any(|&c| c != 0) || self.running.iter().flatten().any(|&(row, _, _)| row == r);
             if !live {
                 self.row_of.remove(&key);
                 self.keys[i] = None;

@@ -24,9 +24,15 @@ use rand::Rng;
 pub enum Strategy {
     Default,
     Spread,
-    NodeAffinity { node: NodeIdx, soft: bool },
+    NodeAffinity {
+        node: NodeIdx,
+        soft: bool,
+    },
     /// Inside a placement group's bundle (`None`: any bundle).
-    PlacementGroup { pg: PgId, bundle: Option<u32> },
+    PlacementGroup {
+        pg: PgId,
+        bundle: Option<u32>,
+    },
 }
 
 /// The scheduler's answer for one task or actor.
@@ -243,7 +249,8 @@ impl Scheduler {
                 return Some(preferred);
             }
         }
-        let k = ((self.params.top_k_fraction * set_len as f64) as usize).max(self.params.top_k_absolute as usize).max(1);
+        let k =
+            ((self.params.top_k_fraction * set_len as f64) as usize).max(self.params.top_k_absolute as usize).max(1);
         // Draw the rank first and stop walking as soon as it is reached; if fewer than
         // k nodes qualify, a second uniform draw among those found keeps the choice
         // uniform over the available top-k without collecting all k every time.

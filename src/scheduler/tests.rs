@@ -32,7 +32,8 @@ pub(crate) fn node(idx: u32, cpu: i64, gpu: i64) -> Node {
 }
 
 fn cluster(n: u32, cpu: i64) -> (Scheduler, Vec<Node>) {
-    let mut s = Scheduler::new(Params { spread_threshold: 0.5, top_k_fraction: 0.2, top_k_absolute: 1, avoid_gpu_nodes: true });
+    let mut s =
+        Scheduler::new(Params { spread_threshold: 0.5, top_k_fraction: 0.2, top_k_absolute: 1, avoid_gpu_nodes: true });
     let nodes: Vec<Node> = (0..n).map(|i| node(i, cpu, 0)).collect();
     for nd in &nodes {
         s.add_node(nd);
@@ -104,7 +105,8 @@ fn full_cluster_waits_and_oversized_request_is_infeasible() {
 
 #[test]
 fn cpu_work_avoids_gpu_nodes_while_cpu_nodes_have_room() {
-    let mut s = Scheduler::new(Params { spread_threshold: 0.5, top_k_fraction: 1.0, top_k_absolute: 1, avoid_gpu_nodes: true });
+    let mut s =
+        Scheduler::new(Params { spread_threshold: 0.5, top_k_fraction: 1.0, top_k_absolute: 1, avoid_gpu_nodes: true });
     let nodes = vec![node(0, 8, 4), node(1, 8, 0)];
     for n in &nodes {
         s.add_node(n);

@@ -136,7 +136,14 @@ impl Engine {
             }
             let delay = s.launch_delay;
             self.autoscaler.types[t].pending += launch;
-            log_event!(self.model.log, self.clock.now, "autoscaler", "launching {} x {}", launch, cfg.cluster.node_types[t].name);
+            log_event!(
+                self.model.log,
+                self.clock.now,
+                "autoscaler",
+                "launching {} x {}",
+                launch,
+                cfg.cluster.node_types[t].name
+            );
             self.note_launch(t, launch);
             for _ in 0..launch {
                 self.schedule_in(delay, Event::NodeLaunched(t as u16));
@@ -147,7 +154,8 @@ impl Engine {
 
     fn refresh_pending_resources(&mut self) {
         let cfg = self.cfg.clone();
-        let mut res: Vec<(String, f64)> = vec![("CPU".into(), 0.0), ("GPU".into(), 0.0), ("memory".into(), 0.0), ("object_store_memory".into(), 0.0)];
+        let mut res: Vec<(String, f64)> =
+            vec![("CPU".into(), 0.0), ("GPU".into(), 0.0), ("memory".into(), 0.0), ("object_store_memory".into(), 0.0)];
         for (i, s) in self.autoscaler.types.iter().enumerate() {
             let nt = &cfg.cluster.node_types[i];
             let p = s.pending as f64;
@@ -163,7 +171,8 @@ impl Engine {
     fn scale_down(&mut self) {
         let now = self.clock.now;
         let mut victims = Vec::new();
-        let mut alive_by_type: Vec<u32> = (0..self.autoscaler.types.len()).map(|t| self.alive_of_type(t as u16)).collect();
+        let mut alive_by_type: Vec<u32> =
+            (0..self.autoscaler.types.len()).map(|t| self.alive_of_type(t as u16)).collect();
         for n in &mut self.model.nodes {
             let Some(t) = n.node_type else { continue };
             let s = &self.autoscaler.types[t as usize];

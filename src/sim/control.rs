@@ -11,14 +11,29 @@ use serde_json::{json, Value};
 /// A request to change the simulation.
 #[derive(Debug)]
 pub enum Control {
-    KillNode { ip: String },
-    RestoreNode { ip: String },
-    KillActor { actor_id: u64, no_restart: bool },
+    KillNode {
+        ip: String,
+    },
+    RestoreNode {
+        ip: String,
+    },
+    KillActor {
+        actor_id: u64,
+        no_restart: bool,
+    },
     SetSpeed(f64),
-    SubmitJob { workload: Box<WorkloadConfig>, entrypoint: String, submission_id: Option<String> },
-    StopJob { id: String },
+    SubmitJob {
+        workload: Box<WorkloadConfig>,
+        entrypoint: String,
+        submission_id: Option<String>,
+    },
+    StopJob {
+        id: String,
+    },
     /// Forget a job that has ended (Ray's `DELETE /api/jobs/<id>`).
-    DeleteJob { id: String },
+    DeleteJob {
+        id: String,
+    },
 }
 
 /// Why a control request was refused, by kind; the API decides what each kind means
@@ -79,9 +94,9 @@ impl Engine {
                 }
                 match self.restore_node(&ip) {
                     Some(n) => Ok(json!({"restored": ip, "node_id": self.model.node(n).node_id})),
-                    None => Err(ControlError::not_found(format!(
-                        "no node type's ip_range (nor the head) contains {ip}"
-                    ))),
+                    None => {
+                        Err(ControlError::not_found(format!("no node type's ip_range (nor the head) contains {ip}")))
+                    }
                 }
             }
             Control::KillActor { actor_id, no_restart } => {
@@ -113,9 +128,16 @@ impl Engine {
                     Some(t) => t,
                     None => {
                         if self.jobs.submitted_count() >= MAX_SUBMITTED_TEMPLATES {
-                            return Err(ControlError::limit_exceeded("too many distinct workload definitions submitted; reuse an earlier one"));
+                            return Err(ControlError::limit_exceeded(
+                                "too many distinct workload definitions submitted; reuse an earlier one",
+                            ));
                         }
-                        let mut t = crate::workload::template_for(&workload, &mut self.specs, &mut self.model.names, &mut self.model.resource_names);
+                        let mut t = crate::workload::template_for(
+                            &workload,
+                            &mut self.specs,
+                            &mut self.model.names,
+                            &mut self.model.resource_names,
+                        );
                         t.entrypoint = entrypoint;
                         self.jobs.add_submitted(key, t)
                     }
@@ -129,7 +151,9 @@ impl Engine {
                 Ok(json!({"job_id": job.hex(), "submission_id": j.submission_id}))
             }
             Control::StopJob { id } => {
-                let job = self.find_job(&id).ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
+                let job = self
+                    .find_job(&id)
+                    .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
                 if self.model.jobs[&job].status.is_terminal() {
                     return Ok(json!({"stopped": false}));
                 }
@@ -137,7 +161,9 @@ impl Engine {
                 Ok(json!({"stopped": true}))
             }
             Control::DeleteJob { id } => {
-                let job = self.find_job(&id).ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
+                let job = self
+                    .find_job(&id)
+                    .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
                 let status = self.model.jobs[&job].status;
                 if !status.is_terminal() {
                     // Ray's words: only an ended job's record may go.

@@ -14,12 +14,12 @@
 use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
-use super::objects::PlasmaOrder;
 use super::cluster_queues::ClusterQueues;
-use super::node_runtime::Raylets;
-use super::jobs::JobManager;
-use super::placement_groups::PlacementGroupManager;
 use super::faults::FaultState;
+use super::jobs::JobManager;
+use super::node_runtime::Raylets;
+use super::objects::PlasmaOrder;
+use super::placement_groups::PlacementGroupManager;
 use crate::config::Config;
 use crate::log_event;
 use crate::model::*;
@@ -221,7 +221,8 @@ impl Engine {
     pub(crate) fn add_node(&mut self, node_type: Option<u16>, ip: String) -> NodeIdx {
         let cfg = self.cfg.clone();
         let shape = NodeShape::of(&cfg.cluster, node_type);
-        let (cpu, gpu, memory, object_store, custom) = (shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
+        let (cpu, gpu, memory, object_store, custom) =
+            (shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
         let gpu_memory = shape.gpu_memory;
         let (type_name, gpu_model) = self.shape_names[node_type.map_or(0, |t| t as usize + 1)].clone();
         let reused = self.free_node_slot();
@@ -437,4 +438,3 @@ mod tests {
         assert_ne!(session_name_at(1_700_000_000_000_000, 1), session_name_at(1_700_000_000_000_001, 1));
     }
 }
-

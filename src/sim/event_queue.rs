@@ -47,7 +47,13 @@ pub(crate) struct EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
-        EventQueue { last: 0, due: VecDeque::new(), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), len: 0, occupied: 0 }
+        EventQueue {
+            last: 0,
+            due: VecDeque::new(),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            len: 0,
+            occupied: 0,
+        }
     }
 
     #[cfg(test)]

@@ -64,7 +64,12 @@ impl Engine {
                     let done = self.model.tasks[&tid].exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
-                    let Some(t) = self.model.tasks.get_mut(&tid).filter(|t| t.attempt == attempt && t.state == TaskState::Running) else {
+                    let Some(t) = self
+                        .model
+                        .tasks
+                        .get_mut(&tid)
+                        .filter(|t| t.attempt == attempt && t.state == TaskState::Running)
+                    else {
                         return;
                     };
                     t.exec.i += chunk;
@@ -240,7 +245,8 @@ impl Engine {
     /// Returns how many actors it created.
     fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> u32 {
         let t = &self.model.tasks[&tid];
-        let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
+        let self_actor =
+            if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
         let parent = self_actor.and_then(|a| self.model.actors.get(&a));
         let parent_level = parent.map(|a| a.level).unwrap_or(0);
         let parent_tree_node = parent.and_then(|a| a.tree_node);
@@ -299,7 +305,8 @@ impl Engine {
     fn op_call_each(&mut self, tid: TaskId, method: u32, calls: u32, sleep: u64, extra: u64) -> bool {
         let t = &self.model.tasks[&tid];
         let attempt = t.attempt;
-        let self_actor = if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
+        let self_actor =
+            if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
         let (handle, bottleneck_leaf_parent) = {
             let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors.get(&a)) {
                 // `if self.is_bottleneck and self.depth - 1 <= 0`

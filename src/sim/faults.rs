@@ -87,7 +87,14 @@ impl Engine {
                 }
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
-                log_event!(self.model.log, self.clock.now, "fault", "task failures p={} application={}", probability, application_error);
+                log_event!(
+                    self.model.log,
+                    self.clock.now,
+                    "fault",
+                    "task failures p={} application={}",
+                    probability,
+                    application_error
+                );
                 self.faults.failures.push((i, probability, application_error));
                 if let Some(u) = until {
                     self.schedule_at(u.as_micros(), Event::FaultEnd(i));
@@ -108,7 +115,8 @@ impl Engine {
 
     pub(crate) fn on_fault_end(&mut self, i: usize) {
         self.faults.failures.retain(|(f, _, _)| *f != i);
-        let ended: Vec<(usize, NodeIdx, u64)> = self.faults.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
+        let ended: Vec<(usize, NodeIdx, u64)> =
+            self.faults.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
         self.faults.pressure.retain(|(f, _, _)| *f != i);
         for (_, n, bytes) in ended {
             let nd = &mut self.model.nodes[n.index()];
@@ -215,9 +223,11 @@ impl Engine {
         }
         let addr: std::net::Ipv4Addr = ip.parse().ok()?;
         let cfg = self.cfg.clone();
-        let t = cfg.cluster.node_types.iter().position(|t| {
-            crate::config::ip_range::IpRange::parse(&t.ip_range).is_ok_and(|r| r.contains(addr))
-        });
+        let t = cfg
+            .cluster
+            .node_types
+            .iter()
+            .position(|t| crate::config::ip_range::IpRange::parse(&t.ip_range).is_ok_and(|r| r.contains(addr)));
         match t {
             Some(t) => Some(self.add_node(Some(t as u16), ip.to_string())),
             None if ip == cfg.cluster.head.ip => {
@@ -257,11 +267,20 @@ impl Engine {
             let name = self.model.names.get(t.name).to_string();
             let (kind, actor) = (t.kind, t.actor);
             self.model.nodes[n.index()].stats.oom_kills += 1;
-            log_event!(self.model.log, self.clock.now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+            log_event!(
+                self.model.log,
+                self.clock.now,
+                "memory_monitor",
+                "node={} OOM kill {:x} name={}",
+                n.0,
+                victim.0,
+                name
+            );
             self.note_oom_kill(n, victim);
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
-                    let class = self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
+                    let class =
+                        self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
                     self.model.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
                     if kind == TaskType::ActorTask {
                         self.actor_died(a, "killed by the memory monitor (OOM)", true);
@@ -278,7 +297,10 @@ impl Engine {
         }
         // Still above the threshold? Look again after the refresh period.
         let nd = &self.model.nodes[n.index()];
-        if nd.is_alive() && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64 && self.faults.memory_monitor.schedule_look(n) {
+        if nd.is_alive()
+            && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64
+            && self.faults.memory_monitor.schedule_look(n)
+        {
             self.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }

@@ -12,7 +12,9 @@
 //! Must never: change the model beyond `Task::flow`, draw from the RNG or log events
 //! (recording must not change the run), or keep anything per call beyond the cap.
 
-use crate::flow::record::{Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS};
+use crate::flow::record::{
+    Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS,
+};
 use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
 use crate::workload::CallSpec;
 use rustc_hash::FxHashMap;
@@ -327,7 +329,15 @@ impl JobRec {
             Some(a) => {
                 let class = m.names.get(a.class).to_string();
                 let method = full.strip_prefix(&format!("{class}.")).unwrap_or(full).to_string();
-                Target { kind: TargetKind::Method, class, method, actor: actor.map(|a| a.0), level: a.level, flag: a.flag, frame }
+                Target {
+                    kind: TargetKind::Method,
+                    class,
+                    method,
+                    actor: actor.map(|a| a.0),
+                    level: a.level,
+                    flag: a.flag,
+                    frame,
+                }
             }
             None => Target {
                 kind: TargetKind::Function,

@@ -102,7 +102,9 @@ impl Engine {
     /// after every event). Availability changes only through the node runtime, which
     /// updates the index in the same call: a disagreement means a change went around it.
     pub fn check_scheduler_index(&self) -> Result<(), String> {
-        self.sched.check_index(&self.model.nodes).map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.clock.now))
+        self.sched
+            .check_index(&self.model.nodes)
+            .map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.clock.now))
     }
 
     fn check_counters(&self, v: &mut Violations) {
@@ -159,8 +161,20 @@ impl Engine {
             let sum = |s: TaskState| -> i64 {
                 self.model.task_counts.iter().filter(|(k, _)| k.state == s).map(|(_, c)| c).sum()
             };
-            ensure!(v, sum(TaskState::Finished) == c.tasks_finished as i64, "FINISHED counts {} != counter {}", sum(TaskState::Finished), c.tasks_finished);
-            ensure!(v, sum(TaskState::Failed) == c.tasks_failed as i64, "FAILED counts {} != counter {}", sum(TaskState::Failed), c.tasks_failed);
+            ensure!(
+                v,
+                sum(TaskState::Finished) == c.tasks_finished as i64,
+                "FINISHED counts {} != counter {}",
+                sum(TaskState::Finished),
+                c.tasks_finished
+            );
+            ensure!(
+                v,
+                sum(TaskState::Failed) == c.tasks_failed as i64,
+                "FAILED counts {} != counter {}",
+                sum(TaskState::Failed),
+                c.tasks_failed
+            );
         }
     }
 
@@ -185,7 +199,13 @@ impl Engine {
                     ensure!(v, !t.holds_resources, "driver {:x} holds resources", tid.0);
                     continue;
                 }
-                ensure!(v, t.holds_resources, "task {:x} ({}) is in leased[{i}] without holding resources", tid.0, t.state);
+                ensure!(
+                    v,
+                    t.holds_resources,
+                    "task {:x} ({}) is in leased[{i}] without holding resources",
+                    tid.0,
+                    t.state
+                );
                 if !t.holds_resources {
                     continue;
                 }
@@ -258,12 +278,21 @@ impl Engine {
             }
         }
         for ((pg, b), used) in in_bundle {
-            ensure!(v, used.0.iter().all(|q| q.is_zero()), "resources held in bundle {}/{b} of a removed or unknown group", pg.0);
+            ensure!(
+                v,
+                used.0.iter().all(|q| q.is_zero()),
+                "resources held in bundle {}/{b} of a removed or unknown group",
+                pg.0
+            );
         }
         for (i, n) in m.nodes.iter().enumerate() {
             if !n.is_alive() {
                 ensure!(v, self.actor_manager.on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has actors");
-                ensure!(v, self.raylets.resuming_on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has tasks resuming");
+                ensure!(
+                    v,
+                    self.raylets.resuming_on(NodeIdx(i as u32)).is_empty(),
+                    "dead node {i} still has tasks resuming"
+                );
                 continue;
             }
             for (id, name) in m.resource_names.iter() {
@@ -276,14 +305,21 @@ impl Engine {
                     reserved[i].get(id)
                 );
             }
-            ensure!(v, n.worker_heap_used.0 == heap[i], "node {i}: worker heap {} != {} of running tasks", n.worker_heap_used.0, heap[i]);
+            ensure!(
+                v,
+                n.worker_heap_used.0 == heap[i],
+                "node {i}: worker heap {} != {} of running tasks",
+                n.worker_heap_used.0,
+                heap[i]
+            );
         }
     }
 
     fn check_objects(&self, v: &mut Violations) {
         let m = &self.model;
         let nodes = m.nodes.len();
-        let (mut used, mut num, mut spilled, mut inline) = (vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes]);
+        let (mut used, mut num, mut spilled, mut inline) =
+            (vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes]);
         // The owner's handle lives in its futures; each consumer holds one per argument.
         let mut holders: FxHashMap<ObjectId, u32> = FxHashMap::default();
         for t in m.tasks.values() {
@@ -294,8 +330,19 @@ impl Engine {
         }
         for o in m.objects.values() {
             let id = o.id.0;
-            ensure!(v, o.refs == count(&holders, &o.id), "object {id:x}: refs {} but {} holders", o.refs, count(&holders, &o.id));
-            ensure!(v, o.refs > 0 || o.status == ObjectStatus::Pending, "object {id:x} is {:?} with no references but stays in the table", o.status);
+            ensure!(
+                v,
+                o.refs == count(&holders, &o.id),
+                "object {id:x}: refs {} but {} holders",
+                o.refs,
+                count(&holders, &o.id)
+            );
+            ensure!(
+                v,
+                o.refs > 0 || o.status == ObjectStatus::Pending,
+                "object {id:x} is {:?} with no references but stays in the table",
+                o.status
+            );
             match o.status {
                 ObjectStatus::Ready if o.inline => {
                     ensure!(v, o.copies.is_empty() && !o.spilled, "inline object {id:x} has plasma copies");
@@ -317,7 +364,12 @@ impl Engine {
                         num[p.index()] += 1;
                     }
                     for (k, c) in o.copies.iter().enumerate() {
-                        ensure!(v, *c != p && !o.copies[..k].contains(c), "object {id:x} copy list {:?} repeats a node", o.copies);
+                        ensure!(
+                            v,
+                            *c != p && !o.copies[..k].contains(c),
+                            "object {id:x} copy list {:?} repeats a node",
+                            o.copies
+                        );
                         ensure!(v, m.nodes[c.index()].is_alive(), "object {id:x} copy on dead node {}", c.0);
                         used[c.index()] += o.size;
                         num[c.index()] += 1;
@@ -352,11 +404,29 @@ impl Engine {
         for (i, n) in m.nodes.iter().enumerate().filter(|(_, n)| n.is_alive()) {
             let s = &n.store;
             let limit = (s.capacity.0 as f64 * self.cfg.object_store.spill_threshold) as u64;
-            ensure!(v, s.used.0 < limit || limit == 0 || !spillable[i], "node {i}: store at {} of {} with unspilled primaries", s.used.0, s.capacity.0);
+            ensure!(
+                v,
+                s.used.0 < limit || limit == 0 || !spillable[i],
+                "node {i}: store at {} of {} with unspilled primaries",
+                s.used.0,
+                s.capacity.0
+            );
             ensure!(v, s.used.0 == used[i], "node {i}: store used {} != {} in memory", s.used.0, used[i]);
             ensure!(v, s.num_objects == num[i], "node {i}: store holds {} objects, counted {}", s.num_objects, num[i]);
-            ensure!(v, s.spilled.0 == spilled[i], "node {i}: spilled {} != {} of spilled primaries", s.spilled.0, spilled[i]);
-            ensure!(v, s.worker_heap.0 == inline[i], "node {i}: inline heap {} != {} of inline objects", s.worker_heap.0, inline[i]);
+            ensure!(
+                v,
+                s.spilled.0 == spilled[i],
+                "node {i}: spilled {} != {} of spilled primaries",
+                s.spilled.0,
+                spilled[i]
+            );
+            ensure!(
+                v,
+                s.worker_heap.0 == inline[i],
+                "node {i}: inline heap {} != {} of inline objects",
+                s.worker_heap.0,
+                inline[i]
+            );
         }
     }
 }

@@ -118,7 +118,8 @@ impl Engine {
             ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
         };
         self.model.insert_task(task);
-        let submission_id = submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
+        let submission_id =
+            submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
         self.model.jobs.insert(
             id,
             Job {
@@ -210,13 +211,8 @@ impl Engine {
         self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
         self.model.set_job_status(job, status, self.clock.now, message);
         self.note_job_ended(job);
-        let mut actors: Vec<ActorId> = self
-            .model
-            .actors
-            .values()
-            .filter(|a| a.job == job && a.state != ActorState::Dead)
-            .map(|a| a.id)
-            .collect();
+        let mut actors: Vec<ActorId> =
+            self.model.actors.values().filter(|a| a.job == job && a.state != ActorState::Dead).map(|a| a.id).collect();
         actors.sort();
         for a in actors {
             self.actor_died(a, "job finished: the driver exited", false);
@@ -226,13 +222,8 @@ impl Engine {
         for t in tasks {
             self.fail_task(t, ErrorType::JobStopped, false);
         }
-        let pgs: Vec<PgId> = self
-            .model
-            .pgs
-            .values()
-            .filter(|p| p.job == job && p.state != PgState::Removed)
-            .map(|p| p.id)
-            .collect();
+        let pgs: Vec<PgId> =
+            self.model.pgs.values().filter(|p| p.job == job && p.state != PgState::Removed).map(|p| p.id).collect();
         for pg in pgs {
             self.remove_placement_group(pg);
         }

@@ -214,7 +214,15 @@ impl Engine {
             n.stats.objects_spilled += 1;
             self.model.counters.spilled_bytes += size;
             self.model.counters.spilled_objects += 1;
-            log_event!(self.model.log, self.clock.now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
+            log_event!(
+                self.model.log,
+                self.clock.now,
+                "object_store",
+                "node={} SPILLED {:x} bytes={}",
+                node.0,
+                id.0,
+                size
+            );
         }
         self.evict_secondaries(node);
         let s = &mut self.model.nodes[node.index()].store;
@@ -239,7 +247,9 @@ impl Engine {
     /// memory threshold for good: every task started there was OOM-killed and retried.
     fn evict_secondaries(&mut self, node: NodeIdx) {
         let i = node.index();
-        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0 || self.plasma.secondaries[i].is_empty() {
+        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0
+            || self.plasma.secondaries[i].is_empty()
+        {
             return;
         }
         let running_actor_tasks = self
@@ -269,7 +279,15 @@ impl Engine {
             o.copies.swap_remove(pos);
             let size = o.size;
             self.store_remove(node, size);
-            log_event!(self.model.log, self.clock.now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
+            log_event!(
+                self.model.log,
+                self.clock.now,
+                "object_store",
+                "node={} EVICTED {:x} bytes={}",
+                node.0,
+                id.0,
+                size
+            );
         }
         for id in kept.into_iter().rev() {
             self.plasma.secondaries[i].push_front(id);

@@ -55,7 +55,12 @@ impl PlacementGroupManager {
 }
 
 impl Engine {
-    pub(crate) fn create_placement_group(&mut self, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy) -> PgId {
+    pub(crate) fn create_placement_group(
+        &mut self,
+        creator: TaskId,
+        bundles: Vec<ResourceRequest>,
+        strategy: PgStrategy,
+    ) -> PgId {
         let id = PgId(self.model.next_pg);
         self.model.next_pg += 1;
         let job = self.model.tasks[&creator].job;
@@ -67,17 +72,21 @@ impl Engine {
                 name: format!("pg_{}", id.0),
                 strategy,
                 state: PgState::Pending,
-                bundles: bundles
-                    .into_iter()
-                    .map(|r| Bundle { available: r.clone(), request: r, node: None })
-                    .collect(),
+                bundles: bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect(),
                 creator,
                 created_at: self.clock.now,
                 scheduled_at: None,
             },
         );
         self.model.counters.pgs_created += 1;
-        log_event!(self.model.log, self.clock.now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
+        log_event!(
+            self.model.log,
+            self.clock.now,
+            "placement_group",
+            "{} PENDING strategy={}",
+            id.0,
+            strategy.as_str()
+        );
         if !self.try_place_pg(id) {
             self.pg_manager.wait(id);
         }
@@ -165,10 +174,13 @@ impl Engine {
             }
         }
         if let Some(pg) = self.model.pgs.get_mut(&id) {
-            pg.bundles = bundles.into_iter().map(|mut b| {
-                b.available = b.request.clone();
-                b
-            }).collect();
+            pg.bundles = bundles
+                .into_iter()
+                .map(|mut b| {
+                    b.available = b.request.clone();
+                    b
+                })
+                .collect();
         }
         self.pg_manager.forget(id);
         // Nothing waits on its bundles any more.
@@ -207,9 +219,22 @@ impl Engine {
                 let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
                 let ms = (self.clock.now - t.ready_at) as f64 / 1000.0;
                 self.model.placement_ms[hist].observe(ms);
-                log_event!(self.model.log, self.clock.now, "scheduler", "{:x} LEASED node={} pg={} bundle={}", tid.0, node.0, pg.0, b);
+                log_event!(
+                    self.model.log,
+                    self.clock.now,
+                    "scheduler",
+                    "{:x} LEASED node={} pg={} bundle={}",
+                    tid.0,
+                    node.0,
+                    pg.0,
+                    b
+                );
                 let delay = self.cfg.scheduler.lease_latency.as_micros()
-                    + if kind == TaskType::ActorCreationTask { self.cfg.scheduler.worker_start_latency.as_micros() } else { 0 };
+                    + if kind == TaskType::ActorCreationTask {
+                        self.cfg.scheduler.worker_start_latency.as_micros()
+                    } else {
+                        0
+                    };
                 self.schedule_in(delay, super::engine::Event::Dispatch(tid, attempt));
             }
             Some(_) => self.queues.wait_for_bundle(pg, tid),

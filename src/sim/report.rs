@@ -63,11 +63,8 @@ impl Report {
         let m = &e.model;
         let c = &m.counters;
         let now = e.now_us();
-        let mut util: BTreeMap<String, (u64, f64, f64)> = c
-            .forgotten_nodes
-            .iter()
-            .map(|(t, f)| (t.clone(), (f.nodes, f.cpu_busy_us, f.cpu_available_us)))
-            .collect();
+        let mut util: BTreeMap<String, (u64, f64, f64)> =
+            c.forgotten_nodes.iter().map(|(t, f)| (t.clone(), (f.nodes, f.cpu_busy_us, f.cpu_available_us))).collect();
         for n in &m.nodes {
             let end = n.died_at.unwrap_or(now);
             let lifetime = end.saturating_sub(n.started_at) as f64;
@@ -152,7 +149,8 @@ impl Report {
         let _ = writeln!(s, "  throughput        {:>14.0} tasks/s (wall)", self.tasks_per_wall_second);
         let _ = writeln!(s, "  utilization by node type:");
         for u in &self.utilization {
-            let _ = writeln!(s, "    {:<24} {:>5} nodes  CPU {:>5.1}%", u.node_type, u.nodes, u.cpu_utilization * 100.0);
+            let _ =
+                writeln!(s, "    {:<24} {:>5} nodes  CPU {:>5.1}%", u.node_type, u.nodes, u.cpu_utilization * 100.0);
         }
         let _ = writeln!(s, "  jobs:");
         for j in &self.jobs {

@@ -20,13 +20,13 @@ impl Engine {
         let retry_exceptions = spec.retry_exceptions;
         let heap = spec.heap;
         let budget_ok = t.retries_left != 0 || err == ErrorType::OutOfMemory;
-        let actor_alive = actor
-            .and_then(|a| self.model.actors.get(&a))
-            .is_some_and(|a| a.state != ActorState::Dead);
+        let actor_alive = actor.and_then(|a| self.model.actors.get(&a)).is_some_and(|a| a.state != ActorState::Dead);
         let retry = retry_allowed
             && budget_ok
             && match kind {
-                TaskType::NormalTask => err.is_system() || (retry_exceptions && err == ErrorType::TaskExecutionException),
+                TaskType::NormalTask => {
+                    err.is_system() || (retry_exceptions && err == ErrorType::TaskExecutionException)
+                }
                 TaskType::ActorTask => err.is_system() || err == ErrorType::ActorDied,
                 _ => false,
             }

@@ -10,9 +10,9 @@
 
 use super::control::{Control, ControlError};
 use super::engine::Engine;
-use crate::snapshot::{Snapshot, Tables};
 use crate::config::Config;
 use crate::model::LoggedEvent;
+use crate::snapshot::{Snapshot, Tables};
 use arc_swap::ArcSwap;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,7 +34,11 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { publish_every: Duration::from_millis(100), tables_every: Duration::from_secs(1), recent_events: 1_000 }
+        RunOptions {
+            publish_every: Duration::from_millis(100),
+            tables_every: Duration::from_secs(1),
+            recent_events: 1_000,
+        }
     }
 }
 
@@ -61,7 +65,13 @@ impl EngineHandle {
     pub fn spawn(cfg: Config, opts: RunOptions) -> EngineHandle {
         let speed = cfg.sim.speed;
         let mut engine = Engine::new(cfg);
-        let first = engine.snapshot(0, speed, 0.0, Some(Arc::new(engine.build_tables())), Arc::new(engine.recent_events(opts.recent_events)));
+        let first = engine.snapshot(
+            0,
+            speed,
+            0.0,
+            Some(Arc::new(engine.build_tables())),
+            Arc::new(engine.recent_events(opts.recent_events)),
+        );
         let snapshot = Arc::new(ArcSwap::from_pointee(first));
         let (tx, rx) = mpsc::channel::<(Control, Reply)>();
         let tables_wanted_at = Arc::new(AtomicU64::new(0));
@@ -72,7 +82,14 @@ impl EngineHandle {
             .name("rayscope-engine".into())
             .spawn(move || run(&mut engine, speed, opts, rx, shared.0, shared.1, shared.2, started))
             .expect("spawn engine thread");
-        EngineHandle { snapshot, tx, tables_wanted_at, started, stop, join: Arc::new(std::sync::Mutex::new(Some(join))) }
+        EngineHandle {
+            snapshot,
+            tx,
+            tables_wanted_at,
+            started,
+            stop,
+            join: Arc::new(std::sync::Mutex::new(Some(join))),
+        }
     }
 
     /// The latest snapshot (never blocks the engine).
@@ -88,9 +105,7 @@ impl EngineHandle {
     /// Send a control request and wait for the engine's answer.
     pub async fn control(&self, c: Control) -> Result<Value, ControlError> {
         let (reply, rx) = tokio::sync::oneshot::channel();
-        self.tx
-            .send((c, reply))
-            .map_err(|_| ControlError::EngineStopped)?;
+        self.tx.send((c, reply)).map_err(|_| ControlError::EngineStopped)?;
         rx.await.unwrap_or(Err(ControlError::EngineStopped))
     }
 

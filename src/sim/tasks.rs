@@ -44,7 +44,8 @@ impl Engine {
                 failed_arg = true;
             }
         }
-        let initial = if unresolved > 0 || failed_arg { TaskState::PendingArgsAvail } else { TaskState::PendingNodeAssignment };
+        let initial =
+            if unresolved > 0 || failed_arg { TaskState::PendingArgsAvail } else { TaskState::PendingNodeAssignment };
         let task = Task {
             state: initial,
             parent: Some(parent),
@@ -102,11 +103,12 @@ impl Engine {
                 None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
             },
         };
-        let locality = if strategy == Strategy::Default && kind == TaskType::NormalTask && self.cfg.scheduler.locality_aware {
-            self.locality_node(tid)
-        } else {
-            None
-        };
+        let locality =
+            if strategy == Strategy::Default && kind == TaskType::NormalTask && self.cfg.scheduler.locality_aware {
+                self.locality_node(tid)
+            } else {
+                None
+            };
         let placement =
             self.sched.schedule(&self.model.nodes, &spec.request, strategy, owner_node, locality, &mut self.rng);
         match placement {
@@ -230,7 +232,9 @@ impl Engine {
             return;
         }
         match (t.state, t.node) {
-            (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => self.start_task(tid, n),
+            (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => {
+                self.start_task(tid, n)
+            }
             _ => {}
         }
     }
@@ -349,7 +353,9 @@ impl Engine {
                     match (kind, actor, application) {
                         // An actor's calls run in its own process: a crash there is the
                         // actor's death (restarted within max_restarts; its calls fail or retry).
-                        (TaskType::ActorTask, Some(a), false) => self.actor_died(a, "the actor's worker process died", true),
+                        (TaskType::ActorTask, Some(a), false) => {
+                            self.actor_died(a, "the actor's worker process died", true)
+                        }
                         _ => self.fail_task(tid, err, true),
                     }
                     return;
@@ -362,11 +368,12 @@ impl Engine {
     /// The program ran to its end: seal the return value and release everything.
     pub(crate) fn finish_task(&mut self, tid: TaskId) {
         let t = self.model.tasks.get(&tid).expect("finishing task exists");
-        let (kind, node, spec_id, ret, actor, job, attempt) = (t.kind, t.node, t.spec, t.returns, t.actor, t.job, t.attempt);
+        let (kind, node, spec_id, ret, actor, job, attempt) =
+            (t.kind, t.node, t.spec, t.returns, t.actor, t.job, t.attempt);
         let spec = &self.specs[spec_id as usize];
         let (heap, return_size) = (spec.heap, spec.return_size);
-        let keeps_resources = kind == TaskType::ActorCreationTask
-            && spec.actor.as_ref().is_some_and(|a| a.holds_resources);
+        let keeps_resources =
+            kind == TaskType::ActorCreationTask && spec.actor.as_ref().is_some_and(|a| a.holds_resources);
         if let Some(n) = node {
             let nd = &mut self.model.nodes[n.index()];
             nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);

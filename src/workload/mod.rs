@@ -6,7 +6,7 @@
 
 pub mod program;
 
-pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, StrategySpec, Shape, SpecId, TreeNode};
+pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, Shape, SpecId, StrategySpec, TreeNode};
 
 use crate::config::{
     ActorPoolConfig, DurationDist, DurationSpec, FanOutConfig, FlowInsightConfig, StrategyConfig, StrategyKind,
@@ -198,7 +198,12 @@ impl Builder<'_> {
                 Op::Get,
             ],
         );
-        JobTemplate { name: c.name.clone(), entrypoint: format!("flow-insight --depth {}", c.root_depth()), driver, tasks: 0 }
+        JobTemplate {
+            name: c.name.clone(),
+            entrypoint: format!("flow-insight --depth {}", c.root_depth()),
+            driver,
+            tasks: 0,
+        }
     }
 
     fn fan_out(&mut self, c: &FanOutConfig) -> JobTemplate {
@@ -359,7 +364,9 @@ fn strategy_spec(s: &StrategyConfig) -> StrategySpec {
     match s.kind {
         StrategyKind::Default => StrategySpec::Default,
         StrategyKind::Spread => StrategySpec::Spread,
-        StrategyKind::NodeAffinity => StrategySpec::NodeAffinity { ip: s.node.clone().unwrap_or_default(), soft: s.soft },
+        StrategyKind::NodeAffinity => {
+            StrategySpec::NodeAffinity { ip: s.node.clone().unwrap_or_default(), soft: s.soft }
+        }
     }
 }
 

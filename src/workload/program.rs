@@ -20,7 +20,10 @@ pub enum StrategySpec {
     Default,
     Spread,
     /// Node affinity by IP (resolved to the node alive at that IP when scheduled).
-    NodeAffinity { ip: String, soft: bool },
+    NodeAffinity {
+        ip: String,
+        soft: bool,
+    },
     /// In the caller's placement group; the n-th actor created goes to bundle n.
     CallerPlacementGroup,
 }
@@ -126,20 +129,39 @@ pub enum Op {
     Sleep(u64),
     /// Submit `count` calls of a remote function. With `take_futures`, the futures held
     /// so far are split evenly among them as arguments (a reduce step).
-    Submit { spec: SpecId, count: u32, take_futures: bool },
+    Submit {
+        spec: SpecId,
+        count: u32,
+        take_futures: bool,
+    },
     /// Create actors, as many and flagged as `shape` says.
-    CreateActors { spec: SpecId, level: LevelRule, shape: Shape },
+    CreateActors {
+        spec: SpecId,
+        level: LevelRule,
+        shape: Shape,
+    },
     /// For each child actor handle in order, `calls` times: sleep (`sleep`, plus
     /// `bottleneck_sleep` when this actor is flagged and its children are leaves), then
     /// submit `method` to that child.
-    CallEach { method: SpecId, calls: u32, sleep: u64, bottleneck_sleep: u64 },
+    CallEach {
+        method: SpecId,
+        calls: u32,
+        sleep: u64,
+        bottleneck_sleep: u64,
+    },
     /// `ray.get` on every future held: blocks until all are ready.
     Get,
     /// `ray.put` of this many bytes.
     Put(u64),
     /// Create a placement group and wait until it is ready.
-    CreatePlacementGroup { bundles: Vec<ResourceRequest>, strategy: PgStrategy },
+    CreatePlacementGroup {
+        bundles: Vec<ResourceRequest>,
+        strategy: PgStrategy,
+    },
     RemovePlacementGroup,
     /// Jump back to `to` until this op has been passed `times` times.
-    Repeat { to: u16, times: u32 },
+    Repeat {
+        to: u16,
+        times: u32,
+    },
 }

@@ -23,47 +23,19 @@ impl Diff {
 }
 
 const fn ray_only(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff {
-        pattern,
-        ray_only: true,
-        ours_only: false,
-        kinds: false,
-        label_keys: false,
-        reason,
-    }
+    Diff { pattern, ray_only: true, ours_only: false, kinds: false, label_keys: false, reason }
 }
 
 const fn ours_only(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff {
-        pattern,
-        ray_only: false,
-        ours_only: true,
-        kinds: false,
-        label_keys: false,
-        reason,
-    }
+    Diff { pattern, ray_only: false, ours_only: true, kinds: false, label_keys: false, reason }
 }
 
 const fn served_elsewhere(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff {
-        pattern,
-        ray_only: false,
-        ours_only: false,
-        kinds: true,
-        label_keys: false,
-        reason,
-    }
+    Diff { pattern, ray_only: false, ours_only: false, kinds: true, label_keys: false, reason }
 }
 
 const fn other_keys(pattern: &'static str, reason: &'static str) -> Diff {
-    Diff {
-        pattern,
-        ray_only: false,
-        ours_only: false,
-        kinds: false,
-        label_keys: true,
-        reason,
-    }
+    Diff { pattern, ray_only: false, ours_only: false, kinds: false, label_keys: true, reason }
 }
 
 const NOT_MODELLED: &str =
@@ -176,13 +148,7 @@ pub fn differences() -> Vec<Diff> {
 /// not). Their presence and label keys are still compared.
 pub fn volatile_kinds() -> Vec<(&'static str, &'static str)> {
     vec![
-        (
-            "ray_tasks",
-            "executor-side series of the short-lived OOM-killed task on worker-1",
-        ),
-        (
-            "ray_total_lineage_bytes",
-            "reported by the OOM-killed task's worker only while it lives",
-        ),
+        ("ray_tasks", "executor-side series of the short-lived OOM-killed task on worker-1"),
+        ("ray_total_lineage_bytes", "reported by the OOM-killed task's worker only while it lives"),
     ]
 }

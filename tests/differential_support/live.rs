@@ -34,10 +34,7 @@ pub fn ray_python() -> Option<PathBuf> {
              run scripts/test"
         );
     }
-    eprintln!(
-        "skipping: Ray is not available ({})",
-        why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into())
-    );
+    eprintln!("skipping: Ray is not available ({})", why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into()));
     None
 }
 
@@ -53,16 +50,10 @@ pub struct LiveRun {
 impl LiveRun {
     pub fn start(python: &Path) -> LiveRun {
         // Short paths: Ray's socket paths live under the temp dir and must fit 107 bytes.
-        let dir = tempfile::Builder::new()
-            .prefix("rd")
-            .tempdir_in("/tmp")
-            .unwrap();
+        let dir = tempfile::Builder::new().prefix("rd").tempdir_in("/tmp").unwrap();
         let out = dir.path().join("live.json");
         let log = dir.path().join("scenario.log");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/ray-differential/scenario.py"
-        );
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ray-differential/scenario.py");
         // One open file for both streams, so they append rather than overwrite each other.
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new("flock")
@@ -78,13 +69,7 @@ impl LiveRun {
             .process_group(0)
             .spawn()
             .expect("flock runs the scenario");
-        LiveRun {
-            group: child.id(),
-            child: Some(child),
-            dir,
-            out,
-            log,
-        }
+        LiveRun { group: child.id(), child: Some(child), dir, out, log }
     }
 
     /// Wait for the scenario (with a deadline) and read what it recorded.
@@ -101,10 +86,7 @@ impl LiveRun {
             }
             match started {
                 Some(t) if t.elapsed() > DEADLINE => {
-                    panic!(
-                        "the scenario ran past {DEADLINE:?}; its log:\n{}",
-                        self.log_tail()
-                    )
+                    panic!("the scenario ran past {DEADLINE:?}; its log:\n{}", self.log_tail())
                 }
                 None if asked.elapsed() > LOCK_DEADLINE => {
                     panic!("waited {LOCK_DEADLINE:?} for /tmp/real-ray.lock (another real-Ray run holds it)")
@@ -114,11 +96,7 @@ impl LiveRun {
             std::thread::sleep(Duration::from_millis(500));
         };
         self.child = None;
-        assert!(
-            status.success(),
-            "the scenario failed ({status}); its log:\n{}",
-            self.log_tail()
-        );
+        assert!(status.success(), "the scenario failed ({status}); its log:\n{}", self.log_tail());
         recording(self.out.to_str().unwrap())
     }
 
@@ -144,9 +122,7 @@ impl Drop for LiveRun {
         }
         // Even after a clean run: a worker's metrics agent can outlive its raylet and
         // the cluster's shutdown (measured), still in the group, reparented to init.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.group)])
-            .status();
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.group)]).status();
         kill_using(self.dir.path());
     }
 }
@@ -165,8 +141,7 @@ fn kill_using(dir: &Path) {
         if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
             continue;
         }
-        let names =
-            |p: PathBuf| std::fs::read_link(p).is_ok_and(|t| t.to_string_lossy().contains(&needle));
+        let names = |p: PathBuf| std::fs::read_link(p).is_ok_and(|t| t.to_string_lossy().contains(&needle));
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let uses = String::from_utf8_lossy(&cmdline).contains(&needle)
             || names(e.path().join("cwd"))

@@ -35,16 +35,8 @@ pub const STEPS: &[(&str, u64)] = &[
 /// Counters Ray creates at their first event: the step that event happens in, and the
 /// one target that serves it (the node where it happened, or the head for the GCS's).
 pub const FIRST_EVENT: &[(&str, &str, &str)] = &[
-    (
-        "ray_node_manager_unexpected_worker_failure_total",
-        "actor_restarted",
-        "worker-2",
-    ),
-    (
-        "ray_memory_manager_worker_eviction_total",
-        "oom_kill",
-        "worker-1",
-    ),
+    ("ray_node_manager_unexpected_worker_failure_total", "actor_restarted", "worker-2"),
+    ("ray_memory_manager_worker_eviction_total", "oom_kill", "worker-1"),
     ("ray_node_failure_total", "worker_killed", "head"),
 ];
 
@@ -69,24 +61,15 @@ pub fn kind_of(role: &str) -> String {
 }
 
 pub fn fixture_path() -> String {
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/ray-2.60/differential.json"
-    )
-    .into()
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ray-2.60/differential.json").into()
 }
 
 /// The steps of a recording, in order.
 pub fn recording(path: &str) -> Vec<(String, Shape)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let v: serde_json::Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
     let strings = |v: &serde_json::Value| -> BTreeSet<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_string())
-            .collect()
+        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
     };
     v["steps"]
         .as_array()
@@ -100,14 +83,7 @@ pub fn recording(path: &str) -> Vec<(String, Shape)> {
                 .map(|(name, f)| {
                     let roles = strings(&f["targets"]);
                     let kinds = roles.iter().map(|r| kind_of(r)).collect();
-                    (
-                        name.clone(),
-                        Fam {
-                            label_keys: strings(&f["label_keys"]),
-                            roles,
-                            kinds,
-                        },
-                    )
+                    (name.clone(), Fam { label_keys: strings(&f["label_keys"]), roles, kinds })
                 })
                 .collect();
             (step["step"].as_str().unwrap().to_string(), shape)
@@ -122,10 +98,7 @@ fn family_of<'a>(e: &'a metrics_support::Exposition, sample: &'a str) -> &'a str
     }
     for suffix in ["_bucket", "_sum", "_count"] {
         if let Some(base) = sample.strip_suffix(suffix) {
-            if e.families
-                .get(base)
-                .is_some_and(|f| f.kind == "histogram" || f.kind == "summary")
-            {
+            if e.families.get(base).is_some_and(|f| f.kind == "histogram" || f.kind == "summary") {
                 return base;
             }
         }
@@ -137,29 +110,17 @@ fn family_of<'a>(e: &'a metrics_support::Exposition, sample: &'a str) -> &'a str
 /// The `instance` label is left out of the keys: Prometheus adds it on Ray's targets,
 /// rayscope writes it so one scrape of `/metrics` reads as one scrape per node.
 pub fn model_steps() -> Vec<(String, Shape)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/ray-differential.yaml"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ray-differential.yaml");
     let yaml = std::fs::read_to_string(path).unwrap();
-    let cfg = rayscope::config::load_str(&yaml, "ray-differential.yaml")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = rayscope::config::load_str(&yaml, "ray-differential.yaml").unwrap_or_else(|e| panic!("{e}"));
     let mut engine = Engine::new(cfg);
-    let ctx = RenderContext {
-        metrics_export_port: 8080,
-        ..RenderContext::default()
-    };
+    let ctx = RenderContext { metrics_export_port: 8080, ..RenderContext::default() };
     let autoscaler = format!(":{AUTOSCALER_METRIC_PORT}");
     let mut out = Vec::new();
     for (step, t) in STEPS {
         engine.run_until(*t);
         let snap = Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])));
-        let mut workers: Vec<&str> = snap
-            .nodes
-            .iter()
-            .filter(|n| !n.is_head)
-            .map(|n| &*n.ip)
-            .collect();
+        let mut workers: Vec<&str> = snap.nodes.iter().filter(|n| !n.is_head).map(|n| &*n.ip).collect();
         workers.sort();
         workers.dedup();
         let mut shape = Shape::new();
@@ -167,28 +128,18 @@ pub fn model_steps() -> Vec<(String, Shape)> {
             let role = if n.is_head {
                 "head".to_string()
             } else {
-                format!(
-                    "worker-{}",
-                    workers.iter().position(|w| *w == &*n.ip).unwrap() + 1
-                )
+                format!("worker-{}", workers.iter().position(|w| *w == &*n.ip).unwrap() + 1)
             };
             let text = render_node(&snap, &n.ip, None, &ctx).unwrap();
             let e = metrics_support::parse(&text);
             for s in &e.samples {
                 let fam = shape.entry(family_of(&e, &s.name).to_string()).or_default();
-                let r = if s.label("instance").ends_with(&autoscaler) {
-                    "head-autoscaler".into()
-                } else {
-                    role.clone()
-                };
+                let r =
+                    if s.label("instance").ends_with(&autoscaler) { "head-autoscaler".into() } else { role.clone() };
                 fam.kinds.insert(kind_of(&r));
                 fam.roles.insert(r);
-                fam.label_keys.extend(
-                    s.labels
-                        .keys()
-                        .filter(|k| !matches!(k.as_str(), "instance" | "le" | "quantile"))
-                        .cloned(),
-                );
+                fam.label_keys
+                    .extend(s.labels.keys().filter(|k| !matches!(k.as_str(), "instance" | "le" | "quantile")).cloned());
             }
         }
         out.push((step.to_string(), shape));
@@ -215,18 +166,10 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
             // What the surviving worker's agent still serves once the head is gone depends
             // on when its cached raylet series expire (measured: all of them 21 s after the
             // head died, none 62 s after): compare only who serves anything.
-            let roles = |shape: &Shape| -> BTreeSet<String> {
-                shape
-                    .values()
-                    .flat_map(|f| f.roles.iter().cloned())
-                    .collect()
-            };
+            let roles =
+                |shape: &Shape| -> BTreeSet<String> { shape.values().flat_map(|f| f.roles.iter().cloned()).collect() };
             if roles(a) != roles(b) {
-                out.push(format!(
-                    "{step}: served by {:?}, now by {:?}",
-                    roles(a),
-                    roles(b)
-                ));
+                out.push(format!("{step}: served by {:?}, now by {:?}", roles(a), roles(b)));
             }
             continue;
         }
@@ -235,16 +178,10 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
             match (a.get(f), b.get(f)) {
                 (Some(x), Some(y)) => {
                     if x.kinds != y.kinds && !is_volatile(f) {
-                        out.push(format!(
-                            "{step}: {f} served by {:?}, now by {:?}",
-                            x.kinds, y.kinds
-                        ));
+                        out.push(format!("{step}: {f} served by {:?}, now by {:?}", x.kinds, y.kinds));
                     }
                     if x.label_keys != y.label_keys {
-                        out.push(format!(
-                            "{step}: {f} label keys {:?}, now {:?}",
-                            x.label_keys, y.label_keys
-                        ));
+                        out.push(format!("{step}: {f} label keys {:?}, now {:?}", x.label_keys, y.label_keys));
                     }
                 }
                 (Some(_), None) => out.push(format!("{step}: {f} recorded, not exported now")),
@@ -261,25 +198,18 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
 /// `gcs_rpc_server_reconnect_timeout_s` and its node series go with it (its metrics agent
 /// keeps serving only its own Python and gRPC families), while rayscope's model keeps the
 /// worker nodes alive with the head gone. A model change, noted in docs/ray-differential.md.
-pub const AFTER_HEAD_DEATH: &str =
-    "Ray's workers' raylets exit when the GCS is gone; rayscope's workers stay";
+pub const AFTER_HEAD_DEATH: &str = "Ray's workers' raylets exit when the GCS is gone; rayscope's workers stay";
 
 /// Label keys every series of Ray 2.60's OpenTelemetry exporter carries that rayscope
 /// does not write: the reporting process's `WorkerId` and the OTel instrumentation
 /// scope. No dashboard or rule of Ray's or of the bundle selects or groups by them.
-pub const RAY_ONLY_KEYS: &[&str] = &[
-    "WorkerId",
-    "otel_scope_name",
-    "otel_scope_schema_url",
-    "otel_scope_version",
-];
+pub const RAY_ONLY_KEYS: &[&str] = &["WorkerId", "otel_scope_name", "otel_scope_schema_url", "otel_scope_version"];
 
 pub fn without_ray_only_keys(steps: &[(String, Shape)]) -> Vec<(String, Shape)> {
     let mut steps = steps.to_vec();
     for (_, shape) in &mut steps {
         for f in shape.values_mut() {
-            f.label_keys
-                .retain(|k| !RAY_ONLY_KEYS.contains(&k.as_str()));
+            f.label_keys.retain(|k| !RAY_ONLY_KEYS.contains(&k.as_str()));
         }
     }
     steps
@@ -288,9 +218,7 @@ pub fn without_ray_only_keys(steps: &[(String, Shape)]) -> Vec<(String, Shape)> 
 /// `name`, or a pattern with one `*` standing for any text (`ray_grpc_*`, `*_created`).
 pub fn matches_pattern(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
-        Some((head, tail)) => {
-            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
-        }
+        Some((head, tail)) => name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail),
         None => pattern == name,
     }
 }

@@ -84,7 +84,13 @@ pub(crate) const PAGES: &[Page] = &[
         html: include_str!("assets/metrics.html"),
         script: Some("metrics.js"),
     },
-    Page { path: "/flow", nav: "Flow Insight", title: "Flow Insight", html: include_str!("assets/flow.html"), script: Some("flow.js") },
+    Page {
+        path: "/flow",
+        nav: "Flow Insight",
+        title: "Flow Insight",
+        html: include_str!("assets/flow.html"),
+        script: Some("flow.js"),
+    },
     // The endpoint index is rendered from the running server (token state, session).
     Page { path: "/endpoints", nav: "Endpoints", title: "Endpoints", html: "", script: None },
 ];

@@ -47,19 +47,17 @@ impl Engine {
         let m = &self.model;
         let s = self.scheduled();
         let mut queued: FxHashMap<TaskId, u32> = FxHashMap::default();
-        let waiting_task = |v: &mut Violations, tid: &TaskId, spec: u32, what: &str| {
-            match m.tasks.get(tid) {
-                Some(t) => ensure!(
-                    v,
-                    t.state == TaskState::PendingNodeAssignment && !t.holds_resources && t.spec == spec,
-                    "task {:x} in the {what} queue of spec {spec} is {} (spec {}, holds {})",
-                    tid.0,
-                    t.state,
-                    t.spec,
-                    t.holds_resources
-                ),
-                None => v.push(format!("the {what} queue holds task {:x}, which is not live", tid.0)),
-            }
+        let waiting_task = |v: &mut Violations, tid: &TaskId, spec: u32, what: &str| match m.tasks.get(tid) {
+            Some(t) => ensure!(
+                v,
+                t.state == TaskState::PendingNodeAssignment && !t.holds_resources && t.spec == spec,
+                "task {:x} in the {what} queue of spec {spec} is {} (spec {}, holds {})",
+                tid.0,
+                t.state,
+                t.spec,
+                t.holds_resources
+            ),
+            None => v.push(format!("the {what} queue holds task {:x}, which is not live", tid.0)),
         };
         // A wait queue holds work some alive node could hold once resources free up; the
         // infeasible queue work that none could (it is retried when a node joins).
@@ -67,7 +65,12 @@ impl Engine {
             let req = &self.specs[*spec as usize].request;
             match only {
                 Some(n) => ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
-                None => ensure!(v, q.is_empty() || self.sched.is_feasible(req), "{} tasks of spec {spec} wait though no alive node could ever hold them", q.len()),
+                None => ensure!(
+                    v,
+                    q.is_empty() || self.sched.is_feasible(req),
+                    "{} tasks of spec {spec} wait though no alive node could ever hold them",
+                    q.len()
+                ),
             }
             for tid in q {
                 bump(&mut queued, *tid);
@@ -76,7 +79,12 @@ impl Engine {
         }
         for (spec, q) in self.queues.infeasible() {
             let req = &self.specs[*spec as usize].request;
-            ensure!(v, q.is_empty() || !self.sched.is_feasible(req), "{} tasks of spec {spec} are infeasible though a node could hold them", q.len());
+            ensure!(
+                v,
+                q.is_empty() || !self.sched.is_feasible(req),
+                "{} tasks of spec {spec} are infeasible though a node could hold them",
+                q.len()
+            );
             for tid in q {
                 bump(&mut queued, *tid);
                 waiting_task(v, tid, *spec, "infeasible");
@@ -88,7 +96,9 @@ impl Engine {
                 match m.tasks.get(tid) {
                     Some(t) => ensure!(
                         v,
-                        t.state == TaskState::PendingNodeAssignment && !t.holds_resources && t.bundle.map(|b| b.0) == Some(*pg),
+                        t.state == TaskState::PendingNodeAssignment
+                            && !t.holds_resources
+                            && t.bundle.map(|b| b.0) == Some(*pg),
                         "task {:x} waiting for group {} is {} in bundle {:?}",
                         tid.0,
                         pg.0,
@@ -122,19 +132,38 @@ impl Engine {
             for tid in q {
                 bump(&mut resuming, *tid);
                 let ok = m.tasks.get(tid).is_some_and(|t| {
-                    t.state == TaskState::RunningInRayGet && t.cpu_released && t.node == Some(NodeIdx(i as u32)) && t.exec.unresolved == 0
+                    t.state == TaskState::RunningInRayGet
+                        && t.cpu_released
+                        && t.node == Some(NodeIdx(i as u32))
+                        && t.exec.unresolved == 0
                 });
-                ensure!(v, ok, "resuming[{i}] holds task {:x}, which is not a getter ready to take its CPU back", tid.0);
+                ensure!(
+                    v,
+                    ok,
+                    "resuming[{i}] holds task {:x}, which is not a getter ready to take its CPU back",
+                    tid.0
+                );
             }
         }
 
         for t in m.tasks.values() {
             let id = t.id.0;
             let key = (t.id, t.attempt);
-            let (dispatch, fetched, op_done, resubmit) =
-                (count(&s.dispatch, &key), count(&s.args_fetched, &key), count(&s.op_done, &key), count(&s.resubmit, &key));
+            let (dispatch, fetched, op_done, resubmit) = (
+                count(&s.dispatch, &key),
+                count(&s.args_fetched, &key),
+                count(&s.op_done, &key),
+                count(&s.resubmit, &key),
+            );
             let begin = count(&s.begin, &key);
-            ensure!(v, begin == t.begin_due as u32, "task {:x} ({}) has {begin} Begin events, begin_due {}", t.id.0, t.state, t.begin_due);
+            ensure!(
+                v,
+                begin == t.begin_due as u32,
+                "task {:x} ({}) has {begin} Begin events, begin_due {}",
+                t.id.0,
+                t.state,
+                t.begin_due
+            );
             let (q, res, act) = (count(&queued, &t.id), count(&resuming, &t.id), count(&on_actor, &t.id));
             let state = t.state;
             match state {
@@ -144,7 +173,8 @@ impl Engine {
                         .iter()
                         .filter(|a| {
                             m.objects.get(a).is_some_and(|o| {
-                                matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) && o.waiters.contains(&t.id)
+                                matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost)
+                                    && o.waiters.contains(&t.id)
                             })
                         })
                         .count() as u32;
@@ -154,7 +184,11 @@ impl Engine {
                         "task {id:x} waits for {} arguments but is a waiter of {waited} unready ones",
                         t.exec.unresolved
                     );
-                    ensure!(v, q + dispatch + fetched + op_done + resubmit + begin == 0 && !t.holds_resources, "task {id:x} {state} is also queued, leased or scheduled");
+                    ensure!(
+                        v,
+                        q + dispatch + fetched + op_done + resubmit + begin == 0 && !t.holds_resources,
+                        "task {id:x} {state} is also queued, leased or scheduled"
+                    );
                 }
                 TaskState::PendingNodeAssignment if t.holds_resources => {
                     let creation = t.kind == TaskType::ActorCreationTask;
@@ -165,7 +199,12 @@ impl Engine {
                     );
                 }
                 TaskState::PendingNodeAssignment => {
-                    ensure!(v, q + resubmit == 1 && dispatch + begin == 0, "task {id:x} {state}: in {q} queues with {resubmit} resubmits (attempt {})", t.attempt);
+                    ensure!(
+                        v,
+                        q + resubmit == 1 && dispatch + begin == 0,
+                        "task {id:x} {state}: in {q} queues with {resubmit} resubmits (attempt {})",
+                        t.attempt
+                    );
                 }
                 TaskState::PendingArgsFetch => {
                     let creation = t.kind == TaskType::ActorCreationTask;
@@ -177,16 +216,29 @@ impl Engine {
                     );
                 }
                 TaskState::SubmittedToWorker => {
-                    ensure!(v, t.kind == TaskType::NormalTask && t.holds_resources && begin == 1 && q == 0, "task {id:x} {state}: holds {}, {begin} begins, {q} queues", t.holds_resources);
+                    ensure!(
+                        v,
+                        t.kind == TaskType::NormalTask && t.holds_resources && begin == 1 && q == 0,
+                        "task {id:x} {state}: holds {}, {begin} begins, {q} queues",
+                        t.holds_resources
+                    );
                 }
                 TaskState::PendingActorTaskOrderingOrConcurrency => {
                     ensure!(v, q + resubmit + begin == 1 && act == begin, "actor call {id:x} {state}: in {q} queues with {resubmit} resubmits, {begin} begins, on actor {act}");
                 }
                 TaskState::PendingActorTaskArgsFetch => {
-                    ensure!(v, act == 1 && fetched + begin == 1, "actor call {id:x} fetching args: on actor {act}, {fetched} fetch events, {begin} begins");
+                    ensure!(
+                        v,
+                        act == 1 && fetched + begin == 1,
+                        "actor call {id:x} fetching args: on actor {act}, {fetched} fetch events, {begin} begins"
+                    );
                 }
                 TaskState::Running => {
-                    ensure!(v, op_done == 1 && q + res == 0, "running task {id:x}: {op_done} op events, {q} queues, {res} resuming");
+                    ensure!(
+                        v,
+                        op_done == 1 && q + res == 0,
+                        "running task {id:x}: {op_done} op events, {q} queues, {res} resuming"
+                    );
                 }
                 TaskState::RunningInRayGet => {
                     let op = self.specs[t.spec as usize].program.get(t.pc as usize);
@@ -201,23 +253,41 @@ impl Engine {
                 }
                 other => v.push(format!("task {id:x} is at rest in transient state {other}")),
             }
-            let on_worker = matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch) || t.begin_due;
+            let on_worker =
+                matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch)
+                    || t.begin_due;
             if t.kind == TaskType::ActorTask {
-                ensure!(v, act == on_worker as u32, "actor call {id:x} ({state}) is in its actor's running set {act} times");
+                ensure!(
+                    v,
+                    act == on_worker as u32,
+                    "actor call {id:x} ({state}) is in its actor's running set {act} times"
+                );
             }
             if state.is_running() {
                 let pending = t
                     .exec
                     .futures
                     .iter()
-                    .filter(|f| m.objects.get(f).is_some_and(|o| matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost)))
+                    .filter(|f| {
+                        m.objects.get(f).is_some_and(|o| matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost))
+                    })
                     .count() as u32;
-                ensure!(v, t.exec.unresolved == pending, "task {id:x} counts {} unresolved futures, {pending} are pending", t.exec.unresolved);
+                ensure!(
+                    v,
+                    t.exec.unresolved == pending,
+                    "task {id:x} counts {} unresolved futures, {pending} are pending",
+                    t.exec.unresolved
+                );
             } else if state != TaskState::PendingArgsAvail {
                 ensure!(v, t.exec.futures.is_empty() && t.exec.unresolved == 0, "task {id:x} {state} holds futures");
             }
             if t.holds_resources {
-                ensure!(v, t.node.is_some_and(|n| m.nodes[n.index()].is_alive()), "task {id:x} holds resources on dead node {:?}", t.node);
+                ensure!(
+                    v,
+                    t.node.is_some_and(|n| m.nodes[n.index()].is_alive()),
+                    "task {id:x} holds resources on dead node {:?}",
+                    t.node
+                );
             }
         }
     }
@@ -228,7 +298,10 @@ impl Engine {
         for (i, list) in self.actor_manager.by_node().enumerate() {
             for aid in list {
                 bump(&mut placed, *aid);
-                let ok = m.actors.get(aid).is_some_and(|a| a.state == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
+                let ok = m
+                    .actors
+                    .get(aid)
+                    .is_some_and(|a| a.state == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
                 ensure!(v, ok, "node {i} lists actor {:x}, which is not alive there", aid.0);
             }
         }
@@ -241,19 +314,47 @@ impl Engine {
                 .is_some_and(|t| t.kind == TaskType::ActorCreationTask && t.actor == Some(a.id));
             match a.state {
                 ActorState::Alive => {
-                    ensure!(v, on == 1 && !creating, "alive actor {id:x}: placed {on} times, creation task live {creating}");
-                    ensure!(v, a.queue.is_empty() || a.running.len() as u32 >= a.max_concurrency, "alive actor {id:x} has free slots and queued calls");
+                    ensure!(
+                        v,
+                        on == 1 && !creating,
+                        "alive actor {id:x}: placed {on} times, creation task live {creating}"
+                    );
+                    ensure!(
+                        v,
+                        a.queue.is_empty() || a.running.len() as u32 >= a.max_concurrency,
+                        "alive actor {id:x} has free slots and queued calls"
+                    );
                 }
                 ActorState::PendingCreation | ActorState::Restarting => {
-                    ensure!(v, creating && on == 0, "actor {id:x} {} without a live creation task (placed {on})", a.state);
+                    ensure!(
+                        v,
+                        creating && on == 0,
+                        "actor {id:x} {} without a live creation task (placed {on})",
+                        a.state
+                    );
                 }
                 ActorState::Dead => {
-                    ensure!(v, a.queue.is_empty() && a.running.is_empty() && on == 0, "dead actor {id:x} still has calls or a place");
+                    ensure!(
+                        v,
+                        a.queue.is_empty() && a.running.is_empty() && on == 0,
+                        "dead actor {id:x} still has calls or a place"
+                    );
                 }
                 ActorState::DependenciesUnready => v.push(format!("actor {id:x} at rest in DEPENDENCIES_UNREADY")),
             }
-            ensure!(v, a.running.len() as u32 <= a.max_concurrency, "actor {id:x} runs {} calls, max {}", a.running.len(), a.max_concurrency);
-            ensure!(v, a.running.is_empty() || a.state == ActorState::Alive, "actor {id:x} runs calls while {}", a.state);
+            ensure!(
+                v,
+                a.running.len() as u32 <= a.max_concurrency,
+                "actor {id:x} runs {} calls, max {}",
+                a.running.len(),
+                a.max_concurrency
+            );
+            ensure!(
+                v,
+                a.running.is_empty() || a.state == ActorState::Alive,
+                "actor {id:x} runs calls while {}",
+                a.state
+            );
         }
     }
 
@@ -268,12 +369,25 @@ impl Engine {
             let unplaced = pg.bundles.iter().any(|b| b.node.is_none());
             match pg.state {
                 PgState::Removed => {
-                    ensure!(v, p == 0 && !self.queues.bundle_waiters().any(|(g, _)| *g == pg.id), "removed group {} is still pending or waited on", pg.id.0);
+                    ensure!(
+                        v,
+                        p == 0 && !self.queues.bundle_waiters().any(|(g, _)| *g == pg.id),
+                        "removed group {} is still pending or waited on",
+                        pg.id.0
+                    );
                 }
                 PgState::Pending | PgState::Rescheduling => {
-                    ensure!(v, unplaced && p == 1, "group {} {}: unplaced {unplaced}, in the pending list {p} times", pg.id.0, pg.state);
+                    ensure!(
+                        v,
+                        unplaced && p == 1,
+                        "group {} {}: unplaced {unplaced}, in the pending list {p} times",
+                        pg.id.0,
+                        pg.state
+                    );
                 }
-                PgState::Created => ensure!(v, !unplaced && p == 0, "created group {} has unplaced bundles or is pending", pg.id.0),
+                PgState::Created => {
+                    ensure!(v, !unplaced && p == 0, "created group {} has unplaced bundles or is pending", pg.id.0)
+                }
                 PgState::Prepared => v.push(format!("group {} at rest in PREPARED", pg.id.0)),
             }
         }

@@ -61,7 +61,9 @@ impl Engine {
         });
         for (i, t) in self.autoscaler.types.iter().enumerate() {
             let alive: Vec<&Node> = m.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(i as u16)).collect();
-            let idle = alive.iter().filter(|n| n.available == n.total && self.raylets.leased_on(n.idx).is_empty()).count() as u32;
+            let idle =
+                alive.iter().filter(|n| n.available == n.total && self.raylets.leased_on(n.idx).is_empty()).count()
+                    as u32;
             types.push(AutoscalerTypeView {
                 name: t.name.clone(),
                 autoscaled: t.enabled,

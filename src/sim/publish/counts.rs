@@ -66,7 +66,12 @@ impl Engine {
         }
         let counts = actor_counts
             .into_iter()
-            .map(|((class, job, state), count)| ActorCount { class: m.names.get(class).to_string(), job: job.hex(), state, count })
+            .map(|((class, job, state), count)| ActorCount {
+                class: m.names.get(class).to_string(),
+                job: job.hex(),
+                state,
+                count,
+            })
             .collect();
         let executors = actor_exec
             .into_iter()

@@ -25,7 +25,14 @@ use std::sync::Arc;
 
 impl Engine {
     /// Build a snapshot. `tables`: the State API row tables to carry, if rebuilt.
-    pub fn snapshot(&self, seq: u64, speed: f64, lag_seconds: f64, tables: Option<Arc<Tables>>, recent: Arc<Vec<LoggedEvent>>) -> Snapshot {
+    pub fn snapshot(
+        &self,
+        seq: u64,
+        speed: f64,
+        lag_seconds: f64,
+        tables: Option<Arc<Tables>>,
+        recent: Arc<Vec<LoggedEvent>>,
+    ) -> Snapshot {
         let m = &self.model;
         let (actor_counts, actor_executor_counts) = self.actor_counts_view();
         Snapshot {

@@ -65,7 +65,13 @@ impl Engine {
             .iter()
             .filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running()))
             .count() as u64
-            + self.actor_manager.on(n.idx).iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
+            + self
+                .actor_manager
+                .on(n.idx)
+                .iter()
+                .filter_map(|a| m.actors.get(a))
+                .map(|a| a.running.len() as u64)
+                .sum::<u64>();
         NodeView {
             idx: n.idx.0,
             node_id: n.node_id.clone(),

@@ -112,7 +112,11 @@ impl Engine {
                     .iter()
                     .map(|b| {
                         (
-                            b.request.0.iter().map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64())).collect(),
+                            b.request
+                                .0
+                                .iter()
+                                .map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64()))
+                                .collect(),
                             b.node.map(|n| n.0),
                         )
                     })
