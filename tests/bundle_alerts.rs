@@ -103,7 +103,8 @@ fn every_alert_for_a_fault_of_the_ray_scenario_fires_on_rayscope() {
     let mut timings = Vec::new();
 
     // (alert, the fault's time in s, for: in the test copy, which one).
-    let faults: [(&str, u64, u64, &dyn Fn(&Value) -> bool); 5] = [
+    type Fault<'a> = (&'a str, u64, u64, &'a dyn Fn(&Value) -> bool);
+    let faults: [Fault; 5] = [
         ("RayTaskFailureRateHigh", 5, TEST_FOR_S, &|_| true),
         ("RayWorkersOomKilled", 20, 0, &|a| a["metric"]["ip"] == "10.0.1.1"),
         ("RayObjectSpilling", 0, 0, &|_| true),

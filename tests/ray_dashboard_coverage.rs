@@ -28,8 +28,12 @@ for p in json.loads(content)["panels"]:
 print(json.dumps(out))
 "#;
 
-/// The page's table: (Ray row, Ray panel, bundle panels as (dashboard, title); empty for "none: why").
-fn doc_rows() -> Vec<(String, String, Vec<(String, String)>)> {
+/// One row of the page's table: Ray row, Ray panel, bundle panels as (dashboard, title);
+/// empty for "none: why".
+type DocRow = (String, String, Vec<(String, String)>);
+
+/// The page's table.
+fn doc_rows() -> Vec<DocRow> {
     let text = std::fs::read_to_string(repo().join("docs/ray-dashboard-coverage.md")).unwrap();
     let mut rows = Vec::new();
     for line in text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| Ray row")) {

@@ -156,11 +156,14 @@ impl<'a> Registry<'a> {
     }
 }
 
+/// A call-graph edge: (source, target) node ids → (count, last submit ms, calls in flight).
+type Edge = ((usize, usize), (u64, u64, u64));
+
 /// `GET /get_call_graph_data`'s `data`.
 pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
     let mut reg = Registry::default();
     // Edge (source, target) → (count, last submit ms, calls in flight), first-seen order.
-    let mut edges: Vec<((usize, usize), (u64, u64, u64))> = Vec::new();
+    let mut edges: Vec<Edge> = Vec::new();
     let mut edge_at: rustc_hash::FxHashMap<(usize, usize), usize> = Default::default();
     let mut data: rustc_hash::FxHashMap<(usize, usize, i64), (u64, u64)> = Default::default();
     for s in &spans.spans {
@@ -187,7 +190,7 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
         }
     }
     let names = std::mem::take(&mut reg.names);
-    let kept: Vec<&((usize, usize), (u64, u64, u64))> = edges.iter().filter(|(_, e)| !stack_mode || e.2 > 0).collect();
+    let kept: Vec<&Edge> = edges.iter().filter(|(_, e)| !stack_mode || e.2 > 0).collect();
     let reachable: std::collections::BTreeSet<&str> =
         kept.iter().flat_map(|((a, b), _)| [names[*a].as_str(), names[*b].as_str()]).collect();
     let keep_id = |id: &str| !stack_mode || reachable.contains(id);

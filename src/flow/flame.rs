@@ -12,14 +12,16 @@ use super::record::{JobRecord, Spans};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+/// A call still to fold: its span, the (start, end) pieces of time it owns, its path.
+type Pending = (usize, Vec<(u64, u64)>, String);
+
 /// Folded stacks: call path (`_main;Worker.process`) → self time in µs.
 pub fn folded(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
     let mut out: BTreeMap<String, u64> = BTreeMap::new();
     let Some(root) = spans.root() else { return out };
     let children = spans.children();
     let window = |i: usize| (spans.spans[i].submit, spans.end_or_at(i));
-    let mut work: Vec<(usize, Vec<(u64, u64)>, String)> =
-        vec![(root, vec![window(root)], job.target(spans.spans[root].target).class_name())];
+    let mut work: Vec<Pending> = vec![(root, vec![window(root)], job.target(spans.spans[root].target).class_name())];
     while let Some((i, pieces, path)) = work.pop() {
         let mut owned: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
         let mut self_us = 0u64;
