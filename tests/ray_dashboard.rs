@@ -17,6 +17,7 @@
 //! `RAYSCOPE_REQUIRE_TOOLS` is set.
 
 mod common;
+mod ray_panels;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -25,27 +26,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "ray-dashboard-test-token";
-
-/// Prints `[{"row", "title", "expr"}]` for every target of Ray's default dashboard.
-const PANELS_PY: &str = r#"
-import json
-from ray.dashboard.modules.metrics.grafana_dashboard_factory import generate_default_grafana_dashboard
-content, _uid = generate_default_grafana_dashboard()
-dashboard = json.loads(content)
-variables = {v["name"]: v for v in dashboard["templating"]["list"]}
-out = []
-def walk(panels, row):
-    for p in panels:
-        if p.get("type") == "row":
-            walk(p.get("panels", []), p.get("title", ""))
-            continue
-        for t in p.get("targets", []):
-            if t.get("expr"):
-                out.append({"row": row, "title": p.get("title", ""), "expr": t["expr"]})
-walk(dashboard["panels"], "")
-node_types = variables.get("RayNodeType", {}).get("query", "")
-print(json.dumps({"targets": out, "ray_node_types": [o.strip() for o in node_types.split(",") if o.strip()]}))
-"#;
 
 fn require(what: &str, why: &str) -> bool {
     if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() {
@@ -149,34 +129,11 @@ fn encode(q: &str) -> String {
 }
 
 /// Grafana's "All" for each variable of Ray's default dashboard.
-fn with_all_values(expr: &str, node_types: &[String]) -> String {
-    expr.replace("$SessionName", ".+")
-        .replace("$Instance", ".+")
-        .replace("$Cluster", ".*")
-        .replace("$RayNodeType", &format!("({})", node_types.join("|")))
-}
 
 #[test]
 fn rays_default_dashboard_has_data_for_every_panel() {
     let (Some(python), Some(prom)) = (ray_python(), prometheus()) else { return };
-    let out = Command::new(&python).args(["-c", PANELS_PY]).output().expect("Ray's python runs");
-    assert!(out.status.success(), "reading Ray's dashboard failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let panels: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the panel list is JSON");
-    let node_types: Vec<String> =
-        panels["ray_node_types"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
-    assert!(!node_types.is_empty(), "RayNodeType has options in Ray's dashboard");
-    let targets: Vec<(String, String, String)> = panels["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (t["row"].as_str().unwrap().into(), t["title"].as_str().unwrap().into(), t["expr"].as_str().unwrap().into())
-        })
-        .filter(|(row, _, _): &(String, String, String)| !row.contains("TPU"))
-        .collect();
-    assert!(targets.len() >= 60, "Ray's default dashboard has its panels ({} non-TPU queries)", targets.len());
-    assert!(targets.iter().all(|(_, _, e)| !e.contains("ray_tpu_")), "only the TPU row queries TPU metrics");
-
+    let (targets, node_types) = ray_panels::ray_default_panels(&python);
     let (_server, address) = rayscope();
     // Ten times wall speed, so the job mix has run, retried and queued within the test.
     let (status, body) = http(
@@ -214,7 +171,9 @@ fn rays_default_dashboard_has_data_for_every_panel() {
     let deadline = Instant::now() + Duration::from_secs(150);
     while !missing.is_empty() && Instant::now() < deadline {
         missing.retain(|(_, _, expr)| {
-            let q = with_all_values(expr, &node_types).replace("$__rate_interval", "10s").replace("$__interval", "5s");
+            let q = ray_panels::with_all_values(expr, &node_types)
+                .replace("$__rate_interval", "10s")
+                .replace("$__interval", "5s");
             let path = format!("/api/v1/query?query={}", encode(&q));
             let Ok(stream) = TcpStream::connect(&prom_addr) else { return true };
             drop(stream);
