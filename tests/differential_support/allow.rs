@@ -152,3 +152,15 @@ pub fn volatile_kinds() -> Vec<(&'static str, &'static str)> {
         ("ray_total_lineage_bytes", "reported by the OOM-killed task's worker only while it lives"),
     ]
 }
+
+/// Families whose presence at a step differs between two runs on real Ray: Ray writes
+/// them only for report periods in which their event happened, so whether a step's
+/// window holds one depends on timing. Their label keys are still compared where both
+/// runs have them.
+pub fn volatile_presence() -> Vec<(&'static str, &'static str)> {
+    vec![(
+        "ray_scheduler_placement_time_ms_*",
+        "the GCS writes the placement-time gauges only for periods with placements: recorded through \
+         task_retried, seen again at oom_kill in a later run (the OOM hog's placement)",
+    )]
+}

@@ -9,7 +9,7 @@ mod live;
 #[path = "../metrics_support.rs"]
 mod metrics_support;
 
-pub use allow::{differences, volatile_kinds, Diff};
+pub use allow::{differences, volatile_kinds, volatile_presence, Diff};
 pub use live::{ray_python, LiveRun};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,6 +153,8 @@ pub fn model_steps() -> Vec<(String, Shape)> {
 pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Vec<String> {
     let volatile = volatile_kinds();
     let is_volatile = |f: &str| volatile.iter().any(|(p, _)| matches_pattern(p, f));
+    let comes_and_goes = volatile_presence();
+    let may_be_absent = |f: &str| comes_and_goes.iter().any(|(p, _)| matches_pattern(p, f));
     let mut out = Vec::new();
     if want.len() != got.len() {
         out.push(format!("{} steps recorded, {} now", want.len(), got.len()));
@@ -184,8 +186,9 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
                         out.push(format!("{step}: {f} label keys {:?}, now {:?}", x.label_keys, y.label_keys));
                     }
                 }
-                (Some(_), None) => out.push(format!("{step}: {f} recorded, not exported now")),
-                (None, Some(_)) => out.push(format!("{step}: {f} exported now, not recorded")),
+                (Some(_), None) if !may_be_absent(f) => out.push(format!("{step}: {f} recorded, not exported now")),
+                (None, Some(_)) if !may_be_absent(f) => out.push(format!("{step}: {f} exported now, not recorded")),
+                (Some(_), None) | (None, Some(_)) => {}
                 (None, None) => {}
             }
         }
