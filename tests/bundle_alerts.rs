@@ -21,7 +21,6 @@ mod bundle_support;
 
 use bundle_support::*;
 use serde_json::Value;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "bundle-alerts-token-0123456789";
@@ -63,32 +62,10 @@ fn every_alert_for_a_fault_of_the_ray_scenario_fires_on_rayscope() {
 
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
-    let am = format!("127.0.0.1:{}", free_port());
-    let am_cfg = std::fs::read_to_string(repo().join("alertmanager/alertmanager.yml"))
-        .unwrap()
-        .replace("http://rayscope:8080/api/alerts", &format!("http://{rs}/api/alerts"))
-        .replace("/tmp/rayscope-token", token_file.to_str().unwrap());
-    std::fs::write(dir.path().join("alertmanager.yml"), am_cfg).unwrap();
-    let mut am_proc = Proc::spawn(
-        "alertmanager",
-        Command::new(alertmanager)
-            .arg(format!("--config.file={}", dir.path().join("alertmanager.yml").display()))
-            .arg(format!("--storage.path={}", dir.path().join("am").display()))
-            .arg(format!("--web.listen-address={am}"))
-            .arg("--cluster.listen-address="),
-        dir.path().join("alertmanager.log"),
-    );
-    let prom = format!("127.0.0.1:{}", free_port());
+    let (mut am_proc, am) =
+        start_alertmanager(&alertmanager, dir.path(), &alertmanager_config(&rs, token_file.to_str().unwrap()));
     let rules = test_rules(dir.path());
-    std::fs::write(dir.path().join("prometheus.yml"), prometheus_config(&rules, &rs, &am)).unwrap();
-    let mut prom_proc = Proc::spawn(
-        "prometheus",
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("prom").display()))
-            .arg(format!("--web.listen-address={prom}")),
-        dir.path().join("prometheus.log"),
-    );
+    let (mut prom_proc, prom) = start_prometheus(&prometheus, dir.path(), &prometheus_config(&rules, &rs, &am));
     // Every rule's runbook_url opens a section of the page rayscope serves.
     let (status, page) = http("GET", &rs, "/runbooks", &[], "");
     assert_eq!(status, 200, "{page}");

@@ -15,37 +15,9 @@
 mod bundle_support;
 
 use bundle_support::*;
-use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
 
 const TOKEN: &str = "bundle-e2e-token-0123456789";
-
-/// The bundle's alertmanager.yml with the webhook on rayscope's loopback address and
-/// the token file in `token_file`.
-fn alertmanager_config(rayscope: &str, token_file: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("alertmanager/alertmanager.yml")).unwrap();
-    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let receivers = cfg["receivers"].as_sequence_mut().unwrap();
-    let webhook = receivers
-        .iter_mut()
-        .find(|r| r["name"].as_str() == Some("rayscope"))
-        .map(|r| &mut r["webhook_configs"][0])
-        .expect("a rayscope receiver");
-    assert_eq!(webhook["url"].as_str(), Some("http://rayscope:8080/api/alerts"));
-    webhook["url"] = format!("http://{rayscope}/api/alerts").into();
-    webhook["http_config"]["authorization"]["credentials_file"] = token_file.into();
-    serde_yaml::to_string(&cfg).unwrap()
-}
-
-fn firing(prom: &str, alertname: &str) -> Result<Vec<Value>, String> {
-    let r = prom_query(prom, &format!("ALERTS{{alertname=\"{alertname}\",alertstate=\"firing\"}}"))?;
-    if r.is_empty() {
-        Err(format!("{alertname} not firing"))
-    } else {
-        Ok(r)
-    }
-}
 
 #[test]
 fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
@@ -61,30 +33,9 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
 
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
-    let am = format!("127.0.0.1:{}", free_port());
-    std::fs::write(dir.path().join("alertmanager.yml"), alertmanager_config(&rs, token_file.to_str().unwrap()))
-        .unwrap();
-    let mut alertmanager = Proc::spawn(
-        "alertmanager",
-        Command::new(alertmanager)
-            .arg(format!("--config.file={}", dir.path().join("alertmanager.yml").display()))
-            .arg(format!("--storage.path={}", dir.path().join("am").display()))
-            .arg(format!("--web.listen-address={am}"))
-            // No gossip: a single instance, and no listener beyond loopback.
-            .arg("--cluster.listen-address="),
-        dir.path().join("alertmanager.log"),
-    );
-
-    let prom = format!("127.0.0.1:{}", free_port());
-    std::fs::write(dir.path().join("prometheus.yml"), prometheus_config(&rs, &am)).unwrap();
-    let mut prometheus = Proc::spawn(
-        "prometheus",
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("prom").display()))
-            .arg(format!("--web.listen-address={prom}")),
-        dir.path().join("prometheus.log"),
-    );
+    let (mut alertmanager, am) =
+        start_alertmanager(&alertmanager, dir.path(), &alertmanager_config(&rs, token_file.to_str().unwrap()));
+    let (mut prometheus, prom) = start_prometheus(&prometheus, dir.path(), &prometheus_config(&rs, &am));
 
     // The target is up.
     wait_for("the rayscope target up in Prometheus", Duration::from_secs(60), || {
@@ -100,7 +51,8 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
 
     // faults.yaml kills 10.0.1.2 at 60 s: RayNodeDown fires in Prometheus, and
     // Alertmanager delivers it to rayscope's webhook with the token.
-    let down = wait_for("RayNodeDown firing in Prometheus", Duration::from_secs(120), || firing(&prom, "RayNodeDown"));
+    let down =
+        wait_for("RayNodeDown firing in Prometheus", Duration::from_secs(120), || firing_alerts(&prom, "RayNodeDown"));
     assert!(down.iter().any(|a| a["metric"]["ip"] == "10.0.1.2"), "{down:?}");
     wait_for("RayNodeDown at rayscope's /api/alerts", Duration::from_secs(60), || {
         let got = get_json(&rs, "/api/alerts?limit=1000").ok_or("no /api/alerts")?;
@@ -150,7 +102,7 @@ fn prometheus_and_alertmanager_with_the_bundles_configs_close_the_loop() {
 
     // A busy worker's CPU alert fires; killing that node inhibits it at Alertmanager.
     let hot = wait_for("RayNodeHighCpu firing on a live worker", Duration::from_secs(240), || {
-        let alerts = firing(&prom, "RayNodeHighCpu")?;
+        let alerts = firing_alerts(&prom, "RayNodeHighCpu")?;
         alerts
             .iter()
             .filter_map(|a| a["metric"]["ip"].as_str())

@@ -11,7 +11,6 @@
 mod bundle_support;
 
 use bundle_support::*;
-use std::process::Command;
 use std::time::Duration;
 
 const MAX_SERIES: usize = 50;
@@ -27,16 +26,7 @@ fn no_graph_panel_draws_more_than_50_series_at_2000_nodes() {
 
     // No Alertmanager: alerts are not what this measures (a closed port; Prometheus logs it).
     let am = format!("127.0.0.1:{}", free_port());
-    let prom = format!("127.0.0.1:{}", free_port());
-    std::fs::write(dir.path().join("prometheus.yml"), prometheus_config(&rs, &am)).unwrap();
-    let mut prometheus = Proc::spawn(
-        "prometheus",
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("prom").display()))
-            .arg(format!("--web.listen-address={prom}")),
-        dir.path().join("prometheus.log"),
-    );
+    let (mut prometheus, prom) = start_prometheus(&prometheus, dir.path(), &prometheus_config(&rs, &am));
 
     // Every node is in Prometheus, and the recording rules the panels read have run over it.
     let count = |expr: &str| -> Result<usize, String> {

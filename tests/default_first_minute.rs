@@ -75,16 +75,7 @@ fn every_panel_has_data_within_the_first_minute_at_wall_speed() {
     let started = Instant::now();
     let (_rayscope, rs) = start_rayscope(&repo().join("examples/default.yaml"), "first-minute-token", dir.path());
     let am = format!("127.0.0.1:{}", free_port()); // nobody listens: alerts are not the point here
-    std::fs::write(dir.path().join("prometheus.yml"), prometheus_config(&rs, &am)).unwrap();
-    let prom = format!("127.0.0.1:{}", free_port());
-    let mut prometheus = Proc::spawn(
-        "prometheus",
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("prom").display()))
-            .arg(format!("--web.listen-address={prom}")),
-        dir.path().join("prometheus.log"),
-    );
+    let (mut prometheus, prom) = start_prometheus(&prometheus, dir.path(), &prometheus_config(&rs, &am));
 
     // Ask every query until it has data; the minute counts from rayscope's start, with
     // 15 s for Prometheus to start and scrape (one scrape interval and a rule evaluation).

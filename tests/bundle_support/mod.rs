@@ -112,6 +112,56 @@ pub fn start_rayscope(config: &Path, token: &str, dir: &Path) -> (Proc, String) 
     (Proc { name: "rayscope", child, log }, address)
 }
 
+/// The bundle's alertmanager.yml with the webhook on rayscope's loopback address and
+/// the token file in `token_file`.
+pub fn alertmanager_config(rayscope: &str, token_file: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("alertmanager/alertmanager.yml")).unwrap();
+    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let receivers = cfg["receivers"].as_sequence_mut().unwrap();
+    let webhook = receivers
+        .iter_mut()
+        .find(|r| r["name"].as_str() == Some("rayscope"))
+        .map(|r| &mut r["webhook_configs"][0])
+        .expect("a rayscope receiver");
+    assert_eq!(webhook["url"].as_str(), Some("http://rayscope:8080/api/alerts"));
+    webhook["url"] = format!("http://{rayscope}/api/alerts").into();
+    webhook["http_config"]["authorization"]["credentials_file"] = token_file.into();
+    serde_yaml::to_string(&cfg).unwrap()
+}
+
+/// A real Alertmanager with `config` (YAML text), its data and log in `dir`, on a free
+/// loopback port: one instance, no gossip, no listener beyond loopback.
+pub fn start_alertmanager(binary: &Path, dir: &Path, config: &str) -> (Proc, String) {
+    let addr = format!("127.0.0.1:{}", free_port());
+    std::fs::write(dir.join("alertmanager.yml"), config).unwrap();
+    let proc = Proc::spawn(
+        "alertmanager",
+        Command::new(binary)
+            .arg(format!("--config.file={}", dir.join("alertmanager.yml").display()))
+            .arg(format!("--storage.path={}", dir.join("am").display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--cluster.listen-address="),
+        dir.join("alertmanager.log"),
+    );
+    (proc, addr)
+}
+
+/// A real Prometheus with `config` (YAML text), its data and log in `dir`, on a free
+/// loopback port.
+pub fn start_prometheus(binary: &Path, dir: &Path, config: &str) -> (Proc, String) {
+    let addr = format!("127.0.0.1:{}", free_port());
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let proc = Proc::spawn(
+        "prometheus",
+        Command::new(binary)
+            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("prom").display()))
+            .arg(format!("--web.listen-address={addr}")),
+        dir.join("prometheus.log"),
+    );
+    (proc, addr)
+}
+
 /// A loopback port nobody listens on now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
