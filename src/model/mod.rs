@@ -22,6 +22,7 @@ pub mod states;
 pub mod table;
 pub mod task;
 pub mod task_counts;
+pub mod utc;
 
 pub use actor::Actor;
 pub use cluster_events::{ClusterEvent, ClusterEvents, ClusterEventsView};

@@ -405,25 +405,8 @@ pub fn session_name_for(seed: u64) -> String {
 /// for `serve`: each start is a new session, so Prometheus sees new series rather than
 /// counter resets on the old ones. `simulate` keeps [`session_name_for`], for determinism.
 pub fn session_name_at(unix_us: u64, pid: u32) -> String {
-    let secs = unix_us / 1_000_000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "session_{year:04}-{month:02}-{day:02}_{:02}-{:02}-{:02}_{:06}_{pid}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        unix_us % 1_000_000
-    )
+    let (year, month, day, hour, minute, second) = crate::model::utc::civil((unix_us / 1_000_000) as i64);
+    format!("session_{year:04}-{month:02}-{day:02}_{hour:02}-{minute:02}-{second:02}_{:06}_{pid}", unix_us % 1_000_000)
 }
 
 #[cfg(test)]
