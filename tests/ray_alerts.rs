@@ -94,12 +94,9 @@ impl Drop for Cluster {
 /// directory, where Ray rewrites the real file; Prometheus watches the symlink's
 /// directory, sees none of those rewrites, and otherwise re-reads only every 5 m.
 fn prometheus_config(rules: &std::path::Path, sd_file: &str, alertmanager: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
+    let text = prometheus_config_with_rules(rules, "unused:8080", alertmanager);
     let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     assert_eq!(cfg["global"]["evaluation_interval"].as_str(), Some("5s"));
-    cfg["rule_files"] = serde_yaml::to_value(vec![rules.join("*.yml").to_str().unwrap()]).unwrap();
-    cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] =
-        serde_yaml::to_value(vec![alertmanager]).unwrap();
     let job: serde_yaml::Value = serde_yaml::from_str(&format!(
         "{{job_name: ray, file_sd_configs: [{{files: [{sd_file:?}], refresh_interval: 5s}}]}}"
     ))

@@ -320,10 +320,14 @@ pub fn substitute_over(dashboard: &Value, expr: &str, range_s: f64) -> String {
 /// The bundle's prometheus.yml with its targets on loopback and its rule files in the
 /// repository; every other setting (intervals, honor_labels, jobs) is kept.
 pub fn prometheus_config(rayscope: &str, alertmanager: &str) -> String {
+    prometheus_config_with_rules(&repo().join("prometheus/rules"), rayscope, alertmanager)
+}
+
+/// [`prometheus_config`] with the rule files in `rules` (a copy, e.g. [`test_rules`]).
+pub fn prometheus_config_with_rules(rules: &Path, rayscope: &str, alertmanager: &str) -> String {
     let text = std::fs::read_to_string(repo().join("prometheus/prometheus.yml")).unwrap();
     let mut cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let rules = repo().join("prometheus/rules/*.yml");
-    cfg["rule_files"] = serde_yaml::to_value(vec![rules.to_str().unwrap()]).unwrap();
+    cfg["rule_files"] = serde_yaml::to_value(vec![rules.join("*.yml").to_str().unwrap()]).unwrap();
     cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] =
         serde_yaml::to_value(vec![alertmanager]).unwrap();
     let job = &mut cfg["scrape_configs"][0];
