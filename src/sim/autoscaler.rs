@@ -1,7 +1,8 @@
 //! The autoscaler: launch nodes for pending and infeasible demand after the launch
 //! delay, terminate workers idle past the timeout, keep each type within min/max.
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;

@@ -7,8 +7,32 @@
 //! never: read wall-clock time, run an event (the engine's handlers do), or move time
 //! backwards: an event scheduled in the past runs now.
 
-use super::engine::Event;
 use super::event_queue::EventQueue;
+use crate::model::{NodeIdx, TaskId};
+
+/// Something that happens at a virtual time.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Event {
+    StartJob(usize),
+    MixArrival(usize),
+    /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
+    Dispatch(TaskId, u32),
+    ArgsFetched(TaskId, u32),
+    /// The worker begins running a call it was handed (after `call_start_cost`).
+    Begin(TaskId, u32),
+    /// The current compute/sleep op of a running task finished.
+    OpDone(TaskId, u32),
+    /// The caller is done paying for the calls it just submitted (`call_submit_cost`).
+    Resume(TaskId, u32),
+    /// Resubmit a task (after a retry backoff).
+    Resubmit(TaskId, u32),
+    Fault(usize),
+    FaultEnd(usize),
+    NodeLaunched(u16),
+    AutoscalerTick,
+    /// The memory monitor's next look at a node (Ray checks every 250 ms).
+    MemoryCheck(NodeIdx),
+}
 
 pub(crate) struct Clock {
     /// Virtual time now, in µs.

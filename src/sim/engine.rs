@@ -13,7 +13,7 @@
 
 use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
-use super::clock::Clock;
+use super::clock::{Clock, Event};
 use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
 use super::jobs::JobManager;
@@ -30,30 +30,6 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-
-/// Something that happens at a virtual time.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Event {
-    StartJob(usize),
-    MixArrival(usize),
-    /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
-    Dispatch(TaskId, u32),
-    ArgsFetched(TaskId, u32),
-    /// The worker begins running a call it was handed (after `call_start_cost`).
-    Begin(TaskId, u32),
-    /// The current compute/sleep op of a running task finished.
-    OpDone(TaskId, u32),
-    /// The caller is done paying for the calls it just submitted (`call_submit_cost`).
-    Resume(TaskId, u32),
-    /// Resubmit a task (after a retry backoff).
-    Resubmit(TaskId, u32),
-    Fault(usize),
-    FaultEnd(usize),
-    NodeLaunched(u16),
-    AutoscalerTick,
-    /// The memory monitor's next look at a node (Ray checks every 250 ms).
-    MemoryCheck(NodeIdx),
-}
 
 pub struct Engine {
     pub(crate) cfg: Arc<Config>,

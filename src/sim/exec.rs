@@ -1,6 +1,7 @@
 //! The interpreter for task bodies (`workload::Op`).
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use crate::config::DurationDist;
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};

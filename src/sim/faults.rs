@@ -1,7 +1,8 @@
 //! Faults: the configured schedule (node loss and return, actor kills, random task
 //! failures, memory pressure) and the raylet's memory monitor (OOM killer).
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;

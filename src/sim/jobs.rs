@@ -7,7 +7,8 @@
 //! and the count of live jobs. The job records live in the model's job table. Must
 //! never: run a job's program (the driver is a task like any other, `exec.rs`).
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use crate::model::*;
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;

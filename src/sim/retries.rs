@@ -2,7 +2,8 @@
 //! failures; application errors only with `retry_exceptions`; OOM kills on their own
 //! budget with backoff), or fails for good together with readers of its result.
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
 

@@ -1,7 +1,8 @@
 //! The task lifecycle: submit → dependencies → lease (local raylet first, spillback)
 //! → argument fetch → run → finish, or fail and retry within the budget.
 
-use super::engine::{Engine, Event};
+use super::clock::Event;
+use super::engine::Engine;
 use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;

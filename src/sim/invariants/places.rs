@@ -19,7 +19,8 @@
 
 use super::{count, Scheduled, Violations};
 use crate::model::*;
-use crate::sim::engine::{Engine, Event};
+use crate::sim::clock::Event;
+use crate::sim::engine::Engine;
 use crate::workload::Op;
 use rustc_hash::FxHashMap;
 
