@@ -437,7 +437,7 @@ fn the_generated_scenarios_exercise_every_mechanism() {
             e.step();
         }
         let c = &e.model.counters;
-        let launched: u64 = e.autoscaler_types().iter().map(|t| t.started_total).sum();
+        let launched: u64 = e.autoscaler().types().iter().map(|t| t.started_total).sum();
         for (k, v) in [
             ("tasks finished", c.tasks_finished),
             ("tasks failed", c.tasks_failed),

@@ -226,7 +226,7 @@ impl Engine {
         if self.model.tasks.contains_key(&creation_task) {
             self.fail_task(creation_task, ErrorType::ActorDied, false);
         }
-        self.note_actor_died(aid, node, cause, restart);
+        self.cluster_events().actor_died(aid, node, cause, restart);
         if restart {
             let a = self.model.actors.get_mut(&aid).expect("actor exists");
             a.num_restarts += 1;
@@ -262,7 +262,7 @@ impl Engine {
         let a = &self.model.actors[&aid];
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
-        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
+        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
         let ret = self.new_return_object(tid, owner, job, spec_id, 0, &[]);
         let name = self.specs[spec_id as usize].name;
         if let Some(o) = self.model.objects.get_mut(&ret) {

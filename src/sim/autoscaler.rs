@@ -27,10 +27,18 @@ pub struct TypeState {
 }
 
 pub struct Autoscaler {
-    pub types: Vec<TypeState>,
+    types: Vec<TypeState>,
     /// Resources of pending launches, by resource name (for `autoscaler_pending_resources`).
-    pub pending_resources: Vec<(String, f64)>,
-    pub updates: u64,
+    pending_resources: Vec<(String, f64)>,
+    updates: u64,
+}
+
+/// What one look at demand decided for a node type: launch `count` nodes, which come
+/// up after `delay`.
+pub(crate) struct Launch {
+    pub(crate) node_type: u16,
+    pub(crate) count: u32,
+    pub(crate) delay: u64,
 }
 
 impl Autoscaler {
@@ -58,29 +66,181 @@ impl Autoscaler {
         self.types.iter().any(|t| t.enabled)
     }
 
+    /// Per node type: bounds, launches in flight and launch/stop totals.
+    pub fn types(&self) -> &[TypeState] {
+        &self.types
+    }
+
+    /// Resources of the launches in flight, by resource name.
+    pub fn pending_resources(&self) -> &[(String, f64)] {
+        &self.pending_resources
+    }
+
+    /// Looks at demand so far.
+    pub fn updates(&self) -> u64 {
+        self.updates
+    }
+
     pub fn note_failure(&mut self, t: u16) {
         if let Some(s) = self.types.get_mut(t as usize) {
             s.recently_failed += 1;
         }
     }
+
+    /// One look at `demand` (requests and how many of each the cluster does not absorb),
+    /// given the nodes alive per type: the launches to make, each now in flight.
+    pub(crate) fn scale_up(
+        &mut self,
+        cluster: &ClusterConfig,
+        names: &ResourceNames,
+        demand: Vec<(ResourceRequest, u64)>,
+        alive: &[u32],
+    ) -> Vec<Launch> {
+        self.updates += 1;
+        let mut want = vec![0u64; cluster.node_types.len()];
+        for (req, count) in demand {
+            // The first autoscaled type whose nodes can hold the request.
+            let Some((t, per_node)) = cluster.node_types.iter().enumerate().find_map(|(i, nt)| {
+                if !self.types[i].enabled {
+                    return None;
+                }
+                let mut fit = u64::MAX;
+                for &(id, q) in &req.0 {
+                    let cap = match id {
+                        ResourceId::CPU => nt.cpu,
+                        ResourceId::GPU => nt.gpu,
+                        ResourceId::MEMORY => nt.memory.0 as f64 * 0.7,
+                        ResourceId::OBJECT_STORE_MEMORY => nt.memory.0 as f64 * 0.3,
+                        other => *nt.resources.get(names.name(other)).unwrap_or(&0.0),
+                    };
+                    fit = fit.min((cap / q.to_f64()).floor().max(0.0) as u64);
+                }
+                (fit > 0).then_some((i, if fit == u64::MAX { 1 } else { fit }))
+            }) else {
+                continue;
+            };
+            want[t] += count.div_ceil(per_node);
+        }
+        let mut launches = Vec::new();
+        for (t, need) in want.into_iter().enumerate() {
+            let s = &mut self.types[t];
+            let need = need.max(s.min.saturating_sub(alive[t] + s.pending) as u64);
+            let room = s.max.saturating_sub(alive[t] + s.pending) as u64;
+            let count = need.saturating_sub(s.pending as u64).min(room) as u32;
+            if count > 0 {
+                s.pending += count;
+                launches.push(Launch { node_type: t as u16, count, delay: s.launch_delay });
+            }
+        }
+        self.refresh_pending_resources(cluster);
+        launches
+    }
+
+    /// The alive workers idle past their type's timeout that may go (their type stays at
+    /// or above its min), each counted as stopped. `idle` says whether a node holds
+    /// nothing; a node's idle clock starts at the first look that finds it idle.
+    pub(crate) fn scale_down(&mut self, nodes: &mut [Node], idle: impl Fn(&Node) -> bool, now: u64) -> Vec<NodeIdx> {
+        let mut alive_by_type = alive_per_type(nodes, self.types.len());
+        let mut victims = Vec::new();
+        for n in nodes.iter_mut() {
+            let Some(t) = n.node_type else { continue };
+            let s = &self.types[t as usize];
+            if !s.enabled || !n.is_alive() {
+                continue;
+            }
+            if !idle(n) {
+                n.idle_since = None;
+                continue;
+            }
+            let since = *n.idle_since.get_or_insert(now);
+            if now - since >= s.idle_timeout && alive_by_type[t as usize] > s.min {
+                alive_by_type[t as usize] -= 1;
+                victims.push(n.idx);
+            }
+        }
+        for v in &victims {
+            let t = nodes[v.index()].node_type.unwrap_or(0);
+            self.types[t as usize].stopped_total += 1;
+        }
+        victims
+    }
+
+    /// A launch of type `t` came due: it is no longer in flight.
+    pub(crate) fn launch_due(&mut self, t: u16) {
+        let s = &mut self.types[t as usize];
+        s.pending = s.pending.saturating_sub(1);
+    }
+
+    /// The launch of type `t` that came due made a node (`ok`) or found no address.
+    pub(crate) fn launch_done(&mut self, cluster: &ClusterConfig, t: u16, ok: bool) {
+        let s = &mut self.types[t as usize];
+        match ok {
+            true => s.started_total += 1,
+            false => s.failed_create_total += 1,
+        }
+        self.refresh_pending_resources(cluster);
+    }
+
+    fn refresh_pending_resources(&mut self, cluster: &ClusterConfig) {
+        let mut res: Vec<(String, f64)> =
+            vec![("CPU".into(), 0.0), ("GPU".into(), 0.0), ("memory".into(), 0.0), ("object_store_memory".into(), 0.0)];
+        for (i, s) in self.types.iter().enumerate() {
+            let nt = &cluster.node_types[i];
+            let p = s.pending as f64;
+            res[0].1 += nt.cpu * p;
+            res[1].1 += nt.gpu * p;
+            let store = nt.object_store_memory.map(|b| b.0 as f64).unwrap_or(nt.memory.0 as f64 * 0.3);
+            res[2].1 += (nt.memory.0 as f64 - store) * p;
+            res[3].1 += store * p;
+        }
+        self.pending_resources = res;
+    }
+}
+
+/// Alive nodes per node type.
+fn alive_per_type(nodes: &[Node], types: usize) -> Vec<u32> {
+    let mut alive = vec![0u32; types];
+    for n in nodes.iter().filter(|n| n.is_alive()) {
+        if let Some(t) = n.node_type {
+            alive[t as usize] += 1;
+        }
+    }
+    alive
 }
 
 impl Engine {
-    /// Per node type: bounds, launches in flight and launch/stop totals.
-    pub fn autoscaler_types(&self) -> &[TypeState] {
-        &self.autoscaler.types
+    /// The autoscaler's state: per node type, bounds, launches in flight and totals.
+    pub fn autoscaler(&self) -> &Autoscaler {
+        &self.autoscaler
     }
 
-    fn alive_of_type(&self, t: u16) -> u32 {
-        self.model.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(t)).count() as u32
-    }
-
+    /// The autoscaler's periodic look: launch for unmet demand, terminate idle workers.
     pub(crate) fn on_autoscaler_tick(&mut self) {
-        self.autoscaler.updates += 1;
-        self.scale_up();
-        self.scale_down();
+        let demand = self.unmet_demand();
+        let alive = alive_per_type(&self.model.nodes, self.autoscaler.types().len());
+        let cfg = self.cfg.clone();
+        let cluster = &cfg.cluster;
+        for l in self.autoscaler.scale_up(cluster, &self.model.resource_names, demand, &alive) {
+            let name = &cluster.node_types[l.node_type as usize].name;
+            log_event!(self.model.log, self.clock.now, "autoscaler", "launching {} x {}", l.count, name);
+            self.cluster_events().launch(&cluster.node_types[l.node_type as usize], l.count);
+            for _ in 0..l.count {
+                self.clock.schedule_in(l.delay, Event::NodeLaunched(l.node_type));
+            }
+        }
+        let (raylets, actors) = (&self.raylets, &self.actor_manager);
+        let idle = |n: &Node| {
+            raylets.leased_on(n.idx).is_empty()
+                && actors.on(n.idx).is_empty()
+                && n.store.num_objects == 0
+                && n.available == n.total
+        };
+        for v in self.autoscaler.scale_down(&mut self.model.nodes, idle, self.clock.now) {
+            self.cluster_events().node_removed(v, "idle");
+            self.kill_node(v, "autoscaler: idle node terminated", false);
+        }
         if !self.workloads_done() || self.queues.waiting_count() + self.queues.infeasible_count() > 0 {
-            self.schedule_in(TICK_US, Event::AutoscalerTick);
+            self.clock.schedule_in(TICK_US, Event::AutoscalerTick);
         }
     }
 
@@ -99,119 +259,13 @@ impl Engine {
         out
     }
 
-    fn scale_up(&mut self) {
-        let demand = self.unmet_demand();
-        let cfg = self.cfg.clone();
-        let mut want = vec![0u64; cfg.cluster.node_types.len()];
-        for (req, count) in demand {
-            // The first autoscaled type whose nodes can hold the request.
-            let Some((t, per_node)) = cfg.cluster.node_types.iter().enumerate().find_map(|(i, nt)| {
-                if !self.autoscaler.types[i].enabled {
-                    return None;
-                }
-                let mut fit = u64::MAX;
-                for &(id, q) in &req.0 {
-                    let cap = match id {
-                        ResourceId::CPU => nt.cpu,
-                        ResourceId::GPU => nt.gpu,
-                        ResourceId::MEMORY => nt.memory.0 as f64 * 0.7,
-                        ResourceId::OBJECT_STORE_MEMORY => nt.memory.0 as f64 * 0.3,
-                        other => *nt.resources.get(self.model.resource_names.name(other)).unwrap_or(&0.0),
-                    };
-                    fit = fit.min((cap / q.to_f64()).floor().max(0.0) as u64);
-                }
-                (fit > 0).then_some((i, if fit == u64::MAX { 1 } else { fit }))
-            }) else {
-                continue;
-            };
-            want[t] += count.div_ceil(per_node);
-        }
-        for (t, need) in want.into_iter().enumerate() {
-            let alive = self.alive_of_type(t as u16);
-            let s = &self.autoscaler.types[t];
-            let need = need.max(s.min.saturating_sub(alive + s.pending) as u64);
-            let room = s.max.saturating_sub(alive + s.pending) as u64;
-            let launch = need.saturating_sub(s.pending as u64).min(room) as u32;
-            if launch == 0 {
-                continue;
-            }
-            let delay = s.launch_delay;
-            self.autoscaler.types[t].pending += launch;
-            log_event!(
-                self.model.log,
-                self.clock.now,
-                "autoscaler",
-                "launching {} x {}",
-                launch,
-                cfg.cluster.node_types[t].name
-            );
-            self.note_launch(t, launch);
-            for _ in 0..launch {
-                self.schedule_in(delay, Event::NodeLaunched(t as u16));
-            }
-        }
-        self.refresh_pending_resources();
-    }
-
-    fn refresh_pending_resources(&mut self) {
-        let cfg = self.cfg.clone();
-        let mut res: Vec<(String, f64)> =
-            vec![("CPU".into(), 0.0), ("GPU".into(), 0.0), ("memory".into(), 0.0), ("object_store_memory".into(), 0.0)];
-        for (i, s) in self.autoscaler.types.iter().enumerate() {
-            let nt = &cfg.cluster.node_types[i];
-            let p = s.pending as f64;
-            res[0].1 += nt.cpu * p;
-            res[1].1 += nt.gpu * p;
-            let store = nt.object_store_memory.map(|b| b.0 as f64).unwrap_or(nt.memory.0 as f64 * 0.3);
-            res[2].1 += (nt.memory.0 as f64 - store) * p;
-            res[3].1 += store * p;
-        }
-        self.autoscaler.pending_resources = res;
-    }
-
-    fn scale_down(&mut self) {
-        let now = self.clock.now;
-        let mut victims = Vec::new();
-        let mut alive_by_type: Vec<u32> =
-            (0..self.autoscaler.types.len()).map(|t| self.alive_of_type(t as u16)).collect();
-        for n in &mut self.model.nodes {
-            let Some(t) = n.node_type else { continue };
-            let s = &self.autoscaler.types[t as usize];
-            if !s.enabled || !n.is_alive() {
-                continue;
-            }
-            let idle = self.raylets.leased_on(n.idx).is_empty()
-                && self.actor_manager.on(n.idx).is_empty()
-                && n.store.num_objects == 0
-                && n.available == n.total;
-            if !idle {
-                n.idle_since = None;
-                continue;
-            }
-            let since = *n.idle_since.get_or_insert(now);
-            if now - since >= s.idle_timeout && alive_by_type[t as usize] > s.min {
-                alive_by_type[t as usize] -= 1;
-                victims.push(n.idx);
-            }
-        }
-        for v in victims {
-            let t = self.model.nodes[v.index()].node_type.unwrap_or(0);
-            self.autoscaler.types[t as usize].stopped_total += 1;
-            self.note_node_removed(v, "idle");
-            self.kill_node(v, "autoscaler: idle node terminated", false);
-        }
-    }
-
     pub(crate) fn on_node_launched(&mut self, t: u16) {
-        let s = &mut self.autoscaler.types[t as usize];
-        s.pending = s.pending.saturating_sub(1);
-        match self.launch_node_of_type(t) {
-            Some(_) => self.autoscaler.types[t as usize].started_total += 1,
-            None => {
-                self.autoscaler.types[t as usize].failed_create_total += 1;
-                self.note_launch_failed(t);
-            }
+        self.autoscaler.launch_due(t);
+        let ok = self.launch_node_of_type(t).is_some();
+        if !ok {
+            let cfg = self.cfg.clone();
+            self.cluster_events().launch_failed(&cfg.cluster.node_types[t as usize]);
         }
-        self.refresh_pending_resources();
+        self.autoscaler.launch_done(&self.cfg.cluster, t, ok);
     }
 }

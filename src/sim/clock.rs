@@ -54,6 +54,11 @@ impl Clock {
         self.queue.push(time.max(self.now), event);
     }
 
+    /// Schedule `event` `delay` µs from now.
+    pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
+        self.schedule_at(self.now + delay, event);
+    }
+
     /// Time of the next event, if any.
     pub(crate) fn next_time(&mut self) -> Option<u64> {
         self.queue.peek_time()

@@ -1,5 +1,6 @@
 //! Recording Ray's cluster events (`model::ClusterEvents`) where the engine makes them
-//! happen: one method per kind, called once from the handler that makes the change.
+//! happen: one method of [`EventWriter`] per kind, called once from the handler that
+//! makes the change.
 //!
 //! Wording, severity, source and label follow what Ray 2.60 writes for the same moment:
 //! * a node that fails: the GCS's `RAY_NODE_REMOVED` ERROR ("... has been marked dead
@@ -23,6 +24,7 @@
 //! from the RNG: recording never changes the run.
 
 use super::engine::Engine;
+use crate::config::NodeTypeConfig;
 use crate::model::cluster_events::{NewEvent, Severity, Source};
 use crate::model::*;
 
@@ -51,23 +53,38 @@ fn sig6(x: f64) -> String {
     }
 }
 
+/// Writes cluster events into the model's store at one instant: what each of Ray's
+/// components says when the engine makes something happen. Borrowed from the engine
+/// by [`Engine::cluster_events`] for one call.
+pub(crate) struct EventWriter<'a> {
+    m: &'a mut Model,
+    now: u64,
+}
+
 impl Engine {
+    /// The cluster-event writer, at the current instant.
+    pub(crate) fn cluster_events(&mut self) -> EventWriter<'_> {
+        EventWriter { m: &mut self.model, now: self.clock.now }
+    }
+}
+
+impl EventWriter<'_> {
     fn record_cluster_event(&mut self, e: NewEvent) {
-        self.model.cluster_events.record_with(self.clock.now, || e);
+        self.m.cluster_events.record_with(self.now, || e);
     }
 
     fn node_fields(&self, n: NodeIdx) -> Vec<(&'static str, String)> {
-        let nd = &self.model.nodes[n.index()];
+        let nd = &self.m.nodes[n.index()];
         vec![("node_id", nd.node_id.to_string()), ("ip", nd.ip.to_string()), ("node_type", nd.type_name.to_string())]
     }
 
     /// A node registered with the GCS (at start, launched, or restored).
-    pub(crate) fn note_node_added(&mut self, n: NodeIdx) {
-        self.model.cluster_events.slot_reused(n.index());
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn node_added(&mut self, n: NodeIdx) {
+        self.m.cluster_events.slot_reused(n.index());
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let nd = &self.model.nodes[n.index()];
+        let nd = &self.m.nodes[n.index()];
         let message = format!(
             "The node with node id: {} and address: {} and node name: {} has joined the cluster (node type {}).",
             nd.node_id, nd.ip, nd.ip, nd.type_name
@@ -84,11 +101,11 @@ impl Engine {
 
     /// A node failed (not an autoscaler's termination): Ray's GCS marks it dead when its
     /// health checks stop. `cause` is what killed it, kept beside Ray's wording.
-    pub(crate) fn note_node_died(&mut self, n: NodeIdx, cause: &str) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn node_died(&mut self, n: NodeIdx, cause: &str) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let nd = &self.model.nodes[n.index()];
+        let nd = &self.m.nodes[n.index()];
         let message = format!(
             "The node with node id: {} and address: {} and node name: {} has been marked dead because the detector \
              has missed too many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, \
@@ -103,22 +120,22 @@ impl Engine {
     }
 
     /// The autoscaler terminates node `n` (`why`: Ray's reason, e.g. `idle`).
-    pub(crate) fn note_node_removed(&mut self, n: NodeIdx, why: &str) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn node_removed(&mut self, n: NodeIdx, why: &str) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let message = format!("Removing 1 nodes of type {} ({why}).", self.model.nodes[n.index()].type_name);
+        let message = format!("Removing 1 nodes of type {} ({why}).", self.m.nodes[n.index()].type_name);
         let fields = self.node_fields(n);
         let e = NewEvent { severity: Severity::Info, source: Source::Autoscaler, label: "", message, fields };
         self.record_cluster_event(e);
     }
 
     /// The autoscaler asks for `count` nodes of type `t`.
-    pub(crate) fn note_launch(&mut self, t: usize, count: u32) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn launch(&mut self, node_type: &NodeTypeConfig, count: u32) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let name = self.cfg.cluster.node_types[t].name.clone();
+        let name = node_type.name.clone();
         let message = format!("Adding {count} node(s) of type {name}.");
         let fields = vec![("node_type", name), ("count", count.to_string())];
         let e = NewEvent { severity: Severity::Info, source: Source::Autoscaler, label: "", message, fields };
@@ -126,11 +143,10 @@ impl Engine {
     }
 
     /// A launch of type `t` found no address to give the node.
-    pub(crate) fn note_launch_failed(&mut self, t: u16) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn launch_failed(&mut self, nt: &NodeTypeConfig) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let nt = &self.cfg.cluster.node_types[t as usize];
         let message = format!(
             "Failed to launch 1 node(s) of type {}. (NoFreeAddress): every address of ip_range {} is in use.",
             nt.name, nt.ip_range
@@ -140,25 +156,23 @@ impl Engine {
         self.record_cluster_event(e);
     }
 
-    /// The memory monitor killed `victim`'s worker on node `n`.
-    pub(crate) fn note_oom_kill(&mut self, n: NodeIdx, victim: TaskId) {
-        if !self.model.cluster_events.enabled()
-            || !self.model.cluster_events.due(n.index(), self.clock.now, OOM_EVENT_PERIOD_US)
-        {
+    /// The memory monitor, at usage `threshold`, killed `victim`'s worker (`heap` bytes
+    /// used) on node `n`.
+    pub(crate) fn oom_kill(&mut self, n: NodeIdx, victim: TaskId, heap: u64, threshold: f64) {
+        if !self.m.cluster_events.enabled() || !self.m.cluster_events.due(n.index(), self.now, OOM_EVENT_PERIOD_US) {
             return;
         }
-        let Some(t) = self.model.tasks.get(&victim) else { return };
-        let nd = &self.model.nodes[n.index()];
+        let Some(t) = self.m.tasks.get(&victim) else { return };
+        let nd = &self.m.nodes[n.index()];
         let actor = t.actor.filter(|_| t.kind != TaskType::NormalTask);
         let task_id = task_id_hex(t.id.0, t.job.0, t.kind == TaskType::DriverTask);
-        let (who, pid) = match actor.and_then(|a| self.model.actors.get(&a)) {
+        let (who, pid) = match actor.and_then(|a| self.m.actors.get(&a)) {
             Some(a) => (format!("actor ID: {}", actor_id_hex(a.id.0, a.job.0)), a.pid),
             None => (format!("task ID: {task_id}"), worker_pid(t.id.0)),
         };
         let worker = worker_id_hex(pid);
         let (used, total) = (nd.memory_used().0 as f64, nd.memory_bytes.0 as f64);
-        let heap = self.specs[t.spec as usize].heap as f64;
-        let threshold = self.cfg.memory_monitor.usage_threshold;
+        let heap = heap as f64;
         let ip = &nd.ip;
         let message = format!(
             "Task was killed due to the node running low on memory.\nMemory on the node (IP: {ip}, ID: {}) where the \
@@ -168,7 +182,7 @@ impl Engine {
              raylet.out -ip {ip}`. To see the logs of the worker, use `ray logs worker-{worker}*out -ip {ip}.\n\n\
              {OOM_ADVICE}",
             nd.node_id,
-            self.model.names.get(t.name),
+            self.m.names.get(t.name),
             heap / GIB,
             used / GIB,
             total / GIB,
@@ -176,7 +190,7 @@ impl Engine {
             sig6(threshold),
         );
         let mut fields = vec![("node_id", nd.node_id.to_string()), ("ip", ip.to_string()), ("task_id", task_id)];
-        if let Some(a) = actor.and_then(|a| self.model.actors.get(&a)) {
+        if let Some(a) = actor.and_then(|a| self.m.actors.get(&a)) {
             fields.push(("actor_id", actor_id_hex(a.id.0, a.job.0)));
         }
         fields.extend([("job_id", t.job.hex()), ("worker_id", worker), ("pid", pid.to_string())]);
@@ -185,14 +199,14 @@ impl Engine {
     }
 
     fn job_fields(&self, job: JobId) -> Option<(String, Vec<(&'static str, String)>)> {
-        let j = self.model.jobs.get(&job)?;
+        let j = self.m.jobs.get(&job)?;
         let fields = vec![("submission_id", j.submission_id.clone()), ("job_id", job.hex())];
         Some((j.submission_id.clone(), fields))
     }
 
     /// The job manager started job `job`'s driver.
-    pub(crate) fn note_job_started(&mut self, job: JobId) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn job_started(&mut self, job: JobId) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
         let Some((sub, fields)) = self.job_fields(job) else { return };
@@ -207,12 +221,12 @@ impl Engine {
     }
 
     /// Job `job` reached a terminal status.
-    pub(crate) fn note_job_ended(&mut self, job: JobId) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn job_ended(&mut self, job: JobId) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
         let Some((sub, mut fields)) = self.job_fields(job) else { return };
-        let j = &self.model.jobs[&job];
+        let j = &self.m.jobs[&job];
         let message = format!("Completed a ray job {sub} with a status {}.", j.status.as_str());
         fields.push(("message", j.message.clone()));
         self.record_cluster_event(NewEvent {
@@ -225,22 +239,22 @@ impl Engine {
     }
 
     /// Actor `a`'s worker died of `cause` on `node`; it restarts or is dead for good.
-    pub(crate) fn note_actor_died(&mut self, a: ActorId, node: Option<NodeIdx>, cause: &str, restarting: bool) {
-        if !self.model.cluster_events.enabled() {
+    pub(crate) fn actor_died(&mut self, a: ActorId, node: Option<NodeIdx>, cause: &str, restarting: bool) {
+        if !self.m.cluster_events.enabled() {
             return;
         }
-        let Some(actor) = self.model.actors.get(&a) else { return };
+        let Some(actor) = self.m.actors.get(&a) else { return };
         // Fate-sharing with an ended job is the job's event, not one per actor.
-        if self.model.jobs.get(&actor.job).is_none_or(|j| j.status.is_terminal()) {
+        if self.m.jobs.get(&actor.job).is_none_or(|j| j.status.is_terminal()) {
             return;
         }
         let id = actor_id_hex(a.0, actor.job.0);
-        let class = self.model.names.get(actor.class).to_string();
+        let class = self.m.names.get(actor.class).to_string();
         let reason = actor::death_reason(cause);
         let node = node.or(actor.last_node);
         let place = match node {
             Some(n) => {
-                let nd = &self.model.nodes[n.index()];
+                let nd = &self.m.nodes[n.index()];
                 format!("It ran on node {} with IP {}.", nd.node_id, nd.ip)
             }
             None => "It was not placed on a node.".to_string(),
@@ -261,7 +275,7 @@ impl Engine {
         };
         let mut fields = vec![("actor_id", id), ("job_id", actor.job.hex()), ("class_name", class)];
         if let Some(n) = node {
-            let nd = &self.model.nodes[n.index()];
+            let nd = &self.m.nodes[n.index()];
             fields.extend([("node_id", nd.node_id.to_string()), ("ip", nd.ip.to_string())]);
         }
         fields.extend([("death_reason", reason.to_string()), ("pid", actor.pid.to_string())]);

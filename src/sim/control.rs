@@ -179,8 +179,8 @@ impl Engine {
     }
 
     fn alive_node_at(&self, ip: &str) -> Result<NodeIdx, ControlError> {
-        match self.node_by_ip.get(ip) {
-            Some(n) if self.model.node(*n).is_alive() => Ok(*n),
+        match self.node_manager.at(ip) {
+            Some(n) if self.model.node(n).is_alive() => Ok(n),
             Some(_) => Err(ControlError::conflict(format!("node {ip} is already dead"))),
             None => Err(ControlError::not_found(format!("no node with IP {ip}"))),
         }

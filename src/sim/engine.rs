@@ -17,18 +17,17 @@ use super::clock::{Clock, Event};
 use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
 use super::jobs::JobManager;
+use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
 use super::objects::PlasmaOrder;
 use super::placement_groups::PlacementGroupManager;
 use crate::config::Config;
-use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
 use crate::workload::{self, CallSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+
 use std::sync::Arc;
 
 pub struct Engine {
@@ -46,7 +45,6 @@ pub struct Engine {
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
     pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
-    pub(crate) head: NodeIdx,
     /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
     pub(crate) raylets: Raylets,
     /// The actors placed on each node (`actors.rs`).
@@ -58,18 +56,9 @@ pub struct Engine {
     pub(crate) pg_manager: PlacementGroupManager,
     pub(crate) faults: FaultState,
     pub(crate) autoscaler: Autoscaler,
-    /// Actor id → pid-like worker numbers, and per-node worker counts, for the exporter.
-    pub(crate) node_by_ip: FxHashMap<String, NodeIdx>,
-    /// Per node type: the next address of its range to try.
-    ip_cursor: Vec<u32>,
-    /// The head's (first) and each node type's name and GPU model, shared by all their
-    /// nodes and views: a cached dead node holds no copy of them.
-    shape_names: Vec<(Arc<str>, Option<Arc<str>>)>,
+    /// Node membership: the head, addresses, the dead-node cache (`node_manager.rs`).
+    pub(crate) node_manager: GcsNodeManager,
     pub(crate) stopped: bool,
-    /// Dead nodes still in the node table, in order of death (`dead_nodes.rs`).
-    pub(crate) dead_nodes: VecDeque<NodeIdx>,
-    /// Nodes ever added: each gets a new node id, even in a reused slot.
-    nodes_added: u32,
     /// Flow Insight's record of every call (`flow_recorder.rs`).
     pub(crate) flow: super::flow_recorder::FlowRecorder,
 }
@@ -123,22 +112,14 @@ impl Engine {
             jobs: JobManager::default(),
             plasma: PlasmaOrder::default(),
             node_views: Default::default(),
-            head: NodeIdx(0),
             raylets: Raylets::default(),
             actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
             pg_manager: PlacementGroupManager::default(),
             faults: FaultState::default(),
             autoscaler: Autoscaler::new(&cfg.cluster),
-            node_by_ip: FxHashMap::default(),
-            ip_cursor: vec![0; cfg.cluster.node_types.len()],
-            shape_names: std::iter::once((&cfg.cluster.head.name, &cfg.cluster.head.gpu_model))
-                .chain(cfg.cluster.node_types.iter().map(|t| (&t.name, &t.gpu_model)))
-                .map(|(name, gpu)| (Arc::from(name.as_str()), gpu.as_deref().map(Arc::from)))
-                .collect(),
             stopped: false,
-            dead_nodes: VecDeque::new(),
-            nodes_added: 0,
+            node_manager: GcsNodeManager::new(&cfg),
             flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
             model,
             cfg: cfg.clone(),
@@ -166,7 +147,7 @@ impl Engine {
 
     fn build_cluster(&mut self) {
         let cfg = self.cfg.clone();
-        self.head = self.add_node(None, cfg.cluster.head.ip.clone());
+        self.add_node(None, cfg.cluster.head.ip.clone());
         for (t, nt) in cfg.cluster.node_types.iter().enumerate() {
             let count = nt.count.unwrap_or_else(|| nt.autoscaler.as_ref().map(|a| a.min_workers).unwrap_or(0));
             for _ in 0..count {
@@ -177,83 +158,20 @@ impl Engine {
 
     /// Add a worker node of a configured type at its next free address.
     pub(crate) fn launch_node_of_type(&mut self, t: u16) -> Option<NodeIdx> {
-        let cfg = self.cfg.clone();
-        let nt = &cfg.cluster.node_types[t as usize];
-        let range = crate::config::ip_range::IpRange::parse(&nt.ip_range).ok()?;
-        // Addresses are handed out in order; after wrapping, the first one not in use.
-        let start = self.ip_cursor[t as usize];
-        let ip = (0..range.len())
-            .map(|k| (start + k) % range.len())
-            .filter_map(|i| range.nth(i).map(|a| (i, a.to_string())))
-            .find(|(_, ip)| self.node_by_ip.get(ip).is_none_or(|n| !self.model.node(*n).is_alive()))
-            .map(|(i, ip)| {
-                self.ip_cursor[t as usize] = i + 1;
-                ip
-            })?;
+        let ip = self.node_manager.next_address(&self.cfg.cluster, &self.model, t)?;
         Some(self.add_node(Some(t), ip))
     }
 
-    /// Add a node of a configured type (`None`: the head node's shape) at `ip`.
+    /// Add a node of a configured type (`None`: the head node's shape) at `ip`: the GCS
+    /// registers it, then every component that keeps something per node learns of it.
     pub(crate) fn add_node(&mut self, node_type: Option<u16>, ip: String) -> NodeIdx {
-        let cfg = self.cfg.clone();
-        let shape = NodeShape::of(&cfg.cluster, node_type);
-        let (cpu, gpu, memory, object_store, custom) =
-            (shape.cpu, shape.gpu, shape.memory, shape.object_store, shape.custom);
-        let gpu_memory = shape.gpu_memory;
-        let (type_name, gpu_model) = self.shape_names[node_type.map_or(0, |t| t as usize + 1)].clone();
-        let reused = self.free_node_slot();
-        let idx = reused.unwrap_or(NodeIdx(self.model.nodes.len() as u32));
-        let serial = NodeIdx(self.nodes_added);
-        self.nodes_added += 1;
-        // Ray: 30% of memory by default, capped at 200 GB.
-        let store = object_store.unwrap_or(((memory as f64 * 0.3) as u64).min(200_000_000_000));
-        let n = self.model.resource_names.len();
-        let mut total = ResVec::zeros(n);
-        total.set(ResourceId::CPU, FixedPoint::from_f64(cpu));
-        total.set(ResourceId::GPU, FixedPoint::from_f64(gpu));
-        total.set(ResourceId::MEMORY, FixedPoint::from_f64((memory - store.min(memory)) as f64));
-        total.set(ResourceId::OBJECT_STORE_MEMORY, FixedPoint::from_f64(store as f64));
-        for (name, q) in custom {
-            if let Some(id) = self.model.resource_names.id_of(name) {
-                total.set(id, FixedPoint::from_f64(*q));
-            }
-        }
-        let node = Node {
-            idx,
-            node_id: node_id_hex(self.cfg.sim.seed, serial).into(),
-            ip: ip.as_str().into(),
-            node_type,
-            type_name: type_name.clone(),
-            is_head: node_type.is_none(),
-            state: NodeState::Alive,
-            available: Available::new(total.clone()),
-            total,
-            memory_bytes: Bytes(memory),
-            store: ObjectStore { capacity: Bytes(store), ..Default::default() },
-            worker_heap_used: Bytes(0),
-            pressure_bytes: Bytes(0),
-            gpu_model,
-            gpu_memory: Bytes(gpu_memory),
-            started_at: self.clock.now,
-            died_at: None,
-            death_reason: None,
-            idle_since: Some(self.clock.now),
-            stats: NodeStats::default(),
-        };
-        log_event!(self.model.log, self.clock.now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
-        if let Some(slot) = reused {
-            let i = slot.index();
-            self.model.nodes[i] = node;
-        } else {
-            self.model.nodes.push(node);
-        }
+        let idx = self.node_manager.register(&mut self.model, &self.cfg.cluster, node_type, ip, self.clock.now);
         self.local_resources().joined(idx);
         self.raylets.joined(idx);
         self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
-        self.node_by_ip.insert(ip, idx);
-        self.note_node_added(idx);
+        self.cluster_events().node_added(idx);
         self.on_node_added();
         idx
     }
@@ -331,42 +249,6 @@ impl Engine {
             Event::MemoryCheck(n) => {
                 self.faults.memory_monitor.look_taken(n);
                 self.check_memory(n);
-            }
-        }
-    }
-}
-
-/// The configured shape of a node type (or of the head node).
-struct NodeShape<'a> {
-    cpu: f64,
-    gpu: f64,
-    memory: u64,
-    object_store: Option<u64>,
-    custom: &'a BTreeMap<String, f64>,
-    gpu_memory: u64,
-}
-
-impl<'a> NodeShape<'a> {
-    fn of(c: &'a crate::config::ClusterConfig, node_type: Option<u16>) -> NodeShape<'a> {
-        match node_type.and_then(|t| c.node_types.get(t as usize)) {
-            Some(nt) => NodeShape {
-                cpu: nt.cpu,
-                gpu: nt.gpu,
-                memory: nt.memory.0,
-                object_store: nt.object_store_memory.map(|b| b.0),
-                custom: &nt.resources,
-                gpu_memory: nt.gpu_memory.map(|b| b.0).unwrap_or(0),
-            },
-            None => {
-                let h = &c.head;
-                NodeShape {
-                    cpu: h.cpu,
-                    gpu: h.gpu,
-                    memory: h.memory.0,
-                    object_store: h.object_store_memory.map(|b| b.0),
-                    custom: &h.resources,
-                    gpu_memory: h.gpu_memory.map(|b| b.0).unwrap_or(0),
-                }
             }
         }
     }

@@ -129,7 +129,7 @@ impl Engine {
     /// A node by IP, or one alive node of a type chosen with the seeded RNG.
     fn resolve_node(&mut self, ip: Option<&str>, node_type: Option<&str>) -> Option<NodeIdx> {
         if let Some(ip) = ip {
-            return self.node_by_ip.get(ip).copied().filter(|n| self.model.nodes[n.index()].is_alive());
+            return self.node_manager.alive_at(&self.model, ip);
         }
         let t = node_type?;
         let candidates: Vec<NodeIdx> =
@@ -158,7 +158,7 @@ impl Engine {
         // Its raylet stops exporting: the per-node kill and failure counts go with it.
         self.model.counters.forget_node_counts(n.0);
         if failure {
-            self.note_node_died(n, reason);
+            self.cluster_events().node_died(n, reason);
             self.model.counters.node_failures += 1;
             if let Some(t) = self.model.nodes[n.index()].node_type {
                 self.autoscaler.note_failure(t);
@@ -214,30 +214,16 @@ impl Engine {
         // its queues grew to while alive.
         self.plasma.clear_node(n);
         self.raylets.lost(n);
-        self.remember_dead_node(n);
+        self.node_manager.remember_dead(n);
     }
 
     /// A node comes back at this IP as a new raylet (a new node id).
     pub(crate) fn restore_node(&mut self, ip: &str) -> Option<NodeIdx> {
-        if self.node_by_ip.get(ip).is_some_and(|n| self.model.nodes[n.index()].is_alive()) {
+        if self.node_manager.alive_at(&self.model, ip).is_some() {
             return None;
         }
-        let addr: std::net::Ipv4Addr = ip.parse().ok()?;
-        let cfg = self.cfg.clone();
-        let t = cfg
-            .cluster
-            .node_types
-            .iter()
-            .position(|t| crate::config::ip_range::IpRange::parse(&t.ip_range).is_ok_and(|r| r.contains(addr)));
-        match t {
-            Some(t) => Some(self.add_node(Some(t as u16), ip.to_string())),
-            None if ip == cfg.cluster.head.ip => {
-                let idx = self.add_node(None, ip.to_string());
-                self.head = idx;
-                Some(idx)
-            }
-            None => None,
-        }
+        let node_type = super::node_manager::GcsNodeManager::type_at(&self.cfg.cluster, ip)?;
+        Some(self.add_node(node_type, ip.to_string()))
     }
 
     /// Ray's memory monitor: above the usage threshold, kill the most recently started
@@ -277,7 +263,8 @@ impl Engine {
                 victim.0,
                 name
             );
-            self.note_oom_kill(n, victim);
+            let heap = self.specs[self.model.tasks[&victim].spec as usize].heap;
+            self.cluster_events().oom_kill(n, victim, heap, threshold);
             match (kind, actor) {
                 (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
                     let class =

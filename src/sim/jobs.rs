@@ -109,7 +109,7 @@ impl Engine {
         let t = self.jobs.template(template).clone();
         let driver_id = self.model.alloc_task_id();
         let ret = self.model.alloc_object_id();
-        let head = self.head;
+        let head = self.node_manager.head();
         let spec = &self.specs[t.driver as usize];
         let task = Task {
             state: TaskState::Nil,
@@ -140,7 +140,7 @@ impl Engine {
             },
         );
         self.jobs.job_started();
-        self.note_job_started(id);
+        self.cluster_events().job_started(id);
         self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
         if !self.model.nodes[head.index()].is_alive() {
             // No head node, no GCS: the driver cannot start.
@@ -211,7 +211,7 @@ impl Engine {
         self.jobs.job_ended();
         self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
         self.model.set_job_status(job, status, self.clock.now, message);
-        self.note_job_ended(job);
+        self.cluster_events().job_ended(job);
         let mut actors: Vec<ActorId> =
             self.model.actors.values().filter(|a| a.job == job && a.state != ActorState::Dead).map(|a| a.id).collect();
         actors.sort();

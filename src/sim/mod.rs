@@ -14,8 +14,8 @@
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
 //! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
-//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS's dead-node cache
-//! (`dead_nodes.rs`).
+//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS node manager: membership and the dead-node cache
+//! (`node_manager.rs`).
 
 mod actors;
 mod autoscaler;
@@ -23,7 +23,6 @@ mod clock;
 mod cluster_events;
 mod cluster_queues;
 pub mod control;
-mod dead_nodes;
 mod engine;
 mod event_queue;
 mod exec;
@@ -31,6 +30,7 @@ mod faults;
 mod flow_recorder;
 mod invariants;
 mod jobs;
+mod node_manager;
 pub(crate) mod node_runtime;
 mod objects;
 mod placement_groups;

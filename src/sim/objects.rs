@@ -350,7 +350,7 @@ impl Engine {
     pub(crate) fn op_put(&mut self, tid: TaskId, attempt: u32, size: u64) {
         let (job, node) = {
             let t = &self.model.tasks[&tid];
-            (t.job, t.node.unwrap_or(self.head))
+            (t.job, t.node.unwrap_or(self.node_manager.head()))
         };
         let id = self.new_return_object(tid, tid, job, u32::MAX, size, &[]);
         if let Some(o) = self.model.objects.get_mut(&id) {
@@ -448,7 +448,7 @@ impl Engine {
         self.model.counters.objects_reconstructed += 1;
         log_event!(self.model.log, self.clock.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
         let spec = &self.specs[spec_id as usize];
-        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.head);
+        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
         let task = Task {
             attempt,
             parent: Some(owner),

@@ -21,7 +21,7 @@ impl Engine {
     ) -> (TaskId, ObjectId) {
         let (job, owner_node) = {
             let p = &self.model.tasks[&parent];
-            (p.job, p.node.unwrap_or(self.head))
+            (p.job, p.node.unwrap_or(self.node_manager.head()))
         };
         let tid = self.model.alloc_task_id();
         let spec = &self.specs[spec_id as usize];
@@ -98,8 +98,8 @@ impl Engine {
         let strategy = match &spec.strategy {
             StrategySpec::Default | StrategySpec::CallerPlacementGroup => Strategy::Default,
             StrategySpec::Spread => Strategy::Spread,
-            StrategySpec::NodeAffinity { ip, soft } => match self.node_by_ip.get(ip) {
-                Some(&n) => Strategy::NodeAffinity { node: n, soft: *soft },
+            StrategySpec::NodeAffinity { ip, soft } => match self.node_manager.at(ip) {
+                Some(n) => Strategy::NodeAffinity { node: n, soft: *soft },
                 // No node ever had that address: treat as dead.
                 None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
             },

@@ -45,7 +45,7 @@ impl Engine {
     pub(super) fn autoscaler_view(&self) -> AutoscalerView {
         let m = &self.model;
         let mut types: Vec<AutoscalerTypeView> = Vec::new();
-        let head = m.node(self.head);
+        let head = m.node(self.node_manager.head());
         types.push(AutoscalerTypeView {
             name: head.type_name.to_string(),
             autoscaled: false,
@@ -59,7 +59,7 @@ impl Engine {
             stopped_total: 0,
             failed_create_total: 0,
         });
-        for (i, t) in self.autoscaler.types.iter().enumerate() {
+        for (i, t) in self.autoscaler.types().iter().enumerate() {
             let alive: Vec<&Node> = m.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(i as u16)).collect();
             let idle =
                 alive.iter().filter(|n| n.available == n.total && self.raylets.leased_on(n.idx).is_empty()).count()
@@ -87,8 +87,8 @@ impl Engine {
         AutoscalerView {
             types,
             cluster_resources: cluster,
-            pending_resources: self.autoscaler.pending_resources.clone(),
-            updates: self.autoscaler.updates,
+            pending_resources: self.autoscaler.pending_resources().to_vec(),
+            updates: self.autoscaler.updates(),
         }
     }
 }

@@ -45,7 +45,7 @@ impl Engine {
             lag_seconds,
             events_processed: self.events_processed(),
             event_log_lines: m.log.total(),
-            head: self.head.0,
+            head: self.node_manager.head().0,
             nodes: self.nodes_view(),
             names: Arc::new(m.names.all().to_vec()),
             task_counts: self.task_counts_view(),

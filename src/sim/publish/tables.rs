@@ -94,7 +94,12 @@ impl Engine {
                     (None, ObjectStatus::Pending) => TaskState::Nil,
                 },
                 owner_pid: owner_pid(m, o.owner),
-                owner_node: m.tasks.get(&o.owner).and_then(|t| t.node.or(Some(t.owner_node))).unwrap_or(self.head).0,
+                owner_node: m
+                    .tasks
+                    .get(&o.owner)
+                    .and_then(|t| t.node.or(Some(t.owner_node)))
+                    .unwrap_or(self.node_manager.head())
+                    .0,
             })
             .collect();
         objects.sort_by_key(|o| o.id);
