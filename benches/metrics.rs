@@ -8,7 +8,6 @@
 //! `cargo bench --bench metrics`
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -55,7 +54,7 @@ fn scale_snapshot() -> Snapshot {
     let cfg = rayscope::config::load_str(SCALE_YAML, "bench.yaml").expect("bench config loads");
     let mut engine = Engine::new(cfg);
     engine.run_until(10_000_000);
-    engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![]))
+    engine.publish(rayscope::sim::PublishOptions::seq(1))
 }
 
 fn samples(text: &str) -> u64 {

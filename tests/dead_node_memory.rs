@@ -97,7 +97,7 @@ fn replace_workers(dead_node_capacity: usize) -> ((isize, isize), usize) {
             engine.apply(Control::KillNode { ip: old }).expect("the previous worker dies");
         }
         // As serve does: publish, dropping the previous snapshot.
-        snapshot = Some(Arc::new(engine.snapshot(i as u64, 1.0, 0.0, None, Arc::new(Vec::new()))));
+        snapshot = Some(Arc::new(engine.publish(rayscope::sim::PublishOptions::seq(i as u64))));
     }
     let dead = snapshot.as_ref().unwrap().nodes.iter().filter(|n| n.died_at_us.is_some()).count();
     let after = live();

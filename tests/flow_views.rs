@@ -35,7 +35,7 @@ struct Run {
 
 fn run(seed: u64) -> Run {
     let engine = common::run(seed_config(seed));
-    let snap = engine.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let tables = engine.build_tables();
     let job = snap.flow.jobs.values().next().expect("the seed job has records").clone();
     Run { snap, tables, job }
@@ -365,7 +365,7 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     assert_eq!(full, off, "recording off: the same event log");
     assert_eq!(full, capped, "recording capped: the same event log");
 
-    let snap = |e: &rayscope::sim::Engine| e.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    let snap = |e: &rayscope::sim::Engine| e.publish(rayscope::sim::PublishOptions::seq(0));
     assert!(snap(&e_off).flow.jobs.is_empty(), "nothing recorded when off");
     let (s_full, s_capped) = (snap(&e_full), snap(&e_capped));
     let (j_full, j_capped) = (s_full.flow.jobs.values().next().unwrap(), s_capped.flow.jobs.values().next().unwrap());

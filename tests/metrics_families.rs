@@ -17,7 +17,7 @@ fn fixture() -> std::sync::Arc<Snapshot> {
     let yaml = std::fs::read_to_string(format!("{root}/tests/fixtures/metrics_cluster.yaml")).unwrap();
     let mut engine = Engine::new(rayscope::config::load_str(&yaml, "metrics_cluster.yaml").unwrap());
     engine.run_until(40_000_000);
-    Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])))
+    Arc::new(engine.publish(rayscope::sim::PublishOptions::seq(1)))
 }
 
 fn ctx() -> RenderContext {

@@ -422,7 +422,7 @@ mod tests {
         let mut cfg = crate::config::default_config();
         cfg.cluster.host_node = false;
         let engine = crate::sim::Engine::new(cfg);
-        let mut snap = engine.snapshot(1, 1.0, 0.0, None, Arc::new(Vec::new()));
+        let mut snap = engine.publish(crate::sim::PublishOptions::seq(1));
         snap.tables = Some(Arc::new(Tables { tasks, ..Tables::default() }));
         snap
     }

@@ -13,7 +13,6 @@ use super::{ant, bottleneck, emit, render, View};
 use crate::config::Config;
 use serde_json::json;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// What a run did, for the caller to print.
@@ -53,7 +52,7 @@ pub fn run(
     let started = Instant::now();
     let (engine, _report) = crate::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
     let simulate_ms = started.elapsed().as_secs_f64() * 1e3;
-    let snap = engine.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    let snap = engine.publish(crate::sim::PublishOptions::seq(0));
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();

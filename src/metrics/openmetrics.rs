@@ -48,7 +48,7 @@ impl<W: Write> OpenMetricsWriter<W> {
     /// Render the cluster as a scrape at virtual time `at_us` would see it (modelled
     /// readings only: no host, so the file depends on nothing but config and seed).
     pub fn write_scrape(&mut self, engine: &Engine, at_us: u64) -> io::Result<()> {
-        let snapshot = Arc::new(engine.snapshot(self.scrapes, 1.0, 0.0, None, Arc::new(Vec::new())));
+        let snapshot = Arc::new(engine.publish(crate::sim::PublishOptions::seq(self.scrapes)));
         let text = render_all(&snapshot, None, &self.ctx);
         let ms = self.start_unix_ms + (at_us / 1000) as i64;
         let stamp = format!(" {}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000));

@@ -1,6 +1,6 @@
 //! Snapshots and a text-format reader for the collectors' unit tests.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use super::{render_all, render_node, RenderContext};
 use crate::sim::Engine;
@@ -18,7 +18,7 @@ pub(crate) fn snapshot_at(yaml: &str, secs: u64) -> Snapshot {
     let cfg = crate::config::load_str(yaml, "test.yaml").expect("test config loads");
     let mut engine = Engine::new(cfg);
     engine.run_until(secs * 1_000_000);
-    engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![]))
+    engine.publish(crate::sim::PublishOptions::seq(1))
 }
 
 /// The test cluster at 40 s: work running, OOM kills done, one node dead.

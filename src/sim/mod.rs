@@ -43,6 +43,7 @@ mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};
 pub use engine::{session_name_at, session_name_for, Engine};
+pub use publish::PublishOptions;
 pub use report::Report;
 
 use crate::config::Config;

@@ -284,7 +284,7 @@ mod tests {
         let mut snapshots = Vec::new();
         for step in 1..=12u64 {
             engine.run_until(step * 600 * 1_000_000);
-            snapshots.push(Arc::new(engine.snapshot(step, 1.0, 0.0, None, Arc::new(Vec::new()))));
+            snapshots.push(Arc::new(engine.publish(crate::sim::PublishOptions::seq(step))));
         }
         (engine, snapshots)
     }

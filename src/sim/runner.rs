@@ -10,6 +10,7 @@
 
 use super::control::{Control, ControlError};
 use super::engine::Engine;
+use super::publish::PublishOptions;
 use crate::config::Config;
 use crate::model::LoggedEvent;
 use crate::snapshot::{Snapshot, Tables};
@@ -65,13 +66,12 @@ impl EngineHandle {
     pub fn spawn(cfg: Config, opts: RunOptions) -> EngineHandle {
         let speed = cfg.sim.speed;
         let mut engine = Engine::new(cfg);
-        let first = engine.snapshot(
-            0,
+        let first = engine.publish(PublishOptions {
             speed,
-            0.0,
-            Some(Arc::new(engine.build_tables())),
-            Arc::new(engine.recent_events(opts.recent_events)),
-        );
+            tables: Some(Arc::new(engine.build_tables())),
+            recent: Arc::new(engine.recent_events(opts.recent_events)),
+            ..PublishOptions::seq(0)
+        });
         let snapshot = Arc::new(ArcSwap::from_pointee(first));
         let (tx, rx) = mpsc::channel::<(Control, Reply)>();
         let tables_wanted_at = Arc::new(AtomicU64::new(0));
@@ -188,7 +188,8 @@ fn run(
             if recent.0 != engine.model.log.total() {
                 recent = (engine.model.log.total(), Arc::new(engine.recent_events(opts.recent_events)));
             }
-            let mut snap = engine.snapshot(seq, speed, lag, tables, recent.1.clone());
+            let mut snap =
+                engine.publish(PublishOptions { seq, speed, lag_seconds: lag, tables, recent: recent.1.clone() });
             snap.published_at = Some(Instant::now());
             out.store(Arc::new(snap));
             seq += 1;

@@ -119,7 +119,7 @@ pub fn model_steps() -> Vec<(String, Shape)> {
     let mut out = Vec::new();
     for (step, t) in STEPS {
         engine.run_until(*t);
-        let snap = Arc::new(engine.snapshot(1, 1.0, 0.0, None, Arc::new(vec![])));
+        let snap = Arc::new(engine.publish(rayscope::sim::PublishOptions::seq(1)));
         let mut workers: Vec<&str> = snap.nodes.iter().filter(|n| !n.is_head).map(|n| &*n.ip).collect();
         workers.sort();
         workers.dedup();

@@ -9,11 +9,14 @@
 //! O(nodes + their leases).
 
 use crate::model::*;
-use crate::sim::Engine;
+use crate::sim::actors::ActorManager;
+use crate::sim::node_runtime::Raylets;
 use crate::snapshot::{NodeResources, NodeView};
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// What views share between snapshots (the engine holds it; only this file uses it).
+/// Behind a `RefCell`: publishing reads the engine, and only this cache changes.
 #[derive(Default)]
 pub(crate) struct NodeViewCache {
     /// By slot: the view of the dead node there, built by the first snapshot after it died.
@@ -24,80 +27,71 @@ pub(crate) struct NodeViewCache {
     dead_resources: Vec<(ResVec, NodeResources)>,
 }
 
-impl Engine {
-    /// Every node in the table, dead ones from the shared cache where it still holds
-    /// the same node.
-    pub(super) fn nodes_view(&self) -> Vec<Arc<NodeView>> {
-        let m = &self.model;
-        let mut cache = self.node_views.borrow_mut();
-        if cache.names.len() != m.resource_names.len() {
-            cache.names = m.resource_names.iter().map(|(_, name)| Arc::from(name)).collect();
-        }
-        m.nodes
-            .iter()
-            .map(|n| {
-                let idx = n.idx.index();
-                if let Some(Some(v)) = cache.dead.get(idx) {
-                    if !n.is_alive() && Arc::ptr_eq(&v.node_id, &n.node_id) {
-                        return v.clone();
-                    }
-                }
-                let view = Arc::new(self.node_view(n, &mut cache));
-                if !n.is_alive() {
-                    if cache.dead.len() <= idx {
-                        cache.dead.resize(idx + 1, None);
-                    }
-                    cache.dead[idx] = Some(view.clone());
-                } else if let Some(forgotten @ Some(_)) = cache.dead.get_mut(idx) {
-                    // The slot was reused: the forgotten node's view goes with it.
-                    *forgotten = None;
-                }
-                view
-            })
-            .collect()
+/// Every node in the table, dead ones from the shared cache where it still holds
+/// the same node.
+pub(super) fn nodes(
+    m: &Model,
+    raylets: &Raylets,
+    actors: &ActorManager,
+    cache: &RefCell<NodeViewCache>,
+) -> Vec<Arc<NodeView>> {
+    let mut cache = cache.borrow_mut();
+    if cache.names.len() != m.resource_names.len() {
+        cache.names = m.resource_names.iter().map(|(_, name)| Arc::from(name)).collect();
     }
+    m.nodes
+        .iter()
+        .map(|n| {
+            let idx = n.idx.index();
+            if let Some(Some(v)) = cache.dead.get(idx) {
+                if !n.is_alive() && Arc::ptr_eq(&v.node_id, &n.node_id) {
+                    return v.clone();
+                }
+            }
+            let view = Arc::new(node_view(m, raylets, actors, n, &mut cache));
+            if !n.is_alive() {
+                if cache.dead.len() <= idx {
+                    cache.dead.resize(idx + 1, None);
+                }
+                cache.dead[idx] = Some(view.clone());
+            } else if let Some(forgotten @ Some(_)) = cache.dead.get_mut(idx) {
+                // The slot was reused: the forgotten node's view goes with it.
+                *forgotten = None;
+            }
+            view
+        })
+        .collect()
+}
 
-    fn node_view(&self, n: &Node, cache: &mut NodeViewCache) -> NodeView {
-        let m = &self.model;
-        let running = self
-            .raylets
-            .leased_on(n.idx)
-            .iter()
-            .filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running()))
-            .count() as u64
-            + self
-                .actor_manager
-                .on(n.idx)
-                .iter()
-                .filter_map(|a| m.actors.get(a))
-                .map(|a| a.running.len() as u64)
-                .sum::<u64>();
-        NodeView {
-            idx: n.idx.0,
-            node_id: n.node_id.clone(),
-            ip: n.ip.clone(),
-            node_type: n.type_name.clone(),
-            is_head: n.is_head,
-            state: n.state,
-            resources: resources(n, cache),
-            memory_total: n.memory_bytes.0,
-            memory_used: n.memory_used().0,
-            store_capacity: n.store.capacity.0,
-            store_used: n.store.used.0,
-            store_spilled: n.store.spilled.0,
-            store_fallback: n.store.fallback.0,
-            store_num_objects: n.store.num_objects,
-            worker_heap_objects: n.store.worker_heap.0,
-            gpu_model: n.gpu_model.clone(),
-            gpu_memory: n.gpu_memory.0,
-            running_tasks: running,
-            leased_tasks: self.raylets.leased_on(n.idx).len() as u64,
-            actors: self.actor_manager.on(n.idx).len() as u64,
-            started_at_us: n.started_at,
-            died_at_us: n.died_at,
-            death_reason: n.death_reason,
-            stats: n.stats.clone(),
-        }
+fn node_view(m: &Model, raylets: &Raylets, actors: &ActorManager, n: &Node, cache: &mut NodeViewCache) -> NodeView {
+    let running =
+        raylets.leased_on(n.idx).iter().filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running())).count() as u64
+            + actors.on(n.idx).iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
+    NodeView {
+        idx: n.idx.0,
+        node_id: n.node_id.clone(),
+        ip: n.ip.clone(),
+        node_type: n.type_name.clone(),
+        is_head: n.is_head,
+        state: n.state,
+        resources: resources(n, cache),
+        memory_total: n.memory_bytes.0,
+        memory_used: n.memory_used().0,
+        store_capacity: n.store.capacity.0,
+        store_used: n.store.used.0,
+        store_spilled: n.store.spilled.0,
+        store_fallback: n.store.fallback.0,
+        store_num_objects: n.store.num_objects,
+        worker_heap_objects: n.store.worker_heap.0,
+        gpu_model: n.gpu_model.clone(),
+        gpu_memory: n.gpu_memory.0,
+        running_tasks: running,
+        leased_tasks: raylets.leased_on(n.idx).len() as u64,
+        actors: actors.on(n.idx).len() as u64,
+        started_at_us: n.started_at,
+        died_at_us: n.died_at,
+        death_reason: n.death_reason,
+        stats: n.stats.clone(),
     }
 }
 
