@@ -76,17 +76,18 @@ impl Engine {
     /// Check every invariant of the model; `Err` lists the violations found.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut v = Violations::default();
-        self.check_counters(&mut v);
-        self.check_task_counts(&mut v);
-        self.check_resources(&mut v);
+        let check = Check { e: self };
+        check.counters(&mut v);
+        check.task_counts(&mut v);
+        check.resources(&mut v);
         if let Err(e) = self.check_scheduler_index() {
             v.push(e);
         }
-        self.check_objects(&mut v);
-        self.check_task_places(&mut v);
-        self.check_actors(&mut v);
-        self.check_pgs(&mut v);
-        self.check_jobs(&mut v);
+        check.objects(&mut v);
+        check.task_places(&mut v);
+        check.actors(&mut v);
+        check.pgs(&mut v);
+        check.jobs(&mut v);
         if v.list.is_empty() {
             return Ok(());
         }
@@ -106,13 +107,20 @@ impl Engine {
             .check_index(&self.model.nodes)
             .map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.clock.now))
     }
+}
 
-    fn check_counters(&self, v: &mut Violations) {
-        let c = &self.model.counters;
+/// One look at the engine: the checks of each table, read-only.
+pub(super) struct Check<'a> {
+    e: &'a Engine,
+}
+
+impl Check<'_> {
+    fn counters(&self, v: &mut Violations) {
+        let c = &self.e.model.counters;
         ensure!(v, c.illegal_transitions == 0, "{} illegal state transitions", c.illegal_transitions);
         // Every record inserted into the task table (a submission, an actor restart's
         // creation task, a lineage re-execution) leaves it exactly once, as FINISHED or FAILED.
-        let live = self.model.tasks.len() as u64;
+        let live = self.e.model.tasks.len() as u64;
         ensure!(
             v,
             c.tasks_submitted == c.tasks_finished + c.tasks_failed + live,
@@ -122,22 +130,22 @@ impl Engine {
             c.tasks_failed,
             live
         );
-        if let Err(e) = self.queues.check_counts() {
+        if let Err(e) = self.e.queues.check_counts() {
             v.push(e);
         }
     }
 
-    fn check_task_counts(&self, v: &mut Violations) {
+    fn task_counts(&self, v: &mut Violations) {
         let mut by_key: FxHashMap<TaskCountKey, i64> = FxHashMap::default();
         let mut running: FxHashMap<(NodeIdx, TaskCountKey), i64> = FxHashMap::default();
-        for t in self.model.tasks.values() {
+        for t in self.e.model.tasks.values() {
             let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
             *by_key.entry(key).or_insert(0) += 1;
             if let (true, Some(n)) = (t.state.is_running(), t.node) {
                 *running.entry((n, key)).or_insert(0) += 1;
             }
         }
-        for (k, c) in self.model.task_counts.iter() {
+        for (k, c) in self.e.model.task_counts.iter() {
             if k.state.is_terminal() {
                 ensure!(v, c >= 0, "negative count {c} for {k:?}");
                 continue;
@@ -148,7 +156,7 @@ impl Engine {
         for (k, want) in by_key {
             v.push(format!("{want} live tasks with {k:?} are not in task_counts"));
         }
-        for (n, k, c) in self.model.task_counts.running() {
+        for (n, k, c) in self.e.model.task_counts.running() {
             let want = running.remove(&(n, k)).unwrap_or(0);
             ensure!(v, c == want, "running count [{n:?}, {k:?}] = {c} but {want} running there");
         }
@@ -156,10 +164,10 @@ impl Engine {
             v.push(format!("{want} running tasks with {k:?} are not in the running counts"));
         }
         // With no job evicted from the table, the terminal counts are the counters.
-        let c = &self.model.counters;
-        if self.model.finished_jobs.len() as u64 == c.jobs_finished {
+        let c = &self.e.model.counters;
+        if self.e.model.finished_jobs.len() as u64 == c.jobs_finished {
             let sum = |s: TaskState| -> i64 {
-                self.model.task_counts.iter().filter(|(k, _)| k.state == s).map(|(_, c)| c).sum()
+                self.e.model.task_counts.iter().filter(|(k, _)| k.state == s).map(|(_, c)| c).sum()
             };
             ensure!(
                 v,
@@ -178,14 +186,14 @@ impl Engine {
         }
     }
 
-    fn check_resources(&self, v: &mut Violations) {
-        let m = &self.model;
+    fn resources(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let kinds = m.resource_names.len();
         let mut reserved = vec![ResVec::zeros(kinds); m.nodes.len()];
         let mut in_bundle: FxHashMap<(PgId, u32), ResVec> = FxHashMap::default();
         let mut heap = vec![0u64; m.nodes.len()];
         let mut lease_seen: FxHashMap<TaskId, u32> = FxHashMap::default();
-        for (i, list) in self.raylets.leases().enumerate() {
+        for (i, list) in self.e.raylets.leases().enumerate() {
             let node = NodeIdx(i as u32);
             ensure!(v, m.nodes[i].is_alive() || list.is_empty(), "dead node {i} still has {} leases", list.len());
             for tid in list {
@@ -209,7 +217,7 @@ impl Engine {
                 if !t.holds_resources {
                     continue;
                 }
-                let req = &self.specs[t.spec as usize].request;
+                let req = &self.e.specs[t.spec as usize].request;
                 match t.bundle {
                     Some(b) => add_req(in_bundle.entry(b).or_insert_with(|| ResVec::zeros(kinds)), req, 1),
                     None => {
@@ -239,7 +247,7 @@ impl Engine {
                 );
             }
             if let (true, Some(n)) = (t.state.is_running(), t.node) {
-                heap[n.index()] += self.specs[t.spec as usize].heap;
+                heap[n.index()] += self.e.specs[t.spec as usize].heap;
             }
         }
         for a in m.actors.values().filter(|a| a.holds_resources) {
@@ -248,7 +256,7 @@ impl Engine {
                 v.push(format!("actor {:x} holds resources but has no node", a.id.0));
                 continue;
             };
-            let req = &self.specs[a.creation_spec as usize].request;
+            let req = &self.e.specs[a.creation_spec as usize].request;
             match a.bundle {
                 Some(b) => add_req(in_bundle.entry(b).or_insert_with(|| ResVec::zeros(kinds)), req, 1),
                 None => add_req(&mut reserved[n.index()], req, 1),
@@ -287,10 +295,10 @@ impl Engine {
         }
         for (i, n) in m.nodes.iter().enumerate() {
             if !n.is_alive() {
-                ensure!(v, self.actor_manager.on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has actors");
+                ensure!(v, self.e.actor_manager.on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has actors");
                 ensure!(
                     v,
-                    self.raylets.resuming_on(NodeIdx(i as u32)).is_empty(),
+                    self.e.raylets.resuming_on(NodeIdx(i as u32)).is_empty(),
                     "dead node {i} still has tasks resuming"
                 );
                 continue;
@@ -315,8 +323,8 @@ impl Engine {
         }
     }
 
-    fn check_objects(&self, v: &mut Violations) {
-        let m = &self.model;
+    fn objects(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let nodes = m.nodes.len();
         let (mut used, mut num, mut spilled, mut inline) =
             (vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes]);
@@ -403,7 +411,7 @@ impl Engine {
         }
         for (i, n) in m.nodes.iter().enumerate().filter(|(_, n)| n.is_alive()) {
             let s = &n.store;
-            let limit = (s.capacity.0 as f64 * self.cfg.object_store.spill_threshold) as u64;
+            let limit = (s.capacity.0 as f64 * self.e.cfg.object_store.spill_threshold) as u64;
             ensure!(
                 v,
                 s.used.0 < limit || limit == 0 || !spillable[i],

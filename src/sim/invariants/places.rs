@@ -17,10 +17,9 @@
 //! A task with a `Begin` due has `begin_due` set, and only then. NIL is passed
 //! through within one event and never seen at rest.
 
-use super::{count, Scheduled, Violations};
+use super::{count, Check, Scheduled, Violations};
 use crate::model::*;
 use crate::sim::clock::Event;
-use crate::sim::engine::Engine;
 use crate::workload::Op;
 use rustc_hash::FxHashMap;
 
@@ -28,10 +27,10 @@ fn bump<K: std::hash::Hash + Eq>(m: &mut FxHashMap<K, u32>, k: K) {
     *m.entry(k).or_insert(0) += 1;
 }
 
-impl Engine {
+impl Check<'_> {
     fn scheduled(&self) -> Scheduled {
         let mut s = Scheduled::default();
-        for e in self.pending_events() {
+        for e in self.e.pending_events() {
             match e {
                 Event::Dispatch(t, a) => bump(&mut s.dispatch, (*t, *a)),
                 Event::ArgsFetched(t, a) => bump(&mut s.args_fetched, (*t, *a)),
@@ -44,8 +43,8 @@ impl Engine {
         s
     }
 
-    pub(super) fn check_task_places(&self, v: &mut Violations) {
-        let m = &self.model;
+    pub(super) fn task_places(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let s = self.scheduled();
         let mut queued: FxHashMap<TaskId, u32> = FxHashMap::default();
         let waiting_task = |v: &mut Violations, tid: &TaskId, spec: u32, what: &str| match m.tasks.get(tid) {
@@ -62,13 +61,13 @@ impl Engine {
         };
         // A wait queue holds work some alive node could hold once resources free up; the
         // infeasible queue work that none could (it is retried when a node joins).
-        for ((spec, only), q) in self.queues.classes() {
-            let req = &self.specs[*spec as usize].request;
+        for ((spec, only), q) in self.e.queues.classes() {
+            let req = &self.e.specs[*spec as usize].request;
             match only {
                 Some(n) => ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
                 None => ensure!(
                     v,
-                    q.is_empty() || self.sched.is_feasible(req),
+                    q.is_empty() || self.e.sched.is_feasible(req),
                     "{} tasks of spec {spec} wait though no alive node could ever hold them",
                     q.len()
                 ),
@@ -78,11 +77,11 @@ impl Engine {
                 waiting_task(v, tid, *spec, "wait");
             }
         }
-        for (spec, q) in self.queues.infeasible() {
-            let req = &self.specs[*spec as usize].request;
+        for (spec, q) in self.e.queues.infeasible() {
+            let req = &self.e.specs[*spec as usize].request;
             ensure!(
                 v,
-                q.is_empty() || !self.sched.is_feasible(req),
+                q.is_empty() || !self.e.sched.is_feasible(req),
                 "{} tasks of spec {spec} are infeasible though a node could hold them",
                 q.len()
             );
@@ -91,7 +90,7 @@ impl Engine {
                 waiting_task(v, tid, *spec, "infeasible");
             }
         }
-        for (pg, q) in self.queues.bundle_waiters() {
+        for (pg, q) in self.e.queues.bundle_waiters() {
             for tid in q {
                 bump(&mut queued, *tid);
                 match m.tasks.get(tid) {
@@ -129,7 +128,7 @@ impl Engine {
             }
         }
         let mut resuming: FxHashMap<TaskId, u32> = FxHashMap::default();
-        for (i, q) in self.raylets.resuming().enumerate() {
+        for (i, q) in self.e.raylets.resuming().enumerate() {
             for tid in q {
                 bump(&mut resuming, *tid);
                 let ok = m.tasks.get(tid).is_some_and(|t| {
@@ -242,7 +241,7 @@ impl Engine {
                     );
                 }
                 TaskState::RunningInRayGet => {
-                    let op = self.specs[t.spec as usize].program.get(t.pc as usize);
+                    let op = self.e.specs[t.spec as usize].program.get(t.pc as usize);
                     let on_get = matches!(op, Some(Op::Get)) && t.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
                         && t.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state != PgState::Created);
@@ -293,10 +292,10 @@ impl Engine {
         }
     }
 
-    pub(super) fn check_actors(&self, v: &mut Violations) {
-        let m = &self.model;
+    pub(super) fn actors(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let mut placed: FxHashMap<ActorId, u32> = FxHashMap::default();
-        for (i, list) in self.actor_manager.by_node().enumerate() {
+        for (i, list) in self.e.actor_manager.by_node().enumerate() {
             for aid in list {
                 bump(&mut placed, *aid);
                 let ok = m
@@ -359,10 +358,10 @@ impl Engine {
         }
     }
 
-    pub(super) fn check_pgs(&self, v: &mut Violations) {
-        let m = &self.model;
+    pub(super) fn pgs(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let mut pending: FxHashMap<PgId, u32> = FxHashMap::default();
-        for id in self.pg_manager.pending() {
+        for id in self.e.pg_manager.pending() {
             bump(&mut pending, *id);
         }
         for pg in m.pgs.values() {
@@ -372,7 +371,7 @@ impl Engine {
                 PgState::Removed => {
                     ensure!(
                         v,
-                        p == 0 && !self.queues.bundle_waiters().any(|(g, _)| *g == pg.id),
+                        p == 0 && !self.e.queues.bundle_waiters().any(|(g, _)| *g == pg.id),
                         "removed group {} is still pending or waited on",
                         pg.id.0
                     );
@@ -397,10 +396,10 @@ impl Engine {
         }
     }
 
-    pub(super) fn check_jobs(&self, v: &mut Violations) {
-        let m = &self.model;
+    pub(super) fn jobs(&self, v: &mut Violations) {
+        let m = &self.e.model;
         let live = m.jobs.values().filter(|j| !j.status.is_terminal()).count();
-        ensure!(v, live == self.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.jobs.live());
+        ensure!(v, live == self.e.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.e.jobs.live());
         let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status.is_terminal());
         for j in m.jobs.values().filter(|j| !j.status.is_terminal()) {
             let ok = m.tasks.get(&j.driver).is_some_and(|t| t.kind == TaskType::DriverTask);
