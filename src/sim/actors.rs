@@ -190,7 +190,7 @@ impl Engine {
             let fetch = self.fetch_args(tid, node);
             if fetch > 0 {
                 self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.clock.now);
-                self.schedule_in(fetch, super::clock::Event::ArgsFetched(tid, attempt));
+                self.clock.schedule_in(fetch, super::clock::Event::ArgsFetched(tid, attempt));
             } else {
                 self.start_task(tid, node);
             }

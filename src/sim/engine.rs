@@ -124,36 +124,32 @@ impl Engine {
             model,
             cfg: cfg.clone(),
         };
-        engine.build_cluster();
+        // The head first, then each type's initial nodes.
+        engine.add_node(None, cfg.cluster.head.ip.clone());
+        for (t, nt) in cfg.cluster.node_types.iter().enumerate() {
+            let count = nt.count.unwrap_or_else(|| nt.autoscaler.as_ref().map(|a| a.min_workers).unwrap_or(0));
+            for _ in 0..count {
+                engine.launch_node_of_type(t as u16);
+            }
+        }
         for (start, t) in plan.jobs {
             let idx = engine.jobs.add_template(t);
             engine.jobs.expect_start();
-            engine.schedule_at(start, Event::StartJob(idx));
+            engine.clock.schedule_at(start, Event::StartJob(idx));
         }
         for mix in plan.mixes {
             let start = mix.start;
             let i = engine.jobs.add_mix(mix);
             engine.jobs.expect_start();
-            engine.schedule_at(start, Event::MixArrival(i));
+            engine.clock.schedule_at(start, Event::MixArrival(i));
         }
         for (i, f) in cfg.faults.iter().enumerate() {
-            engine.schedule_at(f.at().as_micros(), Event::Fault(i));
+            engine.clock.schedule_at(f.at().as_micros(), Event::Fault(i));
         }
         if engine.autoscaler.enabled() {
-            engine.schedule_at(super::autoscaler::TICK_US, Event::AutoscalerTick);
+            engine.clock.schedule_at(super::autoscaler::TICK_US, Event::AutoscalerTick);
         }
         engine
-    }
-
-    fn build_cluster(&mut self) {
-        let cfg = self.cfg.clone();
-        self.add_node(None, cfg.cluster.head.ip.clone());
-        for (t, nt) in cfg.cluster.node_types.iter().enumerate() {
-            let count = nt.count.unwrap_or_else(|| nt.autoscaler.as_ref().map(|a| a.min_workers).unwrap_or(0));
-            for _ in 0..count {
-                self.launch_node_of_type(t as u16);
-            }
-        }
     }
 
     /// Add a worker node of a configured type at its next free address.
@@ -176,14 +172,6 @@ impl Engine {
         idx
     }
 
-    pub(crate) fn schedule_at(&mut self, time: u64, event: Event) {
-        self.clock.schedule_at(time, event);
-    }
-
-    pub(crate) fn schedule_in(&mut self, delay: u64, event: Event) {
-        self.schedule_at(self.clock.now + delay, event);
-    }
-
     /// Virtual time now, in µs.
     pub fn now_us(&self) -> u64 {
         self.clock.now
@@ -191,11 +179,6 @@ impl Engine {
 
     pub fn events_processed(&self) -> u64 {
         self.clock.events_processed()
-    }
-
-    /// Every scheduled event, in no particular order (for the invariant checks).
-    pub(crate) fn pending_events(&self) -> impl Iterator<Item = &Event> {
-        self.clock.pending()
     }
 
     /// Time of the next event, if any. `&mut`: finding it may reorganise the queue.

@@ -42,13 +42,13 @@ impl Engine {
                     if let Some(n) = t.node {
                         self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
                     }
-                    self.schedule_in(dur, Event::OpDone(tid, attempt));
+                    self.clock.schedule_in(dur, Event::OpDone(tid, attempt));
                     return;
                 }
                 Op::Sleep(us) => {
                     let us = self.slept(*us);
                     self.model.tasks.get_mut(&tid).expect("running task exists").pc += 1;
-                    self.schedule_in(us, Event::OpDone(tid, attempt));
+                    self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
                 Op::Submit { spec, count, take_futures } => {
@@ -166,7 +166,7 @@ impl Engine {
         if busy == 0 {
             return false;
         }
-        self.schedule_in(busy, Event::Resume(tid, attempt));
+        self.clock.schedule_in(busy, Event::Resume(tid, attempt));
         true
     }
 
@@ -328,7 +328,7 @@ impl Engine {
         let t = self.model.tasks.get_mut(&tid).expect("running task exists");
         if pause > 0 && !t.exec.slept {
             t.exec.slept = true;
-            self.schedule_in(pause, Event::OpDone(tid, attempt));
+            self.clock.schedule_in(pause, Event::OpDone(tid, attempt));
             return true;
         }
         t.exec.slept = false;

@@ -98,7 +98,7 @@ impl Engine {
                 );
                 self.faults.failures.push((i, probability, application_error));
                 if let Some(u) = until {
-                    self.schedule_at(u.as_micros(), Event::FaultEnd(i));
+                    self.clock.schedule_at(u.as_micros(), Event::FaultEnd(i));
                 }
             }
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
@@ -107,7 +107,7 @@ impl Engine {
                     log_event!(self.model.log, self.clock.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
                     self.model.nodes[n.index()].pressure_bytes.0 += bytes;
                     self.faults.pressure.push((i, n, bytes));
-                    self.schedule_in(duration.as_micros(), Event::FaultEnd(i));
+                    self.clock.schedule_in(duration.as_micros(), Event::FaultEnd(i));
                     self.check_memory(n);
                 }
             }
@@ -243,7 +243,7 @@ impl Engine {
             if let Some(last) = self.faults.memory_monitor.last_kill[n.index()] {
                 if self.clock.now < last + MEMORY_MONITOR_REFRESH_US {
                     if self.faults.memory_monitor.schedule_look(n) {
-                        self.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
+                        self.clock.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
                     }
                     return;
                 }
@@ -289,7 +289,7 @@ impl Engine {
             && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64
             && self.faults.memory_monitor.schedule_look(n)
         {
-            self.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
+            self.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
 

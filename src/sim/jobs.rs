@@ -199,7 +199,7 @@ impl Engine {
         // Exponential inter-arrival time.
         let u: f64 = rand::Rng::random::<f64>(&mut self.rng);
         let gap = (-(1.0 - u).ln() * mix.mean_interarrival_us).max(1.0) as u64;
-        self.schedule_in(gap, Event::MixArrival(m));
+        self.clock.schedule_in(gap, Event::MixArrival(m));
     }
 
     /// A job ends: its actors die (they fate-share with the driver), its groups are removed

@@ -459,6 +459,6 @@ impl Engine {
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
         let attempt = self.model.tasks[&producer].attempt;
-        self.schedule_in(0, super::clock::Event::Resubmit(producer, attempt));
+        self.clock.schedule_in(0, super::clock::Event::Resubmit(producer, attempt));
     }
 }

@@ -235,7 +235,7 @@ impl Engine {
                     } else {
                         0
                     };
-                self.schedule_in(delay, super::clock::Event::Dispatch(tid, attempt));
+                self.clock.schedule_in(delay, super::clock::Event::Dispatch(tid, attempt));
             }
             Some(_) => self.queues.wait_for_bundle(pg, tid),
             None => self.fail_task(tid, ErrorType::TaskUnschedulable, false),

@@ -69,7 +69,7 @@ impl Engine {
             log_event!(self.model.log, self.clock.now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
             self.model.begin_retry(tid, next, self.clock.now, err);
             let attempt = self.model.tasks[&tid].attempt;
-            self.schedule_in(delay, Event::Resubmit(tid, attempt));
+            self.clock.schedule_in(delay, Event::Resubmit(tid, attempt));
         } else {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.error = Some(err);

@@ -182,7 +182,7 @@ impl Engine {
         }
         let line = self.model.log.line(self.clock.now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
         line.text(if spilled { " spillback" } else { "" }).end();
-        self.schedule_in(delay, Event::Dispatch(tid, attempt));
+        self.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
     }
 
     /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not returned twice.
@@ -221,7 +221,7 @@ impl Engine {
         let fetch = self.fetch_args(tid, node);
         if fetch > 0 {
             self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.clock.now);
-            self.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
+            self.clock.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
         } else {
             self.start_task(tid, node);
         }
@@ -277,7 +277,7 @@ impl Engine {
         let cost = self.cfg.scheduler.call_start_cost.as_micros();
         if cost > 0 {
             t.begin_due = true;
-            self.schedule_in(cost, Event::Begin(tid, attempt));
+            self.clock.schedule_in(cost, Event::Begin(tid, attempt));
         } else {
             self.begin_task(tid, node);
         }

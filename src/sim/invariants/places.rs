@@ -30,7 +30,7 @@ fn bump<K: std::hash::Hash + Eq>(m: &mut FxHashMap<K, u32>, k: K) {
 impl Check<'_> {
     fn scheduled(&self) -> Scheduled {
         let mut s = Scheduled::default();
-        for e in self.e.pending_events() {
+        for e in self.e.clock.pending() {
             match e {
                 Event::Dispatch(t, a) => bump(&mut s.dispatch, (*t, *a)),
                 Event::ArgsFetched(t, a) => bump(&mut s.args_fetched, (*t, *a)),
