@@ -39,6 +39,7 @@ pub mod report;
 mod retries;
 pub mod runner;
 pub mod sweep;
+mod task_run;
 mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};
