@@ -91,7 +91,7 @@ pub fn run(
     timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
     let t = Instant::now();
-    let spans = record.spans(at);
+    let spans = super::spans::Spans::replay(&record, at);
     let text = bottleneck::text(&record, &spans);
     write(out, "bottlenecks.txt", text.as_bytes())?;
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
