@@ -1,12 +1,26 @@
-//! `rayscope flow`: run a config to completion and write Flow Insight's views of one
-//! job, optionally posting its records to a `flow-insight` server (`--emit`).
+//! `rayscope flow`: run a config to completion and write every view of one job,
+//! optionally posting its records to a `flow-insight` server (`--emit`).
 //!
-//! Owns: the command's flags and what it prints. Exit statuses: 0 done, 2 bad input
-//! (config, `--at`, `--job`, the `--emit` URL), 1 anything else.
+//! Owns: the command's flags and what it prints; running the config (the views read
+//! a finished run's snapshot, as the API reads a live one); choosing the job (the
+//! first with records, or `--job`); writing `graph.json`, `physical.json`,
+//! `stack.json`, `flame.folded`, `flame.svg`, `timeline.json` and `bottlenecks.txt`
+//! into the output directory (the timeline whole: no window, no limit); and posting
+//! the records with `--emit`. Exit statuses: 0 done, 2 bad input (config, `--at`,
+//! `--job`, the `--emit` URL, a run that never ends), 1 anything else.
+//! Must never: leave a half-written view behind under its final name (each file is
+//! written to a temporary name and renamed).
 
-use rayscope::config::Override;
-use std::path::PathBuf;
+use rayscope::config::{Config, Override, WorkloadConfig};
+use rayscope::flow::graph::Level;
+use rayscope::flow::spans::Spans;
+use rayscope::flow::timeline::Window;
+use rayscope::flow::{ant, bottleneck, emit, render, View};
+use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// `rayscope flow`.
 #[derive(clap::Args)]
@@ -46,7 +60,7 @@ pub(super) fn flow(args: FlowArgs) -> ExitCode {
         eprintln!("error: --at must be seconds of virtual time (>= 0)");
         return ExitCode::from(2);
     }
-    match rayscope::flow::run::run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref()) {
+    match run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref()) {
         Ok(s) => {
             print!("{}", s.bottlenecks);
             if let Some(n) = s.emitted {
@@ -62,4 +76,99 @@ pub(super) fn flow(args: FlowArgs) -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// What a run did, for the caller to print.
+struct Summary {
+    job: String,
+    bottlenecks: String,
+    emitted: Option<usize>,
+    /// Wall milliseconds: simulate, then each view written, the API's default timeline
+    /// answer (rendered, not written), then in all.
+    timings: serde_json::Value,
+}
+
+/// Why `rayscope flow` failed: the exit code (2: bad input) and the message.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn fail(code: u8, message: impl Into<String>) -> Failure {
+    Failure { code, message: message.into() }
+}
+
+fn run(
+    cfg: Config,
+    job: Option<&str>,
+    at_s: Option<f64>,
+    out: &Path,
+    emit_url: Option<&str>,
+) -> Result<Summary, Failure> {
+    let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
+    if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
+        return Err(fail(
+            2,
+            "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)",
+        ));
+    }
+    let started = Instant::now();
+    let (engine, _report) = rayscope::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
+    let simulate_ms = started.elapsed().as_secs_f64() * 1e3;
+    let snap = engine.snapshot(0, 1.0, 0.0, None, Arc::new(Vec::new()));
+    let record = match job {
+        Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
+            let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
+            fail(2, format!("--job {j}: no such job with flow records (jobs: {})", known.join(", ")))
+        })?,
+        None => {
+            snap.flow.jobs.values().next().cloned().ok_or_else(|| fail(2, "the run made no jobs: nothing to show"))?
+        }
+    };
+    let now = snap.sim_time_us;
+    let at = at_s.map(|s| ((s * 1e6) as u64).min(now)).unwrap_or(now);
+    let latest = at == now;
+    std::fs::create_dir_all(out).map_err(|e| fail(1, format!("cannot create {}: {e}", out.display())))?;
+    let mut timings = serde_json::Map::new();
+    timings.insert("simulate_ms".into(), json!(simulate_ms));
+    let views = [
+        ("graph.json", View::Graph(Level::Class)),
+        ("physical.json", View::Physical),
+        ("stack.json", View::Stack),
+        ("flame.folded", View::Folded),
+        ("flame.svg", View::Svg),
+        // A file is not an interactive answer: the whole job, every execution.
+        ("timeline.json", View::Timeline(Window::ALL)),
+    ];
+    for (file, view) in views {
+        let t = Instant::now();
+        let r = render(&record, at, latest, view, &snap.nodes).map_err(|e| fail(1, format!("{file}: {e}")))?;
+        write(out, file, &r.body)?;
+        timings.insert(format!("{file}_ms"), json!(t.elapsed().as_secs_f64() * 1e3));
+    }
+    // What `/api/flow/timeline.json` answers by default (not written: the file above is
+    // whole), timed through the same rendering the API calls, for the benchmarks.
+    let t = Instant::now();
+    let r = render(&record, at, latest, View::Timeline(Window::DEFAULT), &snap.nodes).map_err(|e| fail(1, e))?;
+    timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
+    timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
+    let t = Instant::now();
+    let spans = Spans::replay(&record, at);
+    let text = bottleneck::text(&record, &spans);
+    write(out, "bottlenecks.txt", text.as_bytes())?;
+    timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
+    timings.insert("total_ms".into(), json!(started.elapsed().as_secs_f64() * 1e3));
+    let emitted = match target {
+        Some(t) => Some(emit::emit(&t, &ant::records(&record, &spans)).map_err(|e| fail(1, format!("--emit: {e}")))?),
+        None => None,
+    };
+    Ok(Summary { job: record.job_hex.clone(), bottlenecks: text, emitted, timings: serde_json::Value::Object(timings) })
+}
+
+fn write(dir: &Path, name: &str, body: &[u8]) -> Result<(), Failure> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let path = dir.join(name);
+    std::fs::write(&tmp, body)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| fail(1, format!("cannot write {}: {e}", path.display())))
 }

@@ -5,7 +5,8 @@
 //! Owns: replaying the records into spans ([`spans`]), one view per file, and the
 //! dispatch from a view's name to its rendering ([`render`]), shared by the API and
 //! `rayscope flow`.
-//! Must never: run on the engine thread or change what it reads.
+//! Must never: run on the engine thread, import it (`sim`: a run reaches the views
+//! only as a snapshot), or change what it reads.
 
 pub mod ant;
 pub mod bottleneck;
@@ -13,7 +14,6 @@ pub mod emit;
 pub mod flame;
 pub mod graph;
 pub mod physical;
-pub mod run;
 pub mod spans;
 pub mod stack;
 pub mod timeline;
