@@ -6,7 +6,6 @@
 //! thread's priority, and the SIGINT/SIGTERM future a server stops on.
 //! Must never: need privileges (a nice value is only ever raised).
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
 /// Raise this thread's nice value by 5 (never needs privileges; a no-op where unsupported).
 pub(super) fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
@@ -18,6 +17,7 @@ pub(super) fn lower_this_threads_priority() {
     }
 }
 
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
 /// called (inside the runtime), not when the future is first polled, so a signal
 /// that arrives once the server answers is never missed.
 #[cfg(unix)]
