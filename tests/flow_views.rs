@@ -7,10 +7,11 @@
 mod common;
 
 use rayscope::flow::graph::Level;
-use rayscope::flow::record::{actor_hex, span_hex, JobRecord};
+use rayscope::flow::spans::Spans;
 use rayscope::flow::timeline::{self, Window};
 use rayscope::flow::{bottleneck, flame, graph, render, stack, View};
 use rayscope::model::TaskType;
+use rayscope::snapshot::flow::{actor_hex, span_hex, JobRecord};
 use rayscope::snapshot::{Snapshot, Tables};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,7 +46,7 @@ fn run(seed: u64) -> Run {
 fn graph_counts_are_the_calls_the_workload_made() {
     for &seed in SEEDS {
         let r = run(seed);
-        let spans = r.job.spans(u64::MAX);
+        let spans = Spans::replay(&r.job, u64::MAX);
         let g = graph::graph(&r.job, &spans, Level::Instance, true);
         let nodes: BTreeMap<&str, u64> = g["nodes"]
             .as_array()
@@ -110,7 +111,7 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
             .filter(|a| a.flag && !a.children.is_empty() && a.children.iter().all(|c| by_id[c].level == 0))
             .map(|a| actor_hex(a.id))
             .collect();
-        let spans = r.job.spans(u64::MAX);
+        let spans = Spans::replay(&r.job, u64::MAX);
         let (entries, total, _) = bottleneck::rank(&r.job, &spans);
         let first = r.job.target(entries[0].target);
         let first_actor = first.actor.map(actor_hex).unwrap_or_default();
@@ -140,7 +141,7 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
 fn the_gantt_never_overlaps_partially_on_a_single_threaded_actor() {
     for &seed in SEEDS {
         let r = run(seed);
-        let spans = r.job.spans(u64::MAX);
+        let spans = Spans::replay(&r.job, u64::MAX);
         let tl = timeline::timeline(&r.job, &spans, &Window::ALL);
         let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
         for e in tl["traceEvents"].as_array().unwrap() {
@@ -169,7 +170,7 @@ fn the_gantt_never_overlaps_partially_on_a_single_threaded_actor() {
 fn the_flame_graph_root_total_is_the_driver_wall_time() {
     for &seed in SEEDS {
         let r = run(seed);
-        let spans = r.job.spans(u64::MAX);
+        let spans = Spans::replay(&r.job, u64::MAX);
         let folded = flame::folded(&r.job, &spans);
         let root: u64 = folded.iter().filter(|(k, _)| k.split(';').next() == Some("_main")).map(|(_, v)| *v).sum();
         let total: u64 = folded.values().sum();
@@ -191,7 +192,7 @@ fn the_stack_mid_run_is_exactly_the_calls_in_flight() {
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
         let end = driver.end_time_us.unwrap();
         for at in [end / 3, end / 2 + 7, end - 1] {
-            let spans = r.job.spans(at);
+            let spans = Spans::replay(&r.job, at);
             let v = stack::stack(&r.job, &spans);
             let shown: BTreeSet<String> =
                 v["stacks"].as_array().unwrap().iter().map(|s| s["span"].as_str().unwrap().to_string()).collect();
@@ -305,7 +306,7 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
     let r = run(2);
     let all = executions(&r);
     let end = all.iter().map(|e| e.2).max().unwrap();
-    let spans = r.job.spans(u64::MAX);
+    let spans = Spans::replay(&r.job, u64::MAX);
     let (from, to) = (end / 3, end / 2);
     // Per the engine's tables: started by `to`, not ended before `from`.
     let want: Vec<&(u64, u64, u64)> = all.iter().filter(|e| e.0 <= to && e.2 >= from).collect();
@@ -341,7 +342,11 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
 
     // An instant: `to` past it is the instant, and calls running then end at it.
     let at = end / 2;
-    let tl = timeline::timeline(&r.job, &r.job.spans(at), &Window { from_us: Some(at), to_us: Some(end), limit: None });
+    let tl = timeline::timeline(
+        &r.job,
+        &Spans::replay(&r.job, at),
+        &Window { from_us: Some(at), to_us: Some(end), limit: None },
+    );
     let running: BTreeSet<String> = all.iter().filter(|e| e.0 <= at && e.2 >= at).map(|e| span_hex(e.1)).collect();
     assert!(!running.is_empty());
     assert_eq!(spans_of(&tl).into_iter().collect::<BTreeSet<_>>(), running);
@@ -375,7 +380,7 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     assert!(j_capped.records.len() <= 3 * 50 + 2, "records bounded by the cap: {}", j_capped.records.len());
     // Class-level edges "now" come from the aggregates: the same as with every call recorded.
     let edges = |j: &JobRecord, s: &Snapshot| {
-        let g = graph::graph(j, &j.spans(s.sim_time_us), Level::Class, true);
+        let g = graph::graph(j, &Spans::replay(j, s.sim_time_us), Level::Class, true);
         assert_eq!(g["truncated"], j.truncated());
         g["edges"]
             .as_array()

@@ -13,7 +13,7 @@
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, graph::Level, timeline, View};
+use crate::flow::{self, graph::Level, spans::Spans, timeline, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -191,7 +191,7 @@ async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result
     let reserved = app.budget.reserve(estimate(record.recorded_calls), "this Flow Insight view")?;
     tokio::task::spawn_blocking(move || {
         let _reserved = reserved;
-        let spans = record.spans(at);
+        let spans = Spans::replay(&record, at);
         match which {
             AntView::CallGraph => {
                 ("Call graph data retrieved successfully.", flow::ant::call_graph(&record, &spans, stack_mode))
@@ -261,7 +261,7 @@ fn instant(snap: &Snapshot, at_us: Option<u64>) -> (u64, bool) {
     }
 }
 
-fn find(snap: &Arc<Snapshot>, job: &str) -> Result<Arc<flow::record::JobRecord>, ApiError> {
+fn find(snap: &Arc<Snapshot>, job: &str) -> Result<Arc<crate::snapshot::flow::JobRecord>, ApiError> {
     snap.flow.job(job).cloned().ok_or_else(|| {
         let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
         ApiError::not_found(format!("job {job:?} has no flow records (jobs with records: {})", known.join(", ")))

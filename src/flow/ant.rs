@@ -7,7 +7,8 @@
 //! timestamps in integer ms, durations in float seconds).
 //! Must never: read anything but the job's records and the node views it is given.
 
-use super::record::{actor_hex, span_hex, JobRecord, Rec, Spans, Target, TargetKind};
+use super::spans::Spans;
+use crate::snapshot::flow::{actor_hex, span_hex, JobRecord, Rec, Target, TargetKind};
 use crate::snapshot::NodeView;
 use serde::Serialize;
 use serde_json::{json, Map, Value};

@@ -10,7 +10,8 @@
 //! call; that is its self time on the path.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::record::{actor_hex, JobRecord, Spans, TargetKind};
+use super::spans::Spans;
+use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

@@ -8,7 +8,8 @@
 //! driver's wall time (to the instant, if it still runs). Values are virtual µs.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::record::{JobRecord, Spans};
+use super::spans::Spans;
+use crate::snapshot::flow::JobRecord;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 

@@ -1,11 +1,12 @@
 //! Flow Insight: views of a job's calls (seed 003, `ray-facts.md` Part B), computed
-//! from the records the engine keeps (`sim::flow_recorder`) as pure functions of the
-//! records and an instant.
+//! from the records a snapshot carries (`snapshot::flow`, made by the engine's
+//! `sim::flow_recorder`) as pure functions of the records and an instant.
 //!
-//! Owns: the recorded data readers share ([`record`]), one view per file, and the
+//! Owns: replaying the records into spans ([`spans`]), one view per file, and the
 //! dispatch from a view's name to its rendering ([`render`]), shared by the API and
 //! `rayscope flow`.
-//! Must never: run on the engine thread or change what it reads.
+//! Must never: run on the engine thread, import it (`sim`: a run reaches the views
+//! only as a snapshot), or change what it reads.
 
 pub mod ant;
 pub mod bottleneck;
@@ -13,13 +14,13 @@ pub mod emit;
 pub mod flame;
 pub mod graph;
 pub mod physical;
-pub mod record;
-pub mod run;
+pub mod spans;
 pub mod stack;
 pub mod timeline;
 
+use crate::snapshot::flow::JobRecord;
 use crate::snapshot::NodeView;
-use record::JobRecord;
+use spans::Spans;
 use std::sync::Arc;
 
 /// One of the views.
@@ -54,7 +55,7 @@ fn text(body: String, content_type: &'static str) -> Rendered {
 
 /// Render `view` of `job` as of `at` (µs of virtual time). `latest`: `at` is "now".
 pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<NodeView>]) -> Result<Rendered, String> {
-    let spans = job.spans(at);
+    let spans = Spans::replay(job, at);
     Ok(match view {
         View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
         View::Physical => {

@@ -9,7 +9,8 @@
 //! name, so that no string is copied per call.
 //! Must never: read anything but the job's records and the node views it is given.
 
-use super::record::{actor_hex, JobRecord, Spans, TargetKind};
+use super::spans::Spans;
+use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use crate::snapshot::NodeView;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -5,7 +5,8 @@
 //! it) and each one's chain of callers.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::record::{actor_hex, span_hex, JobRecord, Spans};
+use super::spans::Spans;
+use crate::snapshot::flow::{actor_hex, span_hex, JobRecord};
 use serde_json::{json, Value};
 
 /// Spans in flight at the instant (the driver excluded), by index, in span order.

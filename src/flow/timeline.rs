@@ -14,7 +14,8 @@
 //! and window), or put a key Perfetto does not know before `traceEvents` (its JSON
 //! reader stops at an unknown top-level key).
 
-use super::record::{actor_hex, JobRecord, Spans, TargetKind};
+use super::spans::Spans;
+use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::json;
 
 /// Executions an interactive answer holds unless the request says otherwise: at

@@ -12,7 +12,7 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::scrape::{Family, Scrape};
-use crate::flow::record::DRIVER_NAME;
+use crate::snapshot::flow::DRIVER_NAME;
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     if !s.cluster {

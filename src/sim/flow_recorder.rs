@@ -12,10 +12,10 @@
 //! Must never: change the model beyond `Task::flow`, draw from the RNG or log events
 //! (recording must not change the run), or keep anything per call beyond the cap.
 
-use crate::flow::record::{
+use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
+use crate::snapshot::flow::{
     Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS,
 };
-use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
 use crate::workload::CallSpec;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;

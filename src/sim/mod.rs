@@ -58,7 +58,7 @@ pub enum SimulateError {
 }
 
 /// Run as fast as possible until the workloads finish (or `until`, in µs of virtual time).
-/// `progress` is called now and then with (virtual µs, events processed, tasks finished).
+/// `progress` is called with the engine every 65,536 events (to draw a progress bar).
 pub fn simulate(
     cfg: Config,
     until: Option<u64>,

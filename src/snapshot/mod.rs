@@ -3,15 +3,18 @@
 //! Owns: [`Snapshot`], everything a reader (metrics, the API, the live stream, Flow
 //! Insight) may look at as of one instant of virtual time, split by view: nodes
 //! (`nodes.rs`), task and actor counts (`tasks.rs`, `actors.rs`), jobs (`jobs.rs`),
-//! the autoscaler and scheduler (`cluster.rs`) and the State API's row tables
-//! (`tables.rs`). Cumulative counters are the model's own [`Counters`], copied.
+//! the autoscaler and scheduler (`cluster.rs`), the State API's row tables
+//! (`tables.rs`) and what Flow Insight records of each call ([`flow`]). Cumulative
+//! counters are the model's own [`Counters`], copied.
 //!
-//! Must never: import the engine (`sim`), hold a lock or a reference into the model,
-//! or offer a way to change anything. `sim` builds snapshots (`sim::publish`); readers
-//! only read them, on any thread, without waiting on the engine.
+//! Must never: import the engine (`sim`) or a reader (`metrics`, `api`, `flow`), hold
+//! a lock or a reference into the model, or offer a way to change anything. `sim`
+//! builds snapshots (`sim::publish`); readers only read them, on any thread, without
+//! waiting on the engine.
 
 mod actors;
 mod cluster;
+pub mod flow;
 mod jobs;
 mod nodes;
 mod tables;
@@ -71,7 +74,7 @@ pub struct Snapshot {
     pub cluster_events: ClusterEventsView,
     pub tables: Option<Arc<Tables>>,
     /// Flow Insight's records of every job (sealed chunks shared between snapshots).
-    pub flow: Arc<crate::flow::record::Recorded>,
+    pub flow: Arc<flow::Recorded>,
     /// Wall-clock instant the runner published it (serve mode), for its age.
     pub published_at: Option<std::time::Instant>,
 }

@@ -1,14 +1,15 @@
-//! The recorded calls of each job, as readers see them: immutable, shared, cheap to
-//! publish.
+//! What Flow Insight records of each job, as the snapshot carries it: immutable,
+//! shared, cheap to publish.
 //!
 //! Owns: the record types (submit/begin/end/put records, call targets, per-edge
 //! aggregates), the append-only chunked storage that lets a snapshot share everything
-//! already recorded (only the last, unsealed chunk is copied), and the replay of a
-//! job's records up to an instant into spans ([`JobRecord::spans`]).
+//! already recorded (only the last, unsealed chunk is copied), the per-name totals
+//! behind the `rayscope_flow_*` metrics, and how ids are written (`actor_hex`,
+//! `span_hex`) so that every reader names a call alike. Making sense of the records
+//! (replaying them into spans, the views) is the readers' (`crate::flow`).
 //! Must never: be written by anyone but the engine's recorder
 //! (`sim::flow_recorder`), or hold anything that grows without the per-job cap.
 
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -184,116 +185,6 @@ impl JobRecord {
 
     pub fn target(&self, i: u32) -> &Target {
         self.targets.get(i as usize).expect("a record names a recorded target")
-    }
-
-    /// Replay the records made at or before `at` (µs) into spans, in submit order.
-    pub fn spans(&self, at: u64) -> Spans {
-        let mut out = Spans { spans: Vec::new(), index: FxHashMap::default(), at };
-        for r in self.records.iter() {
-            if r.time() > at {
-                break;
-            }
-            match *r {
-                Rec::Submit { span, parent, target, t, arg_bytes } => {
-                    let parent = out.index.get(&parent).copied();
-                    out.index.insert(span, out.spans.len());
-                    out.spans.push(Span {
-                        span,
-                        parent,
-                        target,
-                        submit: t,
-                        start: None,
-                        end: None,
-                        ok: true,
-                        node: u32::MAX,
-                        pid: 0,
-                        arg_bytes,
-                        return_bytes: 0,
-                        put_bytes: 0,
-                    });
-                }
-                Rec::Begin { span, t, node, pid } => {
-                    if let Some(&i) = out.index.get(&span) {
-                        let s = &mut out.spans[i];
-                        s.start = Some(t);
-                        s.node = node;
-                        s.pid = pid;
-                    }
-                }
-                Rec::End { span, t, ok, return_bytes } => {
-                    if let Some(&i) = out.index.get(&span) {
-                        let s = &mut out.spans[i];
-                        s.end = Some(t);
-                        s.ok = ok;
-                        s.return_bytes = return_bytes;
-                    }
-                }
-                Rec::Put { span, bytes, .. } => {
-                    if let Some(&i) = out.index.get(&span) {
-                        out.spans[i].put_bytes += bytes;
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// One call as replayed up to an instant.
-#[derive(Clone, Debug)]
-pub struct Span {
-    pub span: u64,
-    /// Index of the calling span in [`Spans::spans`] (`None`: the driver).
-    pub parent: Option<usize>,
-    pub target: u32,
-    pub submit: u64,
-    /// Start of its last attempt, if it started by the instant.
-    pub start: Option<u64>,
-    /// When it ended, if it ended by the instant.
-    pub end: Option<u64>,
-    pub ok: bool,
-    /// Node index and worker pid of its last attempt (`u32::MAX`: not placed yet).
-    pub node: u32,
-    pub pid: u32,
-    pub arg_bytes: u64,
-    pub return_bytes: u64,
-    pub put_bytes: u64,
-}
-
-impl Span {
-    pub fn in_flight(&self) -> bool {
-        self.end.is_none()
-    }
-}
-
-/// A job's spans as of `at`.
-#[derive(Debug)]
-pub struct Spans {
-    pub spans: Vec<Span>,
-    pub index: FxHashMap<u64, usize>,
-    pub at: u64,
-}
-
-impl Spans {
-    /// Each span's children, by index, in submit order.
-    pub fn children(&self) -> Vec<Vec<usize>> {
-        let mut c = vec![Vec::new(); self.spans.len()];
-        for (i, s) in self.spans.iter().enumerate() {
-            if let Some(p) = s.parent {
-                c[p].push(i);
-            }
-        }
-        c
-    }
-
-    /// Index of the driver span (the first one recorded).
-    pub fn root(&self) -> Option<usize> {
-        self.spans.iter().position(|s| s.parent.is_none())
-    }
-
-    /// End of a span as seen at the instant (still running: the instant).
-    pub fn end_or_at(&self, i: usize) -> u64 {
-        self.spans[i].end.unwrap_or(self.at).max(self.spans[i].submit)
     }
 }
 

@@ -1,41 +1,103 @@
-//! `rayscope flow`: run a config to completion and write every view of one job.
+//! `rayscope flow`: run a config to completion and write every view of one job,
+//! optionally posting its records to a `flow-insight` server (`--emit`).
 //!
-//! Owns: choosing the job (the first with records, or `--job`), writing `graph.json`,
-//! `physical.json`, `stack.json`, `flame.folded`, `flame.svg`, `timeline.json` and
-//! `bottlenecks.txt` into the output directory (the timeline whole: no window, no
-//! limit), and posting the records to a `flow-insight` server with `--emit`.
+//! Owns: the command's flags and what it prints; running the config (the views read
+//! a finished run's snapshot, as the API reads a live one); choosing the job (the
+//! first with records, or `--job`); writing `graph.json`, `physical.json`,
+//! `stack.json`, `flame.folded`, `flame.svg`, `timeline.json` and `bottlenecks.txt`
+//! into the output directory (the timeline whole: no window, no limit); and posting
+//! the records with `--emit`. Exit statuses: 0 done, 2 bad input (config, `--at`,
+//! `--job`, the `--emit` URL, a run that never ends), 1 anything else.
 //! Must never: leave a half-written view behind under its final name (each file is
 //! written to a temporary name and renamed).
 
-use super::graph::Level;
-use super::timeline::Window;
-use super::{ant, bottleneck, emit, render, View};
-use crate::config::Config;
+use rayscope::config::{Config, Override, WorkloadConfig};
+use rayscope::flow::graph::Level;
+use rayscope::flow::spans::Spans;
+use rayscope::flow::timeline::Window;
+use rayscope::flow::{ant, bottleneck, emit, render, View};
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Instant;
 
+/// `rayscope flow`.
+#[derive(clap::Args)]
+pub(super) struct FlowArgs {
+    /// Config file.
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Simulation seed (overrides sim.seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Job id to show, e.g. 01000000 [default: the first job].
+    #[arg(long)]
+    job: Option<String>,
+    /// Show the views as of this instant, in seconds of virtual time [default: the end].
+    #[arg(long)]
+    at: Option<f64>,
+    /// Directory to write the views into (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Post the job's records to a flow-insight server, e.g. http://127.0.0.1:63000.
+    #[arg(long, value_name = "URL")]
+    emit: Option<String>,
+    /// Override a config value (repeatable), as `simulate --set`.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+    /// Also print wall-clock timings (simulate, each view) as JSON on stderr.
+    #[arg(long)]
+    timings: bool,
+}
+
+pub(super) fn flow(args: FlowArgs) -> ExitCode {
+    let cfg = match super::load_config(Some(&args.config), args.seed, &args.set) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if args.at.is_some_and(|a| !a.is_finite() || a < 0.0) {
+        eprintln!("error: --at must be seconds of virtual time (>= 0)");
+        return ExitCode::from(2);
+    }
+    match run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref()) {
+        Ok(s) => {
+            print!("{}", s.bottlenecks);
+            if let Some(n) = s.emitted {
+                println!("emitted {n} records of job {} to {}", s.job, args.emit.as_deref().unwrap_or(""));
+            }
+            if args.timings {
+                eprintln!("{}", s.timings);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
 /// What a run did, for the caller to print.
-pub struct Summary {
-    pub job: String,
-    pub bottlenecks: String,
-    pub emitted: Option<usize>,
+struct Summary {
+    job: String,
+    bottlenecks: String,
+    emitted: Option<usize>,
     /// Wall milliseconds: simulate, then each view written, the API's default timeline
     /// answer (rendered, not written), then in all.
-    pub timings: serde_json::Value,
+    timings: serde_json::Value,
 }
 
 /// Why `rayscope flow` failed: the exit code (2: bad input) and the message.
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
+struct Failure {
+    code: u8,
+    message: String,
 }
 
 fn fail(code: u8, message: impl Into<String>) -> Failure {
     Failure { code, message: message.into() }
 }
 
-pub fn run(
+fn run(
     cfg: Config,
     job: Option<&str>,
     at_s: Option<f64>,
@@ -43,16 +105,16 @@ pub fn run(
     emit_url: Option<&str>,
 ) -> Result<Summary, Failure> {
     let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
-    if cfg.workloads.iter().any(|w| matches!(w, crate::config::WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
+    if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
         return Err(fail(
             2,
             "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)",
         ));
     }
     let started = Instant::now();
-    let (engine, _report) = crate::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
+    let (engine, _report) = rayscope::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
     let simulate_ms = started.elapsed().as_secs_f64() * 1e3;
-    let snap = engine.publish(crate::sim::PublishOptions::seq(0));
+    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
@@ -90,7 +152,7 @@ pub fn run(
     timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
     let t = Instant::now();
-    let spans = record.spans(at);
+    let spans = Spans::replay(&record, at);
     let text = bottleneck::text(&record, &spans);
     write(out, "bottlenecks.txt", text.as_bytes())?;
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));

@@ -1,0 +1,102 @@
+//! The `rayscope` binary's command line: `serve` (the default), `simulate`, `flow` and
+//! `check`.
+//!
+//! Owns: the clap types of the top level and the dispatch to one file per command
+//! (`serve.rs`, `simulate.rs` with `--sweep` and `--openmetrics`, `flow.rs` with
+//! `--emit`), loading the config a command names with its `--seed` and `--set`, and
+//! the process-wide setup they share (`process.rs`: the allocator, thread priority,
+//! shutdown signals). Each command's flags, messages and exit statuses are its file's.
+//! Must never: be imported by anything. It lives in the binary crate, above every
+//! module of the library, and holds only wiring: what a test of the library would
+//! want belongs in the module it concerns.
+
+mod flow;
+mod process;
+mod serve;
+mod simulate;
+
+use clap::{Parser, Subcommand};
+use rayscope::config::{self, Config, Override};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rayscope",
+    version,
+    about = "Observability for Ray-style clusters: a deterministic in-process Ray cluster model that exports Ray's metrics.",
+    long_about = "rayscope runs a model of a Ray cluster (GCS tables, raylet scheduling with spillback, object stores, \
+jobs, tasks, actors, placement groups, faults) and exports what a Ray cluster exports.\n\n\
+With no subcommand it serves the embedded default cluster and workload (same as `rayscope serve`)."
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// With no subcommand: `serve` with these flags.
+    #[command(flatten)]
+    serve: serve::ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the model paced to wall time and serve /metrics, the state API and the live stream.
+    Serve(serve::ServeArgs),
+    /// Run the model as fast as possible and print a report.
+    Simulate(simulate::SimulateArgs),
+    /// Run a config to completion and write Flow Insight's views of one job.
+    #[command(
+        long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
+into --out: graph.json (call graph, class level), physical.json (nodes with actors and workers), stack.json \
+(calls in flight at --at), flame.folded and flame.svg (time per call path), timeline.json (Chrome trace events: \
+open in Perfetto; every execution up to --at, not windowed or limited as /api/flow/timeline.json answers) and bottlenecks.txt (ranked by self time on the critical path, also printed). \
+With --emit, also post the job's call records to a running flow-insight server (POST URL/emit). \
+Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."
+    )]
+    Flow(flow::FlowArgs),
+    /// Validate config files; exit 0 when all are valid, 2 otherwise.
+    Check {
+        /// Config files to validate.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Parse the command line and run what it asks for.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Check { files }) => ExitCode::from(config::check_files(&files) as u8),
+        Some(Command::Simulate(args)) => match simulate::simulate(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Some(Command::Flow(args)) => flow::flow(args),
+        Some(Command::Serve(args)) => serve::serve(args),
+        None => serve::serve(cli.serve),
+    }
+}
+
+/// The config at `path` (the embedded default without one) with `overrides` and
+/// `seed` applied; its errors are printed here and come back as exit status 2.
+fn load_config(path: Option<&PathBuf>, seed: Option<u64>, overrides: &[Override]) -> Result<Config, ExitCode> {
+    let loaded = match path {
+        Some(p) => config::load_file_with(p, overrides),
+        None => config::load_str_with(config::DEFAULT_CONFIG_YAML, config::DEFAULT_CONFIG_NAME, overrides),
+    };
+    match loaded {
+        Ok(mut c) => {
+            if let Some(s) = seed {
+                c.sim.seed = s;
+            }
+            Ok(c)
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            Err(ExitCode::from(2))
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! `rayscope serve` (and `rayscope` alone): run the model paced to wall time and serve
+//! /metrics, the state API and the live stream until SIGINT or SIGTERM.
+//!
+//! Owns: the command's flags, the session name a server starts with, logging, the
+//! async runtime and its threads' priority, binding the listener before the engine
+//! starts, and the tokens read from the environment. Exit statuses: 0 after a
+//! signal, 2 bad input (config, `--state-dir`), 1 anything else (a taken port).
+
+use super::process::{lower_this_threads_priority, set_purge_delay, shutdown_signal, PURGE_AT_ONCE};
+use clap::ValueEnum;
+use rayscope::api::ServeOptions;
+use rayscope::config::Override;
+use rayscope::sim::runner::{EngineHandle, RunOptions};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub(super) struct ServeArgs {
+    /// Config file (default: the embedded examples/default.yaml).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Simulation seed (overrides sim.seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Address to listen on, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 [default: server.listen
+    /// from the config, 127.0.0.1:8080]. State-changing endpoints stay off until
+    /// RAYSCOPE_TOKEN is set, whatever the address.
+    #[arg(long, env = "RAYSCOPE_LISTEN")]
+    listen: Option<String>,
+    /// Override a config value without editing the file (repeatable), e.g.
+    /// `--set sim.speed=10`. KEY is a dotted path as config errors write it; VALUE is YAML.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+    /// Log format (RUST_LOG selects what is logged, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Keep received alerts and jobs submitted through the Jobs API in DIR across restarts
+    /// (written atomically at most once a second; a job running at a restart comes back
+    /// FAILED). Without it a restart forgets them.
+    #[arg(long, value_name = "DIR", env = "RAYSCOPE_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+pub(super) fn serve(args: ServeArgs) -> ExitCode {
+    set_purge_delay(PURGE_AT_ONCE);
+    init_logging(args.log_format);
+    let cfg = match super::load_config(args.config.as_ref(), args.seed, &args.set) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut cfg = cfg;
+    if cfg.cluster.session_name.is_none() {
+        // Ray starts a new session on every start; so does a server (not `simulate`).
+        let now_us =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        cfg.cluster.session_name = Some(rayscope::sim::session_name_at(now_us, std::process::id()));
+    }
+    let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
+    // HTTP work (serving, encoding) runs at a lower priority than the engine thread, so a
+    // flood of scrapes queues behind the simulation instead of slowing it.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(lower_this_threads_priority)
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let shutdown = match runtime.block_on(async { shutdown_signal() }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // Bind before starting the engine, so a taken port fails fast and says so.
+    let listener = match runtime.block_on(tokio::net::TcpListener::bind(&listen)) {
+        Ok(l) => l,
+        Err(e) => {
+            let hint = match e.kind() {
+                std::io::ErrorKind::AddrInUse => "; another program (perhaps another rayscope) is using it: pick another with --listen or RAYSCOPE_LISTEN",
+                std::io::ErrorKind::PermissionDenied => "; ports below 1024 need privileges: pick another with --listen",
+                _ => "",
+            };
+            tracing::error!(address = %listen, error = %e, "cannot listen");
+            eprintln!("error: cannot listen on {listen}: {e}{hint}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut opts = ServeOptions::new(cfg.clone());
+    if let Some(dir) = &args.state_dir {
+        match rayscope::api::state_dir::StateDir::open(dir) {
+            Ok(state) => opts.state_dir = Some(state),
+            Err(e) => {
+                eprintln!("error: --state-dir: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if let Some(t) = env_token("RAYSCOPE_TOKEN") {
+        opts.token = Some(t);
+    }
+    if let Some(t) = env_token("RAYSCOPE_ALERT_TOKEN") {
+        opts.alert_token = Some(t);
+    }
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
+    tracing::info!(
+        %address,
+        session = cfg.cluster.session_name.as_deref().unwrap_or("(from seed)"),
+        seed = cfg.sim.seed,
+        control = if opts.token.is_some() { "enabled" } else { "disabled (set RAYSCOPE_TOKEN)" },
+        host_readings = opts.host.is_some(),
+        "starting rayscope"
+    );
+    let handle = EngineHandle::spawn(cfg, RunOptions::default());
+    // The engine thread has its own priority now (threads inherit it when created);
+    // the accept loop on this thread yields to it like the workers do.
+    lower_this_threads_priority();
+    match runtime.block_on(rayscope::api::serve(listener, handle, opts, shutdown)) {
+        Ok(()) => {
+            // Do not wait for lingering connection tasks: serve already gave them their grace.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: the server on {address} failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A token from the environment; an empty one counts as unset.
+fn env_token(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|t| !t.trim().is_empty())
+}
+
+fn init_logging(format: LogFormat) {
+    rayscope::api::logging::init(matches!(format, LogFormat::Json), std::io::stderr().is_terminal());
+}

@@ -1,0 +1,242 @@
+//! `rayscope simulate`: run the model as fast as possible and print a report; with
+//! `--sweep`, once per value of one setting and a comparison table; with
+//! `--openmetrics`, also the cluster's metrics at every scrape instant of virtual time.
+//!
+//! Owns: the command's flags, the progress bar, and the files it writes (`--events`,
+//! `--openmetrics`). Exit statuses: 0 done, 2 bad input (config, an unbounded run), 1
+//! anything else (a file that cannot be written).
+//! Must never: change the run it reports on: the progress bar and the OpenMetrics
+//! writer only look at the engine between events.
+
+use super::process::{set_purge_delay, PURGE_NEVER};
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use rayscope::config::{self, Config, Override};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub(super) struct SimulateArgs {
+    /// Config file (default: the embedded examples/default.yaml).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Simulation seed (overrides sim.seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop after this much virtual time, e.g. 30m or 2h (default: when all workloads end).
+    #[arg(long, value_parser = parse_duration_arg)]
+    until: Option<u64>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    report: ReportFormat,
+    /// Write the full event log to this file.
+    #[arg(long, conflicts_with = "sweep")]
+    events: Option<PathBuf>,
+    /// Override a config value without editing the file (repeatable), e.g.
+    /// `--set cluster.node_types[0].count=400` or `--set 'workloads[0].task_duration={min: 1s, max: 3s}'`.
+    /// KEY is a dotted path as config errors write it; VALUE is YAML.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+    /// Run once per value of one setting and print a comparison table (makespan per job,
+    /// CPU utilization per node type, spillbacks, failures, peak pending tasks) in the
+    /// --report format, e.g. `--sweep cluster.node_types[0].count=100,200,400`.
+    #[arg(long, value_name = "KEY=V1,V2,...", value_parser = parse_sweep_arg)]
+    sweep: Option<SweepArg>,
+    /// Never show the progress bar.
+    #[arg(long)]
+    quiet: bool,
+    /// Also write the cluster's metrics at every scrape instant of virtual time to this
+    /// file, as OpenMetrics with timestamps, for `promtool tsdb create-blocks-from
+    /// openmetrics FILE DIR` (see the README, "A simulated day in Grafana").
+    #[arg(long, value_name = "FILE", conflicts_with = "sweep")]
+    openmetrics: Option<PathBuf>,
+    /// Virtual time between two scrapes written with --openmetrics.
+    #[arg(long, value_parser = parse_positive_duration_arg, default_value = "15s", requires = "openmetrics")]
+    scrape_interval: u64,
+    /// Unix time (seconds) that virtual time zero maps to in the --openmetrics file
+    /// [default: so that the run ends now, browsable as "the last N hours"].
+    #[arg(long, value_name = "UNIX_SECONDS", requires = "openmetrics")]
+    openmetrics_start: Option<i64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
+}
+
+/// The values of `--sweep`, one override each.
+#[derive(Clone)]
+struct SweepArg(Vec<Override>);
+
+fn parse_sweep_arg(s: &str) -> Result<SweepArg, String> {
+    config::overrides::parse_sweep(s).map(SweepArg)
+}
+
+fn parse_duration_arg(s: &str) -> Result<u64, String> {
+    config::units::parse_duration(s).map(|d| d.as_micros())
+}
+
+fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
+    match parse_duration_arg(s)? {
+        0 => Err("must be more than zero, e.g. 15s".into()),
+        us => Ok(us),
+    }
+}
+
+pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
+    set_purge_delay(PURGE_NEVER);
+    if let Some(sweep) = &args.sweep {
+        return sweep_runs(&args, &sweep.0);
+    }
+    let cfg = match super::load_config(args.config.as_ref(), args.seed, &args.set) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {
+        Some(p) => {
+            let f = std::fs::File::create(p).with_context(|| format!("cannot create events file {}", p.display()))?;
+            Some(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+        }
+        None => None,
+    };
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let bar = if show_progress {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .expect("static progress template"),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let openmetrics = match &args.openmetrics {
+        Some(path) => Some(open_openmetrics(path, &cfg, &args)?),
+        None => None,
+    };
+    let mut writer = openmetrics.map(|(w, _)| w);
+    let mut write_error: Option<std::io::Error> = None;
+    let mut write_scrape = |e: &rayscope::sim::Engine, at_us: u64| {
+        if let (Some(w), None) = (writer.as_mut(), write_error.as_ref()) {
+            write_error = w.write_scrape(e, at_us).err();
+        }
+    };
+    let sampler = args
+        .openmetrics
+        .as_ref()
+        .map(|_| rayscope::sim::Sampler { every_us: args.scrape_interval, sample: &mut write_scrape });
+    let result = rayscope::sim::simulate_sampled(
+        cfg,
+        args.until,
+        sink,
+        |e| {
+            if let Some(b) = &bar {
+                let c = &e.model.counters;
+                b.set_message(format!(
+                    "virtual {:.0}s · {} events · {} tasks finished · {} in flight",
+                    e.now_us() as f64 / 1e6,
+                    e.events_processed(),
+                    c.tasks_finished,
+                    e.model.tasks.len()
+                ));
+                b.tick();
+            }
+        },
+        sampler,
+    );
+    let (_, report) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    match args.report {
+        ReportFormat::Json => println!("{}", report.to_json()),
+        ReportFormat::Text => print!("{}", report.to_text()),
+    }
+    if let Some(w) = writer {
+        let path = args.openmetrics.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        if let Some(e) = write_error {
+            eprintln!("error: writing the OpenMetrics file {path} failed: {e}");
+            return Ok(ExitCode::from(1));
+        }
+        if let Err(e) = w.finish() {
+            eprintln!("error: writing the OpenMetrics file {path} failed: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    if let Some(e) = report.events_file_error {
+        eprintln!("error: writing the events file failed: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `simulate --sweep`: every config is loaded (and so validated) before the first run.
+fn sweep_runs(args: &SimulateArgs, values: &[Override]) -> Result<ExitCode> {
+    let mut configs = Vec::with_capacity(values.len());
+    for value in values {
+        let overrides: Vec<Override> = args.set.iter().cloned().chain([value.clone()]).collect();
+        match super::load_config(args.config.as_ref(), args.seed, &overrides) {
+            Ok(c) => configs.push((value.raw_value.clone(), c)),
+            Err(code) => return Ok(code),
+        }
+    }
+    let seed = configs.first().map_or(0, |(_, c)| c.sim.seed);
+    let mut sweep = rayscope::sim::sweep::Sweep { key: values[0].key.clone(), seed, runs: Vec::new() };
+    let on_terminal = !args.quiet && std::io::stderr().is_terminal();
+    for (i, (value, cfg)) in configs.into_iter().enumerate() {
+        if on_terminal {
+            eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
+        }
+        match rayscope::sim::simulate(cfg, args.until, None, |_| {}) {
+            Ok((_, report)) => sweep.runs.push(rayscope::sim::sweep::SweepRun::new(&value, &report)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    match args.report {
+        ReportFormat::Json => println!("{}", sweep.to_json()),
+        ReportFormat::Text => print!("{}", sweep.to_text()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+type OpenMetricsFile = rayscope::metrics::openmetrics::OpenMetricsWriter<std::io::BufWriter<std::fs::File>>;
+
+/// The --openmetrics writer, and the Unix time (ms) virtual zero maps to.
+fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result<(OpenMetricsFile, i64)> {
+    let start_ms = match args.openmetrics_start {
+        Some(s) => s.saturating_mul(1000),
+        None => {
+            // End the run now, so Grafana's "last N hours" shows it. Without --until the
+            // run's length is only known by running it: a first, silent pass (the engine
+            // is deterministic, so the second pass is the same run).
+            let length_us = match args.until.or(cfg.sim.until.map(|u| u.as_micros())) {
+                Some(u) => u,
+                None => match rayscope::sim::simulate(cfg.clone(), None, None, |_| {}) {
+                    Ok((engine, _)) => engine.now_us(),
+                    Err(_) => 0, // the real pass reports the error
+                },
+            };
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            let interval_ms = (args.scrape_interval / 1000).max(1) as i64;
+            (now_ms - (length_us / 1000) as i64).div_euclid(interval_ms) * interval_ms
+        }
+    };
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create OpenMetrics file {}", path.display()))?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, f);
+    Ok((
+        rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port),
+        start_ms,
+    ))
+}
