@@ -307,7 +307,7 @@ faults:
     assert_eq!(e.model.nodes[0].stats.oom_kills, 1);
     // OOM kills retry without touching max_retries, after a backoff.
     let t = e.model.tasks.values().find(|t| t.kind == TaskType::NormalTask).unwrap();
-    assert_eq!((t.attempt, t.retries_left, t.state), (1, 3, TaskState::PendingNodeAssignment));
+    assert_eq!((t.attempt, t.retries_left, t.state()), (1, 3, TaskState::PendingNodeAssignment));
     step_until(&mut e, 3600 * S);
     assert_eq!(job_status(&e), JobStatus::Succeeded);
 }

@@ -10,7 +10,10 @@ pub struct Task {
     pub job: JobId,
     pub name: NameId,
     pub kind: TaskType,
-    pub state: TaskState,
+    /// Private to the model: only its state transitions (`Model::set_task_state`,
+    /// `fail_attempt`, `finish_task`) write it, so per-state counts, history and the
+    /// event log cannot drift from it. Read it with [`Task::state`].
+    pub(in crate::model) state: TaskState,
     pub attempt: u32,
     /// The task whose code submitted this one (the caller span); `None` for drivers.
     pub parent: Option<TaskId>,
@@ -53,6 +56,27 @@ pub struct Task {
 }
 
 impl Task {
+    /// The task's state. Only the model's transitions change it: code outside `model`
+    /// cannot write it.
+    ///
+    /// ```compile_fail
+    /// // A bypass of the transitions does not compile outside the model:
+    /// fn bypass(t: &mut rayscope::model::Task) {
+    ///     t.state = rayscope::model::TaskState::Finished;
+    /// }
+    /// ```
+    #[inline]
+    pub fn state(&self) -> TaskState {
+        self.state
+    }
+
+    /// A new task that enters the table in `state` (see `Model::insert_task`), not
+    /// the default PENDING_NODE_ASSIGNMENT: only before it is in the table.
+    pub fn in_state(mut self, state: TaskState) -> Task {
+        self.state = state;
+        self
+    }
+
     /// A first attempt pending node assignment, submitted now, holding nothing; callers
     /// set what differs (state, parent, actor, arguments, return object, ...).
     pub fn new(id: TaskId, job: JobId, name: NameId, kind: TaskType, spec: u32, owner_node: NodeIdx, now: u64) -> Task {

@@ -168,7 +168,7 @@ impl Engine {
     /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits
     /// its turn (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY): Ray 2.60's order.
     fn push_to_actor(&mut self, tid: TaskId) {
-        if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::PendingNodeAssignment) {
+        if self.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::PendingNodeAssignment) {
             self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.clock.now);
             self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.clock.now);
         }
@@ -269,15 +269,13 @@ impl Engine {
             o.owner_waits = false;
             o.refs = 0;
         }
-        let task = Task {
-            attempt,
-            parent: Some(owner),
-            actor: Some(aid),
-            returns: ret,
-            // A restarted actor is placed in its bundle again.
-            bundle,
-            ..Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.clock.now)
-        };
+        let mut task = Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.clock.now);
+        task.attempt = attempt;
+        task.parent = Some(owner);
+        task.actor = Some(aid);
+        task.returns = ret;
+        // A restarted actor is placed in its bundle again.
+        task.bundle = bundle;
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
         self.try_schedule(tid);

@@ -24,7 +24,7 @@ impl Engine {
     pub(crate) fn run_program(&mut self, tid: TaskId) {
         loop {
             let Some(t) = self.model.tasks.get(&tid) else { return };
-            if t.state != TaskState::Running {
+            if t.state() != TaskState::Running {
                 return;
             }
             let (spec_id, pc, attempt) = (t.spec, t.pc as usize, t.attempt);
@@ -69,7 +69,7 @@ impl Engine {
                         .model
                         .tasks
                         .get_mut(&tid)
-                        .filter(|t| t.attempt == attempt && t.state == TaskState::Running)
+                        .filter(|t| t.attempt == attempt && t.state() == TaskState::Running)
                     else {
                         return;
                     };
@@ -174,7 +174,7 @@ impl Engine {
     /// monitor killing this very worker): move on only if this attempt still runs.
     fn advance(&mut self, tid: TaskId, attempt: u32) -> bool {
         match self.model.tasks.get_mut(&tid) {
-            Some(t) if t.attempt == attempt && t.state == TaskState::Running => {
+            Some(t) if t.attempt == attempt && t.state() == TaskState::Running => {
                 t.pc += 1;
                 true
             }
@@ -219,7 +219,7 @@ impl Engine {
     /// counting the ones not yet ready. If that attempt died while submitting, its
     /// handles die with it.
     pub(crate) fn hold_futures(&mut self, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) {
-        if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state.is_running()) {
+        if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
             for r in returns {
                 self.unref_object(r);
             }
@@ -365,7 +365,7 @@ impl Engine {
         if failed {
             t.exec.failed_futures += 1;
         }
-        if t.state != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
+        if t.state() != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
             return;
         }
         let spec = &self.specs[t.spec as usize];

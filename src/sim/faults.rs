@@ -304,7 +304,7 @@ impl Engine {
             .flat_map(|a| a.running.iter().copied());
         for tid in leased.chain(actor_tasks) {
             let Some(t) = self.model.tasks.get(&tid) else { continue };
-            if !t.state.is_running() || t.kind == TaskType::DriverTask {
+            if !t.state().is_running() || t.kind == TaskType::DriverTask {
                 continue;
             }
             let retriable = t.retries_left != 0 || t.kind == TaskType::NormalTask;

@@ -139,9 +139,9 @@ impl Check<'_> {
         let mut by_key: FxHashMap<TaskCountKey, i64> = FxHashMap::default();
         let mut running: FxHashMap<(NodeIdx, TaskCountKey), i64> = FxHashMap::default();
         for t in self.e.model.tasks.values() {
-            let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state };
+            let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state() };
             *by_key.entry(key).or_insert(0) += 1;
-            if let (true, Some(n)) = (t.state.is_running(), t.node) {
+            if let (true, Some(n)) = (t.state().is_running(), t.node) {
                 *running.entry((n, key)).or_insert(0) += 1;
             }
         }
@@ -212,7 +212,7 @@ impl Check<'_> {
                     t.holds_resources,
                     "task {:x} ({}) is in leased[{i}] without holding resources",
                     tid.0,
-                    t.state
+                    t.state()
                 );
                 if !t.holds_resources {
                     continue;
@@ -238,15 +238,15 @@ impl Check<'_> {
             if t.cpu_released {
                 ensure!(
                     v,
-                    t.holds_resources && t.bundle.is_none() && t.state == TaskState::RunningInRayGet,
+                    t.holds_resources && t.bundle.is_none() && t.state() == TaskState::RunningInRayGet,
                     "task {:x} lent its CPU back but is {} (holds {}, bundle {:?})",
                     t.id.0,
-                    t.state,
+                    t.state(),
                     t.holds_resources,
                     t.bundle
                 );
             }
-            if let (true, Some(n)) = (t.state.is_running(), t.node) {
+            if let (true, Some(n)) = (t.state().is_running(), t.node) {
                 heap[n.index()] += self.e.specs[t.spec as usize].heap;
             }
         }
@@ -389,7 +389,7 @@ impl Check<'_> {
                     ensure!(v, producing, "pending object {id:x} has no live producer");
                     let mut seen = Vec::new();
                     for w in &o.waiters {
-                        if m.tasks.get(w).is_some_and(|t| t.state == TaskState::PendingArgsAvail) {
+                        if m.tasks.get(w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
                             ensure!(v, !seen.contains(w), "object {id:x} lists waiter {:x} twice", w.0);
                             seen.push(*w);
                         }

@@ -111,13 +111,11 @@ impl Engine {
         let ret = self.model.alloc_object_id();
         let head = self.node_manager.head();
         let spec = &self.specs[t.driver as usize];
-        let task = Task {
-            state: TaskState::Nil,
-            node: Some(head),
-            returns: ret,
-            started_at: Some(self.clock.now),
-            ..Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
-        };
+        let mut task = Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
+            .in_state(TaskState::Nil);
+        task.node = Some(head);
+        task.returns = ret;
+        task.started_at = Some(self.clock.now);
         self.model.insert_task(task);
         let submission_id =
             submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));

@@ -106,7 +106,7 @@ impl Engine {
         }
         for w in waiters {
             let Some(t) = self.model.tasks.get_mut(&w) else { continue };
-            if t.state != TaskState::PendingArgsAvail {
+            if t.state() != TaskState::PendingArgsAvail {
                 continue;
             }
             t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
@@ -126,7 +126,7 @@ impl Engine {
             self.on_future_resolved(owner, true);
         }
         for w in waiters {
-            if self.model.tasks.get(&w).is_some_and(|t| t.state == TaskState::PendingArgsAvail) {
+            if self.model.tasks.get(&w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
                 self.fail_task(w, ErrorType::TaskExecutionException, false);
             }
         }
@@ -449,13 +449,11 @@ impl Engine {
         log_event!(self.model.log, self.clock.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
         let spec = &self.specs[spec_id as usize];
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
-        let task = Task {
-            attempt,
-            parent: Some(owner),
-            args,
-            returns: id,
-            ..Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.clock.now)
-        };
+        let mut task = Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.clock.now);
+        task.attempt = attempt;
+        task.parent = Some(owner);
+        task.args = args;
+        task.returns = id;
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
         let attempt = self.model.tasks[&producer].attempt;

@@ -126,7 +126,7 @@ impl Engine {
                         self.specs[t.spec as usize].program.get(t.pc as usize),
                         Some(crate::workload::Op::CreatePlacementGroup { .. })
                     );
-                    if t.state == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
+                    if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
                         t.pc += 1;
                         self.model.set_task_state(creator, TaskState::Running, self.clock.now);
                         self.run_program(creator);

@@ -12,11 +12,11 @@ impl Engine {
     /// errors only with `retry_exceptions`), else it fails for good and so do readers of its result.
     pub(crate) fn fail_task(&mut self, tid: TaskId, err: ErrorType, retry_allowed: bool) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.state.is_terminal() {
+        if t.state().is_terminal() {
             return;
         }
         let (kind, spec_id, actor, node, job) = (t.kind, t.spec, t.actor, t.node, t.job);
-        let was_running = t.state.is_running();
+        let was_running = t.state().is_running();
         let spec = &self.specs[spec_id as usize];
         let retry_exceptions = spec.retry_exceptions;
         let heap = spec.heap;
@@ -102,7 +102,7 @@ impl Engine {
     /// Take a task out of any wait queue it sits in.
     fn unqueue_waiting(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.state != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
+        if t.state() != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
             return;
         }
         let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));

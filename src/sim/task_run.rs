@@ -12,7 +12,7 @@ use crate::model::*;
 impl Engine {
     pub(crate) fn on_dispatch(&mut self, tid: TaskId, attempt: u32) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.attempt != attempt || t.state != TaskState::PendingNodeAssignment || !t.holds_resources {
+        if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
             return;
         }
         let node = t.node.expect("leased task has a node");
@@ -34,7 +34,7 @@ impl Engine {
         if t.attempt != attempt {
             return;
         }
-        match (t.state, t.node) {
+        match (t.state(), t.node) {
             (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => {
                 self.start_task(tid, n)
             }
@@ -96,7 +96,7 @@ impl Engine {
 
     /// The caller's busy time for its last submissions is over: go on with its program.
     pub(crate) fn on_resume(&mut self, tid: TaskId, attempt: u32) {
-        if self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state == TaskState::Running) {
+        if self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
             self.run_program(tid);
         }
     }
@@ -129,14 +129,14 @@ impl Engine {
             self.check_memory(node);
         }
         self.flow.started(&self.model, tid, node, self.clock.now);
-        if self.model.tasks.get(&tid).is_some_and(|t| t.state == TaskState::Running) {
+        if self.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::Running) {
             self.run_program(tid);
         }
     }
 
     pub(crate) fn on_op_done(&mut self, tid: TaskId, attempt: u32) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.attempt != attempt || t.state != TaskState::Running {
+        if t.attempt != attempt || t.state() != TaskState::Running {
             return;
         }
         if t.kind != TaskType::DriverTask {

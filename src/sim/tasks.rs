@@ -48,17 +48,14 @@ impl Engine {
         }
         let initial =
             if unresolved > 0 || failed_arg { TaskState::PendingArgsAvail } else { TaskState::PendingNodeAssignment };
-        let task = Task {
-            state: initial,
-            parent: Some(parent),
-            actor,
-            args,
-            returns: ret,
-            bundle,
-            retries_left: if kind == TaskType::ActorTask { actor_retries } else { max_retries },
-            exec: Exec { unresolved, ..Default::default() }.into(),
-            ..Task::new(tid, job, name, kind, spec_id, owner_node, self.clock.now)
-        };
+        let mut task = Task::new(tid, job, name, kind, spec_id, owner_node, self.clock.now).in_state(initial);
+        task.parent = Some(parent);
+        task.actor = actor;
+        task.args = args;
+        task.returns = ret;
+        task.bundle = bundle;
+        task.retries_left = if kind == TaskType::ActorTask { actor_retries } else { max_retries };
+        task.exec = Exec { unresolved, ..Default::default() }.into();
         let line = self.model.log.line(self.clock.now, "task").hex(tid.0).text(" SUBMITTED ").text(initial.as_str());
         line.text(" job=").hex_bytes(&job.0.to_le_bytes()).text(" parent=").hex(parent.0).end();
         self.model.insert_task(task);

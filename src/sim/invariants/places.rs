@@ -50,10 +50,10 @@ impl Check<'_> {
         let waiting_task = |v: &mut Violations, tid: &TaskId, spec: u32, what: &str| match m.tasks.get(tid) {
             Some(t) => ensure!(
                 v,
-                t.state == TaskState::PendingNodeAssignment && !t.holds_resources && t.spec == spec,
+                t.state() == TaskState::PendingNodeAssignment && !t.holds_resources && t.spec == spec,
                 "task {:x} in the {what} queue of spec {spec} is {} (spec {}, holds {})",
                 tid.0,
-                t.state,
+                t.state(),
                 t.spec,
                 t.holds_resources
             ),
@@ -96,13 +96,13 @@ impl Check<'_> {
                 match m.tasks.get(tid) {
                     Some(t) => ensure!(
                         v,
-                        t.state == TaskState::PendingNodeAssignment
+                        t.state() == TaskState::PendingNodeAssignment
                             && !t.holds_resources
                             && t.bundle.map(|b| b.0) == Some(*pg),
                         "task {:x} waiting for group {} is {} in bundle {:?}",
                         tid.0,
                         pg.0,
-                        t.state,
+                        t.state(),
                         t.bundle
                     ),
                     None => v.push(format!("group {} bundle queue holds task {:x}, which is not live", pg.0, tid.0)),
@@ -116,8 +116,8 @@ impl Check<'_> {
                 // Pushed to an alive actor; or waiting for it to be alive to be pushed.
                 let ok = m.tasks.get(tid).is_some_and(|t| {
                     t.actor == Some(a.id)
-                        && (t.state == TaskState::PendingActorTaskOrderingOrConcurrency
-                            || (t.state == TaskState::PendingNodeAssignment && a.state != ActorState::Alive))
+                        && (t.state() == TaskState::PendingActorTaskOrderingOrConcurrency
+                            || (t.state() == TaskState::PendingNodeAssignment && a.state != ActorState::Alive))
                 });
                 ensure!(v, ok, "actor {:x} queue holds task {:x} that is not a pending call to it", a.id.0, tid.0);
             }
@@ -132,7 +132,7 @@ impl Check<'_> {
             for tid in q {
                 bump(&mut resuming, *tid);
                 let ok = m.tasks.get(tid).is_some_and(|t| {
-                    t.state == TaskState::RunningInRayGet
+                    t.state() == TaskState::RunningInRayGet
                         && t.cpu_released
                         && t.node == Some(NodeIdx(i as u32))
                         && t.exec.unresolved == 0
@@ -161,11 +161,11 @@ impl Check<'_> {
                 begin == t.begin_due as u32,
                 "task {:x} ({}) has {begin} Begin events, begin_due {}",
                 t.id.0,
-                t.state,
+                t.state(),
                 t.begin_due
             );
             let (q, res, act) = (count(&queued, &t.id), count(&resuming, &t.id), count(&on_actor, &t.id));
-            let state = t.state;
+            let state = t.state();
             match state {
                 TaskState::PendingArgsAvail => {
                     let waited = t
@@ -406,7 +406,7 @@ impl Check<'_> {
             ensure!(v, ok, "running job {} has no live driver", j.id.hex());
         }
         for t in m.tasks.values() {
-            ensure!(v, !ended(t.job), "task {:x} ({}) lives on after its job {} ended", t.id.0, t.state, t.job.hex());
+            ensure!(v, !ended(t.job), "task {:x} ({}) lives on after its job {} ended", t.id.0, t.state(), t.job.hex());
         }
         for a in m.actors.values().filter(|a| a.state != ActorState::Dead) {
             ensure!(v, !ended(a.job), "actor {:x} ({}) outlives its job {}", a.id.0, a.state, a.job.hex());

@@ -28,7 +28,7 @@ pub(super) fn scheduler(
         let mut d = 0;
         let mut e = 0;
         for t in leased.iter().filter_map(|t| m.tasks.get(t)) {
-            if t.state.is_running() {
+            if t.state().is_running() {
                 e += 1;
             } else {
                 d += 1;

@@ -65,7 +65,8 @@ pub(super) fn nodes(
 
 fn node_view(m: &Model, raylets: &Raylets, actors: &ActorManager, n: &Node, cache: &mut NodeViewCache) -> NodeView {
     let running =
-        raylets.leased_on(n.idx).iter().filter(|t| m.tasks.get(t).is_some_and(|t| t.state.is_running())).count() as u64
+        raylets.leased_on(n.idx).iter().filter(|t| m.tasks.get(t).is_some_and(|t| t.state().is_running())).count()
+            as u64
             + actors.on(n.idx).iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
     NodeView {
         idx: n.idx.0,

@@ -88,7 +88,7 @@ impl Engine {
                 created_at_us: o.created_at,
                 attempt: o.producer_attempt,
                 task_status: match (o.producer.and_then(|p| m.tasks.get(&p)), o.status) {
-                    (Some(t), _) => t.state,
+                    (Some(t), _) => t.state(),
                     (None, ObjectStatus::Ready) => TaskState::Finished,
                     (None, ObjectStatus::Failed | ObjectStatus::Lost) => TaskState::Failed,
                     (None, ObjectStatus::Pending) => TaskState::Nil,
