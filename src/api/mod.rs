@@ -15,7 +15,8 @@
 //! | `budget` | the memory that large responses in flight may take together (503 beyond) |
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
-//! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
+//! | `query`, `state_api` | Ray's State API (`/api/v0/...`): filters and paging, handlers and summaries |
+//! | `rows/` | the State API's row shapes: the shared column and cell machinery, one file per table, Ray's id layouts |
 //! | `cluster_rows` | the State API's derived lists: workers, runtime envs; the object summary |
 //! | `cluster_events` | Ray's cluster events: `/api/v0/cluster_events` and the Events page's `/api/cluster_events` |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
