@@ -37,7 +37,7 @@ async fn the_server_stops_within_2s_of_the_signal() {
     assert!(closed.is_none() || closed == Some(1001), "{closed:?}");
     // The port is closed and the engine stopped: control requests find no engine.
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
-    let e = handle.control(rayscope::sim::control::Control::SetSpeed(2.0)).await.unwrap_err();
+    let e = handle.set_speed(2.0).await.unwrap_err();
     assert!(matches!(e, rayscope::sim::control::ControlError::EngineStopped), "{e:?}");
 }
 

@@ -11,6 +11,7 @@ use super::stream::Hub;
 use crate::config::Config;
 use crate::host::HostMonitor;
 use crate::metrics::RenderContext;
+use crate::sim::control::{Control, ControlError, ControlOutcome};
 use crate::sim::runner::EngineHandle;
 use crate::snapshot::{Snapshot, Tables};
 use serde_json::Value;
@@ -227,16 +228,27 @@ impl App {
 
     /// Send a control request and, once it is applied, wait (briefly) for the next
     /// snapshot, so a client that reads right after a change sees it.
-    pub async fn control(&self, c: crate::sim::control::Control) -> Result<Value, crate::sim::control::ControlError> {
-        let reply = self.handle.control(c).await?;
-        // The engine publishes right after applying a request; any snapshot newer
-        // than the one current when the reply came includes the change.
+    pub async fn control(&self, c: Control) -> Result<ControlOutcome, ControlError> {
+        let outcome = self.handle.control(c).await?;
+        self.next_snapshot().await;
+        Ok(outcome)
+    }
+
+    /// Change the pace, then wait (briefly) for the next snapshot, as [`Self::control`].
+    pub async fn set_speed(&self, speed: f64) -> Result<(), ControlError> {
+        self.handle.set_speed(speed).await?;
+        self.next_snapshot().await;
+        Ok(())
+    }
+
+    /// The engine publishes right after applying a request; any snapshot newer than
+    /// the one current when the reply came includes the change.
+    async fn next_snapshot(&self) {
         let seen = self.handle.snapshot().seq;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
         while self.handle.snapshot().seq <= seen && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        Ok(reply)
     }
 
     /// Keep `snap` for page tokens (a few at a time, for [`PIN_SECONDS`] after last use).

@@ -1,29 +1,36 @@
 //! `/api/control/...`: kill and restore nodes, kill actors, change the simulation speed.
 //!
 //! Each handler checks the token, parses and validates its input in full, then sends
-//! one [`Control`] request and answers with the engine's reply. The engine validates
-//! again and refuses without changing anything; the kind of its [`ControlError`]
-//! becomes the HTTP status (404 for an unknown node or actor, 409 for one already dead
-//! or alive, ...; see `error.rs`), with the message as a JSON body.
+//! one [`Control`] request (or, for the speed, asks the runner) and turns the typed
+//! answer into JSON here: the engine's [`ControlOutcome`] into the body, and the kind
+//! of its [`ControlError`] into the HTTP status (404 for an unknown node or actor, 409
+//! for one already dead or alive, ...; see `error.rs`), with the message as a JSON
+//! body. The engine validates again and refuses without changing anything.
 //!
 //! [`ControlError`]: crate::sim::control::ControlError
 
 use super::app::AppState;
 use super::auth::Authorized;
-use super::error::{json_ok, parse_json, ApiError, Body};
+use super::error::{internal, json_ok, parse_json, ApiError, Body};
 use super::rows::parse_actor_id;
-use crate::sim::control::Control;
+use crate::sim::control::{Control, ControlError, ControlOutcome};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::json;
+use std::future::Future;
 use std::net::SocketAddr;
 
-async fn send(app: &AppState, peer: SocketAddr, what: String, c: Control) -> Result<Value, ApiError> {
-    match app.control(c).await {
-        Ok(reply) => {
+/// Wait for `request`'s answer and log it, applied or refused, with who asked.
+async fn send<T>(
+    peer: SocketAddr,
+    what: String,
+    request: impl Future<Output = Result<T, ControlError>>,
+) -> Result<T, ApiError> {
+    match request.await {
+        Ok(outcome) => {
             tracing::info!(%peer, action = %what, "control request applied");
-            Ok(reply)
+            Ok(outcome)
         }
         Err(e) => {
             let e = ApiError::from(e);
@@ -33,6 +40,11 @@ async fn send(app: &AppState, peer: SocketAddr, what: String, c: Control) -> Res
     }
 }
 
+/// An outcome that answers another request than the one sent: the engine's bug, a 500.
+pub(crate) fn unexpected(outcome: ControlOutcome) -> ApiError {
+    internal(format!("the engine answered with {outcome:?}, which does not answer the request sent"))
+}
+
 /// `POST /api/control/nodes/{ip}/kill`
 pub(crate) async fn kill_node(
     _: Authorized,
@@ -40,7 +52,10 @@ pub(crate) async fn kill_node(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(ip): Path<String>,
 ) -> Result<Response, ApiError> {
-    send(&app, peer, format!("kill node {ip}"), Control::KillNode { ip }).await.map(json_ok)
+    match send(peer, format!("kill node {ip}"), app.control(Control::KillNode { ip })).await? {
+        ControlOutcome::NodeKilled { ip, node_id } => Ok(json_ok(json!({"killed": ip, "node_id": &*node_id}))),
+        other => Err(unexpected(other)),
+    }
 }
 
 /// `POST /api/control/nodes/{ip}/restore`
@@ -50,7 +65,10 @@ pub(crate) async fn restore_node(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(ip): Path<String>,
 ) -> Result<Response, ApiError> {
-    send(&app, peer, format!("restore node {ip}"), Control::RestoreNode { ip }).await.map(json_ok)
+    match send(peer, format!("restore node {ip}"), app.control(Control::RestoreNode { ip })).await? {
+        ControlOutcome::NodeRestored { ip, node_id } => Ok(json_ok(json!({"restored": ip, "node_id": &*node_id}))),
+        other => Err(unexpected(other)),
+    }
 }
 
 #[derive(Deserialize)]
@@ -80,12 +98,12 @@ pub(crate) async fn kill_actor(
             format!("{id:?} is not an actor id: expected Ray's 32-hex form (as the State API lists it)"),
         )
     })?;
-    let mut reply =
-        send(&app, peer, format!("kill actor {id}"), Control::KillActor { actor_id, no_restart: req.no_restart })
-            .await?;
-    // The engine names the actor by its short id; answer with the id the client used.
-    reply["actor_id"] = Value::String(id);
-    Ok(json_ok(reply))
+    let request = app.control(Control::KillActor { actor_id, no_restart: req.no_restart });
+    match send(peer, format!("kill actor {id}"), request).await? {
+        // Answer with the id the client used (the 32-hex form or the short one).
+        ControlOutcome::ActorKilled { state, .. } => Ok(json_ok(json!({"actor_id": id, "state": state.as_str()}))),
+        other => Err(unexpected(other)),
+    }
 }
 
 #[derive(Deserialize)]
@@ -108,5 +126,6 @@ pub(crate) async fn speed(
             format!("speed must be a number above 0 and at most 1e9, got {}", req.speed),
         ));
     }
-    send(&app, peer, format!("set speed {}", req.speed), Control::SetSpeed(req.speed)).await.map(json_ok)
+    send(peer, format!("set speed {}", req.speed), app.set_speed(req.speed)).await?;
+    Ok(json_ok(json!({"speed": req.speed})))
 }

@@ -13,7 +13,7 @@ use super::entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
 use super::error::{json_ok, parse_json, ApiError, Body};
 use super::rows::{Ctx, Resource};
 use super::state_api::job_extra;
-use crate::sim::control::Control;
+use crate::sim::control::{Control, ControlOutcome};
 use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -122,10 +122,13 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
         let field = if req.workload.is_some() { "workload.name" } else { "entrypoint" };
         return Err(ApiError::too_large(field, workload.name().len(), limits.job_string_bytes.0, "job_string_bytes"));
     }
-    let reply = app
+    let outcome = app
         .control(Control::SubmitJob { workload: Box::new(workload), entrypoint: entrypoint.clone(), submission_id })
         .await?;
-    let submission_id = reply["submission_id"].as_str().unwrap_or_default().to_string();
+    let ControlOutcome::JobSubmitted { job_id, submission_id } = outcome else {
+        return Err(super::control::unexpected(outcome));
+    };
+    let job_id = job_id.hex();
     app.remember_submission(SubmissionMeta {
         submission_id: submission_id.clone(),
         metadata: json!(req.metadata.unwrap_or_default()),
@@ -135,8 +138,8 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
         entrypoint_memory: json!(req.entrypoint_memory),
         entrypoint_resources: json!(req.entrypoint_resources),
     });
-    tracing::info!(submission_id = %submission_id, job_id = %reply["job_id"], %entrypoint, "job submitted");
-    Ok(json_ok(json!({"submission_id": submission_id, "job_id": reply["job_id"]})))
+    tracing::info!(submission_id = %submission_id, job_id = %job_id, %entrypoint, "job submitted");
+    Ok(json_ok(json!({"submission_id": submission_id, "job_id": job_id})))
 }
 
 /// Ray's `JobDetails` for one job.
@@ -216,9 +219,13 @@ pub(crate) async fn stop(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let reply = app.control(Control::StopJob { id: id.clone() }).await?;
-    tracing::info!(job = %id, stopped = %reply["stopped"], "job stop requested");
-    Ok(json_ok(json!({"stopped": reply["stopped"].as_bool().unwrap_or(false)})))
+    match app.control(Control::StopJob { id: id.clone() }).await? {
+        ControlOutcome::JobStopped { stopped } => {
+            tracing::info!(job = %id, stopped = %stopped, "job stop requested");
+            Ok(json_ok(json!({"stopped": stopped})))
+        }
+        other => Err(super::control::unexpected(other)),
+    }
 }
 
 /// `DELETE /api/jobs/{id}`: forget an ended job (Ray refuses a live one).
@@ -227,9 +234,13 @@ pub(crate) async fn delete(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let reply = app.control(Control::DeleteJob { id: id.clone() }).await?;
-    tracing::info!(job = %id, "job deleted");
-    Ok(json_ok(json!({"deleted": reply["deleted"].as_bool().unwrap_or(false)})))
+    match app.control(Control::DeleteJob { id: id.clone() }).await? {
+        ControlOutcome::JobDeleted => {
+            tracing::info!(job = %id, "job deleted");
+            Ok(json_ok(json!({"deleted": true})))
+        }
+        other => Err(super::control::unexpected(other)),
+    }
 }
 
 /// `GET /api/packages/{protocol}/{name}`: rayscope runs no user code, so it keeps no

@@ -3,7 +3,7 @@
 //! Owns: turning snapshots into HTTP answers (Prometheus exposition and service
 //! discovery, Ray's State and Jobs REST shapes, the seed dashboard's JSON, a WebSocket
 //! live stream), and turning authorised HTTP requests into [`Control`] requests for the
-//! engine. One file per concern:
+//! engine and the engine's typed answers back into HTTP. One file per concern:
 //!
 //! | file | owns |
 //! | --- | --- |
@@ -15,12 +15,13 @@
 //! | `budget` | the memory that large responses in flight may take together (503 beyond) |
 //! | `auth` | bearer tokens for state-changing endpoints |
 //! | `exposition`, `sd` | `/metrics`, `/metrics/nodes/<ip>`, `/sd` |
-//! | `query`, `rows`, `state_api` | Ray's State API (`/api/v0/...`) |
+//! | `query`, `state_api` | Ray's State API (`/api/v0/...`): filters and paging, handlers and summaries |
+//! | `rows/` | the State API's row shapes: the shared column and cell machinery, one file per table, Ray's id layouts |
 //! | `cluster_rows` | the State API's derived lists: workers, runtime envs; the object summary |
 //! | `cluster_events` | Ray's cluster events: `/api/v0/cluster_events` and the Events page's `/api/cluster_events` |
 //! | `jobs`, `entrypoint` | Ray's Jobs REST API and parsing workload entrypoints |
 //! | `job_logs` | a job's driver log, whole and as a WebSocket tail |
-//! | `control`, `alerts` | `/api/control/...` and the Alertmanager webhook |
+//! | `control`, `alerts` | `/api/control/...` (the engine's outcomes and refusals as JSON) and the Alertmanager webhook |
 //! | `seed_dashboard`, `dashboard_history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
 //! | `state_dir` | `--state-dir`: alerts and submitted jobs kept across restarts, written atomically |

@@ -55,16 +55,10 @@ impl EventLog {
         self.sink = Some(sink);
     }
 
-    /// Record an event. `source` is the emitting component (`task`, `actor`, `node`, ...).
-    pub fn record(&mut self, time_us: u64, source: &'static str, args: std::fmt::Arguments<'_>) {
-        let start = self.unhashed.len();
-        let head = self.begin(time_us, source);
-        let _ = self.unhashed.write_fmt(args);
-        self.commit(time_us, source, start, head);
-    }
-
-    /// Start a line written piece by piece: the same bytes `log_event!` writes, without
-    /// `core::fmt`'s machinery, for the lines every task writes five of.
+    /// Start a line: "<time> <source> ", then its message piece by piece, recorded by
+    /// [`Line::end`]. The only way a line is written; `log_event!` is this with one
+    /// formatted piece, and the lines every task writes five of use the plain pieces,
+    /// which skip `core::fmt`'s machinery.
     pub fn line(&mut self, time_us: u64, source: &'static str) -> Line<'_> {
         let start = self.unhashed.len();
         let head = self.begin(time_us, source);
@@ -185,6 +179,12 @@ impl Line<'_> {
         }
         self
     }
+    /// Formatted text, as `format_args!` writes it (what `log_event!` writes).
+    #[inline]
+    pub fn fmt(self, args: std::fmt::Arguments<'_>) -> Self {
+        let _ = self.log.unhashed.write_fmt(args);
+        self
+    }
     /// Each byte as two lower-case hex digits (`{:02x}` per byte), as Ray prints ids.
     #[inline]
     pub fn hex_bytes(self, bytes: &[u8]) -> Self {
@@ -199,11 +199,12 @@ impl Line<'_> {
     }
 }
 
-/// `log_event!(log, time, "task", "{} RUNNING", id)`
+/// `log_event!(log, time, "task", "{} RUNNING", id)`: a whole line whose message is
+/// formatted text, written through [`EventLog::line`] like every other line.
 #[macro_export]
 macro_rules! log_event {
     ($log:expr, $time:expr, $source:expr, $($arg:tt)*) => {
-        $log.record($time, $source, format_args!($($arg)*))
+        $log.line($time, $source).fmt(format_args!($($arg)*)).end()
     };
 }
 

@@ -1,12 +1,16 @@
 //! Control requests: what the API may ask of the engine. Each is validated in full
 //! before anything changes, so a rejected request leaves the model untouched.
-//! Refusals are typed ([`ControlError`], by kind); what a kind means over HTTP is the
-//! API's business, not the engine's.
+//! Answers are typed both ways: what an applied request did ([`ControlOutcome`]) and
+//! why one was refused ([`ControlError`], by kind). What either looks like over HTTP
+//! (status, JSON body) is the API's business, not the engine's.
+//!
+//! A speed change is not here: the pace belongs to the serve runner
+//! (`runner.rs`, `EngineHandle::set_speed`), which never asks the engine.
 
 use super::engine::Engine;
 use crate::config::WorkloadConfig;
 use crate::model::*;
-use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// A request to change the simulation.
 #[derive(Debug)]
@@ -21,7 +25,6 @@ pub enum Control {
         actor_id: u64,
         no_restart: bool,
     },
-    SetSpeed(f64),
     SubmitJob {
         workload: Box<WorkloadConfig>,
         entrypoint: String,
@@ -34,6 +37,24 @@ pub enum Control {
     DeleteJob {
         id: String,
     },
+}
+
+/// What an applied control request did, one variant per request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlOutcome {
+    /// The node at `ip` is dead now.
+    NodeKilled { ip: String, node_id: Arc<str> },
+    /// A new raylet (a new node id) joined at `ip`.
+    NodeRestored { ip: String, node_id: Arc<str> },
+    /// The actor was killed; `state` is where that left it (`Restarting` when it may
+    /// restart, else `Dead`).
+    ActorKilled { actor_id: ActorId, state: ActorState },
+    /// The job started; `submission_id` is the one asked for or the one given.
+    JobSubmitted { job_id: JobId, submission_id: String },
+    /// `stopped` is false when the job had already ended (nothing changed).
+    JobStopped { stopped: bool },
+    /// The ended job's record is gone.
+    JobDeleted,
 }
 
 /// Why a control request was refused, by kind; the API decides what each kind means
@@ -80,20 +101,20 @@ impl ControlError {
 const MAX_SUBMITTED_TEMPLATES: usize = 1_000;
 
 impl Engine {
-    /// Apply a control request (speed changes are handled by the runner).
-    pub fn apply(&mut self, c: Control) -> Result<Value, ControlError> {
+    /// Apply a control request, or refuse it and change nothing.
+    pub fn apply(&mut self, c: Control) -> Result<ControlOutcome, ControlError> {
         match c {
             Control::KillNode { ip } => {
                 let n = self.alive_node_at(&ip)?;
                 self.kill_node(n, "killed through the control API", true);
-                Ok(json!({"killed": ip, "node_id": self.model.node(n).node_id}))
+                Ok(ControlOutcome::NodeKilled { node_id: self.model.node(n).node_id.clone(), ip })
             }
             Control::RestoreNode { ip } => {
                 if self.alive_node_at(&ip).is_ok() {
                     return Err(ControlError::conflict(format!("node {ip} is already alive")));
                 }
                 match self.restore_node(&ip) {
-                    Some(n) => Ok(json!({"restored": ip, "node_id": self.model.node(n).node_id})),
+                    Some(n) => Ok(ControlOutcome::NodeRestored { node_id: self.model.node(n).node_id.clone(), ip }),
                     None => {
                         Err(ControlError::not_found(format!("no node type's ip_range (nor the head) contains {ip}")))
                     }
@@ -108,12 +129,11 @@ impl Engine {
                     }
                     Some(_) => {
                         self.actor_died(a, "killed by ray.kill through the control API", !no_restart);
-                        let state = self.model.actors.get(&a).map(|x| x.state.as_str()).unwrap_or("DEAD");
-                        Ok(json!({"actor_id": format!("{actor_id:x}"), "state": state}))
+                        let state = self.model.actors.get(&a).map_or(ActorState::Dead, |x| x.state);
+                        Ok(ControlOutcome::ActorKilled { actor_id: a, state })
                     }
                 }
             }
-            Control::SetSpeed(s) => Ok(json!({"speed": s})),
             Control::SubmitJob { workload, entrypoint, submission_id } => {
                 if let Some(sid) = &submission_id {
                     if self.model.jobs.values().any(|j| &j.submission_id == sid) {
@@ -147,18 +167,18 @@ impl Engine {
                 crate::config::limits::admit(&self.cfg.cluster.limits, live, self.jobs.template(template).tasks)
                     .map_err(ControlError::limit_exceeded)?;
                 let job = self.start_job(template, submission_id);
-                let j = &self.model.jobs[&job];
-                Ok(json!({"job_id": job.hex(), "submission_id": j.submission_id}))
+                let submission_id = self.model.jobs[&job].submission_id.clone();
+                Ok(ControlOutcome::JobSubmitted { job_id: job, submission_id })
             }
             Control::StopJob { id } => {
                 let job = self
                     .find_job(&id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
                 if self.model.jobs[&job].status.is_terminal() {
-                    return Ok(json!({"stopped": false}));
+                    return Ok(ControlOutcome::JobStopped { stopped: false });
                 }
                 self.end_job(job, JobStatus::Stopped, "stopped through the Jobs API");
-                Ok(json!({"stopped": true}))
+                Ok(ControlOutcome::JobStopped { stopped: true })
             }
             Control::DeleteJob { id } => {
                 let job = self
@@ -173,7 +193,7 @@ impl Engine {
                     )));
                 }
                 self.model.forget_job(job);
-                Ok(json!({"deleted": true}))
+                Ok(ControlOutcome::JobDeleted)
             }
         }
     }

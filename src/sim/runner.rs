@@ -1,6 +1,7 @@
 //! Serve mode: the engine on its own thread, virtual time paced to wall time × speed,
 //! snapshots published through an `ArcSwap` (readers never lock the engine), control
-//! requests in over a channel with replies back on one-shot channels.
+//! requests and speed changes in over one channel with replies back on one-shot
+//! channels. A speed change is the runner's own: it moves the pace, not the model.
 //!
 //! Pacing never accrues a debt: a speed change continues from where the engine
 //! actually is (not from where the old pace said it should be), and an engine more
@@ -8,14 +9,13 @@
 //! engine cannot keep leaves it owing virtual time it catches up on for hours, one
 //! core busy, whatever speed is set afterwards.
 
-use super::control::{Control, ControlError};
+use super::control::{Control, ControlError, ControlOutcome};
 use super::engine::Engine;
 use super::publish::PublishOptions;
 use crate::config::Config;
 use crate::model::LoggedEvent;
 use crate::snapshot::{Snapshot, Tables};
 use arc_swap::ArcSwap;
-use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -47,13 +47,19 @@ impl Default for RunOptions {
 /// on where the engine is, and `rayscope_sim_lag_seconds` stays at about this.
 pub const MAX_LAG: Duration = Duration::from_secs(2);
 
-type Reply = tokio::sync::oneshot::Sender<Result<Value, ControlError>>;
+type Reply<T> = tokio::sync::oneshot::Sender<Result<T, ControlError>>;
+
+/// What travels to the engine thread: a request for the engine, or a new pace.
+enum Request {
+    Control(Control, Reply<ControlOutcome>),
+    SetSpeed(f64, Reply<()>),
+}
 
 /// A handle to the running engine. Cheap to clone.
 #[derive(Clone)]
 pub struct EngineHandle {
     snapshot: Arc<ArcSwap<Snapshot>>,
-    tx: mpsc::Sender<(Control, Reply)>,
+    tx: mpsc::Sender<Request>,
     /// Wall-clock ms (since start) of the last State API read, so tables are built only when wanted.
     tables_wanted_at: Arc<AtomicU64>,
     started: Instant,
@@ -73,7 +79,7 @@ impl EngineHandle {
             ..PublishOptions::seq(0)
         });
         let snapshot = Arc::new(ArcSwap::from_pointee(first));
-        let (tx, rx) = mpsc::channel::<(Control, Reply)>();
+        let (tx, rx) = mpsc::channel::<Request>();
         let tables_wanted_at = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
@@ -103,9 +109,17 @@ impl EngineHandle {
     }
 
     /// Send a control request and wait for the engine's answer.
-    pub async fn control(&self, c: Control) -> Result<Value, ControlError> {
+    pub async fn control(&self, c: Control) -> Result<ControlOutcome, ControlError> {
         let (reply, rx) = tokio::sync::oneshot::channel();
-        self.tx.send((c, reply)).map_err(|_| ControlError::EngineStopped)?;
+        self.tx.send(Request::Control(c, reply)).map_err(|_| ControlError::EngineStopped)?;
+        rx.await.unwrap_or(Err(ControlError::EngineStopped))
+    }
+
+    /// Pace virtual time at `speed` virtual seconds per wall second from now on; refused
+    /// (`Invalid`) unless positive and finite.
+    pub async fn set_speed(&self, speed: f64) -> Result<(), ControlError> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx.send(Request::SetSpeed(speed, reply)).map_err(|_| ControlError::EngineStopped)?;
         rx.await.unwrap_or(Err(ControlError::EngineStopped))
     }
 
@@ -123,7 +137,7 @@ fn run(
     engine: &mut Engine,
     mut speed: f64,
     opts: RunOptions,
-    rx: mpsc::Receiver<(Control, Reply)>,
+    rx: mpsc::Receiver<Request>,
     out: Arc<ArcSwap<Snapshot>>,
     tables_wanted_at: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -206,15 +220,18 @@ fn run(
         };
         let wait = until_publish.min(until_event).min(Duration::from_millis(50));
         match rx.recv_timeout(wait) {
-            Ok((c, reply)) => {
-                let mut pending = vec![(c, reply)];
+            Ok(request) => {
+                let mut pending = vec![request];
                 while let Ok(more) = rx.try_recv() {
                     pending.push(more);
                 }
-                for (c, reply) in pending {
-                    let result = match c {
-                        Control::SetSpeed(s) => {
-                            if !(s.is_finite() && s > 0.0) {
+                for request in pending {
+                    match request {
+                        Request::Control(c, reply) => {
+                            let _ = reply.send(engine.apply(c));
+                        }
+                        Request::SetSpeed(s, reply) => {
+                            let result = if !(s.is_finite() && s > 0.0) {
                                 Err(ControlError::invalid(format!("speed must be a positive number, got {s}")))
                             } else {
                                 // Continue at the new pace from where the engine is: the
@@ -224,12 +241,11 @@ fn run(
                                 virt_base = if caught_up { target } else { engine.now_us().min(target) };
                                 wall_base = Instant::now();
                                 speed = s;
-                                Ok(serde_json::json!({"speed": s}))
-                            }
+                                Ok(())
+                            };
+                            let _ = reply.send(result);
                         }
-                        other => engine.apply(other),
-                    };
-                    let _ = reply.send(result);
+                    }
                 }
                 // Make the change visible at once.
                 last_publish = Instant::now() - opts.publish_every;
