@@ -12,7 +12,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
 use super::scrape::{Family, RayVersion, Scrape};
-use super::tasks::rows_of;
+use super::shared::rows_of;
 use crate::model::ActorState;
 use crate::snapshot::ActorExecutorCount;
 

@@ -74,6 +74,7 @@ mod rayscope;
 mod resources;
 mod scheduler;
 mod scrape;
+mod shared;
 mod tasks;
 mod workers;
 

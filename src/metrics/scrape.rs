@@ -16,7 +16,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use super::labels::Target;
-use super::rate_baseline::Rates;
+use super::shared::Rates;
 use super::RenderContext;
 use crate::host::HostReading;
 use crate::model::NodeState;
