@@ -11,9 +11,8 @@ use std::fmt;
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, LabelSetEncoder};
 
-use super::labels::{put, Instance};
+use super::labels::{put, Instance, AUTOSCALER_METRIC_PORT};
 use super::scrape::{Family, Scrape};
-use super::AUTOSCALER_METRIC_PORT;
 use crate::snapshot::AutoscalerTypeView;
 
 /// A per-node-type count: family, help, reading.

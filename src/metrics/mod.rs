@@ -87,6 +87,7 @@ mod workers;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use labels::AUTOSCALER_METRIC_PORT;
 pub use rate_baseline::RateBaselines;
 pub mod openmetrics;
 pub use rayscope::HttpServerStats;
@@ -142,10 +143,6 @@ pub const COLLECTOR_NAMES: &[&str] = &[
 /// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
 /// Prometheus text format, as Ray's agents serve it.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// Port of the head's autoscaler metrics target (`AUTOSCALER_METRIC_PORT`), used in
-/// the `instance` label of `autoscaler_*` series.
-pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
 
 /// Everything: every alive node's series with its `instance` label, plus the
 /// cluster-wide families the head serves.
