@@ -6,6 +6,9 @@
 //! Ray 2.60, tests/fixtures/ray-2.60/differential.json), so this group is registered
 //! apart from the other `ray_*` groups. Counters the model does not track (node updater
 //! and exception counters) read 0, as on a healthy cluster.
+//!
+//! Owns: the `autoscaler_*` families. Must never: import another collector, or report
+//! `ray_cluster_*` (the head reporter's, in `cluster`).
 
 use std::fmt;
 

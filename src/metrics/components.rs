@@ -14,6 +14,10 @@
 //! `Component`, no `pid`, and only for components using a GPU, as Ray reports them):
 //! a node's GPUs in use are shared among its actor processes by count (actors hold
 //! GPUs for their life), or among its busy task workers when no actor runs there.
+//!
+//! Owns: the `ray_component_*` families and the modelled processes behind them. Must
+//! never: import another collector (a GPU's memory comes from `shared`, as `node` reads
+//! it), or give a worker series its own pid (workers stay aggregated by title).
 
 use std::fmt;
 

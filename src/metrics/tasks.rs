@@ -10,6 +10,9 @@
 //! buffer does not tag the job), so the owner view is summed over jobs; only executor
 //! series name their job. A dashboard that groups `ray_tasks` by `JobId` would see
 //! nothing pending on real Ray, and must not see it here either.
+//!
+//! Owns: `ray_tasks`. Must never: import another collector, or label a series with a
+//! task id.
 
 use std::collections::BTreeMap;
 use std::fmt;
