@@ -118,9 +118,9 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     };
     let mut writer = openmetrics.map(|(w, _)| w);
     let mut write_error: Option<std::io::Error> = None;
-    let mut write_scrape = |e: &rayscope::sim::Engine, at_us: u64| {
+    let mut write_scrape = |snapshot: &std::sync::Arc<rayscope::snapshot::Snapshot>, at_us: u64| {
         if let (Some(w), None) = (writer.as_mut(), write_error.as_ref()) {
-            write_error = w.write_scrape(e, at_us).err();
+            write_error = w.write_scrape(snapshot, at_us).err();
         }
     };
     let sampler = args

@@ -118,10 +118,9 @@ fn push_int(out: &mut String, n: impl itoa::Integer) {
 
 /// A span or actor id as the API shows it (`{:016x}`), without a formatter per event.
 fn push_hex16(out: &mut String, v: u64) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut buf = [0u8; 16];
     for (k, b) in buf.iter_mut().enumerate() {
-        *b = HEX[((v >> (60 - 4 * k)) & 0xf) as usize];
+        *b = crate::model::HEX_DIGITS[((v >> (60 - 4 * k)) & 0xf) as usize];
     }
     out.push_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"));
 }

@@ -5,6 +5,9 @@
 //! The GCS does not know an actor's job when it records (`JobId=""`), so its series
 //! sum over jobs; executor series keep `JobId`. Ray 2.4x named the executor states
 //! `IDLE` / `RUNNING_TASK`; 2.5x+ `ALIVE_IDLE` / `ALIVE_RUNNING_TASKS`.
+//!
+//! Owns: `ray_actors`. Must never: import another collector, or label a series with an
+//! actor id.
 
 use std::fmt;
 
@@ -12,7 +15,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
 use super::scrape::{Family, RayVersion, Scrape};
-use super::tasks::rows_of;
+use super::shared::rows_of;
 use crate::model::ActorState;
 use crate::snapshot::ActorExecutorCount;
 

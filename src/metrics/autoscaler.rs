@@ -6,14 +6,16 @@
 //! Ray 2.60, tests/fixtures/ray-2.60/differential.json), so this group is registered
 //! apart from the other `ray_*` groups. Counters the model does not track (node updater
 //! and exception counters) read 0, as on a healthy cluster.
+//!
+//! Owns: the `autoscaler_*` families. Must never: import another collector, or report
+//! `ray_cluster_*` (the head reporter's, in `cluster`).
 
 use std::fmt;
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, LabelSetEncoder};
 
-use super::labels::{put, Instance};
+use super::labels::{put, Instance, AUTOSCALER_METRIC_PORT};
 use super::scrape::{Family, Scrape};
-use super::AUTOSCALER_METRIC_PORT;
 use crate::snapshot::AutoscalerTypeView;
 
 /// A per-node-type count: family, help, reading.

@@ -1,6 +1,9 @@
 //! Cluster-wide node counts: the head reporter's `ray_cluster_*{node_type}`
 //! (ray-facts.md §3.10). The autoscaler's own `autoscaler_*` families are in
 //! [`super::autoscaler`].
+//!
+//! Owns: the `ray_cluster_*` families. Must never: import another collector
+//! (`autoscaler` counts the same node types from the same snapshot view on its own).
 
 use std::fmt;
 

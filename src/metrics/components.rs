@@ -14,17 +14,19 @@
 //! `Component`, no `pid`, and only for components using a GPU, as Ray reports them):
 //! a node's GPUs in use are shared among its actor processes by count (actors hold
 //! GPUs for their life), or among its busy task workers when no actor runs there.
+//!
+//! Owns: the `ray_component_*` families and the modelled processes behind them. Must
+//! never: import another collector (a GPU's memory comes from `shared`, as `node` reads
+//! it), or give a worker series its own pid (workers stay aggregated by title).
 
 use std::fmt;
 
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::{ComponentLabels, ProcessLabels, Title};
-use super::node::{DEFAULT_GPU_MEMORY, GPU_MEMORY_BUSY_SHARE};
 use super::scrape::{Family, RayVersion, Scrape};
-use super::tasks::rows_of;
+use super::shared::{gpu_memory_mib, rows_of, GPU_MEMORY_BUSY_SHARE};
 use crate::host::ProcessReading;
-use crate::host::MIB;
 use crate::snapshot::{ActorExecutorCount, NodeView, RunningCount};
 
 const MB: f64 = 1e6;
@@ -157,8 +159,7 @@ fn processes<'a>(s: &Scrape<'a>, pos: usize, out: &mut Vec<(usize, Proc<'a>)>, w
 /// GPUs in use on `n` (logical, fractional) and each GPU's memory in MiB.
 fn gpus_in_use(n: &NodeView) -> (f64, f64) {
     let in_use = n.resources.iter().find(|r| &*r.0 == "GPU").map_or(0.0, |r| r.1 - r.2);
-    let memory = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY };
-    (in_use, (memory / MIB) as f64)
+    (in_use, gpu_memory_mib(n) as f64)
 }
 
 /// A family: name, help, whether the emulated Ray version has it, reading.

@@ -5,7 +5,8 @@
 //! like every `rayscope_*` family. Labels are class and method names (`Worker.process`,
 //! a remote function, `_main` for drivers), never actor, task or job ids, so the series
 //! stay bounded by the program's names.
-//! Must never: read the per-call records (only the snapshot's cumulative aggregates).
+//! Owns: the `rayscope_flow_*` families. Must never: import another collector, or read
+//! the per-call records (only the snapshot's cumulative aggregates).
 
 use std::fmt;
 

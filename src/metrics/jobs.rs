@@ -2,6 +2,9 @@
 //! `ray_running_jobs`, `ray_finished_jobs_total`, `ray_job_duration_s`, and the
 //! cumulative `ray_node_failure_total` / `ray_unintentional_worker_failures_total`,
 //! which exist only from their first event. All come from the GCS on the head.
+//!
+//! Owns: these GCS families. Must never: import another collector, or report them
+//! from any node but the head.
 
 use std::fmt;
 

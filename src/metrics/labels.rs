@@ -7,6 +7,10 @@ use std::fmt::{self, Write};
 
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 
+/// Port of the head's autoscaler metrics target (`AUTOSCALER_METRIC_PORT`), used in
+/// the `instance` label of `autoscaler_*` series.
+pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
+
 /// A node as a scrape target.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Target<'a> {

@@ -12,13 +12,19 @@
 //! One family group per file, node_exporter style: each is a pure function from a
 //! [`scrape::Scrape`] (the snapshot, the host reading and which nodes are asked for)
 //! to encoded families, registered by name as a `prometheus_client` collector that
-//! builds its metrics fresh on every render ([`scrape::COLLECTORS`]): `tasks`,
+//! builds its metrics fresh on every render ([`COLLECTORS`]): `tasks`,
 //! `actors`, `jobs` (placement groups and jobs), `resources`, `object_store` (plus
 //! spilling and the object manager), `scheduler`, `workers` (OOM kills and failures),
 //! `node` (`ray_node_*` hardware), `components` (`ray_component_*` processes),
 //! `cluster` (`ray_cluster_*`), `autoscaler` (`autoscaler_*`), `flow` (Flow Insight's
 //! `rayscope_flow_*`) and `rayscope` (our own `rayscope_*`).
 //! A collector can be switched off by name ([`RenderContext::disabled_collectors`]).
+//!
+//! Collectors never import each other. What they share lives in the helpers: `scrape`
+//! (the render's inputs, registration and the [`scrape::Family`] writer), `labels`
+//! (Ray's label sets) and `shared` (a node's rows of the per-node tables, and the
+//! modelled IO counters, rates and GPU memory that `node`, `components` and the rate
+//! baselines must agree on). Only this file names the collectors.
 //!
 //! # Format served
 //! The classic Prometheus text format 0.0.4 ([`CONTENT_TYPE`]), which is what Ray's
@@ -74,34 +80,74 @@ mod rayscope;
 mod resources;
 mod scheduler;
 mod scrape;
+mod shared;
 mod tasks;
 mod workers;
 
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use labels::AUTOSCALER_METRIC_PORT;
 pub use rate_baseline::RateBaselines;
 pub mod openmetrics;
 pub use rayscope::HttpServerStats;
-pub use scrape::COLLECTOR_NAMES;
 use std::sync::Arc;
 
 use crate::host::HostReading;
 use crate::model::NodeState;
 use crate::snapshot::Snapshot;
+use scrape::{FamilyGroup, RegistryLabels};
+
+/// Every family group, in exposition order. The `rayscope` group runs last so it can
+/// report how long the others took.
+const COLLECTORS: &[FamilyGroup] = &[
+    ray("tasks", tasks::encode),
+    ray("actors", actors::encode),
+    ray("jobs", jobs::encode),
+    ray("resources", resources::encode),
+    ray("object_store", object_store::encode),
+    ray("scheduler", scheduler::encode),
+    ray("workers", workers::encode),
+    ray("node", node::encode),
+    ray("components", components::encode),
+    ray("cluster", cluster::encode),
+    // `SessionName` but no `Version`, as Ray's autoscaler writes.
+    FamilyGroup { name: "autoscaler", encode: autoscaler::encode, labels: RegistryLabels::Session },
+    // Our own groups: no `SessionName` (see the module docs, "Labels").
+    FamilyGroup { name: "flow", encode: flow::encode, labels: RegistryLabels::Version },
+    FamilyGroup { name: "rayscope", encode: rayscope::encode, labels: RegistryLabels::Version },
+];
+
+/// A `ray_*` group: `SessionName` and `Version` on every series.
+const fn ray(name: &'static str, encode: scrape::EncodeFn) -> FamilyGroup {
+    FamilyGroup { name, encode, labels: RegistryLabels::SessionAndVersion }
+}
+
+/// Names accepted by [`RenderContext::disabled_collectors`], those of [`COLLECTORS`].
+pub const COLLECTOR_NAMES: &[&str] = &[
+    "tasks",
+    "actors",
+    "jobs",
+    "resources",
+    "object_store",
+    "scheduler",
+    "workers",
+    "node",
+    "components",
+    "cluster",
+    "autoscaler",
+    "flow",
+    "rayscope",
+];
 
 /// The `Content-Type` of what [`render_all`] and [`render_node`] return: the classic
 /// Prometheus text format, as Ray's agents serve it.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Port of the head's autoscaler metrics target (`AUTOSCALER_METRIC_PORT`), used in
-/// the `instance` label of `autoscaler_*` series.
-pub const AUTOSCALER_METRIC_PORT: u16 = 44217;
-
 /// Everything: every alive node's series with its `instance` label, plus the
 /// cluster-wide families the head serves.
 pub fn render_all(snapshot: &Arc<Snapshot>, host: Option<&Arc<HostReading>>, ctx: &RenderContext) -> String {
-    scrape::render(snapshot, host, ctx, None)
+    scrape::render(snapshot, host, ctx, None, COLLECTORS)
 }
 
 /// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive node has that IP.
@@ -114,7 +160,7 @@ pub fn render_node(
     ctx: &RenderContext,
 ) -> Option<String> {
     let node = snapshot.nodes.iter().position(|n| n.state == NodeState::Alive && *n.ip == *ip)?;
-    Some(scrape::render(snapshot, host, ctx, Some(node)))
+    Some(scrape::render(snapshot, host, ctx, Some(node), COLLECTORS))
 }
 
 /// What the exporter knows besides the snapshot.
@@ -138,10 +184,26 @@ pub struct RenderContext {
     pub http: Option<HttpServerStats>,
 }
 
+impl RenderContext {
+    /// Whether the collector `name` runs: it is not switched off, and for `flow`,
+    /// whose `rayscope_flow_*` are `rayscope_*` families, neither is `rayscope`.
+    fn runs(&self, name: &str) -> bool {
+        let off = |n: &str| self.disabled_collectors.iter().any(|d| d == n);
+        let part_of_off = name == "flow" && off("rayscope");
+        !off(name) && !part_of_off
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::testutil::*;
     use super::*;
+
+    #[test]
+    fn collector_names_are_the_registered_groups_in_order() {
+        let names: Vec<&str> = COLLECTORS.iter().map(|c| c.name).collect();
+        assert_eq!(names, COLLECTOR_NAMES);
+    }
 
     #[test]
     fn serves_the_classic_text_format() {

@@ -17,15 +17,22 @@
 //!   `i`-th logical GPU in use; memory, power and temperature follow that share.
 //!   Nodes without GPUs have no GPU series.
 //!
-//! Rates (speeds, IOPS) come from [`super::rate_baseline`].
+//! The IO and network counters ([`counters`]) and a GPU's memory are derived in
+//! [`super::shared`], where `components` and the rate baselines read them too; rates
+//! (speeds, IOPS) come from [`super::rate_baseline`].
+//!
+//! Owns: the `ray_node_*` families and the modelled readings only they use. Must
+//! never: import another collector, or export a dead node's series.
+//!
+//! [`IO_BLOCK`]: super::shared::IO_BLOCK
 
 use std::fmt;
 
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::{GpuLabels, NodeLabels, Uuid};
-use super::rate_baseline::{Counters, Rates};
 use super::scrape::{Family, RayVersion, Scrape};
+use super::shared::{counters, gpu_memory_mib, Counters, Rates, GPU_MEMORY_BUSY_SHARE, LOG_BYTES_PER_TASK};
 use crate::host::{GpuReading, HostReading, MIB};
 use crate::snapshot::NodeView;
 
@@ -36,35 +43,11 @@ pub const OS_MEMORY: u64 = 2 * GIB;
 pub const DISK_BASE: u64 = 24 * GIB;
 /// Smallest root disk of a modelled node.
 pub const MIN_DISK: u64 = 256 * GIB;
-/// Log bytes a task writes to the node's disk.
-pub const LOG_BYTES_PER_TASK: u64 = 4 * 1024;
-/// Size of one disk operation when spilling or restoring.
-pub const IO_BLOCK: u64 = MIB;
-/// Memory of a modelled GPU whose config gives none.
-pub const DEFAULT_GPU_MEMORY: u64 = 16 * GIB;
-/// Share of a GPU's memory a busy GPU holds.
-pub(crate) const GPU_MEMORY_BUSY_SHARE: f64 = 0.9;
 const GPU_IDLE_MILLIWATTS: f64 = 60_000.0;
 const GPU_BUSY_MILLIWATTS: f64 = 300_000.0;
 const GPU_IDLE_CELSIUS: f64 = 35.0;
 const GPU_BUSY_CELSIUS: f64 = 75.0;
 const DEFAULT_GPU_NAME: &str = "NVIDIA GPU";
-
-/// The cumulative counters behind a modelled node's rate families.
-pub(crate) fn counters(n: &NodeView) -> Counters {
-    let st = &n.stats;
-    let logs = st.tasks_started * LOG_BYTES_PER_TASK;
-    Counters {
-        net_sent: st.bytes_sent,
-        net_received: st.bytes_received,
-        disk_read_bytes: st.bytes_restored,
-        disk_write_bytes: st.bytes_spilled + logs,
-        disk_read_ops: st.bytes_restored.div_ceil(IO_BLOCK),
-        disk_write_ops: st.bytes_spilled.div_ceil(IO_BLOCK) + st.tasks_started,
-        spilled_bytes: st.bytes_spilled,
-        restored_bytes: st.bytes_restored,
-    }
-}
 
 /// One node's readings, in Ray's units.
 struct Hw<'a> {
@@ -148,7 +131,7 @@ fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
     let disk_total = MIN_DISK.max(4 * mem_total);
     let disk_used = (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
     let (gpu_total, gpu_available) = resource(n, "GPU");
-    let memory_mib = if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY } / MIB;
+    let memory_mib = gpu_memory_mib(n);
     Hw {
         cpu_count: cpu_total.ceil(),
         cpu_utilization,

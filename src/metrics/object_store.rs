@@ -5,6 +5,9 @@
 //! them by `Location` (MMAP_SHM vs MMAP_DISK), so the shared-memory figure is the
 //! difference. Everything in the model's store is sealed. Small inline objects live in
 //! worker heaps (`Location="WORKER_HEAP"`, reported by core workers).
+//!
+//! Owns: the object store, spill manager and object manager families. Must never:
+//! import another collector, or label a series with an object id.
 
 use std::fmt;
 

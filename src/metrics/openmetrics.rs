@@ -3,11 +3,13 @@
 //! openmetrics FILE DIR`), so a day of any config can be browsed in the bundle's
 //! dashboards.
 //!
-//! Owns: turning one render of [`render_all`] (the classic text format, exactly what a
-//! scrape of that instant would return) into OpenMetrics lines stamped with the
-//! scrape's time, and the closing `# EOF`. Must never: encode a family itself (the
-//! collectors in this module's siblings do that, once, for both formats), or stamp
-//! anything with wall-clock time; so the same config and seed give the same file.
+//! Owns: turning one render of [`render_all`] of a published snapshot (the classic
+//! text format, exactly what a scrape of that instant would return) into OpenMetrics
+//! lines stamped with the scrape's time, and the closing `# EOF`. Must never: encode a
+//! family itself (the collectors in this module's siblings do that, once, for both
+//! formats), read the engine (the sampled run publishes a snapshot per instant, as the
+//! server's runner does), or stamp anything with wall-clock time; so the same config
+//! and seed give the same file.
 //!
 //! Differences from the served text, all required by OpenMetrics: a counter's family
 //! is described without its `_total` suffix (its samples keep it), `untyped` becomes
@@ -21,7 +23,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use super::{render_all, RenderContext};
-use crate::sim::Engine;
+use crate::snapshot::Snapshot;
 
 /// Families about the act of rendering, not about the cluster.
 const WALL_CLOCK_FAMILIES: [&str; 3] =
@@ -45,11 +47,10 @@ impl<W: Write> OpenMetricsWriter<W> {
         OpenMetricsWriter { out, ctx, start_unix_ms, scrapes: 0, samples: 0 }
     }
 
-    /// Render the cluster as a scrape at virtual time `at_us` would see it (modelled
+    /// Render `snapshot` as a scrape at virtual time `at_us` would see it (modelled
     /// readings only: no host, so the file depends on nothing but config and seed).
-    pub fn write_scrape(&mut self, engine: &Engine, at_us: u64) -> io::Result<()> {
-        let snapshot = Arc::new(engine.publish(crate::sim::PublishOptions::seq(self.scrapes)));
-        let text = render_all(&snapshot, None, &self.ctx);
+    pub fn write_scrape(&mut self, snapshot: &Arc<Snapshot>, at_us: u64) -> io::Result<()> {
+        let text = render_all(snapshot, None, &self.ctx);
         let ms = self.start_unix_ms + (at_us / 1000) as i64;
         let stamp = format!(" {}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000));
         self.samples += convert(&text, &stamp, &mut self.out)?;

@@ -11,79 +11,37 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::host::HostReading;
+use super::shared::{counters, Counters, Rates};
 use crate::snapshot::NodeView;
 
 /// Shortest virtual-time window a rate is computed over.
 pub const MIN_WINDOW_US: u64 = 1_000_000;
 
-/// Cumulative per-node counters that have a rate family.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Counters {
-    pub net_sent: u64,
-    pub net_received: u64,
-    pub disk_read_bytes: u64,
-    pub disk_write_bytes: u64,
-    pub disk_read_ops: u64,
-    pub disk_write_ops: u64,
-    pub spilled_bytes: u64,
-    pub restored_bytes: u64,
+/// The counters in a fixed order, so a baseline is one array.
+fn to_array(c: &Counters) -> [u64; 8] {
+    [
+        c.net_sent,
+        c.net_received,
+        c.disk_read_bytes,
+        c.disk_write_bytes,
+        c.disk_read_ops,
+        c.disk_write_ops,
+        c.spilled_bytes,
+        c.restored_bytes,
+    ]
 }
 
-impl Counters {
-    fn as_array(&self) -> [u64; 8] {
-        [
-            self.net_sent,
-            self.net_received,
-            self.disk_read_bytes,
-            self.disk_write_bytes,
-            self.disk_read_ops,
-            self.disk_write_ops,
-            self.spilled_bytes,
-            self.restored_bytes,
-        ]
-    }
-}
-
-/// Per-second rates of [`Counters`].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Rates {
-    pub net_send: f64,
-    pub net_receive: f64,
-    pub disk_read: f64,
-    pub disk_write: f64,
-    pub disk_read_iops: f64,
-    pub disk_write_iops: f64,
-    pub spill: f64,
-    pub restore: f64,
-}
-
-impl Rates {
-    fn from_array(a: [f64; 8]) -> Rates {
-        Rates {
-            net_send: a[0],
-            net_receive: a[1],
-            disk_read: a[2],
-            disk_write: a[3],
-            disk_read_iops: a[4],
-            disk_write_iops: a[5],
-            spill: a[6],
-            restore: a[7],
-        }
-    }
-
-    /// The real machine measures its own rates between readings.
-    pub(crate) fn from_host(h: &HostReading) -> Rates {
-        Rates {
-            net_send: h.network_send_speed_bytes_per_s,
-            net_receive: h.network_receive_speed_bytes_per_s,
-            disk_read: h.disk_io_read_speed_bytes_per_s,
-            disk_write: h.disk_io_write_speed_bytes_per_s,
-            disk_read_iops: h.disk_read_iops,
-            disk_write_iops: h.disk_write_iops,
-            spill: 0.0,
-            restore: 0.0,
-        }
+/// The rates of [`to_array`]'s counters, same order.
+fn to_rates(a: [f64; 8]) -> Rates {
+    Rates {
+        net_send: a[0],
+        net_receive: a[1],
+        disk_read: a[2],
+        disk_write: a[3],
+        disk_read_iops: a[4],
+        disk_write_iops: a[5],
+        spill: a[6],
+        restore: a[7],
     }
 }
 
@@ -127,8 +85,8 @@ impl RateBaselines {
                 if table.len() <= idx {
                     table.resize(idx + 1, None);
                 }
-                let now = super::node::counters(n).as_array();
-                Rates::from_array(advance(&mut table[idx], now_us, now))
+                let now = to_array(&counters(n));
+                to_rates(advance(&mut table[idx], now_us, now))
             })
             .collect()
     }

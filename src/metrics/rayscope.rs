@@ -6,6 +6,9 @@
 //! Runs last, so `rayscope_scrape_collector_duration_seconds` covers every other
 //! collector of this very render, and `rayscope_scrape_duration_seconds` the render up
 //! to here.
+//!
+//! Owns: the `rayscope_*` families but Flow Insight's (`flow`). Must never: import
+//! another collector, or carry `SessionName` (promtool's linter flags it).
 
 use std::fmt;
 

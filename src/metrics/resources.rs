@@ -1,5 +1,8 @@
 //! `ray_resources`: each raylet's logical resources, available and used, in Ray's
 //! units (cores, GPUs, bytes for `memory` and `object_store_memory`).
+//!
+//! Owns: `ray_resources`. Must never: import another collector, or report a dead
+//! node's resources.
 
 use std::fmt;
 

@@ -6,6 +6,9 @@
 //! Leases granted to a node (Dispatched, Executing) are that node's. The model queues
 //! unplaced work cluster-wide, so the waiting and infeasible counts are the head
 //! raylet's (where the drivers submit); other raylets report them as 0.
+//!
+//! Owns: these scheduler families. Must never: import another collector, or label a
+//! series with a task id.
 
 use std::fmt;
 

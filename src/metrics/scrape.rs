@@ -1,5 +1,6 @@
-//! One render: what the collectors read ([`Scrape`]), how they are registered with
-//! `prometheus_client`, and the [`Family`] writer they share.
+//! One render: what the collectors read ([`Scrape`]), how the family groups that
+//! `metrics` lists ([`FamilyGroup`]) are registered with `prometheus_client`, and the
+//! [`Family`] writer they share.
 //!
 //! `prometheus_client` collectors must be `'static`. Snapshots and host readings are
 //! already shared through `Arc`s, so each collector holds an `Arc` of the render's
@@ -16,7 +17,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use super::labels::Target;
-use super::rate_baseline::Rates;
+use super::shared::Rates;
 use super::RenderContext;
 use crate::host::HostReading;
 use crate::model::NodeState;
@@ -25,46 +26,24 @@ use crate::snapshot::{NodeView, Snapshot};
 /// A family group: a pure function from a scrape to encoded families.
 pub(crate) type EncodeFn = fn(&Scrape<'_>, &mut DescriptorEncoder<'_>) -> fmt::Result;
 
-/// Every family group, in exposition order. The `rayscope` group runs last so it can
-/// report how long the others took.
-pub(crate) const COLLECTORS: &[(&str, EncodeFn)] = &[
-    ("tasks", super::tasks::encode),
-    ("actors", super::actors::encode),
-    ("jobs", super::jobs::encode),
-    ("resources", super::resources::encode),
-    ("object_store", super::object_store::encode),
-    ("scheduler", super::scheduler::encode),
-    ("workers", super::workers::encode),
-    ("node", super::node::encode),
-    ("components", super::components::encode),
-    ("cluster", super::cluster::encode),
-];
+/// A family group as registered: the name [`RenderContext::disabled_collectors`]
+/// switches it off by, its encoder, and the labels the registry adds to its series.
+pub(crate) struct FamilyGroup {
+    pub name: &'static str,
+    pub encode: EncodeFn,
+    pub labels: RegistryLabels,
+}
 
-/// The `autoscaler_*` group: `SessionName` but no `Version`, as Ray's autoscaler writes.
-const AUTOSCALER_COLLECTOR: (&str, EncodeFn) = ("autoscaler", super::autoscaler::encode);
-
-/// The `rayscope_*` group: no `SessionName` on its series.
-const SELF_COLLECTOR: (&str, EncodeFn) = ("rayscope", super::rayscope::encode);
-
-/// Flow Insight's `rayscope_flow_*` families (labelled like `SELF_COLLECTOR`).
-const FLOW_COLLECTOR: (&str, EncodeFn) = ("flow", super::flow::encode);
-
-/// Names accepted by [`RenderContext::disabled_collectors`].
-pub const COLLECTOR_NAMES: &[&str] = &[
-    "tasks",
-    "actors",
-    "jobs",
-    "resources",
-    "object_store",
-    "scheduler",
-    "workers",
-    "node",
-    "components",
-    "cluster",
-    "autoscaler",
-    "flow",
-    "rayscope",
-];
+/// Which of the session's labels the registry puts on a group's series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RegistryLabels {
+    /// `SessionName` and `Version`: every `ray_*` group.
+    SessionAndVersion,
+    /// `SessionName` only: Ray's autoscaler, a Python registry.
+    Session,
+    /// `Version` only: our own `rayscope_*` groups.
+    Version,
+}
 
 /// Parsed `major.minor` of the emulated Ray version, for the few names that changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -119,6 +98,7 @@ impl RenderInput {
         host: Option<Arc<HostReading>>,
         ctx: RenderContext,
         only: Option<usize>,
+        collectors: usize,
     ) -> RenderInput {
         let started = Instant::now();
         let rates = {
@@ -126,15 +106,7 @@ impl RenderInput {
             let host_rates = host.as_deref().map(Rates::from_host);
             ctx.rate_baselines.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
         };
-        RenderInput {
-            snap,
-            host,
-            ctx,
-            only,
-            rates,
-            started,
-            timings: Mutex::new(Vec::with_capacity(COLLECTORS.len() + 1)),
-        }
+        RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(collectors)) }
     }
 
     fn scrape(&self) -> Scrape<'_> {
@@ -234,48 +206,30 @@ impl Collector for Group {
 }
 
 /// Encode one alive node's endpoint (`only`), or every alive node's series with the
-/// cluster-wide families (`None`). The head's endpoint has the cluster-wide families too.
+/// cluster-wide families (`None`), with the `collectors` the context lets run, in order.
+/// The head's endpoint has the cluster-wide families too.
 pub(crate) fn render(
     snap: &Arc<Snapshot>,
     host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
     only: Option<usize>,
+    collectors: &[FamilyGroup],
 ) -> String {
     let all = only.is_none();
-    let input = Arc::new(RenderInput::new(snap.clone(), host.cloned(), ctx.clone(), only));
+    let input = Arc::new(RenderInput::new(snap.clone(), host.cloned(), ctx.clone(), only, collectors.len()));
     let node_count = input.rates.len();
-    let enabled = |name: &str| !ctx.disabled_collectors.iter().any(|d| d == name);
     let mut registry = Registry::default();
-    let ray = registry.sub_registry_with_labels(
-        [("SessionName".into(), snap.session_name.clone().into()), ("Version".into(), snap.version.clone().into())]
-            .into_iter(),
-    );
-    for &(name, encode) in COLLECTORS.iter().filter(|(name, _)| enabled(name)) {
-        ray.register_collector(Box::new(Group { name, encode, input: input.clone() }));
-    }
-    if enabled(AUTOSCALER_COLLECTOR.0) {
-        let autoscaler =
-            registry.sub_registry_with_labels([("SessionName".into(), snap.session_name.clone().into())].into_iter());
-        autoscaler.register_collector(Box::new(Group {
-            name: AUTOSCALER_COLLECTOR.0,
-            encode: AUTOSCALER_COLLECTOR.1,
-            input: input.clone(),
-        }));
-    }
-    // `rayscope_flow_*` are `rayscope_*` families: switching `rayscope` off drops them too.
-    if enabled(FLOW_COLLECTOR.0) && enabled(SELF_COLLECTOR.0) {
-        let own = registry.sub_registry_with_labels([("Version".into(), snap.version.clone().into())].into_iter());
-        own.register_collector(Box::new(Group {
-            name: FLOW_COLLECTOR.0,
-            encode: FLOW_COLLECTOR.1,
-            input: input.clone(),
-        }));
-    }
-    if enabled(SELF_COLLECTOR.0) {
-        let own = registry.sub_registry_with_labels([("Version".into(), snap.version.clone().into())].into_iter());
-        own.register_collector(Box::new(Group {
-            name: SELF_COLLECTOR.0,
-            encode: SELF_COLLECTOR.1,
+    for c in collectors.iter().filter(|c| ctx.runs(c.name)) {
+        let session = ("SessionName".into(), snap.session_name.clone().into());
+        let version = ("Version".into(), snap.version.clone().into());
+        let labels = match c.labels {
+            RegistryLabels::SessionAndVersion => vec![session, version],
+            RegistryLabels::Session => vec![session],
+            RegistryLabels::Version => vec![version],
+        };
+        registry.sub_registry_with_labels(labels.into_iter()).register_collector(Box::new(Group {
+            name: c.name,
+            encode: c.encode,
             input: input.clone(),
         }));
     }

@@ -10,6 +10,9 @@
 //! buffer does not tag the job), so the owner view is summed over jobs; only executor
 //! series name their job. A dashboard that groups `ray_tasks` by `JobId` would see
 //! nothing pending on real Ray, and must not see it here either.
+//!
+//! Owns: `ray_tasks`. Must never: import another collector, or label a series with a
+//! task id.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,6 +21,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
 use super::scrape::{Family, Scrape};
+use super::shared::rows_of;
 use crate::snapshot::RunningCount;
 
 const HELP: &str = "Current number of tasks (including finished and failed ones) by state.";
@@ -58,13 +62,6 @@ fn retry(is_retry: bool) -> &'static str {
     } else {
         "0"
     }
-}
-
-/// The rows of one node in a table sorted by node.
-pub(crate) fn rows_of<T>(rows: &[T], node: u32, key: impl Fn(&T) -> u32) -> &[T] {
-    let start = rows.partition_point(|r| key(r) < node);
-    let len = rows[start..].partition_point(|r| key(r) == node);
-    &rows[start..start + len]
 }
 
 #[cfg(test)]
@@ -111,13 +108,5 @@ mod tests {
         let w = worker(false);
         let e = node(&w.ip);
         assert!(e.of("ray_tasks").all(|s| s.label("Source") == "executor" && s.label("NodeAddress") == &*w.ip));
-    }
-
-    #[test]
-    fn rows_of_finds_a_nodes_run() {
-        let rows = [1u32, 1, 3, 3, 3, 7];
-        assert_eq!(super::rows_of(&rows, 3, |r| *r).len(), 3);
-        assert!(super::rows_of(&rows, 2, |r| *r).is_empty());
-        assert!(super::rows_of(&rows, 9, |r| *r).is_empty());
     }
 }

@@ -5,6 +5,9 @@
 //! unexpectedly on its node, so both counters come from the node where it happened
 //! (its `instance` and `NodeAddress`). Like Ray's, a series (node, Type, Name) appears
 //! at its first event, and a node's series leave with the node.
+//!
+//! Owns: these worker families. Must never: import another collector, or label a
+//! series with a worker or task id (`Name` is the task's or actor class's name).
 
 use std::collections::BTreeMap;
 use std::fmt;

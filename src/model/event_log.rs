@@ -4,6 +4,7 @@
 //! file), so two runs can be compared byte for byte; only the newest `capacity` lines
 //! stay in memory.
 
+use super::ids::HEX_DIGITS as HEX;
 use super::log_digest::LogDigest;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -136,8 +137,6 @@ impl EventLog {
         }
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Append a few ASCII bytes one by one: for the handful of digits of a number this is
 /// cheaper than `push_str`'s call to `memcpy`.

@@ -3,6 +3,10 @@
 
 use std::fmt;
 
+/// Lower-case hex digits by nibble, as Ray prints ids: the one table behind the
+/// allocation-free hex writers (the event log's lines, Flow Insight's timeline).
+pub const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident($inner:ty)) => {
         $(#[$m])*

@@ -48,6 +48,8 @@ pub use publish::PublishOptions;
 pub use report::Report;
 
 use crate::config::Config;
+use crate::snapshot::Snapshot;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Why a `simulate` run cannot start.
@@ -72,9 +74,10 @@ pub fn simulate(
 pub struct Sampler<'a> {
     /// Virtual µs between looks (a scrape interval); must be positive.
     pub every_us: u64,
-    /// Called with the engine and the instant (virtual µs) once every event at or
-    /// before that instant has run and none after it has.
-    pub sample: &'a mut dyn FnMut(&Engine, u64),
+    /// Called with the snapshot published for an instant (virtual µs), taken once every
+    /// event at or before that instant has run and none after it has; snapshots are
+    /// numbered from 0 in `seq`.
+    pub sample: &'a mut dyn FnMut(&Arc<Snapshot>, u64),
 }
 
 /// [`simulate`], also calling `sampler` at every multiple of its interval from 0 to the
@@ -103,11 +106,14 @@ pub fn simulate_sampled(
     let limit = until.unwrap_or(u64::MAX);
     let mut since_progress = 0u32;
     let mut next_sample = 0u64;
+    let mut published = 0u64;
     // Look at every instant before `t` (exclusive): the events before them have run.
     let mut sample_before = |engine: &Engine, t: u64, next: &mut u64| {
         if let Some(s) = sampler.as_mut() {
             while *next < t {
-                (s.sample)(engine, *next);
+                let snapshot = Arc::new(engine.publish(PublishOptions::seq(published)));
+                published += 1;
+                (s.sample)(&snapshot, *next);
                 *next = next.saturating_add(s.every_us.max(1));
             }
         }
