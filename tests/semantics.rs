@@ -32,7 +32,7 @@ fn records<'a>(e: &'a Engine, name: &'a str) -> impl Iterator<Item = &'a TaskRec
 }
 
 fn job_status(e: &Engine) -> JobStatus {
-    e.model.jobs.values().next().expect("one job").status
+    e.model.jobs.values().next().expect("one job").status()
 }
 
 fn node_at(e: &Engine, ip: &str) -> NodeIdx {
@@ -123,7 +123,7 @@ fn strict_spread_group_with_more_bundles_than_nodes_stays_pending() {
     assert!(!e.workloads_done());
     assert_eq!(job_status(&e), JobStatus::Running);
     let pg = e.model.pgs.values().next().unwrap();
-    assert_eq!(pg.state, PgState::Pending);
+    assert_eq!(pg.state(), PgState::Pending);
     assert!(pg.bundles.iter().all(|b| b.node.is_none()), "gang placement: no bundle reserved");
     assert!(e.model.nodes.iter().all(|n| n.available == n.total), "nothing reserved anywhere");
     assert!(log(&e).iter().any(|l| l.ends_with("placement_group 1 INFEASIBLE")));
@@ -225,7 +225,7 @@ fn actor_restarts_honour_max_restarts() {
     {
         step_until(&mut e, t * S);
         let a = actor(&e);
-        assert_eq!((a.state, a.num_restarts), (state, restarts), "at {t}s");
+        assert_eq!((a.state(), a.num_restarts), (state, restarts), "at {t}s");
     }
     assert_eq!(e.model.counters.actors_restarted, 2);
     assert_eq!(actor(&e).death_cause.as_deref(), Some("killed by ray.kill (fault injection)"));
@@ -241,7 +241,7 @@ fn actor_restarts_honour_max_restarts() {
     // 0 (Ray's default): the first kill is final.
     let mut e = Engine::new(load(&pool_with_kills(0, 1)));
     step_until(&mut e, 11 * S);
-    assert_eq!((actor(&e).state, actor(&e).num_restarts), (ActorState::Dead, 0));
+    assert_eq!((actor(&e).state(), actor(&e).num_restarts), (ActorState::Dead, 0));
 }
 
 #[test]

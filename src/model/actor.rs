@@ -9,7 +9,8 @@ pub struct Actor {
     pub id: ActorId,
     pub job: JobId,
     pub class: NameId,
-    pub state: ActorState,
+    /// Private to the model: only `Model::set_actor_state` writes it. Read [`Actor::state`].
+    pub(in crate::model) state: ActorState,
     pub node: Option<NodeIdx>,
     /// Where it last lived: Ray keeps a dead actor's `node_id`.
     pub last_node: Option<NodeIdx>,
@@ -45,6 +46,50 @@ pub struct Actor {
 }
 
 impl Actor {
+    /// A newly registered actor (DEPENDENCIES_UNREADY), not yet placed, with one
+    /// call at a time and no restarts until told otherwise.
+    pub fn registered(id: ActorId, job: JobId, class: NameId, creation_spec: u32, owner: TaskId, now: u64) -> Actor {
+        Actor {
+            id,
+            job,
+            class,
+            state: ActorState::DependenciesUnready,
+            node: None,
+            last_node: None,
+            creation_spec,
+            creation_task: TaskId(0),
+            owner,
+            num_restarts: 0,
+            max_restarts: 0,
+            max_task_retries: 0,
+            max_concurrency: 1,
+            queue: VecDeque::new(),
+            running: Vec::new(),
+            level: 0,
+            flag: false,
+            tree_node: None,
+            children: Vec::new(),
+            holds_resources: false,
+            bundle: None,
+            pid: 0,
+            death_cause: None,
+            created_at: now,
+            ended_at: None,
+        }
+    }
+
+    /// The actor's state; only the model's transitions change it.
+    ///
+    /// ```compile_fail
+    /// fn bypass(a: &mut rayscope::model::Actor) {
+    ///     a.state = rayscope::model::ActorState::Dead;
+    /// }
+    /// ```
+    #[inline]
+    pub fn state(&self) -> ActorState {
+        self.state
+    }
+
     pub fn has_free_slot(&self) -> bool {
         self.state == ActorState::Alive && (self.running.len() as u32) < self.max_concurrency
     }

@@ -11,7 +11,8 @@ pub struct Job {
     pub submission_id: String,
     pub name: String,
     pub entrypoint: String,
-    pub status: JobStatus,
+    /// Private to the model: only `Model::set_job_status` writes it. Read [`Job::status`].
+    pub(in crate::model) status: JobStatus,
     pub driver: TaskId,
     pub driver_node: NodeIdx,
     pub start_time: u64,
@@ -26,6 +27,37 @@ pub struct Job {
 }
 
 impl Job {
+    /// A job the job manager just accepted (PENDING), its driver `driver` on `driver_node`.
+    pub fn pending(id: JobId, submission_id: String, driver: TaskId, driver_node: NodeIdx, now: u64) -> Job {
+        Job {
+            id,
+            submission_id,
+            name: String::new(),
+            entrypoint: String::new(),
+            status: JobStatus::Pending,
+            driver,
+            driver_node,
+            start_time: now,
+            end_time: None,
+            message: String::new(),
+            workload: 0,
+            log: Vec::new(),
+            log_total: 0,
+        }
+    }
+
+    /// The job's status; only the model's transitions change it.
+    ///
+    /// ```compile_fail
+    /// fn bypass(j: &mut rayscope::model::Job) {
+    ///     j.status = rayscope::model::JobStatus::Succeeded;
+    /// }
+    /// ```
+    #[inline]
+    pub fn status(&self) -> JobStatus {
+        self.status
+    }
+
     pub fn makespan_s(&self) -> Option<f64> {
         self.end_time.map(|e| (e - self.start_time) as f64 / 1e6)
     }
@@ -37,11 +69,48 @@ pub struct PlacementGroup {
     pub job: JobId,
     pub name: String,
     pub strategy: PgStrategy,
-    pub state: PgState,
+    /// Private to the model: only `Model::set_pg_state` writes it. Read [`PlacementGroup::state`].
+    pub(in crate::model) state: PgState,
     pub bundles: Vec<Bundle>,
     pub creator: TaskId,
     pub created_at: u64,
     pub scheduled_at: Option<u64>,
+}
+
+impl PlacementGroup {
+    /// A group just created (PENDING), its bundles not placed yet.
+    pub fn pending(
+        id: PgId,
+        job: JobId,
+        strategy: PgStrategy,
+        bundles: Vec<Bundle>,
+        creator: TaskId,
+        now: u64,
+    ) -> Self {
+        PlacementGroup {
+            id,
+            job,
+            name: format!("pg_{}", id.0),
+            strategy,
+            state: PgState::Pending,
+            bundles,
+            creator,
+            created_at: now,
+            scheduled_at: None,
+        }
+    }
+
+    /// The group's state; only the model's transitions change it.
+    ///
+    /// ```compile_fail
+    /// fn bypass(pg: &mut rayscope::model::PlacementGroup) {
+    ///     pg.state = rayscope::model::PgState::Removed;
+    /// }
+    /// ```
+    #[inline]
+    pub fn state(&self) -> PgState {
+        self.state
+    }
 }
 
 #[derive(Clone, Debug)]

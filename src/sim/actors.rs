@@ -77,36 +77,14 @@ impl Engine {
         let aid = self.model.alloc_actor_id();
         let job = self.model.tasks[&creator].job;
         let opts = self.specs[spec_id as usize].actor.clone().expect("actor constructor spec has actor options");
-        self.model.actors.insert(
-            aid,
-            Actor {
-                id: aid,
-                job,
-                class: opts.class,
-                state: ActorState::DependenciesUnready,
-                node: None,
-                last_node: None,
-                creation_spec: spec_id,
-                creation_task: TaskId(0),
-                owner: creator,
-                num_restarts: 0,
-                max_restarts: opts.max_restarts,
-                max_task_retries: opts.max_task_retries,
-                max_concurrency: opts.max_concurrency,
-                queue: Default::default(),
-                running: Vec::new(),
-                level,
-                flag,
-                tree_node: None,
-                children: Vec::new(),
-                holds_resources: false,
-                bundle,
-                pid: 0,
-                death_cause: None,
-                created_at: self.clock.now,
-                ended_at: None,
-            },
-        );
+        let mut actor = Actor::registered(aid, job, opts.class, spec_id, creator, self.clock.now);
+        actor.max_restarts = opts.max_restarts;
+        actor.max_task_retries = opts.max_task_retries;
+        actor.max_concurrency = opts.max_concurrency;
+        actor.level = level;
+        actor.flag = flag;
+        actor.bundle = bundle;
+        self.model.actors.insert(aid, actor);
         self.model.counters.actors_created += 1;
         log_event!(
             self.model.log,
@@ -134,7 +112,7 @@ impl Engine {
 
     pub(crate) fn actor_created(&mut self, aid: ActorId, node: NodeIdx, holds: bool) {
         let Some(a) = self.model.actors.get_mut(&aid) else { return };
-        if a.state == ActorState::Dead {
+        if a.state() == ActorState::Dead {
             return;
         }
         a.node = Some(node);
@@ -154,9 +132,9 @@ impl Engine {
     pub(crate) fn enqueue_actor_task(&mut self, tid: TaskId) {
         let Some(aid) = self.model.tasks.get(&tid).and_then(|t| t.actor) else { return };
         match self.model.actors.get_mut(&aid) {
-            Some(a) if a.state != ActorState::Dead => {
+            Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
-                if a.state == ActorState::Alive {
+                if a.state() == ActorState::Alive {
                     self.push_to_actor(tid);
                 }
                 self.pump_actor(aid);
@@ -201,7 +179,7 @@ impl Engine {
     /// within `max_restarts` when allowed, else it is DEAD and its pending calls fail.
     pub(crate) fn actor_died(&mut self, aid: ActorId, cause: &str, allow_restart: bool) {
         let Some(a) = self.model.actors.get_mut(&aid) else { return };
-        if a.state == ActorState::Dead {
+        if a.state() == ActorState::Dead {
             return;
         }
         let node = a.node.take();
@@ -238,7 +216,7 @@ impl Engine {
             }
             // Failing those calls can end the job (the driver sees the error), which kills
             // this actor for good: then there is nothing to restart.
-            if self.model.actors.get(&aid).is_some_and(|a| a.state == ActorState::Restarting) {
+            if self.model.actors.get(&aid).is_some_and(|a| a.state() == ActorState::Restarting) {
                 self.resubmit_actor_creation(aid);
             }
             return;

@@ -227,7 +227,7 @@ impl EventWriter<'_> {
         }
         let Some((sub, mut fields)) = self.job_fields(job) else { return };
         let j = &self.m.jobs[&job];
-        let message = format!("Completed a ray job {sub} with a status {}.", j.status.as_str());
+        let message = format!("Completed a ray job {sub} with a status {}.", j.status().as_str());
         fields.push(("message", j.message.clone()));
         self.record_cluster_event(NewEvent {
             severity: Severity::Info,
@@ -245,7 +245,7 @@ impl EventWriter<'_> {
         }
         let Some(actor) = self.m.actors.get(&a) else { return };
         // Fate-sharing with an ended job is the job's event, not one per actor.
-        if self.m.jobs.get(&actor.job).is_none_or(|j| j.status.is_terminal()) {
+        if self.m.jobs.get(&actor.job).is_none_or(|j| j.status().is_terminal()) {
             return;
         }
         let id = actor_id_hex(a.0, actor.job.0);

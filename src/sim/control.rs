@@ -124,12 +124,12 @@ impl Engine {
                 let a = ActorId(actor_id);
                 match self.model.actors.get(&a) {
                     None => Err(ControlError::not_found(format!("no actor with id {actor_id:x}"))),
-                    Some(x) if x.state == ActorState::Dead => {
+                    Some(x) if x.state() == ActorState::Dead => {
                         Err(ControlError::conflict(format!("actor {actor_id:x} is already dead")))
                     }
                     Some(_) => {
                         self.actor_died(a, "killed by ray.kill through the control API", !no_restart);
-                        let state = self.model.actors.get(&a).map_or(ActorState::Dead, |x| x.state);
+                        let state = self.model.actors.get(&a).map_or(ActorState::Dead, |x| x.state());
                         Ok(ControlOutcome::ActorKilled { actor_id: a, state })
                     }
                 }
@@ -174,7 +174,7 @@ impl Engine {
                 let job = self
                     .find_job(&id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
-                if self.model.jobs[&job].status.is_terminal() {
+                if self.model.jobs[&job].status().is_terminal() {
                     return Ok(ControlOutcome::JobStopped { stopped: false });
                 }
                 self.end_job(job, JobStatus::Stopped, "stopped through the Jobs API");
@@ -184,7 +184,7 @@ impl Engine {
                 let job = self
                     .find_job(&id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
-                let status = self.model.jobs[&job].status;
+                let status = self.model.jobs[&job].status();
                 if !status.is_terminal() {
                     // Ray's words: only an ended job's record may go.
                     return Err(ControlError::invalid(format!(

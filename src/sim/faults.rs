@@ -78,7 +78,7 @@ impl Engine {
                     .model
                     .actors
                     .values()
-                    .filter(|a| a.state == ActorState::Alive && self.model.names.get(a.class) == class)
+                    .filter(|a| a.state() == ActorState::Alive && self.model.names.get(a.class) == class)
                     .map(|a| a.id)
                     .collect();
                 alive.sort();

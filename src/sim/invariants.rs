@@ -251,7 +251,7 @@ impl Check<'_> {
             }
         }
         for a in m.actors.values().filter(|a| a.holds_resources) {
-            ensure!(v, a.state == ActorState::Alive, "actor {:x} holds resources while {}", a.id.0, a.state);
+            ensure!(v, a.state() == ActorState::Alive, "actor {:x} holds resources while {}", a.id.0, a.state());
             let Some(n) = a.node else {
                 v.push(format!("actor {:x} holds resources but has no node", a.id.0));
                 continue;
@@ -262,7 +262,7 @@ impl Check<'_> {
                 None => add_req(&mut reserved[n.index()], req, 1),
             }
         }
-        for pg in m.pgs.values().filter(|p| p.state != PgState::Removed) {
+        for pg in m.pgs.values().filter(|p| p.state() != PgState::Removed) {
             for (bi, b) in pg.bundles.iter().enumerate() {
                 let used = in_bundle.remove(&(pg.id, bi as u32)).unwrap_or_else(|| ResVec::zeros(kinds));
                 let Some(n) = b.node else {

@@ -119,24 +119,11 @@ impl Engine {
         self.model.insert_task(task);
         let submission_id =
             submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
-        self.model.jobs.insert(
-            id,
-            Job {
-                id,
-                submission_id,
-                name: t.name.clone(),
-                entrypoint: t.entrypoint.clone(),
-                status: JobStatus::Pending,
-                driver: driver_id,
-                driver_node: head,
-                start_time: self.clock.now,
-                end_time: None,
-                message: String::new(),
-                workload: template,
-                log: Vec::new(),
-                log_total: 0,
-            },
-        );
+        let mut job = Job::pending(id, submission_id, driver_id, head, self.clock.now);
+        job.name = t.name.clone();
+        job.entrypoint = t.entrypoint.clone();
+        job.workload = template;
+        self.model.jobs.insert(id, job);
         self.jobs.job_started();
         self.cluster_events().job_started(id);
         self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
@@ -203,15 +190,20 @@ impl Engine {
     /// A job ends: its actors die (they fate-share with the driver), its groups are removed
     /// and anything still running is cancelled.
     pub(crate) fn end_job(&mut self, job: JobId, status: JobStatus, message: &str) {
-        if self.model.jobs.get(&job).is_none_or(|j| j.status.is_terminal()) {
+        if self.model.jobs.get(&job).is_none_or(|j| j.status().is_terminal()) {
             return;
         }
         self.jobs.job_ended();
         self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
         self.model.set_job_status(job, status, self.clock.now, message);
         self.cluster_events().job_ended(job);
-        let mut actors: Vec<ActorId> =
-            self.model.actors.values().filter(|a| a.job == job && a.state != ActorState::Dead).map(|a| a.id).collect();
+        let mut actors: Vec<ActorId> = self
+            .model
+            .actors
+            .values()
+            .filter(|a| a.job == job && a.state() != ActorState::Dead)
+            .map(|a| a.id)
+            .collect();
         actors.sort();
         for a in actors {
             self.actor_died(a, "job finished: the driver exited", false);
@@ -222,7 +214,7 @@ impl Engine {
             self.fail_task(t, ErrorType::JobStopped, false);
         }
         let pgs: Vec<PgId> =
-            self.model.pgs.values().filter(|p| p.job == job && p.state != PgState::Removed).map(|p| p.id).collect();
+            self.model.pgs.values().filter(|p| p.job == job && p.state() != PgState::Removed).map(|p| p.id).collect();
         for pg in pgs {
             self.remove_placement_group(pg);
         }

@@ -66,17 +66,14 @@ impl Engine {
         let job = self.model.tasks[&creator].job;
         self.model.pgs.insert(
             id,
-            PlacementGroup {
+            PlacementGroup::pending(
                 id,
                 job,
-                name: format!("pg_{}", id.0),
                 strategy,
-                state: PgState::Pending,
-                bundles: bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect(),
+                bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect(),
                 creator,
-                created_at: self.clock.now,
-                scheduled_at: None,
-            },
+                self.clock.now,
+            ),
         );
         self.model.counters.pgs_created += 1;
         log_event!(
@@ -96,7 +93,7 @@ impl Engine {
     /// Try to reserve every unplaced bundle at once; true when the group is CREATED.
     fn try_place_pg(&mut self, id: PgId) -> bool {
         let Some(pg) = self.model.pgs.get(&id) else { return true };
-        if pg.state == PgState::Removed {
+        if pg.state() == PgState::Removed {
             return true;
         }
         let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
@@ -162,7 +159,7 @@ impl Engine {
 
     pub(crate) fn remove_placement_group(&mut self, id: PgId) {
         let Some(pg) = self.model.pgs.get_mut(&id) else { return };
-        if pg.state == PgState::Removed {
+        if pg.state() == PgState::Removed {
             return;
         }
         let bundles = std::mem::take(&mut pg.bundles);
@@ -200,11 +197,11 @@ impl Engine {
             self.fail_task(tid, ErrorType::TaskUnschedulable, false);
             return;
         };
-        if group.state == PgState::Removed {
+        if group.state() == PgState::Removed {
             self.fail_task(tid, ErrorType::TaskUnschedulable, false);
             return;
         }
-        let placed = group.state == PgState::Created;
+        let placed = group.state() == PgState::Created;
         let bundle = group.bundles.get_mut(b as usize);
         match bundle {
             Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
@@ -270,7 +267,7 @@ impl Engine {
             .model
             .pgs
             .values()
-            .filter(|p| p.state != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
+            .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
             .map(|p| p.id)
             .collect();
         for id in affected {

@@ -106,7 +106,7 @@ impl Report {
                 .map(|j| JobReport {
                     id: j.id.hex(),
                     name: j.name.clone(),
-                    status: j.status.as_str().to_string(),
+                    status: j.status().as_str().to_string(),
                     makespan: j.makespan_s(),
                 })
                 .collect(),

@@ -21,7 +21,7 @@ impl Engine {
         let retry_exceptions = spec.retry_exceptions;
         let heap = spec.heap;
         let budget_ok = t.retries_left != 0 || err == ErrorType::OutOfMemory;
-        let actor_alive = actor.and_then(|a| self.model.actors.get(&a)).is_some_and(|a| a.state != ActorState::Dead);
+        let actor_alive = actor.and_then(|a| self.model.actors.get(&a)).is_some_and(|a| a.state() != ActorState::Dead);
         let retry = retry_allowed
             && budget_ok
             && match kind {

@@ -117,7 +117,7 @@ impl Check<'_> {
                 let ok = m.tasks.get(tid).is_some_and(|t| {
                     t.actor == Some(a.id)
                         && (t.state() == TaskState::PendingActorTaskOrderingOrConcurrency
-                            || (t.state() == TaskState::PendingNodeAssignment && a.state != ActorState::Alive))
+                            || (t.state() == TaskState::PendingNodeAssignment && a.state() != ActorState::Alive))
                 });
                 ensure!(v, ok, "actor {:x} queue holds task {:x} that is not a pending call to it", a.id.0, tid.0);
             }
@@ -244,7 +244,7 @@ impl Check<'_> {
                     let op = self.e.specs[t.spec as usize].program.get(t.pc as usize);
                     let on_get = matches!(op, Some(Op::Get)) && t.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
-                        && t.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state != PgState::Created);
+                        && t.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state() != PgState::Created);
                     ensure!(
                         v,
                         on_get as u32 + on_pg as u32 + res == 1 && op_done + q == 0,
@@ -301,7 +301,7 @@ impl Check<'_> {
                 let ok = m
                     .actors
                     .get(aid)
-                    .is_some_and(|a| a.state == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
+                    .is_some_and(|a| a.state() == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
                 ensure!(v, ok, "node {i} lists actor {:x}, which is not alive there", aid.0);
             }
         }
@@ -312,7 +312,7 @@ impl Check<'_> {
                 .tasks
                 .get(&a.creation_task)
                 .is_some_and(|t| t.kind == TaskType::ActorCreationTask && t.actor == Some(a.id));
-            match a.state {
+            match a.state() {
                 ActorState::Alive => {
                     ensure!(
                         v,
@@ -330,7 +330,7 @@ impl Check<'_> {
                         v,
                         creating && on == 0,
                         "actor {id:x} {} without a live creation task (placed {on})",
-                        a.state
+                        a.state()
                     );
                 }
                 ActorState::Dead => {
@@ -351,9 +351,9 @@ impl Check<'_> {
             );
             ensure!(
                 v,
-                a.running.is_empty() || a.state == ActorState::Alive,
+                a.running.is_empty() || a.state() == ActorState::Alive,
                 "actor {id:x} runs calls while {}",
-                a.state
+                a.state()
             );
         }
     }
@@ -367,7 +367,7 @@ impl Check<'_> {
         for pg in m.pgs.values() {
             let p = count(&pending, &pg.id);
             let unplaced = pg.bundles.iter().any(|b| b.node.is_none());
-            match pg.state {
+            match pg.state() {
                 PgState::Removed => {
                     ensure!(
                         v,
@@ -382,7 +382,7 @@ impl Check<'_> {
                         unplaced && p == 1,
                         "group {} {}: unplaced {unplaced}, in the pending list {p} times",
                         pg.id.0,
-                        pg.state
+                        pg.state()
                     );
                 }
                 PgState::Created => {
@@ -398,20 +398,20 @@ impl Check<'_> {
 
     pub(super) fn jobs(&self, v: &mut Violations) {
         let m = &self.e.model;
-        let live = m.jobs.values().filter(|j| !j.status.is_terminal()).count();
+        let live = m.jobs.values().filter(|j| !j.status().is_terminal()).count();
         ensure!(v, live == self.e.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.e.jobs.live());
-        let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status.is_terminal());
-        for j in m.jobs.values().filter(|j| !j.status.is_terminal()) {
+        let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status().is_terminal());
+        for j in m.jobs.values().filter(|j| !j.status().is_terminal()) {
             let ok = m.tasks.get(&j.driver).is_some_and(|t| t.kind == TaskType::DriverTask);
             ensure!(v, ok, "running job {} has no live driver", j.id.hex());
         }
         for t in m.tasks.values() {
             ensure!(v, !ended(t.job), "task {:x} ({}) lives on after its job {} ended", t.id.0, t.state(), t.job.hex());
         }
-        for a in m.actors.values().filter(|a| a.state != ActorState::Dead) {
-            ensure!(v, !ended(a.job), "actor {:x} ({}) outlives its job {}", a.id.0, a.state, a.job.hex());
+        for a in m.actors.values().filter(|a| a.state() != ActorState::Dead) {
+            ensure!(v, !ended(a.job), "actor {:x} ({}) outlives its job {}", a.id.0, a.state(), a.job.hex());
         }
-        for pg in m.pgs.values().filter(|p| p.state != PgState::Removed) {
+        for pg in m.pgs.values().filter(|p| p.state() != PgState::Removed) {
             ensure!(v, !ended(pg.job), "group {} outlives its job {}", pg.id.0, pg.job.hex());
         }
     }

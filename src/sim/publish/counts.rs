@@ -52,8 +52,8 @@ pub(super) fn actor_counts(m: &Model) -> (Vec<ActorCount>, Vec<ActorExecutorCoun
     let mut actor_counts: BTreeMap<(NameId, JobId, ActorState), i64> = BTreeMap::new();
     let mut actor_exec: BTreeMap<(u32, NameId, JobId, bool), i64> = BTreeMap::new();
     for a in m.actors.values() {
-        *actor_counts.entry((a.class, a.job, a.state)).or_insert(0) += 1;
-        if a.state == ActorState::Alive {
+        *actor_counts.entry((a.class, a.job, a.state())).or_insert(0) += 1;
+        if a.state() == ActorState::Alive {
             if let Some(n) = a.node {
                 *actor_exec.entry((n.0, a.class, a.job, !a.running.is_empty())).or_insert(0) += 1;
             }
@@ -85,7 +85,7 @@ pub(super) fn actor_counts(m: &Model) -> (Vec<ActorCount>, Vec<ActorExecutorCoun
 pub(super) fn pg_counts(m: &Model) -> BTreeMap<String, i64> {
     let mut pg_counts = BTreeMap::new();
     for pg in m.pgs.values() {
-        *pg_counts.entry(pg.state.as_str().to_string()).or_insert(0) += 1;
+        *pg_counts.entry(pg.state().as_str().to_string()).or_insert(0) += 1;
     }
     pg_counts
 }

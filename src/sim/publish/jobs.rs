@@ -15,7 +15,7 @@ pub(super) fn jobs(m: &Model) -> Vec<JobView> {
             submission_id: j.submission_id.clone(),
             name: j.name.clone(),
             entrypoint: j.entrypoint.clone(),
-            status: j.status,
+            status: j.status(),
             message: j.message.clone(),
             start_time_us: j.start_time,
             end_time_us: j.end_time,
@@ -28,5 +28,5 @@ pub(super) fn jobs(m: &Model) -> Vec<JobView> {
 
 /// Jobs still running.
 pub(super) fn running_jobs(m: &Model) -> u64 {
-    m.jobs.values().filter(|j| j.status == JobStatus::Running).count() as u64
+    m.jobs.values().filter(|j| j.status() == JobStatus::Running).count() as u64
 }

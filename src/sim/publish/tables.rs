@@ -52,8 +52,8 @@ impl Engine {
                 id: a.id.0,
                 job: a.job.0,
                 class: a.class.0,
-                state: a.state,
-                node: a.node.or(if a.state == ActorState::Dead { a.last_node } else { None }).map(|n| n.0),
+                state: a.state(),
+                node: a.node.or(if a.state() == ActorState::Dead { a.last_node } else { None }).map(|n| n.0),
                 pid: a.pid,
                 creation_spec: a.creation_spec,
                 placement_group: a.bundle.map(|(p, _)| p.0),
@@ -111,7 +111,7 @@ impl Engine {
                 job: p.job.0,
                 name: p.name.clone(),
                 strategy: p.strategy,
-                state: p.state,
+                state: p.state(),
                 bundles: p
                     .bundles
                     .iter()
