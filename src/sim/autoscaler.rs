@@ -253,7 +253,7 @@ impl Engine {
         for ((spec, _), q) in self.queues.classes() {
             out.push((self.specs[*spec as usize].request.clone(), q.len() as u64));
         }
-        for b in self.pending_pg_bundles() {
+        for b in self.pg_manager.pending_bundles(&self.model) {
             out.push((b, 1));
         }
         out

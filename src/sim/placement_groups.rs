@@ -12,7 +12,7 @@
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
-use crate::scheduler::PgDecision;
+use crate::scheduler::{PgDecision, Scheduler};
 use std::collections::VecDeque;
 
 /// Placement groups not yet (or no longer fully) placed, in the order they started
@@ -52,6 +52,110 @@ impl PlacementGroupManager {
     pub(crate) fn forget(&mut self, pg: PgId) {
         self.pending.retain(|p| *p != pg);
     }
+
+    /// Register a new group (PENDING) created by `creator`.
+    pub(crate) fn create(
+        m: &mut Model,
+        creator: TaskId,
+        bundles: Vec<ResourceRequest>,
+        strategy: PgStrategy,
+        now: u64,
+    ) -> PgId {
+        let id = PgId(m.next_pg);
+        m.next_pg += 1;
+        let job = m.tasks[&creator].job;
+        let bundles = bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect();
+        m.pgs.insert(id, PlacementGroup::pending(id, job, strategy, bundles, creator, now));
+        m.counters.pgs_created += 1;
+        log_event!(m.log, now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
+        id
+    }
+
+    /// Try to place every unplaced bundle of `id` at once (the scheduler decides). On
+    /// success the group is CREATED and the bundles' reservations are returned for the
+    /// node runtime to make.
+    pub(crate) fn try_place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
+        let Some(pg) = m.pgs.get(&id) else { return Placement::Gone };
+        if pg.state() == PgState::Removed {
+            return Placement::Gone;
+        }
+        let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
+        let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
+        match sched.place_bundles(&m.nodes, &requests, pg.strategy) {
+            PgDecision::Placed(nodes) => {
+                m.set_pg_state(id, PgState::Prepared, now);
+                let pg = m.pgs.get_mut(&id).expect("pg exists");
+                let mut reserve = Vec::with_capacity(unplaced.len());
+                for ((&bi, &n), req) in unplaced.iter().zip(&nodes).zip(requests) {
+                    pg.bundles[bi].node = Some(n);
+                    pg.bundles[bi].available = req.clone();
+                    reserve.push((n, req));
+                }
+                let ms = (now - pg.created_at) as f64 / 1000.0;
+                pg.scheduled_at = Some(now);
+                let creator = pg.creator;
+                m.placement_ms[2].observe(ms);
+                m.set_pg_state(id, PgState::Created, now);
+                Placement::Created { reserve, creator }
+            }
+            PgDecision::Wait => Placement::Waiting,
+            PgDecision::Infeasible => {
+                log_event!(m.log, now, "placement_group", "{} INFEASIBLE", id.0);
+                Placement::Waiting
+            }
+        }
+    }
+
+    /// Demand of pending groups, for the autoscaler.
+    pub(crate) fn pending_bundles(&self, m: &Model) -> Vec<ResourceRequest> {
+        self.pending
+            .iter()
+            .filter_map(|id| m.pgs.get(id))
+            .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
+            .collect()
+    }
+
+    /// Give `req` back to bundle `b` of `pg` (a task or actor in it ended).
+    pub(crate) fn return_to_bundle(m: &mut Model, pg: PgId, b: u32, req: &ResourceRequest) {
+        if let Some(bd) = m.pgs.get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
+            for &(id, q) in &req.0 {
+                match bd.available.0.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, v)) => *v += q,
+                    None => bd.available.0.push((id, q)),
+                }
+            }
+            bd.available.0.sort_by_key(|(i, _)| *i);
+        }
+    }
+
+    /// The groups not removed with a bundle on `node`, in id order.
+    pub(crate) fn with_bundles_on(m: &Model, node: NodeIdx) -> Vec<PgId> {
+        m.pgs
+            .values()
+            .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
+            .map(|p| p.id)
+            .collect()
+    }
+
+    /// `id`'s bundles on the dead `node` are lost: RESCHEDULING until placed again.
+    pub(crate) fn bundles_lost(m: &mut Model, id: PgId, node: NodeIdx, now: u64) {
+        let pg = m.pgs.get_mut(&id).expect("pg exists");
+        for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
+            b.node = None;
+            b.available = b.request.clone();
+        }
+        m.set_pg_state(id, PgState::Rescheduling, now);
+    }
+}
+
+/// What one try to place a group came to.
+pub(crate) enum Placement {
+    /// Placed: reserve each (node, request), then resume `creator` if it waits on it.
+    Created { reserve: Vec<(NodeIdx, ResourceRequest)>, creator: TaskId },
+    /// Not placeable now (no room, or infeasible): it waits.
+    Waiting,
+    /// Removed, or never was: nothing to place.
+    Gone,
 }
 
 impl Engine {
@@ -61,83 +165,40 @@ impl Engine {
         bundles: Vec<ResourceRequest>,
         strategy: PgStrategy,
     ) -> PgId {
-        let id = PgId(self.model.next_pg);
-        self.model.next_pg += 1;
-        let job = self.model.tasks[&creator].job;
-        self.model.pgs.insert(
-            id,
-            PlacementGroup::pending(
-                id,
-                job,
-                strategy,
-                bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect(),
-                creator,
-                self.clock.now,
-            ),
-        );
-        self.model.counters.pgs_created += 1;
-        log_event!(
-            self.model.log,
-            self.clock.now,
-            "placement_group",
-            "{} PENDING strategy={}",
-            id.0,
-            strategy.as_str()
-        );
+        let id = PlacementGroupManager::create(&mut self.model, creator, bundles, strategy, self.clock.now);
         if !self.try_place_pg(id) {
             self.pg_manager.wait(id);
         }
         id
     }
 
-    /// Try to reserve every unplaced bundle at once; true when the group is CREATED.
+    /// Try to place group `id`; true when there is nothing left to wait for. A placed
+    /// group's reservations are made, then its creator resumes, then bundle waiters.
     fn try_place_pg(&mut self, id: PgId) -> bool {
-        let Some(pg) = self.model.pgs.get(&id) else { return true };
-        if pg.state() == PgState::Removed {
-            return true;
+        let (reserve, creator) =
+            match PlacementGroupManager::try_place(&mut self.model, &self.sched, id, self.clock.now) {
+                Placement::Created { reserve, creator } => (reserve, creator),
+                Placement::Waiting => return false,
+                Placement::Gone => return true,
+            };
+        for (n, req) in &reserve {
+            self.local_resources().reserve(*n, req);
         }
-        let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
-        let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
-        let strategy = pg.strategy;
-        match self.sched.place_bundles(&self.model.nodes, &requests, strategy) {
-            PgDecision::Placed(nodes) => {
-                self.model.set_pg_state(id, PgState::Prepared, self.clock.now);
-                for (k, &bi) in unplaced.iter().enumerate() {
-                    let n = nodes[k];
-                    let req = requests[k].clone();
-                    self.local_resources().reserve(n, &req);
-                    let pg = self.model.pgs.get_mut(&id).expect("pg exists");
-                    pg.bundles[bi].node = Some(n);
-                    pg.bundles[bi].available = req;
-                }
-                let pg = self.model.pgs.get_mut(&id).expect("pg exists");
-                let ms = (self.clock.now - pg.created_at) as f64 / 1000.0;
-                pg.scheduled_at = Some(self.clock.now);
-                let creator = pg.creator;
-                self.model.placement_ms[2].observe(ms);
-                self.model.set_pg_state(id, PgState::Created, self.clock.now);
-                // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a
-                // later `ray.get` while its group is rescheduled).
-                if let Some(t) = self.model.tasks.get_mut(&creator) {
-                    let at_create = matches!(
-                        self.specs[t.spec as usize].program.get(t.pc as usize),
-                        Some(crate::workload::Op::CreatePlacementGroup { .. })
-                    );
-                    if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
-                        t.pc += 1;
-                        self.model.set_task_state(creator, TaskState::Running, self.clock.now);
-                        self.run_program(creator);
-                    }
-                }
-                self.drain_bundle_waiters(id);
-                true
-            }
-            PgDecision::Wait => false,
-            PgDecision::Infeasible => {
-                log_event!(self.model.log, self.clock.now, "placement_group", "{} INFEASIBLE", id.0);
-                false
+        // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a
+        // later `ray.get` while its group is rescheduled).
+        if let Some(t) = self.model.tasks.get_mut(&creator) {
+            let at_create = matches!(
+                self.specs[t.spec as usize].program.get(t.pc as usize),
+                Some(crate::workload::Op::CreatePlacementGroup { .. })
+            );
+            if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
+                t.pc += 1;
+                self.model.set_task_state(creator, TaskState::Running, self.clock.now);
+                self.run_program(creator);
             }
         }
+        self.drain_bundle_waiters(id);
+        true
     }
 
     pub(crate) fn retry_pending_pgs(&mut self) {
@@ -146,15 +207,6 @@ impl Engine {
                 self.pg_manager.wait(id);
             }
         }
-    }
-
-    /// Demand of pending groups, for the autoscaler.
-    pub(crate) fn pending_pg_bundles(&self) -> Vec<ResourceRequest> {
-        self.pg_manager
-            .pending()
-            .filter_map(|id| self.model.pgs.get(id))
-            .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
-            .collect()
     }
 
     pub(crate) fn remove_placement_group(&mut self, id: PgId) {
@@ -240,15 +292,7 @@ impl Engine {
     }
 
     pub(crate) fn return_to_bundle(&mut self, pg: PgId, b: u32, req: &ResourceRequest) {
-        if let Some(bd) = self.model.pgs.get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
-            for &(id, q) in &req.0 {
-                match bd.available.0.iter_mut().find(|(i, _)| *i == id) {
-                    Some((_, v)) => *v += q,
-                    None => bd.available.0.push((id, q)),
-                }
-            }
-            bd.available.0.sort_by_key(|(i, _)| *i);
-        }
+        PlacementGroupManager::return_to_bundle(&mut self.model, pg, b, req);
         self.drain_bundle_waiters(pg);
     }
 
@@ -263,20 +307,8 @@ impl Engine {
 
     /// Bundles on a dead node are lost: the group is RESCHEDULING until they are placed again.
     pub(crate) fn reschedule_pgs_on(&mut self, node: NodeIdx) {
-        let affected: Vec<PgId> = self
-            .model
-            .pgs
-            .values()
-            .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
-            .map(|p| p.id)
-            .collect();
-        for id in affected {
-            let pg = self.model.pgs.get_mut(&id).expect("pg exists");
-            for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
-                b.node = None;
-                b.available = b.request.clone();
-            }
-            self.model.set_pg_state(id, PgState::Rescheduling, self.clock.now);
+        for id in PlacementGroupManager::with_bundles_on(&self.model, node) {
+            PlacementGroupManager::bundles_lost(&mut self.model, id, node, self.clock.now);
             // A group that lost bundles on an earlier node may already be pending.
             if !self.try_place_pg(id) && !self.pg_manager.is_pending(id) {
                 self.pg_manager.wait(id);
