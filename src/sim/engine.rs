@@ -19,7 +19,7 @@ use super::faults::FaultState;
 use super::jobs::JobManager;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
-use super::objects::PlasmaOrder;
+use super::objects::PlasmaStores;
 use super::placement_groups::PlacementGroupManager;
 use crate::config::Config;
 use crate::model::*;
@@ -41,7 +41,7 @@ pub struct Engine {
     /// Jobs' programs, mixes and live count (`jobs.rs`).
     pub(crate) jobs: JobManager,
     /// Per node: the plasma store's copies in spill and eviction order (`objects.rs`).
-    pub(crate) plasma: PlasmaOrder,
+    pub(crate) plasma: PlasmaStores,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
     pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
@@ -110,7 +110,7 @@ impl Engine {
             sched: Scheduler::new(Params::from(&cfg.scheduler)),
             specs: plan.specs,
             jobs: JobManager::default(),
-            plasma: PlasmaOrder::default(),
+            plasma: PlasmaStores::new(cfg.object_store.spill_threshold),
             node_views: Default::default(),
             raylets: Raylets::default(),
             actor_manager: ActorManager::default(),

@@ -2,21 +2,35 @@
 //! access), transfers between nodes, reference counting, and loss with lineage
 //! reconstruction when a node dies.
 
+use super::actors::ActorManager;
 use super::engine::Engine;
+use super::node_runtime::Raylets;
 use crate::log_event;
 use crate::model::*;
 use std::collections::VecDeque;
 
-/// Per node, the order the plasma store gives up copies in: primary copies oldest
-/// first (spill order), and secondary copies made by transfers, oldest first (evicted
-/// under pressure).
-#[derive(Default)]
-pub(crate) struct PlasmaOrder {
+/// The plasma stores: per node, the order each gives up copies in (primary copies
+/// oldest first, the spill order; secondary copies made by transfers, oldest first,
+/// evicted under pressure), and spilling and eviction themselves.
+pub(crate) struct PlasmaStores {
     pub(crate) primaries: Vec<VecDeque<ObjectId>>,
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+    /// `object_store.spill_threshold`: the fraction of a store at which spilling starts.
+    spill_threshold: f64,
 }
 
-impl PlasmaOrder {
+/// What plasma must know of a node's running work when it evicts: the tasks leased
+/// there and the actors placed there, whose arguments are in use.
+pub(crate) struct InUse<'a> {
+    pub(crate) raylets: &'a Raylets,
+    pub(crate) actors: &'a ActorManager,
+}
+
+impl PlasmaStores {
+    pub(crate) fn new(spill_threshold: f64) -> PlasmaStores {
+        PlasmaStores { primaries: Vec::new(), secondaries: Vec::new(), spill_threshold }
+    }
+
     /// A node's store holds nothing: it joined, came back in a reused slot, or died
     /// (what its queues grew to is given back).
     pub(crate) fn clear_node(&mut self, n: NodeIdx) {
@@ -28,9 +42,151 @@ impl PlasmaOrder {
         self.primaries[i] = VecDeque::new();
         self.secondaries[i] = VecDeque::new();
     }
+
+    /// Put bytes into a node's plasma store; spill when usage crosses the threshold.
+    pub(crate) fn add(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, id: ObjectId, size: u64, now: u64) {
+        let s = &mut m.nodes[node.index()].store;
+        s.used.0 += size;
+        s.num_objects += 1;
+        if m.objects.get(&id).is_some_and(|o| o.primary == Some(node)) {
+            // Spill order is this queue's order: oldest primary copy first.
+            self.primaries[node.index()].push_back(id);
+        }
+        self.maybe_spill(m, in_use, node, now);
+    }
+
+    /// Take `size` bytes of one object out of `node`'s store.
+    pub(crate) fn remove(m: &mut Model, node: NodeIdx, size: u64) {
+        let s = &mut m.nodes[node.index()].store;
+        s.used.0 = s.used.0.saturating_sub(size);
+        s.num_objects = s.num_objects.saturating_sub(1);
+        if s.fallback.0 > 0 && s.used.0 <= s.capacity.0 {
+            s.fallback.0 = 0;
+        }
+    }
+
+    /// Drop `id` from the table and its bytes from the stores once nobody refers to it
+    /// and it is no longer pending.
+    pub(crate) fn free_if_unreferenced(m: &mut Model, id: ObjectId) {
+        let Some(o) = m.objects.get(&id) else { return };
+        if o.refs > 0 || o.status == ObjectStatus::Pending {
+            return;
+        }
+        let o = m.objects.remove(&id).expect("object exists");
+        m.counters.objects_freed += 1;
+        if o.status != ObjectStatus::Ready {
+            return;
+        }
+        if o.inline {
+            if let Some(n) = o.primary {
+                let s = &mut m.nodes[n.index()].store;
+                s.worker_heap.0 = s.worker_heap.0.saturating_sub(o.size);
+            }
+            return;
+        }
+        if let Some(n) = o.primary {
+            let s = &mut m.nodes[n.index()].store;
+            if o.spilled {
+                s.spilled.0 = s.spilled.0.saturating_sub(o.size);
+            } else {
+                Self::remove(m, n, o.size);
+            }
+        }
+        for c in o.copies {
+            Self::remove(m, c, o.size);
+        }
+    }
+
+    /// Ray spills primary copies once the store is `spill_threshold` full, oldest first.
+    pub(crate) fn maybe_spill(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
+        let cap = m.nodes[node.index()].store.capacity.0;
+        let limit = (cap as f64 * self.spill_threshold) as u64;
+        while m.nodes[node.index()].store.used.0 >= limit && limit > 0 {
+            let Some(id) = self.primaries[node.index()].pop_front() else { break };
+            let Some(o) = m.objects.get_mut(&id) else { continue };
+            if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
+                continue;
+            }
+            o.spilled = true;
+            let size = o.size;
+            let n = &mut m.nodes[node.index()];
+            n.store.used.0 = n.store.used.0.saturating_sub(size);
+            n.store.num_objects = n.store.num_objects.saturating_sub(1);
+            n.store.spilled.0 += size;
+            n.stats.bytes_spilled += size;
+            n.stats.objects_spilled += 1;
+            m.counters.spilled_bytes += size;
+            m.counters.spilled_objects += 1;
+            log_event!(m.log, now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
+        }
+        self.evict_secondaries(m, in_use, node, now);
+        let s = &mut m.nodes[node.index()].store;
+        s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
+        // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
+        let q = &mut self.primaries[node.index()];
+        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+            let objects = &m.objects;
+            q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
+        }
+        let q = &mut self.secondaries[node.index()];
+        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+            let objects = &m.objects;
+            q.retain(|id| objects.get(id).is_some_and(|o| o.copies.contains(&node)));
+        }
+    }
+
+    /// Plasma evicts secondary copies (made by transfers; the primary stays pinned where
+    /// it was created) that no task on the node is using, oldest first, once the store is
+    /// over capacity. Without this, copies fetched by attempts that were killed or have
+    /// finished stayed until their object was freed, and a node could stay above its
+    /// memory threshold for good: every task started there was OOM-killed and retried.
+    fn evict_secondaries(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
+        let i = node.index();
+        if m.nodes[i].store.used.0 <= m.nodes[i].store.capacity.0 || self.secondaries[i].is_empty() {
+            return;
+        }
+        let running_actor_tasks =
+            in_use.actors.on(node).iter().filter_map(|a| m.actors.get(a)).flat_map(|a| a.running.iter().copied());
+        let in_use: rustc_hash::FxHashSet<ObjectId> = in_use
+            .raylets
+            .leased_on(node)
+            .iter()
+            .copied()
+            .chain(running_actor_tasks)
+            .filter_map(|t| m.tasks.get(&t))
+            .flat_map(|t| t.args.iter().copied())
+            .collect();
+        let mut kept = Vec::new();
+        while m.nodes[i].store.used.0 > m.nodes[i].store.capacity.0 {
+            let Some(id) = self.secondaries[i].pop_front() else { break };
+            let Some(o) = m.objects.get_mut(&id) else { continue };
+            let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
+            if in_use.contains(&id) {
+                kept.push(id);
+                continue;
+            }
+            o.copies.swap_remove(pos);
+            let size = o.size;
+            Self::remove(m, node, size);
+            log_event!(m.log, now, "object_store", "node={} EVICTED {:x} bytes={}", node.0, id.0, size);
+        }
+        for id in kept.into_iter().rev() {
+            self.secondaries[i].push_front(id);
+        }
+    }
 }
 
 impl Engine {
+    /// Put bytes into `node`'s store (spilling as needed); the memory monitor looks
+    /// at the node after.
+    fn store_add(&mut self, node: NodeIdx, id: ObjectId, size: u64) {
+        let in_use = InUse { raylets: &self.raylets, actors: &self.actor_manager };
+        self.plasma.add(&mut self.model, in_use, node, id, size, self.clock.now);
+        if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
+            self.check_memory(node);
+        }
+    }
+
     /// Create the (pending) return object of a new task. The owner holds one reference.
     pub(crate) fn new_return_object(
         &mut self,
@@ -93,7 +249,7 @@ impl Engine {
         }
         self.object_ready(id);
         // Nobody may hold it (an actor handle's creation return): it goes as soon as it exists.
-        self.free_if_unreferenced(id);
+        PlasmaStores::free_if_unreferenced(&mut self.model, id);
     }
 
     /// Wake the owner (if it counts this future) and any task waiting for it as an argument.
@@ -130,168 +286,14 @@ impl Engine {
                 self.fail_task(w, ErrorType::TaskExecutionException, false);
             }
         }
-        self.free_if_unreferenced(id);
+        PlasmaStores::free_if_unreferenced(&mut self.model, id);
     }
 
     pub(crate) fn unref_object(&mut self, id: ObjectId) {
         if let Some(o) = self.model.objects.get_mut(&id) {
             o.refs = o.refs.saturating_sub(1);
         }
-        self.free_if_unreferenced(id);
-    }
-
-    fn free_if_unreferenced(&mut self, id: ObjectId) {
-        let Some(o) = self.model.objects.get(&id) else { return };
-        if o.refs > 0 || o.status == ObjectStatus::Pending {
-            return;
-        }
-        let o = self.model.objects.remove(&id).expect("object exists");
-        self.model.counters.objects_freed += 1;
-        if o.status != ObjectStatus::Ready {
-            return;
-        }
-        if o.inline {
-            if let Some(n) = o.primary {
-                let s = &mut self.model.nodes[n.index()].store;
-                s.worker_heap.0 = s.worker_heap.0.saturating_sub(o.size);
-            }
-            return;
-        }
-        if let Some(n) = o.primary {
-            let s = &mut self.model.nodes[n.index()].store;
-            if o.spilled {
-                s.spilled.0 = s.spilled.0.saturating_sub(o.size);
-            } else {
-                self.store_remove(n, o.size);
-            }
-        }
-        for c in o.copies {
-            self.store_remove(c, o.size);
-        }
-    }
-
-    /// Put bytes into a node's plasma store; spill when usage crosses the threshold.
-    fn store_add(&mut self, node: NodeIdx, id: ObjectId, size: u64) {
-        let s = &mut self.model.nodes[node.index()].store;
-        s.used.0 += size;
-        s.num_objects += 1;
-        if self.model.objects.get(&id).is_some_and(|o| o.primary == Some(node)) {
-            // Spill order is this queue's order: oldest primary copy first.
-            self.plasma.primaries[node.index()].push_back(id);
-        }
-        self.maybe_spill(node);
-        if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
-            self.check_memory(node);
-        }
-    }
-
-    fn store_remove(&mut self, node: NodeIdx, size: u64) {
-        let s = &mut self.model.nodes[node.index()].store;
-        s.used.0 = s.used.0.saturating_sub(size);
-        s.num_objects = s.num_objects.saturating_sub(1);
-        if s.fallback.0 > 0 && s.used.0 <= s.capacity.0 {
-            s.fallback.0 = 0;
-        }
-    }
-
-    /// Ray spills primary copies once the store is `spill_threshold` full, oldest first.
-    pub(crate) fn maybe_spill(&mut self, node: NodeIdx) {
-        let cap = self.model.nodes[node.index()].store.capacity.0;
-        let limit = (cap as f64 * self.cfg.object_store.spill_threshold) as u64;
-        while self.model.nodes[node.index()].store.used.0 >= limit && limit > 0 {
-            let Some(id) = self.plasma.primaries[node.index()].pop_front() else { break };
-            let Some(o) = self.model.objects.get_mut(&id) else { continue };
-            if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
-                continue;
-            }
-            o.spilled = true;
-            let size = o.size;
-            let n = &mut self.model.nodes[node.index()];
-            n.store.used.0 = n.store.used.0.saturating_sub(size);
-            n.store.num_objects = n.store.num_objects.saturating_sub(1);
-            n.store.spilled.0 += size;
-            n.stats.bytes_spilled += size;
-            n.stats.objects_spilled += 1;
-            self.model.counters.spilled_bytes += size;
-            self.model.counters.spilled_objects += 1;
-            log_event!(
-                self.model.log,
-                self.clock.now,
-                "object_store",
-                "node={} SPILLED {:x} bytes={}",
-                node.0,
-                id.0,
-                size
-            );
-        }
-        self.evict_secondaries(node);
-        let s = &mut self.model.nodes[node.index()].store;
-        s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
-        // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
-        let q = &mut self.plasma.primaries[node.index()];
-        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
-            let objects = &self.model.objects;
-            q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
-        }
-        let q = &mut self.plasma.secondaries[node.index()];
-        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
-            let objects = &self.model.objects;
-            q.retain(|id| objects.get(id).is_some_and(|o| o.copies.contains(&node)));
-        }
-    }
-
-    /// Plasma evicts secondary copies (made by transfers; the primary stays pinned where
-    /// it was created) that no task on the node is using, oldest first, once the store is
-    /// over capacity. Without this, copies fetched by attempts that were killed or have
-    /// finished stayed until their object was freed, and a node could stay above its
-    /// memory threshold for good: every task started there was OOM-killed and retried.
-    fn evict_secondaries(&mut self, node: NodeIdx) {
-        let i = node.index();
-        if self.model.nodes[i].store.used.0 <= self.model.nodes[i].store.capacity.0
-            || self.plasma.secondaries[i].is_empty()
-        {
-            return;
-        }
-        let running_actor_tasks = self
-            .actor_manager
-            .on(node)
-            .iter()
-            .filter_map(|a| self.model.actors.get(a))
-            .flat_map(|a| a.running.iter().copied());
-        let in_use: rustc_hash::FxHashSet<ObjectId> = self
-            .raylets
-            .leased_on(node)
-            .iter()
-            .copied()
-            .chain(running_actor_tasks)
-            .filter_map(|t| self.model.tasks.get(&t))
-            .flat_map(|t| t.args.iter().copied())
-            .collect();
-        let mut kept = Vec::new();
-        while self.model.nodes[i].store.used.0 > self.model.nodes[i].store.capacity.0 {
-            let Some(id) = self.plasma.secondaries[i].pop_front() else { break };
-            let Some(o) = self.model.objects.get_mut(&id) else { continue };
-            let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
-            if in_use.contains(&id) {
-                kept.push(id);
-                continue;
-            }
-            o.copies.swap_remove(pos);
-            let size = o.size;
-            self.store_remove(node, size);
-            log_event!(
-                self.model.log,
-                self.clock.now,
-                "object_store",
-                "node={} EVICTED {:x} bytes={}",
-                node.0,
-                id.0,
-                size
-            );
-        }
-        for id in kept.into_iter().rev() {
-            self.plasma.secondaries[i].push_front(id);
-        }
+        PlasmaStores::free_if_unreferenced(&mut self.model, id);
     }
 
     /// Bring a task's plasma arguments to `node`; returns the virtual time that takes (µs).
@@ -396,7 +398,8 @@ impl Engine {
         }
         self.plasma.primaries[node.index()].clear();
         for c in promoted_on {
-            self.maybe_spill(c);
+            let in_use = InUse { raylets: &self.raylets, actors: &self.actor_manager };
+            self.plasma.maybe_spill(&mut self.model, in_use, c, self.clock.now);
         }
         for id in lost {
             self.reconstruct_or_fail(id);
