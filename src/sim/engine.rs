@@ -5,9 +5,10 @@
 //! clock and event queue (`clock.rs`), the raylets' lists (`node_runtime.rs`; a node's
 //! availability changes only through its `LocalResources`), the cluster task queues
 //! (`cluster_queues.rs`), the placement group, actor and job managers
-//! (`placement_groups.rs`, `actors.rs`, `jobs.rs`), the plasma stores' order
-//! (`objects.rs`), faults (`faults.rs`), the autoscaler and Flow Insight's recorder.
-//! Here: building the cluster and sending each event to its handler. Events with equal
+//! (`placement_groups.rs`, `actors.rs`, `jobs.rs`), the GCS node manager
+//! (`node_manager.rs`), the plasma stores (`objects.rs`), faults (`faults.rs`), the
+//! autoscaler and Flow Insight's recorder. Here: building the cluster, telling the
+//! components that a node joined, and sending each event to its handler. Events with equal
 //! times run in insertion order (the clock's sequence number breaks ties), so the same
 //! config and seed always produce the same event log.
 

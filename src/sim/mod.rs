@@ -10,12 +10,13 @@
 //! that changes a node's availability and the scheduler's index, and its lists of
 //! leases and getters waiting to resume (`node_runtime.rs`); the cluster task queues by
 //! scheduling class (`cluster_queues.rs`); the owner side: submission and leases
-//! (`tasks.rs`), failures and retries (`retries.rs`), the worker's program (`exec.rs`);
+//! (`tasks.rs`), the run on a worker (`task_run.rs`), failures and retries
+//! (`retries.rs`), the worker's program (`exec.rs`);
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
 //! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
-//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS node manager: membership and the dead-node cache
-//! (`node_manager.rs`).
+//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS node manager: membership
+//! and the dead-node cache (`node_manager.rs`); cluster events (`cluster_events.rs`).
 
 mod actors;
 mod autoscaler;
