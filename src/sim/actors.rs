@@ -122,7 +122,7 @@ impl Engine {
         self.model.set_actor_state(aid, ActorState::Alive, self.clock.now);
         let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
         for tid in waiting {
-            self.push_to_actor(tid);
+            push_to_actor(&mut self.model, tid, self.clock.now);
         }
         self.pump_actor(aid);
     }
@@ -135,20 +135,11 @@ impl Engine {
             Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
                 if a.state() == ActorState::Alive {
-                    self.push_to_actor(tid);
+                    push_to_actor(&mut self.model, tid, self.clock.now);
                 }
                 self.pump_actor(aid);
             }
             _ => self.fail_task(tid, ErrorType::ActorDied, false),
-        }
-    }
-
-    /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits
-    /// its turn (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY): Ray 2.60's order.
-    fn push_to_actor(&mut self, tid: TaskId) {
-        if self.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::PendingNodeAssignment) {
-            self.model.set_task_state(tid, TaskState::SubmittedToWorker, self.clock.now);
-            self.model.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, self.clock.now);
         }
     }
 
@@ -257,6 +248,15 @@ impl Engine {
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
         self.try_schedule(tid);
+    }
+}
+
+/// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits
+/// its turn (PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY): Ray 2.60's order.
+fn push_to_actor(m: &mut Model, tid: TaskId, now: u64) {
+    if m.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::PendingNodeAssignment) {
+        m.set_task_state(tid, TaskState::SubmittedToWorker, now);
+        m.set_task_state(tid, TaskState::PendingActorTaskOrderingOrConcurrency, now);
     }
 }
 

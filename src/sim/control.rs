@@ -8,6 +8,7 @@
 //! (`runner.rs`, `EngineHandle::set_speed`), which never asks the engine.
 
 use super::engine::Engine;
+use super::node_manager::GcsNodeManager;
 use crate::config::WorkloadConfig;
 use crate::model::*;
 use std::sync::Arc;
@@ -105,12 +106,12 @@ impl Engine {
     pub fn apply(&mut self, c: Control) -> Result<ControlOutcome, ControlError> {
         match c {
             Control::KillNode { ip } => {
-                let n = self.alive_node_at(&ip)?;
+                let n = alive_node_at(&self.node_manager, &self.model, &ip)?;
                 self.kill_node(n, "killed through the control API", true);
                 Ok(ControlOutcome::NodeKilled { node_id: self.model.node(n).node_id.clone(), ip })
             }
             Control::RestoreNode { ip } => {
-                if self.alive_node_at(&ip).is_ok() {
+                if alive_node_at(&self.node_manager, &self.model, &ip).is_ok() {
                     return Err(ControlError::conflict(format!("node {ip} is already alive")));
                 }
                 match self.restore_node(&ip) {
@@ -171,8 +172,7 @@ impl Engine {
                 Ok(ControlOutcome::JobSubmitted { job_id: job, submission_id })
             }
             Control::StopJob { id } => {
-                let job = self
-                    .find_job(&id)
+                let job = find_job(&self.model, &id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
                 if self.model.jobs[&job].status().is_terminal() {
                     return Ok(ControlOutcome::JobStopped { stopped: false });
@@ -181,8 +181,7 @@ impl Engine {
                 Ok(ControlOutcome::JobStopped { stopped: true })
             }
             Control::DeleteJob { id } => {
-                let job = self
-                    .find_job(&id)
+                let job = find_job(&self.model, &id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
                 let status = self.model.jobs[&job].status();
                 if !status.is_terminal() {
@@ -197,17 +196,17 @@ impl Engine {
             }
         }
     }
+}
 
-    fn alive_node_at(&self, ip: &str) -> Result<NodeIdx, ControlError> {
-        match self.node_manager.at(ip) {
-            Some(n) if self.model.node(n).is_alive() => Ok(n),
-            Some(_) => Err(ControlError::conflict(format!("node {ip} is already dead"))),
-            None => Err(ControlError::not_found(format!("no node with IP {ip}"))),
-        }
+fn alive_node_at(nodes: &GcsNodeManager, m: &Model, ip: &str) -> Result<NodeIdx, ControlError> {
+    match nodes.at(ip) {
+        Some(n) if m.node(n).is_alive() => Ok(n),
+        Some(_) => Err(ControlError::conflict(format!("node {ip} is already dead"))),
+        None => Err(ControlError::not_found(format!("no node with IP {ip}"))),
     }
+}
 
-    /// A job by hex id (`01000000`) or submission id.
-    pub fn find_job(&self, id: &str) -> Option<JobId> {
-        self.model.jobs.values().find(|j| j.id.hex() == id || j.submission_id == id).map(|j| j.id)
-    }
+/// A job by hex id (`01000000`) or submission id.
+fn find_job(m: &Model, id: &str) -> Option<JobId> {
+    m.jobs.values().find(|j| j.id.hex() == id || j.submission_id == id).map(|j| j.id)
 }

@@ -227,7 +227,7 @@ impl Engine {
             Event::Resume(t, a) => self.on_resume(t, a),
             Event::Resubmit(t, a) => self.on_resubmit(t, a),
             Event::Fault(i) => self.on_fault(i),
-            Event::FaultEnd(i) => self.on_fault_end(i),
+            Event::FaultEnd(i) => self.faults.end(&mut self.model, i, self.clock.now),
             Event::NodeLaunched(t) => self.on_node_launched(t),
             Event::AutoscalerTick => self.on_autoscaler_tick(),
             Event::MemoryCheck(n) => {

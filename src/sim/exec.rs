@@ -1,8 +1,8 @@
 //! The interpreter for task bodies (`workload::Op`).
 
-use super::clock::Event;
+use super::clock::{Clock, Event};
 use super::engine::Engine;
-use crate::config::DurationDist;
+use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
 use rand::Rng;
@@ -46,7 +46,7 @@ impl Engine {
                     return;
                 }
                 Op::Sleep(us) => {
-                    let us = self.slept(*us);
+                    let us = slept(&self.cfg.scheduler, *us);
                     self.model.tasks.get_mut(&tid).expect("running task exists").pc += 1;
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
@@ -55,7 +55,9 @@ impl Engine {
                     let (spec, count, take) = (*spec, *count, *take_futures);
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
-                        if !self.advance(tid, attempt) || self.pay_submit_cost(tid, attempt, count) {
+                        if !advance(&mut self.model, tid, attempt)
+                            || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, count)
+                        {
                             return;
                         }
                         continue;
@@ -78,14 +80,16 @@ impl Engine {
                         t.exec.i = 0;
                         t.pc += 1;
                     }
-                    if self.pay_submit_cost(tid, attempt, chunk) {
+                    if pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, chunk) {
                         return;
                     }
                 }
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
                     let created = self.op_create_actors(tid, spec, level, &shape);
-                    if !self.advance(tid, attempt) || self.pay_submit_cost(tid, attempt, created) {
+                    if !advance(&mut self.model, tid, attempt)
+                        || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, created)
+                    {
                         return;
                     }
                 }
@@ -112,7 +116,7 @@ impl Engine {
                 Op::Put(size) => {
                     let size = *size;
                     self.op_put(tid, attempt, size);
-                    if !self.advance(tid, attempt) {
+                    if !advance(&mut self.model, tid, attempt) {
                         return;
                     }
                 }
@@ -148,37 +152,6 @@ impl Engine {
                     }
                 }
             }
-        }
-    }
-
-    /// What a `time.sleep(us)` really takes in a worker.
-    fn slept(&self, us: u64) -> u64 {
-        if us == 0 {
-            return 0;
-        }
-        us.saturating_add(self.cfg.scheduler.sleep_overshoot.as_micros())
-    }
-
-    /// The caller just submitted `calls`: it stays busy `call_submit_cost` for each, and
-    /// goes on with its program on `Resume`. Returns true when it must wait.
-    fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, calls: u32) -> bool {
-        let busy = self.cfg.scheduler.call_submit_cost.as_micros().saturating_mul(calls as u64);
-        if busy == 0 {
-            return false;
-        }
-        self.clock.schedule_in(busy, Event::Resume(tid, attempt));
-        true
-    }
-
-    /// Past an op that may have run other code (a call answered at once, the memory
-    /// monitor killing this very worker): move on only if this attempt still runs.
-    fn advance(&mut self, tid: TaskId, attempt: u32) -> bool {
-        match self.model.tasks.get_mut(&tid) {
-            Some(t) if t.attempt == attempt && t.state() == TaskState::Running => {
-                t.pc += 1;
-                true
-            }
-            _ => false,
         }
     }
 
@@ -324,7 +297,8 @@ impl Engine {
             return false;
         };
         // Two `time.sleep` calls in the seed's loop when flagged: each returns late.
-        let pause = self.slept(sleep) + if bottleneck_leaf_parent { self.slept(extra) } else { 0 };
+        let pause = slept(&self.cfg.scheduler, sleep)
+            + if bottleneck_leaf_parent { slept(&self.cfg.scheduler, extra) } else { 0 };
         let t = self.model.tasks.get_mut(&tid).expect("running task exists");
         if pause > 0 && !t.exec.slept {
             t.exec.slept = true;
@@ -339,7 +313,7 @@ impl Engine {
         }
         let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
         self.hold_futures(tid, attempt, vec![ret]);
-        self.pay_submit_cost(tid, attempt, 1)
+        pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, 1)
     }
 
     /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.
@@ -381,5 +355,36 @@ impl Engine {
         }
         self.model.set_task_state(owner, TaskState::Running, self.clock.now);
         self.run_program(owner);
+    }
+}
+
+/// What a `time.sleep(us)` really takes in a worker.
+fn slept(cfg: &SchedulerConfig, us: u64) -> u64 {
+    if us == 0 {
+        return 0;
+    }
+    us.saturating_add(cfg.sleep_overshoot.as_micros())
+}
+
+/// The caller just submitted `calls`: it stays busy `call_submit_cost` for each, and
+/// goes on with its program on `Resume`. Returns true when it must wait.
+fn pay_submit_cost(clock: &mut Clock, cfg: &SchedulerConfig, tid: TaskId, attempt: u32, calls: u32) -> bool {
+    let busy = cfg.call_submit_cost.as_micros().saturating_mul(calls as u64);
+    if busy == 0 {
+        return false;
+    }
+    clock.schedule_in(busy, Event::Resume(tid, attempt));
+    true
+}
+
+/// Past an op that may have run other code (a call answered at once, the memory
+/// monitor killing this very worker): move on only if this attempt still runs.
+fn advance(m: &mut Model, tid: TaskId, attempt: u32) -> bool {
+    match m.tasks.get_mut(&tid) {
+        Some(t) if t.attempt == attempt && t.state() == TaskState::Running => {
+            t.pc += 1;
+            true
+        }
+        _ => false,
     }
 }

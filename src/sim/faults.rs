@@ -1,11 +1,15 @@
 //! Faults: the configured schedule (node loss and return, actor kills, random task
 //! failures, memory pressure) and the raylet's memory monitor (OOM killer).
 
+use super::actors::ActorManager;
 use super::clock::Event;
 use super::engine::Engine;
+use super::node_manager::GcsNodeManager;
+use super::node_runtime::Raylets;
 use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;
+use rand_chacha::ChaCha8Rng;
 
 /// Ray's `memory_monitor_refresh_ms` (250 ms).
 pub const MEMORY_MONITOR_REFRESH_US: u64 = 250_000;
@@ -52,6 +56,18 @@ impl MemoryMonitor {
 }
 
 impl FaultState {
+    /// Fault `i`'s window ended: its failures and memory pressure stop.
+    pub(crate) fn end(&mut self, m: &mut Model, i: usize, now: u64) {
+        self.failures.retain(|(f, _, _)| *f != i);
+        let ended: Vec<(usize, NodeIdx, u64)> = self.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
+        self.pressure.retain(|(f, _, _)| *f != i);
+        for (_, n, bytes) in ended {
+            let nd = &mut m.nodes[n.index()];
+            nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
+        }
+        log_event!(m.log, now, "fault", "fault {} ended", i);
+    }
+
     /// The strongest active failure probability and whether it is an application error.
     pub fn failure_probability(&self) -> Option<(f64, bool)> {
         self.failures.iter().map(|(_, p, a)| (*p, *a)).fold(None, |acc, (p, a)| match acc {
@@ -66,7 +82,9 @@ impl Engine {
         let f = self.cfg.faults[i].clone();
         match f {
             FaultConfig::KillNode { node, node_type, .. } => {
-                if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
+                if let Some(n) =
+                    resolve_node(&self.model, &self.node_manager, &mut self.rng, node.as_deref(), node_type.as_deref())
+                {
                     self.kill_node(n, "fault injection: node killed", true);
                 }
             }
@@ -102,7 +120,9 @@ impl Engine {
                 }
             }
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
-                if let Some(n) = self.resolve_node(node.as_deref(), node_type.as_deref()) {
+                if let Some(n) =
+                    resolve_node(&self.model, &self.node_manager, &mut self.rng, node.as_deref(), node_type.as_deref())
+                {
                     let bytes = (self.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
                     log_event!(self.model.log, self.clock.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
                     self.model.nodes[n.index()].pressure_bytes.0 += bytes;
@@ -112,33 +132,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    pub(crate) fn on_fault_end(&mut self, i: usize) {
-        self.faults.failures.retain(|(f, _, _)| *f != i);
-        let ended: Vec<(usize, NodeIdx, u64)> =
-            self.faults.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
-        self.faults.pressure.retain(|(f, _, _)| *f != i);
-        for (_, n, bytes) in ended {
-            let nd = &mut self.model.nodes[n.index()];
-            nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
-        }
-        log_event!(self.model.log, self.clock.now, "fault", "fault {} ended", i);
-    }
-
-    /// A node by IP, or one alive node of a type chosen with the seeded RNG.
-    fn resolve_node(&mut self, ip: Option<&str>, node_type: Option<&str>) -> Option<NodeIdx> {
-        if let Some(ip) = ip {
-            return self.node_manager.alive_at(&self.model, ip);
-        }
-        let t = node_type?;
-        let candidates: Vec<NodeIdx> =
-            self.model.nodes.iter().filter(|n| n.is_alive() && *n.type_name == *t).map(|n| n.idx).collect();
-        if candidates.is_empty() {
-            return None;
-        }
-        let k = rand::Rng::random_range(&mut self.rng, 0..candidates.len());
-        Some(candidates[k])
     }
 
     /// A node dies (`failure`) or is terminated by the autoscaler (not a failure).
@@ -248,7 +241,7 @@ impl Engine {
                     return;
                 }
             }
-            let Some(victim) = self.oom_victim(n) else { return };
+            let Some(victim) = oom_victim(&self.model, &self.raylets, &self.actor_manager, n) else { return };
             self.faults.memory_monitor.last_kill[n.index()] = Some(self.clock.now);
             let t = &self.model.tasks[&victim];
             let name = self.model.names.get(t.name).to_string();
@@ -292,27 +285,43 @@ impl Engine {
             self.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
+}
 
-    fn oom_victim(&self, n: NodeIdx) -> Option<TaskId> {
-        let mut best: Option<(bool, u64, TaskId)> = None;
-        let leased = self.raylets.leased_on(n).iter().copied();
-        let actor_tasks = self
-            .actor_manager
-            .on(n)
-            .iter()
-            .filter_map(|a| self.model.actors.get(a))
-            .flat_map(|a| a.running.iter().copied());
-        for tid in leased.chain(actor_tasks) {
-            let Some(t) = self.model.tasks.get(&tid) else { continue };
-            if !t.state().is_running() || t.kind == TaskType::DriverTask {
-                continue;
-            }
-            let retriable = t.retries_left != 0 || t.kind == TaskType::NormalTask;
-            let key = (retriable, t.started_at.unwrap_or(0), tid);
-            if best.is_none_or(|b| key > b) {
-                best = Some(key);
-            }
-        }
-        best.map(|(_, _, t)| t)
+/// A node by IP, or one alive node of a type chosen with the seeded RNG.
+fn resolve_node(
+    m: &Model,
+    nodes: &GcsNodeManager,
+    rng: &mut ChaCha8Rng,
+    ip: Option<&str>,
+    node_type: Option<&str>,
+) -> Option<NodeIdx> {
+    if let Some(ip) = ip {
+        return nodes.alive_at(m, ip);
     }
+    let t = node_type?;
+    let candidates: Vec<NodeIdx> =
+        m.nodes.iter().filter(|n| n.is_alive() && *n.type_name == *t).map(|n| n.idx).collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let k = rand::Rng::random_range(rng, 0..candidates.len());
+    Some(candidates[k])
+}
+
+fn oom_victim(m: &Model, raylets: &Raylets, actors: &ActorManager, n: NodeIdx) -> Option<TaskId> {
+    let mut best: Option<(bool, u64, TaskId)> = None;
+    let leased = raylets.leased_on(n).iter().copied();
+    let actor_tasks = actors.on(n).iter().filter_map(|a| m.actors.get(a)).flat_map(|a| a.running.iter().copied());
+    for tid in leased.chain(actor_tasks) {
+        let Some(t) = m.tasks.get(&tid) else { continue };
+        if !t.state().is_running() || t.kind == TaskType::DriverTask {
+            continue;
+        }
+        let retriable = t.retries_left != 0 || t.kind == TaskType::NormalTask;
+        let key = (retriable, t.started_at.unwrap_or(0), tid);
+        if best.is_none_or(|b| key > b) {
+            best = Some(key);
+        }
+    }
+    best.map(|(_, _, t)| t)
 }

@@ -126,7 +126,7 @@ impl Engine {
         self.model.jobs.insert(id, job);
         self.jobs.job_started();
         self.cluster_events().job_started(id);
-        self.job_log(id, format!("Job {} started: {}", id.hex(), t.entrypoint));
+        job_log(&mut self.model, id, format!("Job {} started: {}", id.hex(), t.entrypoint), self.clock.now);
         if !self.model.nodes[head.index()].is_alive() {
             // No head node, no GCS: the driver cannot start.
             self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
@@ -138,18 +138,6 @@ impl Engine {
         self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
         self.run_program(driver_id);
         id
-    }
-
-    /// Append a line to a job's log (bounded).
-    pub(crate) fn job_log(&mut self, job: JobId, line: String) {
-        let now = self.clock.now;
-        if let Some(j) = self.model.jobs.get_mut(&job) {
-            if j.log.len() >= 1000 {
-                j.log.remove(0);
-            }
-            j.log.push(format!("[{:.3}s] {line}", now as f64 / 1e6));
-            j.log_total += 1;
-        }
     }
 
     pub(crate) fn mix_arrival(&mut self, m: usize) {
@@ -194,7 +182,7 @@ impl Engine {
             return;
         }
         self.jobs.job_ended();
-        self.job_log(job, format!("Job {} {}: {}", job.hex(), status.as_str(), message));
+        job_log(&mut self.model, job, format!("Job {} {}: {}", job.hex(), status.as_str(), message), self.clock.now);
         self.model.set_job_status(job, status, self.clock.now, message);
         self.cluster_events().job_ended(job);
         let mut actors: Vec<ActorId> = self
@@ -222,5 +210,16 @@ impl Engine {
             // The driver of a stopped job may still hold futures.
             self.release_task_refs(d, true);
         }
+    }
+}
+
+/// Append a line to a job's log (bounded).
+fn job_log(m: &mut Model, job: JobId, line: String, now: u64) {
+    if let Some(j) = m.jobs.get_mut(&job) {
+        if j.log.len() >= 1000 {
+            j.log.remove(0);
+        }
+        j.log.push(format!("[{:.3}s] {line}", now as f64 / 1e6));
+        j.log_total += 1;
     }
 }

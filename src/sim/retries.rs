@@ -3,6 +3,7 @@
 //! budget with backoff), or fails for good together with readers of its result.
 
 use super::clock::Event;
+use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
@@ -39,7 +40,7 @@ impl Engine {
                 nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);
             }
         }
-        self.unqueue_waiting(tid);
+        unqueue_waiting(&mut self.queues, &self.model, tid);
         self.release_lease(tid);
         if kind == TaskType::DriverTask {
             if let Some(n) = node {
@@ -99,16 +100,6 @@ impl Engine {
         }
     }
 
-    /// Take a task out of any wait queue it sits in.
-    fn unqueue_waiting(&mut self, tid: TaskId) {
-        let Some(t) = self.model.tasks.get(&tid) else { return };
-        if t.state() != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
-            return;
-        }
-        let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));
-        self.queues.unqueue(tid, spec, pg);
-    }
-
     pub(crate) fn on_resubmit(&mut self, tid: TaskId, attempt: u32) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
         if t.attempt != attempt {
@@ -153,4 +144,14 @@ impl Engine {
         self.model.set_task_state(tid, TaskState::PendingArgsAvail, self.clock.now);
         true
     }
+}
+
+/// Take a task out of any wait queue it sits in.
+fn unqueue_waiting(queues: &mut ClusterQueues, m: &Model, tid: TaskId) {
+    let Some(t) = m.tasks.get(&tid) else { return };
+    if t.state() != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
+        return;
+    }
+    let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));
+    queues.unqueue(tid, spec, pg);
 }

@@ -104,7 +104,7 @@ impl Engine {
         };
         let locality =
             if strategy == Strategy::Default && kind == TaskType::NormalTask && self.cfg.scheduler.locality_aware {
-                self.locality_node(tid)
+                locality_node(&self.model, tid)
             } else {
                 None
             };
@@ -128,28 +128,6 @@ impl Engine {
                 self.fail_task(tid, err, false);
             }
         }
-    }
-
-    /// The node holding the most bytes of this task's plasma arguments (ties: lowest node).
-    fn locality_node(&self, tid: TaskId) -> Option<NodeIdx> {
-        let t = &self.model.tasks[&tid];
-        if t.args.is_empty() {
-            return None;
-        }
-        // Sorted by node and summed per run: a reducer's thousand arguments sit on about
-        // as many nodes, and a linear find per argument was a million steps per reducer.
-        let mut located: Vec<(NodeIdx, u64)> = t
-            .args
-            .iter()
-            .filter_map(|a| self.model.objects.get(a))
-            .filter_map(|o| if o.inline { None } else { o.primary.map(|n| (n, o.size)) })
-            .collect();
-        located.sort_unstable_by_key(|&(n, _)| n);
-        located
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|run| (run[0].0, run.iter().map(|&(_, bytes)| bytes).sum::<u64>()))
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map(|(n, _)| n)
     }
 
     /// Reserve resources on `node` and send the task there.
@@ -290,4 +268,26 @@ impl Engine {
             }
         }
     }
+}
+
+/// The node holding the most bytes of this task's plasma arguments (ties: lowest node).
+fn locality_node(m: &Model, tid: TaskId) -> Option<NodeIdx> {
+    let t = &m.tasks[&tid];
+    if t.args.is_empty() {
+        return None;
+    }
+    // Sorted by node and summed per run: a reducer's thousand arguments sit on about
+    // as many nodes, and a linear find per argument was a million steps per reducer.
+    let mut located: Vec<(NodeIdx, u64)> = t
+        .args
+        .iter()
+        .filter_map(|a| m.objects.get(a))
+        .filter_map(|o| if o.inline { None } else { o.primary.map(|n| (n, o.size)) })
+        .collect();
+    located.sort_unstable_by_key(|&(n, _)| n);
+    located
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| (run[0].0, run.iter().map(|&(_, bytes)| bytes).sum::<u64>()))
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(n, _)| n)
 }
