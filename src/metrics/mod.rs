@@ -10,9 +10,9 @@
 //!
 //! # Layout
 //! One family group per file, node_exporter style: each is a pure function from a
-//! [`scrape::Scrape`] (the snapshot, the host reading and which nodes are asked for)
+//! `scrape::Scrape` (the snapshot, the host reading and which nodes are asked for)
 //! to encoded families, registered by name as a `prometheus_client` collector that
-//! builds its metrics fresh on every render ([`COLLECTORS`]): `tasks`,
+//! builds its metrics fresh on every render (`COLLECTORS`): `tasks`,
 //! `actors`, `jobs` (placement groups and jobs), `resources`, `object_store` (plus
 //! spilling and the object manager), `scheduler`, `workers` (OOM kills and failures),
 //! `node` (`ray_node_*` hardware), `components` (`ray_component_*` processes),
@@ -21,7 +21,7 @@
 //! A collector can be switched off by name ([`RenderContext::disabled_collectors`]).
 //!
 //! Collectors never import each other. What they share lives in the helpers: `scrape`
-//! (the render's inputs, registration and the [`scrape::Family`] writer), `labels`
+//! (the render's inputs, registration and the `scrape::Family` writer), `labels`
 //! (Ray's label sets) and `shared` (a node's rows of the per-node tables, and the
 //! modelled IO counters, rates and GPU memory that `node`, `components` and the rate
 //! baselines must agree on). Only this file names the collectors.
@@ -31,7 +31,7 @@
 //! agents serve: counters carry `_total` in `# HELP`/`# TYPE` as well as in samples,
 //! and there is no `# EOF`. `prometheus_client` writes OpenMetrics, so counters are
 //! described under their full `_total` name and their values written as plain samples
-//! (see [`scrape::Family`]); histograms, gauges and label escaping are the crate's.
+//! (see `scrape::Family`); histograms, gauges and label escaping are the crate's.
 //! Histogram `le` values come out as `"1.0"`, `"10.0"`, … as in Ray.
 //!
 //! # Labels
@@ -62,7 +62,7 @@
 //!   spillbacks by each node's raylet.
 //! * GCS families (`ray_actors{Source="gcs"}`, placement groups, jobs, Actor and
 //!   PlacementGroup placement times) come from the head with `Component="gcs_server"`.
-//! * Modelled nodes' hardware is derived from what runs there (see [`node`]); the head's
+//! * Modelled nodes' hardware is derived from what runs there (see `node.rs`); the head's
 //!   comes from the real machine when a [`HostReading`] is given, and that reading's
 //!   process (rayscope itself) is reported as the head's `gcs` component.
 
@@ -123,7 +123,7 @@ const fn ray(name: &'static str, encode: scrape::EncodeFn) -> FamilyGroup {
     FamilyGroup { name, encode, labels: RegistryLabels::SessionAndVersion }
 }
 
-/// Names accepted by [`RenderContext::disabled_collectors`], those of [`COLLECTORS`].
+/// Names accepted by [`RenderContext::disabled_collectors`], those of `COLLECTORS`.
 pub const COLLECTOR_NAMES: &[&str] = &[
     "tasks",
     "actors",

@@ -56,7 +56,7 @@ impl EventLog {
         self.sink = Some(sink);
     }
 
-    /// Start a line: "<time> <source> ", then its message piece by piece, recorded by
+    /// Start a line (`<time> <source> `), then its message piece by piece, recorded by
     /// [`Line::end`]. The only way a line is written; `log_event!` is this with one
     /// formatted piece, and the lines every task writes five of use the plain pieces,
     /// which skip `core::fmt`'s machinery.
