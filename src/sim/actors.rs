@@ -9,6 +9,7 @@
 use super::engine::Engine;
 use crate::log_event;
 use crate::model::*;
+use crate::workload::ActorOptions;
 
 /// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
 /// actor is listed exactly on the node it is ALIVE on, and nowhere while it is not
@@ -16,6 +17,16 @@ use crate::model::*;
 #[derive(Default)]
 pub(crate) struct ActorManager {
     on_node: Vec<Vec<ActorId>>,
+}
+
+/// What the creating code says of a new actor, beside its constructor's options.
+pub(crate) struct NewActor {
+    pub(crate) spec_id: u32,
+    pub(crate) creator: TaskId,
+    /// The workload's tree depth and bottleneck flag for it.
+    pub(crate) level: u32,
+    pub(crate) flag: bool,
+    pub(crate) bundle: Option<(PgId, u32)>,
 }
 
 impl ActorManager {
@@ -58,6 +69,57 @@ impl ActorManager {
         self.on_node[n.index()].capacity()
     }
 
+    /// Register a new actor (DEPENDENCIES_UNREADY, then PENDING_CREATION) with its
+    /// constructor's options; its creation task is the caller's to submit.
+    pub(crate) fn register(m: &mut Model, opts: &ActorOptions, new: NewActor, now: u64) -> ActorId {
+        let aid = m.alloc_actor_id();
+        let job = m.tasks[&new.creator].job;
+        let mut actor = Actor::registered(aid, job, opts.class, new.spec_id, new.creator, now);
+        actor.max_restarts = opts.max_restarts;
+        actor.max_task_retries = opts.max_task_retries;
+        actor.max_concurrency = opts.max_concurrency;
+        actor.level = new.level;
+        actor.flag = new.flag;
+        actor.bundle = new.bundle;
+        m.actors.insert(aid, actor);
+        m.counters.actors_created += 1;
+        log_event!(
+            m.log,
+            now,
+            "actor",
+            "{:x} DEPENDENCIES_UNREADY class={} job={} level={} flag={}",
+            aid.0,
+            m.names.get(opts.class),
+            job.hex(),
+            new.level,
+            new.flag
+        );
+        m.set_actor_state(aid, ActorState::PendingCreation, now);
+        aid
+    }
+
+    /// `aid`'s constructor finished on `node`: it is ALIVE and listed there. Returns
+    /// the calls queued meanwhile, in order (`None`: it died first).
+    pub(crate) fn created(
+        &mut self,
+        m: &mut Model,
+        aid: ActorId,
+        node: NodeIdx,
+        holds: bool,
+        now: u64,
+    ) -> Option<Vec<TaskId>> {
+        let a = m.actors.get_mut(&aid)?;
+        if a.state() == ActorState::Dead {
+            return None;
+        }
+        a.node = Some(node);
+        a.last_node = Some(node);
+        a.holds_resources = holds;
+        self.placed(node, aid);
+        m.set_actor_state(aid, ActorState::Alive, now);
+        Some(m.actors[&aid].queue.iter().copied().collect())
+    }
+
     /// Per node slot, its actors (for the invariants).
     pub(crate) fn by_node(&self) -> impl Iterator<Item = &[ActorId]> {
         self.on_node.iter().map(|l| l.as_slice())
@@ -65,7 +127,7 @@ impl ActorManager {
 }
 
 impl Engine {
-    /// Create an actor: register it, then submit its creation task.
+    /// Create an actor: the GCS registers it, then its creation task is submitted.
     pub(crate) fn create_actor(
         &mut self,
         spec_id: u32,
@@ -74,30 +136,9 @@ impl Engine {
         flag: bool,
         bundle: Option<(PgId, u32)>,
     ) -> ActorId {
-        let aid = self.model.alloc_actor_id();
-        let job = self.model.tasks[&creator].job;
-        let opts = self.specs[spec_id as usize].actor.clone().expect("actor constructor spec has actor options");
-        let mut actor = Actor::registered(aid, job, opts.class, spec_id, creator, self.clock.now);
-        actor.max_restarts = opts.max_restarts;
-        actor.max_task_retries = opts.max_task_retries;
-        actor.max_concurrency = opts.max_concurrency;
-        actor.level = level;
-        actor.flag = flag;
-        actor.bundle = bundle;
-        self.model.actors.insert(aid, actor);
-        self.model.counters.actors_created += 1;
-        log_event!(
-            self.model.log,
-            self.clock.now,
-            "actor",
-            "{:x} DEPENDENCIES_UNREADY class={} job={} level={} flag={}",
-            aid.0,
-            self.model.names.get(opts.class),
-            job.hex(),
-            level,
-            flag
-        );
-        self.model.set_actor_state(aid, ActorState::PendingCreation, self.clock.now);
+        let opts = self.specs[spec_id as usize].actor.as_ref().expect("actor constructor spec has actor options");
+        let new = NewActor { spec_id, creator, level, flag, bundle };
+        let aid = ActorManager::register(&mut self.model, opts, new, self.clock.now);
         let (tid, ret) = self.submit_call(spec_id, creator, Box::new([]), Some(aid), bundle);
         if let Some(a) = self.model.actors.get_mut(&aid) {
             a.creation_task = tid;
@@ -110,17 +151,12 @@ impl Engine {
         aid
     }
 
+    /// The creation task finished on `node`: the actor is ALIVE there, its queued
+    /// calls go to its worker, and the first of them start.
     pub(crate) fn actor_created(&mut self, aid: ActorId, node: NodeIdx, holds: bool) {
-        let Some(a) = self.model.actors.get_mut(&aid) else { return };
-        if a.state() == ActorState::Dead {
+        let Some(waiting) = self.actor_manager.created(&mut self.model, aid, node, holds, self.clock.now) else {
             return;
-        }
-        a.node = Some(node);
-        a.last_node = Some(node);
-        a.holds_resources = holds;
-        self.actor_manager.placed(node, aid);
-        self.model.set_actor_state(aid, ActorState::Alive, self.clock.now);
-        let waiting: Vec<TaskId> = self.model.actors[&aid].queue.iter().copied().collect();
+        };
         for tid in waiting {
             push_to_actor(&mut self.model, tid, self.clock.now);
         }
