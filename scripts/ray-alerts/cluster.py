@@ -101,6 +101,10 @@ def main():
     threshold = oom_threshold()
     # An OOM-killed task fails at once instead of being retried forever.
     os.environ["RAY_task_oom_retries"] = "0"
+    # Ray refuses to spill when the disk is over 95% full (OutOfDiskError), and a CI
+    # machine's disk can be: the spill step writes 160 MiB, which any disk has, so
+    # turn the guard off (Ray reads a threshold of 1 as "never full").
+    os.environ["RAY_local_fs_capacity_threshold"] = "1"
     cluster = Cluster(
         initialize_head=True,
         head_node_args={

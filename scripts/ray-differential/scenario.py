@@ -120,6 +120,9 @@ def main():
     os.environ["RAY_metrics_report_interval_ms"] = str(REPORT_MS)
     os.environ["RAY_memory_monitor_refresh_ms"] = "0"
     os.environ["RAY_task_oom_retries"] = "0"
+    # Spilling must not depend on how full this machine's disk is (Ray refuses to
+    # spill above 95% by default; a threshold of 1 means "never full").
+    os.environ["RAY_local_fs_capacity_threshold"] = "1"
     os.environ["RAY_gcs_rpc_server_reconnect_timeout_s"] = str(GCS_RECONNECT_S)
     # Ray writes its "current cluster" file under RAY_TMPDIR (default /tmp/ray), shared with
     # any other Ray on this machine: keep it inside our own temp dir.
