@@ -7,6 +7,7 @@
 //! change a node's resources except through the node runtime.
 
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::log_event;
 use crate::model::*;
 use crate::workload::ActorOptions;
@@ -147,7 +148,7 @@ impl Engine {
         if let Some(o) = self.model.objects.get_mut(&ret) {
             o.owner_waits = false;
         }
-        self.unref_object(ret);
+        self.follow(Follow::UnrefObject(ret));
         aid
     }
 
@@ -175,7 +176,7 @@ impl Engine {
                 }
                 self.pump_actor(aid);
             }
-            _ => self.fail_task(tid, ErrorType::ActorDied, false),
+            _ => self.follow(Follow::FailTask(tid, ErrorType::ActorDied, false)),
         }
     }
 
@@ -197,7 +198,7 @@ impl Engine {
                 self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.clock.now);
                 self.clock.schedule_in(fetch, super::clock::Event::ArgsFetched(tid, attempt));
             } else {
-                self.start_task(tid, node);
+                self.follow(Follow::StartTask(tid, node));
             }
         }
     }
@@ -219,17 +220,17 @@ impl Engine {
             if holds && self.model.nodes[n.index()].is_alive() {
                 let req = self.specs[spec_id as usize].request.clone();
                 match bundle {
-                    Some((pg, b)) => self.return_to_bundle(pg, b, &req),
+                    Some((pg, b)) => self.follow(Follow::ReturnToBundle(pg, b, req.clone())),
                     None => {
                         self.local_resources().release(n, &req);
-                        self.on_resources_freed(n);
+                        self.follow(Follow::ResourcesFreed(n));
                     }
                 }
             }
         }
         // A creation task still in flight dies with the worker.
         if self.model.tasks.contains_key(&creation_task) {
-            self.fail_task(creation_task, ErrorType::ActorDied, false);
+            self.follow(Follow::FailTask(creation_task, ErrorType::ActorDied, false));
         }
         self.cluster_events().actor_died(aid, node, cause, restart);
         if restart {
@@ -239,7 +240,7 @@ impl Engine {
             self.model.counters.actors_restarted += 1;
             self.model.set_actor_state(aid, ActorState::Restarting, self.clock.now);
             for tid in running {
-                self.fail_task(tid, ErrorType::ActorDied, true);
+                self.follow(Follow::FailTask(tid, ErrorType::ActorDied, true));
             }
             // Failing those calls can end the job (the driver sees the error), which kills
             // this actor for good: then there is nothing to restart.
@@ -254,7 +255,7 @@ impl Engine {
         let children = a.children.clone();
         self.model.set_actor_state(aid, ActorState::Dead, self.clock.now);
         for tid in running.into_iter().chain(queued) {
-            self.fail_task(tid, ErrorType::ActorDied, false);
+            self.follow(Follow::FailTask(tid, ErrorType::ActorDied, false));
         }
         // Actors fate-share with their owner.
         for c in children {
@@ -283,7 +284,7 @@ impl Engine {
         task.bundle = bundle;
         self.model.insert_task(task);
         self.model.counters.tasks_retried += 1;
-        self.try_schedule(tid);
+        self.follow(Follow::TrySchedule(tid));
     }
 }
 

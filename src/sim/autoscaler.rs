@@ -3,6 +3,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;
@@ -237,7 +238,7 @@ impl Engine {
         };
         for v in self.autoscaler.scale_down(&mut self.model.nodes, idle, self.clock.now) {
             self.cluster_events().node_removed(v, "idle");
-            self.kill_node(v, "autoscaler: idle node terminated", false);
+            self.follow(Follow::KillNode(v, "autoscaler: idle node terminated", false));
         }
         if !self.workloads_done() || self.queues.waiting_count() + self.queues.infeasible_count() > 0 {
             self.clock.schedule_in(TICK_US, Event::AutoscalerTick);

@@ -8,6 +8,7 @@
 //! (`runner.rs`, `EngineHandle::set_speed`), which never asks the engine.
 
 use super::engine::Engine;
+use super::follow::Follow;
 use super::node_manager::GcsNodeManager;
 use crate::config::WorkloadConfig;
 use crate::model::*;
@@ -107,7 +108,7 @@ impl Engine {
         match c {
             Control::KillNode { ip } => {
                 let n = alive_node_at(&self.node_manager, &self.model, &ip)?;
-                self.kill_node(n, "killed through the control API", true);
+                self.follow(Follow::KillNode(n, "killed through the control API", true));
                 Ok(ControlOutcome::NodeKilled { node_id: self.model.node(n).node_id.clone(), ip })
             }
             Control::RestoreNode { ip } => {
@@ -129,7 +130,11 @@ impl Engine {
                         Err(ControlError::conflict(format!("actor {actor_id:x} is already dead")))
                     }
                     Some(_) => {
-                        self.actor_died(a, "killed by ray.kill through the control API", !no_restart);
+                        self.follow(Follow::ActorDied(
+                            a,
+                            "killed by ray.kill through the control API".into(),
+                            !no_restart,
+                        ));
                         let state = self.model.actors.get(&a).map_or(ActorState::Dead, |x| x.state());
                         Ok(ControlOutcome::ActorKilled { actor_id: a, state })
                     }
@@ -177,7 +182,7 @@ impl Engine {
                 if self.model.jobs[&job].status().is_terminal() {
                     return Ok(ControlOutcome::JobStopped { stopped: false });
                 }
-                self.end_job(job, JobStatus::Stopped, "stopped through the Jobs API");
+                self.follow(Follow::EndJob(job, JobStatus::Stopped, "stopped through the Jobs API".into()));
                 Ok(ControlOutcome::JobStopped { stopped: true })
             }
             Control::DeleteJob { id } => {

@@ -17,6 +17,7 @@ use super::autoscaler::Autoscaler;
 use super::clock::{Clock, Event};
 use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
+use super::follow::Follow;
 use super::jobs::JobManager;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
@@ -232,7 +233,7 @@ impl Engine {
             Event::AutoscalerTick => self.on_autoscaler_tick(),
             Event::MemoryCheck(n) => {
                 self.faults.memory_monitor.look_taken(n);
-                self.check_memory(n);
+                self.follow(Follow::CheckMemory(n));
             }
         }
     }

@@ -2,6 +2,7 @@
 
 use super::clock::{Clock, Event};
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
@@ -29,7 +30,7 @@ impl Engine {
             }
             let (spec_id, pc, attempt) = (t.spec, t.pc as usize, t.attempt);
             let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
-                self.finish_task(tid);
+                self.follow(Follow::FinishTask(tid));
                 return;
             };
             match op {
@@ -107,11 +108,11 @@ impl Engine {
                     }
                     if t.exec.failed_futures > 0 {
                         // The exception re-raises in the caller (RayTaskError).
-                        self.fail_task(tid, ErrorType::TaskExecutionException, true);
+                        self.follow(Follow::FailTask(tid, ErrorType::TaskExecutionException, true));
                         return;
                     }
                     t.pc += 1;
-                    self.release_task_refs(tid, false);
+                    self.follow(Follow::ReleaseTaskRefs(tid, false));
                 }
                 Op::Put(size) => {
                     let size = *size;
@@ -137,7 +138,7 @@ impl Engine {
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
                     t.pc += 1;
                     if let Some(pg) = t.exec.pg.take() {
-                        self.remove_placement_group(pg);
+                        self.follow(Follow::RemovePlacementGroup(pg));
                     }
                 }
                 Op::Repeat { to, times } => {
@@ -183,7 +184,7 @@ impl Engine {
         }
         // The consumers now hold the inputs; the submitter's own references go.
         for f in inputs {
-            self.unref_object(f);
+            self.follow(Follow::UnrefObject(f));
         }
         self.hold_futures(tid, attempt, returns);
     }
@@ -194,7 +195,7 @@ impl Engine {
     pub(crate) fn hold_futures(&mut self, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) {
         if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
             for r in returns {
-                self.unref_object(r);
+                self.follow(Follow::UnrefObject(r));
             }
             return;
         }
@@ -326,7 +327,7 @@ impl Engine {
                 if let Some(n) = t.node {
                     t.cpu_released = true;
                     self.local_resources().lend_cpu(n, cpu);
-                    self.on_resources_freed(n);
+                    self.follow(Follow::ResourcesFreed(n));
                 }
             }
         }
@@ -349,7 +350,7 @@ impl Engine {
         if t.cpu_released {
             if let Some(n) = t.node {
                 self.raylets.wait_to_resume(n, owner);
-                self.on_resources_freed(n);
+                self.follow(Follow::ResourcesFreed(n));
             }
             return;
         }

@@ -4,6 +4,7 @@
 use super::actors::ActorManager;
 use super::clock::Event;
 use super::engine::Engine;
+use super::follow::Follow;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
 use crate::config::FaultConfig;
@@ -102,7 +103,7 @@ impl Engine {
                 alive.sort();
                 if let Some(a) = alive.first() {
                     log_event!(self.model.log, self.clock.now, "fault", "kill actor {:x} class={}", a.0, class);
-                    self.actor_died(*a, "killed by ray.kill (fault injection)", !no_restart);
+                    self.follow(Follow::ActorDied(*a, "killed by ray.kill (fault injection)".into(), !no_restart));
                 }
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
@@ -169,10 +170,10 @@ impl Engine {
             let is_driver = self.model.tasks.get(&tid).is_some_and(|t| t.kind == TaskType::DriverTask);
             if is_driver {
                 if let Some(job) = self.model.tasks.get(&tid).map(|t| t.job) {
-                    self.end_job(job, JobStatus::Failed, "the head node died");
+                    self.follow(Follow::EndJob(job, JobStatus::Failed, "the head node died".into()));
                 }
             } else {
-                self.fail_task(tid, ErrorType::NodeDied, true);
+                self.follow(Follow::FailTask(tid, ErrorType::NodeDied, true));
             }
         }
         self.raylets.clear_resuming(n);
@@ -182,7 +183,7 @@ impl Engine {
             if let Some(actor) = self.model.actors.get_mut(&a) {
                 actor.holds_resources = false;
             }
-            self.actor_died(a, "the node running the actor died", true);
+            self.follow(Follow::ActorDied(a, "the node running the actor died".into(), true));
         }
         // Hard affinity to this node can never be satisfied now, and work only this node
         // could hold is infeasible: ask again (fail, or join the infeasible demand).
@@ -191,9 +192,9 @@ impl Engine {
             .queues
             .take_classes(|k| k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request)));
         for tid in stranded.into_iter().flatten() {
-            self.try_schedule(tid);
+            self.follow(Follow::TrySchedule(tid));
         }
-        self.lose_objects_on(n);
+        self.follow(Follow::LoseObjectsOn(n));
         {
             let s = &mut self.model.nodes[n.index()].store;
             s.used = Bytes(0);
@@ -202,7 +203,7 @@ impl Engine {
             s.fallback = Bytes(0);
             s.worker_heap = Bytes(0);
         }
-        self.reschedule_pgs_on(n);
+        self.follow(Follow::ReschedulePgsOn(n));
         // A dead node stays in the table (up to sim.dead_node_capacity): give back what
         // its queues grew to while alive.
         self.plasma.clear_node(n);
@@ -264,15 +265,15 @@ impl Engine {
                         self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
                     self.model.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
                     if kind == TaskType::ActorTask {
-                        self.actor_died(a, "killed by the memory monitor (OOM)", true);
+                        self.follow(Follow::ActorDied(a, "killed by the memory monitor (OOM)".into(), true));
                     } else {
                         // Failing the constructor kills (and may restart) the actor.
-                        self.fail_task(victim, ErrorType::OutOfMemory, false);
+                        self.follow(Follow::FailTask(victim, ErrorType::OutOfMemory, false));
                     }
                 }
                 _ => {
                     self.model.counters.count_oom_kill(n.0, "MemoryManager.TaskEviction.Total", name);
-                    self.fail_task(victim, ErrorType::OutOfMemory, true);
+                    self.follow(Follow::FailTask(victim, ErrorType::OutOfMemory, true));
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::model::*;
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
@@ -136,7 +137,7 @@ impl Engine {
         self.raylets.lease_granted(head, driver_id);
         self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
         self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
-        self.run_program(driver_id);
+        self.follow(Follow::RunProgram(driver_id));
         id
     }
 
@@ -194,21 +195,21 @@ impl Engine {
             .collect();
         actors.sort();
         for a in actors {
-            self.actor_died(a, "job finished: the driver exited", false);
+            self.follow(Follow::ActorDied(a, "job finished: the driver exited".into(), false));
         }
         let mut tasks: Vec<TaskId> = self.model.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
         tasks.sort();
         for t in tasks {
-            self.fail_task(t, ErrorType::JobStopped, false);
+            self.follow(Follow::FailTask(t, ErrorType::JobStopped, false));
         }
         let pgs: Vec<PgId> =
             self.model.pgs.values().filter(|p| p.job == job && p.state() != PgState::Removed).map(|p| p.id).collect();
         for pg in pgs {
-            self.remove_placement_group(pg);
+            self.follow(Follow::RemovePlacementGroup(pg));
         }
         if let Some(d) = self.model.jobs.get(&job).map(|j| j.driver) {
             // The driver of a stopped job may still hold futures.
-            self.release_task_refs(d, true);
+            self.follow(Follow::ReleaseTaskRefs(d, true));
         }
     }
 }

@@ -29,6 +29,7 @@ mod event_queue;
 mod exec;
 mod faults;
 mod flow_recorder;
+mod follow;
 mod invariants;
 mod jobs;
 mod node_manager;

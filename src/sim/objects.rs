@@ -4,6 +4,7 @@
 
 use super::actors::ActorManager;
 use super::engine::Engine;
+use super::follow::Follow;
 use super::node_runtime::Raylets;
 use crate::log_event;
 use crate::model::*;
@@ -183,7 +184,7 @@ impl Engine {
         let in_use = InUse { raylets: &self.raylets, actors: &self.actor_manager };
         self.plasma.add(&mut self.model, in_use, node, id, size, self.clock.now);
         if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
-            self.check_memory(node);
+            self.follow(Follow::CheckMemory(node));
         }
     }
 
@@ -258,7 +259,7 @@ impl Engine {
         let waiters = std::mem::take(&mut o.waiters);
         let (owner, owner_waits) = (o.owner, o.owner_waits);
         if owner_waits {
-            self.on_future_resolved(owner, false);
+            self.follow(Follow::FutureResolved(owner, false));
         }
         for w in waiters {
             let Some(t) = self.model.tasks.get_mut(&w) else { continue };
@@ -267,7 +268,7 @@ impl Engine {
             }
             t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
             if t.exec.unresolved == 0 {
-                self.on_task_ready(w);
+                self.follow(Follow::TaskReady(w));
             }
         }
     }
@@ -279,11 +280,11 @@ impl Engine {
         let waiters = std::mem::take(&mut o.waiters);
         let (owner, owner_waits) = (o.owner, o.owner_waits);
         if owner_waits {
-            self.on_future_resolved(owner, true);
+            self.follow(Follow::FutureResolved(owner, true));
         }
         for w in waiters {
             if self.model.tasks.get(&w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
-                self.fail_task(w, ErrorType::TaskExecutionException, false);
+                self.follow(Follow::FailTask(w, ErrorType::TaskExecutionException, false));
             }
         }
         PlasmaStores::free_if_unreferenced(&mut self.model, id);
@@ -361,7 +362,7 @@ impl Engine {
         }
         self.seal_object(id, node);
         self.flow.put(&self.model, tid, self.clock.now, size);
-        self.hold_futures(tid, attempt, vec![id]);
+        self.follow(Follow::HoldFutures(tid, attempt, vec![id]));
     }
 
     /// A node died: copies there are gone. Objects left without any copy are
@@ -427,7 +428,7 @@ impl Engine {
             let waiters = std::mem::take(&mut o.waiters);
             o.status = ObjectStatus::Failed;
             for w in waiters {
-                self.fail_task(w, ErrorType::ObjectLost, false);
+                self.follow(Follow::FailTask(w, ErrorType::ObjectLost, false));
             }
             return;
         }

@@ -10,6 +10,7 @@
 //! runtime, or decide placement (the scheduler's `place_bundles` does).
 
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{PgDecision, Scheduler};
@@ -194,7 +195,7 @@ impl Engine {
             if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
                 t.pc += 1;
                 self.model.set_task_state(creator, TaskState::Running, self.clock.now);
-                self.run_program(creator);
+                self.follow(Follow::RunProgram(creator));
             }
         }
         self.drain_bundle_waiters(id);
@@ -237,7 +238,7 @@ impl Engine {
         self.model.set_pg_state(id, PgState::Removed, self.clock.now);
         let nodes: Vec<NodeIdx> = self.model.pgs[&id].bundles.iter().filter_map(|b| b.node).collect();
         for n in nodes {
-            self.on_resources_freed(n);
+            self.follow(Follow::ResourcesFreed(n));
         }
     }
 
@@ -246,11 +247,11 @@ impl Engine {
         let spec = self.model.tasks[&tid].spec;
         let req = self.specs[spec as usize].request.clone();
         let Some(group) = self.model.pgs.get_mut(&pg) else {
-            self.fail_task(tid, ErrorType::TaskUnschedulable, false);
+            self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false));
             return;
         };
         if group.state() == PgState::Removed {
-            self.fail_task(tid, ErrorType::TaskUnschedulable, false);
+            self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false));
             return;
         }
         let placed = group.state() == PgState::Created;
@@ -287,7 +288,7 @@ impl Engine {
                 self.clock.schedule_in(delay, super::clock::Event::Dispatch(tid, attempt));
             }
             Some(_) => self.queues.wait_for_bundle(pg, tid),
-            None => self.fail_task(tid, ErrorType::TaskUnschedulable, false),
+            None => self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false)),
         }
     }
 
@@ -300,7 +301,7 @@ impl Engine {
         let Some(q) = self.queues.take_bundle_waiters(pg) else { return };
         for tid in q {
             if self.model.tasks.contains_key(&tid) {
-                self.try_schedule(tid);
+                self.follow(Follow::TrySchedule(tid));
             }
         }
     }

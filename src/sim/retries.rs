@@ -5,6 +5,7 @@
 use super::clock::Event;
 use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::log_event;
 use crate::model::*;
 
@@ -41,7 +42,7 @@ impl Engine {
             }
         }
         unqueue_waiting(&mut self.queues, &self.model, tid);
-        self.release_lease(tid);
+        self.follow(Follow::ReleaseLease(tid));
         if kind == TaskType::DriverTask {
             if let Some(n) = node {
                 self.raylets.lease_returned(n, tid);
@@ -55,7 +56,7 @@ impl Engine {
                 a.queue.remove(pos);
             }
         }
-        self.release_task_refs(tid, !retry);
+        self.follow(Follow::ReleaseTaskRefs(tid, !retry));
         if retry {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             let mut delay = 0;
@@ -77,7 +78,7 @@ impl Engine {
             let ret = t.returns;
             self.flow.ended(&self.model, tid, self.clock.now, false, 0);
             self.model.retire_task(tid, TaskState::Failed, self.clock.now, 0);
-            self.object_failed(ret);
+            self.follow(Follow::ObjectFailed(ret));
             // The actor whose constructor this was dies with it (unless that death is what
             // failed it): system failures restart it within `max_restarts`; an exception
             // in the constructor or an unschedulable actor is final, as in Ray's GCS.
@@ -87,15 +88,15 @@ impl Engine {
                     ErrorType::NodeDied => "the node running the actor died".to_string(),
                     e => format!("the creation task failed: {}", e.as_str()),
                 };
-                self.actor_died(a, &cause, err.is_system());
+                self.follow(Follow::ActorDied(a, cause.clone().into(), err.is_system()));
             }
             if kind == TaskType::DriverTask {
-                self.end_job(job, JobStatus::Failed, &format!("driver failed: {}", err.as_str()));
+                self.follow(Follow::EndJob(job, JobStatus::Failed, format!("driver failed: {}", err.as_str()).into()));
             }
         }
         if let Some(a) = actor {
             if kind == TaskType::ActorTask {
-                self.pump_actor(a);
+                self.follow(Follow::PumpActor(a));
             }
         }
     }
@@ -109,9 +110,9 @@ impl Engine {
             return;
         }
         if self.model.tasks[&tid].kind == TaskType::ActorTask {
-            self.enqueue_actor_task(tid);
+            self.follow(Follow::EnqueueActorTask(tid));
         } else {
-            self.try_schedule(tid);
+            self.follow(Follow::TrySchedule(tid));
         }
     }
 

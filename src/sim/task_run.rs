@@ -7,6 +7,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
+use super::follow::Follow;
 use crate::model::*;
 
 impl Engine {
@@ -57,7 +58,7 @@ impl Engine {
         if missing == 0 {
             return false;
         }
-        self.release_lease(tid);
+        self.follow(Follow::ReleaseLease(tid));
         let t = self.model.tasks.get_mut(&tid).expect("task exists");
         t.exec.unresolved = missing;
         t.node = None;
@@ -97,7 +98,7 @@ impl Engine {
     /// The caller's busy time for its last submissions is over: go on with its program.
     pub(crate) fn on_resume(&mut self, tid: TaskId, attempt: u32) {
         if self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
-            self.run_program(tid);
+            self.follow(Follow::RunProgram(tid));
         }
     }
 
@@ -126,11 +127,11 @@ impl Engine {
             }
         }
         if heap > 0 {
-            self.check_memory(node);
+            self.follow(Follow::CheckMemory(node));
         }
         self.flow.started(&self.model, tid, node, self.clock.now);
         if self.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::Running) {
-            self.run_program(tid);
+            self.follow(Follow::RunProgram(tid));
         }
     }
 
@@ -157,15 +158,15 @@ impl Engine {
                         // An actor's calls run in its own process: a crash there is the
                         // actor's death (restarted within max_restarts; its calls fail or retry).
                         (TaskType::ActorTask, Some(a), false) => {
-                            self.actor_died(a, "the actor's worker process died", true)
+                            self.follow(Follow::ActorDied(a, "the actor's worker process died".into(), true))
                         }
-                        _ => self.fail_task(tid, err, true),
+                        _ => self.follow(Follow::FailTask(tid, err, true)),
                     }
                     return;
                 }
             }
         }
-        self.run_program(tid);
+        self.follow(Follow::RunProgram(tid));
     }
 
     /// The program ran to its end: seal the return value and release everything.
@@ -194,9 +195,9 @@ impl Engine {
                 self.raylets.lease_returned(n, tid);
             }
         } else {
-            self.release_lease(tid);
+            self.follow(Follow::ReleaseLease(tid));
         }
-        self.release_task_refs(tid, true);
+        self.follow(Follow::ReleaseTaskRefs(tid, true));
         self.flow.ended(&self.model, tid, self.clock.now, true, return_size);
         self.model.retire_task(tid, TaskState::Finished, self.clock.now, return_size);
         if kind == TaskType::ActorTask {
@@ -210,20 +211,20 @@ impl Engine {
             o.producer_attempt = attempt;
         }
         if let Some(n) = node {
-            self.seal_object(ret, n);
+            self.follow(Follow::SealObject(ret, n));
         }
         match kind {
             TaskType::ActorCreationTask => {
                 if let (Some(a), Some(n)) = (actor, node) {
-                    self.actor_created(a, n, keeps_resources);
+                    self.follow(Follow::ActorCreated(a, n, keeps_resources));
                 }
             }
             TaskType::ActorTask => {
                 if let Some(a) = actor {
-                    self.pump_actor(a);
+                    self.follow(Follow::PumpActor(a));
                 }
             }
-            TaskType::DriverTask => self.end_job(job, JobStatus::Succeeded, "driver finished"),
+            TaskType::DriverTask => self.follow(Follow::EndJob(job, JobStatus::Succeeded, "driver finished".into())),
             TaskType::NormalTask => {}
         }
     }

@@ -4,6 +4,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
+use super::follow::Follow;
 use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;
@@ -61,7 +62,7 @@ impl Engine {
         self.model.insert_task(task);
         self.flow.submitted(&mut self.model, &self.specs, tid, self.clock.now);
         if failed_arg {
-            self.fail_task(tid, ErrorType::TaskExecutionException, false);
+            self.follow(Follow::FailTask(tid, ErrorType::TaskExecutionException, false));
         } else if unresolved == 0 {
             self.on_task_ready(tid);
         }
@@ -76,7 +77,7 @@ impl Engine {
         let kind = t.kind;
         self.model.set_task_state(tid, TaskState::PendingNodeAssignment, self.clock.now);
         if kind == TaskType::ActorTask {
-            self.enqueue_actor_task(tid);
+            self.follow(Follow::EnqueueActorTask(tid));
         } else {
             self.try_schedule(tid);
         }
@@ -86,7 +87,7 @@ impl Engine {
     pub(crate) fn try_schedule(&mut self, tid: TaskId) {
         let Some(t) = self.model.tasks.get(&tid) else { return };
         if let Some((pg, bundle)) = t.bundle {
-            self.try_schedule_in_bundle(tid, pg, bundle);
+            self.follow(Follow::TryScheduleInBundle(tid, pg, bundle));
             return;
         }
         let spec_id = t.spec;
@@ -125,7 +126,7 @@ impl Engine {
                 } else {
                     ErrorType::TaskUnschedulable
                 };
-                self.fail_task(tid, err, false);
+                self.follow(Follow::FailTask(tid, err, false));
             }
         }
     }
@@ -173,7 +174,7 @@ impl Engine {
         self.raylets.lease_returned(node, tid);
         if let Some((pg, b)) = t.bundle {
             let req = self.specs[t.spec as usize].request.clone();
-            self.return_to_bundle(pg, b, &req);
+            self.follow(Follow::ReturnToBundle(pg, b, req.clone()));
             return;
         }
         if !self.model.nodes[node.index()].is_alive() {
@@ -195,10 +196,10 @@ impl Engine {
             if let Some(o) = self.model.objects.get_mut(&f) {
                 o.owner_waits = false;
             }
-            self.unref_object(f);
+            self.follow(Follow::UnrefObject(f));
         }
         for a in args.iter() {
-            self.unref_object(*a);
+            self.follow(Follow::UnrefObject(*a));
         }
     }
 
@@ -221,10 +222,10 @@ impl Engine {
             let t = self.model.tasks.get_mut(&tid).expect("task exists");
             t.cpu_released = false;
             self.model.set_task_state(tid, TaskState::Running, self.clock.now);
-            self.run_program(tid);
+            self.follow(Follow::RunProgram(tid));
         }
         if self.pg_manager.has_pending() {
-            self.retry_pending_pgs();
+            self.follow(Follow::RetryPendingPgs);
         }
         if self.queues.waiting_count() == 0 {
             return;
@@ -259,7 +260,7 @@ impl Engine {
             }
         }
         if self.pg_manager.has_pending() {
-            self.retry_pending_pgs();
+            self.follow(Follow::RetryPendingPgs);
         }
         if let Some(last) = self.model.nodes.last() {
             let idx = last.idx;

@@ -1,0 +1,122 @@
+//! Follow-ups: what one component asks of another once its own table is updated.
+//!
+//! Ray's components talk through RPCs and callbacks: the GCS actor manager tells the
+//! owner that an actor died, the owner fails the calls it had queued, the raylet hands a
+//! freed CPU to the next lease. Here the same requests are [`Follow`] values. A component
+//! updates its own table, returns the follow-ups in the order it would have made the
+//! calls, and the engine runs them depth first, before the next event: the event log is
+//! exactly what direct calls wrote, and no component needs a handle on another.
+//!
+//! Owns: the list of requests that cross a component's border, and the one place they
+//! are routed ([`Engine::follow`]). Must never: decide anything itself (each arm hands
+//! the request to the component that owns it), or defer a follow-up to a later event
+//! (that would reorder the log).
+
+use super::engine::Engine;
+use crate::model::*;
+use std::borrow::Cow;
+
+/// A request from one component to another, run at once by [`Engine::follow`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Follow {
+    /// The owner fails a task (retrying it if allowed and budgeted).
+    FailTask(TaskId, ErrorType, bool),
+    /// The GCS actor manager hears that an actor's worker died (restart allowed or not).
+    ActorDied(ActorId, Cow<'static, str>, bool),
+    /// An actor's creation task finished on a node (holding its resources or not).
+    ActorCreated(ActorId, NodeIdx, bool),
+    /// An actor call whose arguments are ready joins its actor's queue.
+    EnqueueActorTask(TaskId),
+    /// An actor may start queued calls.
+    PumpActor(ActorId),
+    /// A job ends with a status and a message.
+    EndJob(JobId, JobStatus, Cow<'static, str>),
+    /// A node dies (why, and whether it counts as a failure).
+    KillNode(NodeIdx, &'static str, bool),
+    /// The memory monitor looks at a node.
+    CheckMemory(NodeIdx),
+    /// Every copy on a dead node is gone.
+    LoseObjectsOn(NodeIdx),
+    /// A task's return exists on a node.
+    SealObject(ObjectId, NodeIdx),
+    /// A task's return failed for good.
+    ObjectFailed(ObjectId),
+    /// An object reference is dropped.
+    UnrefObject(ObjectId),
+    /// An owner holds the futures it just got.
+    HoldFutures(TaskId, u32, Vec<ObjectId>),
+    /// A future of a task resolved (or failed).
+    FutureResolved(TaskId, bool),
+    /// A task's arguments are all available.
+    TaskReady(TaskId),
+    /// The scheduler tries to place a task.
+    TrySchedule(TaskId),
+    /// A task in a placement group bundle tries to start there.
+    TryScheduleInBundle(TaskId, PgId, u32),
+    /// A task gives its lease back.
+    ReleaseLease(TaskId),
+    /// A task drops its references (its arguments too, or only its futures).
+    ReleaseTaskRefs(TaskId, bool),
+    /// Resources came free on a node.
+    ResourcesFreed(NodeIdx),
+    /// A bundle gets resources back.
+    ReturnToBundle(PgId, u32, ResourceRequest),
+    /// Pending placement groups try again.
+    RetryPendingPgs,
+    /// A placement group is removed.
+    RemovePlacementGroup(PgId),
+    /// The groups with bundles on a dead node are placed again.
+    ReschedulePgsOn(NodeIdx),
+    /// A worker runs a task's program on.
+    RunProgram(TaskId),
+    /// A task starts on a node.
+    StartTask(TaskId, NodeIdx),
+    /// A task's program ended.
+    FinishTask(TaskId),
+}
+
+/// The follow-ups of one step, in the order they run.
+pub(crate) type Follows = Vec<Follow>;
+
+impl Engine {
+    /// Run one follow-up: the component that owns it takes it, and whatever that asks
+    /// next runs before this returns (depth first, as the calls it stands for would).
+    pub(crate) fn follow(&mut self, f: Follow) {
+        match f {
+            Follow::FailTask(t, err, retry) => self.fail_task(t, err, retry),
+            Follow::ActorDied(a, cause, restart) => self.actor_died(a, &cause, restart),
+            Follow::ActorCreated(a, n, holds) => self.actor_created(a, n, holds),
+            Follow::EnqueueActorTask(t) => self.enqueue_actor_task(t),
+            Follow::PumpActor(a) => self.pump_actor(a),
+            Follow::EndJob(j, status, message) => self.end_job(j, status, &message),
+            Follow::KillNode(n, reason, failure) => self.kill_node(n, reason, failure),
+            Follow::CheckMemory(n) => self.check_memory(n),
+            Follow::LoseObjectsOn(n) => self.lose_objects_on(n),
+            Follow::SealObject(o, n) => self.seal_object(o, n),
+            Follow::ObjectFailed(o) => self.object_failed(o),
+            Follow::UnrefObject(o) => self.unref_object(o),
+            Follow::HoldFutures(t, attempt, returns) => self.hold_futures(t, attempt, returns),
+            Follow::FutureResolved(t, failed) => self.on_future_resolved(t, failed),
+            Follow::TaskReady(t) => self.on_task_ready(t),
+            Follow::TrySchedule(t) => self.try_schedule(t),
+            Follow::TryScheduleInBundle(t, pg, b) => self.try_schedule_in_bundle(t, pg, b),
+            Follow::ReleaseLease(t) => self.release_lease(t),
+            Follow::ReleaseTaskRefs(t, args_too) => self.release_task_refs(t, args_too),
+            Follow::ResourcesFreed(n) => self.on_resources_freed(n),
+            Follow::ReturnToBundle(pg, b, req) => self.return_to_bundle(pg, b, &req),
+            Follow::RetryPendingPgs => self.retry_pending_pgs(),
+            Follow::RemovePlacementGroup(pg) => self.remove_placement_group(pg),
+            Follow::ReschedulePgsOn(n) => self.reschedule_pgs_on(n),
+            Follow::RunProgram(t) => self.run_program(t),
+            Follow::StartTask(t, n) => self.start_task(t, n),
+            Follow::FinishTask(t) => self.finish_task(t),
+        }
+    }
+
+    /// Run follow-ups in order.
+    pub(crate) fn follow_all(&mut self, follows: Follows) {
+        for f in follows {
+            self.follow(f);
+        }
+    }
+}
