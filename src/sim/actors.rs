@@ -7,7 +7,7 @@
 //! change a node's resources except through the node runtime.
 
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{cx, Follow};
 use crate::log_event;
 use crate::model::*;
 use crate::workload::ActorOptions;
@@ -269,7 +269,7 @@ impl Engine {
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
         let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
-        let ret = self.new_return_object(tid, owner, job, spec_id, 0, &[]);
+        let ret = super::objects::new_return_object(cx!(self), tid, owner, job, spec_id, 0, &[]);
         let name = self.specs[spec_id as usize].name;
         if let Some(o) = self.model.objects.get_mut(&ret) {
             o.owner_waits = false;

@@ -68,7 +68,12 @@ impl Engine {
     }
 }
 
-impl EventWriter<'_> {
+impl<'a> EventWriter<'a> {
+    /// A writer over the model's cluster events, at `now`.
+    pub(crate) fn at(m: &'a mut Model, now: u64) -> EventWriter<'a> {
+        EventWriter { m, now }
+    }
+
     fn record_cluster_event(&mut self, e: NewEvent) {
         self.m.cluster_events.record_with(self.now, || e);
     }

@@ -8,7 +8,7 @@
 //! (`runner.rs`, `EngineHandle::set_speed`), which never asks the engine.
 
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{cx, Follow};
 use super::node_manager::GcsNodeManager;
 use crate::config::WorkloadConfig;
 use crate::model::*;
@@ -172,7 +172,9 @@ impl Engine {
                 let live = self.model.tasks.len() as u64;
                 crate::config::limits::admit(&self.cfg.cluster.limits, live, self.jobs.template(template).tasks)
                     .map_err(ControlError::limit_exceeded)?;
-                let job = self.start_job(template, submission_id);
+                let (job, follows) =
+                    self.jobs.start(cx!(self), &mut self.flow, self.node_manager.head(), template, submission_id);
+                self.follow_all(follows);
                 let submission_id = self.model.jobs[&job].submission_id.clone();
                 Ok(ControlOutcome::JobSubmitted { job_id: job, submission_id })
             }

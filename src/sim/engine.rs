@@ -17,6 +17,7 @@ use super::autoscaler::Autoscaler;
 use super::clock::{Clock, Event};
 use super::cluster_queues::ClusterQueues;
 use super::faults::FaultState;
+use super::follow::cx;
 use super::follow::Follow;
 use super::jobs::JobManager;
 use super::node_manager::GcsNodeManager;
@@ -218,9 +219,13 @@ impl Engine {
         match ev {
             Event::StartJob(t) => {
                 self.jobs.start_reached();
-                self.start_job(t, None);
+                let (_, follows) = self.jobs.start(cx!(self), &mut self.flow, self.node_manager.head(), t, None);
+                self.follow_all(follows);
             }
-            Event::MixArrival(m) => self.mix_arrival(m),
+            Event::MixArrival(m) => {
+                let follows = self.jobs.arrival(cx!(self), &mut self.flow, self.node_manager.head(), m);
+                self.follow_all(follows);
+            }
             Event::Dispatch(t, a) => self.on_dispatch(t, a),
             Event::ArgsFetched(t, a) => self.on_args_fetched(t, a),
             Event::Begin(t, a) => self.on_begin(t, a),

@@ -12,9 +12,67 @@
 //! the request to the component that owns it), or defer a follow-up to a later event
 //! (that would reorder the log).
 
+use super::clock::Clock;
+use super::cluster_events::EventWriter;
 use super::engine::Engine;
+use super::jobs::JobManager;
+use super::node_runtime::{LocalResources, Raylets};
+use crate::config::Config;
 use crate::model::*;
+use crate::scheduler::Scheduler;
+use crate::workload::CallSpec;
+use rand_chacha::ChaCha8Rng;
 use std::borrow::Cow;
+
+/// What a component may touch beside its own state: the model's tables (each record's
+/// state changes only through its transition), the clock, the node runtime (raylets'
+/// lists, and availability through [`LocalResources`]), the config, the programs' specs
+/// and the seeded RNG. Another component's state is never in it: a component that must
+/// read one gets it as an argument, and one that must change one returns a [`Follow`].
+pub(crate) struct Cx<'a> {
+    pub(crate) model: &'a mut Model,
+    pub(crate) clock: &'a mut Clock,
+    pub(crate) raylets: &'a mut Raylets,
+    pub(crate) sched: &'a mut Scheduler,
+    pub(crate) cfg: &'a Config,
+    pub(crate) specs: &'a [CallSpec],
+    pub(crate) rng: &'a mut ChaCha8Rng,
+}
+
+impl Cx<'_> {
+    /// Virtual time now, in µs.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now
+    }
+
+    /// The node runtime: the one way to change a node's availability.
+    pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
+        LocalResources::of(&mut self.model.nodes, self.sched)
+    }
+
+    /// The cluster-event writer, at the current instant.
+    pub(crate) fn cluster_events(&mut self) -> EventWriter<'_> {
+        EventWriter::at(self.model, self.clock.now)
+    }
+}
+
+/// The context of a component call, borrowed from the engine's fields (so the component
+/// itself, another field, can be borrowed beside it): `cx!(self)`.
+macro_rules! cx {
+    ($e:expr) => {
+        &mut $crate::sim::follow::Cx {
+            model: &mut $e.model,
+            clock: &mut $e.clock,
+            raylets: &mut $e.raylets,
+            sched: &mut $e.sched,
+            cfg: &$e.cfg,
+            specs: &$e.specs,
+            rng: &mut $e.rng,
+        }
+    };
+}
+pub(crate) use cx;
 
 /// A request from one component to another, run at once by [`Engine::follow`].
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +89,12 @@ pub(crate) enum Follow {
     PumpActor(ActorId),
     /// A job ends with a status and a message.
     EndJob(JobId, JobStatus, Cow<'static, str>),
+    /// An ended job's tasks fail, once its actors are dead.
+    EndJobTasks(JobId),
+    /// An ended job's groups are removed and its driver's references dropped.
+    EndJobGroups(JobId),
+    /// A job mix draws its next arrival.
+    NextArrival(usize),
     /// A node dies (why, and whether it counts as a failure).
     KillNode(NodeIdx, &'static str, bool),
     /// The memory monitor looks at a node.
@@ -88,7 +152,13 @@ impl Engine {
             Follow::ActorCreated(a, n, holds) => self.actor_created(a, n, holds),
             Follow::EnqueueActorTask(t) => self.enqueue_actor_task(t),
             Follow::PumpActor(a) => self.pump_actor(a),
-            Follow::EndJob(j, status, message) => self.end_job(j, status, &message),
+            Follow::EndJob(j, status, message) => {
+                let follows = self.jobs.end(cx!(self), j, status, &message);
+                self.follow_all(follows);
+            }
+            Follow::EndJobTasks(j) => self.follow_all(JobManager::end_tasks(&self.model, j)),
+            Follow::EndJobGroups(j) => self.follow_all(JobManager::end_groups(&self.model, j)),
+            Follow::NextArrival(m) => self.jobs.next_arrival(cx!(self), m),
             Follow::KillNode(n, reason, failure) => self.kill_node(n, reason, failure),
             Follow::CheckMemory(n) => self.check_memory(n),
             Follow::LoseObjectsOn(n) => self.lose_objects_on(n),

@@ -8,8 +8,8 @@
 //! never: run a job's program (the driver is a task like any other, `exec.rs`).
 
 use super::clock::Event;
-use super::engine::Engine;
-use super::follow::Follow;
+use super::flow_recorder::FlowRecorder;
+use super::follow::{Cx, Follow, Follows};
 use crate::model::*;
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
@@ -46,10 +46,6 @@ impl JobManager {
         self.mix_templates.push(picks);
         self.mixes.push(mix);
         self.mixes.len() - 1
-    }
-
-    pub(crate) fn mix(&self, m: usize) -> &JobMix {
-        &self.mixes[m]
     }
 
     /// A mix's choices: (weight, template).
@@ -102,115 +98,140 @@ impl JobManager {
     }
 }
 
-impl Engine {
-    /// Start a job from a template; returns its id.
-    pub(crate) fn start_job(&mut self, template: usize, submission_id: Option<String>) -> JobId {
-        let id = JobId(self.model.next_job);
-        self.model.next_job += 1;
-        let t = self.jobs.template(template).clone();
-        let driver_id = self.model.alloc_task_id();
-        let ret = self.model.alloc_object_id();
-        let head = self.node_manager.head();
-        let spec = &self.specs[t.driver as usize];
-        let mut task = Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, self.clock.now)
-            .in_state(TaskState::Nil);
+impl JobManager {
+    /// Start a job from a template with its driver on `head`; returns its id and what
+    /// follows (the driver's program runs, or the job fails when the head is dead).
+    pub(crate) fn start(
+        &mut self,
+        cx: &mut Cx,
+        flow: &mut FlowRecorder,
+        head: NodeIdx,
+        template: usize,
+        submission_id: Option<String>,
+    ) -> (JobId, Follows) {
+        let now = cx.now();
+        let m = &mut *cx.model;
+        let id = JobId(m.next_job);
+        m.next_job += 1;
+        let t = self.template(template).clone();
+        let driver_id = m.alloc_task_id();
+        let ret = m.alloc_object_id();
+        let spec = &cx.specs[t.driver as usize];
+        let mut task =
+            Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, now).in_state(TaskState::Nil);
         task.node = Some(head);
         task.returns = ret;
-        task.started_at = Some(self.clock.now);
-        self.model.insert_task(task);
+        task.started_at = Some(now);
+        m.insert_task(task);
         let submission_id =
-            submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(&mut self.rng)));
-        let mut job = Job::pending(id, submission_id, driver_id, head, self.clock.now);
+            submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(cx.rng)));
+        let mut job = Job::pending(id, submission_id, driver_id, head, now);
         job.name = t.name.clone();
         job.entrypoint = t.entrypoint.clone();
         job.workload = template;
-        self.model.jobs.insert(id, job);
-        self.jobs.job_started();
-        self.cluster_events().job_started(id);
-        job_log(&mut self.model, id, format!("Job {} started: {}", id.hex(), t.entrypoint), self.clock.now);
-        if !self.model.nodes[head.index()].is_alive() {
+        m.jobs.insert(id, job);
+        self.job_started();
+        cx.cluster_events().job_started(id);
+        job_log(cx.model, id, format!("Job {} started: {}", id.hex(), t.entrypoint), now);
+        if !cx.model.nodes[head.index()].is_alive() {
             // No head node, no GCS: the driver cannot start.
-            self.end_job(id, JobStatus::Failed, "the head node is dead: the driver cannot start");
-            return id;
+            let follows = self.end(cx, id, JobStatus::Failed, "the head node is dead: the driver cannot start");
+            return (id, follows);
         }
-        self.model.set_job_status(id, JobStatus::Running, self.clock.now, "driver running");
-        self.raylets.lease_granted(head, driver_id);
-        self.model.set_task_state(driver_id, TaskState::Running, self.clock.now);
-        self.flow.job_started(&mut self.model, id, driver_id, head, self.clock.now);
-        self.follow(Follow::RunProgram(driver_id));
-        id
+        cx.model.set_job_status(id, JobStatus::Running, now, "driver running");
+        cx.raylets.lease_granted(head, driver_id);
+        cx.model.set_task_state(driver_id, TaskState::Running, now);
+        flow.job_started(cx.model, id, driver_id, head, now);
+        (id, vec![Follow::RunProgram(driver_id)])
     }
 
-    pub(crate) fn mix_arrival(&mut self, m: usize) {
-        let mix = self.jobs.mix(m).clone();
-        if mix.until.is_some_and(|u| self.clock.now > u) {
-            self.jobs.start_reached();
-            return;
+    /// A job mix's next arrival: a job starts unless the mix is over, full, or the
+    /// cluster is at its live-task limit. The next arrival is drawn once the started
+    /// driver has run ([`Follow::NextArrival`]), as the RNG's order requires.
+    pub(crate) fn arrival(&mut self, cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, m: usize) -> Follows {
+        let mix = &self.mixes[m];
+        if mix.until.is_some_and(|u| cx.now() > u) {
+            self.start_reached();
+            return Vec::new();
         }
-        if self.jobs.live() < mix.max_concurrent_jobs as usize {
-            let picks = self.jobs.mix_picks(m);
-            let total: f64 = picks.iter().map(|(w, _)| *w).sum();
-            let mut x = rand::Rng::random::<f64>(&mut self.rng) * total;
-            let mut chosen = picks[picks.len() - 1].1;
-            for (w, t) in picks {
-                if x < *w {
-                    chosen = *t;
-                    break;
-                }
-                x -= *w;
-            }
-            // Beyond cluster.limits.max_live_tasks an arrival is dropped like one over
-            // max_concurrent_jobs: the mix goes on, memory stays bounded.
-            let live = self.model.tasks.len() as u64;
-            if crate::config::limits::admit(&self.cfg.cluster.limits, live, self.jobs.template(chosen).tasks).is_ok() {
-                self.start_job(chosen, None);
-            } else {
-                self.model.counters.jobs_dropped += 1;
-            }
-        } else {
-            self.model.counters.jobs_dropped += 1;
+        if self.live() >= mix.max_concurrent_jobs as usize {
+            cx.model.counters.jobs_dropped += 1;
+            return vec![Follow::NextArrival(m)];
         }
-        // Exponential inter-arrival time.
-        let u: f64 = rand::Rng::random::<f64>(&mut self.rng);
-        let gap = (-(1.0 - u).ln() * mix.mean_interarrival_us).max(1.0) as u64;
-        self.clock.schedule_in(gap, Event::MixArrival(m));
+        let picks = self.mix_picks(m);
+        let total: f64 = picks.iter().map(|(w, _)| *w).sum();
+        let mut x = rand::Rng::random::<f64>(cx.rng) * total;
+        let mut chosen = picks[picks.len() - 1].1;
+        for (w, t) in picks {
+            if x < *w {
+                chosen = *t;
+                break;
+            }
+            x -= *w;
+        }
+        // Beyond cluster.limits.max_live_tasks an arrival is dropped like one over
+        // max_concurrent_jobs: the mix goes on, memory stays bounded.
+        let live = cx.model.tasks.len() as u64;
+        if crate::config::limits::admit(&cx.cfg.cluster.limits, live, self.template(chosen).tasks).is_err() {
+            cx.model.counters.jobs_dropped += 1;
+            return vec![Follow::NextArrival(m)];
+        }
+        let (_, mut follows) = self.start(cx, flow, head, chosen, None);
+        follows.push(Follow::NextArrival(m));
+        follows
     }
 
-    /// A job ends: its actors die (they fate-share with the driver), its groups are removed
-    /// and anything still running is cancelled.
-    pub(crate) fn end_job(&mut self, job: JobId, status: JobStatus, message: &str) {
-        if self.model.jobs.get(&job).is_none_or(|j| j.status().is_terminal()) {
-            return;
+    /// Schedule a mix's next arrival after an exponential inter-arrival time.
+    pub(crate) fn next_arrival(&self, cx: &mut Cx, m: usize) {
+        let u: f64 = rand::Rng::random::<f64>(cx.rng);
+        let gap = (-(1.0 - u).ln() * self.mixes[m].mean_interarrival_us).max(1.0) as u64;
+        cx.clock.schedule_in(gap, Event::MixArrival(m));
+    }
+
+    /// A job ends: its actors die (they fate-share with the driver), then
+    /// ([`Follow::EndJobTasks`]) what it still runs is cancelled and its groups removed.
+    pub(crate) fn end(&mut self, cx: &mut Cx, job: JobId, status: JobStatus, message: &str) -> Follows {
+        if cx.model.jobs.get(&job).is_none_or(|j| j.status().is_terminal()) {
+            return Vec::new();
         }
-        self.jobs.job_ended();
-        job_log(&mut self.model, job, format!("Job {} {}: {}", job.hex(), status.as_str(), message), self.clock.now);
-        self.model.set_job_status(job, status, self.clock.now, message);
-        self.cluster_events().job_ended(job);
-        let mut actors: Vec<ActorId> = self
-            .model
-            .actors
-            .values()
-            .filter(|a| a.job == job && a.state() != ActorState::Dead)
-            .map(|a| a.id)
-            .collect();
+        let now = cx.now();
+        self.job_ended();
+        job_log(cx.model, job, format!("Job {} {}: {}", job.hex(), status.as_str(), message), now);
+        cx.model.set_job_status(job, status, now, message);
+        cx.cluster_events().job_ended(job);
+        let mut actors: Vec<ActorId> =
+            cx.model.actors.values().filter(|a| a.job == job && a.state() != ActorState::Dead).map(|a| a.id).collect();
         actors.sort();
-        for a in actors {
-            self.follow(Follow::ActorDied(a, "job finished: the driver exited".into(), false));
-        }
-        let mut tasks: Vec<TaskId> = self.model.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
+        let mut follows: Follows =
+            actors.into_iter().map(|a| Follow::ActorDied(a, "job finished: the driver exited".into(), false)).collect();
+        follows.push(Follow::EndJobTasks(job));
+        follows
+    }
+
+    /// The ended job's tasks fail (read once its actors are dead), then its groups go
+    /// and the driver's references are dropped (a stopped driver may still hold futures).
+    pub(crate) fn end_tasks(m: &Model, job: JobId) -> Follows {
+        let mut tasks: Vec<TaskId> = m.tasks.values().filter(|t| t.job == job).map(|t| t.id).collect();
         tasks.sort();
-        for t in tasks {
-            self.follow(Follow::FailTask(t, ErrorType::JobStopped, false));
+        let mut follows: Follows =
+            tasks.into_iter().map(|t| Follow::FailTask(t, ErrorType::JobStopped, false)).collect();
+        follows.push(Follow::EndJobGroups(job));
+        follows
+    }
+
+    /// The ended job's placement groups are removed (read once its tasks failed), then
+    /// the driver drops its references.
+    pub(crate) fn end_groups(m: &Model, job: JobId) -> Follows {
+        let mut follows: Follows = m
+            .pgs
+            .values()
+            .filter(|p| p.job == job && p.state() != PgState::Removed)
+            .map(|p| Follow::RemovePlacementGroup(p.id))
+            .collect();
+        if let Some(d) = m.jobs.get(&job).map(|j| j.driver) {
+            follows.push(Follow::ReleaseTaskRefs(d, true));
         }
-        let pgs: Vec<PgId> =
-            self.model.pgs.values().filter(|p| p.job == job && p.state() != PgState::Removed).map(|p| p.id).collect();
-        for pg in pgs {
-            self.follow(Follow::RemovePlacementGroup(pg));
-        }
-        if let Some(d) = self.model.jobs.get(&job).map(|j| j.driver) {
-            // The driver of a stopped job may still hold futures.
-            self.follow(Follow::ReleaseTaskRefs(d, true));
-        }
+        follows
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::actors::ActorManager;
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{cx, Cx, Follow};
 use super::node_runtime::Raylets;
 use crate::log_event;
 use crate::model::*;
@@ -188,48 +188,6 @@ impl Engine {
         }
     }
 
-    /// Create the (pending) return object of a new task. The owner holds one reference.
-    pub(crate) fn new_return_object(
-        &mut self,
-        producer: TaskId,
-        owner: TaskId,
-        job: JobId,
-        spec: u32,
-        size: u64,
-        args: &[ObjectId],
-    ) -> ObjectId {
-        let id = self.model.alloc_object_id();
-        let inline = size <= self.cfg.object_store.inline_threshold.0;
-        self.model.objects.insert(
-            id,
-            Object {
-                id,
-                job,
-                owner,
-                producer: Some(producer),
-                size,
-                status: ObjectStatus::Pending,
-                inline,
-                primary: None,
-                spilled: false,
-                copies: Default::default(),
-                refs: 1,
-                // Set once the owner holds the future (`hold_futures`): a call that fails or
-                // finishes while it is being submitted must not resolve a future the owner
-                // has not counted yet.
-                owner_waits: false,
-                waiters: Default::default(),
-                created_at: self.clock.now,
-                spec,
-                lineage_args: if inline { Box::new([]) } else { args.into() },
-                reconstructions: 0,
-                producer_attempt: 0,
-            },
-        );
-        self.model.counters.objects_created += 1;
-        id
-    }
-
     /// The producer finished on `node`: the value exists, inline or in that node's plasma store.
     pub(crate) fn seal_object(&mut self, id: ObjectId, node: NodeIdx) {
         let Some(o) = self.model.objects.get_mut(&id) else { return };
@@ -355,7 +313,7 @@ impl Engine {
             let t = &self.model.tasks[&tid];
             (t.job, t.node.unwrap_or(self.node_manager.head()))
         };
-        let id = self.new_return_object(tid, tid, job, u32::MAX, size, &[]);
+        let id = new_return_object(cx!(self), tid, tid, job, u32::MAX, size, &[]);
         if let Some(o) = self.model.objects.get_mut(&id) {
             o.producer = None;
             o.owner_waits = false;
@@ -463,4 +421,47 @@ impl Engine {
         let attempt = self.model.tasks[&producer].attempt;
         self.clock.schedule_in(0, super::clock::Event::Resubmit(producer, attempt));
     }
+}
+
+/// Create the (pending) return object of a new task. The owner holds one reference.
+pub(crate) fn new_return_object(
+    cx: &mut Cx,
+    producer: TaskId,
+    owner: TaskId,
+    job: JobId,
+    spec: u32,
+    size: u64,
+    args: &[ObjectId],
+) -> ObjectId {
+    let (m, cfg, now) = (&mut *cx.model, cx.cfg, cx.clock.now);
+    let id = m.alloc_object_id();
+    let inline = size <= cfg.object_store.inline_threshold.0;
+    m.objects.insert(
+        id,
+        Object {
+            id,
+            job,
+            owner,
+            producer: Some(producer),
+            size,
+            status: ObjectStatus::Pending,
+            inline,
+            primary: None,
+            spilled: false,
+            copies: Default::default(),
+            refs: 1,
+            // Set once the owner holds the future (`hold_futures`): a call that fails or
+            // finishes while it is being submitted must not resolve a future the owner
+            // has not counted yet.
+            owner_waits: false,
+            waiters: Default::default(),
+            created_at: now,
+            spec,
+            lineage_args: if inline { Box::new([]) } else { args.into() },
+            reconstructions: 0,
+            producer_attempt: 0,
+        },
+    );
+    m.counters.objects_created += 1;
+    id
 }

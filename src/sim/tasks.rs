@@ -4,7 +4,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{cx, Follow};
 use super::node_runtime::LocalResources;
 use crate::log_event;
 use crate::model::*;
@@ -29,7 +29,7 @@ impl Engine {
         let spec = &self.specs[spec_id as usize];
         let (kind, name, max_retries, return_size) = (spec.kind, spec.name, spec.max_retries, spec.return_size);
         let actor_retries = actor.and_then(|a| self.model.actors.get(&a)).map(|a| a.max_task_retries).unwrap_or(0);
-        let ret = self.new_return_object(tid, parent, job, spec_id, return_size, &args);
+        let ret = super::objects::new_return_object(cx!(self), tid, parent, job, spec_id, return_size, &args);
         let mut unresolved = 0u32;
         let mut failed_arg = false;
         for a in args.iter() {
