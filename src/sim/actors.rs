@@ -140,7 +140,13 @@ impl Engine {
         let opts = self.specs[spec_id as usize].actor.as_ref().expect("actor constructor spec has actor options");
         let new = NewActor { spec_id, creator, level, flag, bundle };
         let aid = ActorManager::register(&mut self.model, opts, new, self.clock.now);
-        let (tid, ret) = self.submit_call(spec_id, creator, Box::new([]), Some(aid), bundle);
+        let (tid, ret, follows) = super::tasks::submit(
+            cx!(self),
+            &mut self.flow,
+            self.node_manager.head(),
+            super::tasks::Call { spec: spec_id, parent: creator, args: Box::new([]), actor: Some(aid), bundle: bundle },
+        );
+        self.follow_all(follows);
         if let Some(a) = self.model.actors.get_mut(&aid) {
             a.creation_task = tid;
         }

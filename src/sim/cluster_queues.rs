@@ -5,10 +5,20 @@
 //! round-robin from the class served last; the infeasible queue (no alive node could
 //! ever hold the request; retried when a node joins); tasks waiting for room in their
 //! placement-group bundle. Each count is kept with its queue. Placement groups waiting
-//! to be placed are the placement group manager's (`placement_groups.rs`). Must never: decide where a task goes or grant a lease (the engine does, with
-//! the scheduler), or change a node's resources (the node runtime does).
+//! to be placed are the placement group manager's (`placement_groups.rs`). Also here, as in Ray's cluster and local task managers: asking the
+//! scheduler where a task goes, granting and returning leases, and what freed
+//! resources and new nodes wake. Must never: change a node's resources except through
+//! the node runtime, or run, fail or retry a task (it returns follow-ups for that).
 
-use crate::model::{NodeIdx, PgId, TaskId};
+use super::clock::Event;
+use super::follow::{Cx, Follow, Follows};
+use super::node_manager::GcsNodeManager;
+use super::node_runtime::LocalResources;
+use super::placement_groups::PlacementGroupManager;
+use crate::log_event;
+use crate::model::*;
+use crate::scheduler::{Decision, Strategy};
+use crate::workload::StrategySpec;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Ray's scheduling class: tasks that ask for the same thing, queued together. Here the
@@ -162,4 +172,206 @@ impl ClusterQueues {
         }
         Ok(())
     }
+}
+
+impl ClusterQueues {
+    /// Ask for a lease: the owner's local raylet first, else a node it spills back to;
+    /// a task that fits nowhere now waits in its scheduling class (or as infeasible).
+    pub(crate) fn try_schedule(&mut self, cx: &mut Cx, nodes: &GcsNodeManager, tid: TaskId) -> Follows {
+        let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+        if let Some((pg, bundle)) = t.bundle {
+            return vec![Follow::TryScheduleInBundle(tid, pg, bundle)];
+        }
+        let (spec_id, owner_node, kind) = (t.spec, t.owner_node, t.kind);
+        let spec = &cx.specs[spec_id as usize];
+        let strategy = match &spec.strategy {
+            StrategySpec::Default | StrategySpec::CallerPlacementGroup => Strategy::Default,
+            StrategySpec::Spread => Strategy::Spread,
+            StrategySpec::NodeAffinity { ip, soft } => match nodes.at(ip) {
+                Some(n) => Strategy::NodeAffinity { node: n, soft: *soft },
+                // No node ever had that address: treat as dead.
+                None => Strategy::NodeAffinity { node: NodeIdx(u32::MAX), soft: *soft },
+            },
+        };
+        let locality =
+            if strategy == Strategy::Default && kind == TaskType::NormalTask && cx.cfg.scheduler.locality_aware {
+                locality_node(cx.model, tid)
+            } else {
+                None
+            };
+        match cx.sched.schedule(&cx.model.nodes, &spec.request, strategy, owner_node, locality, cx.rng) {
+            Decision::Node(n) => grant_lease(cx, tid, n),
+            Decision::Wait { only } => self.wait((spec_id, only), tid),
+            Decision::Infeasible => {
+                log_event!(cx.model.log, cx.now(), "scheduler", "{:x} INFEASIBLE", tid.0);
+                self.wait_infeasible(spec_id, tid);
+            }
+            Decision::Unschedulable => {
+                let err = if kind == TaskType::ActorCreationTask {
+                    ErrorType::ActorUnschedulable
+                } else {
+                    ErrorType::TaskUnschedulable
+                };
+                return vec![Follow::FailTask(tid, err, false)];
+            }
+        }
+        Vec::new()
+    }
+
+    /// Resources were freed on `node`: resume blocked getters ([`Follow::ResumeGetters`]),
+    /// then place pending groups, then serve the waiting classes.
+    pub(crate) fn resources_freed(cx: &mut Cx, node: NodeIdx) -> Follows {
+        if !cx.model.nodes[node.index()].is_alive() {
+            return Vec::new();
+        }
+        vec![Follow::ResumeGetters(node)]
+    }
+
+    /// The next task returning from `ray.get` on `node` takes its CPU back and runs on;
+    /// the rest resume after it ran. With none left (or no CPU for the next one), pending
+    /// groups are placed and the waiting classes served ([`Follow::ServeWaiting`]).
+    pub(crate) fn resume_next(cx: &mut Cx, pgs: &PlacementGroupManager, node: NodeIdx) -> Follows {
+        while let Some(tid) = cx.raylets.next_to_resume(node) {
+            let Some(t) = cx.model.tasks.get(&tid) else {
+                cx.raylets.resumed(node);
+                continue;
+            };
+            let cpu = cx.specs[t.spec as usize].request.get(ResourceId::CPU);
+            if !cx.local_resources().reclaim_cpu(node, cpu) {
+                break;
+            }
+            cx.raylets.resumed(node);
+            cx.model.tasks.get_mut(&tid).expect("task exists").cpu_released = false;
+            cx.model.set_task_state(tid, TaskState::Running, cx.clock.now);
+            return vec![Follow::RunProgram(tid), Follow::ResumeGetters(node)];
+        }
+        if pgs.has_pending() {
+            vec![Follow::RetryPendingPgs, Follow::ServeWaiting(node)]
+        } else {
+            vec![Follow::ServeWaiting(node)]
+        }
+    }
+
+    /// Serve the waiting scheduling classes round-robin, one task per class per pass,
+    /// starting after the class served last: one busy class cannot starve the others.
+    pub(crate) fn serve_waiting(&mut self, cx: &mut Cx, node: NodeIdx) {
+        if self.waiting_count() == 0 {
+            return;
+        }
+        loop {
+            let classes = self.classes_from_cursor();
+            let mut granted = false;
+            for key in classes {
+                if key.1.is_some_and(|only| only != node) {
+                    continue;
+                }
+                if !cx.model.nodes[node.index()].available.fits(&cx.specs[key.0 as usize].request) {
+                    continue;
+                }
+                let Some(tid) = self.pop(key) else { continue };
+                grant_lease(cx, tid, node);
+                granted = true;
+            }
+            if !granted || self.waiting_count() == 0 {
+                break;
+            }
+        }
+    }
+
+    /// New capacity: infeasible work may now fit somewhere, and groups may be placed;
+    /// then ([`Follow::WakeNewestNode`]) the newest node serves the waiting classes.
+    pub(crate) fn node_added(&mut self) -> Follows {
+        let mut follows: Follows = Vec::new();
+        if self.infeasible_count() > 0 {
+            follows.extend(self.take_infeasible().into_iter().map(Follow::TrySchedule));
+        }
+        follows.push(Follow::RetryPendingPgsIfAny);
+        follows.push(Follow::WakeNewestNode);
+        follows
+    }
+
+    /// The newest node serves the waiting classes, if any wait.
+    pub(crate) fn wake_newest_node(&self, m: &Model) -> Follows {
+        match m.nodes.last() {
+            Some(last) if self.waiting_count() > 0 => vec![Follow::ResourcesFreed(last.idx)],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Reserve resources on `node` and send the task there (the raylet grants the lease).
+pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
+    let now = cx.now();
+    let spec_id = cx.model.tasks[&tid].spec;
+    let specs = cx.specs;
+    cx.local_resources().reserve(node, &specs[spec_id as usize].request);
+    cx.raylets.lease_granted(node, tid);
+    let m = &mut *cx.model;
+    let t = m.tasks.get_mut(&tid).expect("task being granted exists");
+    t.node = Some(node);
+    t.holds_resources = true;
+    let spilled = node != t.owner_node;
+    let (kind, attempt, owner, ready_at) = (t.kind, t.attempt, t.owner_node, t.ready_at);
+    let lease = cx.cfg.scheduler.lease_latency.as_micros();
+    let mut delay = lease;
+    if spilled {
+        // The local raylet answers with another raylet's address; the owner asks again there.
+        delay += lease;
+        m.counters.spillbacks += 1;
+        m.nodes[owner.index()].stats.spillbacks += 1;
+    }
+    let placement_ms = (now + delay - ready_at) as f64 / 1000.0;
+    let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
+    m.placement_ms[hist].observe(placement_ms);
+    if kind == TaskType::ActorCreationTask {
+        delay += cx.cfg.scheduler.worker_start_latency.as_micros();
+    }
+    let line = m.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
+    line.text(if spilled { " spillback" } else { "" }).end();
+    cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+}
+
+/// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not
+/// returned twice. The freed resources go to the bundle or the node.
+pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
+    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Vec::new() };
+    if !t.holds_resources {
+        return Vec::new();
+    }
+    t.holds_resources = false;
+    let Some(node) = t.node else { return Vec::new() };
+    let cpu_released = std::mem::take(&mut t.cpu_released);
+    let (spec, bundle) = (t.spec, t.bundle);
+    cx.raylets.lease_returned(node, tid);
+    let req = &cx.specs[spec as usize].request;
+    if let Some((pg, b)) = bundle {
+        return vec![Follow::ReturnToBundle(pg, b, req.clone())];
+    }
+    if !cx.model.nodes[node.index()].is_alive() {
+        return Vec::new();
+    }
+    LocalResources::of(&mut cx.model.nodes, cx.sched).release_lease(node, req, cpu_released);
+    vec![Follow::ResourcesFreed(node)]
+}
+
+/// The node holding the most bytes of this task's plasma arguments (ties: lowest node).
+fn locality_node(m: &Model, tid: TaskId) -> Option<NodeIdx> {
+    let t = &m.tasks[&tid];
+    if t.args.is_empty() {
+        return None;
+    }
+    // Sorted by node and summed per run: a reducer's thousand arguments sit on about
+    // as many nodes, and a linear find per argument was a million steps per reducer.
+    let mut located: Vec<(NodeIdx, u64)> = t
+        .args
+        .iter()
+        .filter_map(|a| m.objects.get(a))
+        .filter_map(|o| if o.inline { None } else { o.primary.map(|n| (n, o.size)) })
+        .collect();
+    located.sort_unstable_by_key(|&(n, _)| n);
+    located
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| (run[0].0, run.iter().map(|&(_, bytes)| bytes).sum::<u64>()))
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(n, _)| n)
 }

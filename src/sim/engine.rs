@@ -171,7 +171,8 @@ impl Engine {
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
         self.cluster_events().node_added(idx);
-        self.on_node_added();
+        let follows = self.queues.node_added();
+        self.follow_all(follows);
         idx
     }
 
@@ -231,7 +232,10 @@ impl Engine {
             Event::Begin(t, a) => self.on_begin(t, a),
             Event::OpDone(t, a) => self.on_op_done(t, a),
             Event::Resume(t, a) => self.on_resume(t, a),
-            Event::Resubmit(t, a) => self.on_resubmit(t, a),
+            Event::Resubmit(t, a) => {
+                let follows = super::retries::resubmit(cx!(self), &mut self.queues, t, a);
+                self.follow_all(follows);
+            }
             Event::Fault(i) => self.on_fault(i),
             Event::FaultEnd(i) => self.faults.end(&mut self.model, i, self.clock.now),
             Event::NodeLaunched(t) => self.on_node_launched(t),

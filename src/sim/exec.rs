@@ -2,6 +2,7 @@
 
 use super::clock::{Clock, Event};
 use super::engine::Engine;
+use super::follow::cx;
 use super::follow::Follow;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
@@ -179,7 +180,13 @@ impl Engine {
             } else {
                 Box::new([])
             };
-            let (_, ret) = self.submit_call(spec, tid, args, None, None);
+            let (_, ret, follows) = super::tasks::submit(
+                cx!(self),
+                &mut self.flow,
+                self.node_manager.head(),
+                super::tasks::Call { spec: spec, parent: tid, args: args, actor: None, bundle: None },
+            );
+            self.follow_all(follows);
             returns.push(ret);
         }
         // The consumers now hold the inputs; the submitter's own references go.
@@ -312,7 +319,13 @@ impl Engine {
             t.exec.j = 0;
             t.exec.i += 1;
         }
-        let (_, ret) = self.submit_call(method, tid, Box::new([]), Some(child), None);
+        let (_, ret, follows) = super::tasks::submit(
+            cx!(self),
+            &mut self.flow,
+            self.node_manager.head(),
+            super::tasks::Call { spec: method, parent: tid, args: Box::new([]), actor: Some(child), bundle: None },
+        );
+        self.follow_all(follows);
         self.hold_futures(tid, attempt, vec![ret]);
         pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, 1)
     }

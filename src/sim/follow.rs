@@ -14,9 +14,11 @@
 
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
+use super::cluster_queues::{self, ClusterQueues};
 use super::engine::Engine;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
+use super::{retries, tasks};
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;
@@ -79,6 +81,10 @@ pub(crate) use cx;
 pub(crate) enum Follow {
     /// The owner fails a task (retrying it if allowed and budgeted).
     FailTask(TaskId, ErrorType, bool),
+    /// A failed attempt's lease is back: it leaves its actor and drops its references.
+    FailTaskReleased(TaskId, ErrorType, bool),
+    /// A failed attempt is retried, or fails for good with what depends on it.
+    FailTaskSettled(TaskId, ErrorType, bool),
     /// The GCS actor manager hears that an actor's worker died (restart allowed or not).
     ActorDied(ActorId, Cow<'static, str>, bool),
     /// An actor's creation task finished on a node (holding its resources or not).
@@ -123,10 +129,18 @@ pub(crate) enum Follow {
     ReleaseTaskRefs(TaskId, bool),
     /// Resources came free on a node.
     ResourcesFreed(NodeIdx),
+    /// The next getter returning from `ray.get` on a node takes its CPU back.
+    ResumeGetters(NodeIdx),
+    /// A node serves the waiting scheduling classes.
+    ServeWaiting(NodeIdx),
+    /// The newest node serves the waiting classes (a node joined).
+    WakeNewestNode,
     /// A bundle gets resources back.
     ReturnToBundle(PgId, u32, ResourceRequest),
     /// Pending placement groups try again.
     RetryPendingPgs,
+    /// Pending placement groups try again, if there are any now.
+    RetryPendingPgsIfAny,
     /// A placement group is removed.
     RemovePlacementGroup(PgId),
     /// The groups with bundles on a dead node are placed again.
@@ -147,7 +161,18 @@ impl Engine {
     /// next runs before this returns (depth first, as the calls it stands for would).
     pub(crate) fn follow(&mut self, f: Follow) {
         match f {
-            Follow::FailTask(t, err, retry) => self.fail_task(t, err, retry),
+            Follow::FailTask(t, err, retry) => {
+                let follows = retries::fail(cx!(self), &mut self.queues, t, err, retry);
+                self.follow_all(follows);
+            }
+            Follow::FailTaskReleased(t, err, retry) => {
+                let follows = retries::fail_released(cx!(self), t, err, retry);
+                self.follow_all(follows);
+            }
+            Follow::FailTaskSettled(t, err, retry) => {
+                let follows = retries::fail_settled(cx!(self), &mut self.flow, t, err, retry);
+                self.follow_all(follows);
+            }
             Follow::ActorDied(a, cause, restart) => self.actor_died(a, &cause, restart),
             Follow::ActorCreated(a, n, holds) => self.actor_created(a, n, holds),
             Follow::EnqueueActorTask(t) => self.enqueue_actor_task(t),
@@ -156,8 +181,14 @@ impl Engine {
                 let follows = self.jobs.end(cx!(self), j, status, &message);
                 self.follow_all(follows);
             }
-            Follow::EndJobTasks(j) => self.follow_all(JobManager::end_tasks(&self.model, j)),
-            Follow::EndJobGroups(j) => self.follow_all(JobManager::end_groups(&self.model, j)),
+            Follow::EndJobTasks(j) => {
+                let follows = JobManager::end_tasks(&self.model, j);
+                self.follow_all(follows);
+            }
+            Follow::EndJobGroups(j) => {
+                let follows = JobManager::end_groups(&self.model, j);
+                self.follow_all(follows);
+            }
             Follow::NextArrival(m) => self.jobs.next_arrival(cx!(self), m),
             Follow::KillNode(n, reason, failure) => self.kill_node(n, reason, failure),
             Follow::CheckMemory(n) => self.check_memory(n),
@@ -167,14 +198,43 @@ impl Engine {
             Follow::UnrefObject(o) => self.unref_object(o),
             Follow::HoldFutures(t, attempt, returns) => self.hold_futures(t, attempt, returns),
             Follow::FutureResolved(t, failed) => self.on_future_resolved(t, failed),
-            Follow::TaskReady(t) => self.on_task_ready(t),
-            Follow::TrySchedule(t) => self.try_schedule(t),
+            Follow::TaskReady(t) => {
+                let follows = tasks::task_ready(cx!(self), t);
+                self.follow_all(follows);
+            }
+            Follow::TrySchedule(t) => {
+                let follows = self.queues.try_schedule(cx!(self), &self.node_manager, t);
+                self.follow_all(follows);
+            }
             Follow::TryScheduleInBundle(t, pg, b) => self.try_schedule_in_bundle(t, pg, b),
-            Follow::ReleaseLease(t) => self.release_lease(t),
-            Follow::ReleaseTaskRefs(t, args_too) => self.release_task_refs(t, args_too),
-            Follow::ResourcesFreed(n) => self.on_resources_freed(n),
+            Follow::ReleaseLease(t) => {
+                let follows = cluster_queues::release_lease(cx!(self), t);
+                self.follow_all(follows);
+            }
+            Follow::ReleaseTaskRefs(t, args_too) => {
+                let follows = tasks::release_refs(&mut self.model, t, args_too);
+                self.follow_all(follows);
+            }
+            Follow::ResourcesFreed(n) => {
+                let follows = ClusterQueues::resources_freed(cx!(self), n);
+                self.follow_all(follows);
+            }
+            Follow::ResumeGetters(n) => {
+                let follows = ClusterQueues::resume_next(cx!(self), &self.pg_manager, n);
+                self.follow_all(follows);
+            }
+            Follow::ServeWaiting(n) => self.queues.serve_waiting(cx!(self), n),
+            Follow::WakeNewestNode => {
+                let follows = self.queues.wake_newest_node(&self.model);
+                self.follow_all(follows);
+            }
             Follow::ReturnToBundle(pg, b, req) => self.return_to_bundle(pg, b, &req),
             Follow::RetryPendingPgs => self.retry_pending_pgs(),
+            Follow::RetryPendingPgsIfAny => {
+                if self.pg_manager.has_pending() {
+                    self.follow(Follow::RetryPendingPgs);
+                }
+            }
             Follow::RemovePlacementGroup(pg) => self.remove_placement_group(pg),
             Follow::ReschedulePgsOn(n) => self.reschedule_pgs_on(n),
             Follow::RunProgram(t) => self.run_program(t),
