@@ -6,11 +6,15 @@
 //! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
 //! change a node's resources except through the node runtime.
 
-use super::engine::Engine;
-use super::follow::{cx, Follow};
+use super::fetch::{fetch_args, wait_for_fetch};
+use super::flow_recorder::FlowRecorder;
+use super::follow::{Cx, Follow, Follows};
+use super::objects::{new_return_object, PlasmaStores};
+use super::tasks::Call;
 use crate::log_event;
 use crate::model::*;
 use crate::workload::ActorOptions;
+use std::borrow::Cow;
 
 /// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
 /// actor is listed exactly on the node it is ALIVE on, and nowhere while it is not
@@ -127,171 +131,201 @@ impl ActorManager {
     }
 }
 
-impl Engine {
-    /// Create an actor: the GCS registers it, then its creation task is submitted.
-    pub(crate) fn create_actor(
-        &mut self,
-        spec_id: u32,
-        creator: TaskId,
-        level: u32,
-        flag: bool,
-        bundle: Option<(PgId, u32)>,
-    ) -> ActorId {
-        let opts = self.specs[spec_id as usize].actor.as_ref().expect("actor constructor spec has actor options");
-        let new = NewActor { spec_id, creator, level, flag, bundle };
-        let aid = ActorManager::register(&mut self.model, opts, new, self.clock.now);
-        let (tid, ret, follows) = super::tasks::submit(
-            cx!(self),
-            &mut self.flow,
-            self.node_manager.head(),
-            super::tasks::Call { spec: spec_id, parent: creator, args: Box::new([]), actor: Some(aid), bundle: bundle },
-        );
-        self.follow_all(follows);
-        if let Some(a) = self.model.actors.get_mut(&aid) {
+impl ActorManager {
+    /// Create an actor: the GCS registers it, then its creation task is submitted; once
+    /// the submission's follow-ups ran, the task and its handle are recorded
+    /// ([`Follow::ActorCreationSubmitted`]).
+    pub(crate) fn create(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, new: NewActor) -> (ActorId, Follows) {
+        let opts = cx.specs[new.spec_id as usize].actor.as_ref().expect("actor constructor spec has actor options");
+        let (spec, parent, bundle) = (new.spec_id, new.creator, new.bundle);
+        let aid = ActorManager::register(cx.model, opts, new, cx.clock.now);
+        let call = Call { spec, parent, args: Box::new([]), actor: Some(aid), bundle };
+        let (tid, ret, mut follows) = super::tasks::submit(cx, flow, head, call);
+        follows.push(Follow::ActorCreationSubmitted(aid, tid, ret));
+        (aid, follows)
+    }
+
+    /// The actor's creation task is `tid`; its return `ret` is the handle, which nobody
+    /// waits on, so the creator's reference goes.
+    pub(crate) fn creation_submitted(m: &mut Model, aid: ActorId, tid: TaskId, ret: ObjectId) -> Follows {
+        if let Some(a) = m.actors.get_mut(&aid) {
             a.creation_task = tid;
         }
-        // The creation task's return is the handle; nobody waits on it.
-        if let Some(o) = self.model.objects.get_mut(&ret) {
+        if let Some(o) = m.objects.get_mut(&ret) {
             o.owner_waits = false;
         }
-        self.follow(Follow::UnrefObject(ret));
-        aid
+        vec![Follow::UnrefObject(ret)]
     }
 
     /// The creation task finished on `node`: the actor is ALIVE there, its queued
     /// calls go to its worker, and the first of them start.
-    pub(crate) fn actor_created(&mut self, aid: ActorId, node: NodeIdx, holds: bool) {
-        let Some(waiting) = self.actor_manager.created(&mut self.model, aid, node, holds, self.clock.now) else {
-            return;
+    pub(crate) fn on_created(&mut self, cx: &mut Cx, aid: ActorId, node: NodeIdx, holds: bool) -> Follows {
+        let Some(waiting) = self.created(cx.model, aid, node, holds, cx.clock.now) else {
+            return Vec::new();
         };
         for tid in waiting {
-            push_to_actor(&mut self.model, tid, self.clock.now);
+            push_to_actor(cx.model, tid, cx.clock.now);
         }
-        self.pump_actor(aid);
+        vec![Follow::PumpActor(aid)]
     }
 
     /// An actor call ready to go joins its actor's queue: pushed to the actor's worker at
     /// once if the actor is alive, else when it is (its address is known then).
-    pub(crate) fn enqueue_actor_task(&mut self, tid: TaskId) {
-        let Some(aid) = self.model.tasks.get(&tid).and_then(|t| t.actor) else { return };
-        match self.model.actors.get_mut(&aid) {
+    pub(crate) fn enqueue(cx: &mut Cx, tid: TaskId) -> Follows {
+        let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor) else { return Vec::new() };
+        match cx.model.actors.get_mut(&aid) {
             Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
                 if a.state() == ActorState::Alive {
-                    push_to_actor(&mut self.model, tid, self.clock.now);
+                    push_to_actor(cx.model, tid, cx.clock.now);
                 }
-                self.pump_actor(aid);
+                vec![Follow::PumpActor(aid)]
             }
-            _ => self.follow(Follow::FailTask(tid, ErrorType::ActorDied, false)),
+            _ => vec![Follow::FailTask(tid, ErrorType::ActorDied, false)],
         }
     }
 
-    /// Start queued calls while the actor has free concurrency (one at a time by default).
-    pub(crate) fn pump_actor(&mut self, aid: ActorId) {
+    /// Start the next queued call if the actor has free concurrency (one at a time by
+    /// default): its arguments are fetched first, or it starts at once and the actor is
+    /// pumped again after it started (starting may run it to its end).
+    pub(crate) fn pump(&self, cx: &mut Cx, plasma: &mut PlasmaStores, aid: ActorId) -> Follows {
         loop {
-            let Some(a) = self.model.actors.get_mut(&aid) else { return };
+            let Some(a) = cx.model.actors.get_mut(&aid) else { return Vec::new() };
             if !a.has_free_slot() {
-                return;
+                return Vec::new();
             }
-            let Some(tid) = a.queue.pop_front() else { return };
+            let Some(tid) = a.queue.pop_front() else { return Vec::new() };
             let node = a.node.expect("alive actor has a node");
             a.running.push(tid);
-            let Some(t) = self.model.tasks.get_mut(&tid) else { continue };
+            let Some(t) = cx.model.tasks.get_mut(&tid) else { continue };
             t.node = Some(node);
             let attempt = t.attempt;
-            let fetch = self.fetch_args(tid, node);
-            if fetch > 0 {
-                self.model.set_task_state(tid, TaskState::PendingActorTaskArgsFetch, self.clock.now);
-                self.clock.schedule_in(fetch, super::clock::Event::ArgsFetched(tid, attempt));
-            } else {
-                self.follow(Follow::StartTask(tid, node));
+            let (micros, mut follows) = fetch_args(cx, plasma, self, tid, node);
+            if micros == 0 {
+                follows.extend([Follow::StartTask(tid, node), Follow::PumpActor(aid)]);
+                return follows;
             }
+            let waiting = TaskState::PendingActorTaskArgsFetch;
+            if follows.is_empty() {
+                wait_for_fetch(cx, tid, attempt, micros, waiting);
+                continue;
+            }
+            // The stores that grew are looked at first, as the fetch left them.
+            follows.extend([Follow::WaitForFetch(tid, attempt, micros, waiting), Follow::PumpActor(aid)]);
+            return follows;
         }
     }
 
-    /// An actor's worker died (node death, OOM kill, `ray.kill`, owner exit). It restarts
-    /// within `max_restarts` when allowed, else it is DEAD and its pending calls fail.
-    pub(crate) fn actor_died(&mut self, aid: ActorId, cause: &str, allow_restart: bool) {
-        let Some(a) = self.model.actors.get_mut(&aid) else { return };
+    /// An actor's worker died (node death, OOM kill, `ray.kill`, owner exit). It leaves
+    /// its node and gives back what it held; the rest follows once that is handed on
+    /// ([`Follow::ActorDiedReleased`]).
+    pub(crate) fn died(&mut self, cx: &mut Cx, aid: ActorId, cause: Cow<'static, str>, allow_restart: bool) -> Follows {
+        let Some(a) = cx.model.actors.get_mut(&aid) else { return Vec::new() };
         if a.state() == ActorState::Dead {
-            return;
+            return Vec::new();
         }
         let node = a.node.take();
         let running = std::mem::take(&mut a.running);
         let restart = allow_restart && (a.max_restarts < 0 || (a.num_restarts as i32) < a.max_restarts);
         let holds = std::mem::take(&mut a.holds_resources);
-        let (spec_id, creation_task, bundle) = (a.creation_spec, a.creation_task, a.bundle);
+        let (spec_id, bundle) = (a.creation_spec, a.bundle);
+        let mut follows = Vec::new();
         if let Some(n) = node {
-            self.actor_manager.left(n, aid);
-            if holds && self.model.nodes[n.index()].is_alive() {
-                let req = self.specs[spec_id as usize].request.clone();
+            self.left(n, aid);
+            if holds && cx.model.nodes[n.index()].is_alive() {
+                let req = &cx.specs[spec_id as usize].request;
                 match bundle {
-                    Some((pg, b)) => self.follow(Follow::ReturnToBundle(pg, b, req.clone())),
+                    Some((pg, b)) => follows.push(Follow::ReturnToBundle(pg, b, req.clone())),
                     None => {
-                        self.local_resources().release(n, &req);
-                        self.follow(Follow::ResourcesFreed(n));
+                        cx.local_resources().release(n, req);
+                        follows.push(Follow::ResourcesFreed(n));
                     }
                 }
             }
         }
-        // A creation task still in flight dies with the worker.
-        if self.model.tasks.contains_key(&creation_task) {
-            self.follow(Follow::FailTask(creation_task, ErrorType::ActorDied, false));
-        }
-        self.cluster_events().actor_died(aid, node, cause, restart);
-        if restart {
-            let a = self.model.actors.get_mut(&aid).expect("actor exists");
-            a.num_restarts += 1;
-            a.death_cause = Some(cause.to_string());
-            self.model.counters.actors_restarted += 1;
-            self.model.set_actor_state(aid, ActorState::Restarting, self.clock.now);
-            for tid in running {
-                self.follow(Follow::FailTask(tid, ErrorType::ActorDied, true));
-            }
-            // Failing those calls can end the job (the driver sees the error), which kills
-            // this actor for good: then there is nothing to restart.
-            if self.model.actors.get(&aid).is_some_and(|a| a.state() == ActorState::Restarting) {
-                self.resubmit_actor_creation(aid);
-            }
-            return;
-        }
-        let a = self.model.actors.get_mut(&aid).expect("actor exists");
-        a.death_cause = Some(cause.to_string());
-        let queued: Vec<TaskId> = a.queue.drain(..).collect();
-        let children = a.children.clone();
-        self.model.set_actor_state(aid, ActorState::Dead, self.clock.now);
-        for tid in running.into_iter().chain(queued) {
-            self.follow(Follow::FailTask(tid, ErrorType::ActorDied, false));
-        }
-        // Actors fate-share with their owner.
-        for c in children {
-            self.actor_died(c, "owner actor died", false);
+        follows.push(Follow::ActorDiedReleased(Box::new(Dying { aid, cause, restart, node, running })));
+        follows
+    }
+
+    /// A creation task still in flight dies with the worker; then the death is announced.
+    pub(crate) fn died_released(m: &Model, dying: Box<Dying>) -> Follows {
+        let creation_task = m.actors[&dying.aid].creation_task;
+        if m.tasks.contains_key(&creation_task) {
+            vec![Follow::FailTask(creation_task, ErrorType::ActorDied, false), Follow::ActorDiedAnnounced(dying)]
+        } else {
+            vec![Follow::ActorDiedAnnounced(dying)]
         }
     }
 
-    /// Run the constructor again (a new attempt of the creation task).
-    fn resubmit_actor_creation(&mut self, aid: ActorId) {
-        let a = &self.model.actors[&aid];
+    /// The death is recorded. Within `max_restarts` the actor is RESTARTING, its running
+    /// calls are retried and its constructor runs again ([`Follow::RestartActor`]);
+    /// otherwise it is DEAD, its pending calls fail and its children die with it.
+    pub(crate) fn died_announced(cx: &mut Cx, dying: Dying) -> Follows {
+        let Dying { aid, cause, restart, node, running } = dying;
+        let now = cx.now();
+        cx.cluster_events().actor_died(aid, node, &cause, restart);
+        let m = &mut *cx.model;
+        let a = m.actors.get_mut(&aid).expect("actor exists");
+        a.death_cause = Some(cause.into_owned());
+        if restart {
+            a.num_restarts += 1;
+            m.counters.actors_restarted += 1;
+            m.set_actor_state(aid, ActorState::Restarting, now);
+            let mut follows: Follows =
+                running.into_iter().map(|t| Follow::FailTask(t, ErrorType::ActorDied, true)).collect();
+            // Failing those calls can end the job (the driver sees the error), which kills
+            // this actor for good: then there is nothing to restart.
+            follows.push(Follow::RestartActor(aid));
+            return follows;
+        }
+        let queued: Vec<TaskId> = a.queue.drain(..).collect();
+        let children = a.children.clone();
+        m.set_actor_state(aid, ActorState::Dead, now);
+        let mut follows: Follows =
+            running.into_iter().chain(queued).map(|t| Follow::FailTask(t, ErrorType::ActorDied, false)).collect();
+        // Actors fate-share with their owner.
+        follows.extend(children.into_iter().map(|c| Follow::ActorDied(c, "owner actor died".into(), false)));
+        follows
+    }
+
+    /// Run the constructor again (a new attempt of the creation task), unless the actor
+    /// died for good meanwhile.
+    pub(crate) fn restart(cx: &mut Cx, head: NodeIdx, aid: ActorId) -> Follows {
+        if cx.model.actors.get(&aid).is_none_or(|a| a.state() != ActorState::Restarting) {
+            return Vec::new();
+        }
+        let a = &cx.model.actors[&aid];
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
-        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
-        let ret = super::objects::new_return_object(cx!(self), tid, owner, job, spec_id, 0, &[]);
-        let name = self.specs[spec_id as usize].name;
-        if let Some(o) = self.model.objects.get_mut(&ret) {
+        let owner_node = cx.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(head);
+        let ret = new_return_object(cx, tid, owner, job, spec_id, 0, &[]);
+        let name = cx.specs[spec_id as usize].name;
+        let m = &mut *cx.model;
+        if let Some(o) = m.objects.get_mut(&ret) {
             o.owner_waits = false;
             o.refs = 0;
         }
-        let mut task = Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, self.clock.now);
+        let mut task = Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, cx.clock.now);
         task.attempt = attempt;
         task.parent = Some(owner);
         task.actor = Some(aid);
         task.returns = ret;
         // A restarted actor is placed in its bundle again.
         task.bundle = bundle;
-        self.model.insert_task(task);
-        self.model.counters.tasks_retried += 1;
-        self.follow(Follow::TrySchedule(tid));
+        m.insert_task(task);
+        m.counters.tasks_retried += 1;
+        vec![Follow::TrySchedule(tid)]
     }
+}
+
+/// An actor on its way out, between the steps of [`ActorManager::died`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Dying {
+    aid: ActorId,
+    cause: Cow<'static, str>,
+    restart: bool,
+    node: Option<NodeIdx>,
+    running: Vec<TaskId>,
 }
 
 /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits

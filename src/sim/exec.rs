@@ -1,5 +1,6 @@
 //! The interpreter for task bodies (`workload::Op`).
 
+use super::actors::{ActorManager, NewActor};
 use super::clock::{Clock, Event};
 use super::engine::Engine;
 use super::follow::cx;
@@ -184,7 +185,7 @@ impl Engine {
                 cx!(self),
                 &mut self.flow,
                 self.node_manager.head(),
-                super::tasks::Call { spec: spec, parent: tid, args: args, actor: None, bundle: None },
+                super::tasks::Call { spec, parent: tid, args, actor: None, bundle: None },
             );
             self.follow_all(follows);
             returns.push(ret);
@@ -266,7 +267,9 @@ impl Engine {
                 Shape::Drawn { flag: FlagRule::Fixed(f), .. } => (*f, None),
             };
             let bundle = if in_pg { pg.map(|p| (p, i)) } else { None };
-            let aid = self.create_actor(spec, tid, child_level, child_flag, bundle);
+            let new = NewActor { spec_id: spec, creator: tid, level: child_level, flag: child_flag, bundle };
+            let (aid, follows) = ActorManager::create(cx!(self), &mut self.flow, self.node_manager.head(), new);
+            self.follow_all(follows);
             if let Some(a) = self.model.actors.get_mut(&aid) {
                 a.tree_node = tree_node;
             }

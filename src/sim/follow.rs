@@ -12,10 +12,12 @@
 //! the request to the component that owns it), or defer a follow-up to a later event
 //! (that would reorder the log).
 
+use super::actors::{ActorManager, Dying};
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
 use super::cluster_queues::{self, ClusterQueues};
 use super::engine::Engine;
+use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
 use super::{retries, tasks};
@@ -87,6 +89,16 @@ pub(crate) enum Follow {
     FailTaskSettled(TaskId, ErrorType, bool),
     /// The GCS actor manager hears that an actor's worker died (restart allowed or not).
     ActorDied(ActorId, Cow<'static, str>, bool),
+    /// An actor's creation task is submitted: record it, drop the creator's handle ref.
+    ActorCreationSubmitted(ActorId, TaskId, ObjectId),
+    /// A dying actor gave back what it held: its creation task fails if still in flight.
+    ActorDiedReleased(Box<Dying>),
+    /// A dying actor's death is recorded: its calls fail or retry, its children die.
+    ActorDiedAnnounced(Box<Dying>),
+    /// A restarting actor's constructor runs again (unless it died for good meanwhile).
+    RestartActor(ActorId),
+    /// A task whose arguments are being fetched waits in a state until they arrive.
+    WaitForFetch(TaskId, u32, u64, TaskState),
     /// An actor's creation task finished on a node (holding its resources or not).
     ActorCreated(ActorId, NodeIdx, bool),
     /// An actor call whose arguments are ready joins its actor's queue.
@@ -173,10 +185,41 @@ impl Engine {
                 let follows = retries::fail_settled(cx!(self), &mut self.flow, t, err, retry);
                 self.follow_all(follows);
             }
-            Follow::ActorDied(a, cause, restart) => self.actor_died(a, &cause, restart),
-            Follow::ActorCreated(a, n, holds) => self.actor_created(a, n, holds),
-            Follow::EnqueueActorTask(t) => self.enqueue_actor_task(t),
-            Follow::PumpActor(a) => self.pump_actor(a),
+            Follow::ActorDied(a, cause, restart) => {
+                let follows = self.actor_manager.died(cx!(self), a, cause, restart);
+                self.follow_all(follows);
+            }
+            Follow::ActorDiedReleased(dying) => {
+                let follows = ActorManager::died_released(&self.model, dying);
+                self.follow_all(follows);
+            }
+            Follow::ActorDiedAnnounced(dying) => {
+                let follows = ActorManager::died_announced(cx!(self), *dying);
+                self.follow_all(follows);
+            }
+            Follow::RestartActor(a) => {
+                let follows = ActorManager::restart(cx!(self), self.node_manager.head(), a);
+                self.follow_all(follows);
+            }
+            Follow::ActorCreationSubmitted(a, t, ret) => {
+                let follows = ActorManager::creation_submitted(&mut self.model, a, t, ret);
+                self.follow_all(follows);
+            }
+            Follow::ActorCreated(a, n, holds) => {
+                let follows = self.actor_manager.on_created(cx!(self), a, n, holds);
+                self.follow_all(follows);
+            }
+            Follow::EnqueueActorTask(t) => {
+                let follows = ActorManager::enqueue(cx!(self), t);
+                self.follow_all(follows);
+            }
+            Follow::PumpActor(a) => {
+                let follows = self.actor_manager.pump(cx!(self), &mut self.plasma, a);
+                self.follow_all(follows);
+            }
+            Follow::WaitForFetch(t, attempt, micros, state) => {
+                fetch::wait_for_fetch(cx!(self), t, attempt, micros, state)
+            }
             Follow::EndJob(j, status, message) => {
                 let follows = self.jobs.end(cx!(self), j, status, &message);
                 self.follow_all(follows);

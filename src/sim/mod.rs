@@ -28,6 +28,7 @@ mod engine;
 mod event_queue;
 mod exec;
 mod faults;
+mod fetch;
 mod flow_recorder;
 mod follow;
 mod invariants;

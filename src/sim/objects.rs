@@ -255,58 +255,6 @@ impl Engine {
         PlasmaStores::free_if_unreferenced(&mut self.model, id);
     }
 
-    /// Bring a task's plasma arguments to `node`; returns the virtual time that takes (µs).
-    pub(crate) fn fetch_args(&mut self, tid: TaskId, node: NodeIdx) -> u64 {
-        let args = self.model.tasks[&tid].args.clone();
-        if args.is_empty() {
-            return 0;
-        }
-        let net = self.cfg.cluster.network_bandwidth.0.max(1) as f64;
-        let disk = self.cfg.object_store.spill_bandwidth.0.max(1) as f64;
-        let mut micros = 0f64;
-        let mut fetched = 0u64;
-        for a in args.iter() {
-            let Some(o) = self.model.objects.get_mut(a) else { continue };
-            if o.inline || o.status != ObjectStatus::Ready || o.in_memory_at(node) {
-                continue;
-            }
-            let size = o.size;
-            let primary = o.primary;
-            if o.spilled {
-                // Restore from the spilling node's disk first.
-                o.spilled = false;
-                micros += size as f64 / disk * 1e6;
-                if let Some(p) = primary {
-                    let n = &mut self.model.nodes[p.index()];
-                    n.store.spilled.0 = n.store.spilled.0.saturating_sub(size);
-                    n.stats.bytes_restored += size;
-                    n.stats.objects_restored += 1;
-                    self.model.counters.restored_bytes += size;
-                    self.model.counters.restored_objects += 1;
-                    self.store_add(p, *a, size);
-                }
-            }
-            if primary == Some(node) {
-                continue;
-            }
-            let source = primary.unwrap_or(node);
-            micros += size as f64 / net * 1e6;
-            fetched += size;
-            self.model.nodes[source.index()].stats.bytes_sent += size;
-            self.model.nodes[node.index()].stats.bytes_received += size;
-            self.model.counters.transferred_bytes += size;
-            if let Some(o) = self.model.objects.get_mut(a) {
-                o.copies.push(node);
-            }
-            self.plasma.secondaries[node.index()].push_back(*a);
-            self.store_add(node, *a, size);
-        }
-        if let Some(t) = self.model.tasks.get_mut(&tid) {
-            t.arg_bytes += fetched;
-        }
-        micros.ceil() as u64
-    }
-
     /// `ray.put`: an object owned by the task, stored on its node.
     pub(crate) fn op_put(&mut self, tid: TaskId, attempt: u32, size: u64) {
         let (job, node) = {

@@ -7,7 +7,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{cx, Follow};
 use crate::model::*;
 
 impl Engine {
@@ -21,10 +21,10 @@ impl Engine {
         if self.rewait_for_lost_args(tid) {
             return;
         }
-        let fetch = self.fetch_args(tid, node);
-        if fetch > 0 {
-            self.model.set_task_state(tid, TaskState::PendingArgsFetch, self.clock.now);
-            self.clock.schedule_in(fetch, Event::ArgsFetched(tid, attempt));
+        let (micros, checks) = super::fetch::fetch_args(cx!(self), &mut self.plasma, &self.actor_manager, tid, node);
+        self.follow_all(checks);
+        if micros > 0 {
+            super::fetch::wait_for_fetch(cx!(self), tid, attempt, micros, TaskState::PendingArgsFetch);
         } else {
             self.start_task(tid, node);
         }
