@@ -24,6 +24,7 @@ use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
 use super::objects::PlasmaStores;
 use super::placement_groups::PlacementGroupManager;
+use super::task_run;
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
@@ -227,11 +228,27 @@ impl Engine {
                 let follows = self.jobs.arrival(cx!(self), &mut self.flow, self.node_manager.head(), m);
                 self.follow_all(follows);
             }
-            Event::Dispatch(t, a) => self.on_dispatch(t, a),
-            Event::ArgsFetched(t, a) => self.on_args_fetched(t, a),
-            Event::Begin(t, a) => self.on_begin(t, a),
-            Event::OpDone(t, a) => self.on_op_done(t, a),
-            Event::Resume(t, a) => self.on_resume(t, a),
+            Event::Dispatch(t, a) => {
+                let stores = (&mut self.plasma, &self.actor_manager);
+                let follows = task_run::dispatch(cx!(self), &mut self.flow, stores, t, a);
+                self.follow_all(follows);
+            }
+            Event::ArgsFetched(t, a) => {
+                let follows = task_run::args_fetched(cx!(self), &mut self.flow, t, a);
+                self.follow_all(follows);
+            }
+            Event::Begin(t, a) => {
+                let follows = task_run::on_begin(cx!(self), &mut self.flow, t, a);
+                self.follow_all(follows);
+            }
+            Event::OpDone(t, a) => {
+                let follows = task_run::op_done(cx!(self), &self.faults, t, a);
+                self.follow_all(follows);
+            }
+            Event::Resume(t, a) => {
+                let follows = task_run::on_resume(&self.model, t, a);
+                self.follow_all(follows);
+            }
             Event::Resubmit(t, a) => {
                 let follows = super::retries::resubmit(cx!(self), &mut self.queues, t, a);
                 self.follow_all(follows);

@@ -15,12 +15,12 @@
 use super::actors::{ActorManager, Dying};
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
-use super::cluster_queues::{self, ClusterQueues};
+use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
 use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
-use super::{retries, tasks};
+use super::{retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;
@@ -135,8 +135,6 @@ pub(crate) enum Follow {
     TrySchedule(TaskId),
     /// A task in a placement group bundle tries to start there.
     TryScheduleInBundle(TaskId, PgId, u32),
-    /// A task gives its lease back.
-    ReleaseLease(TaskId),
     /// A task drops its references (its arguments too, or only its futures).
     ReleaseTaskRefs(TaskId, bool),
     /// Resources came free on a node.
@@ -163,6 +161,14 @@ pub(crate) enum Follow {
     StartTask(TaskId, NodeIdx),
     /// A task's program ended.
     FinishTask(TaskId),
+    /// A finished task's lease is back: it drops its references.
+    FinishReleased(TaskId),
+    /// A finished task retires and its result is sealed.
+    FinishSettled(TaskId),
+    /// A dispatched task whose arguments were lost gave its lease back: it waits for them.
+    RewaitArgs(TaskId, u32),
+    /// A task's body runs once the memory monitor looked at its node.
+    BeginRun(TaskId, NodeIdx),
 }
 
 /// The follow-ups of one step, in the order they run.
@@ -250,10 +256,6 @@ impl Engine {
                 self.follow_all(follows);
             }
             Follow::TryScheduleInBundle(t, pg, b) => self.try_schedule_in_bundle(t, pg, b),
-            Follow::ReleaseLease(t) => {
-                let follows = cluster_queues::release_lease(cx!(self), t);
-                self.follow_all(follows);
-            }
             Follow::ReleaseTaskRefs(t, args_too) => {
                 let follows = tasks::release_refs(&mut self.model, t, args_too);
                 self.follow_all(follows);
@@ -281,8 +283,27 @@ impl Engine {
             Follow::RemovePlacementGroup(pg) => self.remove_placement_group(pg),
             Follow::ReschedulePgsOn(n) => self.reschedule_pgs_on(n),
             Follow::RunProgram(t) => self.run_program(t),
-            Follow::StartTask(t, n) => self.start_task(t, n),
-            Follow::FinishTask(t) => self.finish_task(t),
+            Follow::StartTask(t, n) => {
+                let follows = task_run::start(cx!(self), &mut self.flow, t, n);
+                self.follow_all(follows);
+            }
+            Follow::BeginRun(t, n) => {
+                let follows = task_run::begin_run(cx!(self), &mut self.flow, t, n);
+                self.follow_all(follows);
+            }
+            Follow::RewaitArgs(t, missing) => task_run::rewait_args(cx!(self), t, missing),
+            Follow::FinishTask(t) => {
+                let follows = task_run::finish(cx!(self), t);
+                self.follow_all(follows);
+            }
+            Follow::FinishReleased(t) => {
+                let follows = task_run::finish_released(cx!(self), t);
+                self.follow_all(follows);
+            }
+            Follow::FinishSettled(t) => {
+                let follows = task_run::finish_settled(cx!(self), &mut self.flow, t);
+                self.follow_all(follows);
+            }
         }
     }
 
