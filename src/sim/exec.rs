@@ -3,26 +3,18 @@
 use super::actors::{ActorManager, NewActor};
 use super::clock::{Clock, Event};
 use super::engine::Engine;
-use super::follow::cx;
-use super::follow::Follow;
+use super::follow::{cx, Cx, Follow, Follows};
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
 use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
 /// Tasks one `Submit` step hands to the scheduler before the submitter pays for them
 /// (`scheduler.call_submit_cost` each) and yields.
 const SUBMIT_CHUNK: u32 = 1_000;
 
 impl Engine {
-    pub(crate) fn sample(&mut self, d: DurationDist) -> u64 {
-        if d.max.0 > d.min.0 {
-            self.rng.random_range(d.min.0..=d.max.0)
-        } else {
-            d.min.0
-        }
-    }
-
     /// Run a task's program from its program counter until it blocks or ends.
     pub(crate) fn run_program(&mut self, tid: TaskId) {
         loop {
@@ -38,7 +30,7 @@ impl Engine {
             match op {
                 Op::Compute(d) => {
                     let d = *d;
-                    let dur = self.sample(d);
+                    let dur = sample(&mut self.rng, d);
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
                     t.pc += 1;
@@ -105,7 +97,8 @@ impl Engine {
                 Op::Get => {
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
                     if t.exec.unresolved > 0 {
-                        self.block_in_get(tid);
+                        let follows = block_in_get(cx!(self), tid);
+                        self.follow_all(follows);
                         return;
                     }
                     if t.exec.failed_futures > 0 {
@@ -194,35 +187,8 @@ impl Engine {
         for f in inputs {
             self.follow(Follow::UnrefObject(f));
         }
-        self.hold_futures(tid, attempt, returns);
-    }
-
-    /// Record returned futures on their owner (the `attempt` that submitted them),
-    /// counting the ones not yet ready. If that attempt died while submitting, its
-    /// handles die with it.
-    pub(crate) fn hold_futures(&mut self, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) {
-        if !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
-            for r in returns {
-                self.follow(Follow::UnrefObject(r));
-            }
-            return;
-        }
-        let mut unresolved = 0;
-        let mut failed = 0;
-        for r in &returns {
-            let Some(o) = self.model.objects.get_mut(r) else { continue };
-            o.owner_waits = true;
-            match o.status {
-                ObjectStatus::Ready => {}
-                ObjectStatus::Failed => failed += 1,
-                ObjectStatus::Pending | ObjectStatus::Lost => unresolved += 1,
-            }
-        }
-        if let Some(t) = self.model.tasks.get_mut(&tid) {
-            t.exec.unresolved += unresolved;
-            t.exec.failed_futures += failed;
-            t.exec.futures.extend(returns);
-        }
+        let follows = hold_futures(&mut self.model, tid, attempt, returns);
+        self.follow_all(follows);
     }
 
     /// Returns how many actors it created.
@@ -329,50 +295,90 @@ impl Engine {
             super::tasks::Call { spec: method, parent: tid, args: Box::new([]), actor: Some(child), bundle: None },
         );
         self.follow_all(follows);
-        self.hold_futures(tid, attempt, vec![ret]);
+        let follows = hold_futures(&mut self.model, tid, attempt, vec![ret]);
+        self.follow_all(follows);
         pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, 1)
     }
+}
 
-    /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU back.
-    fn block_in_get(&mut self, tid: TaskId) {
-        self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
-        let t = self.model.tasks.get_mut(&tid).expect("task exists");
-        if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
-            let cpu = self.specs[t.spec as usize].request.get(ResourceId::CPU);
-            if cpu.0 > 0 {
-                if let Some(n) = t.node {
-                    t.cpu_released = true;
-                    self.local_resources().lend_cpu(n, cpu);
-                    self.follow(Follow::ResourcesFreed(n));
-                }
-            }
+/// A duration drawn from `d` (uniform between its bounds).
+fn sample(rng: &mut ChaCha8Rng, d: DurationDist) -> u64 {
+    if d.max.0 > d.min.0 {
+        rng.random_range(d.min.0..=d.max.0)
+    } else {
+        d.min.0
+    }
+}
+
+/// Record returned futures on their owner (the `attempt` that submitted them),
+/// counting the ones not yet ready. If that attempt died while submitting, its
+/// handles die with it.
+pub(crate) fn hold_futures(m: &mut Model, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) -> Follows {
+    if !m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
+        return returns.into_iter().map(Follow::UnrefObject).collect();
+    }
+    let mut unresolved = 0;
+    let mut failed = 0;
+    for r in &returns {
+        let Some(o) = m.objects.get_mut(r) else { continue };
+        o.owner_waits = true;
+        match o.status {
+            ObjectStatus::Ready => {}
+            ObjectStatus::Failed => failed += 1,
+            ObjectStatus::Pending | ObjectStatus::Lost => unresolved += 1,
         }
     }
+    if let Some(t) = m.tasks.get_mut(&tid) {
+        t.exec.unresolved += unresolved;
+        t.exec.failed_futures += failed;
+        t.exec.futures.extend(returns);
+    }
+    Vec::new()
+}
 
-    /// A future of `owner` resolved (or failed); resume it if it was blocked on the last one.
-    pub(crate) fn on_future_resolved(&mut self, owner: TaskId, failed: bool) {
-        let Some(t) = self.model.tasks.get_mut(&owner) else { return };
-        t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
-        if failed {
-            t.exec.failed_futures += 1;
-        }
-        if t.state() != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
-            return;
-        }
-        let spec = &self.specs[t.spec as usize];
-        if !matches!(spec.program.get(t.pc as usize), Some(Op::Get)) {
-            return;
-        }
-        if t.cpu_released {
+/// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU
+/// back, and the node's freed CPU goes to others.
+fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
+    cx.model.set_task_state(tid, TaskState::RunningInRayGet, cx.clock.now);
+    let t = cx.model.tasks.get_mut(&tid).expect("task exists");
+    if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
+        let cpu = cx.specs[t.spec as usize].request.get(ResourceId::CPU);
+        if cpu.0 > 0 {
             if let Some(n) = t.node {
-                self.raylets.wait_to_resume(n, owner);
-                self.follow(Follow::ResourcesFreed(n));
+                t.cpu_released = true;
+                cx.local_resources().lend_cpu(n, cpu);
+                return vec![Follow::ResourcesFreed(n)];
             }
-            return;
         }
-        self.model.set_task_state(owner, TaskState::Running, self.clock.now);
-        self.run_program(owner);
     }
+    Vec::new()
+}
+
+/// A future of `owner` resolved (or failed); it resumes if it was blocked on the last
+/// one: at once, or once its node has a CPU for it again (it lent its own).
+pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follows {
+    let Some(t) = cx.model.tasks.get_mut(&owner) else { return Vec::new() };
+    t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
+    if failed {
+        t.exec.failed_futures += 1;
+    }
+    if t.state() != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
+        return Vec::new();
+    }
+    if !matches!(cx.specs[t.spec as usize].program.get(t.pc as usize), Some(Op::Get)) {
+        return Vec::new();
+    }
+    if t.cpu_released {
+        return match t.node {
+            Some(n) => {
+                cx.raylets.wait_to_resume(n, owner);
+                vec![Follow::ResourcesFreed(n)]
+            }
+            None => Vec::new(),
+        };
+    }
+    cx.model.set_task_state(owner, TaskState::Running, cx.clock.now);
+    vec![Follow::RunProgram(owner)]
 }
 
 /// What a `time.sleep(us)` really takes in a worker.

@@ -20,7 +20,7 @@ use super::engine::Engine;
 use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
-use super::{retries, task_run, tasks};
+use super::{exec, retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;
@@ -245,8 +245,14 @@ impl Engine {
             Follow::SealObject(o, n) => self.seal_object(o, n),
             Follow::ObjectFailed(o) => self.object_failed(o),
             Follow::UnrefObject(o) => self.unref_object(o),
-            Follow::HoldFutures(t, attempt, returns) => self.hold_futures(t, attempt, returns),
-            Follow::FutureResolved(t, failed) => self.on_future_resolved(t, failed),
+            Follow::HoldFutures(t, attempt, returns) => {
+                let follows = exec::hold_futures(&mut self.model, t, attempt, returns);
+                self.follow_all(follows);
+            }
+            Follow::FutureResolved(t, failed) => {
+                let follows = exec::future_resolved(cx!(self), t, failed);
+                self.follow_all(follows);
+            }
             Follow::TaskReady(t) => {
                 let follows = tasks::task_ready(cx!(self), t);
                 self.follow_all(follows);
