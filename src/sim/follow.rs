@@ -17,6 +17,7 @@ use super::cluster_events::EventWriter;
 use super::engine::Engine;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
+use super::placement_groups::PlacementGroupManager;
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;
@@ -131,6 +132,15 @@ pub(crate) enum Follow {
     RemovePlacementGroup(PgId),
     /// The groups with bundles on a dead node are placed again.
     ReschedulePgsOn(NodeIdx),
+    /// A retry of pending groups goes on with those not tried yet (the last one placed
+    /// has had its creator and waiters run first).
+    RetryPgs(Vec<PgId>),
+    /// Rescheduling after a node's loss goes on with the groups not rescheduled yet.
+    ReschedulePgs(NodeIdx, Vec<PgId>),
+    /// A placed group's bundle waiters try again (after its creator resumed).
+    DrainBundleWaiters(PgId),
+    /// A task that waited for room in a bundle tries again, if it still exists.
+    WakeBundleWaiter(TaskId),
     /// A worker runs a task's program on.
     RunProgram(TaskId),
     /// A task starts on a node.
@@ -169,14 +179,42 @@ impl Engine {
             Follow::FutureResolved(t, failed) => self.on_future_resolved(t, failed),
             Follow::TaskReady(t) => self.on_task_ready(t),
             Follow::TrySchedule(t) => self.try_schedule(t),
-            Follow::TryScheduleInBundle(t, pg, b) => self.try_schedule_in_bundle(t, pg, b),
+            Follow::TryScheduleInBundle(t, pg, b) => {
+                let follows = PlacementGroupManager::try_schedule_in_bundle(cx!(self), &mut self.queues, t, pg, b);
+                self.follow_all(follows);
+            }
             Follow::ReleaseLease(t) => self.release_lease(t),
             Follow::ReleaseTaskRefs(t, args_too) => self.release_task_refs(t, args_too),
             Follow::ResourcesFreed(n) => self.on_resources_freed(n),
-            Follow::ReturnToBundle(pg, b, req) => self.return_to_bundle(pg, b, &req),
-            Follow::RetryPendingPgs => self.retry_pending_pgs(),
-            Follow::RemovePlacementGroup(pg) => self.remove_placement_group(pg),
-            Follow::ReschedulePgsOn(n) => self.reschedule_pgs_on(n),
+            Follow::ReturnToBundle(pg, b, req) => {
+                let follows = PlacementGroupManager::return_to_bundle(&mut self.model, &mut self.queues, pg, b, &req);
+                self.follow_all(follows);
+            }
+            Follow::RetryPendingPgs => {
+                let follows = self.pg_manager.retry_pending(cx!(self));
+                self.follow_all(follows);
+            }
+            Follow::RemovePlacementGroup(pg) => {
+                let follows = self.pg_manager.remove(cx!(self), &mut self.queues, pg);
+                self.follow_all(follows);
+            }
+            Follow::ReschedulePgsOn(n) => {
+                let follows = self.pg_manager.reschedule_on(cx!(self), n);
+                self.follow_all(follows);
+            }
+            Follow::RetryPgs(ids) => {
+                let follows = self.pg_manager.retry(cx!(self), ids);
+                self.follow_all(follows);
+            }
+            Follow::ReschedulePgs(n, ids) => {
+                let follows = self.pg_manager.reschedule(cx!(self), n, ids);
+                self.follow_all(follows);
+            }
+            Follow::DrainBundleWaiters(pg) => {
+                let follows = PlacementGroupManager::drain_bundle_waiters(&mut self.queues, pg);
+                self.follow_all(follows);
+            }
+            Follow::WakeBundleWaiter(t) => self.follow_all(PlacementGroupManager::wake_bundle_waiter(&self.model, t)),
             Follow::RunProgram(t) => self.run_program(t),
             Follow::StartTask(t, n) => self.start_task(t, n),
             Follow::FinishTask(t) => self.finish_task(t),
