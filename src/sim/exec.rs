@@ -118,7 +118,8 @@ impl Engine {
                 }
                 Op::CreatePlacementGroup { bundles, strategy } => {
                     let (bundles, strategy) = (bundles.clone(), *strategy);
-                    let pg = self.create_placement_group(tid, bundles, strategy);
+                    let (pg, follows) = self.pg_manager.create(cx!(self), tid, bundles, strategy);
+                    self.follow_all(follows);
                     let created = self.model.pgs.get(&pg).is_some_and(|p| p.state() == PgState::Created);
                     let t = self.model.tasks.get_mut(&tid).expect("running task exists");
                     t.exec.pg = Some(pg);

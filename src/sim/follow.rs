@@ -20,6 +20,7 @@ use super::engine::Engine;
 use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
+use super::placement_groups::PlacementGroupManager;
 use super::{exec, retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
@@ -155,6 +156,15 @@ pub(crate) enum Follow {
     RemovePlacementGroup(PgId),
     /// The groups with bundles on a dead node are placed again.
     ReschedulePgsOn(NodeIdx),
+    /// A retry of pending groups goes on with those not tried yet (the last one placed
+    /// has had its creator and waiters run first).
+    RetryPgs(Vec<PgId>),
+    /// Rescheduling after a node's loss goes on with the groups not rescheduled yet.
+    ReschedulePgs(NodeIdx, Vec<PgId>),
+    /// A placed group's bundle waiters try again (after its creator resumed).
+    DrainBundleWaiters(PgId),
+    /// A task that waited for room in a bundle tries again, if it still exists.
+    WakeBundleWaiter(TaskId),
     /// A worker runs a task's program on.
     RunProgram(TaskId),
     /// A task starts on a node.
@@ -261,7 +271,10 @@ impl Engine {
                 let follows = self.queues.try_schedule(cx!(self), &self.node_manager, t);
                 self.follow_all(follows);
             }
-            Follow::TryScheduleInBundle(t, pg, b) => self.try_schedule_in_bundle(t, pg, b),
+            Follow::TryScheduleInBundle(t, pg, b) => {
+                let follows = PlacementGroupManager::try_schedule_in_bundle(cx!(self), &mut self.queues, t, pg, b);
+                self.follow_all(follows);
+            }
             Follow::ReleaseTaskRefs(t, args_too) => {
                 let follows = tasks::release_refs(&mut self.model, t, args_too);
                 self.follow_all(follows);
@@ -279,15 +292,40 @@ impl Engine {
                 let follows = self.queues.wake_newest_node(&self.model);
                 self.follow_all(follows);
             }
-            Follow::ReturnToBundle(pg, b, req) => self.return_to_bundle(pg, b, &req),
-            Follow::RetryPendingPgs => self.retry_pending_pgs(),
+            Follow::ReturnToBundle(pg, b, req) => {
+                let follows = PlacementGroupManager::return_to_bundle(&mut self.model, &mut self.queues, pg, b, &req);
+                self.follow_all(follows);
+            }
+            Follow::RetryPendingPgs => {
+                let follows = self.pg_manager.retry_pending(cx!(self));
+                self.follow_all(follows);
+            }
             Follow::RetryPendingPgsIfAny => {
                 if self.pg_manager.has_pending() {
                     self.follow(Follow::RetryPendingPgs);
                 }
             }
-            Follow::RemovePlacementGroup(pg) => self.remove_placement_group(pg),
-            Follow::ReschedulePgsOn(n) => self.reschedule_pgs_on(n),
+            Follow::RemovePlacementGroup(pg) => {
+                let follows = self.pg_manager.remove(cx!(self), &mut self.queues, pg);
+                self.follow_all(follows);
+            }
+            Follow::ReschedulePgsOn(n) => {
+                let follows = self.pg_manager.reschedule_on(cx!(self), n);
+                self.follow_all(follows);
+            }
+            Follow::RetryPgs(ids) => {
+                let follows = self.pg_manager.retry(cx!(self), ids);
+                self.follow_all(follows);
+            }
+            Follow::ReschedulePgs(n, ids) => {
+                let follows = self.pg_manager.reschedule(cx!(self), n, ids);
+                self.follow_all(follows);
+            }
+            Follow::DrainBundleWaiters(pg) => {
+                let follows = PlacementGroupManager::drain_bundle_waiters(&mut self.queues, pg);
+                self.follow_all(follows);
+            }
+            Follow::WakeBundleWaiter(t) => self.follow_all(PlacementGroupManager::wake_bundle_waiter(&self.model, t)),
             Follow::RunProgram(t) => self.run_program(t),
             Follow::StartTask(t, n) => {
                 let follows = task_run::start(cx!(self), &mut self.flow, t, n);

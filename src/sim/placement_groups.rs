@@ -3,14 +3,19 @@
 //! removal.
 //!
 //! Owns: [`PlacementGroupManager`], the groups waiting to be placed (Ray's GCS keeps
-//! this queue too, retried as resources free up and nodes join). The group records
-//! live in the model's table; tasks waiting for room in a placed bundle wait in the
-//! cluster task queues (`cluster_queues.rs`), as Ray's raylet queues them with the
-//! other work for resources. Must never: reserve a bundle except through the node
-//! runtime, or decide placement (the scheduler's `place_bundles` does).
+//! this queue too, retried as resources free up and nodes join), and the groups'
+//! lifecycle: creating, placing and retrying, removing, rescheduling after node loss,
+//! and leasing a task room in a bundle and giving it back. The group records live in
+//! the model's table; tasks waiting for room in a placed bundle wait in the cluster
+//! task queues (`cluster_queues.rs`, passed in), as Ray's raylet queues them with the
+//! other work for resources. What the task lifecycle must do next (run a resumed
+//! creator, schedule a waiter, fail a task, offer freed resources) is returned as
+//! follow-ups. Must never: reserve a bundle except through the node runtime, decide
+//! placement (the scheduler's `place_bundles` does), or call into another component.
 
-use super::engine::Engine;
-use super::follow::Follow;
+use super::clock::Event;
+use super::cluster_queues::ClusterQueues;
+use super::follow::{Cx, Follow, Follows};
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{PgDecision, Scheduler};
@@ -54,59 +59,6 @@ impl PlacementGroupManager {
         self.pending.retain(|p| *p != pg);
     }
 
-    /// Register a new group (PENDING) created by `creator`.
-    pub(crate) fn create(
-        m: &mut Model,
-        creator: TaskId,
-        bundles: Vec<ResourceRequest>,
-        strategy: PgStrategy,
-        now: u64,
-    ) -> PgId {
-        let id = PgId(m.next_pg);
-        m.next_pg += 1;
-        let job = m.tasks[&creator].job;
-        let bundles = bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect();
-        m.pgs.insert(id, PlacementGroup::pending(id, job, strategy, bundles, creator, now));
-        m.counters.pgs_created += 1;
-        log_event!(m.log, now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
-        id
-    }
-
-    /// Try to place every unplaced bundle of `id` at once (the scheduler decides). On
-    /// success the group is CREATED and the bundles' reservations are returned for the
-    /// node runtime to make.
-    pub(crate) fn try_place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
-        let Some(pg) = m.pgs.get(&id) else { return Placement::Gone };
-        if pg.state() == PgState::Removed {
-            return Placement::Gone;
-        }
-        let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
-        let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
-        match sched.place_bundles(&m.nodes, &requests, pg.strategy) {
-            PgDecision::Placed(nodes) => {
-                m.set_pg_state(id, PgState::Prepared, now);
-                let pg = m.pgs.get_mut(&id).expect("pg exists");
-                let mut reserve = Vec::with_capacity(unplaced.len());
-                for ((&bi, &n), req) in unplaced.iter().zip(&nodes).zip(requests) {
-                    pg.bundles[bi].node = Some(n);
-                    pg.bundles[bi].available = req.clone();
-                    reserve.push((n, req));
-                }
-                let ms = (now - pg.created_at) as f64 / 1000.0;
-                pg.scheduled_at = Some(now);
-                let creator = pg.creator;
-                m.placement_ms[2].observe(ms);
-                m.set_pg_state(id, PgState::Created, now);
-                Placement::Created { reserve, creator }
-            }
-            PgDecision::Wait => Placement::Waiting,
-            PgDecision::Infeasible => {
-                log_event!(m.log, now, "placement_group", "{} INFEASIBLE", id.0);
-                Placement::Waiting
-            }
-        }
-    }
-
     /// Demand of pending groups, for the autoscaler.
     pub(crate) fn pending_bundles(&self, m: &Model) -> Vec<ResourceRequest> {
         self.pending
@@ -115,9 +67,151 @@ impl PlacementGroupManager {
             .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
             .collect()
     }
+}
 
-    /// Give `req` back to bundle `b` of `pg` (a task or actor in it ended).
-    pub(crate) fn return_to_bundle(m: &mut Model, pg: PgId, b: u32, req: &ResourceRequest) {
+impl PlacementGroupManager {
+    /// `creator` creates a group: it is placed at once if the scheduler finds room, or
+    /// waits. Returns its id and what follows a placement.
+    pub(crate) fn create(
+        &mut self,
+        cx: &mut Cx,
+        creator: TaskId,
+        bundles: Vec<ResourceRequest>,
+        strategy: PgStrategy,
+    ) -> (PgId, Follows) {
+        let id = register(cx.model, creator, bundles, strategy, cx.now());
+        match try_place(cx, id) {
+            Some(follows) => (id, follows),
+            None => {
+                self.wait(id);
+                (id, Vec::new())
+            }
+        }
+    }
+
+    /// Resources came free or a node joined: every pending group tries again, oldest
+    /// first.
+    pub(crate) fn retry_pending(&mut self, cx: &mut Cx) -> Follows {
+        let ids = self.take_pending();
+        self.retry(cx, ids)
+    }
+
+    /// Try to place `ids` in order; those that still find no room wait again. Once one
+    /// is placed, what follows runs before the rest are tried ([`Follow::RetryPgs`]):
+    /// its creator and bundle waiters may take the room the next one would have had.
+    pub(crate) fn retry(&mut self, cx: &mut Cx, ids: Vec<PgId>) -> Follows {
+        let mut ids = ids.into_iter();
+        while let Some(id) = ids.next() {
+            match try_place(cx, id) {
+                None => self.wait(id),
+                Some(follows) if follows.is_empty() => {}
+                Some(follows) => return then_rest(follows, ids, Follow::RetryPgs),
+            }
+        }
+        Vec::new()
+    }
+
+    /// Remove group `id`: its bundles' reservations are given back on the nodes still
+    /// alive, nothing waits on it any more, and those nodes' freed resources are offered
+    /// to waiting work.
+    pub(crate) fn remove(&mut self, cx: &mut Cx, queues: &mut ClusterQueues, id: PgId) -> Follows {
+        let Some(pg) = cx.model.pgs.get_mut(&id) else { return Vec::new() };
+        if pg.state() == PgState::Removed {
+            return Vec::new();
+        }
+        let bundles = std::mem::take(&mut pg.bundles);
+        for b in &bundles {
+            if let Some(n) = b.node {
+                if cx.model.nodes[n.index()].is_alive() {
+                    cx.local_resources().release(n, &b.request);
+                }
+            }
+        }
+        if let Some(pg) = cx.model.pgs.get_mut(&id) {
+            pg.bundles = bundles
+                .into_iter()
+                .map(|mut b| {
+                    b.available = b.request.clone();
+                    b
+                })
+                .collect();
+        }
+        self.forget(id);
+        // Nothing waits on its bundles any more.
+        queues.take_bundle_waiters(id);
+        cx.model.set_pg_state(id, PgState::Removed, cx.now());
+        cx.model.pgs[&id].bundles.iter().filter_map(|b| b.node).map(Follow::ResourcesFreed).collect()
+    }
+
+    /// A task or actor placed in bundle `b` of `pg`: reserve from the bundle, not the
+    /// node. Without room it waits in the cluster queues for the bundle; without a
+    /// placed group or such a bundle it fails.
+    pub(crate) fn try_schedule_in_bundle(
+        cx: &mut Cx,
+        queues: &mut ClusterQueues,
+        tid: TaskId,
+        pg: PgId,
+        b: u32,
+    ) -> Follows {
+        let unschedulable = || vec![Follow::FailTask(tid, ErrorType::TaskUnschedulable, false)];
+        let spec = cx.model.tasks[&tid].spec;
+        let req = cx.specs[spec as usize].request.clone();
+        let now = cx.now();
+        let Some(group) = cx.model.pgs.get_mut(&pg) else { return unschedulable() };
+        if group.state() == PgState::Removed {
+            return unschedulable();
+        }
+        let placed = group.state() == PgState::Created;
+        let bundle = group.bundles.get_mut(b as usize);
+        match bundle {
+            Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
+                take(&mut bd.available, &req);
+                let node = bd.node.expect("placed bundle has a node");
+                cx.raylets.lease_granted(node, tid);
+                let t = cx.model.tasks.get_mut(&tid).expect("task exists");
+                t.node = Some(node);
+                t.holds_resources = true;
+                let attempt = t.attempt;
+                let kind = t.kind;
+                let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
+                let ms = (now - t.ready_at) as f64 / 1000.0;
+                cx.model.placement_ms[hist].observe(ms);
+                log_event!(
+                    cx.model.log,
+                    now,
+                    "scheduler",
+                    "{:x} LEASED node={} pg={} bundle={}",
+                    tid.0,
+                    node.0,
+                    pg.0,
+                    b
+                );
+                let delay = cx.cfg.scheduler.lease_latency.as_micros()
+                    + if kind == TaskType::ActorCreationTask {
+                        cx.cfg.scheduler.worker_start_latency.as_micros()
+                    } else {
+                        0
+                    };
+                cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+                Vec::new()
+            }
+            Some(_) => {
+                queues.wait_for_bundle(pg, tid);
+                Vec::new()
+            }
+            None => unschedulable(),
+        }
+    }
+
+    /// Give `req` back to bundle `b` of `pg` (a task or actor in it ended): the tasks
+    /// waiting for room there try again.
+    pub(crate) fn return_to_bundle(
+        m: &mut Model,
+        queues: &mut ClusterQueues,
+        pg: PgId,
+        b: u32,
+        req: &ResourceRequest,
+    ) -> Follows {
         if let Some(bd) = m.pgs.get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
             for &(id, q) in &req.0 {
                 match bd.available.0.iter_mut().find(|(i, _)| *i == id) {
@@ -127,30 +221,141 @@ impl PlacementGroupManager {
             }
             bd.available.0.sort_by_key(|(i, _)| *i);
         }
+        Self::drain_bundle_waiters(queues, pg)
     }
 
-    /// The groups not removed with a bundle on `node`, in id order.
-    pub(crate) fn with_bundles_on(m: &Model, node: NodeIdx) -> Vec<PgId> {
-        m.pgs
-            .values()
-            .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
-            .map(|p| p.id)
-            .collect()
+    /// The tasks waiting for room in `pg`'s bundles try again, in the order they began
+    /// waiting. Each is looked up when its turn comes ([`Follow::WakeBundleWaiter`]):
+    /// the one before may have ended it.
+    pub(crate) fn drain_bundle_waiters(queues: &mut ClusterQueues, pg: PgId) -> Follows {
+        let Some(waiters) = queues.take_bundle_waiters(pg) else { return Vec::new() };
+        waiters.into_iter().map(Follow::WakeBundleWaiter).collect()
     }
 
-    /// `id`'s bundles on the dead `node` are lost: RESCHEDULING until placed again.
-    pub(crate) fn bundles_lost(m: &mut Model, id: PgId, node: NodeIdx, now: u64) {
-        let pg = m.pgs.get_mut(&id).expect("pg exists");
-        for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
-            b.node = None;
-            b.available = b.request.clone();
+    /// A task that waited for room in a bundle asks to be scheduled, if it still exists.
+    pub(crate) fn wake_bundle_waiter(m: &Model, tid: TaskId) -> Follows {
+        if m.tasks.contains_key(&tid) {
+            vec![Follow::TrySchedule(tid)]
+        } else {
+            Vec::new()
         }
-        m.set_pg_state(id, PgState::Rescheduling, now);
+    }
+
+    /// Bundles on a dead node are lost: each group with one there is RESCHEDULING until
+    /// they are placed again.
+    pub(crate) fn reschedule_on(&mut self, cx: &mut Cx, node: NodeIdx) -> Follows {
+        let ids = with_bundles_on(cx.model, node);
+        self.reschedule(cx, node, ids)
+    }
+
+    /// Reschedule `ids`, which had bundles on the dead `node`, in order. As in
+    /// [`PlacementGroupManager::retry`], what follows one placed runs before the rest
+    /// ([`Follow::ReschedulePgs`]).
+    pub(crate) fn reschedule(&mut self, cx: &mut Cx, node: NodeIdx, ids: Vec<PgId>) -> Follows {
+        let mut ids = ids.into_iter();
+        while let Some(id) = ids.next() {
+            bundles_lost(cx.model, id, node, cx.now());
+            match try_place(cx, id) {
+                // A group that lost bundles on an earlier node may already be pending.
+                None if !self.is_pending(id) => self.wait(id),
+                None => {}
+                Some(follows) if follows.is_empty() => {}
+                Some(follows) => return then_rest(follows, ids, |rest| Follow::ReschedulePgs(node, rest)),
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// `follows`, then (if any are left) the continuation that goes on with the rest.
+fn then_rest(mut follows: Follows, rest: std::vec::IntoIter<PgId>, go_on: impl FnOnce(Vec<PgId>) -> Follow) -> Follows {
+    let rest: Vec<PgId> = rest.collect();
+    if !rest.is_empty() {
+        follows.push(go_on(rest));
+    }
+    follows
+}
+
+/// Register a new group (PENDING) created by `creator`.
+fn register(m: &mut Model, creator: TaskId, bundles: Vec<ResourceRequest>, strategy: PgStrategy, now: u64) -> PgId {
+    let id = PgId(m.next_pg);
+    m.next_pg += 1;
+    let job = m.tasks[&creator].job;
+    let bundles = bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect();
+    m.pgs.insert(id, PlacementGroup::pending(id, job, strategy, bundles, creator, now));
+    m.counters.pgs_created += 1;
+    log_event!(m.log, now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
+    id
+}
+
+/// Try to place group `id`; `None` while it must wait, else what follows (nothing when
+/// it is gone). A placed group's reservations are made here; then its creator resumes
+/// and ([`Follow::DrainBundleWaiters`]) its bundle waiters try again.
+fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
+    let now = cx.now();
+    let (reserve, creator) = match place(cx.model, cx.sched, id, now) {
+        Placement::Created { reserve, creator } => (reserve, creator),
+        Placement::Waiting => return None,
+        Placement::Gone => return Some(Vec::new()),
+    };
+    for (n, req) in &reserve {
+        cx.local_resources().reserve(*n, req);
+    }
+    let mut follows = Vec::with_capacity(2);
+    // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a later
+    // `ray.get` while its group is rescheduled).
+    if let Some(t) = cx.model.tasks.get_mut(&creator) {
+        let at_create = matches!(
+            cx.specs[t.spec as usize].program.get(t.pc as usize),
+            Some(crate::workload::Op::CreatePlacementGroup { .. })
+        );
+        if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
+            t.pc += 1;
+            cx.model.set_task_state(creator, TaskState::Running, now);
+            follows.push(Follow::RunProgram(creator));
+        }
+    }
+    follows.push(Follow::DrainBundleWaiters(id));
+    Some(follows)
+}
+
+/// Try to place every unplaced bundle of `id` at once (the scheduler decides). On
+/// success the group is CREATED and the bundles' reservations are returned for the node
+/// runtime to make.
+fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
+    let Some(pg) = m.pgs.get(&id) else { return Placement::Gone };
+    if pg.state() == PgState::Removed {
+        return Placement::Gone;
+    }
+    let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
+    let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
+    match sched.place_bundles(&m.nodes, &requests, pg.strategy) {
+        PgDecision::Placed(nodes) => {
+            m.set_pg_state(id, PgState::Prepared, now);
+            let pg = m.pgs.get_mut(&id).expect("pg exists");
+            let mut reserve = Vec::with_capacity(unplaced.len());
+            for ((&bi, &n), req) in unplaced.iter().zip(&nodes).zip(requests) {
+                pg.bundles[bi].node = Some(n);
+                pg.bundles[bi].available = req.clone();
+                reserve.push((n, req));
+            }
+            let ms = (now - pg.created_at) as f64 / 1000.0;
+            pg.scheduled_at = Some(now);
+            let creator = pg.creator;
+            m.placement_ms[2].observe(ms);
+            m.set_pg_state(id, PgState::Created, now);
+            Placement::Created { reserve, creator }
+        }
+        PgDecision::Wait => Placement::Waiting,
+        PgDecision::Infeasible => {
+            log_event!(m.log, now, "placement_group", "{} INFEASIBLE", id.0);
+            Placement::Waiting
+        }
     }
 }
 
 /// What one try to place a group came to.
-pub(crate) enum Placement {
+enum Placement {
     /// Placed: reserve each (node, request), then resume `creator` if it waits on it.
     Created { reserve: Vec<(NodeIdx, ResourceRequest)>, creator: TaskId },
     /// Not placeable now (no room, or infeasible): it waits.
@@ -159,163 +364,23 @@ pub(crate) enum Placement {
     Gone,
 }
 
-impl Engine {
-    pub(crate) fn create_placement_group(
-        &mut self,
-        creator: TaskId,
-        bundles: Vec<ResourceRequest>,
-        strategy: PgStrategy,
-    ) -> PgId {
-        let id = PlacementGroupManager::create(&mut self.model, creator, bundles, strategy, self.clock.now);
-        if !self.try_place_pg(id) {
-            self.pg_manager.wait(id);
-        }
-        id
-    }
+/// The groups not removed with a bundle on `node`, in id order.
+fn with_bundles_on(m: &Model, node: NodeIdx) -> Vec<PgId> {
+    m.pgs
+        .values()
+        .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
+        .map(|p| p.id)
+        .collect()
+}
 
-    /// Try to place group `id`; true when there is nothing left to wait for. A placed
-    /// group's reservations are made, then its creator resumes, then bundle waiters.
-    fn try_place_pg(&mut self, id: PgId) -> bool {
-        let (reserve, creator) =
-            match PlacementGroupManager::try_place(&mut self.model, &self.sched, id, self.clock.now) {
-                Placement::Created { reserve, creator } => (reserve, creator),
-                Placement::Waiting => return false,
-                Placement::Gone => return true,
-            };
-        for (n, req) in &reserve {
-            self.local_resources().reserve(*n, req);
-        }
-        // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a
-        // later `ray.get` while its group is rescheduled).
-        if let Some(t) = self.model.tasks.get_mut(&creator) {
-            let at_create = matches!(
-                self.specs[t.spec as usize].program.get(t.pc as usize),
-                Some(crate::workload::Op::CreatePlacementGroup { .. })
-            );
-            if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
-                t.pc += 1;
-                self.model.set_task_state(creator, TaskState::Running, self.clock.now);
-                self.follow(Follow::RunProgram(creator));
-            }
-        }
-        self.drain_bundle_waiters(id);
-        true
+/// `id`'s bundles on the dead `node` are lost: RESCHEDULING until placed again.
+fn bundles_lost(m: &mut Model, id: PgId, node: NodeIdx, now: u64) {
+    let pg = m.pgs.get_mut(&id).expect("pg exists");
+    for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
+        b.node = None;
+        b.available = b.request.clone();
     }
-
-    pub(crate) fn retry_pending_pgs(&mut self) {
-        for id in self.pg_manager.take_pending() {
-            if !self.try_place_pg(id) {
-                self.pg_manager.wait(id);
-            }
-        }
-    }
-
-    pub(crate) fn remove_placement_group(&mut self, id: PgId) {
-        let Some(pg) = self.model.pgs.get_mut(&id) else { return };
-        if pg.state() == PgState::Removed {
-            return;
-        }
-        let bundles = std::mem::take(&mut pg.bundles);
-        for b in &bundles {
-            if let Some(n) = b.node {
-                if self.model.nodes[n.index()].is_alive() {
-                    self.local_resources().release(n, &b.request);
-                }
-            }
-        }
-        if let Some(pg) = self.model.pgs.get_mut(&id) {
-            pg.bundles = bundles
-                .into_iter()
-                .map(|mut b| {
-                    b.available = b.request.clone();
-                    b
-                })
-                .collect();
-        }
-        self.pg_manager.forget(id);
-        // Nothing waits on its bundles any more.
-        self.queues.take_bundle_waiters(id);
-        self.model.set_pg_state(id, PgState::Removed, self.clock.now);
-        let nodes: Vec<NodeIdx> = self.model.pgs[&id].bundles.iter().filter_map(|b| b.node).collect();
-        for n in nodes {
-            self.follow(Follow::ResourcesFreed(n));
-        }
-    }
-
-    /// A task or actor placed in bundle `b` of `pg`: reserve from the bundle, not the node.
-    pub(crate) fn try_schedule_in_bundle(&mut self, tid: TaskId, pg: PgId, b: u32) {
-        let spec = self.model.tasks[&tid].spec;
-        let req = self.specs[spec as usize].request.clone();
-        let Some(group) = self.model.pgs.get_mut(&pg) else {
-            self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false));
-            return;
-        };
-        if group.state() == PgState::Removed {
-            self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false));
-            return;
-        }
-        let placed = group.state() == PgState::Created;
-        let bundle = group.bundles.get_mut(b as usize);
-        match bundle {
-            Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
-                take(&mut bd.available, &req);
-                let node = bd.node.expect("placed bundle has a node");
-                self.raylets.lease_granted(node, tid);
-                let t = self.model.tasks.get_mut(&tid).expect("task exists");
-                t.node = Some(node);
-                t.holds_resources = true;
-                let attempt = t.attempt;
-                let kind = t.kind;
-                let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
-                let ms = (self.clock.now - t.ready_at) as f64 / 1000.0;
-                self.model.placement_ms[hist].observe(ms);
-                log_event!(
-                    self.model.log,
-                    self.clock.now,
-                    "scheduler",
-                    "{:x} LEASED node={} pg={} bundle={}",
-                    tid.0,
-                    node.0,
-                    pg.0,
-                    b
-                );
-                let delay = self.cfg.scheduler.lease_latency.as_micros()
-                    + if kind == TaskType::ActorCreationTask {
-                        self.cfg.scheduler.worker_start_latency.as_micros()
-                    } else {
-                        0
-                    };
-                self.clock.schedule_in(delay, super::clock::Event::Dispatch(tid, attempt));
-            }
-            Some(_) => self.queues.wait_for_bundle(pg, tid),
-            None => self.follow(Follow::FailTask(tid, ErrorType::TaskUnschedulable, false)),
-        }
-    }
-
-    pub(crate) fn return_to_bundle(&mut self, pg: PgId, b: u32, req: &ResourceRequest) {
-        PlacementGroupManager::return_to_bundle(&mut self.model, pg, b, req);
-        self.drain_bundle_waiters(pg);
-    }
-
-    fn drain_bundle_waiters(&mut self, pg: PgId) {
-        let Some(q) = self.queues.take_bundle_waiters(pg) else { return };
-        for tid in q {
-            if self.model.tasks.contains_key(&tid) {
-                self.follow(Follow::TrySchedule(tid));
-            }
-        }
-    }
-
-    /// Bundles on a dead node are lost: the group is RESCHEDULING until they are placed again.
-    pub(crate) fn reschedule_pgs_on(&mut self, node: NodeIdx) {
-        for id in PlacementGroupManager::with_bundles_on(&self.model, node) {
-            PlacementGroupManager::bundles_lost(&mut self.model, id, node, self.clock.now);
-            // A group that lost bundles on an earlier node may already be pending.
-            if !self.try_place_pg(id) && !self.pg_manager.is_pending(id) {
-                self.pg_manager.wait(id);
-            }
-        }
-    }
+    m.set_pg_state(id, PgState::Rescheduling, now);
 }
 
 fn fits(avail: &ResourceRequest, req: &ResourceRequest) -> bool {
