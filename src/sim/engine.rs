@@ -232,7 +232,10 @@ impl Engine {
             Event::OpDone(t, a) => self.on_op_done(t, a),
             Event::Resume(t, a) => self.on_resume(t, a),
             Event::Resubmit(t, a) => self.on_resubmit(t, a),
-            Event::Fault(i) => self.on_fault(i),
+            Event::Fault(i) => {
+                let follows = self.faults.inject(cx!(self), &self.node_manager, &self.actor_manager, i);
+                self.follow_all(follows);
+            }
             Event::FaultEnd(i) => self.faults.end(&mut self.model, i, self.clock.now),
             Event::NodeLaunched(t) => self.on_node_launched(t),
             Event::AutoscalerTick => self.on_autoscaler_tick(),
