@@ -12,6 +12,7 @@
 //! the request to the component that owns it), or defer a follow-up to a later event
 //! (that would reorder the log).
 
+use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
 use super::engine::Engine;
@@ -117,6 +118,12 @@ pub(crate) enum Follow {
     /// The memory monitor looks again later if a node is still above the threshold
     /// once the work it killed there has failed.
     RecheckMemory(NodeIdx),
+    /// The autoscaler terminates an idle worker.
+    TerminateIdleNode(NodeIdx),
+    /// The autoscaler schedules its next look, once the idle workers went.
+    NextAutoscalerTick,
+    /// A node of this type joins, the launch having come due; the autoscaler counts it.
+    LaunchNode(u16),
     /// Every copy on a dead node is gone.
     LoseObjectsOn(NodeIdx),
     /// A task's return exists on a node.
@@ -214,6 +221,15 @@ impl Engine {
                 self.follow_all(follows);
             }
             Follow::RecheckMemory(n) => self.faults.recheck_memory(cx!(self), n),
+            Follow::TerminateIdleNode(n) => {
+                let follows = Autoscaler::terminate_idle_node(cx!(self), n);
+                self.follow_all(follows);
+            }
+            Follow::NextAutoscalerTick => Autoscaler::schedule_next_tick(cx!(self), &self.jobs, &self.queues),
+            Follow::LaunchNode(t) => {
+                let launched = self.launch_node_of_type(t);
+                self.autoscaler.launch_done(cx!(self), t, launched.is_some());
+            }
             Follow::LoseObjectsOn(n) => self.lose_objects_on(n),
             Follow::SealObject(o, n) => self.seal_object(o, n),
             Follow::ObjectFailed(o) => self.object_failed(o),
