@@ -1,12 +1,23 @@
 //! The autoscaler: launch nodes for pending and infeasible demand after the launch
 //! delay, terminate workers idle past the timeout, keep each type within min/max.
+//!
+//! Owns: [`Autoscaler`]: per node type, its bounds, launches in flight and totals; and
+//! the periodic look at demand, terminating idle workers and a launch coming due. Reads
+//! the cluster queues, pending groups and raylets' lists it is given. Must never: add
+//! or kill a node itself (a launched node joins through the engine, which tells every
+//! component; a terminated one dies through [`Follow::KillNode`]).
 
+use super::actors::ActorManager;
 use super::clock::Event;
+use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
-use super::follow::Follow;
+use super::follow::{Cx, Follow, Follows};
+use super::jobs::JobManager;
+use super::placement_groups::PlacementGroupManager;
 use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;
+use crate::workload::CallSpec;
 
 /// How often the autoscaler looks at demand (Ray's update interval is 5 s).
 pub const TICK_US: u64 = 5_000_000;
@@ -167,13 +178,17 @@ impl Autoscaler {
     }
 
     /// A launch of type `t` came due: it is no longer in flight.
-    pub(crate) fn launch_due(&mut self, t: u16) {
+    fn launch_due(&mut self, t: u16) {
         let s = &mut self.types[t as usize];
         s.pending = s.pending.saturating_sub(1);
     }
 
     /// The launch of type `t` that came due made a node (`ok`) or found no address.
-    pub(crate) fn launch_done(&mut self, cluster: &ClusterConfig, t: u16, ok: bool) {
+    pub(crate) fn launch_done(&mut self, cx: &mut Cx, t: u16, ok: bool) {
+        let cluster = &cx.cfg.cluster;
+        if !ok {
+            cx.cluster_events().launch_failed(&cluster.node_types[t as usize]);
+        }
         let s = &mut self.types[t as usize];
         match ok {
             true => s.started_total += 1,
@@ -214,59 +229,82 @@ impl Engine {
     pub fn autoscaler(&self) -> &Autoscaler {
         &self.autoscaler
     }
+}
 
-    /// The autoscaler's periodic look: launch for unmet demand, terminate idle workers.
-    pub(crate) fn on_autoscaler_tick(&mut self) {
-        let demand = self.unmet_demand();
-        let alive = alive_per_type(&self.model.nodes, self.autoscaler.types().len());
-        let cfg = self.cfg.clone();
-        let cluster = &cfg.cluster;
-        for l in self.autoscaler.scale_up(cluster, &self.model.resource_names, demand, &alive) {
+impl Autoscaler {
+    /// The autoscaler's periodic look: launch for unmet demand (the cluster queues'
+    /// waiting and infeasible work, the pending groups' bundles), terminate idle
+    /// workers ([`Follow::TerminateIdleNode`], one at a time), then
+    /// ([`Follow::NextAutoscalerTick`]) look again later while there is work.
+    pub(crate) fn tick(
+        &mut self,
+        cx: &mut Cx,
+        queues: &ClusterQueues,
+        pg_manager: &PlacementGroupManager,
+        actor_manager: &ActorManager,
+    ) -> Follows {
+        let demand = unmet_demand(cx.model, cx.specs, queues, pg_manager);
+        let alive = alive_per_type(&cx.model.nodes, self.types().len());
+        let cluster = &cx.cfg.cluster;
+        for l in self.scale_up(cluster, &cx.model.resource_names, demand, &alive) {
             let name = &cluster.node_types[l.node_type as usize].name;
-            log_event!(self.model.log, self.clock.now, "autoscaler", "launching {} x {}", l.count, name);
-            self.cluster_events().launch(&cluster.node_types[l.node_type as usize], l.count);
+            log_event!(cx.model.log, cx.now(), "autoscaler", "launching {} x {}", l.count, name);
+            cx.cluster_events().launch(&cluster.node_types[l.node_type as usize], l.count);
             for _ in 0..l.count {
-                self.clock.schedule_in(l.delay, Event::NodeLaunched(l.node_type));
+                cx.clock.schedule_in(l.delay, Event::NodeLaunched(l.node_type));
             }
         }
-        let (raylets, actors) = (&self.raylets, &self.actor_manager);
+        let raylets = &*cx.raylets;
         let idle = |n: &Node| {
             raylets.leased_on(n.idx).is_empty()
-                && actors.on(n.idx).is_empty()
+                && actor_manager.on(n.idx).is_empty()
                 && n.store.num_objects == 0
                 && n.available == n.total
         };
-        for v in self.autoscaler.scale_down(&mut self.model.nodes, idle, self.clock.now) {
-            self.cluster_events().node_removed(v, "idle");
-            self.follow(Follow::KillNode(v, "autoscaler: idle node terminated", false));
-        }
-        if !self.workloads_done() || self.queues.waiting_count() + self.queues.infeasible_count() > 0 {
-            self.clock.schedule_in(TICK_US, Event::AutoscalerTick);
+        let victims = self.scale_down(&mut cx.model.nodes, idle, cx.clock.now);
+        let mut follows: Follows = victims.into_iter().map(Follow::TerminateIdleNode).collect();
+        follows.push(Follow::NextAutoscalerTick);
+        follows
+    }
+
+    /// An idle worker the autoscaler chose goes (not a failure).
+    pub(crate) fn terminate_idle_node(cx: &mut Cx, n: NodeIdx) -> Follows {
+        cx.cluster_events().node_removed(n, "idle");
+        vec![Follow::KillNode(n, "autoscaler: idle node terminated", false)]
+    }
+
+    /// Once the idle workers went: look again in one period while jobs run or will
+    /// start, or work waits in the cluster queues.
+    pub(crate) fn schedule_next_tick(cx: &mut Cx, jobs: &JobManager, queues: &ClusterQueues) {
+        if !jobs.done() || queues.waiting_count() + queues.infeasible_count() > 0 {
+            cx.clock.schedule_in(TICK_US, Event::AutoscalerTick);
         }
     }
 
-    /// Demand that current capacity does not absorb: (request, how many).
-    fn unmet_demand(&self) -> Vec<(ResourceRequest, u64)> {
-        let mut out: Vec<(ResourceRequest, u64)> = Vec::new();
-        for (spec, q) in self.queues.infeasible() {
-            out.push((self.specs[*spec as usize].request.clone(), q.len() as u64));
-        }
-        for ((spec, _), q) in self.queues.classes() {
-            out.push((self.specs[*spec as usize].request.clone(), q.len() as u64));
-        }
-        for b in self.pg_manager.pending_bundles(&self.model) {
-            out.push((b, 1));
-        }
-        out
+    /// A launch of type `t` came due: it is no longer in flight, and the node joins
+    /// through the engine ([`Follow::LaunchNode`]), which tells every component.
+    pub(crate) fn node_launched(&mut self, t: u16) -> Follows {
+        self.launch_due(t);
+        vec![Follow::LaunchNode(t)]
     }
+}
 
-    pub(crate) fn on_node_launched(&mut self, t: u16) {
-        self.autoscaler.launch_due(t);
-        let ok = self.launch_node_of_type(t).is_some();
-        if !ok {
-            let cfg = self.cfg.clone();
-            self.cluster_events().launch_failed(&cfg.cluster.node_types[t as usize]);
-        }
-        self.autoscaler.launch_done(&self.cfg.cluster, t, ok);
+/// Demand that current capacity does not absorb: (request, how many).
+fn unmet_demand(
+    m: &Model,
+    specs: &[CallSpec],
+    queues: &ClusterQueues,
+    pg_manager: &PlacementGroupManager,
+) -> Vec<(ResourceRequest, u64)> {
+    let mut out: Vec<(ResourceRequest, u64)> = Vec::new();
+    for (spec, q) in queues.infeasible() {
+        out.push((specs[*spec as usize].request.clone(), q.len() as u64));
     }
+    for ((spec, _), q) in queues.classes() {
+        out.push((specs[*spec as usize].request.clone(), q.len() as u64));
+    }
+    for b in pg_manager.pending_bundles(m) {
+        out.push((b, 1));
+    }
+    out
 }

@@ -115,8 +115,11 @@ impl Engine {
                 if alive_node_at(&self.node_manager, &self.model, &ip).is_ok() {
                     return Err(ControlError::conflict(format!("node {ip} is already alive")));
                 }
-                match self.restore_node(&ip) {
-                    Some(n) => Ok(ControlOutcome::NodeRestored { node_id: self.model.node(n).node_id.clone(), ip }),
+                match self.node_manager.returning_type(&self.model, &self.cfg.cluster, &ip) {
+                    Some(node_type) => {
+                        let n = self.add_node(node_type, ip.clone());
+                        Ok(ControlOutcome::NodeRestored { node_id: self.model.node(n).node_id.clone(), ip })
+                    }
                     None => {
                         Err(ControlError::not_found(format!("no node type's ip_range (nor the head) contains {ip}")))
                     }

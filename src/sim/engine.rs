@@ -253,10 +253,19 @@ impl Engine {
                 let follows = super::retries::resubmit(cx!(self), &mut self.queues, t, a);
                 self.follow_all(follows);
             }
-            Event::Fault(i) => self.on_fault(i),
+            Event::Fault(i) => {
+                let follows = self.faults.inject(cx!(self), &self.node_manager, &self.actor_manager, i);
+                self.follow_all(follows);
+            }
             Event::FaultEnd(i) => self.faults.end(&mut self.model, i, self.clock.now),
-            Event::NodeLaunched(t) => self.on_node_launched(t),
-            Event::AutoscalerTick => self.on_autoscaler_tick(),
+            Event::NodeLaunched(t) => {
+                let follows = self.autoscaler.node_launched(t);
+                self.follow_all(follows);
+            }
+            Event::AutoscalerTick => {
+                let follows = self.autoscaler.tick(cx!(self), &self.queues, &self.pg_manager, &self.actor_manager);
+                self.follow_all(follows);
+            }
             Event::MemoryCheck(n) => {
                 self.faults.memory_monitor.look_taken(n);
                 self.follow(Follow::CheckMemory(n));

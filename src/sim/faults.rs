@@ -1,12 +1,23 @@
 //! Faults: the configured schedule (node loss and return, actor kills, random task
-//! failures, memory pressure) and the raylet's memory monitor (OOM killer).
+//! failures, memory pressure), a node's death, and the raylet's memory monitor (OOM
+//! killer).
+//!
+//! Owns: [`FaultState`]: the failure windows and memory pressure in effect, and the
+//! memory monitor's per-node state; and the methods that inject a fault, kill a node
+//! and let the memory monitor look at a node. A node's death reaches every component
+//! with something on it (its leases, its actors, the work only it could hold, its
+//! objects, its groups) as follow-ups, in the order Ray's GCS tells them. Must never:
+//! change another component's state when a follow-up can ask it to, or add a node
+//! (a restored node joins through the engine, which tells every component).
 
 use super::actors::ActorManager;
+use super::autoscaler::Autoscaler;
 use super::clock::Event;
-use super::engine::Engine;
-use super::follow::Follow;
+use super::cluster_queues::ClusterQueues;
+use super::follow::{Cx, Follow, Follows};
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
+use super::objects::PlasmaStores;
 use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;
@@ -78,212 +89,252 @@ impl FaultState {
     }
 }
 
-impl Engine {
-    pub(crate) fn on_fault(&mut self, i: usize) {
-        let f = self.cfg.faults[i].clone();
-        match f {
+impl FaultState {
+    /// The configured fault `i` comes due. A node's target is resolved through the GCS
+    /// node manager (by IP, or one alive node of a type drawn with the seeded RNG).
+    pub(crate) fn inject(
+        &mut self,
+        cx: &mut Cx,
+        node_manager: &GcsNodeManager,
+        actor_manager: &ActorManager,
+        i: usize,
+    ) -> Follows {
+        let cfg = cx.cfg;
+        match &cfg.faults[i] {
             FaultConfig::KillNode { node, node_type, .. } => {
-                if let Some(n) =
-                    resolve_node(&self.model, &self.node_manager, &mut self.rng, node.as_deref(), node_type.as_deref())
-                {
-                    self.kill_node(n, "fault injection: node killed", true);
+                match resolve_node(cx.model, node_manager, cx.rng, node.as_deref(), node_type.as_deref()) {
+                    Some(n) => vec![Follow::KillNode(n, "fault injection: node killed", true)],
+                    None => Vec::new(),
                 }
             }
-            FaultConfig::RestoreNode { node, .. } => {
-                self.restore_node(&node);
-            }
+            FaultConfig::RestoreNode { node, .. } => vec![Follow::RestoreNode(node.clone())],
             FaultConfig::KillActor { class, no_restart, .. } => {
-                let mut alive: Vec<ActorId> = self
-                    .model
+                let m = &*cx.model;
+                let mut alive: Vec<ActorId> = m
                     .actors
                     .values()
-                    .filter(|a| a.state() == ActorState::Alive && self.model.names.get(a.class) == class)
+                    .filter(|a| a.state() == ActorState::Alive && m.names.get(a.class) == class.as_str())
                     .map(|a| a.id)
                     .collect();
                 alive.sort();
-                if let Some(a) = alive.first() {
-                    log_event!(self.model.log, self.clock.now, "fault", "kill actor {:x} class={}", a.0, class);
-                    self.follow(Follow::ActorDied(*a, "killed by ray.kill (fault injection)".into(), !no_restart));
-                }
+                let Some(a) = alive.first().copied() else { return Vec::new() };
+                log_event!(cx.model.log, cx.now(), "fault", "kill actor {:x} class={}", a.0, class);
+                vec![Follow::ActorDied(a, "killed by ray.kill (fault injection)".into(), !no_restart)]
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
                 log_event!(
-                    self.model.log,
-                    self.clock.now,
+                    cx.model.log,
+                    cx.now(),
                     "fault",
                     "task failures p={} application={}",
                     probability,
                     application_error
                 );
-                self.faults.failures.push((i, probability, application_error));
+                self.failures.push((i, *probability, *application_error));
                 if let Some(u) = until {
-                    self.clock.schedule_at(u.as_micros(), Event::FaultEnd(i));
+                    cx.clock.schedule_at(u.as_micros(), Event::FaultEnd(i));
                 }
+                Vec::new()
             }
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
-                if let Some(n) =
-                    resolve_node(&self.model, &self.node_manager, &mut self.rng, node.as_deref(), node_type.as_deref())
-                {
-                    let bytes = (self.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
-                    log_event!(self.model.log, self.clock.now, "fault", "memory pressure node={} bytes={}", n.0, bytes);
-                    self.model.nodes[n.index()].pressure_bytes.0 += bytes;
-                    self.faults.pressure.push((i, n, bytes));
-                    self.clock.schedule_in(duration.as_micros(), Event::FaultEnd(i));
-                    self.check_memory(n);
-                }
+                let Some(n) = resolve_node(cx.model, node_manager, cx.rng, node.as_deref(), node_type.as_deref())
+                else {
+                    return Vec::new();
+                };
+                let bytes = (cx.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
+                log_event!(cx.model.log, cx.now(), "fault", "memory pressure node={} bytes={}", n.0, bytes);
+                cx.model.nodes[n.index()].pressure_bytes.0 += bytes;
+                self.pressure.push((i, n, bytes));
+                cx.clock.schedule_in(duration.as_micros(), Event::FaultEnd(i));
+                self.check_memory(cx, actor_manager, n)
             }
         }
     }
+}
 
-    /// A node dies (`failure`) or is terminated by the autoscaler (not a failure).
-    pub(crate) fn kill_node(&mut self, n: NodeIdx, reason: &'static str, failure: bool) {
-        if !self.model.nodes[n.index()].is_alive() {
-            return;
+impl FaultState {
+    /// A node dies (`failure`) or is terminated by the autoscaler (not a failure): its
+    /// record says so and its resources leave the index. Then every component with
+    /// something on it hears, each step once the previous one ran (what it reads may
+    /// have changed): its leased work fails ([`Follow::FailLeaseOnDeadNode`]), its
+    /// actors die, the work only it could hold is asked again, its objects are lost,
+    /// its groups are placed again and its lists are given back.
+    pub(crate) fn kill_node(
+        cx: &mut Cx,
+        autoscaler: &mut Autoscaler,
+        n: NodeIdx,
+        reason: &'static str,
+        failure: bool,
+    ) -> Follows {
+        if !cx.model.nodes[n.index()].is_alive() {
+            return Vec::new();
         }
-        log_event!(self.model.log, self.clock.now, "node", "{} DEAD reason={}", n.0, reason);
+        let now = cx.now();
+        log_event!(cx.model.log, now, "node", "{} DEAD reason={}", n.0, reason);
         {
-            let nd = &mut self.model.nodes[n.index()];
+            let nd = &mut cx.model.nodes[n.index()];
             nd.state = NodeState::Dead;
-            nd.died_at = Some(self.clock.now);
+            nd.died_at = Some(now);
             nd.death_reason = Some(reason);
             nd.worker_heap_used = Bytes(0);
         }
-        self.local_resources().lost(n);
+        cx.local_resources().lost(n);
         // Its raylet stops exporting: the per-node kill and failure counts go with it.
-        self.model.counters.forget_node_counts(n.0);
+        cx.model.counters.forget_node_counts(n.0);
         if failure {
-            self.cluster_events().node_died(n, reason);
-            self.model.counters.node_failures += 1;
-            if let Some(t) = self.model.nodes[n.index()].node_type {
-                self.autoscaler.note_failure(t);
+            cx.cluster_events().node_died(n, reason);
+            cx.model.counters.node_failures += 1;
+            if let Some(t) = cx.model.nodes[n.index()].node_type {
+                autoscaler.note_failure(t);
             }
         }
-        // Work leased there fails; retries go elsewhere.
-        let mut leased = self.raylets.take_leased(n);
+        let mut leased = cx.raylets.take_leased(n);
         leased.sort();
-        for tid in leased {
-            if let Some(t) = self.model.tasks.get_mut(&tid) {
-                // The node's resources are gone with it: nothing to give back.
-                t.holds_resources = false;
-                t.cpu_released = false;
-            }
-            let is_driver = self.model.tasks.get(&tid).is_some_and(|t| t.kind == TaskType::DriverTask);
-            if is_driver {
-                if let Some(job) = self.model.tasks.get(&tid).map(|t| t.job) {
-                    self.follow(Follow::EndJob(job, JobStatus::Failed, "the head node died".into()));
-                }
-            } else {
-                self.follow(Follow::FailTask(tid, ErrorType::NodeDied, true));
-            }
+        let mut follows: Follows = leased.into_iter().map(Follow::FailLeaseOnDeadNode).collect();
+        follows.push(Follow::KillActorsOnDeadNode(n));
+        follows
+    }
+
+    /// Work leased on a node that died fails (retries go elsewhere); a driver's job
+    /// fails with it. The node's resources are gone with it: nothing to give back.
+    /// One task at a time: failing one may read another's lease (a job's driver).
+    pub(crate) fn fail_lease_on_dead_node(m: &mut Model, tid: TaskId) -> Follows {
+        let Some(t) = m.tasks.get_mut(&tid) else {
+            return vec![Follow::FailTask(tid, ErrorType::NodeDied, true)];
+        };
+        t.holds_resources = false;
+        t.cpu_released = false;
+        if t.kind == TaskType::DriverTask {
+            vec![Follow::EndJob(t.job, JobStatus::Failed, "the head node died".into())]
+        } else {
+            vec![Follow::FailTask(tid, ErrorType::NodeDied, true)]
         }
-        self.raylets.clear_resuming(n);
-        let mut actors = self.actor_manager.take_on(n);
+    }
+
+    /// Once a dead node's leased work failed: its getters stop waiting and the actors
+    /// placed on it die, then the work it stranded is asked again.
+    pub(crate) fn kill_actors_on_dead_node(cx: &mut Cx, actor_manager: &mut ActorManager, n: NodeIdx) -> Follows {
+        cx.raylets.clear_resuming(n);
+        let mut actors = actor_manager.take_on(n);
         actors.sort();
-        for a in actors {
-            if let Some(actor) = self.model.actors.get_mut(&a) {
-                actor.holds_resources = false;
-            }
-            self.follow(Follow::ActorDied(a, "the node running the actor died".into(), true));
+        let mut follows: Follows = actors.into_iter().map(Follow::KillActorOnDeadNode).collect();
+        follows.push(Follow::RequeueStrandedBy(n));
+        follows
+    }
+
+    /// An actor on a node that died dies (and may restart elsewhere); its resources are
+    /// gone with the node. One actor at a time: one's death may take another's with it.
+    pub(crate) fn kill_actor_on_dead_node(m: &mut Model, a: ActorId) -> Follows {
+        if let Some(actor) = m.actors.get_mut(&a) {
+            actor.holds_resources = false;
         }
-        // Hard affinity to this node can never be satisfied now, and work only this node
-        // could hold is infeasible: ask again (fail, or join the infeasible demand).
-        let (sched, specs) = (&self.sched, &self.specs);
-        let stranded = self
-            .queues
+        vec![Follow::ActorDied(a, "the node running the actor died".into(), true)]
+    }
+
+    /// Once a dead node's actors died: hard affinity to it can never be satisfied now,
+    /// and work only it could hold is infeasible: ask again (fail, or join the
+    /// infeasible demand). Then its objects are lost and its store emptied.
+    pub(crate) fn requeue_stranded_by(cx: &mut Cx, queues: &mut ClusterQueues, n: NodeIdx) -> Follows {
+        let (sched, specs) = (&*cx.sched, cx.specs);
+        let stranded = queues
             .take_classes(|k| k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request)));
-        for tid in stranded.into_iter().flatten() {
-            self.follow(Follow::TrySchedule(tid));
-        }
-        self.follow(Follow::LoseObjectsOn(n));
-        {
-            let s = &mut self.model.nodes[n.index()].store;
-            s.used = Bytes(0);
-            s.spilled = Bytes(0);
-            s.num_objects = 0;
-            s.fallback = Bytes(0);
-            s.worker_heap = Bytes(0);
-        }
-        self.follow(Follow::ReschedulePgsOn(n));
-        // A dead node stays in the table (up to sim.dead_node_capacity): give back what
-        // its queues grew to while alive.
-        self.plasma.clear_node(n);
-        self.raylets.lost(n);
-        self.node_manager.remember_dead(n);
+        let mut follows: Follows = stranded.into_iter().flatten().map(Follow::TrySchedule).collect();
+        follows.push(Follow::LoseObjectsOn(n));
+        follows.push(Follow::EmptyDeadStore(n));
+        follows
     }
 
-    /// A node comes back at this IP as a new raylet (a new node id).
-    pub(crate) fn restore_node(&mut self, ip: &str) -> Option<NodeIdx> {
-        if self.node_manager.alive_at(&self.model, ip).is_some() {
-            return None;
-        }
-        let node_type = super::node_manager::GcsNodeManager::type_at(&self.cfg.cluster, ip)?;
-        Some(self.add_node(node_type, ip.to_string()))
+    /// Once a dead node's objects are lost, its store reads empty; then its groups are
+    /// placed again and its lists given back.
+    pub(crate) fn empty_dead_store(m: &mut Model, n: NodeIdx) -> Follows {
+        let s = &mut m.nodes[n.index()].store;
+        s.used = Bytes(0);
+        s.spilled = Bytes(0);
+        s.num_objects = 0;
+        s.fallback = Bytes(0);
+        s.worker_heap = Bytes(0);
+        vec![Follow::ReschedulePgsOn(n), Follow::ForgetDeadNode(n)]
     }
 
+    /// The last step of a death: a dead node stays in the table (up to
+    /// `sim.dead_node_capacity`), so give back what its lists grew to while alive, and
+    /// the GCS node manager remembers it in its dead-node cache.
+    pub(crate) fn forget_dead_node(
+        raylets: &mut Raylets,
+        plasma: &mut PlasmaStores,
+        node_manager: &mut GcsNodeManager,
+        n: NodeIdx,
+    ) {
+        plasma.clear_node(n);
+        raylets.lost(n);
+        node_manager.remember_dead(n);
+    }
+}
+
+impl FaultState {
     /// Ray's memory monitor: above the usage threshold, kill the most recently started
     /// worker (retriable tasks first). Like Ray's, it looks once per refresh period
     /// (`MEMORY_MONITOR_REFRESH_US`) and kills one worker per look, so a node under
     /// pressure sheds work at a bounded rate instead of killing every arrival at once.
-    pub(crate) fn check_memory(&mut self, n: NodeIdx) {
-        let threshold = self.cfg.memory_monitor.usage_threshold;
+    /// After a kill, [`Follow::RecheckMemory`] looks at the node as the kill left it.
+    pub(crate) fn check_memory(&mut self, cx: &mut Cx, actor_manager: &ActorManager, n: NodeIdx) -> Follows {
+        let threshold = cx.cfg.memory_monitor.usage_threshold;
         if threshold <= 0.0 {
-            return;
+            return Vec::new();
         }
-        {
-            let nd = &self.model.nodes[n.index()];
-            if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
-                return;
-            }
-            if let Some(last) = self.faults.memory_monitor.last_kill[n.index()] {
-                if self.clock.now < last + MEMORY_MONITOR_REFRESH_US {
-                    if self.faults.memory_monitor.schedule_look(n) {
-                        self.clock.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
-                    }
-                    return;
+        let now = cx.now();
+        let nd = &cx.model.nodes[n.index()];
+        if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
+            return Vec::new();
+        }
+        if let Some(last) = self.memory_monitor.last_kill[n.index()] {
+            if now < last + MEMORY_MONITOR_REFRESH_US {
+                if self.memory_monitor.schedule_look(n) {
+                    cx.clock.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
                 }
-            }
-            let Some(victim) = oom_victim(&self.model, &self.raylets, &self.actor_manager, n) else { return };
-            self.faults.memory_monitor.last_kill[n.index()] = Some(self.clock.now);
-            let t = &self.model.tasks[&victim];
-            let name = self.model.names.get(t.name).to_string();
-            let (kind, actor) = (t.kind, t.actor);
-            self.model.nodes[n.index()].stats.oom_kills += 1;
-            log_event!(
-                self.model.log,
-                self.clock.now,
-                "memory_monitor",
-                "node={} OOM kill {:x} name={}",
-                n.0,
-                victim.0,
-                name
-            );
-            let heap = self.specs[self.model.tasks[&victim].spec as usize].heap;
-            self.cluster_events().oom_kill(n, victim, heap, threshold);
-            match (kind, actor) {
-                (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
-                    let class =
-                        self.model.actors.get(&a).map(|x| self.model.names.get(x.class).to_string()).unwrap_or(name);
-                    self.model.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
-                    if kind == TaskType::ActorTask {
-                        self.follow(Follow::ActorDied(a, "killed by the memory monitor (OOM)".into(), true));
-                    } else {
-                        // Failing the constructor kills (and may restart) the actor.
-                        self.follow(Follow::FailTask(victim, ErrorType::OutOfMemory, false));
-                    }
-                }
-                _ => {
-                    self.model.counters.count_oom_kill(n.0, "MemoryManager.TaskEviction.Total", name);
-                    self.follow(Follow::FailTask(victim, ErrorType::OutOfMemory, true));
-                }
+                return Vec::new();
             }
         }
-        // Still above the threshold? Look again after the refresh period.
-        let nd = &self.model.nodes[n.index()];
+        let Some(victim) = oom_victim(cx.model, cx.raylets, actor_manager, n) else { return Vec::new() };
+        self.memory_monitor.last_kill[n.index()] = Some(now);
+        let m = &mut *cx.model;
+        let t = &m.tasks[&victim];
+        let name = m.names.get(t.name).to_string();
+        let (kind, actor, spec) = (t.kind, t.actor, t.spec);
+        m.nodes[n.index()].stats.oom_kills += 1;
+        log_event!(m.log, now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
+        let heap = cx.specs[spec as usize].heap;
+        cx.cluster_events().oom_kill(n, victim, heap, threshold);
+        let m = &mut *cx.model;
+        let kill = match (kind, actor) {
+            (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
+                let class = m.actors.get(&a).map(|x| m.names.get(x.class).to_string()).unwrap_or(name);
+                m.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
+                if kind == TaskType::ActorTask {
+                    Follow::ActorDied(a, "killed by the memory monitor (OOM)".into(), true)
+                } else {
+                    // Failing the constructor kills (and may restart) the actor.
+                    Follow::FailTask(victim, ErrorType::OutOfMemory, false)
+                }
+            }
+            _ => {
+                m.counters.count_oom_kill(n.0, "MemoryManager.TaskEviction.Total", name);
+                Follow::FailTask(victim, ErrorType::OutOfMemory, true)
+            }
+        };
+        vec![kill, Follow::RecheckMemory(n)]
+    }
+
+    /// After an OOM kill ran: a node still above the threshold gets another look after
+    /// the refresh period.
+    pub(crate) fn recheck_memory(&mut self, cx: &mut Cx, n: NodeIdx) {
+        let threshold = cx.cfg.memory_monitor.usage_threshold;
+        let nd = &cx.model.nodes[n.index()];
         if nd.is_alive()
             && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64
-            && self.faults.memory_monitor.schedule_look(n)
+            && self.memory_monitor.schedule_look(n)
         {
-            self.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
+            cx.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
 }

@@ -13,10 +13,12 @@
 //! (that would reorder the log).
 
 use super::actors::{ActorManager, Dying};
+use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
 use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
+use super::faults::FaultState;
 use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
@@ -116,8 +118,31 @@ pub(crate) enum Follow {
     NextArrival(usize),
     /// A node dies (why, and whether it counts as a failure).
     KillNode(NodeIdx, &'static str, bool),
+    /// A task leased on a dead node fails (its job, if it was the driver).
+    FailLeaseOnDeadNode(TaskId),
+    /// A dead node's getters stop waiting and its actors die, once its leases failed.
+    KillActorsOnDeadNode(NodeIdx),
+    /// An actor on a dead node dies, its resources gone with the node.
+    KillActorOnDeadNode(ActorId),
+    /// Work only a dead node could hold is asked again, once its actors died.
+    RequeueStrandedBy(NodeIdx),
+    /// A dead node's store reads empty, once its objects are lost.
+    EmptyDeadStore(NodeIdx),
+    /// A dead node's lists are given back and the GCS caches it, once its groups moved.
+    ForgetDeadNode(NodeIdx),
+    /// A node comes back at this IP as a new raylet (a new node id).
+    RestoreNode(String),
     /// The memory monitor looks at a node.
     CheckMemory(NodeIdx),
+    /// The memory monitor looks again later if a node is still above the threshold
+    /// once the work it killed there has failed.
+    RecheckMemory(NodeIdx),
+    /// The autoscaler terminates an idle worker.
+    TerminateIdleNode(NodeIdx),
+    /// The autoscaler schedules its next look, once the idle workers went.
+    NextAutoscalerTick,
+    /// A node of this type joins, the launch having come due; the autoscaler counts it.
+    LaunchNode(u16),
     /// Every copy on a dead node is gone.
     LoseObjectsOn(NodeIdx),
     /// A task's return exists on a node.
@@ -249,8 +274,52 @@ impl Engine {
                 self.follow_all(follows);
             }
             Follow::NextArrival(m) => self.jobs.next_arrival(cx!(self), m),
-            Follow::KillNode(n, reason, failure) => self.kill_node(n, reason, failure),
-            Follow::CheckMemory(n) => self.check_memory(n),
+            Follow::KillNode(n, reason, failure) => {
+                let follows = FaultState::kill_node(cx!(self), &mut self.autoscaler, n, reason, failure);
+                self.follow_all(follows);
+            }
+            Follow::FailLeaseOnDeadNode(t) => {
+                let follows = FaultState::fail_lease_on_dead_node(&mut self.model, t);
+                self.follow_all(follows);
+            }
+            Follow::KillActorsOnDeadNode(n) => {
+                let follows = FaultState::kill_actors_on_dead_node(cx!(self), &mut self.actor_manager, n);
+                self.follow_all(follows);
+            }
+            Follow::KillActorOnDeadNode(a) => {
+                let follows = FaultState::kill_actor_on_dead_node(&mut self.model, a);
+                self.follow_all(follows);
+            }
+            Follow::RequeueStrandedBy(n) => {
+                let follows = FaultState::requeue_stranded_by(cx!(self), &mut self.queues, n);
+                self.follow_all(follows);
+            }
+            Follow::EmptyDeadStore(n) => {
+                let follows = FaultState::empty_dead_store(&mut self.model, n);
+                self.follow_all(follows);
+            }
+            Follow::ForgetDeadNode(n) => {
+                FaultState::forget_dead_node(&mut self.raylets, &mut self.plasma, &mut self.node_manager, n)
+            }
+            Follow::RestoreNode(ip) => {
+                if let Some(node_type) = self.node_manager.returning_type(&self.model, &self.cfg.cluster, &ip) {
+                    self.add_node(node_type, ip);
+                }
+            }
+            Follow::CheckMemory(n) => {
+                let follows = self.faults.check_memory(cx!(self), &self.actor_manager, n);
+                self.follow_all(follows);
+            }
+            Follow::RecheckMemory(n) => self.faults.recheck_memory(cx!(self), n),
+            Follow::TerminateIdleNode(n) => {
+                let follows = Autoscaler::terminate_idle_node(cx!(self), n);
+                self.follow_all(follows);
+            }
+            Follow::NextAutoscalerTick => Autoscaler::schedule_next_tick(cx!(self), &self.jobs, &self.queues),
+            Follow::LaunchNode(t) => {
+                let launched = self.launch_node_of_type(t);
+                self.autoscaler.launch_done(cx!(self), t, launched.is_some());
+            }
             Follow::LoseObjectsOn(n) => self.lose_objects_on(n),
             Follow::SealObject(o, n) => self.seal_object(o, n),
             Follow::ObjectFailed(o) => self.object_failed(o),

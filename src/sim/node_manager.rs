@@ -99,6 +99,15 @@ impl GcsNodeManager {
         }
     }
 
+    /// The type a node coming back at `ip` joins as (`Some(None)`: the head's shape):
+    /// `None` while a node is alive there, or when no type's range (nor the head) holds it.
+    pub(crate) fn returning_type(&self, model: &Model, cluster: &ClusterConfig, ip: &str) -> Option<Option<u16>> {
+        if self.alive_at(model, ip).is_some() {
+            return None;
+        }
+        Self::type_at(cluster, ip)
+    }
+
     /// Register a new node of a configured type (`None`: the head's shape) at `ip`,
     /// alive from `now`, in a free slot of the node table (the longest-dead node's,
     /// forgotten now, once the cache is full). A node at the head's shape becomes the

@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(e.model.nodes[1].available, e.model.nodes[1].total);
         e.local_resources().reserve(NodeIdx(2), &req);
         e.sched.check_index(&e.model.nodes).expect("index agrees after every change");
-        e.kill_node(NodeIdx(2), "test", true);
+        e.follow(crate::sim::follow::Follow::KillNode(NodeIdx(2), "test", true));
         e.sched.check_index(&e.model.nodes).expect("index agrees after a node is lost");
     }
 
