@@ -212,218 +212,144 @@ pub(crate) type Follows = Vec<Follow>;
 impl Engine {
     /// Run one follow-up: the component that owns it takes it, and whatever that asks
     /// next runs before this returns (depth first, as the calls it stands for would).
+    /// Run one follow-up, and whatever it asks next, before returning.
     pub(crate) fn follow(&mut self, f: Follow) {
+        self.follow_all(vec![f]);
+    }
+
+    /// Run follow-ups in order, depth first: each one's own follow-ups run before the
+    /// next one, as the nested calls they stand for would have. A stack rather than
+    /// recursion, so a long chain of continuations cannot exhaust the thread's stack.
+    pub(crate) fn follow_all(&mut self, follows: Follows) {
+        let mut stack = follows;
+        stack.reverse();
+        while let Some(f) = stack.pop() {
+            let next = self.route(f);
+            stack.extend(next.into_iter().rev());
+        }
+    }
+
+    /// The component that owns a follow-up takes it and says what follows.
+    fn route(&mut self, f: Follow) -> Follows {
         match f {
-            Follow::FailTask(t, err, retry) => {
-                let follows = retries::fail(cx!(self), &mut self.queues, t, err, retry);
-                self.follow_all(follows);
-            }
-            Follow::FailTaskReleased(t, err, retry) => {
-                let follows = retries::fail_released(cx!(self), t, err, retry);
-                self.follow_all(follows);
-            }
-            Follow::FailTaskSettled(t, err, retry) => {
-                let follows = retries::fail_settled(cx!(self), &mut self.flow, t, err, retry);
-                self.follow_all(follows);
-            }
-            Follow::ActorDied(a, cause, restart) => {
-                let follows = self.actor_manager.died(cx!(self), a, cause, restart);
-                self.follow_all(follows);
-            }
-            Follow::ActorDiedReleased(dying) => {
-                let follows = ActorManager::died_released(&self.model, dying);
-                self.follow_all(follows);
-            }
-            Follow::ActorDiedAnnounced(dying) => {
-                let follows = ActorManager::died_announced(cx!(self), *dying);
-                self.follow_all(follows);
-            }
-            Follow::RestartActor(a) => {
-                let follows = ActorManager::restart(cx!(self), self.node_manager.head(), a);
-                self.follow_all(follows);
-            }
-            Follow::ActorCreationSubmitted(a, t, ret) => {
-                let follows = ActorManager::creation_submitted(&mut self.model, a, t, ret);
-                self.follow_all(follows);
-            }
-            Follow::ActorCreated(a, n, holds) => {
-                let follows = self.actor_manager.on_created(cx!(self), a, n, holds);
-                self.follow_all(follows);
-            }
-            Follow::EnqueueActorTask(t) => {
-                let follows = ActorManager::enqueue(cx!(self), t);
-                self.follow_all(follows);
-            }
-            Follow::PumpActor(a) => {
-                let follows = self.actor_manager.pump(cx!(self), &mut self.plasma, a);
-                self.follow_all(follows);
-            }
+            Follow::FailTask(t, err, retry) => retries::fail(cx!(self), &mut self.queues, t, err, retry),
+            Follow::FailTaskReleased(t, err, retry) => retries::fail_released(cx!(self), t, err, retry),
+            Follow::FailTaskSettled(t, err, retry) => retries::fail_settled(cx!(self), &mut self.flow, t, err, retry),
+            Follow::ActorDied(a, cause, restart) => self.actor_manager.died(cx!(self), a, cause, restart),
+            Follow::ActorDiedReleased(dying) => ActorManager::died_released(&self.model, dying),
+            Follow::ActorDiedAnnounced(dying) => ActorManager::died_announced(cx!(self), *dying),
+            Follow::RestartActor(a) => ActorManager::restart(cx!(self), self.node_manager.head(), a),
+            Follow::ActorCreationSubmitted(a, t, ret) => ActorManager::creation_submitted(&mut self.model, a, t, ret),
+            Follow::ActorCreated(a, n, holds) => self.actor_manager.on_created(cx!(self), a, n, holds),
+            Follow::EnqueueActorTask(t) => ActorManager::enqueue(cx!(self), t),
+            Follow::PumpActor(a) => self.actor_manager.pump(cx!(self), &mut self.plasma, a),
             Follow::WaitForFetch(t, attempt, micros, state) => {
-                fetch::wait_for_fetch(cx!(self), t, attempt, micros, state)
+                fetch::wait_for_fetch(cx!(self), t, attempt, micros, state);
+                Vec::new()
             }
-            Follow::EndJob(j, status, message) => {
-                let follows = self.jobs.end(cx!(self), j, status, &message);
-                self.follow_all(follows);
+            Follow::EndJob(j, status, message) => self.jobs.end(cx!(self), j, status, &message),
+            Follow::EndJobTasks(j) => JobManager::end_tasks(&self.model, j),
+            Follow::EndJobGroups(j) => JobManager::end_groups(&self.model, j),
+            Follow::NextArrival(m) => {
+                self.jobs.next_arrival(cx!(self), m);
+                Vec::new()
             }
-            Follow::EndJobTasks(j) => {
-                let follows = JobManager::end_tasks(&self.model, j);
-                self.follow_all(follows);
-            }
-            Follow::EndJobGroups(j) => {
-                let follows = JobManager::end_groups(&self.model, j);
-                self.follow_all(follows);
-            }
-            Follow::NextArrival(m) => self.jobs.next_arrival(cx!(self), m),
             Follow::KillNode(n, reason, failure) => {
-                let follows = FaultState::kill_node(cx!(self), &mut self.autoscaler, n, reason, failure);
-                self.follow_all(follows);
+                FaultState::kill_node(cx!(self), &mut self.autoscaler, n, reason, failure)
             }
-            Follow::FailLeaseOnDeadNode(t) => {
-                let follows = FaultState::fail_lease_on_dead_node(&mut self.model, t);
-                self.follow_all(follows);
-            }
+            Follow::FailLeaseOnDeadNode(t) => FaultState::fail_lease_on_dead_node(&mut self.model, t),
             Follow::KillActorsOnDeadNode(n) => {
-                let follows = FaultState::kill_actors_on_dead_node(cx!(self), &mut self.actor_manager, n);
-                self.follow_all(follows);
+                FaultState::kill_actors_on_dead_node(cx!(self), &mut self.actor_manager, n)
             }
-            Follow::KillActorOnDeadNode(a) => {
-                let follows = FaultState::kill_actor_on_dead_node(&mut self.model, a);
-                self.follow_all(follows);
-            }
-            Follow::RequeueStrandedBy(n) => {
-                let follows = FaultState::requeue_stranded_by(cx!(self), &mut self.queues, n);
-                self.follow_all(follows);
-            }
-            Follow::EmptyDeadStore(n) => {
-                let follows = FaultState::empty_dead_store(&mut self.model, n);
-                self.follow_all(follows);
-            }
+            Follow::KillActorOnDeadNode(a) => FaultState::kill_actor_on_dead_node(&mut self.model, a),
+            Follow::RequeueStrandedBy(n) => FaultState::requeue_stranded_by(cx!(self), &mut self.queues, n),
+            Follow::EmptyDeadStore(n) => FaultState::empty_dead_store(&mut self.model, n),
             Follow::ForgetDeadNode(n) => {
-                FaultState::forget_dead_node(&mut self.raylets, &mut self.plasma, &mut self.node_manager, n)
+                FaultState::forget_dead_node(&mut self.raylets, &mut self.plasma, &mut self.node_manager, n);
+                Vec::new()
             }
             Follow::RestoreNode(ip) => {
                 if let Some(node_type) = self.node_manager.returning_type(&self.model, &self.cfg.cluster, &ip) {
                     self.add_node(node_type, ip);
                 }
+                Vec::new()
             }
-            Follow::CheckMemory(n) => {
-                let follows = self.faults.check_memory(cx!(self), &self.actor_manager, n);
-                self.follow_all(follows);
+            Follow::CheckMemory(n) => self.faults.check_memory(cx!(self), &self.actor_manager, n),
+            Follow::RecheckMemory(n) => {
+                self.faults.recheck_memory(cx!(self), n);
+                Vec::new()
             }
-            Follow::RecheckMemory(n) => self.faults.recheck_memory(cx!(self), n),
-            Follow::TerminateIdleNode(n) => {
-                let follows = Autoscaler::terminate_idle_node(cx!(self), n);
-                self.follow_all(follows);
+            Follow::TerminateIdleNode(n) => Autoscaler::terminate_idle_node(cx!(self), n),
+            Follow::NextAutoscalerTick => {
+                Autoscaler::schedule_next_tick(cx!(self), &self.jobs, &self.queues);
+                Vec::new()
             }
-            Follow::NextAutoscalerTick => Autoscaler::schedule_next_tick(cx!(self), &self.jobs, &self.queues),
             Follow::LaunchNode(t) => {
                 let launched = self.launch_node_of_type(t);
                 self.autoscaler.launch_done(cx!(self), t, launched.is_some());
+                Vec::new()
             }
-            Follow::LoseObjectsOn(n) => self.lose_objects_on(n),
-            Follow::SealObject(o, n) => self.seal_object(o, n),
-            Follow::ObjectFailed(o) => self.object_failed(o),
-            Follow::UnrefObject(o) => self.unref_object(o),
-            Follow::HoldFutures(t, attempt, returns) => {
-                let follows = exec::hold_futures(&mut self.model, t, attempt, returns);
-                self.follow_all(follows);
+            Follow::LoseObjectsOn(n) => {
+                self.lose_objects_on(n);
+                Vec::new()
             }
-            Follow::FutureResolved(t, failed) => {
-                let follows = exec::future_resolved(cx!(self), t, failed);
-                self.follow_all(follows);
+            Follow::SealObject(o, n) => {
+                self.seal_object(o, n);
+                Vec::new()
             }
-            Follow::TaskReady(t) => {
-                let follows = tasks::task_ready(cx!(self), t);
-                self.follow_all(follows);
+            Follow::ObjectFailed(o) => {
+                self.object_failed(o);
+                Vec::new()
             }
-            Follow::TrySchedule(t) => {
-                let follows = self.queues.try_schedule(cx!(self), &self.node_manager, t);
-                self.follow_all(follows);
+            Follow::UnrefObject(o) => {
+                self.unref_object(o);
+                Vec::new()
             }
+            Follow::HoldFutures(t, attempt, returns) => exec::hold_futures(&mut self.model, t, attempt, returns),
+            Follow::FutureResolved(t, failed) => exec::future_resolved(cx!(self), t, failed),
+            Follow::TaskReady(t) => tasks::task_ready(cx!(self), t),
+            Follow::TrySchedule(t) => self.queues.try_schedule(cx!(self), &self.node_manager, t),
             Follow::TryScheduleInBundle(t, pg, b) => {
-                let follows = PlacementGroupManager::try_schedule_in_bundle(cx!(self), &mut self.queues, t, pg, b);
-                self.follow_all(follows);
+                PlacementGroupManager::try_schedule_in_bundle(cx!(self), &mut self.queues, t, pg, b)
             }
-            Follow::ReleaseTaskRefs(t, args_too) => {
-                let follows = tasks::release_refs(&mut self.model, t, args_too);
-                self.follow_all(follows);
+            Follow::ReleaseTaskRefs(t, args_too) => tasks::release_refs(&mut self.model, t, args_too),
+            Follow::ResourcesFreed(n) => ClusterQueues::resources_freed(cx!(self), n),
+            Follow::ResumeGetters(n) => ClusterQueues::resume_next(cx!(self), &self.pg_manager, n),
+            Follow::ServeWaiting(n) => {
+                self.queues.serve_waiting(cx!(self), n);
+                Vec::new()
             }
-            Follow::ResourcesFreed(n) => {
-                let follows = ClusterQueues::resources_freed(cx!(self), n);
-                self.follow_all(follows);
-            }
-            Follow::ResumeGetters(n) => {
-                let follows = ClusterQueues::resume_next(cx!(self), &self.pg_manager, n);
-                self.follow_all(follows);
-            }
-            Follow::ServeWaiting(n) => self.queues.serve_waiting(cx!(self), n),
-            Follow::WakeNewestNode => {
-                let follows = self.queues.wake_newest_node(&self.model);
-                self.follow_all(follows);
-            }
+            Follow::WakeNewestNode => self.queues.wake_newest_node(&self.model),
             Follow::ReturnToBundle(pg, b, req) => {
-                let follows = PlacementGroupManager::return_to_bundle(&mut self.model, &mut self.queues, pg, b, &req);
-                self.follow_all(follows);
+                PlacementGroupManager::return_to_bundle(&mut self.model, &mut self.queues, pg, b, &req)
             }
-            Follow::RetryPendingPgs => {
-                let follows = self.pg_manager.retry_pending(cx!(self));
-                self.follow_all(follows);
-            }
+            Follow::RetryPendingPgs => self.pg_manager.retry_pending(cx!(self)),
             Follow::RetryPendingPgsIfAny => {
                 if self.pg_manager.has_pending() {
-                    self.follow(Follow::RetryPendingPgs);
+                    vec![Follow::RetryPendingPgs]
+                } else {
+                    Vec::new()
                 }
             }
-            Follow::RemovePlacementGroup(pg) => {
-                let follows = self.pg_manager.remove(cx!(self), &mut self.queues, pg);
-                self.follow_all(follows);
+            Follow::RemovePlacementGroup(pg) => self.pg_manager.remove(cx!(self), &mut self.queues, pg),
+            Follow::ReschedulePgsOn(n) => self.pg_manager.reschedule_on(cx!(self), n),
+            Follow::RetryPgs(ids) => self.pg_manager.retry(cx!(self), ids),
+            Follow::ReschedulePgs(n, ids) => self.pg_manager.reschedule(cx!(self), n, ids),
+            Follow::DrainBundleWaiters(pg) => PlacementGroupManager::drain_bundle_waiters(&mut self.queues, pg),
+            Follow::WakeBundleWaiter(t) => PlacementGroupManager::wake_bundle_waiter(&self.model, t),
+            Follow::RunProgram(t) => {
+                self.run_program(t);
+                Vec::new()
             }
-            Follow::ReschedulePgsOn(n) => {
-                let follows = self.pg_manager.reschedule_on(cx!(self), n);
-                self.follow_all(follows);
+            Follow::StartTask(t, n) => task_run::start(cx!(self), &mut self.flow, t, n),
+            Follow::BeginRun(t, n) => task_run::begin_run(cx!(self), &mut self.flow, t, n),
+            Follow::RewaitArgs(t, missing) => {
+                task_run::rewait_args(cx!(self), t, missing);
+                Vec::new()
             }
-            Follow::RetryPgs(ids) => {
-                let follows = self.pg_manager.retry(cx!(self), ids);
-                self.follow_all(follows);
-            }
-            Follow::ReschedulePgs(n, ids) => {
-                let follows = self.pg_manager.reschedule(cx!(self), n, ids);
-                self.follow_all(follows);
-            }
-            Follow::DrainBundleWaiters(pg) => {
-                let follows = PlacementGroupManager::drain_bundle_waiters(&mut self.queues, pg);
-                self.follow_all(follows);
-            }
-            Follow::WakeBundleWaiter(t) => self.follow_all(PlacementGroupManager::wake_bundle_waiter(&self.model, t)),
-            Follow::RunProgram(t) => self.run_program(t),
-            Follow::StartTask(t, n) => {
-                let follows = task_run::start(cx!(self), &mut self.flow, t, n);
-                self.follow_all(follows);
-            }
-            Follow::BeginRun(t, n) => {
-                let follows = task_run::begin_run(cx!(self), &mut self.flow, t, n);
-                self.follow_all(follows);
-            }
-            Follow::RewaitArgs(t, missing) => task_run::rewait_args(cx!(self), t, missing),
-            Follow::FinishTask(t) => {
-                let follows = task_run::finish(cx!(self), t);
-                self.follow_all(follows);
-            }
-            Follow::FinishReleased(t) => {
-                let follows = task_run::finish_released(cx!(self), t);
-                self.follow_all(follows);
-            }
-            Follow::FinishSettled(t) => {
-                let follows = task_run::finish_settled(cx!(self), &mut self.flow, t);
-                self.follow_all(follows);
-            }
-        }
-    }
-
-    /// Run follow-ups in order.
-    pub(crate) fn follow_all(&mut self, follows: Follows) {
-        for f in follows {
-            self.follow(f);
+            Follow::FinishTask(t) => task_run::finish(cx!(self), t),
+            Follow::FinishReleased(t) => task_run::finish_released(cx!(self), t),
+            Follow::FinishSettled(t) => task_run::finish_settled(cx!(self), &mut self.flow, t),
         }
     }
 }
