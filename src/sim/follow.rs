@@ -21,6 +21,7 @@ use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
 use super::placement_groups::PlacementGroupManager;
+use super::task_runs::TaskRuns;
 use super::{exec, retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
@@ -30,12 +31,14 @@ use rand_chacha::ChaCha8Rng;
 use std::borrow::Cow;
 
 /// What a component may touch beside its own state: the model's tables (each record's
-/// state changes only through its transition), the clock, the node runtime (raylets'
+/// state changes only through its transition), each live task's run, the clock, the node runtime (raylets'
 /// lists, and availability through [`LocalResources`]), the config, the programs' specs
 /// and the seeded RNG. Another component's state is never in it: a component that must
 /// read one gets it as an argument, and one that must change one returns a [`Follow`].
 pub(crate) struct Cx<'a> {
     pub(crate) model: &'a mut Model,
+    /// Each live task's run state, entering and leaving with its task.
+    pub(crate) runs: &'a mut TaskRuns,
     pub(crate) clock: &'a mut Clock,
     pub(crate) raylets: &'a mut Raylets,
     pub(crate) sched: &'a mut Scheduler,
@@ -68,6 +71,7 @@ macro_rules! cx {
     ($e:expr) => {
         &mut $crate::sim::follow::Cx {
             model: &mut $e.model,
+            runs: &mut $e.runs,
             clock: &mut $e.clock,
             raylets: &mut $e.raylets,
             sched: &mut $e.sched,
@@ -256,7 +260,7 @@ impl Engine {
             Follow::ObjectFailed(o) => self.object_failed(o),
             Follow::UnrefObject(o) => self.unref_object(o),
             Follow::HoldFutures(t, attempt, returns) => {
-                let follows = exec::hold_futures(&mut self.model, t, attempt, returns);
+                let follows = exec::hold_futures(&mut self.model, &mut self.runs, t, attempt, returns);
                 self.follow_all(follows);
             }
             Follow::FutureResolved(t, failed) => {
@@ -276,7 +280,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Follow::ReleaseTaskRefs(t, args_too) => {
-                let follows = tasks::release_refs(&mut self.model, t, args_too);
+                let follows = tasks::release_refs(&mut self.model, &mut self.runs, t, args_too);
                 self.follow_all(follows);
             }
             Follow::ResourcesFreed(n) => {
