@@ -28,7 +28,8 @@ impl Engine {
                 return;
             }
             let (spec_id, attempt, node) = (t.spec, t.attempt, t.node);
-            let pc = self.runs[&tid].pc as usize;
+            let run = self.runs.get_mut(&tid).expect("a running task has a run");
+            let pc = run.pc as usize;
             let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
                 self.follow(Follow::FinishTask(tid));
                 return;
@@ -38,7 +39,7 @@ impl Engine {
                     let d = *d;
                     let dur = sample(&mut self.rng, d);
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
-                    self.runs.get_mut(&tid).expect("running task has a run").pc += 1;
+                    run.pc += 1;
                     if let Some(n) = node {
                         self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
                     }
@@ -47,7 +48,7 @@ impl Engine {
                 }
                 Op::Sleep(us) => {
                     let us = slept(&self.cfg.scheduler, *us);
-                    self.runs.get_mut(&tid).expect("running task has a run").pc += 1;
+                    run.pc += 1;
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
@@ -64,7 +65,7 @@ impl Engine {
                     }
                     // A caller submits at a finite rate: a chunk at a time, then pays
                     // `call_submit_cost` per task of it before going on.
-                    let done = self.runs[&tid].exec.i;
+                    let done = run.exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
                     if !self
@@ -101,7 +102,7 @@ impl Engine {
                     }
                 }
                 Op::Get => {
-                    let r = self.runs.get_mut(&tid).expect("running task has a run");
+                    let r = run;
                     if r.exec.unresolved > 0 {
                         let follows = block_in_get(cx!(self), tid);
                         self.follow_all(follows);
@@ -145,7 +146,7 @@ impl Engine {
                 }
                 Op::Repeat { to, times } => {
                     let (to, times) = (*to, *times);
-                    let r = self.runs.get_mut(&tid).expect("running task has a run");
+                    let r = run;
                     if r.exec.loops < times {
                         r.exec.loops += 1;
                         r.pc = to;

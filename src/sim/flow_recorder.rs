@@ -213,10 +213,11 @@ impl FlowRecorder {
 
     /// An attempt started executing on `node`.
     pub(crate) fn started(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, node: NodeIdx, now: u64) {
-        let (Some(t), Some(r)) = (m.tasks.get(&tid), runs.get(&tid)) else { return };
-        if r.flow == UNTRACKED || r.flow & RECORDED == 0 {
+        // The tag first: most calls are not recorded, and need no look at the task.
+        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
             return;
         }
+        let Some(t) = m.tasks.get(&tid) else { return };
         let pid = match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             _ => crate::model::worker_pid(tid.0),
@@ -231,10 +232,8 @@ impl FlowRecorder {
     /// A call ends for good: finished (`ok`) or failed past its retries. Called while
     /// the task is still in the model (just before it retires).
     pub(crate) fn ended(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
-        let (Some(t), Some(r)) = (m.tasks.get(&tid), runs.get(&tid)) else { return };
-        if r.flow == UNTRACKED {
-            return;
-        }
+        let Some(r) = runs.get(&tid).filter(|r| r.flow != UNTRACKED) else { return };
+        let Some(t) = m.tasks.get(&tid) else { return };
         let (edge, recorded, job) = (r.flow & !RECORDED, r.flow & RECORDED != 0, t.job.0);
         let took = now.saturating_sub(t.submitted_at);
         *self.cache.get_mut() = None;
@@ -257,10 +256,10 @@ impl FlowRecorder {
 
     /// A running call put `bytes` into the object store.
     pub(crate) fn put(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, bytes: u64) {
-        let (Some(t), Some(r)) = (m.tasks.get(&tid), runs.get(&tid)) else { return };
-        if r.flow == UNTRACKED || r.flow & RECORDED == 0 {
+        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
             return;
         }
+        let Some(t) = m.tasks.get(&tid) else { return };
         let job = t.job.0;
         if let Some(j) = self.jobs.get_mut(&job) {
             j.rec.records.push(Rec::Put { span: tid.0, t: now, bytes });
