@@ -35,7 +35,7 @@ pub use object::{Object, ObjectStatus};
 pub use resources::*;
 pub use states::*;
 pub use table::IdTable;
-pub use task::{Exec, LazyExec, Task, TaskHistory, TaskRecord};
+pub use task::{Task, TaskHistory, TaskRecord};
 pub use task_counts::{Row, TaskCounts};
 
 use rustc_hash::FxHashMap;
@@ -341,7 +341,8 @@ impl Model {
     }
 
     /// Start a new attempt: the old attempt is counted as it ends and kept as a FAILED
-    /// record with `error` (Ray lists every attempt); the new one starts pending.
+    /// record with `error` (Ray lists every attempt); the new one starts pending. (The
+    /// engine restarts its run beside it: `sim::task_runs`.)
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64, error: ErrorType) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
         bump(&mut self.task_counts, &mut self.counters.backlog, t.counts_row, t, -1);
@@ -353,9 +354,6 @@ impl Model {
         t.state = next;
         t.node = None;
         t.started_at = None;
-        t.pc = 0;
-        t.begin_due = false;
-        t.exec = LazyExec::default();
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
         // A retry counts in its own row (`is_retry`).

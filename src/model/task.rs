@@ -1,4 +1,9 @@
 //! Task records: live tasks in the task table, finished ones in a bounded ring.
+//!
+//! Owns: what Ray's GCS and State API know of a task (identity, state, placement,
+//! lifecycle times). Must never: hold what only the simulation needs while a task runs
+//! (its program counter, interpreter state, Flow Insight tag: `sim::task_runs`), so
+//! the model's readers never see the engine's bookkeeping.
 
 use super::ids::{ActorId, JobId, NameId, NodeIdx, ObjectId, PgId, TaskId};
 use super::states::{ErrorType, TaskState, TaskType};
@@ -45,14 +50,6 @@ pub struct Task {
     pub history: TaskHistory,
     /// Its row in `Model::task_counts` (set when it is inserted and when it is retried).
     pub counts_row: super::Row,
-    /// The program step it is at (`workload::Op`), kept here rather than in `exec` so
-    /// a one-step task never allocates its interpreter state.
-    pub pc: u16,
-    /// Handed to its worker, with a `Begin` due after `call_start_cost`.
-    pub begin_due: bool,
-    pub exec: LazyExec,
-    /// Flow Insight's tag for this call (`sim::flow_recorder`; `u32::MAX`: not recorded).
-    pub flow: u32,
 }
 
 impl Task {
@@ -106,10 +103,6 @@ impl Task {
             arg_bytes: 0,
             history: TaskHistory::submitted(now),
             counts_row: super::Row::UNSET,
-            pc: 0,
-            begin_due: false,
-            exec: LazyExec::default(),
-            flow: u32::MAX,
         }
     }
 
@@ -139,69 +132,6 @@ impl Task {
 
     pub fn is_retry(&self) -> bool {
         self.attempt > 0
-    }
-}
-
-/// Interpreter state of a running program (see `workload::program`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Exec {
-    /// Inner counters of the current op (e.g. child index and call index of `CallEach`).
-    pub i: u32,
-    pub j: u32,
-    /// Whether `CallEach` already slept before its next submit.
-    pub slept: bool,
-    /// Iterations done of the current `Repeat`.
-    pub loops: u32,
-    /// Futures this task holds (returns of what it submitted), in submission order.
-    pub futures: Vec<ObjectId>,
-    /// How many of `futures` are not ready yet.
-    pub unresolved: u32,
-    /// How many of `futures` failed.
-    pub failed_futures: u32,
-    /// Actor handles this task created (when it is not itself an actor).
-    pub handles: Vec<ActorId>,
-    pub pg: Option<PgId>,
-}
-
-/// A task's [`Exec`], allocated on first write. Most live tasks at scale are waiting for
-/// a node and have never run a step of their program, so their interpreter state is all
-/// zeros; keeping it out of line until then takes ~90 bytes off each of a million live
-/// tasks. Reads of an unallocated one see the all-zero state; writes through
-/// `DerefMut` allocate it, so `t.exec.i += 1` reads as before.
-#[derive(Clone, Debug, Default)]
-pub struct LazyExec(Option<Box<Exec>>);
-
-static NO_EXEC: Exec = Exec {
-    i: 0,
-    j: 0,
-    slept: false,
-    loops: 0,
-    futures: Vec::new(),
-    unresolved: 0,
-    failed_futures: 0,
-    handles: Vec::new(),
-    pg: None,
-};
-
-impl std::ops::Deref for LazyExec {
-    type Target = Exec;
-    #[inline]
-    fn deref(&self) -> &Exec {
-        self.0.as_deref().unwrap_or(&NO_EXEC)
-    }
-}
-
-impl std::ops::DerefMut for LazyExec {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut Exec {
-        self.0.get_or_insert_with(Default::default)
-    }
-}
-
-impl From<Exec> for LazyExec {
-    /// An all-zero state stays unallocated.
-    fn from(e: Exec) -> LazyExec {
-        LazyExec((e != NO_EXEC).then(|| Box::new(e)))
     }
 }
 

@@ -10,6 +10,7 @@ use super::fetch::{fetch_args, wait_for_fetch};
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
 use super::objects::{new_return_object, PlasmaStores};
+use super::task_runs::Run;
 use super::tasks::Call;
 use crate::log_event;
 use crate::model::*;
@@ -312,7 +313,7 @@ impl ActorManager {
         task.returns = ret;
         // A restarted actor is placed in its bundle again.
         task.bundle = bundle;
-        m.insert_task(task);
+        cx.runs.insert_task(m, task, Run::default());
         m.counters.tasks_retried += 1;
         vec![Follow::TrySchedule(tid)]
     }

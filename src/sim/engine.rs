@@ -6,7 +6,7 @@
 //! availability changes only through its `LocalResources`), the cluster task queues
 //! (`cluster_queues.rs`), the placement group, actor and job managers
 //! (`placement_groups.rs`, `actors.rs`, `jobs.rs`), the GCS node manager
-//! (`node_manager.rs`), the plasma stores (`objects.rs`), faults (`faults.rs`), the
+//! (`node_manager.rs`), each live task's run state (`task_runs.rs`), the plasma stores (`objects.rs`), faults (`faults.rs`), the
 //! autoscaler and Flow Insight's recorder. Here: building the cluster, telling the
 //! components that a node joined, and sending each event to its handler. Events with equal
 //! times run in insertion order (the clock's sequence number breaks ties), so the same
@@ -25,6 +25,7 @@ use super::node_runtime::Raylets;
 use super::objects::PlasmaStores;
 use super::placement_groups::PlacementGroupManager;
 use super::task_run;
+use super::task_runs::TaskRuns;
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
@@ -40,6 +41,8 @@ pub struct Engine {
     pub(crate) clock: Clock,
     pub(crate) rng: ChaCha8Rng,
     pub model: Model,
+    /// What the engine keeps of each live task while it runs (`task_runs.rs`).
+    pub(crate) runs: TaskRuns,
     pub(crate) sched: Scheduler,
     pub(crate) specs: Vec<CallSpec>,
     /// Jobs' programs, mixes and live count (`jobs.rs`).
@@ -126,6 +129,7 @@ impl Engine {
             node_manager: GcsNodeManager::new(&cfg),
             flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
             model,
+            runs: TaskRuns::default(),
             cfg: cfg.clone(),
         };
         // The head first, then each type's initial nodes.

@@ -1,9 +1,14 @@
 //! The interpreter for task bodies (`workload::Op`).
+//!
+//! Owns: stepping a running task's program, with its program counter and interpreter
+//! state in the task's run (`task_runs.rs`). Must never: change a task's state other
+//! than through the model's transitions, or run a task whose attempt is no longer running.
 
 use super::actors::{ActorManager, NewActor};
 use super::clock::{Clock, Event};
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
+use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
@@ -22,7 +27,9 @@ impl Engine {
             if t.state() != TaskState::Running {
                 return;
             }
-            let (spec_id, pc, attempt) = (t.spec, t.pc as usize, t.attempt);
+            let (spec_id, attempt, node) = (t.spec, t.attempt, t.node);
+            let run = self.runs.get_mut(&tid).expect("a running task has a run");
+            let pc = run.pc as usize;
             let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
                 self.follow(Follow::FinishTask(tid));
                 return;
@@ -32,9 +39,8 @@ impl Engine {
                     let d = *d;
                     let dur = sample(&mut self.rng, d);
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    t.pc += 1;
-                    if let Some(n) = t.node {
+                    run.pc += 1;
+                    if let Some(n) = node {
                         self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
                     }
                     self.clock.schedule_in(dur, Event::OpDone(tid, attempt));
@@ -42,7 +48,7 @@ impl Engine {
                 }
                 Op::Sleep(us) => {
                     let us = slept(&self.cfg.scheduler, *us);
-                    self.model.tasks.get_mut(&tid).expect("running task exists").pc += 1;
+                    run.pc += 1;
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
@@ -50,7 +56,7 @@ impl Engine {
                     let (spec, count, take) = (*spec, *count, *take_futures);
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
-                        if !advance(&mut self.model, tid, attempt)
+                        if !advance(&self.model, &mut self.runs, tid, attempt)
                             || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, count)
                         {
                             return;
@@ -59,21 +65,22 @@ impl Engine {
                     }
                     // A caller submits at a finite rate: a chunk at a time, then pays
                     // `call_submit_cost` per task of it before going on.
-                    let done = self.model.tasks[&tid].exec.i;
+                    let done = run.exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
-                    let Some(t) = self
+                    if !self
                         .model
                         .tasks
-                        .get_mut(&tid)
-                        .filter(|t| t.attempt == attempt && t.state() == TaskState::Running)
-                    else {
+                        .get(&tid)
+                        .is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running)
+                    {
                         return;
-                    };
-                    t.exec.i += chunk;
-                    if t.exec.i >= count {
-                        t.exec.i = 0;
-                        t.pc += 1;
+                    }
+                    let r = self.runs.get_mut(&tid).expect("running task has a run");
+                    r.exec.i += chunk;
+                    if r.exec.i >= count {
+                        r.exec.i = 0;
+                        r.pc += 1;
                     }
                     if pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, chunk) {
                         return;
@@ -82,7 +89,7 @@ impl Engine {
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
                     let created = self.op_create_actors(tid, spec, level, &shape);
-                    if !advance(&mut self.model, tid, attempt)
+                    if !advance(&self.model, &mut self.runs, tid, attempt)
                         || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, created)
                     {
                         return;
@@ -95,24 +102,24 @@ impl Engine {
                     }
                 }
                 Op::Get => {
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    if t.exec.unresolved > 0 {
+                    let r = run;
+                    if r.exec.unresolved > 0 {
                         let follows = block_in_get(cx!(self), tid);
                         self.follow_all(follows);
                         return;
                     }
-                    if t.exec.failed_futures > 0 {
+                    if r.exec.failed_futures > 0 {
                         // The exception re-raises in the caller (RayTaskError).
                         self.follow(Follow::FailTask(tid, ErrorType::TaskExecutionException, true));
                         return;
                     }
-                    t.pc += 1;
+                    r.pc += 1;
                     self.follow(Follow::ReleaseTaskRefs(tid, false));
                 }
                 Op::Put(size) => {
                     let size = *size;
                     self.op_put(tid, attempt, size);
-                    if !advance(&mut self.model, tid, attempt) {
+                    if !advance(&self.model, &mut self.runs, tid, attempt) {
                         return;
                     }
                 }
@@ -121,31 +128,31 @@ impl Engine {
                     let (pg, follows) = self.pg_manager.create(cx!(self), tid, bundles, strategy);
                     self.follow_all(follows);
                     let created = self.model.pgs.get(&pg).is_some_and(|p| p.state() == PgState::Created);
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    t.exec.pg = Some(pg);
+                    let r = self.runs.get_mut(&tid).expect("running task has a run");
+                    r.exec.pg = Some(pg);
                     if !created {
                         // `ray.get(pg.ready())`: resumed when the group is placed.
                         self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
                         return;
                     }
-                    t.pc += 1;
+                    r.pc += 1;
                 }
                 Op::RemovePlacementGroup => {
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    t.pc += 1;
-                    if let Some(pg) = t.exec.pg.take() {
+                    let r = self.runs.get_mut(&tid).expect("running task has a run");
+                    r.pc += 1;
+                    if let Some(pg) = r.exec.pg.take() {
                         self.follow(Follow::RemovePlacementGroup(pg));
                     }
                 }
                 Op::Repeat { to, times } => {
                     let (to, times) = (*to, *times);
-                    let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-                    if t.exec.loops < times {
-                        t.exec.loops += 1;
-                        t.pc = to;
+                    let r = run;
+                    if r.exec.loops < times {
+                        r.exec.loops += 1;
+                        r.pc = to;
                     } else {
-                        t.exec.loops = 0;
-                        t.pc += 1;
+                        r.exec.loops = 0;
+                        r.pc += 1;
                     }
                 }
             }
@@ -155,10 +162,10 @@ impl Engine {
     fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool) {
         let mut inputs = Vec::new();
         if take {
-            let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-            inputs = std::mem::take(&mut t.exec.futures);
-            t.exec.unresolved = 0;
-            t.exec.failed_futures = 0;
+            let r = self.runs.get_mut(&tid).expect("running task has a run");
+            inputs = std::mem::take(&mut r.exec.futures);
+            r.exec.unresolved = 0;
+            r.exec.failed_futures = 0;
             for f in &inputs {
                 if let Some(o) = self.model.objects.get_mut(f) {
                     o.owner_waits = false;
@@ -188,7 +195,7 @@ impl Engine {
         for f in inputs {
             self.follow(Follow::UnrefObject(f));
         }
-        let follows = hold_futures(&mut self.model, tid, attempt, returns);
+        let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, returns);
         self.follow_all(follows);
     }
 
@@ -222,7 +229,7 @@ impl Engine {
             Shape::Drawn { min, .. } => *min,
             Shape::Given(_) => given.len() as u32,
         };
-        let pg = t.exec.pg;
+        let pg = self.runs[&tid].exec.pg;
         let in_pg = matches!(self.specs[spec as usize].strategy, crate::workload::StrategySpec::CallerPlacementGroup);
         for i in 0..count {
             let (child_flag, tree_node) = match shape {
@@ -243,8 +250,8 @@ impl Engine {
             match self_actor.and_then(|a| self.model.actors.get_mut(&a)) {
                 Some(a) => a.children.push(aid),
                 None => {
-                    if let Some(t) = self.model.tasks.get_mut(&tid) {
-                        t.exec.handles.push(aid);
+                    if let Some(r) = self.runs.get_mut(&tid) {
+                        r.exec.handles.push(aid);
                     }
                 }
             }
@@ -255,7 +262,7 @@ impl Engine {
     /// Returns true when the task must wait (it sleeps, or pays for the call it submitted);
     /// false to continue with the next op.
     fn op_call_each(&mut self, tid: TaskId, method: u32, calls: u32, sleep: u64, extra: u64) -> bool {
-        let t = &self.model.tasks[&tid];
+        let (t, run) = (&self.model.tasks[&tid], &self.runs[&tid]);
         let attempt = t.attempt;
         let self_actor =
             if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
@@ -263,31 +270,31 @@ impl Engine {
             let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors.get(&a)) {
                 // `if self.is_bottleneck and self.depth - 1 <= 0`
                 Some(a) => (&a.children, a.flag && a.level <= 1),
-                None => (&t.exec.handles, false),
+                None => (&run.exec.handles, false),
             };
-            (handles.get(t.exec.i as usize).copied(), flagged)
+            (handles.get(run.exec.i as usize).copied(), flagged)
         };
         let Some(child) = handle else {
-            let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-            t.exec.i = 0;
-            t.exec.j = 0;
-            t.pc += 1;
+            let r = self.runs.get_mut(&tid).expect("running task has a run");
+            r.exec.i = 0;
+            r.exec.j = 0;
+            r.pc += 1;
             return false;
         };
         // Two `time.sleep` calls in the seed's loop when flagged: each returns late.
         let pause = slept(&self.cfg.scheduler, sleep)
             + if bottleneck_leaf_parent { slept(&self.cfg.scheduler, extra) } else { 0 };
-        let t = self.model.tasks.get_mut(&tid).expect("running task exists");
-        if pause > 0 && !t.exec.slept {
-            t.exec.slept = true;
+        let r = self.runs.get_mut(&tid).expect("running task has a run");
+        if pause > 0 && !r.exec.slept {
+            r.exec.slept = true;
             self.clock.schedule_in(pause, Event::OpDone(tid, attempt));
             return true;
         }
-        t.exec.slept = false;
-        t.exec.j += 1;
-        if t.exec.j >= calls {
-            t.exec.j = 0;
-            t.exec.i += 1;
+        r.exec.slept = false;
+        r.exec.j += 1;
+        if r.exec.j >= calls {
+            r.exec.j = 0;
+            r.exec.i += 1;
         }
         let (_, ret, follows) = super::tasks::submit(
             cx!(self),
@@ -296,7 +303,7 @@ impl Engine {
             super::tasks::Call { spec: method, parent: tid, args: Box::new([]), actor: Some(child), bundle: None },
         );
         self.follow_all(follows);
-        let follows = hold_futures(&mut self.model, tid, attempt, vec![ret]);
+        let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
         pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, 1)
     }
@@ -314,7 +321,13 @@ fn sample(rng: &mut ChaCha8Rng, d: DurationDist) -> u64 {
 /// Record returned futures on their owner (the `attempt` that submitted them),
 /// counting the ones not yet ready. If that attempt died while submitting, its
 /// handles die with it.
-pub(crate) fn hold_futures(m: &mut Model, tid: TaskId, attempt: u32, returns: Vec<ObjectId>) -> Follows {
+pub(crate) fn hold_futures(
+    m: &mut Model,
+    runs: &mut TaskRuns,
+    tid: TaskId,
+    attempt: u32,
+    returns: Vec<ObjectId>,
+) -> Follows {
     if !m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
         return returns.into_iter().map(Follow::UnrefObject).collect();
     }
@@ -329,10 +342,10 @@ pub(crate) fn hold_futures(m: &mut Model, tid: TaskId, attempt: u32, returns: Ve
             ObjectStatus::Pending | ObjectStatus::Lost => unresolved += 1,
         }
     }
-    if let Some(t) = m.tasks.get_mut(&tid) {
-        t.exec.unresolved += unresolved;
-        t.exec.failed_futures += failed;
-        t.exec.futures.extend(returns);
+    if let Some(r) = runs.get_mut(&tid) {
+        r.exec.unresolved += unresolved;
+        r.exec.failed_futures += failed;
+        r.exec.futures.extend(returns);
     }
     Vec::new()
 }
@@ -358,15 +371,15 @@ fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
 /// A future of `owner` resolved (or failed); it resumes if it was blocked on the last
 /// one: at once, or once its node has a CPU for it again (it lent its own).
 pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follows {
-    let Some(t) = cx.model.tasks.get_mut(&owner) else { return Vec::new() };
-    t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
+    let (Some(t), Some(r)) = (cx.model.tasks.get(&owner), cx.runs.get_mut(&owner)) else { return Vec::new() };
+    r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
     if failed {
-        t.exec.failed_futures += 1;
+        r.exec.failed_futures += 1;
     }
-    if t.state() != TaskState::RunningInRayGet || t.exec.unresolved > 0 {
+    if t.state() != TaskState::RunningInRayGet || r.exec.unresolved > 0 {
         return Vec::new();
     }
-    if !matches!(cx.specs[t.spec as usize].program.get(t.pc as usize), Some(Op::Get)) {
+    if !matches!(cx.specs[t.spec as usize].program.get(r.pc as usize), Some(Op::Get)) {
         return Vec::new();
     }
     if t.cpu_released {
@@ -403,10 +416,10 @@ fn pay_submit_cost(clock: &mut Clock, cfg: &SchedulerConfig, tid: TaskId, attemp
 
 /// Past an op that may have run other code (a call answered at once, the memory
 /// monitor killing this very worker): move on only if this attempt still runs.
-fn advance(m: &mut Model, tid: TaskId, attempt: u32) -> bool {
-    match m.tasks.get_mut(&tid) {
+fn advance(m: &Model, runs: &mut TaskRuns, tid: TaskId, attempt: u32) -> bool {
+    match m.tasks.get(&tid) {
         Some(t) if t.attempt == attempt && t.state() == TaskState::Running => {
-            t.pc += 1;
+            runs.get_mut(&tid).expect("running task has a run").pc += 1;
             true
         }
         _ => false,

@@ -7,11 +7,13 @@
 //! publishing an immutable [`Recorded`] for snapshots (sealed chunks shared; a job
 //! that did not change since the last publish is shared whole).
 //! A call's job-local edge (caller frame → callee frame) and whether it is recorded
-//! travel with the task itself (`Task::flow`), so recording keeps no map of calls in
-//! flight: the hooks find them in the model, which the engine just touched.
-//! Must never: change the model beyond `Task::flow`, draw from the RNG or log events
+//! travel with the task's run (`Run::flow`, `task_runs.rs`), so recording keeps no map
+//! of calls in flight: the hooks find them beside the model, which the engine just
+//! touched. Must never: change the model or any run beyond `Run::flow`, draw from the
+//! RNG or log events
 //! (recording must not change the run), or keep anything per call beyond the cap.
 
+use super::task_runs::TaskRuns;
 use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
 use crate::snapshot::flow::{
     Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS,
@@ -109,7 +111,15 @@ impl FlowRecorder {
     }
 
     /// A job's driver started running on `node`.
-    pub fn job_started(&mut self, m: &mut Model, job: JobId, driver: TaskId, node: NodeIdx, now: u64) {
+    pub(crate) fn job_started(
+        &mut self,
+        m: &Model,
+        runs: &mut TaskRuns,
+        job: JobId,
+        driver: TaskId,
+        node: NodeIdx,
+        now: u64,
+    ) {
         if self.cap == 0 {
             return;
         }
@@ -158,19 +168,19 @@ impl FlowRecorder {
         j.rec.records.push(Rec::Submit { span: driver.0, parent: 0, target: 0, t: now, arg_bytes: 0 });
         j.rec.records.push(Rec::Begin { span: driver.0, t: now, node: node.0, pid: crate::model::driver_pid(job.0) });
         self.jobs.insert(job.0, j);
-        if let Some(t) = m.tasks.get_mut(&driver) {
-            t.flow = RECORDED;
+        if let Some(r) = runs.get_mut(&driver) {
+            r.flow = RECORDED;
         }
         self.touched(job.0);
     }
 
     /// A call was submitted (the task is in the model, not yet started): tag it.
-    pub fn submitted(&mut self, m: &mut Model, specs: &[CallSpec], tid: TaskId, now: u64) {
+    pub(crate) fn submitted(&mut self, m: &Model, runs: &mut TaskRuns, specs: &[CallSpec], tid: TaskId, now: u64) {
         if self.cap == 0 {
             return;
         }
         let Some(t) = m.tasks.get(&tid) else { return };
-        let Some(parent) = t.parent.and_then(|p| m.tasks.get(&p)).map(|p| p.flow).filter(|f| *f != UNTRACKED) else {
+        let Some(parent) = t.parent.and_then(|p| runs.get(&p)).map(|p| p.flow).filter(|f| *f != UNTRACKED) else {
             return;
         };
         let Some(j) = self.jobs.get_mut(&t.job.0) else { return };
@@ -195,18 +205,19 @@ impl FlowRecorder {
         }
         self.totals.calls[j.edge_totals[edge as usize].0 as usize].1 += 1;
         let job = t.job.0;
-        if let Some(t) = m.tasks.get_mut(&tid) {
-            t.flow = edge | if recorded { RECORDED } else { 0 };
+        if let Some(r) = runs.get_mut(&tid) {
+            r.flow = edge | if recorded { RECORDED } else { 0 };
         }
         self.touched(job);
     }
 
     /// An attempt started executing on `node`.
-    pub fn started(&mut self, m: &Model, tid: TaskId, node: NodeIdx, now: u64) {
-        let Some(t) = m.tasks.get(&tid) else { return };
-        if t.flow == UNTRACKED || t.flow & RECORDED == 0 {
+    pub(crate) fn started(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, node: NodeIdx, now: u64) {
+        // The tag first: most calls are not recorded, and need no look at the task.
+        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
             return;
         }
+        let Some(t) = m.tasks.get(&tid) else { return };
         let pid = match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             _ => crate::model::worker_pid(tid.0),
@@ -220,12 +231,10 @@ impl FlowRecorder {
 
     /// A call ends for good: finished (`ok`) or failed past its retries. Called while
     /// the task is still in the model (just before it retires).
-    pub fn ended(&mut self, m: &Model, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
+    pub(crate) fn ended(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
+        let Some(r) = runs.get(&tid).filter(|r| r.flow != UNTRACKED) else { return };
         let Some(t) = m.tasks.get(&tid) else { return };
-        if t.flow == UNTRACKED {
-            return;
-        }
-        let (edge, recorded, job) = (t.flow & !RECORDED, t.flow & RECORDED != 0, t.job.0);
+        let (edge, recorded, job) = (r.flow & !RECORDED, r.flow & RECORDED != 0, t.job.0);
         let took = now.saturating_sub(t.submitted_at);
         *self.cache.get_mut() = None;
         let Some(j) = self.jobs.get_mut(&job) else { return };
@@ -246,11 +255,11 @@ impl FlowRecorder {
     }
 
     /// A running call put `bytes` into the object store.
-    pub fn put(&mut self, m: &Model, tid: TaskId, now: u64, bytes: u64) {
-        let Some(t) = m.tasks.get(&tid) else { return };
-        if t.flow == UNTRACKED || t.flow & RECORDED == 0 {
+    pub(crate) fn put(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, bytes: u64) {
+        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
             return;
         }
+        let Some(t) = m.tasks.get(&tid) else { return };
         let job = t.job.0;
         if let Some(j) = self.jobs.get_mut(&job) {
             j.rec.records.push(Rec::Put { span: tid.0, t: now, bytes });

@@ -23,6 +23,7 @@ use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
 use super::placement_groups::PlacementGroupManager;
+use super::task_runs::TaskRuns;
 use super::{exec, retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
@@ -32,12 +33,14 @@ use rand_chacha::ChaCha8Rng;
 use std::borrow::Cow;
 
 /// What a component may touch beside its own state: the model's tables (each record's
-/// state changes only through its transition), the clock, the node runtime (raylets'
+/// state changes only through its transition), each live task's run, the clock, the node runtime (raylets'
 /// lists, and availability through [`LocalResources`]), the config, the programs' specs
 /// and the seeded RNG. Another component's state is never in it: a component that must
 /// read one gets it as an argument, and one that must change one returns a [`Follow`].
 pub(crate) struct Cx<'a> {
     pub(crate) model: &'a mut Model,
+    /// Each live task's run state, entering and leaving with its task.
+    pub(crate) runs: &'a mut TaskRuns,
     pub(crate) clock: &'a mut Clock,
     pub(crate) raylets: &'a mut Raylets,
     pub(crate) sched: &'a mut Scheduler,
@@ -70,6 +73,7 @@ macro_rules! cx {
     ($e:expr) => {
         &mut $crate::sim::follow::Cx {
             model: &mut $e.model,
+            runs: &mut $e.runs,
             clock: &mut $e.clock,
             raylets: &mut $e.raylets,
             sched: &mut $e.sched,
@@ -210,8 +214,6 @@ pub(crate) enum Follow {
 pub(crate) type Follows = Vec<Follow>;
 
 impl Engine {
-    /// Run one follow-up: the component that owns it takes it, and whatever that asks
-    /// next runs before this returns (depth first, as the calls it stands for would).
     /// Run one follow-up, and whatever it asks next, before returning.
     pub(crate) fn follow(&mut self, f: Follow) {
         self.follow_all(vec![f]);
@@ -305,14 +307,16 @@ impl Engine {
                 self.unref_object(o);
                 Vec::new()
             }
-            Follow::HoldFutures(t, attempt, returns) => exec::hold_futures(&mut self.model, t, attempt, returns),
+            Follow::HoldFutures(t, attempt, returns) => {
+                exec::hold_futures(&mut self.model, &mut self.runs, t, attempt, returns)
+            }
             Follow::FutureResolved(t, failed) => exec::future_resolved(cx!(self), t, failed),
             Follow::TaskReady(t) => tasks::task_ready(cx!(self), t),
             Follow::TrySchedule(t) => self.queues.try_schedule(cx!(self), &self.node_manager, t),
             Follow::TryScheduleInBundle(t, pg, b) => {
                 PlacementGroupManager::try_schedule_in_bundle(cx!(self), &mut self.queues, t, pg, b)
             }
-            Follow::ReleaseTaskRefs(t, args_too) => tasks::release_refs(&mut self.model, t, args_too),
+            Follow::ReleaseTaskRefs(t, args_too) => tasks::release_refs(&mut self.model, &mut self.runs, t, args_too),
             Follow::ResourcesFreed(n) => ClusterQueues::resources_freed(cx!(self), n),
             Follow::ResumeGetters(n) => ClusterQueues::resume_next(cx!(self), &self.pg_manager, n),
             Follow::ServeWaiting(n) => {

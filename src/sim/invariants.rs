@@ -2,7 +2,8 @@
 //!
 //! Owns: [`Engine::check_invariants`]: resources balance on every node and in every
 //! bundle, per-state task counts match the task table, object stores add up to the
-//! copies they hold, references match their holders, and every live task sits in
+//! copies they hold, references match their holders, each live task has exactly one
+//! run and no run outlives its task, and every live task sits in
 //! exactly one place that will move it on (a queue, or an event scheduled for its
 //! current attempt). Must never: mutate anything, or run inside the engine loop: it
 //! walks every table (O(model size) per call) and exists for tests only.
@@ -79,6 +80,7 @@ impl Engine {
         let check = Check { e: self };
         check.counters(&mut v);
         check.task_counts(&mut v);
+        check.task_runs(&mut v);
         check.resources(&mut v);
         if let Err(e) = self.check_scheduler_index() {
             v.push(e);
@@ -133,6 +135,16 @@ impl Check<'_> {
         if let Err(e) = self.e.queues.check_counts() {
             v.push(e);
         }
+    }
+
+    /// Every live task has its run, and no run outlives its task: ids are unique in
+    /// both tables, so equal sizes and every task's id found make the two sets equal.
+    fn task_runs(&self, v: &mut Violations) {
+        let (tasks, runs) = (&self.e.model.tasks, &self.e.runs);
+        for t in tasks.values() {
+            ensure!(v, runs.contains(&t.id), "live task {:x} has no run", t.id.0);
+        }
+        ensure!(v, runs.len() == tasks.len(), "{} runs for {} live tasks", runs.len(), tasks.len());
     }
 
     fn task_counts(&self, v: &mut Violations) {
@@ -331,7 +343,8 @@ impl Check<'_> {
         // The owner's handle lives in its futures; each consumer holds one per argument.
         let mut holders: FxHashMap<ObjectId, u32> = FxHashMap::default();
         for t in m.tasks.values() {
-            for o in t.args.iter().chain(t.exec.futures.iter()) {
+            let futures = self.e.runs.get(&t.id).map(|r| &r.exec.futures[..]).unwrap_or_default();
+            for o in t.args.iter().chain(futures) {
                 *holders.entry(*o).or_insert(0) += 1;
                 ensure!(v, m.objects.contains_key(o), "task {:x} references object {:x}, which is gone", t.id.0, o.0);
             }

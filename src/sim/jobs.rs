@@ -10,6 +10,7 @@
 use super::clock::Event;
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
+use super::task_runs::Run;
 use crate::model::*;
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
@@ -122,7 +123,7 @@ impl JobManager {
         task.node = Some(head);
         task.returns = ret;
         task.started_at = Some(now);
-        m.insert_task(task);
+        cx.runs.insert_task(m, task, Run::default());
         let submission_id =
             submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(cx.rng)));
         let mut job = Job::pending(id, submission_id, driver_id, head, now);
@@ -141,7 +142,7 @@ impl JobManager {
         cx.model.set_job_status(id, JobStatus::Running, now, "driver running");
         cx.raylets.lease_granted(head, driver_id);
         cx.model.set_task_state(driver_id, TaskState::Running, now);
-        flow.job_started(cx.model, id, driver_id, head, now);
+        flow.job_started(cx.model, cx.runs, id, driver_id, head, now);
         (id, vec![Follow::RunProgram(driver_id)])
     }
 

@@ -11,7 +11,8 @@
 //! leases and getters waiting to resume (`node_runtime.rs`); the cluster task queues by
 //! scheduling class (`cluster_queues.rs`); the owner side: submission and leases
 //! (`tasks.rs`), the run on a worker (`task_run.rs`), failures and retries
-//! (`retries.rs`), the worker's program (`exec.rs`);
+//! (`retries.rs`), the worker's program (`exec.rs`) and each live task's run state
+//! (`task_runs.rs`);
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
 //! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
@@ -43,6 +44,7 @@ mod retries;
 pub mod runner;
 pub mod sweep;
 mod task_run;
+mod task_runs;
 mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};

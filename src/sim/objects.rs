@@ -220,12 +220,12 @@ impl Engine {
             self.follow(Follow::FutureResolved(owner, false));
         }
         for w in waiters {
-            let Some(t) = self.model.tasks.get_mut(&w) else { continue };
+            let (Some(t), Some(r)) = (self.model.tasks.get(&w), self.runs.get_mut(&w)) else { continue };
             if t.state() != TaskState::PendingArgsAvail {
                 continue;
             }
-            t.exec.unresolved = t.exec.unresolved.saturating_sub(1);
-            if t.exec.unresolved == 0 {
+            r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
+            if r.exec.unresolved == 0 {
                 self.follow(Follow::TaskReady(w));
             }
         }
@@ -267,7 +267,7 @@ impl Engine {
             o.owner_waits = false;
         }
         self.seal_object(id, node);
-        self.flow.put(&self.model, tid, self.clock.now, size);
+        self.flow.put(&self.model, &self.runs, tid, self.clock.now, size);
         self.follow(Follow::HoldFutures(tid, attempt, vec![id]));
     }
 
@@ -346,8 +346,8 @@ impl Engine {
         let args = o.lineage_args.clone();
         let owner_waits = o.owner_waits;
         if owner_waits {
-            if let Some(t) = self.model.tasks.get_mut(&owner) {
-                t.exec.unresolved += 1;
+            if let Some(r) = self.runs.get_mut(&owner) {
+                r.exec.unresolved += 1;
             }
         }
         for a in args.iter() {
@@ -364,7 +364,7 @@ impl Engine {
         task.parent = Some(owner);
         task.args = args;
         task.returns = id;
-        self.model.insert_task(task);
+        self.runs.insert_task(&mut self.model, task, Default::default());
         self.model.counters.tasks_retried += 1;
         let attempt = self.model.tasks[&producer].attempt;
         self.clock.schedule_in(0, super::clock::Event::Resubmit(producer, attempt));

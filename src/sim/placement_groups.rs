@@ -304,13 +304,13 @@ fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
     let mut follows = Vec::with_capacity(2);
     // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a later
     // `ray.get` while its group is rescheduled).
-    if let Some(t) = cx.model.tasks.get_mut(&creator) {
+    if let (Some(t), Some(r)) = (cx.model.tasks.get(&creator), cx.runs.get_mut(&creator)) {
         let at_create = matches!(
-            cx.specs[t.spec as usize].program.get(t.pc as usize),
+            cx.specs[t.spec as usize].program.get(r.pc as usize),
             Some(crate::workload::Op::CreatePlacementGroup { .. })
         );
-        if t.state() == TaskState::RunningInRayGet && t.exec.pg == Some(id) && at_create {
-            t.pc += 1;
+        if t.state() == TaskState::RunningInRayGet && r.exec.pg == Some(id) && at_create {
+            r.pc += 1;
             cx.model.set_task_state(creator, TaskState::Running, now);
             follows.push(Follow::RunProgram(creator));
         }

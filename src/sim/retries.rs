@@ -74,7 +74,7 @@ pub(crate) fn fail_released(cx: &mut Cx, tid: TaskId, err: ErrorType, retry: boo
             a.queue.remove(pos);
         }
     }
-    let mut follows = release_refs(cx.model, tid, !retry);
+    let mut follows = release_refs(cx.model, cx.runs, tid, !retry);
     follows.push(Follow::FailTaskSettled(tid, err, retry));
     follows
 }
@@ -97,14 +97,14 @@ pub(crate) fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, er
         }
         let next = TaskState::PendingNodeAssignment;
         log_event!(cx.model.log, now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
-        cx.model.begin_retry(tid, next, now, err);
+        cx.runs.begin_retry(cx.model, tid, next, now, err);
         let attempt = cx.model.tasks[&tid].attempt;
         cx.clock.schedule_in(delay, Event::Resubmit(tid, attempt));
     } else {
         t.error = Some(err);
         let ret = t.returns;
-        flow.ended(cx.model, tid, now, false, 0);
-        cx.model.retire_task(tid, TaskState::Failed, now, 0);
+        flow.ended(cx.model, cx.runs, tid, now, false, 0);
+        cx.runs.retire_task(cx.model, tid, TaskState::Failed, now, 0);
         follows.push(Follow::ObjectFailed(ret));
         // The actor whose constructor this was dies with it (unless that death is what
         // failed it): system failures restart it within `max_restarts`; an exception
@@ -165,7 +165,7 @@ fn rewait_for_lost_args(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId) ->
     if missing == 0 {
         return None;
     }
-    cx.model.tasks.get_mut(&tid).expect("task exists").exec.unresolved = missing;
+    cx.runs.get_mut(&tid).expect("a live task has a run").exec.unresolved = missing;
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
     Some(Vec::new())
 }

@@ -3,7 +3,8 @@
 //! finishing, and the end of the run with its results sealed. Functions of the task
 //! table over the narrow context, as the worker and its raylet run them.
 //!
-//! Owns: nothing of its own (a run's state is per task record). Must never: choose a
+//! Owns: nothing of its own (a run's state is in the task runs table, `task_runs.rs`).
+//! Must never: choose a
 //! node (`cluster_queues.rs` leases), decide a retry (`retries.rs`), or call another
 //! component (what they must do is returned as follow-ups).
 
@@ -89,9 +90,8 @@ fn rewait_for_lost_args(cx: &mut Cx, tid: TaskId) -> Option<Follows> {
 
 /// The task gave its lease back and waits for `missing` arguments (PENDING_ARGS_AVAIL).
 pub(crate) fn rewait_args(cx: &mut Cx, tid: TaskId, missing: u32) {
-    let t = cx.model.tasks.get_mut(&tid).expect("task exists");
-    t.exec.unresolved = missing;
-    t.node = None;
+    cx.runs.get_mut(&tid).expect("a live task has a run").exec.unresolved = missing;
+    cx.model.tasks.get_mut(&tid).expect("task exists").node = None;
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
 }
 
@@ -109,7 +109,7 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     let attempt = t.attempt;
     let cost = cx.cfg.scheduler.call_start_cost.as_micros();
     if cost > 0 {
-        t.begin_due = true;
+        cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         cx.clock.schedule_in(cost, Event::Begin(tid, attempt));
         return Vec::new();
     }
@@ -119,7 +119,7 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
 /// The worker's per-call overhead is over: the body begins.
 pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attempt: u32) -> Follows {
     let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
-    if t.attempt != attempt || !t.begin_due {
+    if t.attempt != attempt || !cx.runs[&tid].begin_due {
         return Vec::new();
     }
     let node = t.node.expect("a task handed to a worker has a node");
@@ -143,9 +143,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
     m.set_task_state(tid, TaskState::Running, now);
     let t = m.tasks.get_mut(&tid).expect("task exists");
     t.started_at = Some(now);
-    t.pc = 0;
-    t.begin_due = false;
-    t.exec = LazyExec::default();
+    cx.runs.get_mut(&tid).expect("a live task has a run").restart();
     let heap = cx.specs[t.spec as usize].heap;
     let kind = t.kind;
     let actor = t.actor;
@@ -170,7 +168,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
 
 /// The body runs, unless the memory monitor killed it as it began.
 pub(crate) fn begin_run(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Follows {
-    flow.started(cx.model, tid, node, cx.clock.now);
+    flow.started(cx.model, cx.runs, tid, node, cx.clock.now);
     if cx.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::Running) {
         vec![Follow::RunProgram(tid)]
     } else {
@@ -250,7 +248,7 @@ fn keeps_resources(cx: &Cx, tid: TaskId) -> bool {
 
 /// The finished task drops its references, then ([`Follow::FinishSettled`]) retires.
 pub(crate) fn finish_released(cx: &mut Cx, tid: TaskId) -> Follows {
-    let mut follows = release_refs(cx.model, tid, true);
+    let mut follows = release_refs(cx.model, cx.runs, tid, true);
     follows.push(Follow::FinishSettled(tid));
     follows
 }
@@ -264,8 +262,8 @@ pub(crate) fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) 
     let t = &m.tasks[&tid];
     let (kind, node, ret, actor, job, attempt) = (t.kind, t.node, t.returns, t.actor, t.job, t.attempt);
     let return_size = cx.specs[t.spec as usize].return_size;
-    flow.ended(m, tid, now, true, return_size);
-    m.retire_task(tid, TaskState::Finished, now, return_size);
+    flow.ended(m, cx.runs, tid, now, true, return_size);
+    cx.runs.retire_task(m, tid, TaskState::Finished, now, return_size);
     if kind == TaskType::ActorTask {
         if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
             if let Some(pos) = a.running.iter().position(|x| *x == tid) {

@@ -9,6 +9,7 @@
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
 use super::objects::new_return_object;
+use super::task_runs::{Run, TaskRuns};
 use crate::model::*;
 
 /// Submit one call on behalf of a running task `parent` (whose owner node is `head`
@@ -53,11 +54,11 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     task.returns = ret;
     task.bundle = bundle;
     task.retries_left = if kind == TaskType::ActorTask { actor_retries } else { max_retries };
-    task.exec = Exec { unresolved, ..Default::default() }.into();
+
     let line = m.log.line(now, "task").hex(tid.0).text(" SUBMITTED ").text(initial.as_str());
     line.text(" job=").hex_bytes(&job.0.to_le_bytes()).text(" parent=").hex(parent.0).end();
-    m.insert_task(task);
-    flow.submitted(m, cx.specs, tid, now);
+    cx.runs.insert_task(m, task, Run::waiting_for(unresolved));
+    flow.submitted(m, cx.runs, cx.specs, tid, now);
     let follows = if failed_arg {
         vec![Follow::FailTask(tid, ErrorType::TaskExecutionException, false)]
     } else if unresolved == 0 {
@@ -93,11 +94,11 @@ pub(crate) fn task_ready(cx: &mut Cx, tid: TaskId) -> Follows {
 }
 
 /// Drop what a task holds: its arguments (when it ends for good) and its futures.
-pub(crate) fn release_refs(m: &mut Model, tid: TaskId, args_too: bool) -> Follows {
-    let Some(t) = m.tasks.get_mut(&tid) else { return Vec::new() };
-    let futures = std::mem::take(&mut t.exec.futures);
-    t.exec.unresolved = 0;
-    t.exec.failed_futures = 0;
+pub(crate) fn release_refs(m: &mut Model, runs: &mut TaskRuns, tid: TaskId, args_too: bool) -> Follows {
+    let (Some(t), Some(r)) = (m.tasks.get_mut(&tid), runs.get_mut(&tid)) else { return Vec::new() };
+    let futures = std::mem::take(&mut r.exec.futures);
+    r.exec.unresolved = 0;
+    r.exec.failed_futures = 0;
     let args = if args_too { std::mem::take(&mut t.args) } else { Box::new([]) as Box<[ObjectId]> };
     let mut follows = Vec::with_capacity(futures.len() + args.len());
     for f in futures {

@@ -131,11 +131,11 @@ impl Check<'_> {
         for (i, q) in self.e.raylets.resuming().enumerate() {
             for tid in q {
                 bump(&mut resuming, *tid);
-                let ok = m.tasks.get(tid).is_some_and(|t| {
+                let ok = m.tasks.get(tid).zip(self.e.runs.get(tid)).is_some_and(|(t, r)| {
                     t.state() == TaskState::RunningInRayGet
                         && t.cpu_released
                         && t.node == Some(NodeIdx(i as u32))
-                        && t.exec.unresolved == 0
+                        && r.exec.unresolved == 0
                 });
                 ensure!(
                     v,
@@ -148,6 +148,8 @@ impl Check<'_> {
 
         for t in m.tasks.values() {
             let id = t.id.0;
+            // A task without a run is reported by `task_runs`.
+            let Some(r) = self.e.runs.get(&t.id) else { continue };
             let key = (t.id, t.attempt);
             let (dispatch, fetched, op_done, resubmit) = (
                 count(&s.dispatch, &key),
@@ -158,11 +160,11 @@ impl Check<'_> {
             let begin = count(&s.begin, &key);
             ensure!(
                 v,
-                begin == t.begin_due as u32,
+                begin == r.begin_due as u32,
                 "task {:x} ({}) has {begin} Begin events, begin_due {}",
                 t.id.0,
                 t.state(),
-                t.begin_due
+                r.begin_due
             );
             let (q, res, act) = (count(&queued, &t.id), count(&resuming, &t.id), count(&on_actor, &t.id));
             let state = t.state();
@@ -180,9 +182,9 @@ impl Check<'_> {
                         .count() as u32;
                     ensure!(
                         v,
-                        t.exec.unresolved > 0 && t.exec.unresolved == waited,
+                        r.exec.unresolved > 0 && r.exec.unresolved == waited,
                         "task {id:x} waits for {} arguments but is a waiter of {waited} unready ones",
-                        t.exec.unresolved
+                        r.exec.unresolved
                     );
                     ensure!(
                         v,
@@ -241,10 +243,10 @@ impl Check<'_> {
                     );
                 }
                 TaskState::RunningInRayGet => {
-                    let op = self.e.specs[t.spec as usize].program.get(t.pc as usize);
-                    let on_get = matches!(op, Some(Op::Get)) && t.exec.unresolved > 0;
+                    let op = self.e.specs[t.spec as usize].program.get(r.pc as usize);
+                    let on_get = matches!(op, Some(Op::Get)) && r.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
-                        && t.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state() != PgState::Created);
+                        && r.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state() != PgState::Created);
                     ensure!(
                         v,
                         on_get as u32 + on_pg as u32 + res == 1 && op_done + q == 0,
@@ -255,7 +257,7 @@ impl Check<'_> {
             }
             let on_worker =
                 matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch)
-                    || t.begin_due;
+                    || r.begin_due;
             if t.kind == TaskType::ActorTask {
                 ensure!(
                     v,
@@ -264,7 +266,7 @@ impl Check<'_> {
                 );
             }
             if state.is_running() {
-                let pending = t
+                let pending = r
                     .exec
                     .futures
                     .iter()
@@ -274,12 +276,12 @@ impl Check<'_> {
                     .count() as u32;
                 ensure!(
                     v,
-                    t.exec.unresolved == pending,
+                    r.exec.unresolved == pending,
                     "task {id:x} counts {} unresolved futures, {pending} are pending",
-                    t.exec.unresolved
+                    r.exec.unresolved
                 );
             } else if state != TaskState::PendingArgsAvail {
-                ensure!(v, t.exec.futures.is_empty() && t.exec.unresolved == 0, "task {id:x} {state} holds futures");
+                ensure!(v, r.exec.futures.is_empty() && r.exec.unresolved == 0, "task {id:x} {state} holds futures");
             }
             if t.holds_resources {
                 ensure!(
