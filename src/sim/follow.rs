@@ -33,9 +33,9 @@ use rand_chacha::ChaCha8Rng;
 use std::borrow::Cow;
 
 /// What a component may touch beside its own state: the model's tables (each record's
-/// state changes only through its transition), each live task's run, the clock, the node runtime (raylets'
-/// lists, and availability through [`LocalResources`]), the config, the programs' specs
-/// and the seeded RNG. Another component's state is never in it: a component that must
+/// state changes only through its transition), each live task's run, the clock, the
+/// node runtime (raylets' lists, and availability through [`LocalResources`]), the
+/// config, the programs' specs and the seeded RNG. Another component's state is never in it: a component that must
 /// read one gets it as an argument, and one that must change one returns a [`Follow`].
 pub(crate) struct Cx<'a> {
     pub(crate) model: &'a mut Model,
