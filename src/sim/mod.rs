@@ -6,13 +6,14 @@
 //! order could leak into the event log.
 //!
 //! Ray's components, by file (ARCHITECTURE.md, "The engine's components"): the clock
-//! and event queue (`clock.rs`); each raylet's local resource manager, the one path
-//! that changes a node's availability and the scheduler's index, and its lists of
-//! leases and getters waiting to resume (`node_runtime.rs`); the cluster task queues by
-//! scheduling class (`cluster_queues.rs`); the owner side: submission and leases
-//! (`tasks.rs`), the run on a worker (`task_run.rs`), failures and retries
-//! (`retries.rs`), the worker's program (`exec.rs`) and each live task's run state
-//! (`task_runs.rs`);
+//! and event queue (`clock.rs`); follow-ups, the requests between components, and the
+//! narrow context they run with (`follow.rs`); each raylet's local resource manager,
+//! the one path that changes a node's availability and the scheduler's index, and its
+//! lists of leases and getters waiting to resume (`node_runtime.rs`); the cluster task
+//! queues: scheduling, leases, waiting classes (`cluster_queues.rs`); the owner side:
+//! submission and references (`tasks.rs`), failures and retries (`retries.rs`); the run
+//! on a worker (`task_run.rs`), argument fetches (`fetch.rs`), the worker's program
+//! (`exec.rs`) and each live task's run state (`task_runs.rs`);
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
 //! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
