@@ -23,7 +23,6 @@
 //! returns at once while the store is disabled, and none writes the event log or draws
 //! from the RNG: recording never changes the run.
 
-use super::engine::Engine;
 use crate::config::NodeTypeConfig;
 use crate::model::cluster_events::{NewEvent, Severity, Source};
 use crate::model::*;
@@ -59,13 +58,6 @@ fn sig6(x: f64) -> String {
 pub(crate) struct EventWriter<'a> {
     m: &'a mut Model,
     now: u64,
-}
-
-impl Engine {
-    /// The cluster-event writer, at the current instant.
-    pub(crate) fn cluster_events(&mut self) -> EventWriter<'_> {
-        EventWriter { m: &mut self.model, now: self.clock.now }
-    }
 }
 
 impl<'a> EventWriter<'a> {

@@ -175,7 +175,7 @@ impl Engine {
         self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);
-        self.cluster_events().node_added(idx);
+        cx!(self).cluster_events().node_added(idx);
         let follows = self.queues.node_added();
         self.follow_all(follows);
         idx
