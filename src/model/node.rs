@@ -122,4 +122,9 @@ impl Node {
     pub fn memory_used(&self) -> Bytes {
         Bytes(self.worker_heap_used.0 + self.store.used.0 + self.pressure_bytes.0)
     }
+    /// True when the memory monitor acts on this node: alive, and using more than
+    /// `usage_threshold` of its memory (below it a look changes nothing).
+    pub fn over_memory_threshold(&self, usage_threshold: f64) -> bool {
+        self.is_alive() && (self.memory_used().0 as f64) > usage_threshold * self.memory_bytes.0 as f64
+    }
 }
