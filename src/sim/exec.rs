@@ -118,7 +118,9 @@ impl Engine {
                 }
                 Op::Put(size) => {
                     let size = *size;
-                    self.op_put(tid, attempt, size);
+                    let head = self.node_manager.head();
+                    let follows = self.plasma.put(cx!(self), &self.actor_manager, head, tid, attempt, size);
+                    self.follow_all(follows);
                     if !advance(&self.model, &mut self.runs, tid, attempt) {
                         return;
                     }

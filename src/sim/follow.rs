@@ -22,6 +22,7 @@ use super::faults::FaultState;
 use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
+use super::objects::{self, PlasmaStores};
 use super::placement_groups::PlacementGroupManager;
 use super::task_runs::TaskRuns;
 use super::{exec, retries, task_run, tasks};
@@ -155,6 +156,19 @@ pub(crate) enum Follow {
     ObjectFailed(ObjectId),
     /// An object reference is dropped.
     UnrefObject(ObjectId),
+    /// A sealed object's readers wake (once the memory monitor looked at its store).
+    WakeReaders(ObjectId),
+    /// One of a waiting task's arguments is ready: the task counts it.
+    ArgReady(TaskId),
+    /// One of a waiting task's arguments failed: the task fails, if it still waits.
+    ArgFailed(TaskId),
+    /// An object goes if nobody holds it (once its readers ran).
+    FreeIfUnreferenced(ObjectId),
+    /// A put object (of a task's attempt, with its size) is sealed: Flow Insight records
+    /// the put and the task holds the object.
+    PutSealed(TaskId, u32, ObjectId, u64),
+    /// An object left without a copy is reconstructed, or its readers fail.
+    ReconstructOrFail(ObjectId),
     /// An owner holds the futures it just got.
     HoldFutures(TaskId, u32, Vec<ObjectId>),
     /// A future of a task resolved (or failed).
@@ -291,22 +305,24 @@ impl Engine {
                 self.autoscaler.launch_done(cx!(self), t, launched.is_some());
                 Vec::new()
             }
-            Follow::LoseObjectsOn(n) => {
-                self.lose_objects_on(n);
-                Vec::new()
-            }
-            Follow::SealObject(o, n) => {
-                self.seal_object(o, n);
-                Vec::new()
-            }
-            Follow::ObjectFailed(o) => {
-                self.object_failed(o);
-                Vec::new()
-            }
+            Follow::LoseObjectsOn(n) => self.plasma.lose_objects_on(cx!(self), &self.actor_manager, n),
+            Follow::SealObject(o, n) => self.plasma.seal(cx!(self), &self.actor_manager, o, n),
+            Follow::ObjectFailed(o) => objects::object_failed(&mut self.model, o),
             Follow::UnrefObject(o) => {
-                self.unref_object(o);
+                objects::unref_object(&mut self.model, o);
                 Vec::new()
             }
+            Follow::WakeReaders(o) => objects::wake_readers(&mut self.model, o),
+            Follow::ArgReady(t) => objects::arg_ready(&self.model, &mut self.runs, t),
+            Follow::ArgFailed(t) => objects::arg_failed(&self.model, t),
+            Follow::FreeIfUnreferenced(o) => {
+                PlasmaStores::free_if_unreferenced(&mut self.model, o);
+                Vec::new()
+            }
+            Follow::PutSealed(t, attempt, o, size) => {
+                objects::put_sealed(&self.model, &self.runs, self.clock.now, &mut self.flow, t, attempt, o, size)
+            }
+            Follow::ReconstructOrFail(o) => objects::reconstruct_or_fail(cx!(self), self.node_manager.head(), o),
             Follow::HoldFutures(t, attempt, returns) => {
                 exec::hold_futures(&mut self.model, &mut self.runs, t, attempt, returns)
             }

@@ -1,11 +1,22 @@
 //! Objects: creation, the per-node plasma stores (spill at the threshold, restore on
 //! access), transfers between nodes, reference counting, and loss with lineage
 //! reconstruction when a node dies.
+//!
+//! Owns: [`PlasmaStores`] (each node's copies in spill and eviction order) and the
+//! object lifecycle: sealing a return, `ray.put`, waking or failing an object's readers,
+//! dropping references, and a dead node's lost copies (reconstructed from lineage: the
+//! producer's new record and its resubmission), and fetching a task's arguments. The
+//! object records live in the model's object table. Must never: run
+//! the memory monitor (a store that grew asks for a look, [`Follow::CheckMemory`]),
+//! resolve an owner's future or ready a task itself (it asks, [`Follow::FutureResolved`]
+//! and [`Follow::TaskReady`]), or fail a task (it asks, [`Follow::FailTask`]).
 
 use super::actors::ActorManager;
-use super::engine::Engine;
-use super::follow::{cx, Cx, Follow};
+use super::clock::Event;
+use super::flow_recorder::FlowRecorder;
+use super::follow::{Cx, Follow, Follows};
 use super::node_runtime::Raylets;
+use super::task_runs::TaskRuns;
 use crate::log_event;
 use crate::model::*;
 use std::collections::VecDeque;
@@ -177,122 +188,96 @@ impl PlasmaStores {
     }
 }
 
-impl Engine {
-    /// Put bytes into `node`'s store (spilling as needed); the memory monitor looks
-    /// at the node after.
-    fn store_add(&mut self, node: NodeIdx, id: ObjectId, size: u64) {
-        let in_use = InUse { raylets: &self.raylets, actors: &self.actor_manager };
-        self.plasma.add(&mut self.model, in_use, node, id, size, self.clock.now);
-        if size > 0 && self.cfg.memory_monitor.usage_threshold > 0.0 {
-            self.follow(Follow::CheckMemory(node));
-        }
+impl PlasmaStores {
+    /// Put bytes into `node`'s store (spilling as needed); the memory monitor then looks
+    /// at the node, where the bytes now count, if it is over the monitor's threshold
+    /// (under it, a look changes nothing: asking only above it spares every other store
+    /// a follow-up).
+    pub(super) fn store(
+        &mut self,
+        cx: &mut Cx,
+        actors: &ActorManager,
+        node: NodeIdx,
+        id: ObjectId,
+        size: u64,
+    ) -> Option<Follow> {
+        let in_use = InUse { raylets: &*cx.raylets, actors };
+        self.add(cx.model, in_use, node, id, size, cx.clock.now);
+        let threshold = cx.cfg.memory_monitor.usage_threshold;
+        let look = size > 0 && threshold > 0.0 && cx.model.nodes[node.index()].over_memory_threshold(threshold);
+        look.then_some(Follow::CheckMemory(node))
     }
 
-    /// The producer finished on `node`: the value exists, inline or in that node's plasma store.
-    pub(crate) fn seal_object(&mut self, id: ObjectId, node: NodeIdx) {
-        let Some(o) = self.model.objects.get_mut(&id) else { return };
+    /// The producer finished on `node`: the value exists, inline or in that node's plasma
+    /// store. Its readers wake once the memory monitor has looked at the store it grew.
+    pub(crate) fn seal(&mut self, cx: &mut Cx, actors: &ActorManager, id: ObjectId, node: NodeIdx) -> Follows {
+        let m = &mut *cx.model;
+        let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
         if o.status == ObjectStatus::Ready {
-            return;
+            return Vec::new();
         }
         o.status = ObjectStatus::Ready;
         let (size, inline) = (o.size, o.inline);
         if inline {
             // Small returns travel back to the owner's in-process store.
-            let owner_node = self.model.tasks.get(&o.owner).and_then(|t| t.node).unwrap_or(node);
+            let owner_node = m.tasks.get(&o.owner).and_then(|t| t.node).unwrap_or(node);
             o.primary = Some(owner_node);
-            self.model.nodes[owner_node.index()].store.worker_heap.0 += size;
+            m.nodes[owner_node.index()].store.worker_heap.0 += size;
         } else {
             o.primary = Some(node);
             o.spilled = false;
-            self.store_add(node, id, size);
-        }
-        self.object_ready(id);
-        // Nobody may hold it (an actor handle's creation return): it goes as soon as it exists.
-        PlasmaStores::free_if_unreferenced(&mut self.model, id);
-    }
-
-    /// Wake the owner (if it counts this future) and any task waiting for it as an argument.
-    pub(crate) fn object_ready(&mut self, id: ObjectId) {
-        let Some(o) = self.model.objects.get_mut(&id) else { return };
-        let waiters = std::mem::take(&mut o.waiters);
-        let (owner, owner_waits) = (o.owner, o.owner_waits);
-        if owner_waits {
-            self.follow(Follow::FutureResolved(owner, false));
-        }
-        for w in waiters {
-            let (Some(t), Some(r)) = (self.model.tasks.get(&w), self.runs.get_mut(&w)) else { continue };
-            if t.state() != TaskState::PendingArgsAvail {
-                continue;
-            }
-            r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
-            if r.exec.unresolved == 0 {
-                self.follow(Follow::TaskReady(w));
+            if let Some(look) = self.store(cx, actors, node, id, size) {
+                return vec![look, Follow::WakeReaders(id)];
             }
         }
+        wake_readers(cx.model, id)
     }
 
-    /// The producer failed for good: readers get its error.
-    pub(crate) fn object_failed(&mut self, id: ObjectId) {
-        let Some(o) = self.model.objects.get_mut(&id) else { return };
-        o.status = ObjectStatus::Failed;
-        let waiters = std::mem::take(&mut o.waiters);
-        let (owner, owner_waits) = (o.owner, o.owner_waits);
-        if owner_waits {
-            self.follow(Follow::FutureResolved(owner, true));
-        }
-        for w in waiters {
-            if self.model.tasks.get(&w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
-                self.follow(Follow::FailTask(w, ErrorType::TaskExecutionException, false));
-            }
-        }
-        PlasmaStores::free_if_unreferenced(&mut self.model, id);
-    }
-
-    pub(crate) fn unref_object(&mut self, id: ObjectId) {
-        if let Some(o) = self.model.objects.get_mut(&id) {
-            o.refs = o.refs.saturating_sub(1);
-        }
-        PlasmaStores::free_if_unreferenced(&mut self.model, id);
-    }
-
-    /// `ray.put`: an object owned by the task, stored on its node.
-    pub(crate) fn op_put(&mut self, tid: TaskId, attempt: u32, size: u64) {
+    /// `ray.put`: an object owned by the task, sealed on its node (`head` if it has none).
+    /// Flow Insight records the put and the task holds the object once the seal's
+    /// follow-ups ran ([`Follow::PutSealed`]).
+    pub(crate) fn put(
+        &mut self,
+        cx: &mut Cx,
+        actors: &ActorManager,
+        head: NodeIdx,
+        tid: TaskId,
+        attempt: u32,
+        size: u64,
+    ) -> Follows {
         let (job, node) = {
-            let t = &self.model.tasks[&tid];
-            (t.job, t.node.unwrap_or(self.node_manager.head()))
+            let t = &cx.model.tasks[&tid];
+            (t.job, t.node.unwrap_or(head))
         };
-        let id = new_return_object(cx!(self), tid, tid, job, u32::MAX, size, &[]);
-        if let Some(o) = self.model.objects.get_mut(&id) {
+        let id = new_return_object(cx, tid, tid, job, u32::MAX, size, &[]);
+        if let Some(o) = cx.model.objects.get_mut(&id) {
             o.producer = None;
             o.owner_waits = false;
         }
-        self.seal_object(id, node);
-        self.flow.put(&self.model, &self.runs, tid, self.clock.now, size);
-        self.follow(Follow::HoldFutures(tid, attempt, vec![id]));
+        let mut follows = self.seal(cx, actors, id, node);
+        follows.push(Follow::PutSealed(tid, attempt, id, size));
+        follows
     }
 
     /// A node died: copies there are gone. Objects left without any copy are
-    /// reconstructed from lineage when their producer can run again, else lost for good.
-    pub(crate) fn lose_objects_on(&mut self, node: NodeIdx) {
+    /// reconstructed from lineage when their producer can run again, else lost for good
+    /// ([`Follow::ReconstructOrFail`], one at a time: each reads what the last one left).
+    pub(crate) fn lose_objects_on(&mut self, cx: &mut Cx, actors: &ActorManager, node: NodeIdx) -> Follows {
+        let m = &mut *cx.model;
         let mut lost = Vec::new();
-        let mut ids: Vec<ObjectId> = self
-            .model
-            .objects
-            .values()
-            .filter(|o| o.primary == Some(node) || o.copies.contains(&node))
-            .map(|o| o.id)
-            .collect();
+        let mut ids: Vec<ObjectId> =
+            m.objects.values().filter(|o| o.primary == Some(node) || o.copies.contains(&node)).map(|o| o.id).collect();
         ids.sort();
         let mut promoted_on = Vec::new();
         for id in ids {
-            let o = self.model.objects.get_mut(&id).expect("object exists");
+            let o = m.objects.get_mut(&id).expect("object exists");
             o.copies.retain(|c| *c != node);
             if o.primary == Some(node) {
                 if let Some(c) = o.copies.pop() {
                     // A secondary copy becomes the primary: spillable there from now on.
                     o.primary = Some(c);
                     o.spilled = false;
-                    self.plasma.primaries[c.index()].push_back(id);
+                    self.primaries[c.index()].push_back(id);
                     if !promoted_on.contains(&c) {
                         promoted_on.push(c);
                     }
@@ -303,72 +288,160 @@ impl Engine {
                 }
             }
         }
-        self.plasma.primaries[node.index()].clear();
+        self.primaries[node.index()].clear();
         for c in promoted_on {
-            let in_use = InUse { raylets: &self.raylets, actors: &self.actor_manager };
-            self.plasma.maybe_spill(&mut self.model, in_use, c, self.clock.now);
+            let in_use = InUse { raylets: &*cx.raylets, actors };
+            self.maybe_spill(cx.model, in_use, c, cx.clock.now);
         }
-        for id in lost {
-            self.reconstruct_or_fail(id);
-        }
+        lost.into_iter().map(Follow::ReconstructOrFail).collect()
     }
+}
 
-    fn reconstruct_or_fail(&mut self, id: ObjectId) {
-        let o = &self.model.objects[&id];
-        if o.refs == 0 {
-            self.model.objects.remove(&id);
-            return;
-        }
-        let (spec_id, producer, owner, job) = (o.spec, o.producer, o.owner, o.job);
-        let args_alive = o.lineage_args.iter().all(|a| self.model.objects.contains_key(a));
-        let budget = self.specs.get(spec_id as usize).map(|s| s.max_retries).unwrap_or(0);
-        let can = producer.is_some()
-            && args_alive
-            && self.specs.get(spec_id as usize).is_some_and(|s| s.kind == TaskType::NormalTask)
-            && (budget < 0 || o.reconstructions < budget as u32)
-            && self.model.tasks.contains_key(&owner)
-            && !self.model.tasks.contains_key(&producer.unwrap_or_default());
-        if !can {
-            log_event!(self.model.log, self.clock.now, "object", "{:x} LOST unrecoverable", id.0);
-            let o = self.model.objects.get_mut(&id).expect("object exists");
-            let waiters = std::mem::take(&mut o.waiters);
-            o.status = ObjectStatus::Failed;
-            for w in waiters {
-                self.follow(Follow::FailTask(w, ErrorType::ObjectLost, false));
-            }
-            return;
-        }
-        let producer = producer.expect("checked above");
-        let o = self.model.objects.get_mut(&id).expect("object exists");
-        o.reconstructions += 1;
-        o.status = ObjectStatus::Pending;
-        let attempt = o.producer_attempt + 1;
-        let args = o.lineage_args.clone();
-        let owner_waits = o.owner_waits;
-        if owner_waits {
-            if let Some(r) = self.runs.get_mut(&owner) {
-                r.exec.unresolved += 1;
-            }
-        }
-        for a in args.iter() {
-            if let Some(ao) = self.model.objects.get_mut(a) {
-                ao.refs += 1;
-            }
-        }
-        self.model.counters.objects_reconstructed += 1;
-        log_event!(self.model.log, self.clock.now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
-        let spec = &self.specs[spec_id as usize];
-        let owner_node = self.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(self.node_manager.head());
-        let mut task = Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, self.clock.now);
-        task.attempt = attempt;
-        task.parent = Some(owner);
-        task.args = args;
-        task.returns = id;
-        self.runs.insert_task(&mut self.model, task, Default::default());
-        self.model.counters.tasks_retried += 1;
-        let attempt = self.model.tasks[&producer].attempt;
-        self.clock.schedule_in(0, super::clock::Event::Resubmit(producer, attempt));
+/// A sealed object wakes its owner (if it counts this future) and the tasks waiting for
+/// it as an argument ([`Follow::ArgReady`], each read when its turn comes), then goes if
+/// nobody holds it (an actor handle's creation return goes as soon as it exists).
+pub(crate) fn wake_readers(m: &mut Model, id: ObjectId) -> Follows {
+    let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
+    let waiters = std::mem::take(&mut o.waiters);
+    let owner = o.owner_waits.then_some(Follow::FutureResolved(o.owner, false));
+    readers_then_free(m, id, owner, waiters.into_iter().map(Follow::ArgReady))
+}
+
+/// One of a waiting task's arguments is ready: the task is ready itself once none is
+/// missing (unless it stopped waiting meanwhile).
+pub(crate) fn arg_ready(m: &Model, runs: &mut TaskRuns, w: TaskId) -> Follows {
+    let (Some(t), Some(r)) = (m.tasks.get(&w), runs.get_mut(&w)) else { return Vec::new() };
+    if t.state() != TaskState::PendingArgsAvail {
+        return Vec::new();
     }
+    r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
+    if r.exec.unresolved == 0 {
+        vec![Follow::TaskReady(w)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The producer failed for good: the owner and the tasks waiting for it get its error
+/// ([`Follow::ArgFailed`]), then it goes if nobody holds it.
+pub(crate) fn object_failed(m: &mut Model, id: ObjectId) -> Follows {
+    let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
+    o.status = ObjectStatus::Failed;
+    let waiters = std::mem::take(&mut o.waiters);
+    let owner = o.owner_waits.then_some(Follow::FutureResolved(o.owner, true));
+    readers_then_free(m, id, owner, waiters.into_iter().map(Follow::ArgFailed))
+}
+
+/// One of a waiting task's arguments failed: the task fails with it, if it still waits.
+pub(crate) fn arg_failed(m: &Model, w: TaskId) -> Follows {
+    if m.tasks.get(&w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
+        vec![Follow::FailTask(w, ErrorType::TaskExecutionException, false)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// An object's readers (its owner first), then its free if nobody holds it
+/// ([`Follow::FreeIfUnreferenced`]: the readers may drop or take references first); with
+/// no reader, the free happens now.
+fn readers_then_free(
+    m: &mut Model,
+    id: ObjectId,
+    owner: Option<Follow>,
+    waiters: impl ExactSizeIterator<Item = Follow>,
+) -> Follows {
+    let readers = usize::from(owner.is_some()) + waiters.len();
+    if readers == 0 {
+        PlasmaStores::free_if_unreferenced(m, id);
+        return Vec::new();
+    }
+    let mut follows = Vec::with_capacity(readers + 1);
+    follows.extend(owner);
+    follows.extend(waiters);
+    follows.push(Follow::FreeIfUnreferenced(id));
+    follows
+}
+
+/// An object reference is dropped; the object goes with its last one.
+pub(crate) fn unref_object(m: &mut Model, id: ObjectId) {
+    if let Some(o) = m.objects.get_mut(&id) {
+        o.refs = o.refs.saturating_sub(1);
+    }
+    PlasmaStores::free_if_unreferenced(m, id);
+}
+
+/// A put object is sealed: Flow Insight records the put, then the task holds the object.
+pub(crate) fn put_sealed(
+    m: &Model,
+    runs: &TaskRuns,
+    now: u64,
+    flow: &mut FlowRecorder,
+    tid: TaskId,
+    attempt: u32,
+    id: ObjectId,
+    size: u64,
+) -> Follows {
+    flow.put(m, runs, tid, now, size);
+    vec![Follow::HoldFutures(tid, attempt, vec![id])]
+}
+
+/// An object left without a copy: its producer runs again (lineage reconstruction) when
+/// it is a normal task within its retry budget whose arguments and owner still exist;
+/// otherwise the tasks waiting for it fail. An object nobody holds just goes.
+pub(crate) fn reconstruct_or_fail(cx: &mut Cx, head: NodeIdx, id: ObjectId) -> Follows {
+    let (m, runs, specs, now) = (&mut *cx.model, &mut *cx.runs, cx.specs, cx.clock.now);
+    let o = &m.objects[&id];
+    if o.refs == 0 {
+        m.objects.remove(&id);
+        return Vec::new();
+    }
+    let (spec_id, producer, owner, job) = (o.spec, o.producer, o.owner, o.job);
+    let args_alive = o.lineage_args.iter().all(|a| m.objects.contains_key(a));
+    let budget = specs.get(spec_id as usize).map(|s| s.max_retries).unwrap_or(0);
+    let can = producer.is_some()
+        && args_alive
+        && specs.get(spec_id as usize).is_some_and(|s| s.kind == TaskType::NormalTask)
+        && (budget < 0 || o.reconstructions < budget as u32)
+        && m.tasks.contains_key(&owner)
+        && !m.tasks.contains_key(&producer.unwrap_or_default());
+    if !can {
+        log_event!(m.log, now, "object", "{:x} LOST unrecoverable", id.0);
+        let o = m.objects.get_mut(&id).expect("object exists");
+        let waiters = std::mem::take(&mut o.waiters);
+        o.status = ObjectStatus::Failed;
+        return waiters.into_iter().map(|w| Follow::FailTask(w, ErrorType::ObjectLost, false)).collect();
+    }
+    let producer = producer.expect("checked above");
+    let o = m.objects.get_mut(&id).expect("object exists");
+    o.reconstructions += 1;
+    o.status = ObjectStatus::Pending;
+    let attempt = o.producer_attempt + 1;
+    let args = o.lineage_args.clone();
+    let owner_waits = o.owner_waits;
+    if owner_waits {
+        if let Some(r) = runs.get_mut(&owner) {
+            r.exec.unresolved += 1;
+        }
+    }
+    for a in args.iter() {
+        if let Some(ao) = m.objects.get_mut(a) {
+            ao.refs += 1;
+        }
+    }
+    m.counters.objects_reconstructed += 1;
+    log_event!(m.log, now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
+    let spec = &specs[spec_id as usize];
+    let owner_node = m.tasks.get(&owner).and_then(|t| t.node).unwrap_or(head);
+    let mut task = Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, now);
+    task.attempt = attempt;
+    task.parent = Some(owner);
+    task.args = args;
+    task.returns = id;
+    runs.insert_task(m, task, Default::default());
+    m.counters.tasks_retried += 1;
+    let attempt = m.tasks[&producer].attempt;
+    cx.clock.schedule_in(0, Event::Resubmit(producer, attempt));
+    Vec::new()
 }
 
 /// Create the (pending) return object of a new task. The owner holds one reference.
