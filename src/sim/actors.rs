@@ -6,7 +6,6 @@
 //! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
 //! change a node's resources except through the node runtime.
 
-use super::fetch::{fetch_args, wait_for_fetch};
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
 use super::objects::{new_return_object, PlasmaStores};
@@ -201,18 +200,15 @@ impl ActorManager {
             let Some(t) = cx.model.tasks.get_mut(&tid) else { continue };
             t.node = Some(node);
             let attempt = t.attempt;
-            let (micros, mut follows) = fetch_args(cx, plasma, self, tid, node);
-            if micros == 0 {
-                follows.extend([Follow::StartTask(tid, node), Follow::PumpActor(aid)]);
-                return follows;
-            }
             let waiting = TaskState::PendingActorTaskArgsFetch;
+            let mut follows = plasma.fetch_args(cx, self, tid, attempt, node, waiting);
             if follows.is_empty() {
-                wait_for_fetch(cx, tid, attempt, micros, waiting);
+                // Waiting for its arguments: the next call may start meanwhile.
                 continue;
             }
-            // The stores that grew are looked at first, as the fetch left them.
-            follows.extend([Follow::WaitForFetch(tid, attempt, micros, waiting), Follow::PumpActor(aid)]);
+            // It starts now, or the fetch goes on after a memory look: the actor is
+            // pumped again after either.
+            follows.push(Follow::PumpActor(aid));
             return follows;
         }
     }

@@ -233,8 +233,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Dispatch(t, a) => {
-                let stores = (&mut self.plasma, &self.actor_manager);
-                let follows = task_run::dispatch(cx!(self), &mut self.flow, stores, t, a);
+                let follows = task_run::dispatch(cx!(self), &mut self.plasma, &self.actor_manager, t, a);
                 self.follow_all(follows);
             }
             Event::ArgsFetched(t, a) => {

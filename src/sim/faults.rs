@@ -283,8 +283,7 @@ impl FaultState {
             return Vec::new();
         }
         let now = cx.now();
-        let nd = &cx.model.nodes[n.index()];
-        if !nd.is_alive() || (nd.memory_used().0 as f64) <= threshold * nd.memory_bytes.0 as f64 {
+        if !cx.model.nodes[n.index()].over_memory_threshold(threshold) {
             return Vec::new();
         }
         if let Some(last) = self.memory_monitor.last_kill[n.index()] {
@@ -329,11 +328,7 @@ impl FaultState {
     /// the refresh period.
     pub(crate) fn recheck_memory(&mut self, cx: &mut Cx, n: NodeIdx) {
         let threshold = cx.cfg.memory_monitor.usage_threshold;
-        let nd = &cx.model.nodes[n.index()];
-        if nd.is_alive()
-            && (nd.memory_used().0 as f64) > threshold * nd.memory_bytes.0 as f64
-            && self.memory_monitor.schedule_look(n)
-        {
+        if cx.model.nodes[n.index()].over_memory_threshold(threshold) && self.memory_monitor.schedule_look(n) {
             cx.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }

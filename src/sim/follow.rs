@@ -13,13 +13,13 @@
 //! (that would reorder the log).
 
 use super::actors::{ActorManager, Dying};
+use super::arg_fetch::ArgFetch;
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
 use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
 use super::faults::FaultState;
-use super::fetch;
 use super::jobs::JobManager;
 use super::node_runtime::{LocalResources, Raylets};
 use super::objects::{self, PlasmaStores};
@@ -105,8 +105,6 @@ pub(crate) enum Follow {
     ActorDiedAnnounced(Box<Dying>),
     /// A restarting actor's constructor runs again (unless it died for good meanwhile).
     RestartActor(ActorId),
-    /// A task whose arguments are being fetched waits in a state until they arrive.
-    WaitForFetch(TaskId, u32, u64, TaskState),
     /// An actor's creation task finished on a node (holding its resources or not).
     ActorCreated(ActorId, NodeIdx, bool),
     /// An actor call whose arguments are ready joins its actor's queue.
@@ -164,6 +162,8 @@ pub(crate) enum Follow {
     ArgFailed(TaskId),
     /// An object goes if nobody holds it (once its readers ran).
     FreeIfUnreferenced(ObjectId),
+    /// A task's argument fetch goes on (once the memory monitor looked at a store it grew).
+    FetchArgs(Box<ArgFetch>),
     /// A put object (of a task's attempt, with its size) is sealed: Flow Insight records
     /// the put and the task holds the object.
     PutSealed(TaskId, u32, ObjectId, u64),
@@ -259,10 +259,6 @@ impl Engine {
             Follow::ActorCreated(a, n, holds) => self.actor_manager.on_created(cx!(self), a, n, holds),
             Follow::EnqueueActorTask(t) => ActorManager::enqueue(cx!(self), t),
             Follow::PumpActor(a) => self.actor_manager.pump(cx!(self), &mut self.plasma, a),
-            Follow::WaitForFetch(t, attempt, micros, state) => {
-                fetch::wait_for_fetch(cx!(self), t, attempt, micros, state);
-                Vec::new()
-            }
             Follow::EndJob(j, status, message) => self.jobs.end(cx!(self), j, status, &message),
             Follow::EndJobTasks(j) => JobManager::end_tasks(&self.model, j),
             Follow::EndJobGroups(j) => JobManager::end_groups(&self.model, j),
@@ -319,6 +315,7 @@ impl Engine {
                 PlasmaStores::free_if_unreferenced(&mut self.model, o);
                 Vec::new()
             }
+            Follow::FetchArgs(fetch) => self.plasma.go_on_fetching(cx!(self), &self.actor_manager, *fetch),
             Follow::PutSealed(t, attempt, o, size) => {
                 objects::put_sealed(&self.model, &self.runs, self.clock.now, &mut self.flow, t, attempt, o, size)
             }

@@ -12,7 +12,7 @@
 //! lists of leases and getters waiting to resume (`node_runtime.rs`); the cluster task
 //! queues: scheduling, leases, waiting classes (`cluster_queues.rs`); the owner side:
 //! submission and references (`tasks.rs`), failures and retries (`retries.rs`); the run
-//! on a worker (`task_run.rs`), argument fetches (`fetch.rs`), the worker's program
+//! on a worker (`task_run.rs`), argument fetches (`arg_fetch.rs`), the worker's program
 //! (`exec.rs`) and each live task's run state (`task_runs.rs`);
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
@@ -21,6 +21,7 @@
 //! and the dead-node cache (`node_manager.rs`); cluster events (`cluster_events.rs`).
 
 mod actors;
+mod arg_fetch;
 mod autoscaler;
 mod clock;
 mod cluster_events;
@@ -30,7 +31,6 @@ mod engine;
 mod event_queue;
 mod exec;
 mod faults;
-mod fetch;
 mod flow_recorder;
 mod follow;
 mod invariants;

@@ -12,7 +12,6 @@ use super::actors::ActorManager;
 use super::clock::Event;
 use super::cluster_queues::release_lease;
 use super::faults::FaultState;
-use super::fetch::{fetch_args, wait_for_fetch};
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
 use super::objects::PlasmaStores;
@@ -23,8 +22,8 @@ use crate::model::*;
 /// again for ones lost since it was submitted), then it starts.
 pub(crate) fn dispatch(
     cx: &mut Cx,
-    flow: &mut FlowRecorder,
-    (plasma, actors): (&mut PlasmaStores, &ActorManager),
+    plasma: &mut PlasmaStores,
+    actors: &ActorManager,
     tid: TaskId,
     attempt: u32,
 ) -> Follows {
@@ -37,20 +36,7 @@ pub(crate) fn dispatch(
     if let Some(follows) = rewait_for_lost_args(cx, tid) {
         return follows;
     }
-    let (micros, mut follows) = fetch_args(cx, plasma, actors, tid, node);
-    if follows.is_empty() {
-        if micros > 0 {
-            wait_for_fetch(cx, tid, attempt, micros, TaskState::PendingArgsFetch);
-            return follows;
-        }
-        return start(cx, flow, tid, node);
-    }
-    // The stores that grew are looked at first, as the fetch left them.
-    follows.push(match micros {
-        0 => Follow::StartTask(tid, node),
-        _ => Follow::WaitForFetch(tid, attempt, micros, TaskState::PendingArgsFetch),
-    });
-    follows
+    plasma.fetch_args(cx, actors, tid, attempt, node, TaskState::PendingArgsFetch)
 }
 
 /// The arguments arrived: the task starts.

@@ -1,0 +1,145 @@
+//! Fetching a task's arguments to the node it runs on, as Ray's raylet pulls them before
+//! it dispatches the task: spilled copies are restored on their node first, the others
+//! copied over the network (a secondary copy, evictable once unused), and the task waits
+//! in its fetch state for as long as the bytes take to move.
+//!
+//! Owns: [`ArgFetch`], where a fetch stands while the memory monitor looks at a store it
+//! grew; the copies themselves are the plasma stores' ([`PlasmaStores`]). Must never:
+//! start the task itself (it asks, [`Follow::StartTask`]) or run the memory monitor (a
+//! store that grew asks for a look, [`Follow::CheckMemory`]).
+
+use super::actors::ActorManager;
+use super::clock::Event;
+use super::follow::{Cx, Follow, Follows};
+use super::objects::PlasmaStores;
+use crate::model::*;
+
+/// A task's arguments on their way to its node: where the fetch stands while the memory
+/// monitor looks at a store it grew.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ArgFetch {
+    tid: TaskId,
+    attempt: u32,
+    node: NodeIdx,
+    /// The state the task waits for its arguments in (a leased task's, an actor call's).
+    waiting: TaskState,
+    /// The arguments as the fetch began.
+    args: Box<[ObjectId]>,
+    /// The next argument to look at.
+    next: usize,
+    /// An argument just restored from disk whose transfer is still to come: its id, size
+    /// and primary as the restore found them.
+    transfer: Option<(ObjectId, u64, Option<NodeIdx>)>,
+    /// The virtual time the fetch takes so far (µs).
+    micros: f64,
+    /// The bytes moved to the node so far.
+    fetched: u64,
+}
+
+/// The fetch is done: the task counts the bytes moved for it, then waits for them to
+/// arrive ([`Event::ArgsFetched`]), or starts now when nothing had to move.
+fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
+    if let Some(t) = cx.model.tasks.get_mut(&f.tid) {
+        t.arg_bytes += f.fetched;
+    }
+    let micros = f.micros.ceil() as u64;
+    if micros == 0 {
+        return vec![Follow::StartTask(f.tid, f.node)];
+    }
+    cx.model.set_task_state(f.tid, f.waiting, cx.clock.now);
+    cx.clock.schedule_in(micros, Event::ArgsFetched(f.tid, f.attempt));
+    Vec::new()
+}
+
+impl PlasmaStores {
+    /// Bring a task's plasma arguments to `node` (restoring spilled ones first), then the
+    /// task waits in `waiting` for them to arrive, or starts now when nothing had to move.
+    /// Each store that grows gets the memory monitor's look before the fetch goes on
+    /// ([`Follow::FetchArgs`]), as when the look was a call: an OOM kill frees the copies
+    /// the next transfer may evict.
+    pub(crate) fn fetch_args(
+        &mut self,
+        cx: &mut Cx,
+        actors: &ActorManager,
+        tid: TaskId,
+        attempt: u32,
+        node: NodeIdx,
+        waiting: TaskState,
+    ) -> Follows {
+        let args = cx.model.tasks[&tid].args.clone();
+        let fetch = ArgFetch { tid, attempt, node, waiting, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
+        self.go_on_fetching(cx, actors, fetch)
+    }
+
+    /// Fetch from where `f` stands to the end, or to the next store the monitor must see
+    /// (then [`Follow::FetchArgs`] goes on after its look).
+    pub(crate) fn go_on_fetching(&mut self, cx: &mut Cx, actors: &ActorManager, mut f: ArgFetch) -> Follows {
+        if let Some((a, size, primary)) = f.transfer.take() {
+            if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
+                return vec![look, Follow::FetchArgs(Box::new(f))];
+            }
+        }
+        let disk = cx.cfg.object_store.spill_bandwidth.0.max(1) as f64;
+        while let Some(&a) = f.args.get(f.next) {
+            f.next += 1;
+            let m = &mut *cx.model;
+            let Some(o) = m.objects.get_mut(&a) else { continue };
+            if o.inline || o.status != ObjectStatus::Ready || o.in_memory_at(f.node) {
+                continue;
+            }
+            let size = o.size;
+            let primary = o.primary;
+            if o.spilled {
+                // Restore from the spilling node's disk first.
+                o.spilled = false;
+                f.micros += size as f64 / disk * 1e6;
+                if let Some(p) = primary {
+                    let n = &mut m.nodes[p.index()];
+                    n.store.spilled.0 = n.store.spilled.0.saturating_sub(size);
+                    n.stats.bytes_restored += size;
+                    n.stats.objects_restored += 1;
+                    m.counters.restored_bytes += size;
+                    m.counters.restored_objects += 1;
+                    if let Some(look) = self.store(cx, actors, p, a, size) {
+                        f.transfer = Some((a, size, primary));
+                        return vec![look, Follow::FetchArgs(Box::new(f))];
+                    }
+                }
+            }
+            if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
+                return vec![look, Follow::FetchArgs(Box::new(f))];
+            }
+        }
+        fetched(cx, &f)
+    }
+
+    /// Copy argument `a` (`size` bytes) from its primary to the fetching node, unless the
+    /// primary is there.
+    fn transfer(
+        &mut self,
+        cx: &mut Cx,
+        actors: &ActorManager,
+        f: &mut ArgFetch,
+        a: ObjectId,
+        size: u64,
+        primary: Option<NodeIdx>,
+    ) -> Option<Follow> {
+        let node = f.node;
+        if primary == Some(node) {
+            return None;
+        }
+        let m = &mut *cx.model;
+        let net = cx.cfg.cluster.network_bandwidth.0.max(1) as f64;
+        let source = primary.unwrap_or(node);
+        f.micros += size as f64 / net * 1e6;
+        f.fetched += size;
+        m.nodes[source.index()].stats.bytes_sent += size;
+        m.nodes[node.index()].stats.bytes_received += size;
+        m.counters.transferred_bytes += size;
+        if let Some(o) = m.objects.get_mut(&a) {
+            o.copies.push(node);
+        }
+        self.secondaries[node.index()].push_back(a);
+        self.store(cx, actors, node, a, size)
+    }
+}
