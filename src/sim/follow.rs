@@ -317,7 +317,7 @@ impl Engine {
             }
             Follow::FetchArgs(fetch) => self.plasma.go_on_fetching(cx!(self), &self.actor_manager, *fetch),
             Follow::PutSealed(t, attempt, o, size) => {
-                objects::put_sealed(&self.model, &self.runs, self.clock.now, &mut self.flow, t, attempt, o, size)
+                objects::put_sealed(cx!(self), &mut self.flow, t, attempt, o, size)
             }
             Follow::ReconstructOrFail(o) => objects::reconstruct_or_fail(cx!(self), self.node_manager.head(), o),
             Follow::HoldFutures(t, attempt, returns) => {

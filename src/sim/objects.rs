@@ -372,16 +372,14 @@ pub(crate) fn unref_object(m: &mut Model, id: ObjectId) {
 
 /// A put object is sealed: Flow Insight records the put, then the task holds the object.
 pub(crate) fn put_sealed(
-    m: &Model,
-    runs: &TaskRuns,
-    now: u64,
+    cx: &mut Cx,
     flow: &mut FlowRecorder,
     tid: TaskId,
     attempt: u32,
     id: ObjectId,
     size: u64,
 ) -> Follows {
-    flow.put(m, runs, tid, now, size);
+    flow.put(cx.model, cx.runs, tid, cx.now(), size);
     vec![Follow::HoldFutures(tid, attempt, vec![id])]
 }
 
