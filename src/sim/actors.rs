@@ -8,12 +8,13 @@
 
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
-use super::objects::{new_return_object, PlasmaStores};
+use super::objects::{new_return_object, unref_object, PlasmaStores};
 use super::task_runs::Run;
 use super::tasks::Call;
 use crate::log_event;
 use crate::model::*;
 use crate::workload::ActorOptions;
+use smallvec::smallvec;
 use std::borrow::Cow;
 
 /// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
@@ -154,34 +155,35 @@ impl ActorManager {
         if let Some(o) = m.objects.get_mut(&ret) {
             o.owner_waits = false;
         }
-        vec![Follow::UnrefObject(ret)]
+        unref_object(m, ret);
+        Follows::new()
     }
 
     /// The creation task finished on `node`: the actor is ALIVE there, its queued
     /// calls go to its worker, and the first of them start.
     pub(crate) fn on_created(&mut self, cx: &mut Cx, aid: ActorId, node: NodeIdx, holds: bool) -> Follows {
         let Some(waiting) = self.created(cx.model, aid, node, holds, cx.clock.now) else {
-            return Vec::new();
+            return Follows::new();
         };
         for tid in waiting {
             push_to_actor(cx.model, tid, cx.clock.now);
         }
-        vec![Follow::PumpActor(aid)]
+        smallvec![Follow::PumpActor(aid)]
     }
 
     /// An actor call ready to go joins its actor's queue: pushed to the actor's worker at
     /// once if the actor is alive, else when it is (its address is known then).
     pub(crate) fn enqueue(cx: &mut Cx, tid: TaskId) -> Follows {
-        let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor) else { return Vec::new() };
+        let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor) else { return Follows::new() };
         match cx.model.actors.get_mut(&aid) {
             Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
                 if a.state() == ActorState::Alive {
                     push_to_actor(cx.model, tid, cx.clock.now);
                 }
-                vec![Follow::PumpActor(aid)]
+                smallvec![Follow::PumpActor(aid)]
             }
-            _ => vec![Follow::FailTask(tid, ErrorType::ActorDied, false)],
+            _ => smallvec![Follow::FailTask(tid, ErrorType::ActorDied, false)],
         }
     }
 
@@ -190,11 +192,11 @@ impl ActorManager {
     /// pumped again after it started (starting may run it to its end).
     pub(crate) fn pump(&self, cx: &mut Cx, plasma: &mut PlasmaStores, aid: ActorId) -> Follows {
         loop {
-            let Some(a) = cx.model.actors.get_mut(&aid) else { return Vec::new() };
+            let Some(a) = cx.model.actors.get_mut(&aid) else { return Follows::new() };
             if !a.has_free_slot() {
-                return Vec::new();
+                return Follows::new();
             }
-            let Some(tid) = a.queue.pop_front() else { return Vec::new() };
+            let Some(tid) = a.queue.pop_front() else { return Follows::new() };
             let node = a.node.expect("alive actor has a node");
             a.running.push(tid);
             let Some(t) = cx.model.tasks.get_mut(&tid) else { continue };
@@ -217,16 +219,16 @@ impl ActorManager {
     /// its node and gives back what it held; the rest follows once that is handed on
     /// ([`Follow::ActorDiedReleased`]).
     pub(crate) fn died(&mut self, cx: &mut Cx, aid: ActorId, cause: Cow<'static, str>, allow_restart: bool) -> Follows {
-        let Some(a) = cx.model.actors.get_mut(&aid) else { return Vec::new() };
+        let Some(a) = cx.model.actors.get_mut(&aid) else { return Follows::new() };
         if a.state() == ActorState::Dead {
-            return Vec::new();
+            return Follows::new();
         }
         let node = a.node.take();
         let running = std::mem::take(&mut a.running);
         let restart = allow_restart && (a.max_restarts < 0 || (a.num_restarts as i32) < a.max_restarts);
         let holds = std::mem::take(&mut a.holds_resources);
         let (spec_id, bundle) = (a.creation_spec, a.bundle);
-        let mut follows = Vec::new();
+        let mut follows = Follows::new();
         if let Some(n) = node {
             self.left(n, aid);
             if holds && cx.model.nodes[n.index()].is_alive() {
@@ -248,9 +250,9 @@ impl ActorManager {
     pub(crate) fn died_released(m: &Model, dying: Box<Dying>) -> Follows {
         let creation_task = m.actors[&dying.aid].creation_task;
         if m.tasks.contains_key(&creation_task) {
-            vec![Follow::FailTask(creation_task, ErrorType::ActorDied, false), Follow::ActorDiedAnnounced(dying)]
+            smallvec![Follow::FailTask(creation_task, ErrorType::ActorDied, false), Follow::ActorDiedAnnounced(dying)]
         } else {
-            vec![Follow::ActorDiedAnnounced(dying)]
+            smallvec![Follow::ActorDiedAnnounced(dying)]
         }
     }
 
@@ -289,7 +291,7 @@ impl ActorManager {
     /// died for good meanwhile.
     pub(crate) fn restart(cx: &mut Cx, head: NodeIdx, aid: ActorId) -> Follows {
         if cx.model.actors.get(&aid).is_none_or(|a| a.state() != ActorState::Restarting) {
-            return Vec::new();
+            return Follows::new();
         }
         let a = &cx.model.actors[&aid];
         let (spec_id, tid, owner, job, attempt, bundle) =
@@ -311,7 +313,7 @@ impl ActorManager {
         task.bundle = bundle;
         cx.runs.insert_task(m, task, Run::default());
         m.counters.tasks_retried += 1;
-        vec![Follow::TrySchedule(tid)]
+        smallvec![Follow::TrySchedule(tid)]
     }
 }
 

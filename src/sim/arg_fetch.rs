@@ -13,6 +13,7 @@ use super::clock::Event;
 use super::follow::{Cx, Follow, Follows};
 use super::objects::PlasmaStores;
 use crate::model::*;
+use smallvec::smallvec;
 
 /// A task's arguments on their way to its node: where the fetch stands while the memory
 /// monitor looks at a store it grew.
@@ -44,11 +45,11 @@ fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
     }
     let micros = f.micros.ceil() as u64;
     if micros == 0 {
-        return vec![Follow::StartTask(f.tid, f.node)];
+        return smallvec![Follow::StartTask(f.tid, f.node)];
     }
     cx.model.set_task_state(f.tid, f.waiting, cx.clock.now);
     cx.clock.schedule_in(micros, Event::ArgsFetched(f.tid, f.attempt));
-    Vec::new()
+    Follows::new()
 }
 
 impl PlasmaStores {
@@ -76,7 +77,7 @@ impl PlasmaStores {
     pub(crate) fn go_on_fetching(&mut self, cx: &mut Cx, actors: &ActorManager, mut f: ArgFetch) -> Follows {
         if let Some((a, size, primary)) = f.transfer.take() {
             if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
-                return vec![look, Follow::FetchArgs(Box::new(f))];
+                return smallvec![look, Follow::FetchArgs(Box::new(f))];
             }
         }
         let disk = cx.cfg.object_store.spill_bandwidth.0.max(1) as f64;
@@ -102,12 +103,12 @@ impl PlasmaStores {
                     m.counters.restored_objects += 1;
                     if let Some(look) = self.store(cx, actors, p, a, size) {
                         f.transfer = Some((a, size, primary));
-                        return vec![look, Follow::FetchArgs(Box::new(f))];
+                        return smallvec![look, Follow::FetchArgs(Box::new(f))];
                     }
                 }
             }
             if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
-                return vec![look, Follow::FetchArgs(Box::new(f))];
+                return smallvec![look, Follow::FetchArgs(Box::new(f))];
             }
         }
         fetched(cx, &f)

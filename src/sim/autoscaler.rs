@@ -18,6 +18,7 @@ use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;
 use crate::workload::CallSpec;
+use smallvec::smallvec;
 
 /// How often the autoscaler looks at demand (Ray's update interval is 5 s).
 pub const TICK_US: u64 = 5_000_000;
@@ -270,7 +271,7 @@ impl Autoscaler {
     /// An idle worker the autoscaler chose goes (not a failure).
     pub(crate) fn terminate_idle_node(cx: &mut Cx, n: NodeIdx) -> Follows {
         cx.cluster_events().node_removed(n, "idle");
-        vec![Follow::KillNode(n, "autoscaler: idle node terminated", false)]
+        smallvec![Follow::KillNode(n, "autoscaler: idle node terminated", false)]
     }
 
     /// Once the idle workers went: look again in one period while jobs run or will
@@ -285,7 +286,7 @@ impl Autoscaler {
     /// through the engine ([`Follow::LaunchNode`]), which tells every component.
     pub(crate) fn node_launched(&mut self, t: u16) -> Follows {
         self.launch_due(t);
-        vec![Follow::LaunchNode(t)]
+        smallvec![Follow::LaunchNode(t)]
     }
 }
 

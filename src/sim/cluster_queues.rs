@@ -19,6 +19,7 @@ use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Decision, Strategy};
 use crate::workload::StrategySpec;
+use smallvec::smallvec;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Ray's scheduling class: tasks that ask for the same thing, queued together. Here the
@@ -178,9 +179,9 @@ impl ClusterQueues {
     /// Ask for a lease: the owner's local raylet first, else a node it spills back to;
     /// a task that fits nowhere now waits in its scheduling class (or as infeasible).
     pub(crate) fn try_schedule(&mut self, cx: &mut Cx, nodes: &GcsNodeManager, tid: TaskId) -> Follows {
-        let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+        let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
         if let Some((pg, bundle)) = t.bundle {
-            return vec![Follow::TryScheduleInBundle(tid, pg, bundle)];
+            return smallvec![Follow::TryScheduleInBundle(tid, pg, bundle)];
         }
         let (spec_id, owner_node, kind) = (t.spec, t.owner_node, t.kind);
         let spec = &cx.specs[spec_id as usize];
@@ -212,25 +213,26 @@ impl ClusterQueues {
                 } else {
                     ErrorType::TaskUnschedulable
                 };
-                return vec![Follow::FailTask(tid, err, false)];
+                return smallvec![Follow::FailTask(tid, err, false)];
             }
         }
-        Vec::new()
+        Follows::new()
     }
 
     /// Resources were freed on `node`: resume blocked getters ([`Follow::ResumeGetters`]),
     /// then place pending groups, then serve the waiting classes.
     pub(crate) fn resources_freed(cx: &mut Cx, node: NodeIdx) -> Follows {
         if !cx.model.nodes[node.index()].is_alive() {
-            return Vec::new();
+            return Follows::new();
         }
-        vec![Follow::ResumeGetters(node)]
+        smallvec![Follow::ResumeGetters(node)]
     }
 
     /// The next task returning from `ray.get` on `node` takes its CPU back and runs on;
     /// the rest resume after it ran. With none left (or no CPU for the next one), pending
-    /// groups are placed and the waiting classes served ([`Follow::ServeWaiting`]).
-    pub(crate) fn resume_next(cx: &mut Cx, pgs: &PlacementGroupManager, node: NodeIdx) -> Follows {
+    /// groups are placed and the waiting classes served ([`Follow::ServeWaiting`], or at
+    /// once when no group is pending: nothing runs between).
+    pub(crate) fn resume_next(&mut self, cx: &mut Cx, pgs: &PlacementGroupManager, node: NodeIdx) -> Follows {
         while let Some(tid) = cx.raylets.next_to_resume(node) {
             let Some(t) = cx.model.tasks.get(&tid) else {
                 cx.raylets.resumed(node);
@@ -243,13 +245,13 @@ impl ClusterQueues {
             cx.raylets.resumed(node);
             cx.model.tasks.get_mut(&tid).expect("task exists").cpu_released = false;
             cx.model.set_task_state(tid, TaskState::Running, cx.clock.now);
-            return vec![Follow::RunProgram(tid), Follow::ResumeGetters(node)];
+            return smallvec![Follow::RunProgram(tid), Follow::ResumeGetters(node)];
         }
         if pgs.has_pending() {
-            vec![Follow::RetryPendingPgs, Follow::ServeWaiting(node)]
-        } else {
-            vec![Follow::ServeWaiting(node)]
+            return smallvec![Follow::RetryPendingPgs, Follow::ServeWaiting(node)];
         }
+        self.serve_waiting(cx, node);
+        Follows::new()
     }
 
     /// Serve the waiting scheduling classes round-robin, one task per class per pass,
@@ -281,7 +283,7 @@ impl ClusterQueues {
     /// New capacity: infeasible work may now fit somewhere, and groups may be placed;
     /// then ([`Follow::WakeNewestNode`]) the newest node serves the waiting classes.
     pub(crate) fn node_added(&mut self) -> Follows {
-        let mut follows: Follows = Vec::new();
+        let mut follows: Follows = Follows::new();
         if self.infeasible_count() > 0 {
             follows.extend(self.take_infeasible().into_iter().map(Follow::TrySchedule));
         }
@@ -293,8 +295,8 @@ impl ClusterQueues {
     /// The newest node serves the waiting classes, if any wait.
     pub(crate) fn wake_newest_node(&self, m: &Model) -> Follows {
         match m.nodes.last() {
-            Some(last) if self.waiting_count() > 0 => vec![Follow::ResourcesFreed(last.idx)],
-            _ => Vec::new(),
+            Some(last) if self.waiting_count() > 0 => smallvec![Follow::ResourcesFreed(last.idx)],
+            _ => Follows::new(),
         }
     }
 }
@@ -334,24 +336,25 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
 /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not
 /// returned twice. The freed resources go to the bundle or the node.
 pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
-    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Follows::new() };
     if !t.holds_resources {
-        return Vec::new();
+        return Follows::new();
     }
     t.holds_resources = false;
-    let Some(node) = t.node else { return Vec::new() };
+    let Some(node) = t.node else { return Follows::new() };
     let cpu_released = std::mem::take(&mut t.cpu_released);
     let (spec, bundle) = (t.spec, t.bundle);
     cx.raylets.lease_returned(node, tid);
     let req = &cx.specs[spec as usize].request;
     if let Some((pg, b)) = bundle {
-        return vec![Follow::ReturnToBundle(pg, b, req.clone())];
+        return smallvec![Follow::ReturnToBundle(pg, b, req.clone())];
     }
     if !cx.model.nodes[node.index()].is_alive() {
-        return Vec::new();
+        return Follows::new();
     }
     LocalResources::of(&mut cx.model.nodes, cx.sched).release_lease(node, req, cpu_released);
-    vec![Follow::ResourcesFreed(node)]
+    // What `ResourcesFreed` does for a live node, asked directly.
+    smallvec![Follow::ResumeGetters(node)]
 }
 
 /// The node holding the most bytes of this task's plasma arguments (ties: lowest node).

@@ -68,6 +68,9 @@ pub struct Engine {
     pub(crate) stopped: bool,
     /// Flow Insight's record of every call (`flow_recorder.rs`).
     pub(crate) flow: super::flow_recorder::FlowRecorder,
+    /// Follow-ups still to run, newest on top (`follow.rs`), kept between events so
+    /// running them allocates nothing once it has grown.
+    pub(crate) follow_stack: Vec<Follow>,
 }
 
 impl Engine {
@@ -128,6 +131,7 @@ impl Engine {
             stopped: false,
             node_manager: GcsNodeManager::new(&cfg),
             flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
+            follow_stack: Vec::new(),
             model,
             runs: TaskRuns::default(),
             cfg: cfg.clone(),

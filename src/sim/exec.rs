@@ -8,12 +8,14 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::{Clock, Event};
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
+use super::objects::unref_object;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use smallvec::smallvec;
 
 /// Tasks one `Submit` step hands to the scheduler before the submitter pays for them
 /// (`scheduler.call_submit_cost` each) and yields.
@@ -195,7 +197,7 @@ impl Engine {
         }
         // The consumers now hold the inputs; the submitter's own references go.
         for f in inputs {
-            self.follow(Follow::UnrefObject(f));
+            unref_object(&mut self.model, f);
         }
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, returns);
         self.follow_all(follows);
@@ -331,7 +333,10 @@ pub(crate) fn hold_futures(
     returns: Vec<ObjectId>,
 ) -> Follows {
     if !m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running()) {
-        return returns.into_iter().map(Follow::UnrefObject).collect();
+        for r in returns {
+            unref_object(m, r);
+        }
+        return Follows::new();
     }
     let mut unresolved = 0;
     let mut failed = 0;
@@ -349,7 +354,7 @@ pub(crate) fn hold_futures(
         r.exec.failed_futures += failed;
         r.exec.futures.extend(returns);
     }
-    Vec::new()
+    Follows::new()
 }
 
 /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU
@@ -363,38 +368,38 @@ fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
             if let Some(n) = t.node {
                 t.cpu_released = true;
                 cx.local_resources().lend_cpu(n, cpu);
-                return vec![Follow::ResourcesFreed(n)];
+                return smallvec![Follow::ResourcesFreed(n)];
             }
         }
     }
-    Vec::new()
+    Follows::new()
 }
 
 /// A future of `owner` resolved (or failed); it resumes if it was blocked on the last
 /// one: at once, or once its node has a CPU for it again (it lent its own).
 pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follows {
-    let (Some(t), Some(r)) = (cx.model.tasks.get(&owner), cx.runs.get_mut(&owner)) else { return Vec::new() };
+    let (Some(t), Some(r)) = (cx.model.tasks.get(&owner), cx.runs.get_mut(&owner)) else { return Follows::new() };
     r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
     if failed {
         r.exec.failed_futures += 1;
     }
     if t.state() != TaskState::RunningInRayGet || r.exec.unresolved > 0 {
-        return Vec::new();
+        return Follows::new();
     }
     if !matches!(cx.specs[t.spec as usize].program.get(r.pc as usize), Some(Op::Get)) {
-        return Vec::new();
+        return Follows::new();
     }
     if t.cpu_released {
         return match t.node {
             Some(n) => {
                 cx.raylets.wait_to_resume(n, owner);
-                vec![Follow::ResourcesFreed(n)]
+                smallvec![Follow::ResourcesFreed(n)]
             }
-            None => Vec::new(),
+            None => Follows::new(),
         };
     }
     cx.model.set_task_state(owner, TaskState::Running, cx.clock.now);
-    vec![Follow::RunProgram(owner)]
+    smallvec![Follow::RunProgram(owner)]
 }
 
 /// What a `time.sleep(us)` really takes in a worker.

@@ -22,6 +22,7 @@ use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;
 use rand_chacha::ChaCha8Rng;
+use smallvec::smallvec;
 
 /// Ray's `memory_monitor_refresh_ms` (250 ms).
 pub const MEMORY_MONITOR_REFRESH_US: u64 = 250_000;
@@ -103,11 +104,11 @@ impl FaultState {
         match &cfg.faults[i] {
             FaultConfig::KillNode { node, node_type, .. } => {
                 match resolve_node(cx.model, node_manager, cx.rng, node.as_deref(), node_type.as_deref()) {
-                    Some(n) => vec![Follow::KillNode(n, "fault injection: node killed", true)],
-                    None => Vec::new(),
+                    Some(n) => smallvec![Follow::KillNode(n, "fault injection: node killed", true)],
+                    None => Follows::new(),
                 }
             }
-            FaultConfig::RestoreNode { node, .. } => vec![Follow::RestoreNode(node.clone())],
+            FaultConfig::RestoreNode { node, .. } => smallvec![Follow::RestoreNode(node.clone())],
             FaultConfig::KillActor { class, no_restart, .. } => {
                 let m = &*cx.model;
                 let mut alive: Vec<ActorId> = m
@@ -117,9 +118,9 @@ impl FaultState {
                     .map(|a| a.id)
                     .collect();
                 alive.sort();
-                let Some(a) = alive.first().copied() else { return Vec::new() };
+                let Some(a) = alive.first().copied() else { return Follows::new() };
                 log_event!(cx.model.log, cx.now(), "fault", "kill actor {:x} class={}", a.0, class);
-                vec![Follow::ActorDied(a, "killed by ray.kill (fault injection)".into(), !no_restart)]
+                smallvec![Follow::ActorDied(a, "killed by ray.kill (fault injection)".into(), !no_restart)]
             }
             FaultConfig::TaskFailures { until, probability, application_error, .. } => {
                 log_event!(
@@ -134,12 +135,12 @@ impl FaultState {
                 if let Some(u) = until {
                     cx.clock.schedule_at(u.as_micros(), Event::FaultEnd(i));
                 }
-                Vec::new()
+                Follows::new()
             }
             FaultConfig::MemoryPressure { node, node_type, fraction, duration, .. } => {
                 let Some(n) = resolve_node(cx.model, node_manager, cx.rng, node.as_deref(), node_type.as_deref())
                 else {
-                    return Vec::new();
+                    return Follows::new();
                 };
                 let bytes = (cx.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
                 log_event!(cx.model.log, cx.now(), "fault", "memory pressure node={} bytes={}", n.0, bytes);
@@ -167,7 +168,7 @@ impl FaultState {
         failure: bool,
     ) -> Follows {
         if !cx.model.nodes[n.index()].is_alive() {
-            return Vec::new();
+            return Follows::new();
         }
         let now = cx.now();
         log_event!(cx.model.log, now, "node", "{} DEAD reason={}", n.0, reason);
@@ -200,14 +201,14 @@ impl FaultState {
     /// One task at a time: failing one may read another's lease (a job's driver).
     pub(crate) fn fail_lease_on_dead_node(m: &mut Model, tid: TaskId) -> Follows {
         let Some(t) = m.tasks.get_mut(&tid) else {
-            return vec![Follow::FailTask(tid, ErrorType::NodeDied, true)];
+            return smallvec![Follow::FailTask(tid, ErrorType::NodeDied, true)];
         };
         t.holds_resources = false;
         t.cpu_released = false;
         if t.kind == TaskType::DriverTask {
-            vec![Follow::EndJob(t.job, JobStatus::Failed, "the head node died".into())]
+            smallvec![Follow::EndJob(t.job, JobStatus::Failed, "the head node died".into())]
         } else {
-            vec![Follow::FailTask(tid, ErrorType::NodeDied, true)]
+            smallvec![Follow::FailTask(tid, ErrorType::NodeDied, true)]
         }
     }
 
@@ -228,7 +229,7 @@ impl FaultState {
         if let Some(actor) = m.actors.get_mut(&a) {
             actor.holds_resources = false;
         }
-        vec![Follow::ActorDied(a, "the node running the actor died".into(), true)]
+        smallvec![Follow::ActorDied(a, "the node running the actor died".into(), true)]
     }
 
     /// Once a dead node's actors died: hard affinity to it can never be satisfied now,
@@ -253,7 +254,7 @@ impl FaultState {
         s.num_objects = 0;
         s.fallback = Bytes(0);
         s.worker_heap = Bytes(0);
-        vec![Follow::ReschedulePgsOn(n), Follow::ForgetDeadNode(n)]
+        smallvec![Follow::ReschedulePgsOn(n), Follow::ForgetDeadNode(n)]
     }
 
     /// The last step of a death: a dead node stays in the table (up to
@@ -280,21 +281,21 @@ impl FaultState {
     pub(crate) fn check_memory(&mut self, cx: &mut Cx, actor_manager: &ActorManager, n: NodeIdx) -> Follows {
         let threshold = cx.cfg.memory_monitor.usage_threshold;
         if threshold <= 0.0 {
-            return Vec::new();
+            return Follows::new();
         }
         let now = cx.now();
         if !cx.model.nodes[n.index()].over_memory_threshold(threshold) {
-            return Vec::new();
+            return Follows::new();
         }
         if let Some(last) = self.memory_monitor.last_kill[n.index()] {
             if now < last + MEMORY_MONITOR_REFRESH_US {
                 if self.memory_monitor.schedule_look(n) {
                     cx.clock.schedule_at(last + MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
                 }
-                return Vec::new();
+                return Follows::new();
             }
         }
-        let Some(victim) = oom_victim(cx.model, cx.raylets, actor_manager, n) else { return Vec::new() };
+        let Some(victim) = oom_victim(cx.model, cx.raylets, actor_manager, n) else { return Follows::new() };
         self.memory_monitor.last_kill[n.index()] = Some(now);
         let m = &mut *cx.model;
         let t = &m.tasks[&victim];
@@ -321,7 +322,7 @@ impl FaultState {
                 Follow::FailTask(victim, ErrorType::OutOfMemory, true)
             }
         };
-        vec![kill, Follow::RecheckMemory(n)]
+        smallvec![kill, Follow::RecheckMemory(n)]
     }
 
     /// After an OOM kill ran: a node still above the threshold gets another look after

@@ -14,6 +14,7 @@ use super::task_runs::Run;
 use crate::model::*;
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
+use smallvec::smallvec;
 
 /// Invariant (checked by `check_invariants`): `live` is the number of jobs in the
 /// model's table that are not terminal; each mix's choices name templates that exist.
@@ -143,7 +144,7 @@ impl JobManager {
         cx.raylets.lease_granted(head, driver_id);
         cx.model.set_task_state(driver_id, TaskState::Running, now);
         flow.job_started(cx.model, cx.runs, id, driver_id, head, now);
-        (id, vec![Follow::RunProgram(driver_id)])
+        (id, smallvec![Follow::RunProgram(driver_id)])
     }
 
     /// A job mix's next arrival: a job starts unless the mix is over, full, or the
@@ -153,11 +154,11 @@ impl JobManager {
         let mix = &self.mixes[m];
         if mix.until.is_some_and(|u| cx.now() > u) {
             self.start_reached();
-            return Vec::new();
+            return Follows::new();
         }
         if self.live() >= mix.max_concurrent_jobs as usize {
             cx.model.counters.jobs_dropped += 1;
-            return vec![Follow::NextArrival(m)];
+            return smallvec![Follow::NextArrival(m)];
         }
         let picks = self.mix_picks(m);
         let total: f64 = picks.iter().map(|(w, _)| *w).sum();
@@ -175,7 +176,7 @@ impl JobManager {
         let live = cx.model.tasks.len() as u64;
         if crate::config::limits::admit(&cx.cfg.cluster.limits, live, self.template(chosen).tasks).is_err() {
             cx.model.counters.jobs_dropped += 1;
-            return vec![Follow::NextArrival(m)];
+            return smallvec![Follow::NextArrival(m)];
         }
         let (_, mut follows) = self.start(cx, flow, head, chosen, None);
         follows.push(Follow::NextArrival(m));
@@ -193,7 +194,7 @@ impl JobManager {
     /// ([`Follow::EndJobTasks`]) what it still runs is cancelled and its groups removed.
     pub(crate) fn end(&mut self, cx: &mut Cx, job: JobId, status: JobStatus, message: &str) -> Follows {
         if cx.model.jobs.get(&job).is_none_or(|j| j.status().is_terminal()) {
-            return Vec::new();
+            return Follows::new();
         }
         let now = cx.now();
         self.job_ended();

@@ -19,6 +19,7 @@ use super::node_runtime::Raylets;
 use super::task_runs::TaskRuns;
 use crate::log_event;
 use crate::model::*;
+use smallvec::smallvec;
 use std::collections::VecDeque;
 
 /// The plasma stores: per node, the order each gives up copies in (primary copies
@@ -212,9 +213,9 @@ impl PlasmaStores {
     /// store. Its readers wake once the memory monitor has looked at the store it grew.
     pub(crate) fn seal(&mut self, cx: &mut Cx, actors: &ActorManager, id: ObjectId, node: NodeIdx) -> Follows {
         let m = &mut *cx.model;
-        let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
+        let Some(o) = m.objects.get_mut(&id) else { return Follows::new() };
         if o.status == ObjectStatus::Ready {
-            return Vec::new();
+            return Follows::new();
         }
         o.status = ObjectStatus::Ready;
         let (size, inline) = (o.size, o.inline);
@@ -227,7 +228,7 @@ impl PlasmaStores {
             o.primary = Some(node);
             o.spilled = false;
             if let Some(look) = self.store(cx, actors, node, id, size) {
-                return vec![look, Follow::WakeReaders(id)];
+                return smallvec![look, Follow::WakeReaders(id)];
             }
         }
         wake_readers(cx.model, id)
@@ -301,7 +302,7 @@ impl PlasmaStores {
 /// it as an argument ([`Follow::ArgReady`], each read when its turn comes), then goes if
 /// nobody holds it (an actor handle's creation return goes as soon as it exists).
 pub(crate) fn wake_readers(m: &mut Model, id: ObjectId) -> Follows {
-    let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
+    let Some(o) = m.objects.get_mut(&id) else { return Follows::new() };
     let waiters = std::mem::take(&mut o.waiters);
     let owner = o.owner_waits.then_some(Follow::FutureResolved(o.owner, false));
     readers_then_free(m, id, owner, waiters.into_iter().map(Follow::ArgReady))
@@ -310,22 +311,22 @@ pub(crate) fn wake_readers(m: &mut Model, id: ObjectId) -> Follows {
 /// One of a waiting task's arguments is ready: the task is ready itself once none is
 /// missing (unless it stopped waiting meanwhile).
 pub(crate) fn arg_ready(m: &Model, runs: &mut TaskRuns, w: TaskId) -> Follows {
-    let (Some(t), Some(r)) = (m.tasks.get(&w), runs.get_mut(&w)) else { return Vec::new() };
+    let (Some(t), Some(r)) = (m.tasks.get(&w), runs.get_mut(&w)) else { return Follows::new() };
     if t.state() != TaskState::PendingArgsAvail {
-        return Vec::new();
+        return Follows::new();
     }
     r.exec.unresolved = r.exec.unresolved.saturating_sub(1);
     if r.exec.unresolved == 0 {
-        vec![Follow::TaskReady(w)]
+        smallvec![Follow::TaskReady(w)]
     } else {
-        Vec::new()
+        Follows::new()
     }
 }
 
 /// The producer failed for good: the owner and the tasks waiting for it get its error
 /// ([`Follow::ArgFailed`]), then it goes if nobody holds it.
 pub(crate) fn object_failed(m: &mut Model, id: ObjectId) -> Follows {
-    let Some(o) = m.objects.get_mut(&id) else { return Vec::new() };
+    let Some(o) = m.objects.get_mut(&id) else { return Follows::new() };
     o.status = ObjectStatus::Failed;
     let waiters = std::mem::take(&mut o.waiters);
     let owner = o.owner_waits.then_some(Follow::FutureResolved(o.owner, true));
@@ -335,9 +336,9 @@ pub(crate) fn object_failed(m: &mut Model, id: ObjectId) -> Follows {
 /// One of a waiting task's arguments failed: the task fails with it, if it still waits.
 pub(crate) fn arg_failed(m: &Model, w: TaskId) -> Follows {
     if m.tasks.get(&w).is_some_and(|t| t.state() == TaskState::PendingArgsAvail) {
-        vec![Follow::FailTask(w, ErrorType::TaskExecutionException, false)]
+        smallvec![Follow::FailTask(w, ErrorType::TaskExecutionException, false)]
     } else {
-        Vec::new()
+        Follows::new()
     }
 }
 
@@ -353,9 +354,9 @@ fn readers_then_free(
     let readers = usize::from(owner.is_some()) + waiters.len();
     if readers == 0 {
         PlasmaStores::free_if_unreferenced(m, id);
-        return Vec::new();
+        return Follows::new();
     }
-    let mut follows = Vec::with_capacity(readers + 1);
+    let mut follows = Follows::with_capacity(readers + 1);
     follows.extend(owner);
     follows.extend(waiters);
     follows.push(Follow::FreeIfUnreferenced(id));
@@ -380,7 +381,7 @@ pub(crate) fn put_sealed(
     size: u64,
 ) -> Follows {
     flow.put(cx.model, cx.runs, tid, cx.now(), size);
-    vec![Follow::HoldFutures(tid, attempt, vec![id])]
+    smallvec![Follow::HoldFutures(tid, attempt, vec![id])]
 }
 
 /// An object left without a copy: its producer runs again (lineage reconstruction) when
@@ -391,7 +392,7 @@ pub(crate) fn reconstruct_or_fail(cx: &mut Cx, head: NodeIdx, id: ObjectId) -> F
     let o = &m.objects[&id];
     if o.refs == 0 {
         m.objects.remove(&id);
-        return Vec::new();
+        return Follows::new();
     }
     let (spec_id, producer, owner, job) = (o.spec, o.producer, o.owner, o.job);
     let args_alive = o.lineage_args.iter().all(|a| m.objects.contains_key(a));
@@ -439,7 +440,7 @@ pub(crate) fn reconstruct_or_fail(cx: &mut Cx, head: NodeIdx, id: ObjectId) -> F
     m.counters.tasks_retried += 1;
     let attempt = m.tasks[&producer].attempt;
     cx.clock.schedule_in(0, Event::Resubmit(producer, attempt));
-    Vec::new()
+    Follows::new()
 }
 
 /// Create the (pending) return object of a new task. The owner holds one reference.

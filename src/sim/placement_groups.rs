@@ -19,6 +19,7 @@ use super::follow::{Cx, Follow, Follows};
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{PgDecision, Scheduler};
+use smallvec::smallvec;
 use std::collections::VecDeque;
 
 /// Placement groups not yet (or no longer fully) placed, in the order they started
@@ -84,7 +85,7 @@ impl PlacementGroupManager {
             Some(follows) => (id, follows),
             None => {
                 self.wait(id);
-                (id, Vec::new())
+                (id, Follows::new())
             }
         }
     }
@@ -108,16 +109,16 @@ impl PlacementGroupManager {
                 Some(follows) => return then_rest(follows, ids, Follow::RetryPgs),
             }
         }
-        Vec::new()
+        Follows::new()
     }
 
     /// Remove group `id`: its bundles' reservations are given back on the nodes still
     /// alive, nothing waits on it any more, and those nodes' freed resources are offered
     /// to waiting work.
     pub(crate) fn remove(&mut self, cx: &mut Cx, queues: &mut ClusterQueues, id: PgId) -> Follows {
-        let Some(pg) = cx.model.pgs.get_mut(&id) else { return Vec::new() };
+        let Some(pg) = cx.model.pgs.get_mut(&id) else { return Follows::new() };
         if pg.state() == PgState::Removed {
-            return Vec::new();
+            return Follows::new();
         }
         let bundles = std::mem::take(&mut pg.bundles);
         for b in &bundles {
@@ -153,7 +154,7 @@ impl PlacementGroupManager {
         pg: PgId,
         b: u32,
     ) -> Follows {
-        let unschedulable = || vec![Follow::FailTask(tid, ErrorType::TaskUnschedulable, false)];
+        let unschedulable = || smallvec![Follow::FailTask(tid, ErrorType::TaskUnschedulable, false)];
         let spec = cx.model.tasks[&tid].spec;
         let req = cx.specs[spec as usize].request.clone();
         let now = cx.now();
@@ -193,11 +194,11 @@ impl PlacementGroupManager {
                         0
                     };
                 cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
-                Vec::new()
+                Follows::new()
             }
             Some(_) => {
                 queues.wait_for_bundle(pg, tid);
-                Vec::new()
+                Follows::new()
             }
             None => unschedulable(),
         }
@@ -228,16 +229,16 @@ impl PlacementGroupManager {
     /// waiting. Each is looked up when its turn comes ([`Follow::WakeBundleWaiter`]):
     /// the one before may have ended it.
     pub(crate) fn drain_bundle_waiters(queues: &mut ClusterQueues, pg: PgId) -> Follows {
-        let Some(waiters) = queues.take_bundle_waiters(pg) else { return Vec::new() };
+        let Some(waiters) = queues.take_bundle_waiters(pg) else { return Follows::new() };
         waiters.into_iter().map(Follow::WakeBundleWaiter).collect()
     }
 
     /// A task that waited for room in a bundle asks to be scheduled, if it still exists.
     pub(crate) fn wake_bundle_waiter(m: &Model, tid: TaskId) -> Follows {
         if m.tasks.contains_key(&tid) {
-            vec![Follow::TrySchedule(tid)]
+            smallvec![Follow::TrySchedule(tid)]
         } else {
-            Vec::new()
+            Follows::new()
         }
     }
 
@@ -263,7 +264,7 @@ impl PlacementGroupManager {
                 Some(follows) => return then_rest(follows, ids, |rest| Follow::ReschedulePgs(node, rest)),
             }
         }
-        Vec::new()
+        Follows::new()
     }
 }
 
@@ -296,12 +297,12 @@ fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
     let (reserve, creator) = match place(cx.model, cx.sched, id, now) {
         Placement::Created { reserve, creator } => (reserve, creator),
         Placement::Waiting => return None,
-        Placement::Gone => return Some(Vec::new()),
+        Placement::Gone => return Some(Follows::new()),
     };
     for (n, req) in &reserve {
         cx.local_resources().reserve(*n, req);
     }
-    let mut follows = Vec::with_capacity(2);
+    let mut follows = Follows::with_capacity(2);
     // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a later
     // `ray.get` while its group is rescheduled).
     if let (Some(t), Some(r)) = (cx.model.tasks.get(&creator), cx.runs.get_mut(&creator)) {

@@ -11,6 +11,7 @@ use super::follow::{Cx, Follow, Follows};
 use super::tasks::release_refs;
 use crate::log_event;
 use crate::model::*;
+use smallvec::smallvec;
 
 /// A task attempt failed. Retries within its budget (system failures; application
 /// errors only with `retry_exceptions`), else it fails for good and so do readers of
@@ -23,9 +24,9 @@ pub(crate) fn fail(
     err: ErrorType,
     retry_allowed: bool,
 ) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.state().is_terminal() {
-        return Vec::new();
+        return Follows::new();
     }
     let (kind, spec_id, actor, node) = (t.kind, t.spec, t.actor, t.node);
     let was_running = t.state().is_running();
@@ -59,7 +60,7 @@ pub(crate) fn fail(
 /// references (its arguments too when it will not run again); then it is retried or
 /// fails for good ([`Follow::FailTaskSettled`]).
 pub(crate) fn fail_released(cx: &mut Cx, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     let (kind, actor, node) = (t.kind, t.actor, t.node);
     if kind == TaskType::DriverTask {
         if let Some(n) = node {
@@ -74,18 +75,17 @@ pub(crate) fn fail_released(cx: &mut Cx, tid: TaskId, err: ErrorType, retry: boo
             a.queue.remove(pos);
         }
     }
-    let mut follows = release_refs(cx.model, cx.runs, tid, !retry);
-    follows.push(Follow::FailTaskSettled(tid, err, retry));
-    follows
+    release_refs(cx.model, cx.runs, tid, !retry);
+    smallvec![Follow::FailTaskSettled(tid, err, retry)]
 }
 
 /// The failed attempt is retried after its delay (OOM kills back off), or it fails for
 /// good: its return fails, an actor whose constructor it was dies, a driver ends its job.
 pub(crate) fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
     let now = cx.now();
-    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Follows::new() };
     let (kind, actor, job) = (t.kind, t.actor, t.job);
-    let mut follows = Vec::new();
+    let mut follows = Follows::new();
     if retry {
         let mut delay = 0;
         if err == ErrorType::OutOfMemory {
@@ -130,17 +130,17 @@ pub(crate) fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, er
 /// A retry's delay is over: it waits for any argument that is not available, else goes
 /// to its actor or asks for a lease again.
 pub(crate) fn resubmit(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId, attempt: u32) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.attempt != attempt {
-        return Vec::new();
+        return Follows::new();
     }
     if let Some(follows) = rewait_for_lost_args(cx, queues, tid) {
         return follows;
     }
     if cx.model.tasks[&tid].kind == TaskType::ActorTask {
-        vec![Follow::EnqueueActorTask(tid)]
+        smallvec![Follow::EnqueueActorTask(tid)]
     } else {
-        vec![Follow::TrySchedule(tid)]
+        smallvec![Follow::TrySchedule(tid)]
     }
 }
 
@@ -167,7 +167,7 @@ fn rewait_for_lost_args(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId) ->
     }
     cx.runs.get_mut(&tid).expect("a live task has a run").exec.unresolved = missing;
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
-    Some(Vec::new())
+    Some(Follows::new())
 }
 
 /// Take a task out of any wait queue it sits in.

@@ -17,6 +17,7 @@ use super::follow::{Cx, Follow, Follows};
 use super::objects::PlasmaStores;
 use super::tasks::release_refs;
 use crate::model::*;
+use smallvec::smallvec;
 
 /// The lease reached the node: the task's arguments are fetched there (or it waits
 /// again for ones lost since it was submitted), then it starts.
@@ -27,9 +28,9 @@ pub(crate) fn dispatch(
     tid: TaskId,
     attempt: u32,
 ) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
-        return Vec::new();
+        return Follows::new();
     }
     let node = t.node.expect("leased task has a node");
     // Arguments lost since submission (node death) send the task back to wait for them.
@@ -41,15 +42,15 @@ pub(crate) fn dispatch(
 
 /// The arguments arrived: the task starts.
 pub(crate) fn args_fetched(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attempt: u32) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.attempt != attempt {
-        return Vec::new();
+        return Follows::new();
     }
     match (t.state(), t.node) {
         (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => {
             start(cx, flow, tid, n)
         }
-        _ => Vec::new(),
+        _ => Follows::new(),
     }
 }
 
@@ -97,16 +98,16 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     if cost > 0 {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         cx.clock.schedule_in(cost, Event::Begin(tid, attempt));
-        return Vec::new();
+        return Follows::new();
     }
     begin(cx, flow, tid, node)
 }
 
 /// The worker's per-call overhead is over: the body begins.
 pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attempt: u32) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.attempt != attempt || !cx.runs[&tid].begin_due {
-        return Vec::new();
+        return Follows::new();
     }
     let node = t.node.expect("a task handed to a worker has a node");
     begin(cx, flow, tid, node)
@@ -115,9 +116,9 @@ pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attemp
 /// The caller's busy time for its last submissions is over: go on with its program.
 pub(crate) fn on_resume(m: &Model, tid: TaskId, attempt: u32) -> Follows {
     if m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
-        vec![Follow::RunProgram(tid)]
+        smallvec![Follow::RunProgram(tid)]
     } else {
-        Vec::new()
+        Follows::new()
     }
 }
 
@@ -147,7 +148,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
         }
     }
     if heap > 0 {
-        return vec![Follow::CheckMemory(node), Follow::BeginRun(tid, node)];
+        return smallvec![Follow::CheckMemory(node), Follow::BeginRun(tid, node)];
     }
     begin_run(cx, flow, tid, node)
 }
@@ -156,18 +157,18 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
 pub(crate) fn begin_run(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Follows {
     flow.started(cx.model, cx.runs, tid, node, cx.clock.now);
     if cx.model.tasks.get(&tid).is_some_and(|t| t.state() == TaskState::Running) {
-        vec![Follow::RunProgram(tid)]
+        smallvec![Follow::RunProgram(tid)]
     } else {
-        Vec::new()
+        Follows::new()
     }
 }
 
 /// An op (compute, sleep) finished: the program goes on, unless an injected failure
 /// strikes the worker now.
 pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u32) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     if t.attempt != attempt || t.state() != TaskState::Running {
-        return Vec::new();
+        return Follows::new();
     }
     if t.kind != TaskType::DriverTask {
         if let Some((p, application)) = faults.failure_probability() {
@@ -186,19 +187,19 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
                     // An actor's calls run in its own process: a crash there is the
                     // actor's death (restarted within max_restarts; its calls fail or retry).
                     (TaskType::ActorTask, Some(a), false) => {
-                        vec![Follow::ActorDied(a, "the actor's worker process died".into(), true)]
+                        smallvec![Follow::ActorDied(a, "the actor's worker process died".into(), true)]
                     }
-                    _ => vec![Follow::FailTask(tid, err, true)],
+                    _ => smallvec![Follow::FailTask(tid, err, true)],
                 };
             }
         }
     }
-    vec![Follow::RunProgram(tid)]
+    smallvec![Follow::RunProgram(tid)]
 }
 
 /// The program ran to its end: the worker's heap and lease go back, then
 /// ([`Follow::FinishReleased`]) its references, then its result is sealed.
-pub(crate) fn finish(cx: &mut Cx, tid: TaskId) -> Follows {
+pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows {
     let t = cx.model.tasks.get(&tid).expect("finishing task exists");
     let (kind, node) = (t.kind, t.node);
     let spec = &cx.specs[t.spec as usize];
@@ -223,7 +224,7 @@ pub(crate) fn finish(cx: &mut Cx, tid: TaskId) -> Follows {
         follows.push(Follow::FinishReleased(tid));
         return follows;
     }
-    finish_released(cx, tid)
+    finish_released(cx, flow, tid)
 }
 
 /// An actor's creation task whose actor holds its resources for life.
@@ -232,16 +233,15 @@ fn keeps_resources(cx: &Cx, tid: TaskId) -> bool {
     t.kind == TaskType::ActorCreationTask && cx.specs[t.spec as usize].actor.as_ref().is_some_and(|a| a.holds_resources)
 }
 
-/// The finished task drops its references, then ([`Follow::FinishSettled`]) retires.
-pub(crate) fn finish_released(cx: &mut Cx, tid: TaskId) -> Follows {
-    let mut follows = release_refs(cx.model, cx.runs, tid, true);
-    follows.push(Follow::FinishSettled(tid));
-    follows
+/// The finished task drops its references, then retires.
+pub(crate) fn finish_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows {
+    release_refs(cx.model, cx.runs, tid, true);
+    finish_settled(cx, flow, tid)
 }
 
 /// The finished task retires and its result is sealed on its node; an actor is created,
 /// takes its next call, or a driver's job succeeds.
-pub(crate) fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows {
+fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows {
     let now = cx.now();
     let keeps = keeps_resources(cx, tid);
     let m = &mut *cx.model;
@@ -260,7 +260,7 @@ pub(crate) fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) 
     if let Some(o) = m.objects.get_mut(&ret) {
         o.producer_attempt = attempt;
     }
-    let mut follows = Vec::new();
+    let mut follows = Follows::new();
     if let Some(n) = node {
         follows.push(Follow::SealObject(ret, n));
     }

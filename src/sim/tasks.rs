@@ -8,9 +8,10 @@
 
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
-use super::objects::new_return_object;
+use super::objects::{new_return_object, unref_object};
 use super::task_runs::{Run, TaskRuns};
 use crate::model::*;
+use smallvec::smallvec;
 
 /// Submit one call on behalf of a running task `parent` (whose owner node is `head`
 /// when it has none); returns the task, its return object, and what follows (it is
@@ -60,11 +61,11 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     cx.runs.insert_task(m, task, Run::waiting_for(unresolved));
     flow.submitted(m, cx.runs, cx.specs, tid, now);
     let follows = if failed_arg {
-        vec![Follow::FailTask(tid, ErrorType::TaskExecutionException, false)]
+        smallvec![Follow::FailTask(tid, ErrorType::TaskExecutionException, false)]
     } else if unresolved == 0 {
         task_ready(cx, tid)
     } else {
-        Vec::new()
+        Follows::new()
     };
     (tid, ret, follows)
 }
@@ -82,31 +83,32 @@ pub(crate) struct Call {
 /// the rest ask for a lease. Both wait in PENDING_NODE_ASSIGNMENT meanwhile, as in Ray.
 pub(crate) fn task_ready(cx: &mut Cx, tid: TaskId) -> Follows {
     let now = cx.now();
-    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Vec::new() };
+    let Some(t) = cx.model.tasks.get_mut(&tid) else { return Follows::new() };
     t.ready_at = now;
     let kind = t.kind;
     cx.model.set_task_state(tid, TaskState::PendingNodeAssignment, now);
     if kind == TaskType::ActorTask {
-        vec![Follow::EnqueueActorTask(tid)]
+        smallvec![Follow::EnqueueActorTask(tid)]
     } else {
-        vec![Follow::TrySchedule(tid)]
+        smallvec![Follow::TrySchedule(tid)]
     }
 }
 
-/// Drop what a task holds: its arguments (when it ends for good) and its futures.
-pub(crate) fn release_refs(m: &mut Model, runs: &mut TaskRuns, tid: TaskId, args_too: bool) -> Follows {
-    let (Some(t), Some(r)) = (m.tasks.get_mut(&tid), runs.get_mut(&tid)) else { return Vec::new() };
+/// Drop what a task holds: its arguments (when it ends for good) and its futures. A
+/// reference count is the object table's, so dropping one is a call
+/// ([`unref_object`]), not a follow-up: it asks nothing of anyone.
+pub(crate) fn release_refs(m: &mut Model, runs: &mut TaskRuns, tid: TaskId, args_too: bool) {
+    let (Some(t), Some(r)) = (m.tasks.get_mut(&tid), runs.get_mut(&tid)) else { return };
     let futures = std::mem::take(&mut r.exec.futures);
     r.exec.unresolved = 0;
     r.exec.failed_futures = 0;
     let args = if args_too { std::mem::take(&mut t.args) } else { Box::new([]) as Box<[ObjectId]> };
-    let mut follows = Vec::with_capacity(futures.len() + args.len());
-    for f in futures {
-        if let Some(o) = m.objects.get_mut(&f) {
+    for f in &futures {
+        if let Some(o) = m.objects.get_mut(f) {
             o.owner_waits = false;
         }
-        follows.push(Follow::UnrefObject(f));
     }
-    follows.extend(args.iter().map(|a| Follow::UnrefObject(*a)));
-    follows
+    for o in futures.iter().chain(args.iter()) {
+        unref_object(m, *o);
+    }
 }
