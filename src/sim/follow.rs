@@ -245,21 +245,26 @@ impl Engine {
             // Most follow-ups ask for one more or none: run a chain of single ones
             // without the stack, and put the rest of a longer list on it.
             loop {
-                let mut next = self.route(f).into_iter();
-                let Some(first) = next.next() else { break };
-                if next.len() > 0 {
-                    self.push_follows(next);
-                }
-                f = first;
+                let mut next = self.route(f);
+                f = match next.len() {
+                    0 => break,
+                    1 => next.pop().expect("one follow-up"),
+                    _ => {
+                        self.push_follows(next);
+                        self.follow_stack.pop().expect("just pushed")
+                    }
+                };
             }
         }
     }
 
-    /// Put follow-ups on the stack so that the first comes off first.
-    fn push_follows(&mut self, follows: impl IntoIterator<Item = Follow>) {
-        let from = self.follow_stack.len();
-        self.follow_stack.extend(follows);
-        self.follow_stack[from..].reverse();
+    /// Put follow-ups on the stack so that the first comes off first. Popping the list
+    /// rather than iterating it: a list's iterator moves the whole inline buffer.
+    fn push_follows(&mut self, mut follows: Follows) {
+        self.follow_stack.reserve(follows.len());
+        while let Some(f) = follows.pop() {
+            self.follow_stack.push(f);
+        }
     }
 
     /// The component that owns a follow-up takes it and says what follows.
