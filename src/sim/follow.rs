@@ -93,10 +93,9 @@ pub(crate) use cx;
 pub(crate) enum Follow {
     /// The owner fails a task (retrying it if allowed and budgeted).
     FailTask(TaskId, ErrorType, bool),
-    /// A failed attempt's lease is back: it leaves its actor and drops its references.
+    /// A failed attempt's lease is back: it leaves its actor, drops its references, and
+    /// is retried or fails for good.
     FailTaskReleased(TaskId, ErrorType, bool),
-    /// A failed attempt is retried, or fails for good with what depends on it.
-    FailTaskSettled(TaskId, ErrorType, bool),
     /// The GCS actor manager hears that an actor's worker died (restart allowed or not).
     ActorDied(ActorId, Cow<'static, str>, bool),
     /// An actor's creation task is submitted: record it, drop the creator's handle ref.
@@ -273,8 +272,7 @@ impl Engine {
     fn route(&mut self, f: Follow) -> Follows {
         match f {
             Follow::FailTask(t, err, retry) => retries::fail(cx!(self), &mut self.queues, t, err, retry),
-            Follow::FailTaskReleased(t, err, retry) => retries::fail_released(cx!(self), t, err, retry),
-            Follow::FailTaskSettled(t, err, retry) => retries::fail_settled(cx!(self), &mut self.flow, t, err, retry),
+            Follow::FailTaskReleased(t, err, retry) => retries::fail_released(cx!(self), &mut self.flow, t, err, retry),
             Follow::ActorDied(a, cause, restart) => self.actor_manager.died(cx!(self), a, cause, restart),
             Follow::ActorDiedReleased(dying) => ActorManager::died_released(&self.model, dying),
             Follow::ActorDiedAnnounced(dying) => ActorManager::died_announced(cx!(self), *dying),

@@ -58,8 +58,8 @@ pub(crate) fn fail(
 
 /// The failed attempt's lease is back: it leaves its actor's lists and drops its
 /// references (its arguments too when it will not run again); then it is retried or
-/// fails for good ([`Follow::FailTaskSettled`]).
-pub(crate) fn fail_released(cx: &mut Cx, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
+/// fails for good.
+pub(crate) fn fail_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
     let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
     let (kind, actor, node) = (t.kind, t.actor, t.node);
     if kind == TaskType::DriverTask {
@@ -76,12 +76,12 @@ pub(crate) fn fail_released(cx: &mut Cx, tid: TaskId, err: ErrorType, retry: boo
         }
     }
     release_refs(cx.model, cx.runs, tid, !retry);
-    smallvec![Follow::FailTaskSettled(tid, err, retry)]
+    fail_settled(cx, flow, tid, err, retry)
 }
 
 /// The failed attempt is retried after its delay (OOM kills back off), or it fails for
 /// good: its return fails, an actor whose constructor it was dies, a driver ends its job.
-pub(crate) fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
+fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
     let now = cx.now();
     let Some(t) = cx.model.tasks.get_mut(&tid) else { return Follows::new() };
     let (kind, actor, job) = (t.kind, t.actor, t.job);
