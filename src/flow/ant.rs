@@ -428,7 +428,9 @@ pub fn records(job: &JobRecord, spans: &Spans) -> Vec<Value> {
             Rec::Submit { span, .. } => (span, 0),
             Rec::Begin { span, .. } => (span, 1),
             Rec::End { span, .. } => (span, 2),
-            Rec::Put { .. } => continue,
+            Rec::Put { .. } | Rec::Dep { .. } | Rec::Block { .. } | Rec::Unblock { .. } | Rec::Requeue { .. } => {
+                continue
+            }
         };
         let Some(&i) = spans.index.get(&span) else { continue };
         let s = &spans.spans[i];

@@ -1,5 +1,7 @@
 //! A job's records replayed up to an instant: one [`Span`] per call, with its
-//! parent, its last attempt and its bytes. Every view starts here.
+//! parent, what it did with its time (queued, executing, blocked in `ray.get`), the
+//! calls whose returns it waited for, its last attempt and its bytes. Every view
+//! starts here.
 //!
 //! Owns: the replay ([`Spans::replay`]), a pure function of the snapshot's records
 //! and an instant.
@@ -7,6 +9,51 @@
 
 use crate::snapshot::flow::{JobRecord, Rec};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// What a call is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Submitted and not running: waiting for its arguments, a worker, its actor's
+    /// previous call, or to be retried.
+    Queued,
+    /// Its body runs.
+    Executing,
+    /// Blocked in `ray.get` on the calls it made (a task lends its CPU back).
+    Blocked,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Queued => "queued",
+            Phase::Executing => "executing",
+            Phase::Blocked => "blocked",
+        }
+    }
+}
+
+/// Time by phase, µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseTimes {
+    pub queued: u64,
+    pub executing: u64,
+    pub blocked: u64,
+}
+
+impl PhaseTimes {
+    pub fn add(&mut self, phase: Phase, us: u64) {
+        match phase {
+            Phase::Queued => self.queued += us,
+            Phase::Executing => self.executing += us,
+            Phase::Blocked => self.blocked += us,
+        }
+    }
+
+    pub fn wall(&self) -> u64 {
+        self.queued + self.executing + self.blocked
+    }
+}
 
 /// One call as replayed up to an instant.
 #[derive(Clone, Debug)]
@@ -27,11 +74,54 @@ pub struct Span {
     pub arg_bytes: u64,
     pub return_bytes: u64,
     pub put_bytes: u64,
+    /// Where each phase began, in order, from (submit, queued); the call's end (or the
+    /// instant) closes the last.
+    pub phases: SmallVec<[(u64, Phase); 3]>,
+    /// The calls (by index) whose returns it took as arguments, not ready when it was
+    /// submitted: what it waited for before it could run.
+    pub deps: SmallVec<[usize; 1]>,
 }
 
 impl Span {
     pub fn in_flight(&self) -> bool {
         self.end.is_none()
+    }
+
+    /// The phase it is in at its end (or the instant).
+    pub fn phase(&self) -> Phase {
+        self.phases.last().map(|p| p.1).unwrap_or(Phase::Queued)
+    }
+
+    /// Each phase's interval (phase, from, to), in order, closed at `end` (the span's
+    /// end or the instant: [`Spans::end_or_at`]). Empty intervals are left out.
+    pub fn intervals(&self, end: u64) -> impl Iterator<Item = (Phase, u64, u64)> + '_ {
+        self.phases.iter().enumerate().filter_map(move |(k, &(from, phase))| {
+            let to = self.phases.get(k + 1).map(|p| p.0).unwrap_or(end).min(end);
+            (to > from).then_some((phase, from, to))
+        })
+    }
+
+    /// Time by phase up to `end`.
+    pub fn times(&self, end: u64) -> PhaseTimes {
+        let mut t = PhaseTimes::default();
+        for (phase, from, to) in self.intervals(end) {
+            t.add(phase, to - from);
+        }
+        t
+    }
+
+    /// Time in `phase` within `[a, b)`, up to `end`.
+    pub fn overlap(&self, phase: Phase, a: u64, b: u64, end: u64) -> u64 {
+        self.intervals(end)
+            .filter(|(p, _, _)| *p == phase)
+            .map(|(_, from, to)| to.min(b).saturating_sub(from.max(a)))
+            .sum()
+    }
+
+    fn enter(&mut self, t: u64, phase: Phase) {
+        if self.phase() != phase {
+            self.phases.push((t, phase));
+        }
     }
 }
 
@@ -68,6 +158,8 @@ impl Spans {
                         arg_bytes,
                         return_bytes: 0,
                         put_bytes: 0,
+                        phases: smallvec::smallvec![(t, Phase::Queued)],
+                        deps: SmallVec::new(),
                     });
                 }
                 Rec::Begin { span, t, node, pid } => {
@@ -76,6 +168,27 @@ impl Spans {
                         s.start = Some(t);
                         s.node = node;
                         s.pid = pid;
+                        s.enter(t, Phase::Executing);
+                    }
+                }
+                Rec::Dep { span, on, .. } => {
+                    if let (Some(&i), Some(&d)) = (out.index.get(&span), out.index.get(&on)) {
+                        out.spans[i].deps.push(d);
+                    }
+                }
+                Rec::Block { span, t } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        out.spans[i].enter(t, Phase::Blocked);
+                    }
+                }
+                Rec::Unblock { span, t } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        out.spans[i].enter(t, Phase::Executing);
+                    }
+                }
+                Rec::Requeue { span, t } => {
+                    if let Some(&i) = out.index.get(&span) {
+                        out.spans[i].enter(t, Phase::Queued);
                     }
                 }
                 Rec::End { span, t, ok, return_bytes } => {
@@ -115,5 +228,10 @@ impl Spans {
     /// End of a span as seen at the instant (still running: the instant).
     pub fn end_or_at(&self, i: usize) -> u64 {
         self.spans[i].end.unwrap_or(self.at).max(self.spans[i].submit)
+    }
+
+    /// A span's time by phase, to its end or the instant.
+    pub fn times(&self, i: usize) -> PhaseTimes {
+        self.spans[i].times(self.end_or_at(i))
     }
 }

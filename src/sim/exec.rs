@@ -31,6 +31,7 @@ impl Engine {
             }
             let (spec_id, attempt, node) = (t.spec, t.attempt, t.node);
             let run = self.runs.get_mut(&tid).expect("a running task has a run");
+            self.flow.resumed(&self.model, run, tid, self.clock.now);
             let pc = run.pc as usize;
             let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
                 self.follow(Follow::FinishTask(tid));
@@ -106,6 +107,7 @@ impl Engine {
                 Op::Get => {
                     let r = run;
                     if r.exec.unresolved > 0 {
+                        self.flow.blocked(&self.model, &mut self.runs, tid, self.clock.now);
                         let follows = block_in_get(cx!(self), tid);
                         self.follow_all(follows);
                         return;
@@ -137,6 +139,7 @@ impl Engine {
                     if !created {
                         // `ray.get(pg.ready())`: resumed when the group is placed.
                         self.model.set_task_state(tid, TaskState::RunningInRayGet, self.clock.now);
+                        self.flow.blocked(&self.model, &mut self.runs, tid, self.clock.now);
                         return;
                     }
                     r.pc += 1;

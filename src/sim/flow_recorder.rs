@@ -1,6 +1,7 @@
 //! Flow Insight recording: the engine's record of every call, per job.
 //!
-//! Owns: the per-job records (submit/begin/end/put, call targets with the actor's
+//! Owns: the per-job records (submit/begin/end/put, the waits: arguments, `ray.get`,
+//! retries; call targets with the actor's
 //! workload attributes, per-edge aggregates), the cap per job (`sim.flow_calls_per_job`:
 //! past it calls count only in the aggregates; 0 turns recording off), the number of
 //! jobs kept, and
@@ -13,8 +14,8 @@
 //! RNG or log events
 //! (recording must not change the run), or keep anything per call beyond the cap.
 
-use super::task_runs::TaskRuns;
-use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, TaskId, TaskType};
+use super::task_runs::{Run, TaskRuns};
+use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, ObjectStatus, TaskId, TaskType};
 use crate::snapshot::flow::{
     Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS,
 };
@@ -32,8 +33,20 @@ const DRIVER_KEY: u32 = DRIVER_NAME;
 
 /// `Task::flow`: the call's edge index in its job, and this bit when it is recorded.
 const RECORDED: u32 = 1 << 31;
+/// `Task::flow`: set while a recorded call is blocked in `ray.get`.
+const BLOCKED: u32 = 1 << 30;
 /// `Task::flow` of a call nobody records.
 const UNTRACKED: u32 = u32::MAX;
+
+/// The job-local edge index in a tracked call's `Task::flow`.
+fn edge_of(flow: u32) -> u32 {
+    flow & !(RECORDED | BLOCKED)
+}
+
+/// Whether a call's records are kept.
+fn is_recorded(flow: u32) -> bool {
+    flow != UNTRACKED && flow & RECORDED != 0
+}
 
 struct JobRec {
     rec: JobRecord,
@@ -186,7 +199,7 @@ impl FlowRecorder {
         let Some(j) = self.jobs.get_mut(&t.job.0) else { return };
         let arg_bytes: u64 = t.args.iter().filter_map(|a| m.objects.get(a)).map(|o| o.size).sum();
         let spec_name = specs.get(t.spec as usize).map(|s| s.name).unwrap_or(t.name);
-        let Some(&(_, caller)) = j.edge_keys.get((parent & !RECORDED) as usize) else { return };
+        let Some(&(_, caller)) = j.edge_keys.get(edge_of(parent) as usize) else { return };
         let frame = j.frame(spec_name.0, m.names.get(spec_name));
         let edge = j.edge(caller, frame, &mut self.totals);
         let agg = &mut j.edge_aggs[edge as usize];
@@ -202,6 +215,12 @@ impl FlowRecorder {
             };
             let target = j.target(m, spec_name.0, actor, frame);
             j.rec.records.push(Rec::Submit { span: tid.0, parent: parent_span(t.parent), target, t: now, arg_bytes });
+            // What it must wait for before it can run: returns of calls not ended yet.
+            for o in t.args.iter().filter_map(|a| m.objects.get(a)) {
+                if let (ObjectStatus::Pending, Some(on)) = (o.status, o.producer) {
+                    j.rec.records.push(Rec::Dep { span: tid.0, on: on.0, t: now });
+                }
+            }
         }
         self.totals.calls[j.edge_totals[edge as usize].0 as usize].1 += 1;
         let job = t.job.0;
@@ -214,7 +233,7 @@ impl FlowRecorder {
     /// An attempt started executing on `node`.
     pub(crate) fn started(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, node: NodeIdx, now: u64) {
         // The tag first: most calls are not recorded, and need no look at the task.
-        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
+        if !runs.get(&tid).is_some_and(|r| is_recorded(r.flow)) {
             return;
         }
         let Some(t) = m.tasks.get(&tid) else { return };
@@ -234,7 +253,7 @@ impl FlowRecorder {
     pub(crate) fn ended(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, ok: bool, return_bytes: u64) {
         let Some(r) = runs.get(&tid).filter(|r| r.flow != UNTRACKED) else { return };
         let Some(t) = m.tasks.get(&tid) else { return };
-        let (edge, recorded, job) = (r.flow & !RECORDED, r.flow & RECORDED != 0, t.job.0);
+        let (edge, recorded, job) = (edge_of(r.flow), r.flow & RECORDED != 0, t.job.0);
         let took = now.saturating_sub(t.submitted_at);
         *self.cache.get_mut() = None;
         let Some(j) = self.jobs.get_mut(&job) else { return };
@@ -254,17 +273,47 @@ impl FlowRecorder {
         self.touched(job);
     }
 
-    /// A running call put `bytes` into the object store.
-    pub(crate) fn put(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, bytes: u64) {
-        if !runs.get(&tid).is_some_and(|r| r.flow != UNTRACKED && r.flow & RECORDED != 0) {
-            return;
+    /// A running call blocked in `ray.get`: its program goes on later
+    /// ([`FlowRecorder::resumed`]).
+    pub(crate) fn blocked(&mut self, m: &Model, runs: &mut TaskRuns, tid: TaskId, now: u64) {
+        let Some(r) = runs.get_mut(&tid).filter(|r| is_recorded(r.flow)) else { return };
+        r.flow |= BLOCKED;
+        self.record(m, tid, Rec::Block { span: tid.0, t: now });
+    }
+
+    /// A call's program goes on (its run, just looked up): if it was blocked in
+    /// `ray.get`, the wait is over. Every way out of `ray.get` continues the program at
+    /// once, so this is the one place that sees them all.
+    #[inline]
+    pub(crate) fn resumed(&mut self, m: &Model, run: &mut Run, tid: TaskId, now: u64) {
+        if run.flow != UNTRACKED && run.flow & BLOCKED != 0 {
+            run.flow &= !BLOCKED;
+            self.record(m, tid, Rec::Unblock { span: tid.0, t: now });
         }
+    }
+
+    /// A call's attempt failed and it will run again (no longer blocked, if it was).
+    pub(crate) fn requeued(&mut self, m: &Model, runs: &mut TaskRuns, tid: TaskId, now: u64) {
+        let Some(r) = runs.get_mut(&tid).filter(|r| is_recorded(r.flow)) else { return };
+        r.flow &= !BLOCKED;
+        self.record(m, tid, Rec::Requeue { span: tid.0, t: now });
+    }
+
+    /// Keep `rec` in its call's job (the caller checked that the call is recorded).
+    fn record(&mut self, m: &Model, tid: TaskId, rec: Rec) {
         let Some(t) = m.tasks.get(&tid) else { return };
         let job = t.job.0;
         if let Some(j) = self.jobs.get_mut(&job) {
-            j.rec.records.push(Rec::Put { span: tid.0, t: now, bytes });
+            j.rec.records.push(rec);
         }
         self.touched(job);
+    }
+
+    /// A running call put `bytes` into the object store.
+    pub(crate) fn put(&mut self, m: &Model, runs: &TaskRuns, tid: TaskId, now: u64, bytes: u64) {
+        if runs.get(&tid).is_some_and(|r| is_recorded(r.flow)) {
+            self.record(m, tid, Rec::Put { span: tid.0, t: now, bytes });
+        }
     }
 
     /// The records as readers see them; shared until the next record.

@@ -97,6 +97,7 @@ fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorTyp
         }
         let next = TaskState::PendingNodeAssignment;
         log_event!(cx.model.log, now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
+        flow.requeued(cx.model, cx.runs, tid, now);
         cx.runs.begin_retry(cx.model, tid, next, now, err);
         let attempt = cx.model.tasks[&tid].attempt;
         cx.clock.schedule_in(delay, Event::Resubmit(tid, attempt));

@@ -1,7 +1,8 @@
 //! What Flow Insight records of each job, as the snapshot carries it: immutable,
 //! shared, cheap to publish.
 //!
-//! Owns: the record types (submit/begin/end/put records, call targets, per-edge
+//! Owns: the record types (submit/begin/end/put records, the waits between them:
+//! arguments, `ray.get`, retries; call targets, per-edge
 //! aggregates), the append-only chunked storage that lets a snapshot share everything
 //! already recorded (only the last, unsealed chunk is copied), the per-name totals
 //! behind the `rayscope_flow_*` metrics, and how ids are written (`actor_hex`,
@@ -83,12 +84,28 @@ pub enum Rec {
     End { span: u64, t: u64, ok: bool, return_bytes: u64 },
     /// `ray.put` of `bytes` by a running call.
     Put { span: u64, t: u64, bytes: u64 },
+    /// The call's argument is the return of the call `on`, not ready when it was
+    /// submitted (at `t`): until `on` ends, the call waits for it.
+    Dep { span: u64, on: u64, t: u64 },
+    /// The running call blocked in `ray.get` (a task lends its CPU back meanwhile).
+    Block { span: u64, t: u64 },
+    /// It runs again: the objects arrived and, for a task, its CPU is back.
+    Unblock { span: u64, t: u64 },
+    /// Its attempt failed and it waits to run again (a retry).
+    Requeue { span: u64, t: u64 },
 }
 
 impl Rec {
     pub fn time(&self) -> u64 {
         match *self {
-            Rec::Submit { t, .. } | Rec::Begin { t, .. } | Rec::End { t, .. } | Rec::Put { t, .. } => t,
+            Rec::Submit { t, .. }
+            | Rec::Begin { t, .. }
+            | Rec::End { t, .. }
+            | Rec::Put { t, .. }
+            | Rec::Dep { t, .. }
+            | Rec::Block { t, .. }
+            | Rec::Unblock { t, .. }
+            | Rec::Requeue { t, .. } => t,
         }
     }
 }
