@@ -58,14 +58,14 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     let b = s.get(&format!("/api/flow/bottlenecks?job={id}")).await.json();
     let first = &b["entries"][0];
     assert_eq!(
-        (first["name"].as_str(), first["bottleneck"].as_bool(), first["level"].as_u64()),
+        (first["name"].as_str(), first["program_flag"].as_bool(), first["level"].as_u64()),
         (Some("Worker.process"), Some(true), Some(1))
     );
     assert!(first["callers"][0]["waiting_calls"].as_u64().unwrap() > 0);
 
     // Instance level carries the workload's attributes on each actor.
     let g = s.get(&format!("/api/flow/graph?job={id}&level=instance")).await.json();
-    let flagged = g["groups"].as_array().unwrap().iter().filter(|a| a["bottleneck"] == true).count();
+    let flagged = g["groups"].as_array().unwrap().iter().filter(|a| a["program_flag"] == true).count();
     assert!(flagged >= 1, "{g}");
     assert!(g["groups"].as_array().unwrap().iter().all(|a| a["level"].is_u64() && a["node"].is_u64()));
 
@@ -161,7 +161,7 @@ fn executions(tl: &Value) -> Vec<(u64, u64, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["ph"] == "X")
+        .filter(|e| e["ph"] == "X" && e["cat"] == "task")
         .map(|e| {
             (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap(), e["args"]["span"].as_str().unwrap().to_string())
         })

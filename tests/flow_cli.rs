@@ -16,14 +16,22 @@ fn writes_every_view_and_prints_the_bottlenecks() {
     let o = flow(&["--config", EXAMPLE, "--seed", "2", "--out", out]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let printed = String::from_utf8_lossy(&o.stdout);
-    let first = printed.lines().nth(2).expect("a ranked entry");
+    let first = printed.lines().nth(3).expect("a ranked entry");
     assert!(
         first.trim_start().starts_with("1 ") && first.contains("Worker.process") && first.contains("true"),
         "{printed}"
     );
-    for f in
-        ["graph.json", "physical.json", "stack.json", "flame.folded", "flame.svg", "timeline.json", "bottlenecks.txt"]
-    {
+    for f in [
+        "graph.json",
+        "physical.json",
+        "stack.json",
+        "flame.folded",
+        "flame.svg",
+        "flame-wall.folded",
+        "flame-wall.svg",
+        "timeline.json",
+        "bottlenecks.txt",
+    ] {
         let body = std::fs::read(dir.path().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!body.is_empty(), "{f} is empty");
         if f.ends_with(".json") {
@@ -36,7 +44,8 @@ fn writes_every_view_and_prints_the_bottlenecks() {
         serde_json::from_slice(&std::fs::read(dir.path().join("timeline.json")).unwrap()).unwrap();
     let o = &tl["otherData"];
     assert_eq!((o["truncated"].as_bool(), o["limit"].is_null()), (Some(false), true), "{o}");
-    let x = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count() as u64;
+    let x =
+        tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["cat"] == "task").count() as u64;
     assert_eq!(o["total"].as_u64(), Some(x));
     // At the end nothing is in flight; mid-run something is.
     let stack = |d: &std::path::Path| -> serde_json::Value {

@@ -94,12 +94,12 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     let first = &b["entries"][0];
     assert!(first.is_object(), "the API ranks something: {b}");
     let top = page
-        .eval("(() => { const r = document.querySelector('#bottlenecks tbody tr'); return [r.dataset.name, r.dataset.actor, r.textContent.includes('BOTTLENECK')]; })()")
+        .eval("(() => { const r = document.querySelector('#bottlenecks tbody tr'); return [r.dataset.name, r.dataset.actor, r.textContent.includes('FLAGGED')]; })()")
         .await
         .unwrap();
     assert_eq!(top[0], first["name"], "{top} vs {first}");
     assert_eq!(top[1], first["actor_id"].as_str().unwrap_or(""), "{top} vs {first}");
-    assert_eq!(top[2].as_bool(), first["bottleneck"].as_bool(), "{top} vs {first}");
+    assert_eq!(top[2].as_bool(), first["program_flag"].as_bool(), "{top} vs {first}");
 
     // The Gantt: bars for the executions, on as many rows as it says.
     let gantt = page
@@ -126,6 +126,14 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     let in_flight = stack["stacks"].as_array().unwrap().len().min(50);
     assert!(in_flight > 0, "calls are in flight at {mid} s: {stack}");
     assert_eq!(shown.as_u64(), Some(in_flight as u64));
+    // Every frame placed on a node names it, and says what it is doing.
+    let text = page
+        .eval("[...document.querySelectorAll('#stack pre.flow-stack')].map(p => p.textContent).join('\\n')")
+        .await
+        .unwrap();
+    let text = text.as_str().unwrap();
+    assert!(!text.contains("node —"), "frames name their node: {text}");
+    assert!(text.contains("[blocked]") && text.contains("[running]"), "frames say what they do: {text}");
 
     for view in ["#bottlenecks", "#graph", "#gantt", "#flame"] {
         let js = format!("Number(document.querySelector('{view}').dataset.loaded) >= 1 && document.querySelector('{view} .flow-body').childElementCount > 0");

@@ -167,11 +167,11 @@ fn the_gantt_never_overlaps_partially_on_a_single_threaded_actor() {
 }
 
 #[test]
-fn the_flame_graph_root_total_is_the_driver_wall_time() {
+fn the_wall_time_flame_graph_root_total_is_the_driver_wall_time() {
     for &seed in SEEDS {
         let r = run(seed);
         let spans = Spans::replay(&r.job, u64::MAX);
-        let folded = flame::folded(&r.job, &spans);
+        let folded = flame::folded(&r.job, &spans, flame::Mode::Wall);
         let root: u64 = folded.iter().filter(|(k, _)| k.split(';').next() == Some("_main")).map(|(_, v)| *v).sum();
         let total: u64 = folded.values().sum();
         assert_eq!(root, total, "seed {seed}: every path starts at _main");
@@ -182,40 +182,69 @@ fn the_flame_graph_root_total_is_the_driver_wall_time() {
             folded.keys().any(|k| k.ends_with("Worker.process;Worker.process")),
             "seed {seed}: nested process frames"
         );
+        // Calls waiting for their actor show as waiting, not as the callee's own time.
+        let queued: u64 = folded.iter().filter(|(k, _)| k.ends_with(";[queued]")).map(|(_, v)| *v).sum();
+        assert!(queued > 0, "seed {seed}: queueing shown apart");
     }
 }
 
 #[test]
-fn the_stack_mid_run_is_exactly_the_calls_in_flight() {
+fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
     for &seed in SEEDS {
         let r = run(seed);
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
         let end = driver.end_time_us.unwrap();
+        let node_ids: BTreeMap<u64, String> =
+            r.snap.nodes.iter().map(|n| (n.idx as u64, n.node_id.to_string())).collect();
         for at in [end / 3, end / 2 + 7, end - 1] {
             let spans = Spans::replay(&r.job, at);
-            let v = stack::stack(&r.job, &spans);
-            let shown: BTreeSet<String> =
-                v["stacks"].as_array().unwrap().iter().map(|s| s["span"].as_str().unwrap().to_string()).collect();
-            // In flight per the engine's task table: submitted by `at`, not ended by it.
-            let expected: BTreeSet<String> = r
+            let v = stack::stack(&r.job, &spans, &r.snap.nodes);
+            // In flight per the engine's task table: submitted by `at`, not ended by it;
+            // started by then or still queued.
+            let flying: Vec<_> = r
                 .tables
                 .tasks
                 .iter()
                 .filter(|t| {
                     t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at)
                 })
+                .collect();
+            assert!(!flying.is_empty(), "seed {seed} at {at}: something is in flight");
+            assert_eq!(v["in_flight"], flying.len());
+            let started = |t: &&rayscope::snapshot::TaskRow| t.started_at_us.is_some_and(|s| s <= at);
+            // A chain ends at a started call with no started call in flight below it.
+            let tips: BTreeSet<String> = flying
+                .iter()
+                .filter(|t| started(t) && !flying.iter().any(|c| c.parent == Some(t.id) && started(c)))
                 .map(|t| span_hex(t.id))
                 .collect();
-            assert!(!expected.is_empty(), "seed {seed} at {at}: something is in flight");
-            assert_eq!(shown, expected, "seed {seed} at {at}");
-            assert_eq!(v["in_flight"], expected.len());
-            // Each stack runs from the driver to the call, and only its top may run.
+            let shown: BTreeSet<String> =
+                v["stacks"].as_array().unwrap().iter().map(|s| s["span"].as_str().unwrap().to_string()).collect();
+            assert_eq!(shown, tips, "seed {seed} at {at}: one stack per chain");
+            // Every call in flight is a frame of some stack or counted as queued under one.
+            let mut frames: BTreeMap<String, u64> = BTreeMap::new();
             for s in v["stacks"].as_array().unwrap() {
-                let frames = s["frames"].as_array().unwrap();
-                assert_eq!(frames[0]["name"], "_main");
-                assert_eq!(frames.last().unwrap()["span"], s["span"]);
-                assert!(frames[..frames.len() - 1].iter().all(|f| f["state"] == "waiting"));
+                let fs = s["frames"].as_array().unwrap();
+                assert_eq!(fs[0]["name"], "_main");
+                assert_eq!(fs.last().unwrap()["span"], s["span"]);
+                // It ends where work runs, or where a call waits on calls still queued.
+                let top = fs.last().unwrap();
+                assert!(
+                    top["state"] == "running" || (top["state"] == "blocked" && top["queued_calls"].as_u64() > Some(0)),
+                    "seed {seed} at {at}: {top}"
+                );
+                for f in fs {
+                    frames.insert(f["span"].as_str().unwrap().to_string(), f["queued_calls"].as_u64().unwrap());
+                    if let Some(n) = f["node"].as_u64() {
+                        assert_eq!(f["node_id"].as_str(), node_ids.get(&n).map(String::as_str), "seed {seed}: {f}");
+                    }
+                }
             }
+            let queued: u64 = frames.values().sum();
+            let framed = frames.keys().filter(|k| **k != r.job.job_hex && flying.iter().any(|t| span_hex(t.id) == **k));
+            assert_eq!(framed.count() as u64 + queued, flying.len() as u64, "seed {seed} at {at}: every call once");
+            let queued_now = flying.iter().filter(|t| !started(t)).count() as u64;
+            assert_eq!(queued, queued_now, "seed {seed} at {at}: queued calls counted under their callers");
         }
     }
 }
@@ -224,7 +253,7 @@ fn the_stack_mid_run_is_exactly_the_calls_in_flight() {
 fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     let r = run(2);
     let now = r.snap.sim_time_us;
-    let svg = render(&r.job, now, true, View::Svg, &r.snap.nodes).unwrap();
+    let svg = render(&r.job, now, true, View::Svg(flame::Mode::Execution), &r.snap.nodes).unwrap();
     assert_eq!(svg.content_type, "image/svg+xml");
     let text = String::from_utf8(svg.body).unwrap();
     let mut reader = quick_xml::Reader::from_str(&text);
@@ -256,14 +285,18 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     assert_eq!(v.as_object().unwrap().keys().collect::<Vec<_>>(), ["displayTimeUnit", "otherData", "traceEvents"]);
     assert!(text.ends_with("]}"), "traceEvents last");
     let events = v["traceEvents"].as_array().expect("a trace-event array");
-    let mut complete = 0;
+    let (mut complete, mut blocked) = (0, Vec::new());
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
         assert!(e["name"].is_string() && e["pid"].is_u64(), "{e}");
         match ph {
             "X" => {
                 assert!(e["ts"].is_u64() && e["dur"].is_u64() && e["tid"].is_u64(), "{e}");
-                complete += 1;
+                match e["cat"].as_str() {
+                    Some("task") => complete += 1,
+                    Some("blocked") => blocked.push(e.clone()),
+                    other => panic!("unexpected category {other:?}: {e}"),
+                }
             }
             "M" => assert!(e["args"]["name"].is_string(), "{e}"),
             other => panic!("unexpected phase {other}"),
@@ -271,6 +304,15 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     }
     let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count();
     assert_eq!(complete, started, "one execution event per call that ran (the driver included)");
+    // Each wait in `ray.get` lies inside its call's execution, on its row.
+    assert!(!blocked.is_empty(), "the tree's callers wait in ray.get");
+    for b in &blocked {
+        let call =
+            events.iter().find(|e| e["cat"] == "task" && e["args"]["span"] == b["args"]["span"]).expect("its call");
+        let (cs, ce) = (call["ts"].as_u64().unwrap(), call["ts"].as_u64().unwrap() + call["dur"].as_u64().unwrap());
+        let (bs, be) = (b["ts"].as_u64().unwrap(), b["ts"].as_u64().unwrap() + b["dur"].as_u64().unwrap());
+        assert!(cs <= bs && be <= ce && call["pid"] == b["pid"] && call["tid"] == b["tid"], "{b} in {call}");
+    }
     let other = &v["otherData"];
     assert_eq!((other["total"].as_u64(), other["returned"].as_u64()), (Some(started as u64), Some(started as u64)));
     assert_eq!((other["truncated"].as_bool(), other["limit"].is_null()), (Some(false), true), "{other}");
@@ -296,7 +338,7 @@ fn spans_of(tl: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["ph"] == "X")
+        .filter(|e| e["ph"] == "X" && e["cat"] == "task")
         .map(|e| e["args"]["span"].as_str().unwrap().to_string())
         .collect()
 }
@@ -351,7 +393,7 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
     assert!(!running.is_empty());
     assert_eq!(spans_of(&tl).into_iter().collect::<BTreeSet<_>>(), running);
     assert_eq!(tl["otherData"]["to_s"].as_f64(), Some(at as f64 / 1e6));
-    for e in tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+    for e in tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["cat"] == "task") {
         assert!(e["ts"].as_u64().unwrap() + e["dur"].as_u64().unwrap() <= at, "{e}");
     }
 }
@@ -377,7 +419,8 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     assert!(!j_full.truncated());
     assert!(j_capped.truncated() && j_capped.recorded_calls == 50, "{} recorded", j_capped.recorded_calls);
     assert_eq!(j_capped.calls, j_full.calls, "every call counted past the cap");
-    assert!(j_capped.records.len() <= 3 * 50 + 2, "records bounded by the cap: {}", j_capped.records.len());
+    // Submit, begin, end and one `ray.get` wait (block, unblock) per call, the driver's own.
+    assert!(j_capped.records.len() <= 5 * 50 + 4, "records bounded by the cap: {}", j_capped.records.len());
     // Class-level edges "now" come from the aggregates: the same as with every call recorded.
     let edges = |j: &JobRecord, s: &Snapshot| {
         let g = graph::graph(j, &Spans::replay(j, s.sim_time_us), Level::Class, true);
@@ -421,7 +464,7 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
             for a in n["actors"].as_array().unwrap() {
                 let t = by_id[a["actor_id"].as_str().unwrap()];
                 assert_eq!(
-                    (a["class"].as_str(), a["level"].as_u64(), a["bottleneck"].as_bool()),
+                    (a["class"].as_str(), a["level"].as_u64(), a["program_flag"].as_bool()),
                     (Some(r.snap.names[t.class as usize].as_str()), Some(t.level as u64), Some(t.flag)),
                     "seed {seed}: {a}"
                 );

@@ -13,7 +13,7 @@
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, graph::Level, spans::Spans, timeline, View};
+use crate::flow::{self, flame, graph::Level, spans::Spans, timeline, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -39,8 +39,9 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
     Ok(json_ok(json!({"jobs": list})))
 }
 
-/// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg,
-/// timeline.json (windowed: `from`, `to`, `limit`), bottlenecks.
+/// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg
+/// (`mode`: execution, the default, or wall), timeline.json (windowed: `from`, `to`,
+/// `limit`), bottlenecks.
 pub(crate) async fn view(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -49,14 +50,15 @@ pub(crate) async fn view(
     let allowed: &[&str] = match name.as_str() {
         "graph" => &["job", "at", "level"],
         "timeline.json" => &["job", "at", "from", "to", "limit"],
+        "flamegraph.folded" | "flamegraph.svg" => &["job", "at", "mode"],
         _ => &["job", "at"],
     };
     let view = match name.as_str() {
         "graph" => View::Graph(Level::Class),
         "physical" => View::Physical,
         "stack" => View::Stack,
-        "flamegraph.folded" => View::Folded,
-        "flamegraph.svg" => View::Svg,
+        "flamegraph.folded" => View::Folded(flame::Mode::Execution),
+        "flamegraph.svg" => View::Svg(flame::Mode::Execution),
         "timeline.json" => View::Timeline(timeline::Window::DEFAULT),
         "bottlenecks" => View::Bottlenecks,
         _ => {
@@ -72,6 +74,14 @@ pub(crate) async fn view(
                 .ok_or_else(|| ApiError::parameter("level", format!("level must be class or instance, got {l:?}")))?,
         ),
         (View::Timeline(_), _) => View::Timeline(window(&p)?),
+        (v, _) => v,
+    };
+    let view = match (view, p.mode.as_deref().map(|m| (m, flame::Mode::parse(m)))) {
+        (_, Some((m, None))) => {
+            return Err(ApiError::parameter("mode", format!("mode must be execution or wall, got {m:?}")))
+        }
+        (View::Folded(_), Some((_, Some(mode)))) => View::Folded(mode),
+        (View::Svg(_), Some((_, Some(mode)))) => View::Svg(mode),
         (v, _) => v,
     };
     let job = p.job.ok_or_else(|| ApiError::parameter("job", "job is required (a job id, e.g. job=01000000)"))?;
@@ -211,6 +221,7 @@ struct Params {
     job: Option<String>,
     at_us: Option<u64>,
     level: Option<String>,
+    mode: Option<String>,
     from_us: Option<u64>,
     to_us: Option<u64>,
     limit: Option<usize>,
@@ -235,6 +246,7 @@ fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
         match k {
             "job" => p.job = Some(v.to_string()),
             "level" => p.level = Some(v.to_string()),
+            "mode" => p.mode = Some(v.to_string()),
             "at" => p.at_us = Some(seconds(k, &v)?),
             "from" => p.from_us = Some(seconds(k, &v)?),
             "to" => p.to_us = Some(seconds(k, &v)?),

@@ -4,7 +4,8 @@
 //! Owns: the command's flags and what it prints; running the config (the views read
 //! a finished run's snapshot, as the API reads a live one); choosing the job (the
 //! first with records, or `--job`); writing `graph.json`, `physical.json`,
-//! `stack.json`, `flame.folded`, `flame.svg`, `timeline.json` and `bottlenecks.txt`
+//! `stack.json`, `flame.folded` and `flame.svg` (execution time), `flame-wall.folded`
+//! and `flame-wall.svg` (wall time), `timeline.json` and `bottlenecks.txt`
 //! into the output directory (the timeline whole: no window, no limit); and posting
 //! the records with `--emit`. Exit statuses: 0 done, 2 bad input (config, `--at`,
 //! `--job`, the `--emit` URL, a run that never ends), 1 anything else.
@@ -12,6 +13,7 @@
 //! written to a temporary name and renamed).
 
 use rayscope::config::{Config, Override, WorkloadConfig};
+use rayscope::flow::flame::Mode;
 use rayscope::flow::graph::Level;
 use rayscope::flow::spans::Spans;
 use rayscope::flow::timeline::Window;
@@ -134,8 +136,10 @@ fn run(
         ("graph.json", View::Graph(Level::Class)),
         ("physical.json", View::Physical),
         ("stack.json", View::Stack),
-        ("flame.folded", View::Folded),
-        ("flame.svg", View::Svg),
+        ("flame.folded", View::Folded(Mode::Execution)),
+        ("flame.svg", View::Svg(Mode::Execution)),
+        ("flame-wall.folded", View::Folded(Mode::Wall)),
+        ("flame-wall.svg", View::Svg(Mode::Wall)),
         // A file is not an interactive answer: the whole job, every execution.
         ("timeline.json", View::Timeline(Window::ALL)),
     ];

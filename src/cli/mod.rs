@@ -48,8 +48,11 @@ enum Command {
     #[command(
         long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
 into --out: graph.json (call graph, class level), physical.json (nodes with actors and workers), stack.json \
-(calls in flight at --at), flame.folded and flame.svg (time per call path), timeline.json (Chrome trace events: \
-open in Perfetto; every execution up to --at, not windowed or limited as /api/flow/timeline.json answers) and bottlenecks.txt (ranked by self time on the critical path, also printed). \
+(calls in flight at --at), flame.folded and flame.svg (execution time per call path), flame-wall.folded and \
+flame-wall.svg (the driver's wall time down the calls it waited on, with [queued] and [blocked] frames), \
+timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \
+/api/flow/timeline.json answers) and bottlenecks.txt (ranked by execution on the critical path, waiting shown \
+beside it; also printed). \
 With --emit, also post the job's call records to a running flow-insight server (POST URL/emit). \
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."
     )]

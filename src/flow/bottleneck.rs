@@ -1,16 +1,20 @@
-//! Bottlenecks: actors and methods ranked by their self time on the job's critical path.
+//! Bottlenecks: actors and methods ranked by their execution on the job's critical
+//! path, with the waiting on the path shown beside it.
 //!
 //! Owns: the critical path. It is walked backwards from the driver's end. Inside a
 //! call, the path steps into the child call that ended last before the current instant
-//! (what the call waited on); once no child remains, it reaches the call's start. A
-//! call that started after it was submitted waited either for the previous execution
-//! on its actor (one call at a time: the path steps into that execution, the actor's
-//! queue being the cause) or, if none, for scheduling, and then the path returns to its
-//! caller at the submit. Every instant of the driver's wall time lands on exactly one
-//! call; that is its self time on the path.
+//! (what the call waited on in `ray.get`); once no child remains, it reaches the call's
+//! first start. A call that started after it was submitted waited for what ended last
+//! before it could run: an argument's producer (the path steps into that call), or the
+//! previous execution on its actor (one call at a time: into that one); with neither,
+//! it waited for a worker, and the path returns to its caller at the submit. Every
+//! instant of the driver's wall time lands on exactly one call, in one of that call's
+//! phases (queued, executing, blocked): that is its time on the path. Waiting is given
+//! to what was waited for, so a call's executing time on the path is what making it
+//! faster could save.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::spans::Spans;
+use super::spans::{Phase, PhaseTimes, Spans};
 use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -19,17 +23,42 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub target: u32,
+    /// Its executing time on the critical path, µs: what the ranking sorts by.
     pub self_us: u64,
+    /// Its time on the path by phase (executing is `self_us`).
+    pub on_path: PhaseTimes,
     pub calls: u64,
     /// Caller target → calls it submitted to this one.
     pub callers: BTreeMap<u32, u64>,
 }
 
-/// Self time on the critical path per span (µs), and the path's length.
+/// Time on the critical path per span (µs, all phases), and the path's length.
 pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
+    let (on_path, total) = critical_path(spans, job);
+    (on_path.iter().map(PhaseTimes::wall).collect(), total)
+}
+
+/// Time on the critical path per span, by phase, and the path's length.
+pub fn critical_path(spans: &Spans, job: &JobRecord) -> (Vec<PhaseTimes>, u64) {
     let n = spans.spans.len();
-    let mut self_us = vec![0u64; n];
-    let Some(root) = spans.root() else { return (self_us, 0) };
+    let mut on_path = vec![PhaseTimes::default(); n];
+    let Some(root) = spans.root() else { return (on_path, 0) };
+    // The instants in [a, b) of span i, by the phase it was in then.
+    let charge = |on_path: &mut Vec<PhaseTimes>, i: usize, a: u64, b: u64| {
+        if b <= a {
+            return;
+        }
+        let s = &spans.spans[i];
+        let end = spans.end_or_at(i);
+        let mut left = b - a;
+        for phase in [Phase::Queued, Phase::Executing, Phase::Blocked] {
+            let us = s.overlap(phase, a, b, end).min(left);
+            on_path[i].add(phase, us);
+            left -= us;
+        }
+        // Before its submit or past its end (never, for a consistent record): its own.
+        on_path[i].add(Phase::Executing, left);
+    };
     // Children by end, and each actor's executions by end, for "ended last before t".
     let mut children = spans.children();
     for c in &mut children {
@@ -44,9 +73,14 @@ pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
     for v in on_actor.values_mut() {
         v.sort();
     }
+    // A call's first start: its earlier attempts' time is its own (their children too).
+    let first_start = |i: usize| {
+        let s = &spans.spans[i];
+        s.phases.iter().find(|p| p.1 == Phase::Executing).map(|p| p.0).or(s.start)
+    };
     let total = spans.end_or_at(root) - spans.spans[root].submit;
     let (mut cur, mut t) = (root, spans.end_or_at(root));
-    // Each step moves strictly back in time or into a child ending no later: bounded.
+    // Each step moves strictly back in time or into a call ending no later: bounded.
     let mut steps = 0usize;
     loop {
         steps += 1;
@@ -54,7 +88,7 @@ pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
             break;
         }
         let s = &spans.spans[cur];
-        let start = s.start.unwrap_or(t).min(t);
+        let start = first_start(cur).unwrap_or(t).min(t);
         // The child ending last at or before t, after this call started (submitted before t,
         // so coming back to a caller at a child's submit never picks that child again).
         let ch = &children[cur];
@@ -62,30 +96,37 @@ pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
         let waited = (0..k).rev().map(|j| ch[j]).find(|&c| spans.end_or_at(c) > start && spans.spans[c].submit < t);
         if let Some(c) = waited {
             let end = spans.end_or_at(c);
-            self_us[cur] += t - end;
+            charge(&mut on_path, cur, end, t);
             cur = c;
             t = end;
             continue;
         }
-        self_us[cur] += t - start;
+        charge(&mut on_path, cur, start, t);
         if cur == root {
             break;
         }
-        // Queued behind the previous execution on its actor?
+        // What it waited for before it could run: the argument whose producer ended
+        // last, or the previous execution on its actor, whichever ended later.
+        let dep = s
+            .deps
+            .iter()
+            .map(|&d| (spans.end_or_at(d), d))
+            .filter(|&(e, d)| d != cur && e > s.submit && e <= start && spans.spans[d].end.is_some())
+            .max();
         let prev = job.target(s.target).actor.and_then(|a| {
             let v = &on_actor[&a];
             let k = v.partition_point(|&(e, _)| e <= start);
             // The execution ending last by its start (never itself; one step back at most).
             (0..k).rev().map(|j| v[j]).take(2).find(|&(_, i)| i != cur).filter(|&(e, _)| e > s.submit)
         });
-        match prev {
+        match dep.max(prev) {
             Some((end, p)) => {
-                self_us[cur] += start - end;
+                charge(&mut on_path, cur, end, start);
                 cur = p;
                 t = end;
             }
             None => {
-                self_us[cur] += start.saturating_sub(s.submit);
+                charge(&mut on_path, cur, s.submit, start);
                 t = s.submit;
                 match s.parent {
                     Some(p) => cur = p,
@@ -94,44 +135,53 @@ pub fn critical_self(spans: &Spans, job: &JobRecord) -> (Vec<u64>, u64) {
             }
         }
     }
-    (self_us, total)
+    (on_path, total)
 }
 
-/// Entries ranked by self time on the path (ties: more calls, then name); the driver
-/// is left out (its own time is `driver_self_us`).
-pub fn rank(job: &JobRecord, spans: &Spans) -> (Vec<Entry>, u64, u64) {
-    let (self_us, total) = critical_self(spans, job);
+/// Entries ranked by executing time on the path (ties: more calls, then name); the
+/// driver is left out (its own time on the path is the returned `PhaseTimes`). Returns
+/// the entries, the path's length and the driver's time on it.
+pub fn rank(job: &JobRecord, spans: &Spans) -> (Vec<Entry>, u64, PhaseTimes) {
+    let (on_path, total) = critical_path(spans, job);
     let mut by: BTreeMap<u32, Entry> = BTreeMap::new();
-    let mut driver_self = 0;
+    let mut driver = PhaseTimes::default();
     for (i, s) in spans.spans.iter().enumerate() {
+        let p = on_path[i];
         if job.target(s.target).kind == TargetKind::Driver {
-            driver_self += self_us[i];
+            driver.queued += p.queued;
+            driver.executing += p.executing;
+            driver.blocked += p.blocked;
             continue;
         }
         let e = by.entry(s.target).or_insert_with(|| Entry {
             target: s.target,
             self_us: 0,
+            on_path: PhaseTimes::default(),
             calls: 0,
             callers: BTreeMap::new(),
         });
-        e.self_us += self_us[i];
+        e.self_us += p.executing;
+        e.on_path.queued += p.queued;
+        e.on_path.executing += p.executing;
+        e.on_path.blocked += p.blocked;
         e.calls += 1;
         if let Some(p) = s.parent {
             *e.callers.entry(spans.spans[p].target).or_default() += 1;
         }
     }
-    let mut v: Vec<Entry> = by.into_values().filter(|e| e.self_us > 0).collect();
+    let mut v: Vec<Entry> = by.into_values().filter(|e| e.on_path.wall() > 0).collect();
     v.sort_by(|a, b| {
         b.self_us
             .cmp(&a.self_us)
+            .then(b.on_path.wall().cmp(&a.on_path.wall()))
             .then(b.calls.cmp(&a.calls))
             .then_with(|| job.target(a.target).instance_name().cmp(&job.target(b.target).instance_name()))
     });
-    (v, total, driver_self)
+    (v, total, driver)
 }
 
 pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
-    let (entries, total, driver_self) = rank(job, spans);
+    let (entries, total, driver) = rank(job, spans);
     let secs = |us: u64| us as f64 / 1e6;
     let list: Vec<Value> = entries
         .iter()
@@ -147,27 +197,36 @@ pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
                 })
                 .collect();
             json!({"rank": r + 1, "name": t.class_name(), "class": t.class, "method": t.method,
-                "actor_id": t.actor.map(actor_hex), "level": t.level, "bottleneck": t.flag,
+                "actor_id": t.actor.map(actor_hex), "level": t.level, "program_flag": t.flag,
                 "self_s": secs(e.self_us), "share": if total > 0 { e.self_us as f64 / total as f64 } else { 0.0 },
+                "queued_on_path_s": secs(e.on_path.queued), "blocked_on_path_s": secs(e.on_path.blocked),
                 "calls": e.calls, "callers": callers})
         })
         .collect();
     json!({"job_id": job.job_hex, "at_s": secs(spans.at), "truncated": job.truncated(),
-        "critical_path_s": secs(total), "driver_self_s": secs(driver_self), "entries": list})
+        "critical_path_s": secs(total), "driver_self_s": secs(driver.executing),
+        "driver_blocked_s": secs(driver.blocked), "entries": list})
 }
 
 /// The ranked list as text (the CLI's `bottlenecks.txt` and its output).
 pub fn text(job: &JobRecord, spans: &Spans) -> String {
-    let (entries, total, _) = rank(job, spans);
+    let (entries, total, driver) = rank(job, spans);
+    let pct = |us: u64| if total > 0 { 100.0 * us as f64 / total as f64 } else { 0.0 };
     let mut s = format!("critical path of job {}: {:.3} s (virtual)\n", job.job_hex, total as f64 / 1e6);
-    s.push_str("rank  self_s        share   calls  actor             level  flag   name\n");
+    s.push_str(&format!(
+        "driver's own time on it: {:.3} s executing ({:.1}%)\n",
+        driver.executing as f64 / 1e6,
+        pct(driver.executing)
+    ));
+    s.push_str("rank  exec_s        share   queued_s     calls  actor             level  flag   name\n");
     for (r, e) in entries.iter().enumerate() {
         let t = job.target(e.target);
         s.push_str(&format!(
-            "{:>4}  {:>12.3}  {:>5.1}%  {:>6}  {:<16}  {:>5}  {:<5}  {}\n",
+            "{:>4}  {:>12.3}  {:>5.1}%  {:>10.3}  {:>6}  {:<16}  {:>5}  {:<5}  {}\n",
             r + 1,
             e.self_us as f64 / 1e6,
-            if total > 0 { 100.0 * e.self_us as f64 / total as f64 } else { 0.0 },
+            pct(e.self_us),
+            e.on_path.queued as f64 / 1e6,
             e.calls,
             t.actor.map(actor_hex).unwrap_or_else(|| "-".into()),
             t.level,

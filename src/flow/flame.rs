@@ -1,23 +1,89 @@
 //! The flame graph: time per call path, as folded stacks and as SVG (rendered by
-//! `inferno`).
+//! `inferno`), in two modes.
 //!
-//! Owns: attributing each instant of a call either to the call itself (self time) or
-//! to the one child it is waiting on then (of the children in flight, the one that
-//! ends last), recursively from the driver. So a path's children never hold more than
-//! the path, values are never negative, and the root `_main` total is exactly the
-//! driver's wall time (to the instant, if it still runs). Values are virtual µs.
+//! Owns: both attributions. **Execution** (the default): each call's path holds the
+//! time its body ran, nothing it spent queued or blocked in `ray.get`; parallel calls
+//! add up, as in a CPU profile. **Wall**: each instant of a call goes either to the call
+//! itself or to the one child it is waiting on then (of the children in flight, the one
+//! that ends last), recursively from the driver, and a call's own instants are split by
+//! what it was doing: running (its frame), queued (`[queued]` under it) or blocked with
+//! no child in flight (`[blocked]`). So a path's children never hold more than the path,
+//! values are never negative, and the root `_main` total is exactly the driver's wall
+//! time (to the instant, if it still runs). Values are virtual µs.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::spans::Spans;
+use super::spans::{Phase, Spans};
 use crate::snapshot::flow::JobRecord;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+/// What a frame's width measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Time the call's body ran.
+    #[default]
+    Execution,
+    /// The driver's wall time, split down the calls it waited on.
+    Wall,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "execution" => Some(Mode::Execution),
+            "wall" => Some(Mode::Wall),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Execution => "execution",
+            Mode::Wall => "wall",
+        }
+    }
+}
+
+/// Folded stacks in `mode`: call path (`_main;Worker.process`) → µs.
+pub fn folded(job: &JobRecord, spans: &Spans, mode: Mode) -> BTreeMap<String, u64> {
+    match mode {
+        Mode::Execution => folded_execution(job, spans),
+        Mode::Wall => folded_wall(job, spans),
+    }
+}
+
+/// Each call's executing time at its call path.
+fn folded_execution(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
+    // Paths interned per (parent path, target): a job has far fewer than calls. A
+    // parent is always submitted, so replayed, before its children.
+    let mut ids: rustc_hash::FxHashMap<(u32, u32), u32> = rustc_hash::FxHashMap::default();
+    let mut paths: Vec<(String, u64)> = Vec::new();
+    let mut path_of: Vec<u32> = Vec::with_capacity(spans.spans.len());
+    for (i, s) in spans.spans.iter().enumerate() {
+        let parent = s.parent.map(|p| path_of[p]).unwrap_or(u32::MAX);
+        let id = *ids.entry((parent, s.target)).or_insert_with(|| {
+            let name = job.target(s.target).class_name();
+            let path = match parent {
+                u32::MAX => name,
+                p => format!("{};{name}", paths[p as usize].0),
+            };
+            paths.push((path, 0));
+            (paths.len() - 1) as u32
+        });
+        path_of.push(id);
+        paths[id as usize].1 += spans.times(i).executing;
+    }
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for (path, us) in paths {
+        *out.entry(path).or_default() += us;
+    }
+    out
+}
+
 /// A call still to fold: its span, the (start, end) pieces of time it owns, its path.
 type Pending = (usize, Vec<(u64, u64)>, String);
 
-/// Folded stacks: call path (`_main;Worker.process`) → self time in µs.
-pub fn folded(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
+/// The driver's wall time down the calls waited on, each call's own share split by phase.
+fn folded_wall(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
     let mut out: BTreeMap<String, u64> = BTreeMap::new();
     let Some(root) = spans.root() else { return out };
     let children = spans.children();
@@ -25,7 +91,8 @@ pub fn folded(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
     let mut work: Vec<Pending> = vec![(root, vec![window(root)], job.target(spans.spans[root].target).class_name())];
     while let Some((i, pieces, path)) = work.pop() {
         let mut owned: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
-        let mut self_us = 0u64;
+        let mut own = super::spans::PhaseTimes::default();
+        let end = spans.end_or_at(i);
         // Children's windows, and every boundary where the owner may change.
         let mut wins: Vec<(u64, u64, usize)> = children[i]
             .iter()
@@ -65,11 +132,22 @@ pub fn folded(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
                         _ => v.push((a, b)),
                     }
                 }
-                None => self_us += b - a,
+                None => {
+                    let s = &spans.spans[i];
+                    let (queued, blocked) = (s.overlap(Phase::Queued, a, b, end), s.overlap(Phase::Blocked, a, b, end));
+                    own.add(Phase::Queued, queued);
+                    own.add(Phase::Blocked, blocked);
+                    own.add(Phase::Executing, (b - a).saturating_sub(queued + blocked));
+                }
             }
         }
-        if self_us > 0 || owned.is_empty() {
-            *out.entry(path.clone()).or_default() += self_us;
+        if own.executing > 0 || owned.is_empty() {
+            *out.entry(path.clone()).or_default() += own.executing;
+        }
+        for (phase, us) in [("[queued]", own.queued), ("[blocked]", own.blocked)] {
+            if us > 0 {
+                *out.entry(format!("{path};{phase}")).or_default() += us;
+            }
         }
         for (c, p) in owned {
             let name = job.target(spans.spans[c].target).class_name();

@@ -2,10 +2,13 @@
 //!
 //! Owns: nodes (driver, functions, actor methods) with their calls and times, groups
 //! (actor classes or instances, with the workload's attributes), and caller → callee
-//! edges with calls, completed calls, total and mean submit-to-end time and bytes.
+//! edges with calls, completed calls, bytes and times. A mean (`mean_s`) is of
+//! execution: the time the call's body ran. What the calls spent queued and blocked in
+//! `ray.get` is beside it (`mean_queued_s`, `mean_blocked_s`), and the caller's view,
+//! submit to end, is `mean_wall_s`. Every time is over completed calls.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::spans::Spans;
+use super::spans::{PhaseTimes, Spans};
 use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -37,8 +40,40 @@ impl Level {
 struct Stat {
     calls: u64,
     completed: u64,
+    /// Submit to end, completed calls.
     total_us: u64,
+    /// By phase, completed calls (`None`: not known, from the aggregates of a cut job).
+    phases: Option<PhaseTimes>,
     bytes: u64,
+}
+
+impl Stat {
+    fn complete(&mut self, wall: u64, phases: PhaseTimes) {
+        self.completed += 1;
+        self.total_us += wall;
+        let p = self.phases.get_or_insert_with(PhaseTimes::default);
+        p.queued += phases.queued;
+        p.executing += phases.executing;
+        p.blocked += phases.blocked;
+    }
+
+    /// Calls, times and means as JSON fields.
+    fn fields(&self) -> serde_json::Map<String, Value> {
+        let secs = |us: u64| us as f64 / 1e6;
+        let mean = |us: u64| if self.completed > 0 { secs(us) / self.completed as f64 } else { 0.0 };
+        let p = self.phases.unwrap_or_default();
+        let known = |v: f64| if self.phases.is_some() || self.completed == 0 { json!(v) } else { Value::Null };
+        let mut m = serde_json::Map::new();
+        m.insert("calls".into(), json!(self.calls));
+        m.insert("completed".into(), json!(self.completed));
+        m.insert("total_s".into(), known(secs(p.executing)));
+        m.insert("mean_s".into(), known(mean(p.executing)));
+        m.insert("mean_queued_s".into(), known(mean(p.queued)));
+        m.insert("mean_blocked_s".into(), known(mean(p.blocked)));
+        m.insert("wall_s".into(), json!(secs(self.total_us)));
+        m.insert("mean_wall_s".into(), json!(mean(self.total_us)));
+        m
+    }
 }
 
 /// The call graph as of the spans' instant. `latest`: the instant is "now", so a
@@ -62,21 +97,20 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         .collect();
     let mut stats: Vec<Stat> = (0..key_names.len()).map(|_| Stat::default()).collect();
     let mut by_edge: rustc_hash::FxHashMap<(usize, usize), Stat> = rustc_hash::FxHashMap::default();
-    for s in &spans.spans {
+    for (i, s) in spans.spans.iter().enumerate() {
         let k = key_of[s.target as usize];
         let n = &mut stats[k];
         n.calls += 1;
-        if let Some(end) = s.end {
-            n.completed += 1;
-            n.total_us += end - s.submit;
+        let phases = s.end.map(|_| spans.times(i));
+        if let (Some(end), Some(p)) = (s.end, phases) {
+            n.complete(end - s.submit, p);
         }
         if let Some(p) = s.parent {
             let e = by_edge.entry((key_of[spans.spans[p].target as usize], k)).or_default();
             e.calls += 1;
             e.bytes += s.arg_bytes;
-            if let Some(end) = s.end {
-                e.completed += 1;
-                e.total_us += end - s.submit;
+            if let (Some(end), Some(p)) = (s.end, phases) {
+                e.complete(end - s.submit, p);
                 e.bytes += s.return_bytes;
             }
         }
@@ -99,12 +133,17 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         for (&(a, b), agg) in &job.edges {
             edges.insert(
                 (job.frames[a as usize].clone(), job.frames[b as usize].clone()),
-                Stat { calls: agg.calls, completed: agg.completed, total_us: agg.total_us, bytes: agg.bytes },
+                Stat {
+                    calls: agg.calls,
+                    completed: agg.completed,
+                    total_us: agg.total_us,
+                    phases: None,
+                    bytes: agg.bytes,
+                },
             );
         }
     }
     let secs = |us: u64| us as f64 / 1e6;
-    let mean = |s: &Stat| if s.completed > 0 { secs(s.total_us) / s.completed as f64 } else { 0.0 };
     let mut groups: BTreeMap<String, Value> = BTreeMap::new();
     let mut instances: BTreeMap<String, std::collections::BTreeSet<u64>> = BTreeMap::new();
     let node_values: Vec<Value> = nodes
@@ -120,9 +159,9 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
                 instances.entry(t.class.clone()).or_default().insert(a);
                 groups.entry(g.clone()).or_insert_with(|| match level {
                     Level::Class => json!({"id": g, "kind": "actor_class", "class": t.class, "actor_id": null,
-                        "instances": 0, "node": null, "level": null, "bottleneck": null}),
+                        "instances": 0, "node": null, "level": null, "program_flag": null}),
                     Level::Instance => json!({"id": g, "kind": "actor", "class": t.class, "actor_id": g,
-                        "instances": 1, "node": null, "level": t.level, "bottleneck": t.flag}),
+                        "instances": 1, "node": null, "level": t.level, "program_flag": t.flag}),
                 });
             }
             let kind = match t.kind {
@@ -130,8 +169,9 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
                 TargetKind::Function => "function",
                 TargetKind::Method => "method",
             };
-            json!({"id": k, "kind": kind, "name": t.method, "group": group,
-                "calls": st.calls, "total_s": secs(st.total_us), "mean_s": mean(st)})
+            let mut v = json!({"id": k, "kind": kind, "name": t.method, "group": group});
+            v.as_object_mut().expect("an object").extend(st.fields());
+            v
         })
         .collect();
     // Instances per class, and where each instance runs (its last attempt's node).
@@ -155,8 +195,9 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
     let edge_values: Vec<Value> = edges
         .iter()
         .map(|((a, b), st)| {
-            json!({"source": a, "target": b, "calls": st.calls, "completed": st.completed,
-                "total_s": secs(st.total_us), "mean_s": mean(st), "bytes": st.bytes})
+            let mut v = json!({"source": a, "target": b, "bytes": st.bytes});
+            v.as_object_mut().expect("an object").extend(st.fields());
+            v
         })
         .collect();
     json!({

@@ -29,8 +29,9 @@ pub enum View {
     Graph(graph::Level),
     Physical,
     Stack,
-    Folded,
-    Svg,
+    /// The flame graph as folded stacks, or as SVG, in a mode.
+    Folded(flame::Mode),
+    Svg(flame::Mode),
     /// The Gantt, over a time window and cut at a number of executions.
     Timeline(timeline::Window),
     Bottlenecks,
@@ -61,15 +62,18 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
         View::Physical => {
             Rendered { body: physical::physical_json(job, &spans, nodes), content_type: "application/json", cut: None }
         }
-        View::Stack => json(stack::stack(job, &spans)),
+        View::Stack => json(stack::stack(job, &spans, nodes)),
         View::Timeline(window) => {
             let t = timeline::timeline_json(job, &spans, &window);
             Rendered { cut: Some((t.returned, t.total)), ..text(t.json, "application/json") }
         }
         View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
-        View::Folded => text(flame::folded_text(&flame::folded(job, &spans)), "text/plain; charset=utf-8"),
-        View::Svg => text(
-            flame::svg(&format!("job {} ({})", job.job_hex, job.name), &flame::folded(job, &spans))?,
+        View::Folded(mode) => text(flame::folded_text(&flame::folded(job, &spans, mode)), "text/plain; charset=utf-8"),
+        View::Svg(mode) => text(
+            flame::svg(
+                &format!("job {} ({}), {} time", job.job_hex, job.name, mode.as_str()),
+                &flame::folded(job, &spans, mode),
+            )?,
             "image/svg+xml",
         ),
     })

@@ -2,8 +2,11 @@
 //! resources and their utilization.
 //!
 //! Owns: placing the job's executions on nodes (an actor where its calls ran last,
-//! task workers by function), with calls, running calls and busy time as of the
-//! instant; node resources come from the snapshot's node views ("now").
+//! task workers by function), with calls, running calls, busy time (its calls'
+//! execution) and blocked time (in `ray.get`) as of the instant, and an actor's busy
+//! fraction over its life (its first start to the job's end or the instant, so it does
+//! not decay once the job is over); node resources come from the snapshot's node views
+//! ("now").
 //! Serialized straight from typed rows (a job can place 20,000 actors: a JSON tree
 //! built first cost most of the answer's time), and tallied by target index, not by
 //! name, so that no string is copied per call.
@@ -21,6 +24,9 @@ struct Busy {
     calls: u64,
     running: u64,
     busy_us: u64,
+    blocked_us: u64,
+    /// Its first execution's start.
+    since: u64,
     pid: u32,
     /// The target of its last execution (the actor's class and attributes).
     target: u32,
@@ -60,10 +66,11 @@ struct ActorRow<'a> {
     class: &'a str,
     pid: u32,
     level: u32,
-    bottleneck: bool,
+    program_flag: bool,
     calls: u64,
     running: u64,
     busy_s: f64,
+    blocked_s: f64,
     busy_fraction: f64,
 }
 
@@ -73,6 +80,7 @@ struct WorkerRow<'a> {
     calls: u64,
     running: u64,
     busy_s: f64,
+    blocked_s: f64,
 }
 
 /// The view as typed rows (serialize with `serde_json::to_vec`).
@@ -87,13 +95,19 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
             (TargetKind::Method, Some(a)) => actors.entry((s.node, a)).or_default(),
             _ => workers.entry((s.node, t.frame)).or_default(),
         };
+        if b.calls == 0 || start < b.since {
+            b.since = start;
+        }
         b.calls += 1;
         b.running += s.end.is_none() as u64;
-        b.busy_us += spans.end_or_at(i).saturating_sub(start);
+        let times = spans.times(i);
+        b.busy_us += times.executing;
+        b.blocked_us += times.blocked;
         b.pid = s.pid;
         b.target = s.target;
     }
-    let elapsed = spans.at.saturating_sub(job.start_us).max(1) as f64;
+    // An actor lives until its job ends (or to the instant, while the job runs).
+    let life_end = job.end_us.map_or(spans.at, |e| e.min(spans.at));
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut node_ids: Vec<u32> = nodes.iter().filter(|n| n.died_at_us.is_none()).map(|n| n.idx).collect();
@@ -123,11 +137,12 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
                     class: &t.class,
                     pid: b.pid,
                     level: t.level,
-                    bottleneck: t.flag,
+                    program_flag: t.flag,
                     calls: b.calls,
                     running: b.running,
                     busy_s: b.busy_us as f64 / 1e6,
-                    busy_fraction: (b.busy_us as f64 / elapsed).min(1.0),
+                    blocked_s: b.blocked_us as f64 / 1e6,
+                    busy_fraction: (b.busy_us as f64 / life_end.saturating_sub(b.since).max(1) as f64).min(1.0),
                 }
             })
             .collect();
@@ -138,6 +153,7 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
                 calls: b.calls,
                 running: b.running,
                 busy_s: b.busy_us as f64 / 1e6,
+                blocked_s: b.blocked_us as f64 / 1e6,
             })
             .collect();
         // By function name, as the view always listed them.

@@ -5,8 +5,10 @@
 //! it, earliest start first, at most `limit`), and writing them as the JSON-object form
 //! of the trace-event format: `displayTimeUnit`, `otherData` (the window, `total`,
 //! `returned`, `truncated` and where the rest starts), then `traceEvents`: the
-//! metadata events naming rows, and one complete (`"ph": "X"`) event per execution
-//! (`pid` = node index, `tid` = worker pid, times in virtual µs).
+//! metadata events naming rows, one complete (`"ph": "X"`) event per execution
+//! (`pid` = node index, `tid` = worker pid, times in virtual µs: its last attempt's
+//! start to its end), and inside it one `"cat": "blocked"` event named `ray.get` per
+//! interval it spent blocked in `ray.get` (not executing).
 //! Written straight into one pre-sized string, each callee's name quoted once (a
 //! recorded job can have 100,000 executions: building a JSON tree first would cost
 //! more than the answer's budget).
@@ -14,7 +16,7 @@
 //! and window), or put a key Perfetto does not know before `traceEvents` (its JSON
 //! reader stops at an unknown top-level key).
 
-use super::spans::Spans;
+use super::spans::{Phase, Spans};
 use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::json;
 
@@ -177,6 +179,21 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         push_int(&mut events, s.submit);
         events.push_str(if s.ok { ",\"ok\":true" } else { ",\"ok\":false" });
         events.push_str(if s.end.is_none() { ",\"running\":true}}" } else { ",\"running\":false}}" });
+        for (_, from, to) in
+            s.intervals(spans.end_or_at(i)).filter(|(p, from, _)| *p == Phase::Blocked && *from >= start)
+        {
+            events.push_str(",{\"name\":\"ray.get\",\"cat\":\"blocked\",\"ph\":\"X\",\"ts\":");
+            push_int(&mut events, from);
+            events.push_str(",\"dur\":");
+            push_int(&mut events, to - from);
+            events.push_str(",\"pid\":");
+            push_int(&mut events, s.node);
+            events.push_str(",\"tid\":");
+            push_int(&mut events, s.pid);
+            events.push_str(",\"args\":{\"span\":\"");
+            push_hex16(&mut events, s.span);
+            events.push_str("\"}}");
+        }
     }
     let returned = sel.kept.len();
     let secs = |us: u64| us as f64 / 1e6;

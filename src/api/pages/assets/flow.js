@@ -48,13 +48,14 @@
     const b = await RS.json(`/api/flow/bottlenecks?${q()}`);
     const rows = (b.entries || []).slice(0, 10);
     body('bottlenecks').replaceChildren(
-      el('p', {class: 'muted', text: `Critical path ${secs(num(b.critical_path_s))} at ${secs(num(b.at_s))}${b.truncated ? ' · recorded calls only' : ''}`}),
+      el('p', {class: 'muted', text: `Critical path ${secs(num(b.critical_path_s))} at ${secs(num(b.at_s))} · the driver's own execution ${secs(num(b.driver_self_s))}${b.truncated ? ' · recorded calls only' : ''}. Ranked by execution on the path; waiting is given to what was waited for.`}),
       RS.table([
         {title: '#', cell: (e) => int(e.rank), num: true},
         {title: 'Method', cell: (e) => el('strong', {text: e.name})},
         {title: 'Actor', cell: (e) => el('span', {class: 'mono', text: short(e.actor_id), title: e.actor_id || ''})},
-        {title: 'Flags', cell: (e) => [e.bottleneck ? RS.badge('BOTTLENECK') : null, e.level != null ? ` level ${e.level}` : ''].filter(Boolean)},
-        {title: 'Self on path', cell: (e) => secs(num(e.self_s)), num: true},
+        {title: 'Program', cell: (e) => [e.program_flag ? RS.badge('FLAGGED') : null, e.level != null ? ` level ${e.level}` : ''].filter(Boolean)},
+        {title: 'Executing on path', cell: (e) => secs(num(e.self_s)), num: true},
+        {title: 'Queued on path', cell: (e) => secs(num(e.queued_on_path_s)), num: true},
         {title: 'Share', cell: (e) => RS.bar(num(e.share), 1, `${fixed(100 * num(e.share))}%`)},
         {title: 'Calls', cell: (e) => int(e.calls), num: true},
         {title: 'Waiting callers', cell: (e) => (e.callers || []).map((c) => `${c.name} ${short(c.actor_id, 8)} ×${int(c.waiting_calls)}`).join(', ')},
@@ -98,7 +99,7 @@
       const path = svg('path', {class: 'flow-edge', d,
         'stroke-width': (1 + 3 * Math.sqrt(num(e.calls) / maxCalls)).toFixed(2), 'data-source': e.source, 'data-target': e.target, 'data-calls': num(e.calls)});
       const t = svg('title');
-      t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls, mean ${secs(num(e.mean_s))}, ${RS.bytes(e.bytes)}`;
+      t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls, mean execution ${e.mean_s == null ? '—' : secs(num(e.mean_s))}, submit to end ${secs(num(e.mean_wall_s))}, ${RS.bytes(e.bytes)}`;
       path.append(t);
       const loop = e.source === e.target;
       const label = svg('text', {class: 'flow-edge-label', x: loop ? x1 + GX * 0.55 : (x1 + x2) / 2, y: loop ? y1 + 3 : (y1 + y2) / 2 - 3, 'text-anchor': loop ? 'start' : 'middle'});
@@ -108,15 +109,15 @@
     for (const n of nodes) {
       const p = pos.get(n.id);
       const grp = n.group != null ? groups.get(n.group) : null;
-      const flagged = grp && grp.bottleneck;
+      const flagged = grp && grp.program_flag;
       const box = svg('g', {class: `flow-node ${n.kind}${flagged ? ' flagged' : ''}`, 'data-id': n.id, transform: `translate(${p.x},${p.y})`});
       box.append(svg('rect', {width: BW, height: BH, rx: 6}));
       const name = svg('text', {x: 8, y: 16});
       name.textContent = n.kind === 'method' && n.group != null ? `${level === 'instance' ? short(String(n.group), 8) : n.group}.${n.name}` : n.name;
       const sub = svg('text', {x: 8, y: 32, class: 'sub'});
-      sub.textContent = `${int(n.calls)} calls · mean ${secs(num(n.mean_s))}${flagged ? ' · flagged' : ''}`;
+      sub.textContent = `${int(n.calls)} calls · exec ${secs(num(n.mean_s))} · queued ${secs(num(n.mean_queued_s))}${flagged ? ' · flagged' : ''}`;
       const t = svg('title');
-      t.textContent = `${n.id}${grp && grp.level != null ? ` (level ${grp.level})` : ''}`;
+      t.textContent = `${n.id}${grp && grp.level != null ? ` (level ${grp.level})` : ''}: mean execution ${secs(num(n.mean_s))}, queued ${secs(num(n.mean_queued_s))}, blocked in ray.get ${secs(num(n.mean_blocked_s))}, submit to end ${secs(num(n.mean_wall_s))}`;
       box.append(name, sub, t);
       s.append(box);
     }
@@ -136,7 +137,7 @@
       {title: 'Node', cell: (n) => el('span', {class: 'mono', text: `${n.ip}${n.is_head ? ' (head)' : ''}`, title: n.node_id})},
       {title: 'CPU', cell: (n) => RS.bar(num(cpu(n).total) - num(cpu(n).available), cpu(n).total, `${fixed(num(cpu(n).total) - num(cpu(n).available))} / ${fixed(cpu(n).total)}`)},
       {title: 'Actors', cell: (n) => (n.actors || []).slice(0, 12).map((a) => el('div', {class: 'mono', text:
-        `${a.class} ${short(a.actor_id, 8)}${a.bottleneck ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}%`}))},
+        `${a.class} ${short(a.actor_id, 8)}${a.program_flag ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}% of its life`}))},
       {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function}${num(w.pid) ? ` pid ${w.pid}` : ''} · ${int(w.calls)} calls`}))},
     ], rows, {empty: 'The job has nothing placed.'}));
     note('physical', `${int(rows.length)} nodes used`);
@@ -152,7 +153,10 @@
     const cut = Array.isArray(events) ? {} : (events.otherData || {});
     const names = new Map();
     for (const e of list) if (e.ph === 'M' && e.name === 'thread_name') names.set(`${e.pid}/${e.tid}`, e.args && e.args.name);
-    const bars = list.filter((e) => e.ph === 'X');
+    const bars = list.filter((e) => e.ph === 'X' && e.cat !== 'blocked');
+    // Waits in ray.get, drawn over their calls' bars: the call was not executing then.
+    const waits = new Map();
+    for (const e of list) if (e.ph === 'X' && e.cat === 'blocked') (waits.get(`${e.pid}/${e.tid}`) || waits.set(`${e.pid}/${e.tid}`, []).get(`${e.pid}/${e.tid}`)).push(e);
     const rows = new Map();
     for (const b of bars) {
       const k = `${b.pid}/${b.tid}`;
@@ -161,6 +165,7 @@
       r.busy += num(b.dur);
       r.bars.push(b);
     }
+    for (const [k, ws] of waits) if (rows.has(k)) rows.get(k).busy -= ws.reduce((a, w) => a + num(w.dur), 0);
     const shown = [...rows.values()].sort((a, b) => b.busy - a.busy).slice(0, MAX_ROWS);
     const t0 = Math.min(...bars.map((b) => num(b.ts)), Infinity), t1 = Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
     const span = Math.max(1, t1 - (isFinite(t0) ? t0 : 0));
@@ -181,6 +186,15 @@
         rect.append(t);
         s.append(rect);
         drawn++;
+      }
+      for (const b of waits.get(r.key) || []) {
+        const x = LW + ((num(b.ts) - t0) / span) * (W - LW - 4);
+        const w = Math.max(0.6, (num(b.dur) / span) * (W - LW - 4));
+        const rect = svg('rect', {class: 'gantt-blocked', x: x.toFixed(2), y: i * RH + 3, width: w.toFixed(2), height: RH - 6});
+        const t = svg('title');
+        t.textContent = `blocked in ray.get: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}`;
+        rect.append(t);
+        s.append(rect);
       }
     });
     const axis = svg('text', {x: LW, y: shown.length * RH + 18, class: 'gantt-label'});
@@ -216,7 +230,7 @@
     const st = await RS.json(`/api/flow/stack?${q()}`);
     const stacks = (st.stacks || []).slice(0, 50);
     body('stack').replaceChildren(...stacks.map((s) => el('pre', {class: 'flow-stack', 'data-span': s.span},
-      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''}${num(f.pid) ? ` pid ${f.pid}` : ''} node ${short(f.node_id, 8)}`).join('\n'))),
+      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''}${num(f.pid) ? ` pid ${f.pid}` : ''} node ${short(f.node_id, 8)}${num(f.queued_calls) ? ` · ${int(f.queued_calls)} calls queued` : ''}`).join('\n'))),
     stacks.length ? '' : el('p', {class: 'muted', text: 'No call in flight.'}));
     note('stack', `${int(st.in_flight)} calls in flight at ${secs(num(st.at_s))}${num(st.in_flight) > stacks.length ? `; first ${stacks.length} shown` : ''}`);
     done('stack');
