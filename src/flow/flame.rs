@@ -53,14 +53,15 @@ pub fn folded(job: &JobRecord, spans: &Spans, mode: Mode) -> BTreeMap<String, u6
 
 /// Each call's executing time at its call path.
 fn folded_execution(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
-    // Paths interned per (parent path, target): a job has far fewer than calls. A
-    // parent is always submitted, so replayed, before its children.
+    // Paths interned per (parent path, class-level frame): a job has far fewer than
+    // calls or actor instances. A parent is always submitted, so replayed, before its
+    // children.
     let mut ids: rustc_hash::FxHashMap<(u32, u32), u32> = rustc_hash::FxHashMap::default();
     let mut paths: Vec<(String, u64)> = Vec::new();
     let mut path_of: Vec<u32> = Vec::with_capacity(spans.spans.len());
     for (i, s) in spans.spans.iter().enumerate() {
         let parent = s.parent.map(|p| path_of[p]).unwrap_or(u32::MAX);
-        let id = *ids.entry((parent, s.target)).or_insert_with(|| {
+        let id = *ids.entry((parent, job.target(s.target).frame)).or_insert_with(|| {
             let name = job.target(s.target).class_name();
             let path = match parent {
                 u32::MAX => name,
@@ -72,11 +73,7 @@ fn folded_execution(job: &JobRecord, spans: &Spans) -> BTreeMap<String, u64> {
         path_of.push(id);
         paths[id as usize].1 += spans.times(i).executing;
     }
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
-    for (path, us) in paths {
-        *out.entry(path).or_default() += us;
-    }
-    out
+    paths.into_iter().collect()
 }
 
 /// A call still to fold: its span, the (start, end) pieces of time it owns, its path.
