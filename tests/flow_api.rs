@@ -68,6 +68,13 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     let flagged = g["groups"].as_array().unwrap().iter().filter(|a| a["program_flag"] == true).count();
     assert!(flagged >= 1, "{g}");
     assert!(g["groups"].as_array().unwrap().iter().all(|a| a["level"].is_u64() && a["node"].is_u64()));
+    // Its actor ids are the State API's: each one answers `ray get actors <id>`.
+    for a in g["groups"].as_array().unwrap() {
+        let aid = a["actor_id"].as_str().unwrap();
+        let listed = s.get(&format!("/api/v0/actors?actor_id={aid}&detail=true")).await.state();
+        assert_eq!(listed["result"][0]["actor_id"].as_str(), Some(aid), "{listed}");
+        assert_eq!(listed["result"][0]["class_name"], a["class"], "{listed}");
+    }
 
     // Time travel: mid-run, calls are in flight; at the end none are.
     let mid = s.get(&format!("/api/flow/stack?job={id}&at={}", end / 2.0)).await.json();

@@ -60,10 +60,10 @@ fn graph_counts_are_the_calls_the_workload_made() {
         assert!(workers.len() >= 2, "seed {seed}: the tree has workers");
         let mut checked = 0;
         for a in &workers {
-            let parent = format!("Worker:{}.process", actor_hex(a.id));
+            let parent = format!("Worker:{}.process", actor_hex(a.id, a.job));
             let parent_calls = nodes.get(parent.as_str()).copied().unwrap_or(0);
             for c in &a.children {
-                let child = format!("Worker:{}.process", actor_hex(*c));
+                let child = format!("Worker:{}.process", actor_hex(*c, a.job));
                 let edge = g["edges"]
                     .as_array()
                     .unwrap()
@@ -109,12 +109,12 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
             .actors
             .iter()
             .filter(|a| a.flag && !a.children.is_empty() && a.children.iter().all(|c| by_id[c].level == 0))
-            .map(|a| actor_hex(a.id))
+            .map(|a| actor_hex(a.id, a.job))
             .collect();
         let spans = Spans::replay(&r.job, u64::MAX);
         let (entries, total, _) = bottleneck::rank(&r.job, &spans);
         let first = r.job.target(entries[0].target);
-        let first_actor = first.actor.map(actor_hex).unwrap_or_default();
+        let first_actor = first.actor_id().unwrap_or_default();
         if !flagged.is_empty() {
             with_flagged += 1;
             assert!(
@@ -458,7 +458,7 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
         };
         let started = r.tables.tasks.iter().filter(|t| t.started_at_us.is_some() && t.job == r.job.job).count() as u64;
         assert_eq!(calls("actors") + calls("workers"), started, "seed {seed}: every execution placed once");
-        let by_id: BTreeMap<String, _> = r.tables.actors.iter().map(|a| (actor_hex(a.id), a)).collect();
+        let by_id: BTreeMap<String, _> = r.tables.actors.iter().map(|a| (actor_hex(a.id, a.job), a)).collect();
         let mut placed = 0;
         for n in nodes {
             for a in n["actors"].as_array().unwrap() {

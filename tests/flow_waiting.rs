@@ -50,7 +50,12 @@ fn a_worker_s_execution_is_its_own_sleeps_and_submits_and_the_rest_is_blocked() 
             let pause = sleep + if a.flag && a.level <= 1 { extra } else { 0 };
             let want = calls * (pause + submit);
             let times = spans.times(i);
-            assert_eq!(times.executing, want, "seed {seed}: {} process executes its own work only", actor_hex(a.id));
+            assert_eq!(
+                times.executing,
+                want,
+                "seed {seed}: {} process executes its own work only",
+                actor_hex(a.id, a.job)
+            );
             let start = sp.start.expect("it ran");
             let end = sp.end.expect("it ended");
             assert_eq!(times.blocked, end - start - want, "seed {seed}: the rest after it started is ray.get");

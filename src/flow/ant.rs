@@ -31,7 +31,7 @@ struct Service<'a> {
 /// Ant's service of a target (`None` for functions and the driver).
 fn service(t: &Target) -> Option<Service<'_>> {
     match (t.kind, t.actor) {
-        (TargetKind::Method, Some(a)) => Some(Service { service_name: &t.class, instance_id: actor_hex(a) }),
+        (TargetKind::Method, Some(a)) => Some(Service { service_name: &t.class, instance_id: actor_hex(a, t.job) }),
         _ => None,
     }
 }
@@ -86,7 +86,7 @@ fn main_entry() -> Entry<'static> {
 /// (service instance or "", method or function name): Ant's method key.
 fn key(t: &Target) -> (String, String) {
     match (t.kind, t.actor) {
-        (TargetKind::Method, Some(a)) => (actor_hex(a), t.method.clone()),
+        (TargetKind::Method, Some(a)) => (actor_hex(a, t.job), t.method.clone()),
         _ => (String::new(), t.class.clone()),
     }
 }
@@ -415,7 +415,7 @@ pub fn records(job: &JobRecord, spans: &Spans) -> Vec<Value> {
             vec![(format!("{prefix}_method"), json!(if t.kind == TargetKind::Method { &t.method } else { &t.class }))];
         if let (TargetKind::Method, Some(a)) = (t.kind, t.actor) {
             v.push((format!("{prefix}_service"), json!(t.class)));
-            v.push((format!("{prefix}_instance_id"), json!(actor_hex(a))));
+            v.push((format!("{prefix}_instance_id"), json!(actor_hex(a, t.job))));
         }
         v
     };

@@ -15,7 +15,7 @@
 //! Must never: read anything but the job's records (pure function of records + instant).
 
 use super::spans::{Phase, PhaseTimes, Spans};
-use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
+use crate::snapshot::flow::{JobRecord, TargetKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -193,11 +193,11 @@ pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
                 .iter()
                 .map(|(c, n)| {
                     let ct = job.target(*c);
-                    json!({"name": ct.class_name(), "actor_id": ct.actor.map(actor_hex), "waiting_calls": n})
+                    json!({"name": ct.class_name(), "actor_id": ct.actor_id(), "waiting_calls": n})
                 })
                 .collect();
             json!({"rank": r + 1, "name": t.class_name(), "class": t.class, "method": t.method,
-                "actor_id": t.actor.map(actor_hex), "level": t.level, "program_flag": t.flag,
+                "actor_id": t.actor_id(), "level": t.level, "program_flag": t.flag,
                 "self_s": secs(e.self_us), "share": if total > 0 { e.self_us as f64 / total as f64 } else { 0.0 },
                 "queued_on_path_s": secs(e.on_path.queued), "blocked_on_path_s": secs(e.on_path.blocked),
                 "calls": e.calls, "callers": callers})
@@ -228,7 +228,7 @@ pub fn text(job: &JobRecord, spans: &Spans) -> String {
             pct(e.self_us),
             e.on_path.queued as f64 / 1e6,
             e.calls,
-            t.actor.map(actor_hex).unwrap_or_else(|| "-".into()),
+            t.actor_id().unwrap_or_else(|| "-".into()),
             t.level,
             t.flag,
             t.class_name()

@@ -152,7 +152,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
             let t = job.target(*t);
             let group = match (t.kind, level) {
                 (TargetKind::Method, Level::Class) => Some(t.class.clone()),
-                (TargetKind::Method, Level::Instance) => t.actor.map(actor_hex),
+                (TargetKind::Method, Level::Instance) => t.actor_id(),
                 _ => None,
             };
             if let (Some(g), Some(a)) = (&group, t.actor) {
@@ -186,7 +186,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         for s in &spans.spans {
             let t = job.target(s.target);
             if let (Some(a), true) = (t.actor, s.node != u32::MAX) {
-                if let Some(g) = groups.get_mut(&actor_hex(a)) {
+                if let Some(g) = groups.get_mut(&actor_hex(a, t.job)) {
                     g["node"] = json!(s.node);
                 }
             }

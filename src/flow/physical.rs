@@ -133,7 +133,7 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
             .map(|((_, a), b)| {
                 let t = job.target(b.target);
                 ActorRow {
-                    actor_id: actor_hex(*a),
+                    actor_id: actor_hex(*a, job.job),
                     class: &t.class,
                     pid: b.pid,
                     level: t.level,

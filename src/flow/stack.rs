@@ -11,7 +11,7 @@
 //! (pure function of records + instant).
 
 use super::spans::{Phase, Spans};
-use crate::snapshot::flow::{actor_hex, span_hex, JobRecord};
+use crate::snapshot::flow::{span_hex, JobRecord};
 use crate::snapshot::NodeView;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ pub fn stack(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Value {
             Phase::Queued => "queued",
         };
         let placed = s.node != u32::MAX;
-        json!({"span": span_hex(s.span), "name": t.class_name(), "actor_id": t.actor.map(actor_hex),
+        json!({"span": span_hex(s.span), "name": t.class_name(), "actor_id": t.actor_id(),
             "node": placed.then_some(s.node), "node_id": placed.then(|| node_ids.get(&s.node).copied()).flatten(),
             "pid": (s.pid != 0).then_some(s.pid), "state": state, "queued_calls": queued_below[i]})
     };

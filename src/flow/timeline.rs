@@ -150,8 +150,8 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         }
         let callee = callees[ti].get_or_insert_with(|| Callee {
             head: format!("{{\"name\":{},\"cat\":\"task\",\"ph\":\"X\",\"ts\":", quote(&t.class_name())),
-            actor: match t.actor {
-                Some(a) => format!(",\"actor_id\":\"{}\"", actor_hex(a)),
+            actor: match t.actor_id() {
+                Some(a) => format!(",\"actor_id\":\"{a}\""),
                 None => ",\"actor_id\":null".to_string(),
             },
         });
@@ -251,7 +251,7 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         out.push_str(",\"args\":{\"name\":");
         let t = job.target(target);
         match (t.kind, t.actor) {
-            (TargetKind::Method, Some(a)) => out.push_str(&quote(&format!("{} {}", t.class, actor_hex(a)))),
+            (TargetKind::Method, Some(a)) => out.push_str(&quote(&format!("{} {}", t.class, actor_hex(a, t.job)))),
             (TargetKind::Driver, _) => out.push_str("\"driver\""),
             _ => {
                 out.push_str("\"worker ");

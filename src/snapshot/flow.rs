@@ -38,6 +38,8 @@ pub struct Target {
     pub method: String,
     /// The actor instance (actor id as a number), for methods.
     pub actor: Option<u64>,
+    /// The job it belongs to (an actor's id names its job).
+    pub job: u32,
     /// Workload attributes of the actor (the seed tree's depth and bottleneck flag).
     pub level: u32,
     pub flag: bool,
@@ -54,18 +56,24 @@ impl Target {
         }
     }
 
-    /// `Class:<actor>.method` for a method, else as [`Target::class_name`].
+    /// `Class:<actor id>.method` for a method, else as [`Target::class_name`].
     pub fn instance_name(&self) -> String {
-        match (self.kind, self.actor) {
-            (TargetKind::Method, Some(a)) => format!("{}:{}.{}", self.class, actor_hex(a), self.method),
+        match (self.kind, self.actor_id()) {
+            (TargetKind::Method, Some(a)) => format!("{}:{a}.{}", self.class, self.method),
             _ => self.class_name(),
         }
     }
+
+    /// Its actor's id as the State API writes it, for a method.
+    pub fn actor_id(&self) -> Option<String> {
+        self.actor.map(|a| actor_hex(a, self.job))
+    }
 }
 
-/// An actor id as the API shows it.
-pub fn actor_hex(a: u64) -> String {
-    format!("{a:016x}")
+/// An actor id as the State API writes it (`ray list actors`): 12 bytes of actor, then
+/// its job's 4.
+pub fn actor_hex(a: u64, job: u32) -> String {
+    crate::model::actor_id_hex(a, job)
 }
 
 /// A span id as the API shows it.
