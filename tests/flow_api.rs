@@ -86,6 +86,12 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     let calls = |g: &Value| g["edges"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).sum::<u64>();
     let all = s.get(&format!("/api/flow/graph?job={id}")).await.json();
     assert!(calls(&early) < calls(&all), "fewer calls at an earlier instant");
+    // Without a level, the tree of one class is shown by instance (classes would fold
+    // it into one self-loop), and the answer says so.
+    assert_eq!(all["level"], "instance", "the default shows the tree");
+    let class_level = s.get(&format!("/api/flow/graph?job={id}&level=class")).await.json();
+    assert!(class_level["edges"].as_array().unwrap().iter().any(|e| e["source"] == e["target"]), "{class_level}");
+    assert!(all["edges"].as_array().unwrap().iter().all(|e| e["source"] != e["target"]), "a tree has no self-loop");
 
     // Ant's endpoints, in Ant's envelope.
     let a = s.get(&format!("/get_call_graph_data?flow_id={id}&stack_mode=false")).await;
@@ -109,7 +115,7 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
 
     // The metrics agree with the class-level graph, edge by edge.
     let metrics = s.get("/metrics").await.text();
-    let class = s.get(&format!("/api/flow/graph?job={id}")).await.json();
+    let class = s.get(&format!("/api/flow/graph?job={id}&level=class")).await.json();
     for e in class["edges"].as_array().unwrap() {
         let series =
             format!("caller=\"{}\",callee=\"{}\"}}", e["source"].as_str().unwrap(), e["target"].as_str().unwrap());

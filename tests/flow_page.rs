@@ -77,6 +77,11 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     // The call graph: one box per node and one curve per edge of the API's graph, with
     // the API's call counts.
     let graph = get_json(addr, &format!("/api/flow/graph?job={job}")).await;
+    assert_eq!(graph["level"], "instance", "the seed's tree is shown by instance");
+    assert_eq!(
+        page.eval("document.querySelector('#flow-toolbar select[aria-label=Level]').value").await.unwrap(),
+        "instance"
+    );
     let (nodes, edges) = (graph["nodes"].as_array().unwrap(), graph["edges"].as_array().unwrap());
     assert!(nodes.len() >= 3 && !edges.is_empty(), "{graph}");
     let drawn_nodes = page.eval("document.querySelectorAll('#graph .flow-node').length").await.unwrap();

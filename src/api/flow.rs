@@ -54,6 +54,7 @@ pub(crate) async fn view(
         _ => &["job", "at"],
     };
     let view = match name.as_str() {
+        // The level is chosen with the job when none is asked for (below).
         "graph" => View::Graph(Level::Class),
         "physical" => View::Physical,
         "stack" => View::Stack,
@@ -88,6 +89,10 @@ pub(crate) async fn view(
     let snap = app.handle.snapshot();
     let (at, latest) = instant(&snap, p.at_us);
     let record = find(&snap, &job)?;
+    let view = match (view, p.level.is_none()) {
+        (View::Graph(_), true) => View::Graph(Level::default_for(&record)),
+        (v, _) => v,
+    };
     let calls = match view {
         View::Timeline(w) => record.recorded_calls.min(w.limit.unwrap_or(usize::MAX) as u64),
         _ => record.recorded_calls,

@@ -133,7 +133,7 @@ fn run(
     let mut timings = serde_json::Map::new();
     timings.insert("simulate_ms".into(), json!(simulate_ms));
     let views = [
-        ("graph.json", View::Graph(Level::Class)),
+        ("graph.json", View::Graph(Level::default_for(&record))),
         ("physical.json", View::Physical),
         ("stack.json", View::Stack),
         ("flame.folded", View::Folded(Mode::Execution)),

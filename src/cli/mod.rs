@@ -47,7 +47,7 @@ enum Command {
     /// Run a config to completion and write Flow Insight's views of one job.
     #[command(
         long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
-into --out: graph.json (call graph, class level), physical.json (nodes with actors and workers), stack.json \
+into --out: graph.json (call graph, at class level unless a class calls itself, as in an actor tree: then instances), physical.json (nodes with actors and workers), stack.json \
 (calls in flight at --at), flame.folded and flame.svg (execution time per call path), flame-wall.folded and \
 flame-wall.svg (the driver's wall time down the calls it waited on, with [queued] and [blocked] frames), \
 timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \

@@ -34,6 +34,16 @@ impl Level {
             Level::Instance => "instance",
         }
     }
+
+    /// The level that shows a job's shape when none is asked for: classes, unless a
+    /// class calls itself (an actor tree of one class, as the seed's `Worker`s), where
+    /// classes would fold the whole tree into one self-loop and instances show it.
+    pub fn default_for(job: &JobRecord) -> Level {
+        match job.edges.keys().any(|(caller, callee)| caller == callee) {
+            true => Level::Instance,
+            false => Level::Class,
+        }
+    }
 }
 
 #[derive(Default)]

@@ -9,9 +9,12 @@
   const {el, svg, $, num, int, fixed} = RS;
   // Actor ids here carry their unique digits last: show those.
   const short = (id, n) => (typeof id === 'string' && id.length > (n || 12) ? '…' + id.slice(-(n || 12)) : id || '—');
+  // A State API actor id is 12 bytes of actor then the job's 4: show the actor's part.
+  const actor = (id) => (typeof id === 'string' && id.length === 32 ? '…' + id.slice(16, 24) : short(id, 8));
   const params = new URLSearchParams(location.search);
   let job = params.get('job') || '';
-  let level = params.get('level') === 'instance' ? 'instance' : 'class';
+  // No level asked: the server picks the one that shows the tree, and says which.
+  let level = ['class', 'instance'].includes(params.get('level')) ? params.get('level') : '';
   let at = params.get('at') || '';
   // The timeline's cut (executions); empty: the server's default.
   const limit = params.get('limit') || '';
@@ -52,13 +55,13 @@
       RS.table([
         {title: '#', cell: (e) => int(e.rank), num: true},
         {title: 'Method', cell: (e) => el('strong', {text: e.name})},
-        {title: 'Actor', cell: (e) => el('span', {class: 'mono', text: short(e.actor_id), title: e.actor_id || ''})},
+        {title: 'Actor', cell: (e) => el('span', {class: 'mono', text: actor(e.actor_id), title: e.actor_id || ''})},
         {title: 'Program', cell: (e) => [e.program_flag ? RS.badge('FLAGGED') : null, e.level != null ? ` level ${e.level}` : ''].filter(Boolean)},
         {title: 'Executing on path', cell: (e) => secs(num(e.self_s)), num: true},
         {title: 'Queued on path', cell: (e) => secs(num(e.queued_on_path_s)), num: true},
         {title: 'Share', cell: (e) => RS.bar(num(e.share), 1, `${fixed(100 * num(e.share))}%`)},
         {title: 'Calls', cell: (e) => int(e.calls), num: true},
-        {title: 'Waiting callers', cell: (e) => (e.callers || []).map((c) => `${c.name} ${short(c.actor_id, 8)} ×${int(c.waiting_calls)}`).join(', ')},
+        {title: 'Waiting callers', cell: (e) => (e.callers || []).map((c) => `${c.name} ${actor(c.actor_id)} ×${int(c.waiting_calls)}`).join(', ')},
       ], rows, {empty: 'No call on the critical path yet.', rowAttrs: (e) => ({'data-name': e.name, 'data-actor': e.actor_id || ''})}));
     done('bottlenecks');
   }
@@ -66,7 +69,8 @@
   // ------------------------------------------------------------- call graph
   /** Layered drawing: each node one column right of its first caller. */
   async function graph() {
-    const g = await RS.json(`/api/flow/graph?${q({level})}`);
+    const g = await RS.json(`/api/flow/graph?${q(level ? {level} : {})}`);
+    if (!level && g.level) { level = g.level; levelSel.value = level; }
     const nodes = g.nodes || [], edges = g.edges || [];
     const groups = new Map((g.groups || []).map((x) => [x.id, x]));
     const depth = new Map([['_main', 0]]);
@@ -113,7 +117,7 @@
       const box = svg('g', {class: `flow-node ${n.kind}${flagged ? ' flagged' : ''}`, 'data-id': n.id, transform: `translate(${p.x},${p.y})`});
       box.append(svg('rect', {width: BW, height: BH, rx: 6}));
       const name = svg('text', {x: 8, y: 16});
-      name.textContent = n.kind === 'method' && n.group != null ? `${level === 'instance' ? short(String(n.group), 8) : n.group}.${n.name}` : n.name;
+      name.textContent = n.kind === 'method' && n.group != null ? `${level === 'instance' ? actor(String(n.group)) : n.group}.${n.name}` : n.name;
       const sub = svg('text', {x: 8, y: 32, class: 'sub'});
       sub.textContent = `${int(n.calls)} calls · exec ${secs(num(n.mean_s))} · queued ${secs(num(n.mean_queued_s))}${flagged ? ' · flagged' : ''}`;
       const t = svg('title');
@@ -137,7 +141,7 @@
       {title: 'Node', cell: (n) => el('span', {class: 'mono', text: `${n.ip}${n.is_head ? ' (head)' : ''}`, title: n.node_id})},
       {title: 'CPU', cell: (n) => RS.bar(num(cpu(n).total) - num(cpu(n).available), cpu(n).total, `${fixed(num(cpu(n).total) - num(cpu(n).available))} / ${fixed(cpu(n).total)}`)},
       {title: 'Actors', cell: (n) => (n.actors || []).slice(0, 12).map((a) => el('div', {class: 'mono', text:
-        `${a.class} ${short(a.actor_id, 8)}${a.program_flag ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}% of its life`}))},
+        `${a.class} ${actor(a.actor_id)}${a.program_flag ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}% of its life`}))},
       {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function}${num(w.pid) ? ` pid ${w.pid}` : ''} · ${int(w.calls)} calls`}))},
     ], rows, {empty: 'The job has nothing placed.'}));
     note('physical', `${int(rows.length)} nodes used`);
@@ -230,7 +234,7 @@
     const st = await RS.json(`/api/flow/stack?${q()}`);
     const stacks = (st.stacks || []).slice(0, 50);
     body('stack').replaceChildren(...stacks.map((s) => el('pre', {class: 'flow-stack', 'data-span': s.span},
-      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${short(f.actor_id, 8)}` : ''}${num(f.pid) ? ` pid ${f.pid}` : ''} node ${short(f.node_id, 8)}${num(f.queued_calls) ? ` · ${int(f.queued_calls)} calls queued` : ''}`).join('\n'))),
+      s.frames.map((f, i) => `${'  '.repeat(i)}${f.name}  [${f.state}]${f.actor_id ? ` actor ${actor(f.actor_id)}` : ''}${num(f.pid) ? ` pid ${f.pid}` : ''} node ${short(f.node_id, 8)}${num(f.queued_calls) ? ` · ${int(f.queued_calls)} calls queued` : ''}`).join('\n'))),
     stacks.length ? '' : el('p', {class: 'muted', text: 'No call in flight.'}));
     note('stack', `${int(st.in_flight)} calls in flight at ${secs(num(st.at_s))}${num(st.in_flight) > stacks.length ? `; first ${stacks.length} shown` : ''}`);
     done('stack');
@@ -248,7 +252,7 @@
     await Promise.all([bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
   }
   function go() {
-    const u = new URLSearchParams(Object.assign({job, level}, at ? {at} : {}, limit ? {limit} : {}));
+    const u = new URLSearchParams(Object.assign({job}, level ? {level} : {}, at ? {at} : {}, limit ? {limit} : {}));
     history.replaceState(null, '', `/flow?${u}`);
     refresh();
     flame().catch(RS.fail);
