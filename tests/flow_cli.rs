@@ -69,6 +69,8 @@ fn bad_input_exits_2_naming_it() {
         (vec!["--config", EXAMPLE, "--at=-5", "--out", out], "--at"),
         (vec!["--config", EXAMPLE, "--set", "sim.flow_calls_per_job=-1", "--out", out], "flow_calls_per_job"),
         (vec!["--config", "/no/such/file.yaml", "--out", out], "file.yaml"),
+        (vec!["--config", EXAMPLE, "--flow-id", "x", "--out", out], "--emit"),
+        (vec!["--config", EXAMPLE, "--emit", "http://127.0.0.1:9", "--flow-id", " ", "--out", out], "--flow-id"),
     ] {
         let o = flow(&args);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -78,7 +80,9 @@ fn bad_input_exits_2_naming_it() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing written on bad input");
     let help = Command::new(env!("CARGO_BIN_EXE_rayscope")).args(["flow", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    for flag in ["--config", "--seed", "--job", "--out", "--emit", "--at", "bottlenecks.txt", "not windowed"] {
+    for flag in
+        ["--config", "--seed", "--job", "--out", "--emit", "--flow-id", "--at", "bottlenecks.txt", "not windowed"]
+    {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }

@@ -1,7 +1,11 @@
 //! Cross-check against Ant's own `flow-insight` 1.1.1 server: `rayscope flow --emit`
-//! posts the seed scenario's calls to a real server on loopback, and that server's call
-//! graph (count per edge) and flame graph (time and calls per callee) must equal what
-//! rayscope itself answers on Ant's endpoints for the same run.
+//! posts the seed scenario's calls and physical stats to a real server on loopback, and
+//! for every endpoint Ant's frontend calls (`frontend/src/services/api.ts`), that
+//! server's answer must equal what rayscope itself answers for the same run: the call
+//! graph (count per edge), the flame graph (time and calls per callee, and `_main`'s
+//! end), the physical view (each actor's node, pid and state; the nodes), contexts,
+//! resource usage, snapshots, and the flow's creation time (an integer of ms on both;
+//! Ant's is its wall clock). A flow neither knows gets the same empty answers.
 //!
 //! Needs the `flowinsight` executable of a venv with `flow-insight==1.1.1`:
 //! `RAYSCOPE_FLOW_INSIGHT` names it (scripts/test installs it into
@@ -158,6 +162,13 @@ async fn flow_insight_shows_the_same_graph_as_rayscope() {
     .await;
     let ours_graph = s.get("/get_call_graph_data?flow_id=01000000&stack_mode=false").await.json();
     let ours_flame = s.get("/get_flame_graph_data?flow_id=01000000").await.json();
+    let ours_physical = s.get("/get_physical_view_data?flow_id=01000000").await.json();
+    let mut ours_rest = BTreeMap::new();
+    for path in ANSWERED_ALIKE.iter().chain(UNKNOWN_FLOW) {
+        let r = s.get(path).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        ours_rest.insert(*path, r.json());
+    }
     s.stop().await;
     assert_eq!(ours_graph["result"], true);
 
@@ -168,7 +179,8 @@ async fn flow_insight_shows_the_same_graph_as_rayscope() {
         let (url, dir) = (format!("http://127.0.0.1:{}", ant.port), out.path().to_path_buf());
         move || {
             Command::new(env!("CARGO_BIN_EXE_rayscope"))
-                .args(["flow", "--config", example, "--seed", &SEED.to_string(), "--emit", &url, "--out"])
+                .args(["flow", "--config", example, "--seed", &SEED.to_string(), "--emit", &url])
+                .args(["--flow-id", "01000000", "--out"])
                 .arg(&dir)
                 .output()
                 .expect("run rayscope flow")
@@ -178,7 +190,8 @@ async fn flow_insight_shows_the_same_graph_as_rayscope() {
     .unwrap();
     assert!(emitted.status.success(), "rayscope flow --emit failed: {}", String::from_utf8_lossy(&emitted.stderr));
     let printed = String::from_utf8_lossy(&emitted.stdout);
-    assert!(printed.contains("emitted") && printed.contains("records of job 01000000"), "{printed}");
+    assert!(printed.contains("emitted") && printed.contains("records of job 01000000 to"), "{printed}");
+    assert!(printed.contains("as flow 01000000"), "{printed}");
 
     let theirs_graph = ant.get("/get_call_graph_data?flow_id=01000000").unwrap();
     let theirs_flame = ant.get("/get_flame_graph_data?flow_id=01000000").unwrap();
@@ -193,4 +206,64 @@ async fn flow_insight_shows_the_same_graph_as_rayscope() {
     assert!(ours.contains_key("Worker.process"), "{ours:?}");
     assert_eq!(ours, theirs, "flame graph time and calls per callee: rayscope vs flow-insight");
     assert_eq!(theirs_flame["data"]["id"], "_main");
+    // The driver's end reached Ant: its root ends when rayscope's does.
+    assert!(ours_flame["data"]["end_time"].as_i64() > Some(0), "{}", ours_flame["data"]["end_time"]);
+    assert_eq!(theirs_flame["data"]["end_time"], ours_flame["data"]["end_time"], "_main's end");
+
+    // The physical view: each actor where it ran, and the nodes.
+    let theirs_physical = ant.get("/get_physical_view_data?flow_id=01000000").unwrap();
+    let services = |v: &Value| -> BTreeMap<String, (Value, Value, Value)> {
+        v["data"]["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let st = &s["stats"];
+                (
+                    format!("{}:{}", s["service"]["service_name"], s["service"]["instance_id"]),
+                    (st["node_id"].clone(), st["pid"].clone(), st["state"].clone()),
+                )
+            })
+            .collect()
+    };
+    let ours = services(&ours_physical);
+    assert!(ours.len() >= 3, "{ours_physical}");
+    assert_eq!(ours, services(&theirs_physical), "physical view: services");
+    let nodes = |v: &Value| -> BTreeMap<String, Value> {
+        v["data"]["nodes"].as_object().unwrap().iter().map(|(k, n)| (k.clone(), n["resources"].clone())).collect()
+    };
+    assert_eq!(nodes(&ours_physical), nodes(&theirs_physical), "physical view: nodes and their resources");
+
+    // The rest of what the frontend asks, for this flow and for one neither knows.
+    for path in ANSWERED_ALIKE.iter().chain(UNKNOWN_FLOW) {
+        let theirs = ant.get(path).unwrap();
+        let ours = &ours_rest[path];
+        assert_eq!((&ours["result"], &theirs["result"]), (&Value::Bool(true), &Value::Bool(true)), "{path}");
+        if path.starts_with("/get_flow_creation_time") {
+            assert!(ours["data"].is_u64() && theirs["data"].is_u64(), "{path}: {ours} vs {theirs}");
+        } else if path.starts_with("/get_physical_view_data") {
+            assert_eq!(ours["data"]["services"], theirs["data"]["services"], "{path}");
+        } else {
+            assert_eq!(ours["data"], theirs["data"], "{path}: rayscope vs flow-insight");
+        }
+    }
 }
+
+/// Endpoints whose answers must be equal (or, for the creation time, of one type).
+const ANSWERED_ALIKE: &[&str] = &[
+    "/get_context?flow_id=01000000",
+    "/get_resource_usage?flow_id=01000000",
+    "/get_flow_creation_time?flow_id=01000000",
+    "/list_snapshots?flow_id=01000000",
+];
+
+/// Every endpoint the frontend calls, for a flow nobody posted.
+const UNKNOWN_FLOW: &[&str] = &[
+    "/get_call_graph_data?flow_id=ffffffff&stack_mode=false",
+    "/get_flame_graph_data?flow_id=ffffffff",
+    "/get_physical_view_data?flow_id=ffffffff",
+    "/get_context?flow_id=ffffffff",
+    "/get_resource_usage?flow_id=ffffffff",
+    "/get_flow_creation_time?flow_id=ffffffff",
+    "/list_snapshots?flow_id=ffffffff",
+];

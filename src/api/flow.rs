@@ -1,6 +1,5 @@
-//! Flow Insight's JSON API (`/api/flow/...`, see `docs/flow-api.md`) and Ant
-//! `flow-insight`'s query endpoints (`/get_call_graph_data`, `/get_flame_graph_data`,
-//! `/get_physical_view_data`) in its `{result, msg, data}` envelope.
+//! Flow Insight's JSON API (`/api/flow/...`, see `docs/flow-api.md`); Ant's endpoints
+//! are `ant.rs`, on the same helpers.
 //!
 //! Owns: parsing their query parameters (unknown ones are a 400 naming them, as the
 //! rest of the API; the timeline's window `from`/`to` and `limit`, which defaults to
@@ -13,7 +12,7 @@
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, flame, graph::Level, spans::Spans, timeline, View};
+use crate::flow::{self, flame, graph::Level, timeline, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -115,7 +114,7 @@ pub(crate) async fn view(
 /// Peak memory of a view over `calls` recorded calls, near enough: a timeline of
 /// 100,000 executions peaked at about 40 MB, the views' intermediate rows and the body
 /// together; other views cost less per call.
-fn estimate(calls: u64) -> u64 {
+pub(super) fn estimate(calls: u64) -> u64 {
     64 * 1024 + calls.saturating_mul(400)
 }
 
@@ -130,95 +129,6 @@ fn window(p: &Params) -> Result<timeline::Window, ApiError> {
         }
     }
     Ok(timeline::Window { from_us: p.from_us, to_us: p.to_us, limit: Some(p.limit.unwrap_or(timeline::DEFAULT_LIMIT)) })
-}
-
-/// Ant's `/get_call_graph_data`, `/get_flame_graph_data`, `/get_physical_view_data`.
-pub(crate) async fn ant(State(app): State<AppState>, which: AntView, raw: Option<String>) -> Response {
-    match ant_inner(app, which, raw).await {
-        Ok((msg, data)) => {
-            // The envelope around the view's JSON text, written as it is.
-            let msg = serde_json::to_string(msg).unwrap_or_default();
-            let mut body = Vec::with_capacity(data.len() + msg.len() + 40);
-            body.extend_from_slice(b"{\"result\":true,\"msg\":");
-            body.extend_from_slice(msg.as_bytes());
-            body.extend_from_slice(b",\"data\":");
-            body.extend_from_slice(&data);
-            body.push(b'}');
-            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-        }
-        Err(e) => {
-            let body = json!({"result": false, "msg": e.message, "data": null});
-            (e.status, axum::Json(body)).into_response()
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum AntView {
-    CallGraph,
-    FlameGraph,
-    Physical,
-}
-
-pub(crate) async fn ant_call_graph(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    ant(state, AntView::CallGraph, raw).await
-}
-pub(crate) async fn ant_flame_graph(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    ant(state, AntView::FlameGraph, raw).await
-}
-pub(crate) async fn ant_physical(state: State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    ant(state, AntView::Physical, raw).await
-}
-
-async fn ant_inner(app: AppState, which: AntView, raw: Option<String>) -> Result<(&'static str, Vec<u8>), ApiError> {
-    let mut flow_id = None;
-    let mut stack_mode = false;
-    let mut end_ms = None;
-    for (k, v) in form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes()) {
-        match (k.as_ref(), which) {
-            ("flow_id", _) => flow_id = Some(v.to_string()),
-            ("stack_mode", AntView::CallGraph) => {
-                stack_mode = match v.as_ref() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(ApiError::parameter(
-                            "stack_mode",
-                            format!("stack_mode must be true or false, got {v:?}"),
-                        ))
-                    }
-                }
-            }
-            ("end_time", _) => {
-                if !v.is_empty() {
-                    end_ms = Some(v.parse::<u64>().map_err(|_| {
-                        ApiError::parameter("end_time", format!("end_time must be integer milliseconds, got {v:?}"))
-                    })?)
-                }
-            }
-            (other, _) => return Err(ApiError::parameter(other, format!("unknown parameter {other:?}"))),
-        }
-    }
-    let job = flow_id.ok_or_else(|| ApiError::parameter("flow_id", "flow_id is required (a job id)"))?;
-    let snap = app.handle.snapshot();
-    let (at, _) = instant(&snap, end_ms.map(|m| m.saturating_mul(1000)));
-    let record = find(&snap, &job)?;
-    let reserved = app.budget.reserve(estimate(record.recorded_calls), "this Flow Insight view")?;
-    tokio::task::spawn_blocking(move || {
-        let _reserved = reserved;
-        let spans = Spans::replay(&record, at);
-        match which {
-            AntView::CallGraph => {
-                ("Call graph data retrieved successfully.", flow::ant::call_graph(&record, &spans, stack_mode))
-            }
-            AntView::FlameGraph => ("Flame graph data retrieved successfully.", flow::ant::flame_tree(&record, &spans)),
-            AntView::Physical => {
-                ("Physical view data retrieved successfully.", flow::ant::physical(&record, &spans, &snap.nodes))
-            }
-        }
-    })
-    .await
-    .map_err(internal)
 }
 
 #[derive(Default)]
@@ -271,7 +181,7 @@ fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
 }
 
 /// The instant to show: `at`, or now; never past now. Also whether it is now.
-fn instant(snap: &Snapshot, at_us: Option<u64>) -> (u64, bool) {
+pub(super) fn instant(snap: &Snapshot, at_us: Option<u64>) -> (u64, bool) {
     match at_us {
         Some(a) if a < snap.sim_time_us => (a, false),
         _ => (snap.sim_time_us, true),

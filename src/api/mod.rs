@@ -35,6 +35,7 @@
 //! [`Control`]: crate::sim::control::Control
 
 mod alerts;
+mod ant;
 mod app;
 mod auth;
 mod budget;

@@ -11,8 +11,8 @@
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
 use super::{
-    alerts, cluster_events, control, exposition, flow, job_logs, jobs, pages, runbooks, sd, seed_dashboard, state_api,
-    stream, MAX_BODY_BYTES,
+    alerts, ant, cluster_events, control, exposition, flow, job_logs, jobs, pages, runbooks, sd, seed_dashboard,
+    state_api, stream, MAX_BODY_BYTES,
 };
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
@@ -60,9 +60,13 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/ws/realtime", get(stream::upgrade))
         .route("/api/flow/jobs", get(flow::jobs))
         .route("/api/flow/{view}", get(flow::view))
-        .route("/get_call_graph_data", get(flow::ant_call_graph))
-        .route("/get_flame_graph_data", get(flow::ant_flame_graph))
-        .route("/get_physical_view_data", get(flow::ant_physical))
+        .route("/get_call_graph_data", get(ant::call_graph))
+        .route("/get_flame_graph_data", get(ant::flame_graph))
+        .route("/get_physical_view_data", get(ant::physical))
+        .route("/get_context", get(ant::context))
+        .route("/get_resource_usage", get(ant::resource_usage))
+        .route("/get_flow_creation_time", get(ant::creation_time))
+        .route("/list_snapshots", get(ant::snapshots))
         .merge(pages::routes())
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -44,6 +44,10 @@ pub(super) struct FlowArgs {
     /// Post the job's records to a flow-insight server, e.g. http://127.0.0.1:63000.
     #[arg(long, value_name = "URL")]
     emit: Option<String>,
+    /// The flow id the records are posted under [default: the job id and this run's
+    /// start time, so that a second emit never merges into the first].
+    #[arg(long, value_name = "ID", requires = "emit")]
+    flow_id: Option<String>,
     /// Override a config value (repeatable), as `simulate --set`.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     set: Vec<Override>,
@@ -61,11 +65,19 @@ pub(super) fn flow(args: FlowArgs) -> ExitCode {
         eprintln!("error: --at must be seconds of virtual time (>= 0)");
         return ExitCode::from(2);
     }
-    match run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref()) {
+    if args.flow_id.as_deref().is_some_and(|f| f.trim().is_empty()) {
+        eprintln!("error: --flow-id must not be empty");
+        return ExitCode::from(2);
+    }
+    match run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref(), args.flow_id.as_deref()) {
         Ok(s) => {
             print!("{}", s.bottlenecks);
-            if let Some(n) = s.emitted {
-                println!("emitted {n} records of job {} to {}", s.job, args.emit.as_deref().unwrap_or(""));
+            if let Some((n, flow)) = &s.emitted {
+                println!(
+                    "emitted {n} records of job {} to {} as flow {flow}",
+                    s.job,
+                    args.emit.as_deref().unwrap_or("")
+                );
             }
             if args.timings {
                 eprintln!("{}", s.timings);
@@ -83,7 +95,8 @@ pub(super) fn flow(args: FlowArgs) -> ExitCode {
 struct Summary {
     job: String,
     bottlenecks: String,
-    emitted: Option<usize>,
+    /// Records posted, and the flow id they went under.
+    emitted: Option<(usize, String)>,
     /// Wall milliseconds: simulate, then each view written, the API's default timeline
     /// answer (rendered, not written), then in all.
     timings: serde_json::Value,
@@ -105,6 +118,7 @@ fn run(
     at_s: Option<f64>,
     out: &Path,
     emit_url: Option<&str>,
+    flow_id: Option<&str>,
 ) -> Result<Summary, Failure> {
     let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
     if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
@@ -162,10 +176,20 @@ fn run(
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("total_ms".into(), json!(started.elapsed().as_secs_f64() * 1e3));
     let emitted = match target {
-        Some(t) => Some(emit::emit(&t, &ant::records(&record, &spans)).map_err(|e| fail(1, format!("--emit: {e}")))?),
+        Some(t) => {
+            let flow = flow_id.map(str::to_string).unwrap_or_else(|| unique_flow_id(&record.job_hex));
+            let records = ant::records(&record, &spans, &flow, &snap.nodes);
+            Some((emit::emit(&t, &records).map_err(|e| fail(1, format!("--emit: {e}")))?, flow))
+        }
         None => None,
     };
     Ok(Summary { job: record.job_hex.clone(), bottlenecks: text, emitted, timings: serde_json::Value::Object(timings) })
+}
+
+/// A flow id no earlier run used: the job id and this run's start, in ms since the epoch.
+fn unique_flow_id(job_hex: &str) -> String {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("{job_hex}-{ms}")
 }
 
 fn write(dir: &Path, name: &str, body: &[u8]) -> Result<(), Failure> {

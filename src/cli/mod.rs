@@ -53,7 +53,8 @@ flame-wall.svg (the driver's wall time down the calls it waited on, with [queued
 timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \
 /api/flow/timeline.json answers) and bottlenecks.txt (ranked by execution on the critical path, waiting shown \
 beside it; also printed). \
-With --emit, also post the job's call records to a running flow-insight server (POST URL/emit). \
+With --emit, also post the job's call records, the driver's end and the physical stats to a running \
+flow-insight server (POST URL/emit), under --flow-id (default: unique per run). \
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."
     )]
     Flow(flow::FlowArgs),

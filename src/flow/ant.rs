@@ -1,6 +1,8 @@
 //! Compatibility with Ant's `flow-insight` 1.1.1: its query answers' JSON shapes
-//! (`CallGraphData`, the flame span tree, `PhysicalViewData`), and its ingest record
-//! types (`call_submit`, `call_begin`, `call_end`) for `rayscope flow --emit`.
+//! (`CallGraphData`, the flame span tree, `PhysicalViewData`, and what it answers for a
+//! flow it does not know), and its ingest record types (`call_submit`, `call_begin`,
+//! `call_end`, `service_physical_stats_add`, `node_physical_stats_add`) for
+//! `rayscope flow --emit`.
 //!
 //! Owns: naming as Ant does (services = actor class + instance id, methods numbered
 //! `methodN` and functions `functionN` in order of first submit, the driver `_main`,
@@ -349,6 +351,33 @@ struct Physical<'a> {
 
 /// `GET /get_physical_view_data`'s `data`.
 pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<u8> {
+    let (services, nodes) = physical_parts(job, spans, nodes);
+    serde_json::to_vec(&Physical { services, nodes }).unwrap_or_default()
+}
+
+/// `GET /get_physical_view_data`'s `data` for a flow it does not know: no services, and
+/// the nodes (Ant keeps node stats apart from any flow).
+pub fn physical_unknown(nodes: &[Arc<NodeView>]) -> Vec<u8> {
+    serde_json::to_vec(&Physical { services: Vec::new(), nodes: node_stats(nodes) }).unwrap_or_default()
+}
+
+/// `GET /get_call_graph_data`'s `data` for a flow it does not know: the driver alone.
+pub fn call_graph_unknown() -> Vec<u8> {
+    br#"{"services":[],"methods":[],"functions":[{"id":"_main","method":{"name":"_main"},"service":null}],"callFlows":[],"dataFlows":[]}"#.to_vec()
+}
+
+/// `GET /get_flame_graph_data`'s `data` for a flow it does not know: `_main`, not ended,
+/// wrapped in `root` (Ant answers a `FlameTree` there, and the bare node otherwise).
+pub fn flame_unknown() -> Vec<u8> {
+    br#"{"root":{"span_id":"_main","id":"_main","start_time":0,"end_time":-1,"children":[]}}"#.to_vec()
+}
+
+/// The services (each actor as its last started call saw it) and the nodes.
+fn physical_parts<'a>(
+    job: &'a JobRecord,
+    spans: &Spans,
+    nodes: &'a [Arc<NodeView>],
+) -> (Vec<ServiceStats<'a>>, BTreeMap<&'a str, PhysicalNode<'a>>) {
     // Each actor as its last started call saw it.
     let mut last: BTreeMap<u64, usize> = BTreeMap::new();
     for (i, s) in spans.spans.iter().enumerate() {
@@ -378,6 +407,11 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<
             }
         })
         .collect();
+    (services, node_stats(nodes))
+}
+
+/// Every alive node, by node id.
+fn node_stats(nodes: &[Arc<NodeView>]) -> BTreeMap<&str, PhysicalNode<'_>> {
     let mut out = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.died_at_us.is_none()) {
         let resources =
@@ -402,14 +436,15 @@ pub fn physical(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<
             },
         );
     }
-    serde_json::to_vec(&Physical { services, nodes: out }).unwrap_or_default()
+    out
 }
 
-/// The job's records as Ant's ingest records (`{record_type, record}`), in order:
-/// a submit, the last attempt's begin, and the end of every call the driver made,
-/// directly or not (the driver itself is Ant's implicit root `_main`).
-pub fn records(job: &JobRecord, spans: &Spans) -> Vec<Value> {
-    let flow = &job.job_hex;
+/// The job's records as Ant's ingest records (`{record_type, record}`) under `flow`,
+/// in order: a submit, the last attempt's begin, and the end of every call the driver
+/// made, directly or not; then the end of the driver itself (Ant's implicit root
+/// `_main`), if it ended by the instant; then the physical stats as of the instant
+/// (the job's actors, and the nodes), so that Ant's physical view is the same.
+pub fn records(job: &JobRecord, spans: &Spans, flow: &str, nodes: &[Arc<NodeView>]) -> Vec<Value> {
     let fields = |prefix: &str, t: &Target| -> Vec<(String, Value)> {
         let mut v =
             vec![(format!("{prefix}_method"), json!(if t.kind == TargetKind::Method { &t.method } else { &t.class }))];
@@ -466,5 +501,18 @@ pub fn records(job: &JobRecord, spans: &Spans) -> Vec<Value> {
         };
         out.push(json!({"record_type": record_type, "record": rec}));
     }
+    if let Some((root, end)) = spans.root().and_then(|r| spans.spans[r].end.map(|e| (r, e))) {
+        let s = &spans.spans[root];
+        out.push(json!({"record_type": "call_end", "record": {
+            "flow_id": flow, "span_id": span_hex(s.span), "target_method": "_main",
+            "duration": (ms(end) - ms(s.submit)) as f64 / 1e3, "timestamp": ms(end)}}));
+    }
+    let (services, node_rows) = physical_parts(job, spans, nodes);
+    let now = ms(spans.at);
+    out.push(json!({"record_type": "service_physical_stats_add",
+        "record": {"flow_id": flow, "stats": services, "timestamp": now}}));
+    let node_rows: Vec<&PhysicalNode> = node_rows.values().collect();
+    out.push(json!({"record_type": "node_physical_stats_add",
+        "record": {"flow_id": flow, "stats": {"stats": node_rows}, "timestamp": now}}));
     out
 }
