@@ -64,7 +64,7 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     let browser = Browser::launch(&exe).await;
     let page = browser.page().await;
     page.goto(&rs.url("/flow")).await;
-    for view in ["#bottlenecks", "#graph", "#physical", "#gantt", "#flame", "#stack"] {
+    for view in ["#impact", "#bottlenecks", "#graph", "#physical", "#gantt", "#flame", "#stack"] {
         page.wait_for(&format!("{view} to render"), &format!("document.querySelector('{view}').dataset.loaded"), WAIT)
             .await;
     }
@@ -105,6 +105,22 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     assert_eq!(top[0], first["name"], "{top} vs {first}");
     assert_eq!(top[1], first["actor_id"].as_str().unwrap_or(""), "{top} vs {first}");
     assert_eq!(top[2].as_bool(), first["program_flag"].as_bool(), "{top} vs {first}");
+
+    // What fixing saves: the API's what-ifs, most saved first.
+    let im = get_json(addr, &format!("/api/flow/impact?job={job}")).await;
+    let entries = im["entries"].as_array().unwrap();
+    let rows = page
+        .eval("[...document.querySelectorAll('#impact tbody tr')].filter(r => r.dataset.saved).map(r => Number(r.dataset.saved))")
+        .await
+        .unwrap();
+    let want: Vec<Value> = entries.iter().take(10).map(|e| e["saved_s"].clone()).collect();
+    assert_eq!(rows.as_array().unwrap(), &want, "the page lists the API's what-ifs: {im}");
+    assert_eq!(im["finished"], true, "{im}");
+    if entries.is_empty() {
+        // This seed's tree has no delay to remove: the page says so.
+        let text = page.eval("document.querySelector('#impact').textContent").await.unwrap();
+        assert!(text.as_str().unwrap().contains("No single fix saves"), "{text}");
+    }
 
     // The Gantt: bars for the executions, on as many rows as it says.
     let gantt = page

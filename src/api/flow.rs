@@ -40,7 +40,7 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
 
 /// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg
 /// (`mode`: execution, the default, or wall), timeline.json (windowed: `from`, `to`,
-/// `limit`), bottlenecks.
+/// `limit`), bottlenecks, impact.
 pub(crate) async fn view(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -61,9 +61,10 @@ pub(crate) async fn view(
         "flamegraph.svg" => View::Svg(flame::Mode::Execution),
         "timeline.json" => View::Timeline(timeline::Window::DEFAULT),
         "bottlenecks" => View::Bottlenecks,
+        "impact" => View::Impact,
         _ => {
             return Err(ApiError::not_found(format!(
-                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, bottlenecks"
+                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, bottlenecks, impact"
             )))
         }
     };

@@ -17,7 +17,7 @@ use rayscope::flow::flame::Mode;
 use rayscope::flow::graph::Level;
 use rayscope::flow::spans::Spans;
 use rayscope::flow::timeline::Window;
-use rayscope::flow::{ant, bottleneck, emit, render, View};
+use rayscope::flow::{ant, bottleneck, emit, render, whatif, View};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -156,6 +156,7 @@ fn run(
         ("flame-wall.svg", View::Svg(Mode::Wall)),
         // A file is not an interactive answer: the whole job, every execution.
         ("timeline.json", View::Timeline(Window::ALL)),
+        ("impact.json", View::Impact),
     ];
     for (file, view) in views {
         let t = Instant::now();
@@ -171,7 +172,8 @@ fn run(
     timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
     let t = Instant::now();
     let spans = Spans::replay(&record, at);
-    let text = bottleneck::text(&record, &spans);
+    let mut text = bottleneck::text(&record, &spans);
+    text.push_str(&whatif::text(&record, &spans));
     write(out, "bottlenecks.txt", text.as_bytes())?;
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("total_ms".into(), json!(started.elapsed().as_secs_f64() * 1e3));

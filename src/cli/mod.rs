@@ -51,8 +51,9 @@ into --out: graph.json (call graph, at class level unless a class calls itself, 
 (calls in flight at --at), flame.folded and flame.svg (execution time per call path), flame-wall.folded and \
 flame-wall.svg (the driver's wall time down the calls it waited on, with [queued] and [blocked] frames), \
 timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \
-/api/flow/timeline.json answers) and bottlenecks.txt (ranked by execution on the critical path, waiting shown \
-beside it; also printed). \
+/api/flow/timeline.json answers), impact.json (what fixing each candidate saves, the job re-run in the model) and \
+bottlenecks.txt (ranked by execution on the critical path, waiting shown beside it, then what fixing saves; also \
+printed). \
 With --emit, also post the job's call records, the driver's end and the physical stats to a running \
 flow-insight server (POST URL/emit), under --flow-id (default: unique per run). \
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."

@@ -17,6 +17,7 @@ pub mod physical;
 pub mod spans;
 pub mod stack;
 pub mod timeline;
+pub mod whatif;
 
 use crate::snapshot::flow::JobRecord;
 use crate::snapshot::NodeView;
@@ -35,6 +36,8 @@ pub enum View {
     /// The Gantt, over a time window and cut at a number of executions.
     Timeline(timeline::Window),
     Bottlenecks,
+    /// What fixing each candidate saves, from re-runs of the job in the replay model.
+    Impact,
 }
 
 /// A rendered view: its body and content type.
@@ -68,6 +71,7 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
             Rendered { cut: Some((t.returned, t.total)), ..text(t.json, "application/json") }
         }
         View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
+        View::Impact => json(whatif::impact_json(job, &spans)),
         View::Folded(mode) => text(flame::folded_text(&flame::folded(job, &spans, mode)), "text/plain; charset=utf-8"),
         View::Svg(mode) => text(
             flame::svg(

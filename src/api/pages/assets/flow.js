@@ -66,6 +66,27 @@
     done('bottlenecks');
   }
 
+  // ------------------------------------------------------------- impact
+  /** What fixing each candidate saves: the server re-runs the finished job in its model. */
+  async function impact() {
+    const v = await RS.json(`/api/flow/impact?${q()}`);
+    const rows = (v.entries || []).slice(0, 10);
+    const fix = (e) => (e.fix || []).map((f) => `${f.name} ${actor(f.actor_id)}${f.program_flag ? ' ⚑' : ''} → ${secs(num(f.stretch_s))} per stretch`).join(' + ');
+    body('impact').replaceChildren(
+      el('p', {class: 'muted', text: v.finished
+        ? `The job re-run in the model with one method's execution as fast as its siblings' (or zero, without siblings): ${secs(num(v.makespan_s))} as recorded.`
+        : (v.note || 'The job has not ended.')}),
+      RS.table([
+        {title: '#', cell: (e) => int(e.rank), num: true},
+        {title: 'Fix', cell: (e) => [e.together ? RS.badge('FIX BOTH') : null, ` ${fix(e)}`].filter(Boolean)},
+        {title: 'Saves', cell: (e) => secs(num(e.saved_s)), num: true},
+        {title: 'Share', cell: (e) => RS.bar(num(e.saved_share), 1, `${fixed(100 * num(e.saved_share))}%`)},
+        {title: 'Makespan then', cell: (e) => secs(num(e.makespan_s)), num: true},
+      ], rows, {empty: v.finished ? 'No single fix saves 0.1 % or more.' : 'Computed once the job has ended.',
+        rowAttrs: (e) => ({'data-saved': num(e.saved_s), 'data-together': String(Boolean(e.together))})}));
+    done('impact');
+  }
+
   // ------------------------------------------------------------- call graph
   /** Layered drawing: each node one column right of its first caller. */
   async function graph() {
@@ -249,7 +270,7 @@
   async function refresh() {
     if (!job && !(await jobs())) return;
     links();
-    await Promise.all([bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
+    await Promise.all([impact(), bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
   }
   function go() {
     const u = new URLSearchParams(Object.assign({job}, level ? {level} : {}, at ? {at} : {}, limit ? {limit} : {}));

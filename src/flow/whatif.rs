@@ -1,0 +1,471 @@
+//! What fixing a call would save: the job's recorded calls replayed as a model, with
+//! one method's execution changed, and the makespan it then takes.
+//!
+//! Owns: the replay model and the impact ranking. Each call is the sequence it ran:
+//! executing stretches, the calls it submitted between them, its waits in `ray.get`
+//! (for the calls that ended during the wait), and any requeue gap. A call starts when
+//! it was submitted, its argument producers ended, and (on an actor that ran one call at
+//! a time) the call before it on that actor ended, plus the latency it showed then (a
+//! worker's start, scheduling). A wait in `ray.get` ends when the calls it waited for
+//! ended, plus the resume latency it showed. Replayed unchanged it gives back the
+//! recorded makespan; replayed with a method's executing stretches made as long as its
+//! siblings' (other instances of the same class and method; zero where it has none: an
+//! artificial delay), it gives the makespan that fix would leave.
+//! Ranking: the top calls on the critical path and the slow outliers among siblings are
+//! each re-run alone; where single fixes save little but two outliers together save
+//! more, "fix both" is offered too, as parallel twins only save together.
+//! Must never: read anything but the job's records (pure function of records + instant).
+
+use super::bottleneck;
+use super::spans::{Phase, Spans};
+use crate::snapshot::flow::{JobRecord, TargetKind};
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// One step of a call's own timeline.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Its body executes this long.
+    Exec(u64),
+    /// It submits this call (by index).
+    Submit(usize),
+    /// It waits in `ray.get` for these calls, then this long more to resume.
+    Wait(Vec<usize>, u64),
+    /// A fixed gap (requeued for a retry, or a wait nothing recorded explains).
+    Gap(u64),
+}
+
+/// The replay's picture of a job: each call's steps and what gates its start.
+pub struct Model {
+    steps: Vec<Vec<Step>>,
+    /// Calls that must end before it starts: argument producers, the call before it on
+    /// a one-at-a-time actor.
+    after: Vec<Vec<usize>>,
+    /// The latency it showed between being able to start and starting.
+    latency: Vec<u64>,
+    root: usize,
+    root_start: u64,
+    /// Per call: its target, and whether it ran.
+    target: Vec<u32>,
+    ran: Vec<bool>,
+}
+
+/// Execution changes to try: target → the length each of its executing stretches takes.
+pub type Fix = BTreeMap<u32, u64>;
+
+impl Model {
+    /// The model of a finished job (`None` while it runs, or with nothing recorded).
+    pub fn of(job: &JobRecord, spans: &Spans) -> Option<Model> {
+        let root = spans.root()?;
+        spans.spans[root].end?;
+        let n = spans.spans.len();
+        let children = spans.children();
+        let mut steps = vec![Vec::new(); n];
+        let mut after = vec![Vec::new(); n];
+        let mut latency = vec![0u64; n];
+        let mut ran = vec![false; n];
+        // Calls on each actor, in the order they started; whether it ran one at a time.
+        let mut on_actor: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (i, s) in spans.spans.iter().enumerate() {
+            if let (Some(a), Some(_)) = (job.target(s.target).actor, s.start) {
+                on_actor.entry(a).or_default().push(i);
+            }
+        }
+        for calls in on_actor.values_mut() {
+            calls.sort_by_key(|&i| (first_start(spans, i), i));
+            let serial = calls.windows(2).all(|w| spans.end_or_at(w[0]) <= first_start(spans, w[1]).unwrap_or(0));
+            if serial {
+                for w in calls.windows(2) {
+                    after[w[1]].push(w[0]);
+                }
+            }
+        }
+        for (i, s) in spans.spans.iter().enumerate() {
+            let Some(start) = first_start(spans, i) else { continue };
+            ran[i] = true;
+            after[i].extend(s.deps.iter().copied().filter(|&d| spans.spans[d].end.is_some()));
+            let gate = after[i].iter().map(|&d| spans.end_or_at(d)).chain([s.submit]).max().unwrap_or(s.submit);
+            latency[i] = if i == root { 0 } else { start.saturating_sub(gate) };
+            steps[i] = timeline(spans, i, start, &children[i]);
+        }
+        Some(Model {
+            steps,
+            after,
+            latency,
+            root,
+            root_start: spans.spans[root].submit,
+            target: spans.spans.iter().map(|s| s.target).collect(),
+            ran,
+        })
+    }
+
+    /// The makespan (µs) with `fix` applied: each executing stretch of a fixed target's
+    /// calls takes the fix's length instead.
+    pub fn makespan(&self, fix: &Fix) -> u64 {
+        Replay::new(self, fix).run()
+    }
+}
+
+/// A call's first start (its earliest executing stretch).
+fn first_start(spans: &Spans, i: usize) -> Option<u64> {
+    let s = &spans.spans[i];
+    s.phases.iter().find(|p| p.1 == Phase::Executing).map(|p| p.0).or(s.start)
+}
+
+/// A call's own steps, from its first start to its end.
+fn timeline(spans: &Spans, i: usize, start: u64, children: &[usize]) -> Vec<Step> {
+    let s = &spans.spans[i];
+    let end = spans.end_or_at(i);
+    let mut subs: Vec<(u64, usize)> = children.iter().map(|&c| (spans.spans[c].submit, c)).collect();
+    subs.sort();
+    let mut next_sub = subs.partition_point(|&(t, _)| t < start);
+    // Submits before its first start (none, for a consistent record) go first.
+    let mut steps: Vec<Step> = subs[..next_sub].iter().map(|&(_, c)| Step::Submit(c)).collect();
+    for (phase, from, to) in s.intervals(end).filter(|(_, _, to)| *to > start) {
+        let from = from.max(start);
+        match phase {
+            Phase::Executing => {
+                let mut at = from;
+                while next_sub < subs.len() && subs[next_sub].0 < to {
+                    let (t, c) = subs[next_sub];
+                    steps.push(Step::Exec(t.saturating_sub(at)));
+                    steps.push(Step::Submit(c));
+                    at = t.max(at);
+                    next_sub += 1;
+                }
+                steps.push(Step::Exec(to - at));
+            }
+            Phase::Blocked => {
+                // What it waited for: its calls submitted before the wait that ended in it.
+                let waited: Vec<usize> = children
+                    .iter()
+                    .copied()
+                    .filter(|&c| spans.spans[c].submit <= from)
+                    .filter(|&c| spans.spans[c].end.is_some_and(|e| e > from && e <= to))
+                    .collect();
+                match waited.iter().map(|&c| spans.end_or_at(c)).max() {
+                    Some(last) => steps.push(Step::Wait(waited, to - last)),
+                    None => steps.push(Step::Gap(to - from)),
+                }
+            }
+            Phase::Queued => steps.push(Step::Gap(to - from)),
+        }
+    }
+    steps.extend(subs[next_sub..].iter().map(|&(_, c)| Step::Submit(c)));
+    steps
+}
+
+/// One replay: a discrete-event run of the model's calls.
+struct Replay<'a> {
+    m: &'a Model,
+    fix: &'a Fix,
+    /// Per call: its next step, whether it was submitted, when it ended.
+    pc: Vec<usize>,
+    submitted: Vec<Option<u64>>,
+    ended: Vec<Option<u64>>,
+    started: Vec<bool>,
+    /// Calls stopped at a wait in `ray.get` for calls not ended yet.
+    waiting: Vec<bool>,
+    /// Calls gated on each call (starts waiting for it, waits in `ray.get` for it).
+    gated: Vec<Vec<usize>>,
+    /// (time, call) to go on with; a min-heap.
+    queue: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(m: &'a Model, fix: &'a Fix) -> Replay<'a> {
+        let n = m.steps.len();
+        let mut gated = vec![Vec::new(); n];
+        for (i, after) in m.after.iter().enumerate() {
+            for &d in after {
+                gated[d].push(i);
+            }
+        }
+        for (i, steps) in m.steps.iter().enumerate() {
+            for s in steps {
+                if let Step::Wait(calls, _) = s {
+                    for &c in calls {
+                        gated[c].push(i);
+                    }
+                }
+            }
+        }
+        Replay {
+            m,
+            fix,
+            pc: vec![0; n],
+            submitted: vec![None; n],
+            ended: vec![None; n],
+            started: vec![false; n],
+            waiting: vec![false; n],
+            gated,
+            queue: BinaryHeap::new(),
+        }
+    }
+
+    fn run(mut self) -> u64 {
+        let root = self.m.root;
+        self.submitted[root] = Some(self.m.root_start);
+        self.try_start(root);
+        while let Some(Reverse((t, i))) = self.queue.pop() {
+            self.go_on(i, t);
+        }
+        self.ended[root].unwrap_or(u64::MAX).saturating_sub(self.m.root_start)
+    }
+
+    /// Start a call if it was submitted and every call it waits for ended.
+    fn try_start(&mut self, i: usize) {
+        if self.started[i] || !self.m.ran[i] {
+            return;
+        }
+        let Some(sub) = self.submitted[i] else { return };
+        let mut gate = sub;
+        for &d in &self.m.after[i] {
+            match self.ended[d] {
+                Some(e) => gate = gate.max(e),
+                None => return,
+            }
+        }
+        self.started[i] = true;
+        self.queue.push(Reverse((gate + self.m.latency[i], i)));
+    }
+
+    /// Run a call's steps from time `t` until it must wait or ends.
+    fn go_on(&mut self, i: usize, t: u64) {
+        while let Some(step) = self.m.steps[i].get(self.pc[i]) {
+            match step {
+                Step::Exec(d) => {
+                    self.pc[i] += 1;
+                    // A fix makes a stretch no longer than the fixed length.
+                    let d = self.fix.get(&self.m.target[i]).map_or(*d, |&f| f.min(*d));
+                    if d > 0 {
+                        self.queue.push(Reverse((t + d, i)));
+                        return;
+                    }
+                }
+                Step::Submit(c) => {
+                    self.pc[i] += 1;
+                    self.submitted[*c] = Some(t);
+                    self.try_start(*c);
+                }
+                Step::Wait(calls, resume) => {
+                    let mut last = t;
+                    for &c in calls {
+                        match self.ended[c] {
+                            Some(e) => last = last.max(e),
+                            None => {
+                                // Woken again when it ends.
+                                self.waiting[i] = true;
+                                return;
+                            }
+                        }
+                    }
+                    self.waiting[i] = false;
+                    self.pc[i] += 1;
+                    if last + resume > t {
+                        self.queue.push(Reverse((last + resume, i)));
+                        return;
+                    }
+                }
+                Step::Gap(d) => {
+                    self.pc[i] += 1;
+                    if *d > 0 {
+                        self.queue.push(Reverse((t + d, i)));
+                        return;
+                    }
+                }
+            }
+        }
+        if self.ended[i].is_none() {
+            self.ended[i] = Some(t);
+            for k in std::mem::take(&mut self.gated[i]) {
+                if self.waiting[k] {
+                    // Stopped in `ray.get`: look again now.
+                    self.queue.push(Reverse((t, k)));
+                } else if !self.started[k] {
+                    self.try_start(k);
+                }
+            }
+        }
+    }
+}
+
+/// One what-if: the targets fixed together, what each stretch then takes, and the
+/// makespan it leaves.
+#[derive(Clone, Debug)]
+pub struct Impact {
+    pub targets: Vec<u32>,
+    pub fixed_stretch_us: Vec<u64>,
+    pub makespan_us: u64,
+    pub saved_us: u64,
+}
+
+/// Each target's median executing stretch (targets that never executed: none).
+fn stretches(m: &Model) -> BTreeMap<u32, u64> {
+    let mut lens: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (i, steps) in m.steps.iter().enumerate() {
+        for s in steps {
+            if let Step::Exec(d) = s {
+                if *d > 0 {
+                    lens.entry(m.target[i]).or_default().push(*d);
+                }
+            }
+        }
+    }
+    lens.into_iter().map(|(t, v)| (t, median(v))).collect()
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// The length a target's executing stretches take when fixed: its siblings' (other
+/// instances of the same class and method), as the median of their medians, so that
+/// a few slow siblings do not set the bar; zero without siblings.
+fn sibling_stretch(job: &JobRecord, own: &BTreeMap<u32, u64>, target: u32) -> u64 {
+    let frame = job.target(target).frame;
+    median(own.iter().filter(|(&t, _)| t != target && job.target(t).frame == frame).map(|(_, &d)| d).collect())
+}
+
+/// How many single fixes are tried: the top of the critical path, then slow outliers.
+pub const CANDIDATES: usize = 8;
+
+/// The what-ifs worth reporting, most saved first: each candidate alone, and "fix
+/// both" for the two outliers that save most together when that beats either alone.
+/// Also returns the recorded makespan the replay reproduced (µs).
+pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
+    let m = Model::of(job, spans)?;
+    let base = m.makespan(&Fix::new());
+    let own = stretches(&m);
+    let (entries, _, _) = bottleneck::rank(job, spans);
+    // Candidates: the top of the path by execution, then any method whose stretches run
+    // well past its siblings' (an outlier off the path now may be on it once the path's
+    // top is fixed: its twin).
+    let mut candidates: Vec<u32> = entries.iter().take(CANDIDATES / 2).map(|e| e.target).collect();
+    let mut outliers: Vec<(u64, u32)> = (0..job.targets.len() as u32)
+        .filter(|&t| job.target(t).kind != TargetKind::Driver)
+        .filter_map(|t| {
+            let (mine, sib) = (own.get(&t).copied().unwrap_or(0), sibling_stretch(job, &own, t));
+            (mine > 0 && mine >= sib.saturating_mul(2)).then(|| (mine - sib, t))
+        })
+        .collect();
+    outliers.sort_by(|a, b| b.cmp(a));
+    for (_, t) in &outliers {
+        if candidates.len() >= CANDIDATES {
+            break;
+        }
+        if !candidates.contains(t) {
+            candidates.push(*t);
+        }
+    }
+    let impact = |targets: &[u32]| {
+        let fix: Fix = targets.iter().map(|&t| (t, sibling_stretch(job, &own, t))).collect();
+        let makespan = m.makespan(&fix);
+        Impact {
+            targets: targets.to_vec(),
+            fixed_stretch_us: targets.iter().map(|t| fix[t]).collect(),
+            makespan_us: makespan,
+            saved_us: base.saturating_sub(makespan),
+        }
+    };
+    let mut out: Vec<Impact> = candidates.iter().map(|&t| impact(&[t])).collect();
+    // Twins: among the outliers, the pair that saves most together, when that is well
+    // more than the best single fix.
+    let best_single = out.iter().map(|i| i.saved_us).max().unwrap_or(0);
+    let top: Vec<u32> = outliers.iter().take(4).map(|(_, t)| *t).collect();
+    let mut best_pair: Option<Impact> = None;
+    for (k, &a) in top.iter().enumerate() {
+        for &b in &top[k + 1..] {
+            let p = impact(&[a, b]);
+            if best_pair.as_ref().is_none_or(|q| p.saved_us > q.saved_us) {
+                best_pair = Some(p);
+            }
+        }
+    }
+    // A fix that saves less than 0.1 % of the job is no finding, unless it is half of
+    // a pair offered: then what each alone saves is the point.
+    let pair = best_pair.filter(|p| p.saved_us > best_single.saturating_mul(3) / 2 + 1_000_000);
+    out.retain(|i| i.saved_us > 0 && i.saved_us.saturating_mul(1000) >= base);
+    if let Some(p) = pair {
+        for &t in &p.targets {
+            if !out.iter().any(|i| i.targets == [t]) {
+                out.push(impact(&[t]));
+            }
+        }
+        out.push(p);
+    }
+    out.sort_by(|a, b| b.saved_us.cmp(&a.saved_us).then(a.targets.len().cmp(&b.targets.len())));
+    Some((out, base))
+}
+
+/// The ranking as JSON (`/api/flow/impact`).
+pub fn impact_json(job: &JobRecord, spans: &Spans) -> Value {
+    let secs = |us: u64| us as f64 / 1e6;
+    let Some((list, base)) = rank(job, spans) else {
+        return json!({"job_id": job.job_hex, "at_s": secs(spans.at), "finished": false, "entries": [],
+            "note": "the job has not ended: what a fix saves is computed on a finished job"});
+    };
+    let recorded = spans.root().map_or(0, |r| spans.end_or_at(r) - spans.spans[r].submit);
+    let entries: Vec<Value> = list
+        .iter()
+        .enumerate()
+        .map(|(r, i)| {
+            let fixes: Vec<Value> = i
+                .targets
+                .iter()
+                .zip(&i.fixed_stretch_us)
+                .map(|(&t, &stretch)| {
+                    let tg = job.target(t);
+                    json!({"name": tg.class_name(), "actor_id": tg.actor_id(), "level": tg.level,
+                        "program_flag": tg.flag, "stretch_s": secs(stretch)})
+                })
+                .collect();
+            json!({"rank": r + 1, "fix": fixes, "together": i.targets.len() > 1,
+                "makespan_s": secs(i.makespan_us), "saved_s": secs(i.saved_us),
+                "saved_share": if base > 0 { i.saved_us as f64 / base as f64 } else { 0.0 }})
+        })
+        .collect();
+    json!({"job_id": job.job_hex, "at_s": secs(spans.at), "finished": true, "makespan_s": secs(base),
+        "recorded_makespan_s": secs(recorded), "entries": entries})
+}
+
+/// The ranking as text, after the critical path's (the CLI's `bottlenecks.txt`).
+pub fn text(job: &JobRecord, spans: &Spans) -> String {
+    let Some((list, base)) = rank(job, spans) else {
+        return "what fixing saves: the job has not ended\n".into();
+    };
+    let mut s = format!("what fixing saves (the job re-run in the model, {:.3} s as recorded):\n", base as f64 / 1e6);
+    if list.is_empty() {
+        s.push_str("  no single fix saves 0.1 % or more\n");
+    }
+    s.push_str("rank  saved_s       share   makespan_s    fix\n");
+    for (r, i) in list.iter().enumerate() {
+        let fixes: Vec<String> = i
+            .targets
+            .iter()
+            .zip(&i.fixed_stretch_us)
+            .map(|(&t, &stretch)| {
+                let tg = job.target(t);
+                format!(
+                    "{} {} (stretches to {:.3} s{})",
+                    tg.class_name(),
+                    tg.actor_id().unwrap_or_else(|| "-".into()),
+                    stretch as f64 / 1e6,
+                    if tg.flag { ", flagged" } else { "" }
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "{:>4}  {:>12.3}  {:>5.1}%  {:>12.3}  {}{}\n",
+            r + 1,
+            i.saved_us as f64 / 1e6,
+            if base > 0 { 100.0 * i.saved_us as f64 / base as f64 } else { 0.0 },
+            i.makespan_us as f64 / 1e6,
+            if i.targets.len() > 1 { "both: " } else { "" },
+            fixes.join(" + ")
+        ));
+    }
+    s
+}
