@@ -321,12 +321,49 @@ fn median(mut v: Vec<u64>) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-/// The length a target's executing stretches take when fixed: its siblings' (other
-/// instances of the same class and method), as the median of their medians, so that
-/// a few slow siblings do not set the bar; zero without siblings.
-fn sibling_stretch(job: &JobRecord, own: &BTreeMap<u32, u64>, target: u32) -> u64 {
-    let frame = job.target(target).frame;
-    median(own.iter().filter(|(&t, _)| t != target && job.target(t).frame == frame).map(|(_, &d)| d).collect())
+/// Each target's median stretch, and per class-level frame the sorted medians of its
+/// targets: a target's siblings' median without scanning every target per target.
+struct Stretches {
+    own: BTreeMap<u32, u64>,
+    by_frame: BTreeMap<u32, Vec<u64>>,
+}
+
+impl Stretches {
+    fn of(job: &JobRecord, m: &Model) -> Stretches {
+        let own = stretches(m);
+        let mut by_frame: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for (&t, &d) in &own {
+            by_frame.entry(job.target(t).frame).or_default().push(d);
+        }
+        for v in by_frame.values_mut() {
+            v.sort_unstable();
+        }
+        Stretches { own, by_frame }
+    }
+
+    fn own(&self, target: u32) -> u64 {
+        self.own.get(&target).copied().unwrap_or(0)
+    }
+
+    /// The length a target's executing stretches take when fixed: its siblings' (other
+    /// instances of the same class and method), as the median of their medians, so
+    /// that a few slow siblings do not set the bar; zero without siblings.
+    fn sibling(&self, job: &JobRecord, target: u32) -> u64 {
+        let Some(all) = self.by_frame.get(&job.target(target).frame) else { return 0 };
+        // The frame's medians without this target's own (if it executed at all).
+        let (n, skip) = match self.own.get(&target) {
+            Some(d) => (all.len() - 1, Some(all.partition_point(|x| x < d))),
+            None => (all.len(), None),
+        };
+        if n == 0 {
+            return 0;
+        }
+        let k = n / 2;
+        match skip {
+            Some(p) if p <= k => all[k + 1],
+            _ => all[k],
+        }
+    }
 }
 
 /// How many single fixes are tried: the top of the critical path, then slow outliers.
@@ -338,7 +375,7 @@ pub const CANDIDATES: usize = 8;
 pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
     let m = Model::of(job, spans)?;
     let base = m.makespan(&Fix::new());
-    let own = stretches(&m);
+    let st = Stretches::of(job, &m);
     let (entries, _, _) = bottleneck::rank(job, spans);
     // Candidates: the top of the path by execution, then any method whose stretches run
     // well past its siblings' (an outlier off the path now may be on it once the path's
@@ -347,7 +384,7 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
     let mut outliers: Vec<(u64, u32)> = (0..job.targets.len() as u32)
         .filter(|&t| job.target(t).kind != TargetKind::Driver)
         .filter_map(|t| {
-            let (mine, sib) = (own.get(&t).copied().unwrap_or(0), sibling_stretch(job, &own, t));
+            let (mine, sib) = (st.own(t), st.sibling(job, t));
             (mine > 0 && mine >= sib.saturating_mul(2)).then(|| (mine - sib, t))
         })
         .collect();
@@ -361,7 +398,7 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
         }
     }
     let impact = |targets: &[u32]| {
-        let fix: Fix = targets.iter().map(|&t| (t, sibling_stretch(job, &own, t))).collect();
+        let fix: Fix = targets.iter().map(|&t| (t, st.sibling(job, t))).collect();
         let makespan = m.makespan(&fix);
         Impact {
             targets: targets.to_vec(),
@@ -427,8 +464,8 @@ pub fn impact_json(job: &JobRecord, spans: &Spans) -> Value {
                 "saved_share": if base > 0 { i.saved_us as f64 / base as f64 } else { 0.0 }})
         })
         .collect();
-    json!({"job_id": job.job_hex, "at_s": secs(spans.at), "finished": true, "makespan_s": secs(base),
-        "recorded_makespan_s": secs(recorded), "entries": entries})
+    json!({"job_id": job.job_hex, "at_s": secs(spans.at), "finished": true, "truncated": job.truncated(),
+        "makespan_s": secs(base), "recorded_makespan_s": secs(recorded), "entries": entries})
 }
 
 /// The ranking as text, after the critical path's (the CLI's `bottlenecks.txt`).
