@@ -76,6 +76,24 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
         assert_eq!(listed["result"][0]["class_name"], a["class"], "{listed}");
     }
 
+    // The physical view answers the busiest nodes first, and says how many it left out.
+    let all = s.get(&format!("/api/flow/physical?job={id}&limit=10000")).await.json();
+    let one = s.get(&format!("/api/flow/physical?job={id}&limit=1")).await.json();
+    let total = all["nodes_total"].as_u64().unwrap();
+    assert!(total >= 2, "{all}");
+    assert_eq!((one["nodes"].as_array().unwrap().len() as u64, one["more"].as_u64()), (1, Some(total - 1)), "{one}");
+    let busy = |n: &Value| -> f64 {
+        ["actors", "workers"]
+            .iter()
+            .flat_map(|k| n[*k].as_array().unwrap())
+            .map(|a| a["busy_s"].as_f64().unwrap())
+            .sum()
+    };
+    let busiest = all["nodes"].as_array().unwrap().iter().map(busy).fold(0.0, f64::max);
+    assert_eq!(busy(&one["nodes"][0]), busiest, "the busiest node first");
+    let r = s.get(&format!("/api/flow/physical?job={id}&limit=0")).await;
+    assert_eq!((r.status, r.names().as_str()), (400, "limit"), "{}", r.text());
+
     // Time travel: mid-run, calls are in flight; at the end none are.
     let mid = s.get(&format!("/api/flow/stack?job={id}&at={}", end / 2.0)).await.json();
     assert!(mid["in_flight"].as_u64().unwrap() > 0, "{mid}");

@@ -449,7 +449,7 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
     for &seed in SEEDS {
         let r = run(seed);
         let v: Value = serde_json::from_slice(
-            &render(&r.job, r.snap.sim_time_us, true, View::Physical, &r.snap.nodes).unwrap().body,
+            &render(&r.job, r.snap.sim_time_us, true, View::Physical(None), &r.snap.nodes).unwrap().body,
         )
         .unwrap();
         let nodes = v["nodes"].as_array().unwrap();

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 /// `GET /api/flow/jobs`.
 pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
-    params(raw.as_deref(), &[])?;
+    params(raw.as_deref(), &[], ("executions", timeline::MAX_LIMIT))?;
     let snap = app.handle.snapshot();
     let list: Vec<Value> = snap
         .flow
@@ -49,13 +49,14 @@ pub(crate) async fn view(
     let allowed: &[&str] = match name.as_str() {
         "graph" => &["job", "at", "level"],
         "timeline.json" => &["job", "at", "from", "to", "limit"],
+        "physical" => &["job", "at", "limit"],
         "flamegraph.folded" | "flamegraph.svg" => &["job", "at", "mode"],
         _ => &["job", "at"],
     };
     let view = match name.as_str() {
         // The level is chosen with the job when none is asked for (below).
         "graph" => View::Graph(Level::Class),
-        "physical" => View::Physical,
+        "physical" => View::Physical(Some(PHYSICAL_LIMIT)),
         "stack" => View::Stack,
         "flamegraph.folded" => View::Folded(flame::Mode::Execution),
         "flamegraph.svg" => View::Svg(flame::Mode::Execution),
@@ -68,13 +69,18 @@ pub(crate) async fn view(
             )))
         }
     };
-    let p = params(raw.as_deref(), allowed)?;
+    let limits = match name.as_str() {
+        "physical" => ("nodes", PHYSICAL_MAX_LIMIT),
+        _ => ("executions", timeline::MAX_LIMIT),
+    };
+    let p = params(raw.as_deref(), allowed, limits)?;
     let view = match (view, p.level.as_deref()) {
         (View::Graph(_), Some(l)) => View::Graph(
             Level::parse(l)
                 .ok_or_else(|| ApiError::parameter("level", format!("level must be class or instance, got {l:?}")))?,
         ),
         (View::Timeline(_), _) => View::Timeline(window(&p)?),
+        (View::Physical(_), _) => View::Physical(Some(p.limit.unwrap_or(PHYSICAL_LIMIT))),
         (v, _) => v,
     };
     let view = match (view, p.mode.as_deref().map(|m| (m, flame::Mode::parse(m)))) {
@@ -151,7 +157,14 @@ fn seconds(name: &str, v: &str) -> Result<u64, ApiError> {
     Ok((s * 1e6).round().min(u64::MAX as f64) as u64)
 }
 
-fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
+/// Nodes a physical answer holds unless the request says otherwise (the busiest): the
+/// page shows them, and at `examples/scale.yaml`'s 2,000 nodes the whole view is MBs.
+pub const PHYSICAL_LIMIT: usize = 50;
+/// The most nodes a physical answer may be asked for.
+pub const PHYSICAL_MAX_LIMIT: usize = 10_000;
+
+/// `limits`: what `limit` counts, and its largest value, for this view.
+fn params(raw: Option<&str>, allowed: &[&str], limits: (&str, usize)) -> Result<Params, ApiError> {
     let mut p = Params::default();
     for (k, v) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
         let k = k.as_ref();
@@ -167,12 +180,9 @@ fn params(raw: Option<&str>, allowed: &[&str]) -> Result<Params, ApiError> {
             "from" => p.from_us = Some(seconds(k, &v)?),
             "to" => p.to_us = Some(seconds(k, &v)?),
             "limit" => {
-                let max = timeline::MAX_LIMIT;
+                let (unit, max) = limits;
                 p.limit = Some(v.trim().parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
-                    ApiError::parameter(
-                        k,
-                        format!("limit must be a whole number of executions from 1 to {max}, got {v:?}"),
-                    )
+                    ApiError::parameter(k, format!("limit must be a whole number of {unit} from 1 to {max}, got {v:?}"))
                 })?);
             }
             _ => {}

@@ -148,7 +148,7 @@ fn run(
     timings.insert("simulate_ms".into(), json!(simulate_ms));
     let views = [
         ("graph.json", View::Graph(Level::default_for(&record))),
-        ("physical.json", View::Physical),
+        ("physical.json", View::Physical(None)),
         ("stack.json", View::Stack),
         ("flame.folded", View::Folded(Mode::Execution)),
         ("flame.svg", View::Svg(Mode::Execution)),

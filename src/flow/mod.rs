@@ -28,7 +28,8 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     Graph(graph::Level),
-    Physical,
+    /// Nodes, the busiest first, at most this many (`None`: all).
+    Physical(Option<usize>),
     Stack,
     /// The flame graph as folded stacks, or as SVG, in a mode.
     Folded(flame::Mode),
@@ -62,9 +63,11 @@ pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<N
     let spans = Spans::replay(job, at);
     Ok(match view {
         View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
-        View::Physical => {
-            Rendered { body: physical::physical_json(job, &spans, nodes), content_type: "application/json", cut: None }
-        }
+        View::Physical(limit) => Rendered {
+            body: physical::physical_json(job, &spans, nodes, limit),
+            content_type: "application/json",
+            cut: None,
+        },
         View::Stack => json(stack::stack(job, &spans, nodes)),
         View::Timeline(window) => {
             let t = timeline::timeline_json(job, &spans, &window);

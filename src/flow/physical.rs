@@ -6,7 +6,8 @@
 //! execution) and blocked time (in `ray.get`) as of the instant, and an actor's busy
 //! fraction over its life (its first start to the job's end or the instant, so it does
 //! not decay once the job is over); node resources come from the snapshot's node views
-//! ("now").
+//! ("now"). An answer can be cut to the busiest nodes (the job's execution on them),
+//! saying how many nodes there were (`nodes_total`) and how many are left out (`more`).
 //! Serialized straight from typed rows (a job can place 20,000 actors: a JSON tree
 //! built first cost most of the answer's time), and tallied by target index, not by
 //! name, so that no string is copied per call.
@@ -37,6 +38,9 @@ pub struct PhysicalView<'a> {
     job_id: &'a str,
     at_s: f64,
     truncated: bool,
+    /// Nodes in the view, and how many of them this answer leaves out (the least busy).
+    nodes_total: usize,
+    more: usize,
     nodes: Vec<NodeRow<'a>>,
 }
 
@@ -84,7 +88,13 @@ struct WorkerRow<'a> {
 }
 
 /// The view as typed rows (serialize with `serde_json::to_vec`).
-pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<NodeView>]) -> PhysicalView<'a> {
+/// `limit`: at most that many nodes, the busiest first (`None`: every node, by index).
+pub fn physical_view<'a>(
+    job: &'a JobRecord,
+    spans: &Spans,
+    nodes: &'a [Arc<NodeView>],
+    limit: Option<usize>,
+) -> PhysicalView<'a> {
     // (node, actor) and (node, function frame) → usage.
     let mut actors: BTreeMap<(u32, u64), Busy> = BTreeMap::new();
     let mut workers: BTreeMap<(u32, u32), Busy> = BTreeMap::new();
@@ -109,14 +119,26 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
     // An actor lives until its job ends (or to the instant, while the job runs).
     let life_end = job.end_us.map_or(spans.at, |e| e.min(spans.at));
     let mut out = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
     let mut node_ids: Vec<u32> = nodes.iter().filter(|n| n.died_at_us.is_none()).map(|n| n.idx).collect();
     node_ids.extend(actors.keys().map(|k| k.0).chain(workers.keys().map(|k| k.0)));
+    node_ids.retain(|&i| i != u32::MAX);
+    node_ids.sort_unstable();
+    node_ids.dedup();
+    let nodes_total = node_ids.len();
+    if let Some(limit) = limit {
+        // The busiest first (ties by index), cut to the limit.
+        let mut busy: BTreeMap<u32, u64> = BTreeMap::new();
+        for ((n, _), b) in &actors {
+            *busy.entry(*n).or_default() += b.busy_us + b.calls;
+        }
+        for ((n, _), b) in &workers {
+            *busy.entry(*n).or_default() += b.busy_us + b.calls;
+        }
+        node_ids.sort_by_key(|i| (std::cmp::Reverse(busy.get(i).copied().unwrap_or(0)), *i));
+        node_ids.truncate(limit);
+    }
     let by_idx: BTreeMap<u32, &Arc<NodeView>> = nodes.iter().map(|n| (n.idx, n)).collect();
     for idx in node_ids {
-        if idx == u32::MAX || !seen.insert(idx) {
-            continue;
-        }
         let view = by_idx.get(&idx).copied();
         let resources: Vec<Resource> = view
             .map(|v| v.resources.iter().map(|(n, t, a)| Resource { name: n, total: *t, available: *a }).collect())
@@ -170,10 +192,18 @@ pub fn physical_view<'a>(job: &'a JobRecord, spans: &Spans, nodes: &'a [Arc<Node
             workers: works,
         });
     }
-    PhysicalView { job_id: &job.job_hex, at_s: spans.at as f64 / 1e6, truncated: job.truncated(), nodes: out }
+    let more = nodes_total - out.len();
+    PhysicalView {
+        job_id: &job.job_hex,
+        at_s: spans.at as f64 / 1e6,
+        truncated: job.truncated(),
+        nodes_total,
+        more,
+        nodes: out,
+    }
 }
 
 /// The view as JSON text.
-pub fn physical_json(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>]) -> Vec<u8> {
-    serde_json::to_vec(&physical_view(job, spans, nodes)).unwrap_or_default()
+pub fn physical_json(job: &JobRecord, spans: &Spans, nodes: &[Arc<NodeView>], limit: Option<usize>) -> Vec<u8> {
+    serde_json::to_vec(&physical_view(job, spans, nodes, limit)).unwrap_or_default()
 }

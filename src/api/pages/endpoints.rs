@@ -79,9 +79,15 @@ pub(super) fn render(app: &App) -> String {
     }
     body.push_str("<li><code>ws://…/ws/realtime</code> a summary every stream interval</li>\n");
     body.push_str("</ul><h2>Flow Insight</h2><ul class=\"links\">\n");
-    link(&mut body, "/flow", "the page: call graph, physical view, stack, flame graph, Gantt, bottlenecks");
+    link(
+        &mut body,
+        "/flow",
+        "the page: what fixing saves, bottlenecks, call graph, physical view, Gantt, flame graph, stack",
+    );
     link(&mut body, "/api/flow/jobs", "jobs with recorded calls");
-    for view in ["graph", "physical", "stack", "flamegraph.folded", "flamegraph.svg", "timeline.json", "bottlenecks"] {
+    for view in
+        ["graph", "physical", "stack", "flamegraph.folded", "flamegraph.svg", "timeline.json", "bottlenecks", "impact"]
+    {
         let _ = writeln!(
             body,
             "<li><code>/api/flow/{view}?job=ID</code> (<code>at</code>{})</li>",
@@ -92,7 +98,7 @@ pub(super) fn render(app: &App) -> String {
             }
         );
     }
-    body.push_str("<li><code>/get_call_graph_data</code>, <code>/get_flame_graph_data</code>, <code>/get_physical_view_data</code> (<code>?flow_id=ID</code>): Ant's <code>flow-insight</code> shapes</li>\n");
+    body.push_str("<li><code>/get_call_graph_data</code>, <code>/get_flame_graph_data</code>, <code>/get_physical_view_data</code>, <code>/get_context</code>, <code>/get_resource_usage</code>, <code>/get_flow_creation_time</code>, <code>/list_snapshots</code> (<code>?flow_id=ID</code>): Ant's <code>flow-insight</code> shapes</li>\n");
     let _ = writeln!(body, "</ul><h2>Control ({control})</h2><ul class=\"links\">");
     post(&mut body, "/api/control/nodes/&lt;ip&gt;/kill", "");
     post(&mut body, "/api/control/nodes/&lt;ip&gt;/restore", "");

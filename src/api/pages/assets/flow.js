@@ -165,7 +165,9 @@
         `${a.class} ${actor(a.actor_id)}${a.program_flag ? ' ⚑' : ''} · ${int(a.calls)} calls · busy ${fixed(100 * num(a.busy_fraction))}% of its life`}))},
       {title: 'Task workers', cell: (n) => (n.workers || []).slice(0, 6).map((w) => el('div', {class: 'mono', text: `${w.function}${num(w.pid) ? ` pid ${w.pid}` : ''} · ${int(w.calls)} calls`}))},
     ], rows, {empty: 'The job has nothing placed.'}));
-    note('physical', `${int(rows.length)} nodes used`);
+    note('physical', num(p.more) > 0
+      ? `the ${int(rows.length)} busiest nodes the job used; ${int(p.more)} more of ${int(p.nodes_total)} not shown`
+      : `${int(rows.length)} nodes used`);
     done('physical');
   }
 
