@@ -479,3 +479,45 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
         assert_eq!(placed, by_id.len(), "seed {seed}: every actor placed");
     }
 }
+
+#[test]
+fn a_capped_graph_keeps_no_dangling_edge_and_says_how_much_it_left_out() {
+    // A map-reduce past the recording cap: the reducers are never recorded, yet the
+    // class-level graph "now" (from the aggregates) has their node beside their edge.
+    let mut cfg = common::load(
+        "cluster:\n  head: {cpu: 8, memory: 32GiB}\nworkloads:\n  - kind: fan_out\n    tasks: 1200\n    reducers: 4\n    \
+         task_duration: {min: 1s, max: 2s}\n    reduce_duration: {min: 1s, max: 2s}\n    output_size: 1KiB\n\
+         \x20 - kind: actor_pool\n    actors: 400\n    calls_per_actor: 1\n    num_cpus: 0\n    \
+         call_duration: {min: 10ms, max: 20ms}\nsim: {seed: 3}\n",
+    );
+    cfg.sim.flow_calls_per_job = 1000;
+    let engine = common::run(cfg);
+    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
+    for job in snap.flow.jobs.values() {
+        let spans = Spans::replay(job, snap.sim_time_us);
+        for level in [Level::Class, Level::Instance] {
+            let g = graph::graph(job, &spans, level, true);
+            let ids: BTreeSet<&str> =
+                g["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+            for e in g["edges"].as_array().unwrap() {
+                for end in ["source", "target"] {
+                    assert!(ids.contains(e[end].as_str().unwrap()), "{} {level:?}: dangling {e}", job.name);
+                }
+            }
+            assert!(ids.len() <= graph::MAX_NODES && ids.contains("_main"), "{} {level:?}", job.name);
+            assert!(g["nodes_total"].as_u64().unwrap() >= ids.len() as u64);
+        }
+    }
+    // The map-reduce's reducers, past the cap: a node from the aggregates.
+    let mr = snap.flow.jobs.values().find(|j| j.truncated() && j.frames.iter().any(|f| f == "reduce")).unwrap();
+    let g = graph::graph(mr, &Spans::replay(mr, snap.sim_time_us), Level::Class, true);
+    let reduce = g["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "reduce").expect("the reduce node");
+    assert_eq!((reduce["recorded"].as_bool(), reduce["calls"].as_u64()), (Some(false), Some(4)), "{reduce}");
+    // The actor pool's instance graph has more nodes than an answer holds: it says so.
+    let pool = snap.flow.jobs.values().find(|j| j.frames.iter().any(|f| f.ends_with(".__init__"))).unwrap();
+    assert!(!pool.truncated());
+    let g = graph::graph(pool, &Spans::replay(pool, snap.sim_time_us), Level::Instance, true);
+    assert_eq!(g["nodes"].as_array().unwrap().len(), graph::MAX_NODES);
+    assert!(g["nodes_total"].as_u64().unwrap() as usize > graph::MAX_NODES, "{}", g["nodes_total"]);
+    assert!(g["edges_total"].as_u64().unwrap() as usize > g["edges"].as_array().unwrap().len());
+}

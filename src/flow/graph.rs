@@ -5,13 +5,21 @@
 //! edges with calls, completed calls, bytes and times. A mean (`mean_s`) is of
 //! execution: the time the call's body ran. What the calls spent queued and blocked in
 //! `ray.get` is beside it (`mean_queued_s`, `mean_blocked_s`), and the caller's view,
-//! submit to end, is `mean_wall_s`. Every time is over completed calls.
+//! submit to end, is `mean_wall_s`. Every time is over completed calls. An answer holds
+//! at most [`MAX_NODES`] nodes, the most called, and only edges between nodes it holds
+//! (`nodes_total` and `edges_total` say how many there were); a callee seen only in the
+//! aggregates of a capped job is a node too (`recorded: false`), so no edge dangles.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
 use super::spans::{PhaseTimes, Spans};
 use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+
+/// Nodes an answer holds at most: the most called (the driver always); the edges are
+/// those among them. A drawing of more is unreadable, and at 20,000 actors the instance
+/// graph would be megabytes.
+pub const MAX_NODES: usize = 300;
 
 /// Class level (`Worker.process`) or instance level (`Worker:<actor>.process`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,10 +133,10 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
             }
         }
     }
-    let mut nodes: BTreeMap<String, (u32, Stat)> = BTreeMap::new();
+    let mut nodes: BTreeMap<String, (Option<u32>, Stat)> = BTreeMap::new();
     for ((name, t), st) in key_names.into_iter().zip(stats) {
         if st.calls > 0 {
-            nodes.insert(name, (t, st));
+            nodes.insert(name, (Some(t), st));
         }
     }
     let name_of: Vec<&String> = {
@@ -152,6 +160,26 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
                 },
             );
         }
+        // A callee only the aggregates saw (past the cap) is a node too: no edge dangles.
+        for ((_, b), st) in &edges {
+            let n = nodes.entry(b.clone()).or_insert_with(|| (None, Stat { phases: None, ..Stat::default() }));
+            if n.0.is_none() {
+                n.1.calls += st.calls;
+                n.1.completed += st.completed;
+                n.1.total_us += st.total_us;
+            }
+        }
+    }
+    // Capped at the most called nodes (the driver always kept), with the edges among them.
+    let nodes_total = nodes.len();
+    let edges_total = edges.len();
+    if nodes.len() > MAX_NODES {
+        let mut by_calls: Vec<(u64, String)> =
+            nodes.iter().map(|(k, (_, st))| (if k == "_main" { u64::MAX } else { st.calls }, k.clone())).collect();
+        by_calls.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let keep: std::collections::BTreeSet<String> = by_calls.into_iter().take(MAX_NODES).map(|(_, k)| k).collect();
+        nodes.retain(|k, _| keep.contains(k));
+        edges.retain(|(a, b), _| keep.contains(a) && keep.contains(b));
     }
     let secs = |us: u64| us as f64 / 1e6;
     let mut groups: BTreeMap<String, Value> = BTreeMap::new();
@@ -159,7 +187,14 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
     let node_values: Vec<Value> = nodes
         .iter()
         .map(|(k, (t, st))| {
-            let t = job.target(*t);
+            let Some(t) = t.map(|t| job.target(t)) else {
+                // Known from the aggregates only: named, counted, nothing recorded.
+                let kind = if k.contains('.') { "method" } else { "function" };
+                let (group, name) = k.split_once('.').map_or((None, k.as_str()), |(g, m)| (Some(g), m));
+                let mut v = json!({"id": k, "kind": kind, "name": name, "group": group, "recorded": false});
+                v.as_object_mut().expect("an object").extend(st.fields());
+                return v;
+            };
             let group = match (t.kind, level) {
                 (TargetKind::Method, Level::Class) => Some(t.class.clone()),
                 (TargetKind::Method, Level::Instance) => t.actor_id(),
@@ -179,7 +214,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
                 TargetKind::Function => "function",
                 TargetKind::Method => "method",
             };
-            let mut v = json!({"id": k, "kind": kind, "name": t.method, "group": group});
+            let mut v = json!({"id": k, "kind": kind, "name": t.method, "group": group, "recorded": true});
             v.as_object_mut().expect("an object").extend(st.fields());
             v
         })
@@ -212,6 +247,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         .collect();
     json!({
         "job_id": job.job_hex, "at_s": secs(spans.at), "level": level.as_str(), "truncated": job.truncated(),
+        "nodes_total": nodes_total, "edges_total": edges_total,
         "nodes": node_values, "groups": groups.into_values().collect::<Vec<_>>(), "edges": edge_values,
     })
 }

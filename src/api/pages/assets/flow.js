@@ -147,7 +147,9 @@
       s.append(box);
     }
     body('graph').replaceChildren(el('div', {class: 'flow-scroll'}, s));
-    note('graph', `${int(nodes.length)} nodes, ${int(edges.length)} edges${g.truncated ? ' · capped' : ''}`);
+    note('graph', num(g.nodes_total) > nodes.length
+      ? `showing ${int(nodes.length)} of ${int(g.nodes_total)} nodes (the most called) and ${int(edges.length)} of ${int(g.edges_total)} edges${g.truncated ? ' · recording capped' : ''}`
+      : `${int(nodes.length)} nodes, ${int(edges.length)} edges${g.truncated ? ' · recording capped' : ''}`);
     $('#graph').dataset.nodes = String(nodes.length);
     $('#graph').dataset.edges = String(edges.length);
     done('graph');
