@@ -131,9 +131,24 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     assert!(gantt[1].as_f64().unwrap() >= 100.0, "Gantt bars: {gantt}");
     assert_eq!(gantt[1].as_f64(), gantt[2].as_f64(), "{gantt}");
 
-    // The flame graph is the server's SVG, loaded.
-    let flame = page.eval("document.querySelector('#flame img').naturalWidth > 0").await.unwrap();
-    assert!(truthy(&flame), "the flame graph image loaded");
+    // The flame graph is the server's SVG, loaded with its own script running: inferno's
+    // search and zoom are there to use, and its frames hold the execution time.
+    page.wait_for(
+        "the flame graph's script",
+        "(() => { const o = document.querySelector('#flame iframe'); return o && o.contentWindow && typeof o.contentWindow.search === 'function' && typeof o.contentWindow.zoom === 'function'; })()",
+        WAIT,
+    )
+    .await;
+    let frames = page
+        .eval("document.querySelector('#flame iframe').contentDocument.querySelectorAll('#frames g').length")
+        .await
+        .unwrap();
+    assert!(frames.as_u64() > Some(3), "flame frames: {frames}");
+    let title = page
+        .eval("document.querySelector('#flame iframe').contentDocument.querySelector('#title').textContent")
+        .await
+        .unwrap();
+    assert!(title.as_str().unwrap().contains("execution time"), "{title}");
     // The physical view lists the nodes the job used.
     let used = page.eval("document.querySelectorAll('#physical tbody tr').length").await.unwrap();
     assert!(used.as_f64().unwrap() >= 1.0);
@@ -182,7 +197,7 @@ async fn the_flow_page_draws_the_five_views_of_the_seed_scenario() {
     page.wait_for("the whole Gantt", "document.querySelector('#gantt').dataset.truncated === 'false'", WAIT).await;
     let note = page.eval("document.querySelector('#gantt .flow-note').textContent").await.unwrap();
     assert_eq!(note.as_str(), Some(""), "no cut, no note");
-    // The flame graph is shown from a data: URL of the SVG the page fetched: not a request.
+    // Every request the page made (the flame graph's SVG included) stayed on rayscope.
     for r in page.requests().into_iter().filter(|r| !r.url.starts_with("data:")) {
         assert!(r.url.starts_with(&format!("http://{addr}/")), "a request left rayscope: {r:?}");
         assert_eq!(r.method, "GET", "the page must not change state: {r:?}");

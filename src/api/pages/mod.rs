@@ -125,8 +125,11 @@ const SHELL: &str = include_str!("assets/shell.html");
 
 /// Pages may load scripts, styles and images from this origin and talk to it (fetch
 /// and the WebSocket); nothing else, and no inline script.
+// `frame-src 'self'`: the flame graph is the server's SVG in an `<iframe>`, so that its
+// own script (inferno's search, zoom and tooltips) runs, in the SVG's document.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+                   frame-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
 
 /// The version of all assets together: asset URLs carry it (`?v=`), so a browser may
 /// keep them for a year and still never mixes files of two builds.

@@ -242,16 +242,19 @@
   }
 
   // ------------------------------------------------------------- flame graph
-  /** The server's SVG, fetched afresh (no cache) and shown as an image (its scripts do not run). */
+  /** The server's SVG in an <iframe>, so that inferno's own script runs in it: click to
+   *  zoom, Ctrl-F or "Search" to highlight, a frame's time on hover. */
+  let flameMode = params.get('flame') === 'wall' ? 'wall' : 'execution';
+  const flameSel = el('select', {'aria-label': 'Flame graph time', onchange: () => { flameMode = flameSel.value; flame().catch(RS.fail); }},
+    [['execution', 'Execution'], ['wall', 'Wall time']].map(([v, t]) => el('option', {value: v, text: t, selected: v === flameMode})));
   async function flame() {
-    const r = await fetch(`/api/flow/flamegraph.svg?${q()}`, {cache: 'no-store'});
-    if (!r.ok) throw new Error(`the flame graph: HTTP ${r.status}`);
-    const text = await r.text();
-    const img = el('img', {class: 'flow-flame', alt: 'Flame graph of the job: time per call path'});
-    img.addEventListener('load', () => done('flame'));
-    img.addEventListener('error', () => RS.fail(new Error('the flame graph did not render')));
-    img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`;
-    body('flame').replaceChildren(img);
+    const url = `/api/flow/flamegraph.svg?${q({mode: flameMode})}`;
+    const frame = el('iframe', {class: 'flow-flame', title: `Flame graph of the job: ${flameMode} time per call path`});
+    frame.addEventListener('load', () => done('flame'));
+    frame.src = url;
+    body('flame').replaceChildren(frame);
+    const head = $('#flame .section-head');
+    if (head && !head.contains(flameSel)) head.insertBefore(flameSel, head.querySelector('.flow-download'));
   }
 
   // ------------------------------------------------------------- stack
