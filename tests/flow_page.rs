@@ -11,7 +11,7 @@ mod api_support;
 mod browser;
 
 use api_support::request;
-use browser::{chromium_or_skip, truthy, Browser, Rayscope};
+use browser::{chromium_or_skip, Browser, Rayscope};
 use rayscope::config;
 use serde_json::Value;
 use std::net::SocketAddr;
