@@ -21,8 +21,9 @@ use crate::snapshot::flow::{actor_hex, JobRecord, TargetKind};
 use serde_json::json;
 
 /// Executions an interactive answer holds unless the request says otherwise: at
-/// `examples/scale.yaml` size that is about 3 MB of JSON, written in a few ms.
-pub const DEFAULT_LIMIT: usize = 10_000;
+/// `examples/scale.yaml` size that is about 1.5 MB of JSON (under an answer's 2 MB
+/// budget, the `ray.get` waits included), written in a few ms.
+pub const DEFAULT_LIMIT: usize = 5_000;
 /// The most a request may ask for: the default recording cap per job, ~30 MB.
 pub const MAX_LIMIT: usize = 100_000;
 
