@@ -100,3 +100,25 @@ fn the_first_entry_saves_what_the_program_without_that_delay_saves_for_seeds_0_t
     }
     assert!(twins >= 1, "the seeds include parallel twins");
 }
+
+#[test]
+fn the_replay_gives_back_every_finished_job_of_the_fault_scenario() {
+    // Retries, OOM kills, a node lost with its objects, an actor killed: the model of
+    // each finished job, replayed unchanged, takes the job's recorded makespan.
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/faults.yaml")).unwrap();
+    let mut cfg = common::load(&yaml);
+    cfg.sim.seed = 5;
+    let e = common::run(cfg);
+    let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
+    let mut checked = 0;
+    for job in snap.flow.jobs.values() {
+        let spans = Spans::replay(job, snap.sim_time_us);
+        let Some(model) = whatif::Model::of(job, &spans) else { continue };
+        let root = spans.root().unwrap();
+        let recorded = spans.spans[root].end.unwrap() - spans.spans[root].submit;
+        let replayed = model.makespan(&whatif::Fix::new());
+        assert!(replayed.abs_diff(recorded) <= 1_000, "job {}: replay {replayed} µs, recorded {recorded} µs", job.name);
+        checked += 1;
+    }
+    assert!(checked >= 2, "finished jobs were checked: {checked}");
+}

@@ -51,7 +51,7 @@ pub struct Model {
     ran: Vec<bool>,
 }
 
-/// Execution changes to try: target → the length each of its executing stretches takes.
+/// Execution changes to try: target → the most each of its executing stretches takes.
 pub type Fix = BTreeMap<u32, u64>;
 
 impl Model {
@@ -82,7 +82,15 @@ impl Model {
             }
         }
         for (i, s) in spans.spans.iter().enumerate() {
-            let Some(start) = first_start(spans, i) else { continue };
+            let Some(start) = first_start(spans, i) else {
+                // Ended without running (failed before it started): it ends as long
+                // after its submit as it did, so that whoever waits for it goes on.
+                if let Some(end) = s.end {
+                    ran[i] = true;
+                    latency[i] = end.saturating_sub(s.submit);
+                }
+                continue;
+            };
             ran[i] = true;
             after[i].extend(s.deps.iter().copied().filter(|&d| spans.spans[d].end.is_some()));
             let gate = after[i].iter().map(|&d| spans.end_or_at(d)).chain([s.submit]).max().unwrap_or(s.submit);
@@ -281,7 +289,9 @@ impl<'a> Replay<'a> {
             self.ended[i] = Some(t);
             for k in std::mem::take(&mut self.gated[i]) {
                 if self.waiting[k] {
-                    // Stopped in `ray.get`: look again now.
+                    // Stopped in `ray.get`: look again now (once: until it looks, it
+                    // has no other event, and a second would move it on twice).
+                    self.waiting[k] = false;
                     self.queue.push(Reverse((t, k)));
                 } else if !self.started[k] {
                     self.try_start(k);
