@@ -162,7 +162,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         }
         // A callee only the aggregates saw (past the cap) is a node too: no edge dangles.
         for ((_, b), st) in &edges {
-            let n = nodes.entry(b.clone()).or_insert_with(|| (None, Stat { phases: None, ..Stat::default() }));
+            let n = nodes.entry(b.clone()).or_insert_with(|| (None, Stat::default()));
             if n.0.is_none() {
                 n.1.calls += st.calls;
                 n.1.completed += st.completed;

@@ -128,6 +128,20 @@ fn push_hex16(out: &mut String, v: u64) {
     out.push_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"));
 }
 
+/// An event's `<ts>,"dur":…,"pid":…,"tid":…,"args":{"span":"<span>` (the span's closing
+/// quote and the rest are the caller's).
+fn push_placed(out: &mut String, ts: u64, dur: u64, node: u32, pid: u32, span: u64) {
+    push_int(out, ts);
+    out.push_str(",\"dur\":");
+    push_int(out, dur);
+    out.push_str(",\"pid\":");
+    push_int(out, node);
+    out.push_str(",\"tid\":");
+    push_int(out, pid);
+    out.push_str(",\"args\":{\"span\":\"");
+    push_hex16(out, span);
+}
+
 /// Per callee, the event text that does not change between its executions.
 struct Callee {
     /// `{"name":"Class.method","cat":"task","ph":"X","ts":`
@@ -158,15 +172,7 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         });
         events.push(',');
         events.push_str(&callee.head);
-        push_int(&mut events, start);
-        events.push_str(",\"dur\":");
-        push_int(&mut events, spans.end_or_at(i).saturating_sub(start));
-        events.push_str(",\"pid\":");
-        push_int(&mut events, s.node);
-        events.push_str(",\"tid\":");
-        push_int(&mut events, s.pid);
-        events.push_str(",\"args\":{\"span\":\"");
-        push_hex16(&mut events, s.span);
+        push_placed(&mut events, start, spans.end_or_at(i).saturating_sub(start), s.node, s.pid, s.span);
         match s.parent {
             Some(p) => {
                 events.push_str("\",\"caller\":\"");
@@ -184,15 +190,7 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
             s.intervals(spans.end_or_at(i)).filter(|(p, from, _)| *p == Phase::Blocked && *from >= start)
         {
             events.push_str(",{\"name\":\"ray.get\",\"cat\":\"blocked\",\"ph\":\"X\",\"ts\":");
-            push_int(&mut events, from);
-            events.push_str(",\"dur\":");
-            push_int(&mut events, to - from);
-            events.push_str(",\"pid\":");
-            push_int(&mut events, s.node);
-            events.push_str(",\"tid\":");
-            push_int(&mut events, s.pid);
-            events.push_str(",\"args\":{\"span\":\"");
-            push_hex16(&mut events, s.span);
+            push_placed(&mut events, from, to - from, s.node, s.pid, s.span);
             events.push_str("\"}}");
         }
     }

@@ -449,8 +449,13 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
 
 /// The ranking as JSON (`/api/flow/impact`).
 pub fn impact_json(job: &JobRecord, spans: &Spans) -> Value {
+    impact_json_of(job, spans, rank(job, spans).as_ref())
+}
+
+/// [`impact_json`] of a ranking already made (`None`: the job has not ended).
+pub fn impact_json_of(job: &JobRecord, spans: &Spans, ranked: Option<&(Vec<Impact>, u64)>) -> Value {
     let secs = |us: u64| us as f64 / 1e6;
-    let Some((list, base)) = rank(job, spans) else {
+    let Some((list, base)) = ranked.map(|(l, b)| (l, *b)) else {
         return json!({"job_id": job.job_hex, "at_s": secs(spans.at), "finished": false, "entries": [],
             "note": "the job has not ended: what a fix saves is computed on a finished job"});
     };
@@ -478,9 +483,10 @@ pub fn impact_json(job: &JobRecord, spans: &Spans) -> Value {
         "makespan_s": secs(base), "recorded_makespan_s": secs(recorded), "entries": entries})
 }
 
-/// The ranking as text, after the critical path's (the CLI's `bottlenecks.txt`).
-pub fn text(job: &JobRecord, spans: &Spans) -> String {
-    let Some((list, base)) = rank(job, spans) else {
+/// The ranking as text, after the critical path's (the CLI's `bottlenecks.txt`), of a
+/// ranking already made (`None`: the job has not ended).
+pub fn text_of(job: &JobRecord, ranked: Option<&(Vec<Impact>, u64)>) -> String {
+    let Some((list, base)) = ranked.map(|(l, b)| (l, *b)) else {
         return "what fixing saves: the job has not ended\n".into();
     };
     let mut s = format!("what fixing saves (the job re-run in the model, {:.3} s as recorded):\n", base as f64 / 1e6);
