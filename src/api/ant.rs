@@ -15,7 +15,7 @@
 use super::app::AppState;
 use super::error::{internal, ApiError};
 use super::flow::{estimate, instant};
-use crate::flow::{self, spans::Spans};
+use crate::flow;
 use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -157,9 +157,10 @@ async fn data(app: AppState, which: AntView, raw: Option<String>) -> Result<Vec<
     }
     let (at, _) = instant(&snap, q.end_ms.map(|m| m.saturating_mul(1000)));
     let reserved = app.budget.reserve(estimate(record.recorded_calls), "this Flow Insight view")?;
+    let cache = app.clone();
     tokio::task::spawn_blocking(move || {
         let _reserved = reserved;
-        let spans = Spans::replay(&record, at);
+        let spans = cache.flow_cache.spans(&record, at);
         match which {
             AntView::CallGraph => flow::ant::call_graph(&record, &spans, q.stack_mode),
             AntView::FlameGraph => flow::ant::flame_tree(&record, &spans),

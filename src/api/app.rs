@@ -128,6 +128,8 @@ pub(crate) struct App {
     pub budget: super::budget::ResponseBudget,
     /// The connection cap and header-read timeout, and what they refused.
     pub connections: Arc<super::server::ConnectionStats>,
+    /// The last Flow Insight replays, shared by the answers about them.
+    pub flow_cache: super::flow_cache::FlowCache,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -177,6 +179,7 @@ impl App {
             budget,
             yaml_parses: tokio::sync::Semaphore::new(super::jobs::YAML_PARSES),
             connections,
+            flow_cache: Default::default(),
         }
     }
 

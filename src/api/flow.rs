@@ -5,14 +5,15 @@
 //! rest of the API; the timeline's window `from`/`to` and `limit`, which defaults to
 //! [`timeline::DEFAULT_LIMIT`] executions so that an answer stays small at any job
 //! size), finding the job (404 when it has no records), running the view on the
-//! blocking pool from the snapshot's shared records, and saying in headers when the
+//! blocking pool from the snapshot's shared records (one replay of them serves every
+//! answer: `flow_cache`), and saying in headers when the
 //! timeline was cut (`X-Rayscope-Truncated`, `X-Rayscope-Total-Executions`).
 //! Must never: compute a view on an async worker or the engine thread, or copy the
 //! records (views read the snapshot's `Arc`s in place).
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, flame, graph::Level, timeline, View};
+use crate::flow::{self, flame, graph::Level, lanes, timeline, whatif, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -40,7 +41,8 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
 
 /// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg
 /// (`mode`: execution, the default, or wall), timeline.json (windowed: `from`, `to`,
-/// `limit`), bottlenecks, impact.
+/// `limit`), gantt (the timeline's overview: `from`, `to`, `buckets`, `by`),
+/// bottlenecks, impact.
 pub(crate) async fn view(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -49,6 +51,7 @@ pub(crate) async fn view(
     let allowed: &[&str] = match name.as_str() {
         "graph" => &["job", "at", "level"],
         "timeline.json" => &["job", "at", "from", "to", "limit"],
+        "gantt" => &["job", "at", "from", "to", "buckets", "by"],
         "physical" => &["job", "at", "limit"],
         "flamegraph.folded" | "flamegraph.svg" => &["job", "at", "mode"],
         _ => &["job", "at"],
@@ -61,11 +64,12 @@ pub(crate) async fn view(
         "flamegraph.folded" => View::Folded(flame::Mode::Execution),
         "flamegraph.svg" => View::Svg(flame::Mode::Execution),
         "timeline.json" => View::Timeline(timeline::Window::DEFAULT),
+        "gantt" => View::Lanes(lanes::Ask::default()),
         "bottlenecks" => View::Bottlenecks,
         "impact" => View::Impact,
         _ => {
             return Err(ApiError::not_found(format!(
-                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, bottlenecks, impact"
+                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, gantt, bottlenecks, impact"
             )))
         }
     };
@@ -80,6 +84,7 @@ pub(crate) async fn view(
                 .ok_or_else(|| ApiError::parameter("level", format!("level must be class or instance, got {l:?}")))?,
         ),
         (View::Timeline(_), _) => View::Timeline(window(&p)?),
+        (View::Lanes(_), _) => View::Lanes(lanes_ask(&p)?),
         (View::Physical(_), _) => View::Physical(Some(p.limit.unwrap_or(PHYSICAL_LIMIT))),
         (v, _) => v,
     };
@@ -104,10 +109,18 @@ pub(crate) async fn view(
         _ => record.recorded_calls,
     };
     let _reserved = app.budget.reserve(estimate(calls), &format!("flow view {name}"))?;
-    let rendered = tokio::task::spawn_blocking(move || flow::render(&record, at, latest, view, &snap.nodes))
-        .await
-        .map_err(internal)?
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let cache = app.clone();
+    let rendered = tokio::task::spawn_blocking(move || match view {
+        View::Impact => {
+            let (spans, ranked) = cache.flow_cache.ranked(&record, at);
+            let body = serde_json::to_vec(&whatif::impact_json_of(&record, &spans, ranked.as_ref().as_ref()));
+            Ok(flow::Rendered { body: body.unwrap_or_default(), content_type: "application/json", cut: None })
+        }
+        _ => flow::render(&record, &cache.flow_cache.spans(&record, at), latest, view, &snap.nodes),
+    })
+    .await
+    .map_err(internal)?
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
     let mut response = ([(header::CONTENT_TYPE, rendered.content_type)], rendered.body).into_response();
     if let Some((returned, total)) = rendered.cut {
         let h = response.headers_mut();
@@ -125,16 +138,31 @@ pub(super) fn estimate(calls: u64) -> u64 {
     64 * 1024 + calls.saturating_mul(400)
 }
 
+/// A 400 when `from` is after `to`.
+fn ordered(p: &Params) -> Result<(), ApiError> {
+    match (p.from_us, p.to_us) {
+        (Some(f), Some(t)) if f > t => Err(ApiError::parameter(
+            "from",
+            format!("from ({} s) is after to ({} s): the window would be empty", f as f64 / 1e6, t as f64 / 1e6),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The Gantt overview's window, buckets and lanes from `from`, `to`, `buckets`, `by`.
+fn lanes_ask(p: &Params) -> Result<lanes::Ask, ApiError> {
+    ordered(p)?;
+    let by = match p.by.as_deref() {
+        None => lanes::By::Function,
+        Some(b) => lanes::By::parse(b)
+            .ok_or_else(|| ApiError::parameter("by", format!("by must be function or node, got {b:?}")))?,
+    };
+    Ok(lanes::Ask { from_us: p.from_us, to_us: p.to_us, buckets: p.buckets.unwrap_or(lanes::DEFAULT_BUCKETS), by })
+}
+
 /// The timeline's window from `from`, `to` and `limit`.
 fn window(p: &Params) -> Result<timeline::Window, ApiError> {
-    if let (Some(f), Some(t)) = (p.from_us, p.to_us) {
-        if f > t {
-            return Err(ApiError::parameter(
-                "from",
-                format!("from ({} s) is after to ({} s): the window would be empty", f as f64 / 1e6, t as f64 / 1e6),
-            ));
-        }
-    }
+    ordered(p)?;
     Ok(timeline::Window { from_us: p.from_us, to_us: p.to_us, limit: Some(p.limit.unwrap_or(timeline::DEFAULT_LIMIT)) })
 }
 
@@ -147,6 +175,8 @@ struct Params {
     from_us: Option<u64>,
     to_us: Option<u64>,
     limit: Option<usize>,
+    buckets: Option<usize>,
+    by: Option<String>,
 }
 
 /// Seconds of virtual time (a number >= 0) as µs, or a 400 naming the parameter.
@@ -176,6 +206,13 @@ fn params(raw: Option<&str>, allowed: &[&str], limits: (&str, usize)) -> Result<
             "job" => p.job = Some(v.to_string()),
             "level" => p.level = Some(v.to_string()),
             "mode" => p.mode = Some(v.to_string()),
+            "by" => p.by = Some(v.to_string()),
+            "buckets" => {
+                let max = lanes::MAX_BUCKETS;
+                p.buckets = Some(v.trim().parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+                    ApiError::parameter(k, format!("buckets must be a whole number from 1 to {max}, got {v:?}"))
+                })?);
+            }
             "at" => p.at_us = Some(seconds(k, &v)?),
             "from" => p.from_us = Some(seconds(k, &v)?),
             "to" => p.to_us = Some(seconds(k, &v)?),

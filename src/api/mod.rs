@@ -47,6 +47,7 @@ mod entrypoint;
 mod error;
 mod exposition;
 mod flow;
+mod flow_cache;
 mod job_logs;
 mod jobs;
 pub mod logging;

@@ -169,7 +169,7 @@ pub fn call_graph(job: &JobRecord, spans: &Spans, stack_mode: bool) -> Vec<u8> {
     let mut edges: Vec<Edge> = Vec::new();
     let mut edge_at: rustc_hash::FxHashMap<(usize, usize), usize> = Default::default();
     let mut data: rustc_hash::FxHashMap<(usize, usize, i64), (u64, u64)> = Default::default();
-    for s in &spans.spans {
+    for s in spans.spans.iter() {
         let Some(p) = s.parent else { continue };
         let a = reg.node(job, spans.spans[p].target);
         let b = reg.node(job, s.target);

@@ -228,7 +228,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         }
     }
     if level == Level::Instance {
-        for s in &spans.spans {
+        for s in spans.spans.iter() {
             let t = job.target(s.target);
             if let (Some(a), true) = (t.actor, s.node != u32::MAX) {
                 if let Some(g) = groups.get_mut(&actor_hex(a, t.job)) {

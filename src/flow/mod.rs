@@ -13,6 +13,7 @@ pub mod bottleneck;
 pub mod emit;
 pub mod flame;
 pub mod graph;
+pub mod lanes;
 pub mod physical;
 pub mod spans;
 pub mod stack;
@@ -36,6 +37,8 @@ pub enum View {
     Svg(flame::Mode),
     /// The Gantt, over a time window and cut at a number of executions.
     Timeline(timeline::Window),
+    /// The Gantt's overview: lanes of time buckets over the whole job or a window.
+    Lanes(lanes::Ask),
     Bottlenecks,
     /// What fixing each candidate saves, from re-runs of the job in the replay model.
     Impact,
@@ -58,28 +61,37 @@ fn text(body: String, content_type: &'static str) -> Rendered {
     Rendered { body: body.into_bytes(), content_type, cut: None }
 }
 
-/// Render `view` of `job` as of `at` (µs of virtual time). `latest`: `at` is "now".
-pub fn render(job: &JobRecord, at: u64, latest: bool, view: View, nodes: &[Arc<NodeView>]) -> Result<Rendered, String> {
-    let spans = Spans::replay(job, at);
+/// Render `view` of `job` from its spans (replayed up to the view's instant,
+/// `spans.at`). `latest`: that instant is "now".
+pub fn render(
+    job: &JobRecord,
+    spans: &Spans,
+    latest: bool,
+    view: View,
+    nodes: &[Arc<NodeView>],
+) -> Result<Rendered, String> {
     Ok(match view {
-        View::Graph(level) => json(graph::graph(job, &spans, level, latest)),
+        View::Graph(level) => json(graph::graph(job, spans, level, latest)),
         View::Physical(limit) => Rendered {
-            body: physical::physical_json(job, &spans, nodes, limit),
+            body: physical::physical_json(job, spans, nodes, limit),
             content_type: "application/json",
             cut: None,
         },
-        View::Stack => json(stack::stack(job, &spans, nodes)),
+        View::Stack => json(stack::stack(job, spans, nodes)),
         View::Timeline(window) => {
-            let t = timeline::timeline_json(job, &spans, &window);
+            let t = timeline::timeline_json(job, spans, &window);
             Rendered { cut: Some((t.returned, t.total)), ..text(t.json, "application/json") }
         }
-        View::Bottlenecks => json(bottleneck::bottlenecks(job, &spans)),
-        View::Impact => json(whatif::impact_json(job, &spans)),
-        View::Folded(mode) => text(flame::folded_text(&flame::folded(job, &spans, mode)), "text/plain; charset=utf-8"),
+        View::Lanes(ask) => {
+            Rendered { body: lanes::lanes_json(job, spans, nodes, &ask), content_type: "application/json", cut: None }
+        }
+        View::Bottlenecks => json(bottleneck::bottlenecks(job, spans)),
+        View::Impact => json(whatif::impact_json(job, spans)),
+        View::Folded(mode) => text(flame::folded_text(&flame::folded(job, spans, mode)), "text/plain; charset=utf-8"),
         View::Svg(mode) => text(
             flame::svg(
                 &format!("job {} ({}), {} time", job.job_hex, job.name, mode.as_str()),
-                &flame::folded(job, &spans, mode),
+                &flame::folded(job, spans, mode),
             )?,
             "image/svg+xml",
         ),

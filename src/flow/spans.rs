@@ -4,12 +4,20 @@
 //! starts here.
 //!
 //! Owns: the replay ([`Spans::replay`]), a pure function of the snapshot's records
-//! and an instant.
-//! Must never: change the records, or keep spans past the view that asked for them.
+//! and an instant. The replayed spans are shared (`Arc`), so that one replay serves
+//! every view, and every later instant with no new record ([`Spans::at`]).
+//! Must never: change the records, or spans once replayed.
 
 use crate::snapshot::flow::{JobRecord, Rec};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// The replay's tables while they are built.
+struct Replay {
+    spans: Vec<Span>,
+    index: FxHashMap<u64, usize>,
+}
 
 /// What a call is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -126,21 +134,31 @@ impl Span {
 }
 
 /// A job's spans as of `at`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Spans {
-    pub spans: Vec<Span>,
-    pub index: FxHashMap<u64, usize>,
+    pub spans: Arc<Vec<Span>>,
+    pub index: Arc<FxHashMap<u64, usize>>,
+    /// Records replayed (a prefix of the job's: those made at or before `at`).
+    pub records: usize,
     pub at: u64,
 }
 
 impl Spans {
     /// Replay `job`'s records made at or before `at` (µs) into spans, in submit order.
     pub fn replay(job: &JobRecord, at: u64) -> Spans {
-        let mut out = Spans { spans: Vec::new(), index: FxHashMap::default(), at };
+        // Sized once: a job at the recording cap has 100,000 spans, and growing the
+        // table and the index step by step cost a third of the replay.
+        let calls = job.recorded_calls as usize;
+        let mut out = Replay {
+            spans: Vec::with_capacity(calls),
+            index: FxHashMap::with_capacity_and_hasher(calls, Default::default()),
+        };
+        let mut records = 0;
         for r in job.records.iter() {
             if r.time() > at {
                 break;
             }
+            records += 1;
             match *r {
                 Rec::Submit { span, parent, target, t, arg_bytes } => {
                     let parent = out.index.get(&parent).copied();
@@ -206,7 +224,28 @@ impl Spans {
                 }
             }
         }
-        out
+        Spans { spans: Arc::new(out.spans), index: Arc::new(out.index), records, at }
+    }
+
+    /// The records a replay up to `at` takes: a prefix of the job's, as records are
+    /// made in time order. Two instants with the same count have the same spans.
+    pub fn records_until(job: &JobRecord, at: u64) -> usize {
+        match job.records.get(job.records.len().wrapping_sub(1)) {
+            Some(last) if last.time() <= at => job.records.len(),
+            _ => job.records.partition_point(|r| r.time() <= at),
+        }
+    }
+
+    /// The same spans seen at another instant with the same records
+    /// ([`Spans::records_until`]): only calls still running read the instant.
+    pub fn at(&self, at: u64) -> Spans {
+        Spans { at, ..self.clone() }
+    }
+
+    /// Whether a call is still running or queued at the end of the records: then a
+    /// view's numbers depend on the instant, not only on the records.
+    pub fn any_open(&self) -> bool {
+        self.spans.iter().any(|s| s.end.is_none())
     }
 
     /// Each span's children, by index, in submit order.

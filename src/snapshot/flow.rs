@@ -163,6 +163,17 @@ impl<T: Clone> Chunked<T> {
         self.sealed.iter().flat_map(|c| c.iter()).chain(self.tail.iter())
     }
 
+    /// The index of the first element for which `pred` is false, when the elements
+    /// are partitioned by it (all true ones first), as `slice::partition_point`.
+    pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        // The chunk holding the boundary, then the boundary inside it.
+        let full = self.sealed.partition_point(|c| c.last().is_some_and(&mut pred));
+        match self.sealed.get(full) {
+            Some(c) => full * CHUNK + c.partition_point(pred),
+            None => full * CHUNK + self.tail.partition_point(pred),
+        }
+    }
+
     /// A copy for a reader: the sealed chunks by reference, the tail by value.
     pub fn share(&self) -> Chunked<T> {
         Chunked { sealed: self.sealed.clone(), tail: self.tail.clone() }

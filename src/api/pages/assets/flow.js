@@ -1,7 +1,9 @@
 // Flow Insight (/flow): the five views of one job, from rayscope's /api/flow/* JSON.
 // Owns: the job, level and instant pickers, drawing the call graph and the Gantt as
-// inline SVG (the Gantt from the windowed timeline: the server's default limit, or
-// the page URL's `limit`, saying so when the answer was cut), the bottleneck, physical and stack tables, and the flame graph (the
+// inline SVG (the Gantt: an overview of the whole job from /api/flow/gantt, and below
+// it the executions of the window picked on it, from the windowed timeline: the
+// server's default limit, or the page URL's `limit`, saying so when the answer was
+// cut; the window is the URL's `from`/`to`), the bottleneck, physical and stack tables, and the flame graph (the
 // server's inferno SVG, shown as an image). Refreshes every 3 s while the view is "now".
 // Must never: change state or compute a view itself (the server's JSON is the view).
 'use strict';
@@ -22,10 +24,19 @@
   const q = (extra) => new URLSearchParams(Object.assign({job}, at ? {at} : {}, extra || {}));
   const body = (id) => $(`#${id} .flow-body`);
   const note = (id, text) => { const n = $(`#${id} .flow-note`); if (n) n.textContent = text; };
-  const done = (id) => { const b = $(`#${id}`); b.dataset.loaded = String(num(Number(b.dataset.loaded)) + 1); };
+  const BLOCKS = ['impact', 'bottlenecks', 'graph', 'physical', 'gantt', 'flame', 'stack'];
+  const done = (id) => {
+    const b = $(`#${id}`);
+    b.dataset.loaded = String(num(Number(b.dataset.loaded)) + 1);
+    // The first render: every view drawn once, in ms since the page was asked for.
+    if (!document.body.dataset.firstRenderMs && BLOCKS.every((k) => num(Number($(`#${k}`).dataset.loaded)) > 0)) {
+      document.body.dataset.firstRenderMs = String(Math.round(performance.now()));
+    }
+  };
 
   // ------------------------------------------------------------- toolbar
-  const jobSel = el('select', {'aria-label': 'Job', id: 'flow-job', onchange: () => { job = jobSel.value; go(); }});
+  // A new job starts with its whole extent in the Gantt.
+  const jobSel = el('select', {'aria-label': 'Job', id: 'flow-job', onchange: () => { job = jobSel.value; win = null; go(); }});
   const levelSel = el('select', {'aria-label': 'Level', onchange: () => { level = levelSel.value; go(); }},
     ['class', 'instance'].map((l) => el('option', {value: l, text: l === 'class' ? 'Classes' : 'Instances', selected: l === level})));
   const atInput = el('input', {type: 'search', 'aria-label': 'At (virtual seconds)', placeholder: 'now', value: at, size: 10,
@@ -174,9 +185,114 @@
   }
 
   // ------------------------------------------------------------- gantt
-  const MAX_ROWS = 40, MAX_BARS = 4000;
-  async function gantt() {
-    const events = await RS.json(`/api/flow/timeline.json?${q(limit ? {limit} : {})}`);
+  // The overview (/api/flow/gantt: the whole job in time buckets, a lane per function)
+  // with the window the detail below shows; drag on it to pick a window, or move it.
+  const MAX_ROWS = 40, MAX_BARS = 4000, GW = 1100, GLW = 190, OH = 13;
+  // The window in virtual seconds ([from, to]); null: the whole job.
+  let win = params.has('from') && params.has('to') ? [Number(params.get('from')), Number(params.get('to'))] : null;
+  if (win && !(isFinite(win[0]) && isFinite(win[1]) && win[1] > win[0])) win = null;
+  let span = null; // the job's extent as the overview last said: [from_s, to_s]
+  const ox = (t) => GLW + ((t - span[0]) / Math.max(1e-9, span[1] - span[0])) * (GW - GLW - 4);
+  const ot = (x) => span[0] + ((x - GLW) / (GW - GLW - 4)) * (span[1] - span[0]);
+  function setWindow(w) {
+    if (w && span) {
+      const width = Math.min(w[1] - w[0], span[1] - span[0]);
+      let a = Math.max(span[0], Math.min(w[0], span[1] - width));
+      w = width >= (span[1] - span[0]) * 0.999 ? null : [a, a + width];
+    }
+    win = w;
+    syncUrl();
+    drawWindow();
+    detail().catch(RS.fail);
+  }
+  const winButtons = el('span', {class: 'gantt-controls'},
+    el('button', {type: 'button', 'data-move': '-1', title: 'Earlier', text: '◀', onclick: () => step(-1)}),
+    el('button', {type: 'button', 'data-move': '1', title: 'Later', text: '▶', onclick: () => step(1)}),
+    el('button', {type: 'button', 'data-zoom': '0.5', title: 'Zoom in (half the window)', text: '+', onclick: () => zoom(0.5)}),
+    el('button', {type: 'button', 'data-zoom': '2', title: 'Zoom out (twice the window)', text: '−', onclick: () => zoom(2)}),
+    el('button', {type: 'button', 'data-whole': '1', title: 'The whole job', text: 'Whole job', onclick: () => setWindow(null)}));
+  function current() { return win || span; }
+  function step(dir) { const [a, b] = current(); setWindow([a + dir * (b - a), b + dir * (b - a)]); }
+  function zoom(k) { const [a, b] = current(), c = (a + b) / 2, h = ((b - a) * k) / 2; setWindow([c - h, c + h]); }
+
+  async function overview() {
+    const o = await RS.json(`/api/flow/gantt?${q()}`);
+    span = [num(o.from_s), Math.max(num(o.to_s), num(o.from_s) + 1e-6)];
+    const lanes = o.lanes || [];
+    const s = svg('svg', {viewBox: `0 0 ${GW} ${lanes.length * OH + 20}`, class: 'flow-gantt gantt-overview', role: 'img',
+      'aria-label': 'The whole job: calls executing per function over time; drag to pick the window below'});
+    const cw = (GW - GLW - 4) / Math.max(1, o.buckets);
+    lanes.forEach((l, i) => {
+      const label = svg('text', {x: 4, y: i * OH + 10, class: 'gantt-label'});
+      label.textContent = `${l.name} · ${secs(num(l.executing_s))}`;
+      s.append(label);
+      // Each lane scaled to its own peak; executing solid, blocked above it, hollow.
+      const peak = Math.max(1e-9, ...l.executing.map((v, k) => v + num(l.blocked[k])));
+      const area = (vals, base) => {
+        let d = `M${GLW} ${i * OH + OH - 1}`;
+        vals.forEach((v, k) => {
+          const y = i * OH + OH - 1 - ((v + (base ? base[k] : 0)) / peak) * (OH - 2);
+          d += `L${(GLW + k * cw).toFixed(1)} ${y.toFixed(1)}L${(GLW + (k + 1) * cw).toFixed(1)} ${y.toFixed(1)}`;
+        });
+        return d + `L${GW - 4} ${i * OH + OH - 1}Z`;
+      };
+      s.append(svg('path', {d: area(l.blocked, l.executing), class: 'gantt-lane-blocked'}));
+      const p = svg('path', {d: area(l.executing), class: 'gantt-lane'});
+      const t = svg('title');
+      t.textContent = `${l.name}: ${int(l.calls)} calls, ${secs(num(l.executing_s))} executing, ${secs(num(l.blocked_s))} blocked in ray.get`;
+      p.append(t);
+      s.append(p);
+    });
+    const axis = svg('text', {x: GLW, y: lanes.length * OH + 14, class: 'gantt-label'});
+    axis.textContent = `${secs(span[0])} … ${secs(span[1])} (virtual time): the whole job`;
+    s.append(axis);
+    s.append(svg('rect', {class: 'gantt-window', y: 0, height: lanes.length * OH + 2}));
+    const brush = svg('rect', {class: 'gantt-brush', y: 0, height: lanes.length * OH + 2, width: 0});
+    s.append(brush);
+    // Drag to pick a window; a click centres the current window's width there.
+    const at = (ev) => {
+      const r = s.getBoundingClientRect();
+      return Math.max(GLW, Math.min(GW - 4, ((ev.clientX - r.left) / r.width) * GW));
+    };
+    let down = null;
+    s.addEventListener('pointerdown', (ev) => { down = at(ev); s.setPointerCapture(ev.pointerId); });
+    s.addEventListener('pointermove', (ev) => {
+      if (down == null) return;
+      const x = at(ev);
+      brush.setAttribute('x', Math.min(down, x).toFixed(1));
+      brush.setAttribute('width', Math.abs(x - down).toFixed(1));
+    });
+    s.addEventListener('pointerup', (ev) => {
+      if (down == null) return;
+      const x = at(ev), a = Math.min(down, x), b = Math.max(down, x);
+      down = null;
+      brush.setAttribute('width', 0);
+      if (b - a >= 3) setWindow([ot(a), ot(b)]);
+      else { const [c0, c1] = current(), h = (c1 - c0) / 2, c = ot(x); setWindow([c - h, c + h]); }
+    });
+    body('gantt-overview').replaceChildren(s);
+    const g = $('#gantt');
+    g.dataset.lanes = String(lanes.length);
+    g.dataset.jobFrom = String(span[0]);
+    g.dataset.jobTo = String(span[1]);
+    note('gantt', `${int(o.lanes_total)} functions and methods${num(o.lanes_merged) > 0 ? ` (the ${int(o.lanes_merged)} least busy summed in one lane)` : ''}; each lane scaled to its own peak`);
+    drawWindow();
+  }
+  function drawWindow() {
+    const r = $('#gantt .gantt-window');
+    if (!r || !span) return;
+    const [a, b] = current();
+    r.setAttribute('x', ox(a).toFixed(1));
+    r.setAttribute('width', Math.max(1, ox(b) - ox(a)).toFixed(1));
+    const g = $('#gantt');
+    g.dataset.from = win ? String(win[0]) : '';
+    g.dataset.to = win ? String(win[1]) : '';
+    $('#gantt-window-label').textContent = win ? `Window ${secs(a)} … ${secs(b)}` : 'Window: the whole job';
+  }
+
+  async function detail() {
+    const extra = Object.assign(limit ? {limit} : {}, win ? {from: win[0].toFixed(6), to: win[1].toFixed(6)} : {});
+    const events = await RS.json(`/api/flow/timeline.json?${q(extra)}`);
     const list = Array.isArray(events) ? events : (events.traceEvents || []);
     // The window the server answered (the JSON-object form says how much it left out).
     const cut = Array.isArray(events) ? {} : (events.otherData || {});
@@ -196,10 +312,14 @@
     }
     for (const [k, ws] of waits) if (rows.has(k)) rows.get(k).busy -= ws.reduce((a, w) => a + num(w.dur), 0);
     const shown = [...rows.values()].sort((a, b) => b.busy - a.busy).slice(0, MAX_ROWS);
-    const t0 = Math.min(...bars.map((b) => num(b.ts)), Infinity), t1 = Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
-    const span = Math.max(1, t1 - (isFinite(t0) ? t0 : 0));
-    const LW = 190, W = 1100, RH = 18;
-    const s = svg('svg', {viewBox: `0 0 ${W} ${shown.length * RH + 24}`, class: 'flow-gantt', role: 'img', 'aria-label': 'Gantt chart'});
+    // The x axis is the window asked for (the answer's from/to), not the bars' extent.
+    const t0 = num(cut.from_s) * 1e6 || Math.min(...bars.map((b) => num(b.ts)), Infinity);
+    const t1 = num(cut.to_s) * 1e6 || Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
+    const width = Math.max(1, t1 - (isFinite(t0) ? t0 : 0));
+    const x = (t) => GLW + ((Math.max(t, t0) - t0) / width) * (GW - GLW - 4);
+    const w = (b) => Math.max(0.6, x(Math.min(num(b.ts) + num(b.dur), t1)) - x(num(b.ts)));
+    const RH = 18;
+    const s = svg('svg', {viewBox: `0 0 ${GW} ${shown.length * RH + 24}`, class: 'flow-gantt', role: 'img', 'aria-label': 'Gantt chart'});
     let drawn = 0;
     shown.forEach((r, i) => {
       const label = svg('text', {x: 4, y: i * RH + 13, class: 'gantt-label'});
@@ -207,9 +327,7 @@
       s.append(label);
       for (const b of r.bars) {
         if (drawn >= MAX_BARS) break;
-        const x = LW + ((num(b.ts) - t0) / span) * (W - LW - 4);
-        const w = Math.max(0.6, (num(b.dur) / span) * (W - LW - 4));
-        const rect = svg('rect', {class: 'gantt-bar', x: x.toFixed(2), y: i * RH + 3, width: w.toFixed(2), height: RH - 6});
+        const rect = svg('rect', {class: 'gantt-bar', x: x(num(b.ts)).toFixed(2), y: i * RH + 3, width: w(b).toFixed(2), height: RH - 6});
         const t = svg('title');
         t.textContent = `${b.name}: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}`;
         rect.append(t);
@@ -217,28 +335,37 @@
         drawn++;
       }
       for (const b of waits.get(r.key) || []) {
-        const x = LW + ((num(b.ts) - t0) / span) * (W - LW - 4);
-        const w = Math.max(0.6, (num(b.dur) / span) * (W - LW - 4));
-        const rect = svg('rect', {class: 'gantt-blocked', x: x.toFixed(2), y: i * RH + 3, width: w.toFixed(2), height: RH - 6});
+        const rect = svg('rect', {class: 'gantt-blocked', x: x(num(b.ts)).toFixed(2), y: i * RH + 3, width: w(b).toFixed(2), height: RH - 6});
         const t = svg('title');
         t.textContent = `blocked in ray.get: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}`;
         rect.append(t);
         s.append(rect);
       }
     });
-    const axis = svg('text', {x: LW, y: shown.length * RH + 18, class: 'gantt-label'});
-    axis.textContent = bars.length ? `${secs(t0 / 1e6)} … ${secs(t1 / 1e6)} (virtual time)` : 'No execution yet.';
+    const axis = svg('text', {x: GLW, y: shown.length * RH + 18, class: 'gantt-label'});
+    axis.textContent = bars.length ? `${secs(t0 / 1e6)} … ${secs(t1 / 1e6)} (virtual time)` : 'No execution in this window.';
     s.append(axis);
-    body('gantt').replaceChildren(el('div', {class: 'flow-scroll'}, s),
-      el('p', {class: 'muted', text: `${int(bars.length)} executions on ${int(rows.size)} actors and workers; the ${shown.length} busiest shown${drawn < bars.length ? `, first ${int(drawn)} bars drawn` : ''}.`}));
-    note('gantt', cut.truncated
-      ? `showing ${int(cut.returned)} of ${int(cut.total)} executions (the earliest started); the rest from ${secs(num(cut.next_from_s))}`
-      : '');
-    $('#gantt').dataset.rows = String(shown.length);
-    $('#gantt').dataset.bars = String(drawn);
-    $('#gantt').dataset.truncated = String(Boolean(cut.truncated));
-    $('#gantt').dataset.total = String(cut.total != null ? cut.total : bars.length);
+    body('gantt-detail').replaceChildren(el('div', {class: 'flow-scroll'}, s),
+      el('p', {class: 'muted gantt-cut', text: (cut.truncated
+        ? `showing ${int(cut.returned)} of ${int(cut.total)} executions in the window (the earliest started; the rest from ${secs(num(cut.next_from_s))}): narrow the window above to see the others. `
+        : '') + `${int(bars.length)} executions on ${int(rows.size)} actors and workers; the ${shown.length} busiest shown${drawn < bars.length ? `, first ${int(drawn)} bars drawn` : ''}.`}));
+    const g = $('#gantt');
+    g.dataset.rows = String(shown.length);
+    g.dataset.bars = String(drawn);
+    g.dataset.truncated = String(Boolean(cut.truncated));
+    g.dataset.total = String(cut.total != null ? cut.total : bars.length);
+    g.dataset.detailFrom = String(num(cut.from_s));
+    g.dataset.detailTo = String(num(cut.to_s));
     done('gantt');
+  }
+  async function gantt() {
+    const head = $('#gantt .section-head');
+    if (head && !head.contains(winButtons)) {
+      head.insertBefore(el('span', {id: 'gantt-window-label', class: 'muted'}), head.querySelector('.flow-download'));
+      head.insertBefore(winButtons, head.querySelector('.flow-download'));
+    }
+    await overview();
+    await detail();
   }
 
   // ------------------------------------------------------------- flame graph
@@ -279,9 +406,13 @@
     links();
     await Promise.all([impact(), bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
   }
-  function go() {
-    const u = new URLSearchParams(Object.assign({job}, level ? {level} : {}, at ? {at} : {}, limit ? {limit} : {}));
+  function syncUrl() {
+    const w = win ? {from: win[0].toFixed(6), to: win[1].toFixed(6)} : {};
+    const u = new URLSearchParams(Object.assign({job}, level ? {level} : {}, at ? {at} : {}, limit ? {limit} : {}, w));
     history.replaceState(null, '', `/flow?${u}`);
+  }
+  function go() {
+    syncUrl();
     refresh();
     flame().catch(RS.fail);
   }
