@@ -49,6 +49,9 @@ pub struct Model {
     /// Per call: its target, and whether it ran.
     target: Vec<u32>,
     ran: Vec<bool>,
+    /// Calls gated on each call (starts waiting for it, waits in `ray.get` for it): the
+    /// same for every re-run, so made once.
+    gated: Vec<Vec<usize>>,
 }
 
 /// Execution changes to try: target → the most each of its executing stretches takes.
@@ -97,7 +100,23 @@ impl Model {
             latency[i] = if i == root { 0 } else { start.saturating_sub(gate) };
             steps[i] = timeline(spans, i, start, &children[i]);
         }
+        let mut gated = vec![Vec::new(); n];
+        for (i, after) in after.iter().enumerate() {
+            for &d in after {
+                gated[d].push(i);
+            }
+        }
+        for (i, steps) in steps.iter().enumerate() {
+            for s in steps {
+                if let Step::Wait(calls, _) = s {
+                    for &c in calls {
+                        gated[c].push(i);
+                    }
+                }
+            }
+        }
         Some(Model {
+            gated,
             steps,
             after,
             latency,
@@ -175,8 +194,9 @@ struct Replay<'a> {
     started: Vec<bool>,
     /// Calls stopped at a wait in `ray.get` for calls not ended yet.
     waiting: Vec<bool>,
-    /// Calls gated on each call (starts waiting for it, waits in `ray.get` for it).
-    gated: Vec<Vec<usize>>,
+    /// Per call at a wait: how many of the calls it waits for have been seen ended,
+    /// and the latest of their ends.
+    waited: Vec<(usize, u64)>,
     /// (time, call) to go on with; a min-heap.
     queue: BinaryHeap<Reverse<(u64, usize)>>,
 }
@@ -184,21 +204,6 @@ struct Replay<'a> {
 impl<'a> Replay<'a> {
     fn new(m: &'a Model, fix: &'a Fix) -> Replay<'a> {
         let n = m.steps.len();
-        let mut gated = vec![Vec::new(); n];
-        for (i, after) in m.after.iter().enumerate() {
-            for &d in after {
-                gated[d].push(i);
-            }
-        }
-        for (i, steps) in m.steps.iter().enumerate() {
-            for s in steps {
-                if let Step::Wait(calls, _) = s {
-                    for &c in calls {
-                        gated[c].push(i);
-                    }
-                }
-            }
-        }
         Replay {
             m,
             fix,
@@ -207,7 +212,7 @@ impl<'a> Replay<'a> {
             ended: vec![None; n],
             started: vec![false; n],
             waiting: vec![false; n],
-            gated,
+            waited: vec![(0, 0); n],
             queue: BinaryHeap::new(),
         }
     }
@@ -258,17 +263,24 @@ impl<'a> Replay<'a> {
                     self.try_start(*c);
                 }
                 Step::Wait(calls, resume) => {
-                    let mut last = t;
-                    for &c in calls {
+                    // Calls before the cursor have ended (their latest end is kept): a
+                    // driver waiting on 20,000 calls is woken by each, and must not
+                    // look at the ended ones again each time.
+                    let (mut pos, mut last) = self.waited[i];
+                    while let Some(&c) = calls.get(pos) {
                         match self.ended[c] {
                             Some(e) => last = last.max(e),
                             None => {
                                 // Woken again when it ends.
+                                self.waited[i] = (pos, last);
                                 self.waiting[i] = true;
                                 return;
                             }
                         }
+                        pos += 1;
                     }
+                    let last = last.max(t);
+                    self.waited[i] = (0, 0);
                     self.waiting[i] = false;
                     self.pc[i] += 1;
                     if last + resume > t {
@@ -287,7 +299,8 @@ impl<'a> Replay<'a> {
         }
         if self.ended[i].is_none() {
             self.ended[i] = Some(t);
-            for k in std::mem::take(&mut self.gated[i]) {
+            // A call ends once (the check above), so each gated call is looked at once.
+            for &k in &self.m.gated[i] {
                 if self.waiting[k] {
                     // Stopped in `ray.get`: look again now (once: until it looks, it
                     // has no other event, and a second would move it on twice).
@@ -379,6 +392,22 @@ impl Stretches {
 /// How many single fixes are tried: the top of the critical path, then slow outliers.
 pub const CANDIDATES: usize = 8;
 
+/// `f` over `items` on up to as many threads as the machine has cores, in order: each
+/// what-if is a whole re-run of the job, independent of the others.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let parts: Vec<_> =
+            items.chunks(per).map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>())).collect();
+        parts.into_iter().flat_map(|h| h.join().expect("a what-if re-run panicked")).collect()
+    })
+}
+
 /// The what-ifs worth reporting, most saved first: each candidate alone, and "fix
 /// both" for the two outliers that save most together when that beats either alone.
 /// Also returns the recorded makespan the replay reproduced (µs).
@@ -417,18 +446,17 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
             saved_us: base.saturating_sub(makespan),
         }
     };
-    let mut out: Vec<Impact> = candidates.iter().map(|&t| impact(&[t])).collect();
+    let mut out: Vec<Impact> = par_map(&candidates, |&t| impact(&[t]));
     // Twins: among the outliers, the pair that saves most together, when that is well
     // more than the best single fix.
     let best_single = out.iter().map(|i| i.saved_us).max().unwrap_or(0);
     let top: Vec<u32> = outliers.iter().take(4).map(|(_, t)| *t).collect();
+    let pairs: Vec<[u32; 2]> =
+        top.iter().enumerate().flat_map(|(k, &a)| top[k + 1..].iter().map(move |&b| [a, b])).collect();
     let mut best_pair: Option<Impact> = None;
-    for (k, &a) in top.iter().enumerate() {
-        for &b in &top[k + 1..] {
-            let p = impact(&[a, b]);
-            if best_pair.as_ref().is_none_or(|q| p.saved_us > q.saved_us) {
-                best_pair = Some(p);
-            }
+    for p in par_map(&pairs, |pair| impact(pair)) {
+        if best_pair.as_ref().is_none_or(|q| p.saved_us > q.saved_us) {
+            best_pair = Some(p);
         }
     }
     // A fix that saves less than 0.1 % of the job is no finding, unless it is half of
