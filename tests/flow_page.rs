@@ -11,7 +11,7 @@ mod api_support;
 mod browser;
 
 use api_support::request;
-use browser::{chromium_or_skip, Browser, Rayscope};
+use browser::{chromium_or_skip, int_text, Browser, Rayscope};
 use rayscope::config;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -19,19 +19,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// An integer as the page writes it (`RS.int`: thousands separated by commas).
-fn int_text(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 async fn get_json(addr: SocketAddr, path: &str) -> Value {
     let r = request(addr, "GET", path, &[], None).await;

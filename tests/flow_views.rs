@@ -253,8 +253,15 @@ fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
 fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     let r = run(2);
     let now = r.snap.sim_time_us;
-    let svg =
-        render(&r.job, &Spans::replay(&r.job, now), true, View::Svg(flame::Mode::Execution), &r.snap.nodes).unwrap();
+    let svg = render(
+        &r.job,
+        &Spans::replay(&r.job, now),
+        &Default::default(),
+        true,
+        View::Svg(flame::Mode::Execution),
+        &r.snap.nodes,
+    )
+    .unwrap();
     assert_eq!(svg.content_type, "image/svg+xml");
     let text = String::from_utf8(svg.body).unwrap();
     let mut reader = quick_xml::Reader::from_str(&text);
@@ -277,7 +284,15 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     assert!(saw_svg && depth == 0 && elements > 10, "an svg root with frames");
     assert!(text.contains("Worker.process"));
 
-    let tl = render(&r.job, &Spans::replay(&r.job, now), true, View::Timeline(Window::ALL), &r.snap.nodes).unwrap();
+    let tl = render(
+        &r.job,
+        &Spans::replay(&r.job, now),
+        &Default::default(),
+        true,
+        View::Timeline(Window::ALL),
+        &r.snap.nodes,
+    )
+    .unwrap();
     // The JSON-object form, with what Perfetto reads only before `traceEvents` first
     // (its reader stops at an unknown key: `traceEvents` is the last one).
     let text = std::str::from_utf8(&tl.body).unwrap();
@@ -450,9 +465,16 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
     for &seed in SEEDS {
         let r = run(seed);
         let v: Value = serde_json::from_slice(
-            &render(&r.job, &Spans::replay(&r.job, r.snap.sim_time_us), true, View::Physical(None), &r.snap.nodes)
-                .unwrap()
-                .body,
+            &render(
+                &r.job,
+                &Spans::replay(&r.job, r.snap.sim_time_us),
+                &Default::default(),
+                true,
+                View::Physical(None),
+                &r.snap.nodes,
+            )
+            .unwrap()
+            .body,
         )
         .unwrap();
         let nodes = v["nodes"].as_array().unwrap();

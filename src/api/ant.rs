@@ -160,7 +160,7 @@ async fn data(app: AppState, which: AntView, raw: Option<String>) -> Result<Vec<
     let cache = app.clone();
     tokio::task::spawn_blocking(move || {
         let _reserved = reserved;
-        let spans = cache.flow_cache.spans(&record, at);
+        let (spans, _) = cache.flow_cache.get(&record, at);
         match which {
             AntView::CallGraph => flow::ant::call_graph(&record, &spans, q.stack_mode),
             AntView::FlameGraph => flow::ant::flame_tree(&record, &spans),

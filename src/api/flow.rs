@@ -13,7 +13,7 @@
 
 use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
-use crate::flow::{self, flame, graph::Level, lanes, timeline, whatif, View};
+use crate::flow::{self, flame, graph::Level, lanes, timeline, View};
 use crate::snapshot::Snapshot;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -110,13 +110,9 @@ pub(crate) async fn view(
     };
     let _reserved = app.budget.reserve(estimate(calls), &format!("flow view {name}"))?;
     let cache = app.clone();
-    let rendered = tokio::task::spawn_blocking(move || match view {
-        View::Impact => {
-            let (spans, ranked) = cache.flow_cache.ranked(&record, at);
-            let body = serde_json::to_vec(&whatif::impact_json_of(&record, &spans, ranked.as_ref().as_ref()));
-            Ok(flow::Rendered { body: body.unwrap_or_default(), content_type: "application/json", cut: None })
-        }
-        _ => flow::render(&record, &cache.flow_cache.spans(&record, at), latest, view, &snap.nodes),
+    let rendered = tokio::task::spawn_blocking(move || {
+        let (spans, derived) = cache.flow_cache.get(&record, at);
+        flow::render(&record, &spans, &derived, latest, view, &snap.nodes)
     })
     .await
     .map_err(internal)?

@@ -3,15 +3,17 @@
 //!
 //! Owns: the last [`ENTRIES`] replays (each a job's records as an `Arc` and how many of
 //! them were replayed: records are append-only, so that pair names the spans exactly)
-//! and, for a replay with no call still open, its what-if ranking, which only the
-//! records decide. A request computes what is missing once; requests for the same
-//! replay meanwhile wait for that one result instead of computing it again.
+//! and, for a replay with no call still open, what the views derived from it
+//! (`flow::derived`: the critical path, the wall-time flame graph, the what-ifs), which
+//! only the records decide. A request computes what is missing once; requests for the
+//! same replay meanwhile wait for that one result instead of computing it again.
 //! Must never: answer for an instant the records do not decide (the spans are shared,
-//! the instant is each request's: [`Spans::at`]), hold more than [`ENTRIES`] replays,
-//! or run on an async worker (callers are on the blocking pool).
+//! the instant is each request's: [`Spans::at`]; a replay with a call open gets fresh
+//! derivations per request), hold more than [`ENTRIES`] replays, or run on an async
+//! worker (callers are on the blocking pool).
 
+use crate::flow::derived::Derived;
 use crate::flow::spans::Spans;
-use crate::flow::whatif::{self, Impact};
 use crate::snapshot::flow::JobRecord;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,15 +23,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// another (or the same job at an earlier instant) share the server.
 pub const ENTRIES: usize = 2;
 
-/// A ranking: the what-ifs, most saved first, and the makespan they are measured against.
-pub type Ranked = Option<(Vec<Impact>, u64)>;
+/// A replay, whether a call is still open in it, and what was derived from it.
+struct Replayed {
+    spans: Spans,
+    open: bool,
+    derived: Arc<Derived>,
+}
 
 struct Entry {
     /// Held, so its address cannot be reused by another job while the entry lives.
     record: Arc<JobRecord>,
     records: usize,
-    spans: Arc<OnceLock<Spans>>,
-    ranked: Arc<OnceLock<Arc<Ranked>>>,
+    replayed: Arc<OnceLock<Replayed>>,
 }
 
 #[derive(Default)]
@@ -39,49 +44,35 @@ pub(crate) struct FlowCache {
 }
 
 impl FlowCache {
-    /// The entry for `record` replayed up to `at`, made (empty) if missing.
-    fn entry(&self, record: &Arc<JobRecord>, at: u64) -> (Arc<OnceLock<Spans>>, Arc<OnceLock<Arc<Ranked>>>) {
+    /// `record`'s spans as of `at` (replayed once per set of records), and what the
+    /// views may reuse from them.
+    pub fn get(&self, record: &Arc<JobRecord>, at: u64) -> (Spans, Arc<Derived>) {
         let records = Spans::records_until(record, at);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let found = entries.iter().position(|e| Arc::ptr_eq(&e.record, record) && e.records == records);
-        let e = match found {
-            Some(i) => entries.remove(i).expect("the position is in range"),
-            None => Entry {
-                record: record.clone(),
-                records,
-                spans: Arc::new(OnceLock::new()),
-                ranked: Arc::new(OnceLock::new()),
-            },
+        let cell = {
+            let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let found = entries.iter().position(|e| Arc::ptr_eq(&e.record, record) && e.records == records);
+            let e = match found {
+                Some(i) => entries.remove(i).expect("the position is in range"),
+                None => Entry { record: record.clone(), records, replayed: Arc::new(OnceLock::new()) },
+            };
+            let cell = e.replayed.clone();
+            entries.push_front(e);
+            entries.truncate(ENTRIES);
+            cell
         };
-        let out = (e.spans.clone(), e.ranked.clone());
-        entries.push_front(e);
-        entries.truncate(ENTRIES);
-        out
-    }
-
-    /// `record`'s spans as of `at`: replayed once per set of records.
-    pub fn spans(&self, record: &Arc<JobRecord>, at: u64) -> Spans {
-        let (spans, _) = self.entry(record, at);
-        spans.get_or_init(|| Spans::replay(record, at)).at(at)
-    }
-
-    /// The spans, and the what-if ranking (`whatif::rank`) of `record` as of `at`:
-    /// ranked once per set of records when no call is open, else every time (an open
-    /// call's time grows with the instant).
-    pub fn ranked(&self, record: &Arc<JobRecord>, at: u64) -> (Spans, Arc<Ranked>) {
-        let (cell, ranked) = self.entry(record, at);
-        let spans = cell.get_or_init(|| Spans::replay(record, at)).at(at);
-        let ranking = match spans.any_open() {
-            true => Arc::new(whatif::rank(record, &spans)),
-            false => ranked.get_or_init(|| Arc::new(whatif::rank(record, &spans))).clone(),
-        };
-        (spans, ranking)
+        let r = cell.get_or_init(|| {
+            let spans = Spans::replay(record, at);
+            Replayed { open: spans.any_open(), spans, derived: Arc::default() }
+        });
+        let derived = if r.open { Arc::default() } else { r.derived.clone() };
+        (r.spans.at(at), derived)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow::whatif;
     use crate::snapshot::flow::Rec;
 
     fn job() -> Arc<JobRecord> {
@@ -97,23 +88,26 @@ mod tests {
         let job = job();
         let cache = FlowCache::default();
         let end = job.records.iter().map(Rec::time).max().unwrap();
-        let late = cache.spans(&job, end + 5);
-        let later = cache.spans(&job, end + 1_000_000);
+        let (late, d1) = cache.get(&job, end + 5);
+        let (later, d2) = cache.get(&job, end + 1_000_000);
         assert!(Arc::ptr_eq(&late.spans, &later.spans), "no record between them: one replay");
+        assert!(Arc::ptr_eq(&d1, &d2), "every call ended: what is derived is shared too");
         assert_eq!((late.at, later.at), (end + 5, end + 1_000_000), "each answer keeps its instant");
-        // Mid-run, the spans are those of a fresh replay at that instant.
+        // Mid-run, the spans are those of a fresh replay at that instant, and a call is
+        // open: nothing derived is shared.
         let mid = end / 2;
-        let cached = cache.spans(&job, mid);
+        let (cached, d3) = cache.get(&job, mid);
+        let (_, d4) = cache.get(&job, mid);
         assert!(!Arc::ptr_eq(&cached.spans, &late.spans));
+        assert!(cached.any_open() && !Arc::ptr_eq(&d3, &d4));
         let fresh = Spans::replay(&job, mid);
         assert_eq!(cached.records, fresh.records);
-        assert_eq!(cached.spans.len(), fresh.spans.len());
         let ends = |s: &Spans| s.spans.iter().map(|s| (s.span, s.end, s.phases.to_vec())).collect::<Vec<_>>();
         assert_eq!(ends(&cached), ends(&fresh));
-        // Two entries at most: a third replay pushes the oldest out.
-        cache.spans(&job, mid / 2);
+        // Two entries at most: a third replay pushes the least recently used out.
+        cache.get(&job, mid / 2);
         assert_eq!(cache.entries.lock().unwrap().len(), ENTRIES);
-        let again = cache.spans(&job, end + 7);
+        let (again, _) = cache.get(&job, end + 7);
         assert!(!Arc::ptr_eq(&again.spans, &late.spans), "the first entry was the least recently used");
     }
 
@@ -121,13 +115,14 @@ mod tests {
     fn a_finished_replay_is_ranked_once_and_as_the_views_rank_it() {
         let job = job();
         let cache = FlowCache::default();
-        let at = u64::MAX;
-        let (spans, first) = cache.ranked(&job, at);
-        let (_, second) = cache.ranked(&job, at - 1);
-        assert!(Arc::ptr_eq(&first, &second), "ranked once");
-        let direct = whatif::rank(&job, &Spans::replay(&job, at));
-        let saved = |r: &Ranked| r.as_ref().map(|(v, m)| (v.iter().map(|i| i.saved_us).collect::<Vec<_>>(), *m));
+        let (spans, derived) = cache.get(&job, u64::MAX);
+        let first = derived.impacts(&job, &spans);
+        let (spans2, derived2) = cache.get(&job, u64::MAX - 1);
+        assert!(Arc::ptr_eq(&first, &derived2.impacts(&job, &spans2)), "ranked once");
+        let direct = whatif::rank(&job, &Spans::replay(&job, u64::MAX));
+        let saved = |r: &Option<(Vec<whatif::Impact>, u64)>| {
+            r.as_ref().map(|(v, m)| (v.iter().map(|i| i.saved_us).collect::<Vec<_>>(), *m))
+        };
         assert_eq!(saved(&first), saved(&direct));
-        assert!(!spans.any_open());
     }
 }

@@ -13,6 +13,7 @@
 //! written to a temporary name and renamed).
 
 use rayscope::config::{Config, Override, WorkloadConfig};
+use rayscope::flow::derived::Derived;
 use rayscope::flow::flame::Mode;
 use rayscope::flow::graph::Level;
 use rayscope::flow::spans::Spans;
@@ -160,28 +161,37 @@ fn run(
     // One replay serves every view, as the server's cache makes it serve every answer.
     let t = Instant::now();
     let spans = Spans::replay(&record, at);
+    // What several views share (the critical path, the what-ifs): made once.
+    let derived = Derived::default();
     timings.insert("replay_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     for (file, view) in views {
         let t = Instant::now();
-        let r = render(&record, &spans, latest, view, &snap.nodes).map_err(|e| fail(1, format!("{file}: {e}")))?;
+        let r = render(&record, &spans, &derived, latest, view, &snap.nodes)
+            .map_err(|e| fail(1, format!("{file}: {e}")))?;
         write(out, file, &r.body)?;
         timings.insert(format!("{file}_ms"), json!(t.elapsed().as_secs_f64() * 1e3));
     }
     // What `/api/flow/timeline.json` answers by default (not written: the file above is
     // whole), timed through the same rendering the API calls, for the benchmarks.
     let t = Instant::now();
-    let r = render(&record, &spans, latest, View::Timeline(Window::DEFAULT), &snap.nodes).map_err(|e| fail(1, e))?;
+    let r = render(&record, &spans, &derived, latest, View::Timeline(Window::DEFAULT), &snap.nodes)
+        .map_err(|e| fail(1, e))?;
     timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
+    // The critical path (bottlenecks.txt, and the what-ifs' candidates).
+    let t = Instant::now();
+    let path = derived.path(&record, &spans);
+    timings.insert("critical_path_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     let t = Instant::now();
     // The what-ifs re-run the job in the model: ranked once for both files.
-    let ranked = whatif::rank(&record, &spans);
-    let impact = serde_json::to_vec(&whatif::impact_json_of(&record, &spans, ranked.as_ref())).unwrap_or_default();
+    let ranked = derived.impacts(&record, &spans);
+    let impact =
+        serde_json::to_vec(&whatif::impact_json_of(&record, &spans, ranked.as_ref().as_ref())).unwrap_or_default();
     write(out, "impact.json", &impact)?;
     timings.insert("impact.json_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     let t = Instant::now();
-    let mut text = bottleneck::text(&record, &spans);
-    text.push_str(&whatif::text_of(&record, ranked.as_ref()));
+    let mut text = bottleneck::text_of(&record, &path);
+    text.push_str(&whatif::text_of(&record, ranked.as_ref().as_ref()));
     write(out, "bottlenecks.txt", text.as_bytes())?;
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("total_ms".into(), json!(started.elapsed().as_secs_f64() * 1e3));

@@ -141,7 +141,7 @@ pub fn critical_path(spans: &Spans, job: &JobRecord) -> (Vec<PhaseTimes>, u64) {
 /// Entries ranked by executing time on the path (ties: more calls, then name); the
 /// driver is left out (its own time on the path is the returned `PhaseTimes`). Returns
 /// the entries, the path's length and the driver's time on it.
-pub fn rank(job: &JobRecord, spans: &Spans) -> (Vec<Entry>, u64, PhaseTimes) {
+pub fn rank(job: &JobRecord, spans: &Spans) -> Ranked {
     let (on_path, total) = critical_path(spans, job);
     let mut by: BTreeMap<u32, Entry> = BTreeMap::new();
     let mut driver = PhaseTimes::default();
@@ -180,8 +180,16 @@ pub fn rank(job: &JobRecord, spans: &Spans) -> (Vec<Entry>, u64, PhaseTimes) {
     (v, total, driver)
 }
 
+/// The ranked entries, the critical path's length (µs) and the driver's time on it.
+pub type Ranked = (Vec<Entry>, u64, PhaseTimes);
+
 pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
-    let (entries, total, driver) = rank(job, spans);
+    bottlenecks_of(job, spans, &rank(job, spans))
+}
+
+/// [`bottlenecks`] of a ranking already made.
+pub fn bottlenecks_of(job: &JobRecord, spans: &Spans, ranked: &Ranked) -> Value {
+    let (entries, total, driver) = (&ranked.0, ranked.1, ranked.2);
     let secs = |us: u64| us as f64 / 1e6;
     let list: Vec<Value> = entries
         .iter()
@@ -210,7 +218,12 @@ pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
 
 /// The ranked list as text (the CLI's `bottlenecks.txt` and its output).
 pub fn text(job: &JobRecord, spans: &Spans) -> String {
-    let (entries, total, driver) = rank(job, spans);
+    text_of(job, &rank(job, spans))
+}
+
+/// [`text`] of a ranking already made.
+pub fn text_of(job: &JobRecord, ranked: &Ranked) -> String {
+    let (entries, total, driver) = (&ranked.0, ranked.1, ranked.2);
     let pct = |us: u64| if total > 0 { 100.0 * us as f64 / total as f64 } else { 0.0 };
     let mut s = format!("critical path of job {}: {:.3} s (virtual)\n", job.job_hex, total as f64 / 1e6);
     s.push_str(&format!(

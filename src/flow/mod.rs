@@ -10,6 +10,7 @@
 
 pub mod ant;
 pub mod bottleneck;
+pub mod derived;
 pub mod emit;
 pub mod flame;
 pub mod graph;
@@ -22,6 +23,7 @@ pub mod whatif;
 
 use crate::snapshot::flow::JobRecord;
 use crate::snapshot::NodeView;
+use derived::Derived;
 use spans::Spans;
 use std::sync::Arc;
 
@@ -62,14 +64,20 @@ fn text(body: String, content_type: &'static str) -> Rendered {
 }
 
 /// Render `view` of `job` from its spans (replayed up to the view's instant,
-/// `spans.at`). `latest`: that instant is "now".
+/// `spans.at`) and what was derived from them already. `latest`: that instant is "now".
 pub fn render(
     job: &JobRecord,
     spans: &Spans,
+    derived: &Derived,
     latest: bool,
     view: View,
     nodes: &[Arc<NodeView>],
 ) -> Result<Rendered, String> {
+    // The flame graph's folded stacks: the wall-time ones are worth keeping.
+    let folded = |mode| match mode {
+        flame::Mode::Wall => derived.wall(job, spans),
+        flame::Mode::Execution => Arc::new(flame::folded(job, spans, mode)),
+    };
     Ok(match view {
         View::Graph(level) => json(graph::graph(job, spans, level, latest)),
         View::Physical(limit) => Rendered {
@@ -85,14 +93,11 @@ pub fn render(
         View::Lanes(ask) => {
             Rendered { body: lanes::lanes_json(job, spans, nodes, &ask), content_type: "application/json", cut: None }
         }
-        View::Bottlenecks => json(bottleneck::bottlenecks(job, spans)),
-        View::Impact => json(whatif::impact_json(job, spans)),
-        View::Folded(mode) => text(flame::folded_text(&flame::folded(job, spans, mode)), "text/plain; charset=utf-8"),
+        View::Bottlenecks => json(bottleneck::bottlenecks_of(job, spans, &derived.path(job, spans))),
+        View::Impact => json(whatif::impact_json_of(job, spans, derived.impacts(job, spans).as_ref().as_ref())),
+        View::Folded(mode) => text(flame::folded_text(&folded(mode)), "text/plain; charset=utf-8"),
         View::Svg(mode) => text(
-            flame::svg(
-                &format!("job {} ({}), {} time", job.job_hex, job.name, mode.as_str()),
-                &flame::folded(job, spans, mode),
-            )?,
+            flame::svg(&format!("job {} ({}), {} time", job.job_hex, job.name, mode.as_str()), &folded(mode))?,
             "image/svg+xml",
         ),
     })

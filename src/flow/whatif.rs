@@ -412,10 +412,15 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 /// both" for the two outliers that save most together when that beats either alone.
 /// Also returns the recorded makespan the replay reproduced (µs).
 pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
+    rank_with(job, spans, &bottleneck::rank(job, spans))
+}
+
+/// [`rank`], given the job's critical-path ranking (`bottleneck::rank`).
+pub fn rank_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -> Option<(Vec<Impact>, u64)> {
     let m = Model::of(job, spans)?;
     let base = m.makespan(&Fix::new());
     let st = Stretches::of(job, &m);
-    let (entries, _, _) = bottleneck::rank(job, spans);
+    let entries = &path.0;
     // Candidates: the top of the path by execution, then any method whose stretches run
     // well past its siblings' (an outlier off the path now may be on it once the path's
     // top is fixed: its twin).

@@ -316,6 +316,19 @@ impl Page<'_> {
     }
 }
 
+/// An integer as the pages write it (`RS.int`: thousands separated by commas).
+pub fn int_text(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,

@@ -1,0 +1,45 @@
+//! What several views derive from one replay and only its records decide: the
+//! critical-path ranking (bottlenecks, and the what-ifs' candidates), the wall-time
+//! flame graph's folded stacks, and the what-if ranking. Each is computed on first
+//! need and then shared, so a server answering the page's six views (and its refresh
+//! every 3 s) computes each once per set of records, and `rayscope flow` ranks once for
+//! two files.
+//!
+//! Owns: the pieces, each behind a `OnceLock` (a second asker waits for the first
+//! result instead of computing it again).
+//! Must never: be shared between replays, or between instants of a replay with a call
+//! still open (an open call's time grows with the instant: [`Spans::any_open`]): its
+//! owner decides that.
+
+use super::spans::Spans;
+use super::{bottleneck, flame, whatif};
+use crate::snapshot::flow::JobRecord;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+/// The what-ifs, most saved first, and the makespan they are measured against.
+pub type Impacts = Option<(Vec<whatif::Impact>, u64)>;
+
+#[derive(Default)]
+pub struct Derived {
+    path: OnceLock<Arc<bottleneck::Ranked>>,
+    wall: OnceLock<Arc<BTreeMap<String, u64>>>,
+    impacts: OnceLock<Arc<Impacts>>,
+}
+
+impl Derived {
+    /// The critical-path ranking (`bottleneck::rank`).
+    pub fn path(&self, job: &JobRecord, spans: &Spans) -> Arc<bottleneck::Ranked> {
+        self.path.get_or_init(|| Arc::new(bottleneck::rank(job, spans))).clone()
+    }
+
+    /// The wall-time flame graph's folded stacks.
+    pub fn wall(&self, job: &JobRecord, spans: &Spans) -> Arc<BTreeMap<String, u64>> {
+        self.wall.get_or_init(|| Arc::new(flame::folded(job, spans, flame::Mode::Wall))).clone()
+    }
+
+    /// The what-if ranking (`whatif::rank`).
+    pub fn impacts(&self, job: &JobRecord, spans: &Spans) -> Arc<Impacts> {
+        self.impacts.get_or_init(|| Arc::new(whatif::rank_with(job, spans, &self.path(job, spans)))).clone()
+    }
+}
