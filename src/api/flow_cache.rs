@@ -7,16 +7,22 @@
 //! (`flow::derived`: the critical path, the wall-time flame graph, the what-ifs), which
 //! only the records decide. A request computes what is missing once; requests for the
 //! same replay meanwhile wait for that one result instead of computing it again.
+//! When a job of [`PREWARM_CALLS`] recorded calls or more ends, [`run_prewarm`] replays
+//! it and derives every piece in the background (the newest [`ENTRIES`] such jobs), so that the page's first look at a
+//! finished job (its what-ifs re-run the job a dozen times: ~0.1 s at the recording
+//! cap) finds them made.
 //! Must never: answer for an instant the records do not decide (the spans are shared,
 //! the instant is each request's: [`Spans::at`]; a replay with a call open gets fresh
 //! derivations per request), hold more than [`ENTRIES`] replays, or run on an async
 //! worker (callers are on the blocking pool).
 
+use super::app::AppState;
 use crate::flow::derived::Derived;
 use crate::flow::spans::Spans;
 use crate::snapshot::flow::JobRecord;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Replays kept. One of 100,000 recorded calls (a job at the recording cap) takes about
 /// 20 MB, so the cache stays under ~40 MB; two lets the page of one job and a look at
@@ -66,6 +72,74 @@ impl FlowCache {
         });
         let derived = if r.open { Arc::default() } else { r.derived.clone() };
         (r.spans.at(at), derived)
+    }
+}
+
+impl FlowCache {
+    /// Whether `record`'s whole replay is cached with its what-ifs ranked: a first
+    /// look at every view of the finished job computes nothing.
+    pub fn prepared(&self, record: &Arc<JobRecord>) -> bool {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().any(|e| {
+            Arc::ptr_eq(&e.record, record)
+                && e.records == record.records.len()
+                && e.replayed.get().is_some_and(|r| !r.open && r.derived.has_impacts())
+        })
+    }
+}
+
+/// Jobs with at least this many recorded calls are prepared when they end; a smaller
+/// one answers its first look within a few ms anyway.
+pub const PREWARM_CALLS: u64 = 1_000;
+
+/// How often the newest ended job is looked for.
+const PREWARM_EVERY: Duration = Duration::from_millis(500);
+
+/// Prepare the newest ended jobs of [`PREWARM_CALLS`] calls or more (as many as the
+/// cache holds), one at a time, each once, for the server's life.
+pub(crate) async fn run_prewarm(app: AppState) {
+    let mut tick = tokio::time::interval(PREWARM_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut stopping = app.stopping.clone();
+    // The jobs (and their record counts) prepared last: each is prepared once, even
+    // when a look at another job pushes it out of the cache afterwards.
+    let mut prepared: VecDeque<(u32, usize)> = VecDeque::new();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopping.changed() => return,
+        }
+        let snap = app.handle.snapshot();
+        let mut newest: Vec<Arc<JobRecord>> = snap
+            .flow
+            .jobs
+            .values()
+            .rev()
+            .filter(|j| j.end_us.is_some() && j.recorded_calls >= PREWARM_CALLS)
+            .take(ENTRIES)
+            .cloned()
+            .collect();
+        // The oldest first, so that the newest is the most recently used.
+        newest.reverse();
+        for record in newest {
+            let key = (record.job, record.records.len());
+            if prepared.contains(&key) {
+                continue;
+            }
+            prepared.push_front(key);
+            prepared.truncate(ENTRIES);
+            let (app, at) = (app.clone(), snap.sim_time_us);
+            let _ = tokio::task::spawn_blocking(move || {
+                let started = Instant::now();
+                let (spans, derived) = app.flow_cache.get(&record, at);
+                derived.path(&record, &spans);
+                derived.wall(&record, &spans);
+                derived.impacts(&record, &spans);
+                let ms = started.elapsed().as_millis() as u64;
+                tracing::debug!(job = %record.job_hex, calls = record.recorded_calls, ms, "flow views of the ended job prepared");
+            })
+            .await;
+        }
     }
 }
 

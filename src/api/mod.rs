@@ -93,7 +93,11 @@ pub async fn serve(
     let grace = opts.shutdown_grace;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
-    let background = [tokio::spawn(dashboard_history::run(app.clone())), tokio::spawn(stream::run_ticker(app.clone()))];
+    let background = [
+        tokio::spawn(dashboard_history::run(app.clone())),
+        tokio::spawn(stream::run_ticker(app.clone())),
+        tokio::spawn(flow_cache::run_prewarm(app.clone())),
+    ];
     let persist = tokio::spawn(state_dir::run(app.clone()));
     let router = router::build(app.clone());
     let server = server::run(listener, router, app.connections.clone(), stop_rx.clone());

@@ -38,6 +38,11 @@ impl Derived {
         self.wall.get_or_init(|| Arc::new(flame::folded(job, spans, flame::Mode::Wall))).clone()
     }
 
+    /// Whether the what-ifs were ranked already (the last piece a prewarm makes).
+    pub fn has_impacts(&self) -> bool {
+        self.impacts.get().is_some()
+    }
+
     /// The what-if ranking (`whatif::rank`).
     pub fn impacts(&self, job: &JobRecord, spans: &Spans) -> Arc<Impacts> {
         self.impacts.get_or_init(|| Arc::new(whatif::rank_with(job, spans, &self.path(job, spans)))).clone()
