@@ -214,8 +214,9 @@
     el('button', {type: 'button', 'data-zoom': '2', title: 'Zoom out (twice the window)', text: '−', onclick: () => zoom(2)}),
     el('button', {type: 'button', 'data-whole': '1', title: 'The whole job', text: 'Whole job', onclick: () => setWindow(null)}));
   function current() { return win || span; }
-  function step(dir) { const [a, b] = current(); setWindow([a + dir * (b - a), b + dir * (b - a)]); }
-  function zoom(k) { const [a, b] = current(), c = (a + b) / 2, h = ((b - a) * k) / 2; setWindow([c - h, c + h]); }
+  // Before the overview has answered there is no job extent to move in.
+  function step(dir) { if (!span) return; const [a, b] = current(); setWindow([a + dir * (b - a), b + dir * (b - a)]); }
+  function zoom(k) { if (!span) return; const [a, b] = current(), c = (a + b) / 2, h = ((b - a) * k) / 2; setWindow([c - h, c + h]); }
 
   async function overview() {
     const o = await RS.json(`/api/flow/gantt?${q()}`);
