@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""The calibration suite: workloads run on real Ray on this machine, each run recorded
+as one JSON file under runs/suite/ with the machine, the load average before and after,
+the time, Ray's version and the command that made it.
+
+Every workload runs in a fresh local cluster (`ray.init(address="local")`, or
+`ray.cluster_utils.Cluster` where it needs two nodes), after `ray stop --force`, so a
+stale /tmp/ray from an earlier run cannot point it at dead ports.
+
+  python suite.py list                                  # the workloads and their parameters
+  python suite.py run noop_tasks --tasks 10000 --cpus 2 # one run
+  python suite.py all                                   # the whole matrix, one process a run
+  python suite.py all --only actor_creation --max-load 0.8
+
+Workloads (figures in seconds unless named otherwise):
+  noop_tasks       N no-op tasks submitted by the driver, then ray.get of all; C logical CPUs
+  actor_creation   N actors created at once, then one ping each; default resources or num_cpus=0
+  actor_calls      N calls to one warm actor, submitted at once; a sync or an async actor
+  object_local     ray.put and ray.get of S bytes in the driver, one node
+  object_transfer  a task on a second node reads an S-byte object put on the head
+  task_retries     a task that always raises, retried R times: time to the error
+  actor_restart    an actor's process exits; time until a call answers again (max_restarts=1)
+  node_death       a node killed (allow_graceful=False): time until the GCS says it is dead
+  placement_group  G groups of two 1-CPU bundles, PACK or SPREAD, over two nodes: time to ready
+  spillback        2C sleeping tasks from a head of C CPUs beside a worker of C CPUs
+The seed tree in three shapes is seed_tree.py (its runs are runs/seed-tree-*.json).
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNS = os.path.join(HERE, "runs", "suite")
+
+# The matrix `all` runs: (workload, parameters). Sizes follow issue 19's list.
+MATRIX = (
+    [("noop_tasks", {"tasks": n, "cpus": c}) for c in (1, 2, 4) for n in (1000, 10000, 100000)]
+    + [("actor_creation", {"actors": n, "num_cpus": r}) for r in ("default", "0") for n in (10, 50, 200)]
+    + [("actor_calls", {"calls": n, "mode": m}) for m in ("sync", "async") for n in (1000, 10000)]
+    + [("object_local", {"size": s}) for s in (1_000, 100_000, 1_000_000, 10_000_000, 100_000_000)]
+    + [("object_transfer", {"size": s}) for s in (1_000, 100_000, 1_000_000, 10_000_000, 100_000_000)]
+    + [("task_retries", {"retries": r}) for r in (0, 3)]
+    + [("actor_restart", {})]
+    + [("node_death", {})]
+    + [("placement_group", {"groups": 10, "strategy": s}) for s in ("PACK", "SPREAD")]
+    + [("spillback", {"cpus": 2, "tasks": 40, "sleep": 0.1})]
+)
+
+
+def machine():
+    """What the figures were measured on."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    mem = 0
+    try:
+        with open("/proc/meminfo") as f:
+            mem = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal"))
+    except (OSError, StopIteration):
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": model,
+        "memory_bytes": mem,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def ray_stop():
+    """Stop any Ray this user runs here, so nothing stale is found or shares the cores."""
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    subprocess.run([ray_bin, "stop", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def local_cluster(cpus, **extra):
+    import ray
+
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level="ERROR", **extra)
+    return ray
+
+
+def two_nodes(head_cpus, worker_cpus, store=200 * 1024 * 1024):
+    """A head and a worker node in this process's view (ray.cluster_utils.Cluster)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": head_cpus,
+            "resources": {"head": 1},
+            "object_store_memory": store,
+            "include_dashboard": False,
+        },
+    )
+    worker = cluster.add_node(num_cpus=worker_cpus, resources={"worker": 1}, object_store_memory=store)
+    ray.init(address=cluster.address, logging_level="ERROR")
+    cluster.wait_for_nodes()
+    return ray, cluster, worker
+
+
+# ------------------------------------------------------------------ workloads
+
+
+def noop_tasks(p):
+    ray = local_cluster(p["cpus"])
+
+    @ray.remote(num_cpus=1)
+    def noop():
+        return None
+
+    t0 = time.perf_counter()
+    refs = [noop.remote() for _ in range(p["tasks"])]
+    submitted = time.perf_counter() - t0
+    ray.get(refs)
+    total = time.perf_counter() - t0
+    return {"seconds": total, "submit_seconds": submitted, "tasks_per_second": p["tasks"] / total}
+
+
+def actor_creation(p):
+    ray = local_cluster(4)
+
+    @ray.remote
+    class Pinger:
+        def ping(self):
+            return 1
+
+    opts = {} if p["num_cpus"] == "default" else {"num_cpus": float(p["num_cpus"])}
+    t0 = time.perf_counter()
+    actors = [Pinger.options(**opts).remote() for _ in range(p["actors"])]
+    ray.get([a.ping.remote() for a in actors])
+    total = time.perf_counter() - t0
+    return {"seconds": total, "actors_per_second": p["actors"] / total}
+
+
+def actor_calls(p):
+    ray = local_cluster(4)
+
+    @ray.remote
+    class Sync:
+        def noop(self):
+            return None
+
+    @ray.remote
+    class Async:
+        async def noop(self):
+            return None
+
+    actor = (Sync if p["mode"] == "sync" else Async).remote()
+    ray.get(actor.noop.remote())  # the worker is up: calls only from here
+    t0 = time.perf_counter()
+    ray.get([actor.noop.remote() for _ in range(p["calls"])])
+    total = time.perf_counter() - t0
+    return {"seconds": total, "calls_per_second": p["calls"] / total}
+
+
+def object_local(p, repeat=5):
+    ray = local_cluster(2, object_store_memory=1024 * 1024 * 1024)
+    data = b"\x01" * p["size"]
+    puts, gets = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ref = ray.put(data)
+        t1 = time.perf_counter()
+        out = ray.get(ref)
+        t2 = time.perf_counter()
+        assert len(out) == p["size"]
+        puts.append(t1 - t0)
+        gets.append(t2 - t1)
+        del out, ref
+    return {"put_seconds": sorted(puts)[repeat // 2], "get_seconds": sorted(gets)[repeat // 2], "samples": {"put": puts, "get": gets}}
+
+
+def object_transfer(p, repeat=5):
+    ray, cluster, _ = two_nodes(1, 1, store=512 * 1024 * 1024)
+
+    @ray.remote(num_cpus=0, resources={"worker": 0.01})
+    def size_of(x):
+        return len(x)
+
+    ray.get(size_of.remote(b"\x01"))  # the remote worker is up
+    baseline, moved = [], []
+    for _ in range(repeat):
+        small = ray.put(b"\x01")
+        t0 = time.perf_counter()
+        ray.get(size_of.remote(small))
+        baseline.append(time.perf_counter() - t0)
+        big = ray.put(b"\x01" * p["size"])
+        t0 = time.perf_counter()
+        assert ray.get(size_of.remote(big)) == p["size"]
+        moved.append(time.perf_counter() - t0)
+        del big, small
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    transfer = max(med(moved) - med(baseline), 0.0)
+    out = {
+        "call_seconds": med(moved),
+        "small_call_seconds": med(baseline),
+        "transfer_seconds": transfer,
+        "bytes_per_second": p["size"] / transfer if transfer > 0 else None,
+        "samples": {"call": moved, "small_call": baseline},
+    }
+    ray.shutdown()
+    cluster.shutdown()
+    return out
+
+
+def task_retries(p):
+    ray = local_cluster(2)
+
+    @ray.remote(max_retries=p["retries"], retry_exceptions=True)
+    def fail():
+        raise ValueError("calibration: always fails")
+
+    @ray.remote
+    def noop():
+        return None
+
+    ray.get([noop.remote() for _ in range(2)])  # workers up
+    t0 = time.perf_counter()
+    try:
+        ray.get(fail.remote())
+        raise AssertionError("the failing task returned")
+    except ray.exceptions.RayTaskError:
+        pass
+    return {"seconds": time.perf_counter() - t0}
+
+
+def actor_restart(p, repeat=3):
+    ray = local_cluster(2)
+
+    @ray.remote(max_restarts=-1, max_task_retries=-1)
+    class Phoenix:
+        def ping(self):
+            return os.getpid()
+
+        def die(self):
+            os._exit(1)
+
+    actor = Phoenix.remote()
+    samples = []
+    for _ in range(repeat):
+        before = ray.get(actor.ping.remote())
+        t0 = time.perf_counter()
+        actor.die.options(max_task_retries=0).remote()
+        # The ping waits for the restart (max_task_retries=-1) and answers from the new process.
+        deadline = t0 + 120
+        while True:
+            after = ray.get(actor.ping.remote(), timeout=120)
+            if after != before:
+                break
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the actor never restarted")
+        samples.append(time.perf_counter() - t0)
+    return {"seconds": sorted(samples)[repeat // 2], "samples": samples}
+
+
+def node_death(p, repeat=3):
+    import ray
+    from ray.cluster_utils import Cluster
+
+    samples = []
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    ray.init(address=cluster.address, logging_level="ERROR")
+    for _ in range(repeat):
+        node = cluster.add_node(num_cpus=1, object_store_memory=100 * 1024 * 1024)
+        cluster.wait_for_nodes()
+        node_id = node.node_id
+        t0 = time.perf_counter()
+        cluster.remove_node(node, allow_graceful=False)
+        deadline = t0 + 180
+        while True:
+            alive = {n["NodeID"]: n["Alive"] for n in ray.nodes()}
+            if alive.get(node_id) is False:
+                break
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the GCS never marked the node dead")
+            time.sleep(0.05)
+        samples.append(time.perf_counter() - t0)
+    ray.shutdown()
+    cluster.shutdown()
+    return {"seconds": sorted(samples)[repeat // 2], "samples": samples}
+
+
+def placement_group(p):
+    ray, cluster, _ = two_nodes(2, 2)
+    from ray.util.placement_group import placement_group as make_group, remove_placement_group
+
+    samples = []
+    for _ in range(p["groups"]):
+        t0 = time.perf_counter()
+        pg = make_group([{"CPU": 1}, {"CPU": 1}], strategy=p["strategy"])
+        ray.get(pg.ready(), timeout=120)
+        samples.append(time.perf_counter() - t0)
+        remove_placement_group(pg)
+    ray.shutdown()
+    cluster.shutdown()
+    return {"seconds_per_group": sorted(samples)[len(samples) // 2], "samples": samples}
+
+
+def spillback(p):
+    ray, cluster, _ = two_nodes(p["cpus"], p["cpus"])
+
+    @ray.remote(num_cpus=1)
+    def where(seconds):
+        time.sleep(seconds)
+        return ray.get_runtime_context().get_node_id()
+
+    ray.get([where.remote(0) for _ in range(2 * p["cpus"])])  # workers up on both nodes
+    head = ray.get_runtime_context().get_node_id()
+    t0 = time.perf_counter()
+    nodes = ray.get([where.remote(p["sleep"]) for _ in range(p["tasks"])])
+    total = time.perf_counter() - t0
+    ray.shutdown()
+    cluster.shutdown()
+    remote = sum(1 for n in nodes if n != head)
+    return {"seconds": total, "tasks_on_worker_node": remote, "tasks_on_head": p["tasks"] - remote}
+
+
+WORKLOADS = {
+    "noop_tasks": (noop_tasks, {"tasks": int, "cpus": int}),
+    "actor_creation": (actor_creation, {"actors": int, "num_cpus": str}),
+    "actor_calls": (actor_calls, {"calls": int, "mode": str}),
+    "object_local": (object_local, {"size": int}),
+    "object_transfer": (object_transfer, {"size": int}),
+    "task_retries": (task_retries, {"retries": int}),
+    "actor_restart": (actor_restart, {}),
+    "node_death": (node_death, {}),
+    "placement_group": (placement_group, {"groups": int, "strategy": str}),
+    "spillback": (spillback, {"cpus": int, "tasks": int, "sleep": float}),
+}
+
+
+def run_name(workload, params):
+    parts = [workload] + [f"{k}{v}" for k, v in sorted(params.items())]
+    return "-".join(parts)
+
+
+def wait_quiet(max_load, deadline_s):
+    """Wait (up to a deadline) for the 1-minute load average to fall below max_load."""
+    end = time.time() + deadline_s
+    while os.getloadavg()[0] > max_load and time.time() < end:
+        time.sleep(2)
+    return os.getloadavg()
+
+
+def run_one(workload, params, out_dir, max_load, quiet_deadline):
+    import ray
+
+    fn, _ = WORKLOADS[workload]
+    ray_stop()
+    load_before = wait_quiet(max_load, quiet_deadline)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t0 = time.perf_counter()
+    result = fn(params)
+    wall = time.perf_counter() - t0
+    if ray.is_initialized():
+        ray.shutdown()
+    ray_stop()
+    record = {
+        "workload": workload,
+        "params": params,
+        "result": result,
+        "ray_version": ray.__version__,
+        "machine": machine(),
+        "measured_at": started,
+        "run_wall_seconds": wall,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "command": " ".join(["python", "suite.py", "run", workload] + [f"--{k.replace('_', '-')} {v}" for k, v in params.items()]),
+    }
+    os.makedirs(out_dir, exist_ok=True)
+    stamp = started.replace("-", "").replace(":", "")
+    path = os.path.join(out_dir, f"{run_name(workload, params)}-{stamp}.json")
+    with open(path, "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+    print(json.dumps({"workload": workload, "params": params, "result": {k: v for k, v in result.items() if k != "samples"}, "load_before": load_before[0]}), flush=True)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out-dir", default=RUNS, help="where runs are recorded (default: runs/suite/)")
+    ap.add_argument("--max-load", type=float, default=1.0, help="wait for the 1-minute load average to fall below this first")
+    ap.add_argument("--quiet-deadline", type=float, default=300, help="seconds to wait for a quiet machine before running anyway")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the workloads and the matrix `all` runs")
+    one = sub.add_parser("run", help="run one workload")
+    one.add_argument("workload", choices=sorted(WORKLOADS))
+    for name in sorted({k for _, (_, ps) in WORKLOADS.items() for k in ps}):
+        one.add_argument(f"--{name.replace('_', '-')}", dest=name)
+    every = sub.add_parser("all", help="run the matrix, each run in its own process")
+    every.add_argument("--only", action="append", help="only these workloads (repeatable)")
+    args = ap.parse_args()
+
+    if args.cmd == "list":
+        for workload, params in MATRIX:
+            print(run_name(workload, params))
+        return
+    if args.cmd == "run":
+        _, kinds = WORKLOADS[args.workload]
+        params = {}
+        for name, kind in kinds.items():
+            value = getattr(args, name)
+            if value is None:
+                ap.error(f"{args.workload} needs --{name.replace('_', '-')}")
+            params[name] = kind(value)
+        run_one(args.workload, params, args.out_dir, args.max_load, args.quiet_deadline)
+        return
+    failed = []
+    for workload, params in MATRIX:
+        if args.only and workload not in args.only:
+            continue
+        cmd = [sys.executable, os.path.abspath(__file__), "--out-dir", args.out_dir, "--max-load", str(args.max_load),
+               "--quiet-deadline", str(args.quiet_deadline), "run", workload]
+        for k, v in params.items():
+            cmd += [f"--{k.replace('_', '-')}", str(v)]
+        if subprocess.run(cmd, check=False).returncode != 0:
+            failed.append(run_name(workload, params))
+            ray_stop()
+    if failed:
+        sys.exit("suite: these runs failed: " + ", ".join(failed))
+
+
+if __name__ == "__main__":
+    main()
