@@ -1,10 +1,12 @@
 //! The model against real Ray 2.60, measured on a 2-core machine of this kind and kept
 //! in `scripts/ray-calibration/runs/` (how: ARCHITECTURE.md, "Calibration").
 //!
-//! * The defaults of the per-call costs are the recorded micro-benchmark's medians.
+//! * The defaults of the per-call costs are what `fit.py` fitted to the suite's FIT runs
+//!   (`runs/fit.json`), and `sleep_overshoot` is the recorded micro-benchmark's median.
 //! * With those defaults, the model's makespan for every seed tree run on real Ray lands
-//!   within 0.2 % of Ray's: the shipped `examples/flow-insight-explicit.yaml` and the
-//!   other shapes measured, none of which the costs were fitted to.
+//!   within 0.5 % of Ray's (issue 19's bound; the goal is 0.2 %): the shipped
+//!   `examples/flow-insight-explicit.yaml` and the other shapes measured, none of which
+//!   the costs were fitted to. (`tests/fidelity.rs` holds every other workload.)
 
 mod common;
 
@@ -12,7 +14,7 @@ use rayscope::config::{self, Config, WorkerTree, WorkloadConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const TOLERANCE: f64 = 0.002;
+const TOLERANCE: f64 = 0.005;
 
 fn runs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs")
@@ -76,7 +78,7 @@ fn assert_close(what: &str, predicted: f64, real: f64) {
 }
 
 #[test]
-fn the_explicit_example_is_the_measured_run_and_lands_within_0_2_percent() {
+fn the_explicit_example_is_the_measured_run_and_lands_within_half_a_percent() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow-insight-explicit.yaml");
     let cfg = config::load_file(&path).expect("the example loads");
     let run = read_json(&runs_dir().join("seed-tree-9.json"));
@@ -88,7 +90,7 @@ fn the_explicit_example_is_the_measured_run_and_lands_within_0_2_percent() {
 }
 
 #[test]
-fn every_shape_measured_on_real_ray_lands_within_0_2_percent() {
+fn every_shape_measured_on_real_ray_lands_within_half_a_percent() {
     for (name, run) in tree_runs() {
         assert_eq!(run["ray_version"], "2.60.0", "{name}");
         assert_close(&name, predicted_makespan(replay_config(&run)), secs(&run, "makespan_s"));
@@ -96,38 +98,41 @@ fn every_shape_measured_on_real_ray_lands_within_0_2_percent() {
 }
 
 #[test]
-fn the_cost_defaults_are_the_recorded_medians() {
+fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
+    let fit = read_json(&runs_dir().join("fit.json"));
+    let values = &fit["values"];
+    let s = config::SchedulerConfig::default();
+    let us = |setting: &str| -> u64 {
+        values[format!("scheduler.{setting}")].as_u64().unwrap_or_else(|| panic!("fit.json has scheduler.{setting}"))
+    };
+    assert_eq!(s.call_submit_cost.as_micros(), us("call_submit_cost"));
+    assert_eq!(s.call_start_cost.as_micros(), us("call_start_cost"));
+    assert_eq!(s.lease_latency.as_micros(), us("lease_latency"));
+    assert_eq!(s.dispatch_cost.as_micros(), us("dispatch_cost"));
+    assert_eq!(s.worker_start_cpu.as_micros(), us("worker_start_cpu"));
+    assert_eq!(s.worker_start_latency.as_micros(), us("worker_start_latency"));
+    let idle = values["scheduler.idle_worker_cpu"].as_f64().expect("fit.json has scheduler.idle_worker_cpu");
+    assert!((s.idle_worker_cpu - idle).abs() < 1e-6, "idle_worker_cpu {} vs fitted {idle}", s.idle_worker_cpu);
     let costs = read_json(&runs_dir().join("call-costs.json"));
     assert_eq!(costs["ray_version"], "2.60.0");
-    let s = config::SchedulerConfig::default();
-    let near = |setting: &str, default_us: u64, measured_s: f64, within_us: f64| {
-        let measured_us = measured_s * 1e6;
-        assert!(
-            (default_us as f64 - measured_us).abs() <= within_us,
-            "scheduler.{setting} defaults to {default_us} µs; the recorded median is {measured_us:.1} µs"
-        );
-    };
-    near(
-        "worker_start_latency",
-        s.worker_start_latency.as_micros(),
-        secs(&costs, "actor_creation_to_first_reply_s"),
-        5_000.0,
-    );
-    near("call_submit_cost", s.call_submit_cost.as_micros(), secs(&costs, "submit_s_per_call"), 5.0);
-    near("call_start_cost", s.call_start_cost.as_micros(), secs(&costs, "queued_call_overhead_s"), 5.0);
-    near("sleep_overshoot", s.sleep_overshoot.as_micros(), secs(&costs, "sleep_overshoot_s"), 5.0);
+    let overshoot_us = secs(&costs, "sleep_overshoot_s") * 1e6;
+    assert!((s.sleep_overshoot.as_micros() as f64 - overshoot_us).abs() <= 5.0, "sleep_overshoot vs {overshoot_us} µs");
 }
 
 #[test]
 fn without_the_costs_the_model_misses_real_ray() {
-    // The costs carry the fidelity: with them off, the explicit example falls outside
-    // the tolerance, so the test above cannot pass by accident.
-    let run = read_json(&runs_dir().join("seed-tree-9.json"));
+    // The costs carry the fidelity: with them off, the shallowest measured tree (where
+    // actor starts weigh most) falls outside the tolerance, so the tests above cannot
+    // pass by accident.
+    let run = read_json(&runs_dir().join("seed-tree-8.json"));
     let mut cfg = replay_config(&run);
     cfg.scheduler.call_submit_cost = config::DurationSpec(0);
     cfg.scheduler.call_start_cost = config::DurationSpec(0);
     cfg.scheduler.sleep_overshoot = config::DurationSpec(0);
     cfg.scheduler.worker_start_latency = config::DurationSpec(0);
+    cfg.scheduler.worker_start_cpu = config::DurationSpec(0);
+    cfg.scheduler.dispatch_cost = config::DurationSpec(0);
+    cfg.scheduler.lease_latency = config::DurationSpec(0);
     let predicted = predicted_makespan(cfg);
     let real = secs(&run, "makespan_s");
     assert!((predicted - real).abs() / real > TOLERANCE, "{predicted} vs {real}");

@@ -54,7 +54,7 @@ fn unknown_nested_key_points_at_the_key() {
         4,
         5,
         "cluster.head.cpus",
-        &["unknown key `cpus`", "did you mean `cpu`?", "valid keys: name, ip, cpu, gpu"],
+        &["unknown key `cpus`", "did you mean `cpu`?", "valid keys: name, ip, cpu, cores, gpu"],
     );
 }
 

@@ -24,6 +24,10 @@ fn seed_config(seed: u64) -> rayscope::config::Config {
     let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
     let mut cfg = common::load(&yaml);
     cfg.sim.seed = seed;
+    // Idle actors' share of a core stretches every submit a little (`sim/node_cpu.rs`);
+    // without it, and with each node's 8 cores never all busy here, a submit takes
+    // exactly `call_submit_cost`, so a worker's execution can be checked to the µs.
+    cfg.scheduler.idle_worker_cpu = 0.0;
     cfg
 }
 

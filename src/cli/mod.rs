@@ -1,5 +1,5 @@
-//! The `rayscope` binary's command line: `serve` (the default), `simulate`, `flow` and
-//! `check`.
+//! The `rayscope` binary's command line: `serve` (the default), `simulate`, `flow`,
+//! `fidelity` and `check`.
 //!
 //! Owns: the clap types of the top level and the dispatch to one file per command
 //! (`serve.rs`, `simulate.rs` with `--sweep` and `--openmetrics`, `flow.rs` with
@@ -10,6 +10,7 @@
 //! module of the library, and holds only wiring: what a test of the library would
 //! want belongs in the module it concerns.
 
+mod fidelity;
 mod flow;
 mod process;
 mod serve;
@@ -59,6 +60,15 @@ flow-insight server (POST URL/emit), under --flow-id (default: unique per run). 
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."
     )]
     Flow(flow::FlowArgs),
+    /// Put every workload recorded on real Ray to the model and write the fidelity report.
+    #[command(
+        long_about = "Put every workload recorded on real Ray (scripts/ray-calibration/runs: suite/*.json from \
+suite.py, seed-tree-*.json from seed_tree.py) to the model, on the same cluster shape with every cost at its default, \
+and write the report: real Ray's figure, the model's, the error against its bound (5 % for a hold-out workload, \
+0.5 % for a seed tree) and what the model leaves out. `rayscope fidelity --out docs/fidelity.md` writes the \
+report the repository ships. Exit status: 0 done, 2 bad input (the runs), 1 anything else."
+    )]
+    Fidelity(fidelity::FidelityArgs),
     /// Validate config files; exit 0 when all are valid, 2 otherwise.
     Check {
         /// Config files to validate.
@@ -80,6 +90,7 @@ pub fn main() -> ExitCode {
             }
         },
         Some(Command::Flow(args)) => flow::flow(args),
+        Some(Command::Fidelity(args)) => fidelity::fidelity(args),
         Some(Command::Serve(args)) => serve::serve(args),
         None => serve::serve(cli.serve),
     }

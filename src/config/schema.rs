@@ -80,6 +80,10 @@ pub struct HeadNodeConfig {
     pub ip: String,
     #[serde(default = "default_head_cpu")]
     pub cpu: f64,
+    /// Physical cores of the machine, which Ray's own per-call work shares (default:
+    /// `cpu`, rounded up). Logical CPUs (`cpu`) may be more, as `ray start --num-cpus`.
+    #[serde(default)]
+    pub cores: Option<u32>,
     #[serde(default)]
     pub gpu: f64,
     #[serde(default = "default_head_memory")]
@@ -95,12 +99,25 @@ pub struct HeadNodeConfig {
     pub gpu_memory: Option<ByteSize>,
 }
 
+impl ClusterConfig {
+    /// A node's logical CPUs and physical cores: the head's (`None`) or a node type's.
+    /// Cores default to the logical CPUs, rounded up, and are at least one.
+    pub fn machine_of(&self, node_type: Option<u16>) -> (f64, u32) {
+        let (cpu, cores) = match node_type.and_then(|t| self.node_types.get(t as usize)) {
+            Some(t) => (t.cpu, t.cores),
+            None => (self.head.cpu, self.head.cores),
+        };
+        (cpu, cores.unwrap_or(cpu.ceil() as u32).max(1))
+    }
+}
+
 impl Default for HeadNodeConfig {
     fn default() -> Self {
         HeadNodeConfig {
             name: default_head_name(),
             ip: default_head_ip(),
             cpu: default_head_cpu(),
+            cores: None,
             gpu: 0.0,
             memory: default_head_memory(),
             object_store_memory: None,
@@ -120,6 +137,9 @@ pub struct NodeTypeConfig {
     pub count: Option<u32>,
     #[serde(default)]
     pub cpu: f64,
+    /// Physical cores of each node's machine (default: `cpu`, rounded up; see the head's).
+    #[serde(default)]
+    pub cores: Option<u32>,
     #[serde(default)]
     pub gpu: f64,
     pub memory: ByteSize,
@@ -174,15 +194,32 @@ pub struct SchedulerConfig {
     /// Lease request round trip to a raylet; paid again on each spillback.
     #[serde(default = "default_lease_latency")]
     pub lease_latency: DurationSpec,
-    /// Time to start a worker process for an actor, until it answers its first call.
+    /// What a worker process's start waits on beside its CPU work (`worker_start_cpu`),
+    /// until it answers its first call.
     #[serde(default = "default_worker_start_latency")]
     pub worker_start_latency: DurationSpec,
-    /// Time a `.remote()` keeps the caller busy (submitting a task, an actor call or an
-    /// actor creation): the core worker builds the spec and hands it off.
+    /// CPU work of starting a worker process for an actor, on the node's cores (so
+    /// starts slow each other down on a small machine).
+    #[serde(default = "default_worker_start_cpu")]
+    pub worker_start_cpu: DurationSpec,
+    /// Share of a core each live actor's worker process uses while idle: a node holding
+    /// many actors is slower at everything else (fitted to actor starts on real Ray).
+    #[serde(default = "default_idle_worker_cpu")]
+    pub idle_worker_cpu: f64,
+    /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;
+    /// default: the node's logical CPUs, as Ray's).
+    #[serde(default)]
+    pub maximum_startup_concurrency: Option<u32>,
+    /// CPU work of a `.remote()` on the caller's node (submitting a task, an actor call
+    /// or an actor creation): the core worker builds the spec and hands it off; the
+    /// caller is busy meanwhile.
     #[serde(default = "default_call_submit_cost")]
     pub call_submit_cost: DurationSpec,
-    /// Time from a call being pushed to its worker (SUBMITTED_TO_WORKER) to its body
-    /// running (RUNNING), the worker's per-call overhead.
+    /// CPU work of the raylet granting a lease (its one thread, on its node's cores).
+    #[serde(default = "default_dispatch_cost")]
+    pub dispatch_cost: DurationSpec,
+    /// CPU work on the worker's node from a call being pushed to it (SUBMITTED_TO_WORKER)
+    /// to its body running (RUNNING), the worker's per-call overhead.
     #[serde(default = "default_call_start_cost")]
     pub call_start_cost: DurationSpec,
     /// How late a worker's `time.sleep()` returns (Python's timer slack), paid by every
@@ -201,7 +238,11 @@ impl Default for SchedulerConfig {
             locality_aware: true,
             lease_latency: default_lease_latency(),
             worker_start_latency: default_worker_start_latency(),
+            worker_start_cpu: default_worker_start_cpu(),
+            idle_worker_cpu: default_idle_worker_cpu(),
+            maximum_startup_concurrency: None,
             call_submit_cost: default_call_submit_cost(),
+            dispatch_cost: default_dispatch_cost(),
             call_start_cost: default_call_start_cost(),
             sleep_overshoot: default_sleep_overshoot(),
         }

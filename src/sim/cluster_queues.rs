@@ -322,15 +322,32 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
         m.counters.spillbacks += 1;
         m.nodes[owner.index()].stats.spillbacks += 1;
     }
+    // The granting raylet's own work, on its one thread and its node's cores.
+    delay += cx.cpus.raylet_work(node, now, cx.cfg.scheduler.dispatch_cost.as_micros()) - now;
     let placement_ms = (now + delay - ready_at) as f64 / 1000.0;
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
-    if kind == TaskType::ActorCreationTask {
-        delay += cx.cfg.scheduler.worker_start_latency.as_micros();
-    }
-    let line = m.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
+    delay = worker_ready(cx, kind, node, now + delay) - now;
+    let line = cx.model.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
     line.text(if spilled { " spillback" } else { "" }).end();
     cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+}
+
+/// When a task leased on `node` at `at` has a worker to run on: an actor's creation
+/// starts its own process; a normal task starts a task worker when every one started
+/// there is busy. A start's CPU work shares the node's cores within the raylet's start
+/// slots.
+pub(crate) fn worker_ready(cx: &mut Cx, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
+    let s = &cx.cfg.scheduler;
+    let starts = match kind {
+        TaskType::ActorCreationTask => true,
+        TaskType::NormalTask => cx.cpus.task_lease_granted(node),
+        _ => false,
+    };
+    if !starts {
+        return at;
+    }
+    cx.cpus.start_worker(node, at, s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros())
 }
 
 /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not
@@ -343,8 +360,11 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
     t.holds_resources = false;
     let Some(node) = t.node else { return Follows::new() };
     let cpu_released = std::mem::take(&mut t.cpu_released);
-    let (spec, bundle) = (t.spec, t.bundle);
+    let (spec, bundle, kind) = (t.spec, t.bundle, t.kind);
     cx.raylets.lease_returned(node, tid);
+    if kind == TaskType::NormalTask {
+        cx.cpus.task_lease_returned(node);
+    }
     let req = &cx.specs[spec as usize].request;
     if let Some((pg, b)) = bundle {
         return smallvec![Follow::ReturnToBundle(pg, b, req.clone())];

@@ -20,6 +20,7 @@ use super::faults::FaultState;
 use super::follow::cx;
 use super::follow::Follow;
 use super::jobs::JobManager;
+use super::node_cpu::NodeCpus;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
 use super::objects::PlasmaStores;
@@ -54,6 +55,8 @@ pub struct Engine {
     pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
     /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
     pub(crate) raylets: Raylets,
+    /// Each node's physical cores, which Ray's per-call work shares (`node_cpu.rs`).
+    pub(crate) cpus: NodeCpus,
     /// The actors placed on each node (`actors.rs`).
     pub(crate) actor_manager: ActorManager,
     /// Tasks not placed yet: scheduling classes, infeasible tasks, bundle waiters
@@ -123,6 +126,7 @@ impl Engine {
             plasma: PlasmaStores::new(cfg.object_store.spill_threshold),
             node_views: Default::default(),
             raylets: Raylets::default(),
+            cpus: NodeCpus::default(),
             actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
             pg_manager: PlacementGroupManager::default(),
@@ -176,6 +180,9 @@ impl Engine {
         let idx = self.node_manager.register(&mut self.model, &self.cfg.cluster, node_type, ip, self.clock.now);
         self.local_resources().joined(idx);
         self.raylets.joined(idx);
+        let (cpu, cores) = self.cfg.cluster.machine_of(node_type);
+        let startups = self.cfg.scheduler.maximum_startup_concurrency.unwrap_or(cpu.ceil() as u32);
+        self.cpus.joined(idx, cores, startups, self.cfg.scheduler.idle_worker_cpu);
         self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);

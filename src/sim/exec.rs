@@ -8,6 +8,7 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::{Clock, Event};
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
+use super::node_cpu::NodeCpus;
 use super::objects::unref_object;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
@@ -60,7 +61,15 @@ impl Engine {
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
                         if !advance(&self.model, &mut self.runs, tid, attempt)
-                            || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, count)
+                            || pay_submit_cost(
+                                &mut self.clock,
+                                &mut self.cpus,
+                                &self.model,
+                                &self.cfg.scheduler,
+                                tid,
+                                attempt,
+                                count,
+                            )
                         {
                             return;
                         }
@@ -85,7 +94,15 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, chunk) {
+                    if pay_submit_cost(
+                        &mut self.clock,
+                        &mut self.cpus,
+                        &self.model,
+                        &self.cfg.scheduler,
+                        tid,
+                        attempt,
+                        chunk,
+                    ) {
                         return;
                     }
                 }
@@ -93,7 +110,15 @@ impl Engine {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
                     let created = self.op_create_actors(tid, spec, level, &shape);
                     if !advance(&self.model, &mut self.runs, tid, attempt)
-                        || pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, created)
+                        || pay_submit_cost(
+                            &mut self.clock,
+                            &mut self.cpus,
+                            &self.model,
+                            &self.cfg.scheduler,
+                            tid,
+                            attempt,
+                            created,
+                        )
                     {
                         return;
                     }
@@ -312,7 +337,7 @@ impl Engine {
         self.follow_all(follows);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
-        pay_submit_cost(&mut self.clock, &self.cfg.scheduler, tid, attempt, 1)
+        pay_submit_cost(&mut self.clock, &mut self.cpus, &self.model, &self.cfg.scheduler, tid, attempt, 1)
     }
 }
 
@@ -413,14 +438,27 @@ fn slept(cfg: &SchedulerConfig, us: u64) -> u64 {
     us.saturating_add(cfg.sleep_overshoot.as_micros())
 }
 
-/// The caller just submitted `calls`: it stays busy `call_submit_cost` for each, and
-/// goes on with its program on `Resume`. Returns true when it must wait.
-fn pay_submit_cost(clock: &mut Clock, cfg: &SchedulerConfig, tid: TaskId, attempt: u32, calls: u32) -> bool {
+/// The caller just submitted `calls`: it stays busy for `call_submit_cost` of work on
+/// its node's cores for each, and goes on with its program on `Resume`. Returns true
+/// when it must wait.
+fn pay_submit_cost(
+    clock: &mut Clock,
+    cpus: &mut NodeCpus,
+    m: &Model,
+    cfg: &SchedulerConfig,
+    tid: TaskId,
+    attempt: u32,
+    calls: u32,
+) -> bool {
     let busy = cfg.call_submit_cost.as_micros().saturating_mul(calls as u64);
     if busy == 0 {
         return false;
     }
-    clock.schedule_in(busy, Event::Resume(tid, attempt));
+    let done = match m.tasks.get(&tid).and_then(|t| t.node) {
+        Some(node) => cpus.work(node, clock.now, busy),
+        None => clock.now + busy,
+    };
+    clock.schedule_at(done, Event::Resume(tid, attempt));
     true
 }
 

@@ -21,6 +21,7 @@ use super::cluster_queues::ClusterQueues;
 use super::engine::Engine;
 use super::faults::FaultState;
 use super::jobs::JobManager;
+use super::node_cpu::NodeCpus;
 use super::node_runtime::{LocalResources, Raylets};
 use super::objects::{self, PlasmaStores};
 use super::placement_groups::PlacementGroupManager;
@@ -46,6 +47,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) runs: &'a mut TaskRuns,
     pub(crate) clock: &'a mut Clock,
     pub(crate) raylets: &'a mut Raylets,
+    /// Each node's cores, which Ray's per-call work shares.
+    pub(crate) cpus: &'a mut NodeCpus,
     pub(crate) sched: &'a mut Scheduler,
     pub(crate) cfg: &'a Config,
     pub(crate) specs: &'a [CallSpec],
@@ -79,6 +82,7 @@ macro_rules! cx {
             runs: &mut $e.runs,
             clock: &mut $e.clock,
             raylets: &mut $e.raylets,
+            cpus: &mut $e.cpus,
             sched: &mut $e.sched,
             cfg: &$e.cfg,
             specs: &$e.specs,
@@ -300,6 +304,7 @@ impl Engine {
             Follow::EmptyDeadStore(n) => FaultState::empty_dead_store(&mut self.model, n),
             Follow::ForgetDeadNode(n) => {
                 FaultState::forget_dead_node(&mut self.raylets, &mut self.plasma, &mut self.node_manager, n);
+                self.cpus.lost(n);
                 Follows::new()
             }
             Follow::RestoreNode(ip) => {

@@ -35,6 +35,7 @@ mod flow_recorder;
 mod follow;
 mod invariants;
 mod jobs;
+mod node_cpu;
 mod node_manager;
 pub(crate) mod node_runtime;
 mod objects;

@@ -187,13 +187,10 @@ impl PlacementGroupManager {
                     pg.0,
                     b
                 );
-                let delay = cx.cfg.scheduler.lease_latency.as_micros()
-                    + if kind == TaskType::ActorCreationTask {
-                        cx.cfg.scheduler.worker_start_latency.as_micros()
-                    } else {
-                        0
-                    };
-                cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+                let (dispatch, lease) = (cx.cfg.scheduler.dispatch_cost, cx.cfg.scheduler.lease_latency);
+                let granted = cx.cpus.raylet_work(node, now, dispatch.as_micros()) + lease.as_micros();
+                let due = super::cluster_queues::worker_ready(cx, kind, node, granted);
+                cx.clock.schedule_at(due, Event::Dispatch(tid, attempt));
                 Follows::new()
             }
             Some(_) => {

@@ -82,8 +82,8 @@ pub(crate) fn rewait_args(cx: &mut Cx, tid: TaskId, missing: u32) {
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
 }
 
-/// The task is handed to its worker; its body runs `call_start_cost` later (RUNNING),
-/// the worker's own per-call overhead. A normal task is SUBMITTED_TO_WORKER meanwhile;
+/// The task is handed to its worker; its body runs once `call_start_cost` of work on
+/// the node's cores is done (RUNNING), the worker's own per-call overhead. A normal task is SUBMITTED_TO_WORKER meanwhile;
 /// an actor call already was when pushed to its actor, and Ray lists no such state
 /// for an actor's creation.
 pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Follows {
@@ -97,7 +97,8 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     let cost = cx.cfg.scheduler.call_start_cost.as_micros();
     if cost > 0 {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
-        cx.clock.schedule_in(cost, Event::Begin(tid, attempt));
+        let due = cx.cpus.work(node, now, cost);
+        cx.clock.schedule_at(due, Event::Begin(tid, attempt));
         return Follows::new();
     }
     begin(cx, flow, tid, node)

@@ -17,6 +17,7 @@ pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
     let head = &c.head;
     let hp = "cluster.head";
     check_node(p, hp, head.cpu, head.gpu, head.memory, head.object_store_memory, &head.resources);
+    check_cores(p, hp, head.cores);
     let head_ip = match head.ip.trim().parse::<Ipv4Addr>() {
         Ok(ip) => Addresses::Ip(ip),
         Err(_) => {
@@ -44,6 +45,7 @@ pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
     for (i, t) in c.node_types.iter().enumerate() {
         let path = join_index("cluster.node_types", i);
         check_node(p, &path, t.cpu, t.gpu, t.memory, t.object_store_memory, &t.resources);
+        check_cores(p, &path, t.cores);
 
         let name_path = join_key(&path, "name");
         if t.name.trim().is_empty() {
@@ -184,12 +186,23 @@ fn check_node(
     }
 }
 
+/// Physical cores, where given, are at least one (Ray's own work needs a core to run on).
+fn check_cores(p: &mut Problems, path: &str, cores: Option<u32>) {
+    if let Some(c) = cores {
+        p.at_least(join_key(path, "cores"), c as u64, 1);
+    }
+}
+
 /// Scheduler, object store, memory monitor, sim and server settings.
 pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     let s = &c.scheduler;
     p.fraction("scheduler.spread_threshold".into(), s.spread_threshold, false);
     p.fraction("scheduler.top_k_fraction".into(), s.top_k_fraction, true);
     p.at_least("scheduler.top_k_absolute".into(), s.top_k_absolute as u64, 1);
+    p.fraction("scheduler.idle_worker_cpu".into(), s.idle_worker_cpu, false);
+    if let Some(n) = s.maximum_startup_concurrency {
+        p.at_least("scheduler.maximum_startup_concurrency".into(), n as u64, 1);
+    }
 
     p.fraction("object_store.spill_threshold".into(), c.object_store.spill_threshold, true);
     if c.object_store.spill_bandwidth.0 == 0 {

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Fit the model's cost defaults to the FIT set of recorded runs, and only to those:
+every other recorded run stays a hold-out that `rayscope fidelity` checks.
+
+A pattern search over the costs below: each is scaled up and down by a step, a change
+kept when it lowers the sum of squared relative errors over the fit rows, the step
+halved when none does. The model is run through `rayscope fidelity --format json --set`
+on a copy of the runs folder that holds the fit set's files only.
+
+  python fit.py --rayscope ../../target/release/rayscope --out runs/fit.json
+
+The result names the values found; they become the defaults in src/config/defaults.rs
+by hand, and the fit rows are listed in src/fidelity/cases.rs (FITTED_ON).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The runs the costs are fitted to: one size of each kind whose cost depends on load.
+# The other sizes, CPU counts and kinds are the hold-outs.
+FIT = [
+    "noop_tasks cpus=1 tasks=10000",
+    "noop_tasks cpus=2 tasks=10000",
+    "noop_tasks cpus=4 tasks=10000",
+    "actor_creation actors=10 num_cpus=default",
+    "actor_creation actors=200 num_cpus=default",
+    "actor_calls calls=1000 mode=sync",
+]
+
+# (setting, starting value, smallest value, unit: µs for a duration, none for a share)
+COSTS = [
+    ("scheduler.call_submit_cost", 467, 1, "us"),
+    ("scheduler.call_start_cost", 212, 1, "us"),
+    ("scheduler.lease_latency", 317, 1, "us"),
+    ("scheduler.dispatch_cost", 142, 1, "us"),
+    ("scheduler.worker_start_cpu", 500_000, 1000, "us"),
+    ("scheduler.worker_start_latency", 150_000, 1000, "us"),
+    ("scheduler.idle_worker_cpu", 0.0091, 0.0001, ""),
+]
+UNIT = {s: u for s, _, _, u in COSTS}
+
+
+def key(row):
+    return f"{row['workload']} {row['params']}"
+
+
+def fit_runs_dir(runs_dir):
+    """A folder with the fit set's run files only (the model reads nothing else)."""
+    tmp = tempfile.mkdtemp(prefix="rayscope-fit-")
+    os.makedirs(os.path.join(tmp, "suite"))
+    wanted = set(FIT)
+    for name in sorted(os.listdir(os.path.join(runs_dir, "suite"))):
+        with open(os.path.join(runs_dir, "suite", name)) as f:
+            run = json.load(f)
+        label = " ".join(f"{k}={v}" for k, v in sorted(run["params"].items()))
+        if f"{run['workload']} {label}" in wanted:
+            shutil.copy(os.path.join(runs_dir, "suite", name), os.path.join(tmp, "suite", name))
+    return tmp
+
+
+def evaluate(binary, runs, values):
+    cmd = [binary, "fidelity", "--runs", runs, "--format", "json"]
+    for setting, v in values.items():
+        cmd += ["--set", f"{setting}={int(round(v))}us" if UNIT[setting] == "us" else f"{setting}={v:.6f}"]
+    rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    errors = {key(r): (r["model"] - r["real"]) / r["real"] for r in rows if key(r) in FIT}
+    missing = set(FIT) - set(errors)
+    if missing:
+        raise SystemExit(f"fit.py: no recorded run for {sorted(missing)}")
+    return sum(e * e for e in errors.values()), errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rayscope", default=os.path.join(HERE, "../../target/release/rayscope"))
+    ap.add_argument("--runs", default=os.path.join(HERE, "runs"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--min-step", type=float, default=0.01)
+    args = ap.parse_args()
+
+    runs = fit_runs_dir(args.runs)
+    values = {s: v for s, v, _, _ in COSTS}
+    floor = {s: lo for s, _, lo, _ in COSTS}
+    loss, errors = evaluate(args.rayscope, runs, values)
+    step, evaluations = 0.5, 1
+    while step >= args.min_step:
+        improved = False
+        for setting in values:
+            for factor in (1 + step, 1 / (1 + step)):
+                trial = dict(values)
+                trial[setting] = max(floor[setting], values[setting] * factor)
+                if trial[setting] == values[setting]:
+                    continue
+                trial_loss, trial_errors = evaluate(args.rayscope, runs, trial)
+                evaluations += 1
+                if trial_loss < loss:
+                    values, loss, errors, improved = trial, trial_loss, trial_errors, True
+                    break
+        if not improved:
+            step /= 2
+        print(f"step {step:.3f} loss {loss:.6f} " + " ".join(f"{s.split('.')[-1]}={v:.6g}" for s, v in values.items()), flush=True)
+    shutil.rmtree(runs)
+    result = {
+        "fitted_on": FIT,
+        "values": {s: (round(v) if UNIT[s] == "us" else round(v, 6)) for s, v in values.items()},
+        "units": UNIT,
+        "errors": errors,
+        "loss": loss,
+        "evaluations": evaluations,
+        "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+//! `rayscope fidelity`: put every workload recorded on real Ray to the model and write
+//! the report (`docs/fidelity.md`).
+//!
+//! Owns: the command's flags and its exit statuses: 0 done, 2 bad input (a runs folder
+//! that cannot be read, a run without its fields), 1 a file that cannot be written.
+//! Must never: write a half-made report under its final name.
+
+use anyhow::{Context, Result};
+use rayscope::config::Override;
+use rayscope::fidelity;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub(super) struct FidelityArgs {
+    /// The recorded runs: seed-tree-*.json and suite/*.json (scripts/ray-calibration/suite.py).
+    #[arg(long, default_value = "scripts/ray-calibration/runs")]
+    runs: PathBuf,
+    /// Write the report here instead of to standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// `markdown` (the report) or `json` (the rows: real Ray's figure and the model's).
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+    /// Override a setting of every model run (repeatable), as `simulate --set`, e.g.
+    /// `--set scheduler.call_submit_cost=400us`: how a cost is tried before it becomes a default.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    set: Vec<Override>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Markdown,
+    Json,
+}
+
+pub(super) fn fidelity(args: FidelityArgs) -> ExitCode {
+    let (runs, rows) = match fidelity::rows(&args.runs, &args.set) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = match args.format {
+        Format::Markdown => fidelity::report(&args.runs.display().to_string(), &runs, &rows),
+        Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
+    };
+    match write(args.out, &report) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn write(out: Option<PathBuf>, report: &str) -> Result<()> {
+    let Some(path) = out else {
+        print!("{report}");
+        return Ok(());
+    };
+    let tmp = path.with_extension("md.tmp");
+    std::fs::write(&tmp, report).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}

@@ -1,0 +1,226 @@
+//! Each recorded workload put to the model: the config that stands for what real Ray
+//! ran (the same cluster shape and program, every cost at its default), the figure the
+//! model gives for what was measured, and what the model leaves out of it.
+//!
+//! Owns: the mapping from a suite workload to a model run, and the bound each kind of
+//! workload is held to. Must never: read a run's result to build the model's config
+//! (only its parameters), or fit anything: a default that came from a run is marked
+//! as fitted on it in [`FITTED_ON`].
+
+use super::runs::Run;
+use crate::config::{self, Config, Override};
+use crate::sim;
+use serde_json::Value;
+
+/// The runs (`workload` and parameters, as the report writes them) whose figures the
+/// cost defaults were fitted to (`scripts/ray-calibration/fit.py`'s FIT, result in
+/// `runs/fit.json`). Their rows are marked `fit`; every other row is a hold-out.
+pub const FITTED_ON: &[&str] = &[
+    "noop_tasks cpus=1 tasks=10000",
+    "noop_tasks cpus=2 tasks=10000",
+    "noop_tasks cpus=4 tasks=10000",
+    "actor_creation actors=10 num_cpus=default",
+    "actor_creation actors=200 num_cpus=default",
+    "actor_calls calls=1000 mode=sync",
+];
+
+/// How far the model may be from real Ray for a kind of workload.
+pub fn bound(workload: &str) -> f64 {
+    match workload {
+        "seed_tree" => 0.005,
+        _ => 0.05,
+    }
+}
+
+/// The model's figure for a run's workload and parameters, or why there is none.
+pub enum Prediction {
+    /// Seconds, from a run of the model.
+    Model(f64),
+    /// The model has no part that does what was measured.
+    NotModeled,
+}
+
+/// What was measured, in words (the column the report names).
+pub fn measured(workload: &str) -> &'static str {
+    match workload {
+        "noop_tasks" => "submit N no-op tasks, ray.get all",
+        "actor_creation" => "create N actors, one ping each",
+        "actor_calls" => "N calls to one warm actor",
+        "object_local" => "ray.put of S bytes (median of 5)",
+        "object_transfer" => "S bytes read by a task on another node, beyond a small call",
+        "task_retries" => "time to the error of a task that always raises",
+        "actor_restart" => "an actor's process exits: time to its next answer",
+        "node_death" => "a node killed: time until the GCS marks it dead",
+        "placement_group" => "one group of two 1-CPU bundles, to ready",
+        "spillback" => "2C 100 ms tasks, head of C CPUs beside a worker of C",
+        "seed_tree" => "the seed's actor tree (sleeps ×0.01), root create to return",
+        _ => "",
+    }
+}
+
+/// The figure of a run's result that the model is compared on.
+pub fn real_figure(run: &Run) -> Option<f64> {
+    match run.workload.as_str() {
+        "object_local" => run.figure("put_seconds"),
+        "object_transfer" => run.figure("transfer_seconds"),
+        "placement_group" => run.figure("seconds_per_group"),
+        _ => run.figure("seconds"),
+    }
+}
+
+/// What the model leaves out of a kind of workload, in one line.
+pub fn leaves_out(workload: &str) -> &'static str {
+    match workload {
+        "noop_tasks" => {
+            "Ray's owner reuses a lease for many tasks, the model leases each; task workers start at the first \
+             lease, where Ray prestarts them as the driver connects; the OS shares cores, the model queues on them"
+        }
+        "actor_creation" => {
+            "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation; \
+             memory pressure of hundreds of processes"
+        }
+        "actor_calls" => {
+            "an actor call costs its owner `call_submit_cost` as a normal task does, where Ray's is cheaper; \
+             an async actor's event loop"
+        }
+        "object_local" => "serialization and the store's write: a put costs nothing",
+        "object_transfer" => {
+            "per-object overheads; a transfer is its size over `cluster.network_bandwidth` (10 Gbit/s), where two \
+             nodes on one machine copy at about 0.5 GB/s"
+        }
+        "task_retries" => "Ray's delay before retrying a failed task (about 1 s each here) and the error's round trip",
+        "actor_restart" => "restart timing: the process's exit being noticed, then a new start",
+        "node_death" => "health checks: a killed node is dead the instant it is killed",
+        "placement_group" => "the GCS's two-phase commit of bundles: groups are placed at once",
+        "spillback" => "the spillback round trip beyond two lease latencies; Ray's two nodes share one machine's cores",
+        "seed_tree" => "nothing beyond the per-call costs above: the trees are dominated by their sleeps",
+        _ => "",
+    }
+}
+
+fn int(run: &Run, key: &str) -> Result<u64, String> {
+    run.params
+        .get(key)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| format!("{}: parameter `{key}` must be a count", run.file))
+}
+
+fn num(run: &Run, key: &str) -> Result<f64, String> {
+    run.params
+        .get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| format!("{}: parameter `{key}` must be a number", run.file))
+}
+
+fn word(run: &Run, key: &str) -> Result<String, String> {
+    match run.params.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        _ => Err(format!("{}: parameter `{key}` must be given", run.file)),
+    }
+}
+
+/// A job of no-op tasks that starts the task workers a measured job then finds idle.
+const WARM_UP: &str = "{kind: fan_out, name: warm-up, tasks: 8, task_duration: 0s, strategy: {kind: SPREAD}}";
+
+/// The cluster Ray ran: a head of `cpus` logical CPUs plus `workers` more nodes like it,
+/// all on the one machine of the run. Ray's nodes there share its cores; the model's
+/// nodes cannot share, so each gets an equal part of them (at least one).
+fn cluster(run: &Run, cpus: f64, workers: u32) -> String {
+    let cores = (run.cores as u32 / (workers + 1)).max(1);
+    let mut yaml = format!("cluster:\n  host_node: false\n  head: {{cpu: {cpus}, cores: {cores}, memory: 16GiB}}\n");
+    if workers > 0 {
+        yaml.push_str(&format!(
+            "  node_types:\n    - {{name: worker, count: {workers}, cpu: {cpus}, cores: {cores}, memory: 16GiB, \
+             ip_range: 10.0.1.0/24}}\n"
+        ));
+    }
+    yaml
+}
+
+fn load(yaml: &str, run: &Run, overrides: &[Override]) -> Result<Config, String> {
+    config::load_str_with(yaml, &format!("model of {}", run.file), overrides).map_err(|e| e.to_string())
+}
+
+/// The last job's makespan, in seconds (the one measured; an earlier one warms workers up).
+fn makespan(cfg: Config) -> Result<f64, String> {
+    let (_, report) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+    let job = report.jobs.last().ok_or("the model ran no job")?;
+    job.makespan.ok_or_else(|| format!("the model's job did not finish ({})", job.status))
+}
+
+/// The model's figure for what `run` measured, with `overrides` applied to its config
+/// (as `--set` does: how `scripts/ray-calibration/fit.py` tries cost values).
+pub fn predict(run: &Run, overrides: &[Override]) -> Result<Prediction, String> {
+    let p =
+        |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };
+    match run.workload.as_str() {
+        "noop_tasks" => p(format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: {}, task_duration: 0s}}\n",
+            cluster(run, num(run, "cpus")?, 0),
+            int(run, "tasks")?
+        )),
+        "actor_creation" => {
+            let cpus = match word(run, "num_cpus")?.as_str() {
+                "default" => String::new(),
+                n => format!(", num_cpus: {n}"),
+            };
+            p(format!(
+                "{}workloads:\n  - {{kind: actor_pool, actors: {}, calls_per_actor: 1, call_duration: 0s{cpus}}}\n",
+                cluster(run, 4.0, 0),
+                int(run, "actors")?
+            ))
+        }
+        "actor_calls" => {
+            // Ray timed the calls to a warm actor: the model's makespan with N calls more
+            // than with none beyond the first.
+            let concurrency = if word(run, "mode")? == "async" { 1000 } else { 1 };
+            let job = |calls: u64| -> Result<f64, String> {
+                let yaml = format!(
+                    "{}workloads:\n  - {{kind: actor_pool, actors: 1, calls_per_actor: {calls}, call_duration: 0s, \
+                     max_concurrency: {concurrency}}}\n",
+                    cluster(run, 4.0, 0)
+                );
+                makespan(load(&yaml, run, overrides)?)
+            };
+            let n = int(run, "calls")?;
+            Ok(Prediction::Model(job(n + 1)? - job(1)?))
+        }
+        // Ray's run warmed its workers up with a few no-op tasks first: so does the model's.
+        "task_retries" => p(format!(
+            "{}workloads:\n  - {WARM_UP}\n  - {{kind: fan_out, start: 10s, tasks: 1, task_duration: 0s, \
+             max_retries: {}, retry_exceptions: true}}\n\
+             faults:\n  - {{kind: task_failures, at: 10s, probability: 1.0, application_error: true}}\n",
+            cluster(run, 2.0, 0),
+            int(run, "retries")?
+        )),
+        "spillback" => p(format!(
+            "{}workloads:\n  - {WARM_UP}\n  - {{kind: fan_out, start: 10s, tasks: {}, task_duration: {}ms}}\n",
+            cluster(run, num(run, "cpus")?, 1),
+            int(run, "tasks")?,
+            num(run, "sleep")? * 1000.0
+        )),
+        "object_transfer" => {
+            // The engine charges a fetch its size over the cluster's bandwidth
+            // (`sim::arg_fetch`), and nothing per object.
+            let cfg = load(
+                &format!("{}workloads:\n  - {{kind: fan_out, tasks: 1}}\n", cluster(run, 1.0, 0)),
+                run,
+                overrides,
+            )?;
+            let bandwidth = cfg.cluster.network_bandwidth.0.max(1) as f64;
+            Ok(Prediction::Model(int(run, "size")? as f64 / bandwidth))
+        }
+        "seed_tree" => {
+            let tree = run.params.get("tree").ok_or_else(|| format!("{}: no tree", run.file))?;
+            p(format!(
+                "{}workloads:\n  - kind: flow_insight\n    sleep: {}ms\n    bottleneck_sleep: {}ms\n    tree: {tree}\n",
+                cluster(run, num(run, "cpus")?, 0),
+                num(run, "sleep_s")? * 1000.0,
+                num(run, "bottleneck_sleep_s")? * 1000.0,
+            ))
+        }
+        "object_local" | "actor_restart" | "node_death" | "placement_group" => Ok(Prediction::NotModeled),
+        other => Err(format!("{}: unknown workload `{other}`", run.file)),
+    }
+}

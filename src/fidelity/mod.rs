@@ -1,0 +1,213 @@
+//! Fidelity: the model against what real Ray did on this kind of machine.
+//!
+//! `scripts/ray-calibration/suite.py` runs workloads on real Ray and records each run;
+//! this module puts every recorded workload to the model (`cases.rs`) and writes the
+//! report `docs/fidelity.md` (`rayscope fidelity`): for each workload real Ray's
+//! figure, the model's, the error against its bound, and what the model leaves out.
+//!
+//! Owns: reading the runs (`runs.rs`), the workload-to-model mapping and the bounds
+//! (`cases.rs`), and the report. Sits above `sim` (it runs the model), below `cli`.
+//! Must never: tune a cost to a run (a fitted run is named in [`cases::FITTED_ON`] and
+//! reported as such), or leave a measured workload out of the report.
+
+pub mod cases;
+pub mod runs;
+
+use crate::config::Override;
+use cases::Prediction;
+pub use runs::{Run, RunsError};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::Path;
+
+/// One workload with one set of parameters: its runs on real Ray and the model's figure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub workload: String,
+    pub params: String,
+    /// Runs of it on real Ray, and the median of their figures (seconds).
+    pub runs: usize,
+    pub real: f64,
+    /// The model's figure (None: the model has no part for it).
+    pub model: Option<f64>,
+    pub bound: f64,
+    /// Whether a cost default was fitted to this row (else it is a hold-out).
+    pub fitted: bool,
+}
+
+impl Row {
+    /// (model − real) / real; none where real Ray measured nothing (a transfer too
+    /// small to tell from the call carrying it).
+    pub fn error(&self) -> Option<f64> {
+        if self.real <= 0.0 {
+            return None;
+        }
+        self.model.map(|m| (m - self.real) / self.real)
+    }
+    pub fn within_bound(&self) -> bool {
+        self.error().is_some_and(|e| e.abs() <= self.bound)
+    }
+}
+
+/// Why the report cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum FidelityError {
+    #[error(transparent)]
+    Runs(#[from] RunsError),
+    #[error("{0}")]
+    Model(String),
+    #[error("{0}: no recorded runs (run scripts/ray-calibration/suite.py all)")]
+    Empty(String),
+}
+
+/// Every recorded workload of `dir` put to the model (its config with `overrides`), in
+/// the suite's order.
+pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), FidelityError> {
+    let runs = runs::load(dir)?;
+    if runs.is_empty() {
+        return Err(FidelityError::Empty(dir.display().to_string()));
+    }
+    // Group repeated runs of the same workload and parameters, keeping first-seen order
+    // within a workload and the suite's workload order overall.
+    let mut groups: Vec<(String, String, Vec<&Run>)> = Vec::new();
+    for run in &runs {
+        let label = run.params_label();
+        match groups.iter_mut().find(|(w, p, _)| *w == run.workload && *p == label) {
+            Some(g) => g.2.push(run),
+            None => groups.push((run.workload.clone(), label, vec![run])),
+        }
+    }
+    groups.sort_by_key(|(w, _, members)| (workload_rank(w), sort_key(members[0])));
+    let mut rows = Vec::new();
+    for (workload, params, members) in groups {
+        let mut figures = Vec::new();
+        for run in &members {
+            let figure = cases::real_figure(run)
+                .ok_or_else(|| FidelityError::Model(format!("{}: the result has no figure to compare", run.file)))?;
+            figures.push(figure);
+        }
+        figures.sort_by(f64::total_cmp);
+        let real = figures[figures.len() / 2];
+        let model = match cases::predict(members[0], overrides).map_err(FidelityError::Model)? {
+            Prediction::Model(s) => Some(s),
+            Prediction::NotModeled => None,
+        };
+        let key = format!("{workload} {params}");
+        rows.push(Row {
+            fitted: cases::FITTED_ON.contains(&key.as_str()),
+            bound: cases::bound(&workload),
+            workload,
+            params,
+            runs: members.len(),
+            real,
+            model,
+        });
+    }
+    Ok((runs, rows))
+}
+
+const ORDER: &[&str] = &[
+    "noop_tasks",
+    "actor_creation",
+    "actor_calls",
+    "object_local",
+    "object_transfer",
+    "task_retries",
+    "actor_restart",
+    "node_death",
+    "placement_group",
+    "spillback",
+    "seed_tree",
+];
+
+fn workload_rank(w: &str) -> usize {
+    ORDER.iter().position(|o| *o == w).unwrap_or(ORDER.len())
+}
+
+/// Within a workload: by each numeric parameter, then the text ones.
+fn sort_key(run: &Run) -> (Vec<String>, Vec<u64>) {
+    let words = run.params.values().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    let numbers = run.params.values().filter_map(|v| v.as_f64().map(|f| (f * 1000.0) as u64)).collect();
+    (words, numbers)
+}
+
+fn seconds(s: f64) -> String {
+    if s >= 100.0 {
+        format!("{s:.1} s")
+    } else if s >= 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{:.2} ms", s * 1000.0)
+    }
+}
+
+/// The report, as Markdown: `docs/fidelity.md`.
+pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
+    let mut out = String::new();
+    let within = rows.iter().filter(|r| r.within_bound()).count();
+    let modeled = rows.iter().filter(|r| r.error().is_some()).count();
+    let unresolved = rows.iter().filter(|r| r.model.is_some() && r.error().is_none()).count();
+    let versions: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.ray_version.as_str()).collect();
+    let cores: std::collections::BTreeSet<u64> = runs.iter().map(|r| r.cores).collect();
+    let first = runs.iter().map(|r| r.measured_at.as_str()).min().unwrap_or("");
+    let last = runs.iter().map(|r| r.measured_at.as_str()).max().unwrap_or("");
+    let _ = writeln!(out, "# Fidelity: the model against real Ray\n");
+    let _ = writeln!(
+        out,
+        "Generated by `rayscope fidelity --runs {dir_label} --out docs/fidelity.md` from the runs recorded \
+         there; do not edit by hand (`tests/fidelity.rs` fails when this file is not what the command writes)."
+    );
+    let _ = writeln!(
+        out,
+        "\nReal Ray {} on a machine of {} cores; {} runs, {first} to {last} (UTC). How the runs are made: \
+         `scripts/ray-calibration/suite.py` and `seed_tree.py` (each run's JSON has the machine, the load \
+         average and the command). The model runs each workload on the same cluster shape with every cost at \
+         its default.\n",
+        versions.into_iter().collect::<Vec<_>>().join(", "),
+        cores.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+        runs.len(),
+    );
+    let _ = writeln!(
+        out,
+        "**{within} of {} workloads are within their bound; {} are outside it; {} have no model yet; \
+         {unresolved} measured nothing to compare.** \
+         Bounds: 5 % for a hold-out workload, 0.5 % for a seed tree. `fit` marks a row a cost default was \
+         fitted to; every other row is a hold-out.\n",
+        rows.len(),
+        modeled - within,
+        rows.len() - modeled - unresolved
+    );
+    let _ = writeln!(out, "| workload | parameters | what was measured | runs | real Ray | model | error | bound | |");
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---|");
+    for r in rows {
+        let (model, error, verdict) = match (r.model, r.error()) {
+            (Some(m), Some(e)) => (
+                seconds(m),
+                format!("{:+.1} %", e * 100.0),
+                if r.within_bound() { "within" } else { "**outside**" }.to_string(),
+            ),
+            (Some(m), None) => (seconds(m), "—".into(), "below what the run resolves".into()),
+            _ => ("—".into(), "—".into(), "not modeled".into()),
+        };
+        let role = if r.fitted { " (fit)" } else { "" };
+        let _ = writeln!(
+            out,
+            "| {}{role} | {} | {} | {} | {} | {model} | {error} | {:.1} % | {verdict} |",
+            r.workload,
+            if r.params.is_empty() { "—" } else { &r.params },
+            cases::measured(&r.workload),
+            r.runs,
+            seconds(r.real),
+            r.bound * 100.0,
+        );
+    }
+    let _ = writeln!(out, "\n## What the model leaves out\n");
+    let mut seen = Vec::new();
+    for r in rows {
+        if !seen.contains(&r.workload) {
+            seen.push(r.workload.clone());
+            let _ = writeln!(out, "* `{}`: {}.", r.workload, cases::leaves_out(&r.workload));
+        }
+    }
+    out
+}

@@ -1,0 +1,264 @@
+//! The machine under each node: its physical cores, shared by the work Ray's own
+//! processes do for a call (the owner's submit, the raylet's dispatch, the worker's
+//! per-call overhead, a worker process's start).
+//!
+//! On real Ray these costs depend on load: 200 actors starting on a 2-core machine
+//! take far longer than 200 times one start, because every worker process's start is
+//! CPU work and the raylet starts at most `maximum_startup_concurrency` at a time
+//! (BENCHMARKS.md, fidelity). So each cost is work on the node's cores rather than a
+//! latency: a piece of work takes the core that comes free first, no sooner than it
+//! arrives (first come, first served, not preempted), and ends its cost later. The
+//! raylet is one thread: its dispatches also wait for each other. Each live worker
+//! process also uses a little of a core while idle (`scheduler.idle_worker_cpu`), so a
+//! node holding many actors does everything more slowly: the cores left to work on are
+//! what those processes leave. A node's workload bodies (`task_duration`, sleeps) are
+//! not CPU work here; only Ray's overheads are.
+//!
+//! Owns: each live node's cores (when each comes free), its raylet's thread and its
+//! worker-start slots. Must never: be read for anything but timing (the event log
+//! sees only the times it gives), or change a node's resources.
+
+use crate::model::NodeIdx;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Every node's cores, by node slot.
+#[derive(Default)]
+pub(crate) struct NodeCpus {
+    nodes: Vec<NodeCpu>,
+}
+
+#[derive(Default)]
+struct NodeCpu {
+    /// When each core comes free (µs), earliest on top; empty for a node whose
+    /// costs are all zero (nothing is ever pushed).
+    cores: BinaryHeap<Reverse<u64>>,
+    /// When the raylet's thread comes free.
+    raylet_free: u64,
+    /// When each worker-start slot comes free, earliest on top.
+    startups: BinaryHeap<Reverse<u64>>,
+    /// Worker processes alive here (actors' own and the task workers' pool), and the
+    /// core each uses while idle.
+    processes: u32,
+    /// Normal tasks leased here now, and task workers started to run them (a pool
+    /// that only grows while the node lives: Ray keeps idle workers for reuse).
+    task_leases: u32,
+    task_workers: u32,
+    idle_cpu: f64,
+}
+
+/// However many idle processes a node holds, work still gets this share of its cores
+/// (an overloaded machine crawls; it does not stop).
+const MIN_SHARE: f64 = 0.05;
+
+impl NodeCpus {
+    /// A node joined (or came back in a reused slot) with `cores` physical cores, room
+    /// to start `startup_concurrency` worker processes at once, and `idle_cpu` of a core
+    /// used by each idle worker process.
+    pub(crate) fn joined(&mut self, n: NodeIdx, cores: u32, startup_concurrency: u32, idle_cpu: f64) {
+        let i = n.index();
+        if i >= self.nodes.len() {
+            self.nodes.resize_with(i + 1, NodeCpu::default);
+        }
+        self.nodes[i] = NodeCpu {
+            cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
+            raylet_free: 0,
+            startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
+            processes: 0,
+            task_leases: 0,
+            task_workers: 0,
+            idle_cpu,
+        };
+    }
+
+    /// A normal task's lease on `n` is granted: true when it needs a new task worker
+    /// (more leases than workers started), which is then counted as started.
+    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> bool {
+        let Some(node) = self.nodes.get_mut(n.index()) else { return false };
+        node.task_leases += 1;
+        if node.task_leases <= node.task_workers {
+            return false;
+        }
+        node.task_workers += 1;
+        true
+    }
+
+    /// A normal task's lease on `n` is back: its worker is idle for the next one.
+    pub(crate) fn task_lease_returned(&mut self, n: NodeIdx) {
+        if let Some(node) = self.nodes.get_mut(n.index()) {
+            node.task_leases = node.task_leases.saturating_sub(1);
+        }
+    }
+
+    /// An actor's worker process on `n` exited.
+    pub(crate) fn process_exited(&mut self, n: NodeIdx) {
+        if let Some(node) = self.nodes.get_mut(n.index()) {
+            node.processes = node.processes.saturating_sub(1);
+        }
+    }
+
+    /// A node died: what its heaps held goes.
+    pub(crate) fn lost(&mut self, n: NodeIdx) {
+        if let Some(node) = self.nodes.get_mut(n.index()) {
+            *node = NodeCpu::default();
+        }
+    }
+
+    /// `cost` µs of work arriving on `n` at `now`: when it ends. Zero work ends at once
+    /// and takes no core.
+    pub(crate) fn work(&mut self, n: NodeIdx, now: u64, cost: u64) -> u64 {
+        if cost == 0 {
+            return now;
+        }
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        node.run(now, cost)
+    }
+
+    /// Work of `n`'s raylet (one thread): it waits for the raylet's earlier work too.
+    pub(crate) fn raylet_work(&mut self, n: NodeIdx, now: u64, cost: u64) -> u64 {
+        if cost == 0 {
+            return now;
+        }
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let start = now.max(node.raylet_free);
+        let end = node.run(start, cost);
+        node.raylet_free = end;
+        end
+    }
+
+    /// A worker process starting on `n` at `now`: it waits for a start slot, then its
+    /// `cpu` µs of work share the cores; it answers `latency` µs after that work ends
+    /// (what a start waits on beside the CPU). Returns when it is up.
+    /// A slot is held for the CPU work only: a start with none holds no slot. The process
+    /// counts as alive from its start's reservation, so the starts queued behind it pay
+    /// for its idle share as Ray's later starts do.
+    pub(crate) fn start_worker(&mut self, n: NodeIdx, now: u64, cpu: u64, latency: u64) -> u64 {
+        if cpu == 0 {
+            if let Some(node) = self.nodes.get_mut(n.index()) {
+                node.processes += 1;
+            }
+            return now + latency;
+        }
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cpu + latency };
+        let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
+        let start = now.max(slot_free);
+        // Counted from now: the starts queued after this one run while it is alive.
+        node.processes += 1;
+        let end = node.run(start, cpu);
+        node.startups.push(Reverse(end));
+        end + latency
+    }
+}
+
+impl NodeCpu {
+    fn run(&mut self, arrives: u64, cost: u64) -> u64 {
+        let cost = self.loaded(cost);
+        let Some(Reverse(free)) = self.cores.pop() else { return arrives + cost };
+        let end = arrives.max(free) + cost;
+        self.cores.push(Reverse(end));
+        end
+    }
+}
+
+impl NodeCpu {
+    /// `cost` stretched by what the idle processes take of the cores.
+    fn loaded(&self, cost: u64) -> u64 {
+        if self.processes == 0 || self.idle_cpu <= 0.0 {
+            return cost;
+        }
+        let cores = self.cores.len().max(1) as f64;
+        let left = (cores - self.idle_cpu * self.processes as f64).max(cores * MIN_SHARE);
+        (cost as f64 * cores / left).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> NodeIdx {
+        NodeIdx(0)
+    }
+
+    #[test]
+    fn work_shares_the_cores_first_come_first_served() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 2, 4, 0.0);
+        // Two cores: two pieces run at once, the third waits for the first to end.
+        assert_eq!(cpus.work(node(), 0, 10), 10);
+        assert_eq!(cpus.work(node(), 0, 10), 10);
+        assert_eq!(cpus.work(node(), 0, 10), 20);
+        // Zero work takes no core.
+        assert_eq!(cpus.work(node(), 5, 0), 5);
+        // Work arriving after the cores are free starts when it arrives.
+        assert_eq!(cpus.work(node(), 100, 10), 110);
+    }
+
+    #[test]
+    fn the_raylet_is_one_thread() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 4, 4, 0.0);
+        assert_eq!(cpus.raylet_work(node(), 0, 10), 10);
+        assert_eq!(cpus.raylet_work(node(), 0, 10), 20, "the second dispatch waits for the first");
+        assert_eq!(cpus.work(node(), 0, 10), 10, "other work uses the other cores meanwhile");
+    }
+
+    #[test]
+    fn worker_starts_wait_for_a_slot_and_for_the_cores() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 2, 4, 0.0);
+        // Four slots, two cores: starts of 100 µs of CPU end two at a time.
+        let ends: Vec<u64> = (0..8).map(|_| cpus.start_worker(node(), 0, 100, 5)).collect();
+        assert_eq!(ends, vec![105, 105, 205, 205, 305, 305, 405, 405]);
+        // One slot: starts go one after another even with cores free.
+        let mut one = NodeCpus::default();
+        one.joined(node(), 8, 1, 0.0);
+        assert_eq!(one.start_worker(node(), 0, 100, 0), 100);
+        assert_eq!(one.start_worker(node(), 0, 100, 0), 200);
+    }
+
+    #[test]
+    fn idle_processes_leave_less_of_the_cores() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 2, 2, 0.5);
+        assert_eq!(cpus.work(node(), 0, 100), 100);
+        // Two idle processes take half the machine: work takes twice as long.
+        cpus.start_worker(node(), 0, 0, 0);
+        cpus.start_worker(node(), 0, 0, 0);
+        assert_eq!(cpus.work(node(), 1_000, 100), 1_200);
+        // Past what the cores can give, work crawls at the minimum share.
+        for _ in 0..10 {
+            cpus.start_worker(node(), 0, 0, 0);
+        }
+        assert_eq!(cpus.work(node(), 10_000, 100), 10_000 + 2_000);
+        for _ in 0..12 {
+            cpus.process_exited(node());
+        }
+        assert_eq!(cpus.work(node(), 20_000, 100), 20_100);
+    }
+
+    #[test]
+    fn task_workers_start_once_and_are_reused() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 2, 2, 0.0);
+        assert!(cpus.task_lease_granted(node()), "the first lease starts a worker");
+        assert!(cpus.task_lease_granted(node()), "two at once need two");
+        cpus.task_lease_returned(node());
+        assert!(!cpus.task_lease_granted(node()), "a returned worker is reused");
+        cpus.task_lease_returned(node());
+        cpus.task_lease_returned(node());
+        assert!(!cpus.task_lease_granted(node()));
+        assert!(!cpus.task_lease_granted(node()));
+        assert!(cpus.task_lease_granted(node()), "a third at once needs a third");
+    }
+
+    #[test]
+    fn a_dead_node_forgets_its_queue() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), 1, 1, 0.0);
+        assert_eq!(cpus.work(node(), 0, 1_000), 1_000);
+        cpus.lost(node());
+        cpus.joined(node(), 1, 1, 0.0);
+        assert_eq!(cpus.work(node(), 0, 10), 10);
+    }
+}

@@ -1,0 +1,100 @@
+//! The fidelity report (`docs/fidelity.md`) against the runs recorded on real Ray
+//! (`scripts/ray-calibration/runs/`): it is what `rayscope fidelity` writes now, the
+//! suite covers every workload issue 19 names, and the rows that claim to be within
+//! their bound are.
+
+use rayscope::fidelity::{self, Row};
+use std::path::{Path, PathBuf};
+
+fn runs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs")
+}
+
+fn rows() -> (Vec<fidelity::Run>, Vec<Row>) {
+    fidelity::rows(&runs_dir(), &[]).unwrap_or_else(|e| panic!("the recorded runs put to the model: {e}"))
+}
+
+#[test]
+fn the_shipped_report_is_what_the_command_writes_from_the_recorded_runs() {
+    let (runs, rows) = rows();
+    let now = fidelity::report("scripts/ray-calibration/runs", &runs, &rows);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fidelity.md");
+    let shipped = std::fs::read_to_string(&path).expect("docs/fidelity.md is in the repo");
+    assert!(
+        shipped == now,
+        "docs/fidelity.md is stale: run `cargo run --release -- fidelity --out docs/fidelity.md`\n--- now ---\n{now}"
+    );
+}
+
+#[test]
+fn the_suite_covers_every_workload_kind_on_real_ray_2_60() {
+    let (runs, rows) = rows();
+    for kind in [
+        "noop_tasks",
+        "actor_creation",
+        "actor_calls",
+        "object_local",
+        "object_transfer",
+        "task_retries",
+        "actor_restart",
+        "node_death",
+        "placement_group",
+        "spillback",
+        "seed_tree",
+    ] {
+        assert!(rows.iter().any(|r| r.workload == kind), "no recorded run of {kind}");
+    }
+    let trees = rows.iter().filter(|r| r.workload == "seed_tree").count();
+    assert!(trees >= 3, "the seed tree in at least three shapes, found {trees}");
+    for run in &runs {
+        assert_eq!(run.ray_version, "2.60.0", "{}", run.file);
+        assert_eq!(run.cores, 2, "{}: measured on this kind of machine (2 cores)", run.file);
+    }
+    // Every size the issue lists for the no-op tasks, on 1, 2 and 4 logical CPUs.
+    for cpus in [1, 2, 4] {
+        for tasks in [1000, 10000, 100000] {
+            let params = format!("cpus={cpus} tasks={tasks}");
+            assert!(rows.iter().any(|r| r.workload == "noop_tasks" && r.params == params), "noop_tasks {params}");
+        }
+    }
+}
+
+#[test]
+fn every_seed_tree_is_within_half_a_percent() {
+    let (_, rows) = rows();
+    for r in rows.iter().filter(|r| r.workload == "seed_tree") {
+        let error = r.error().expect("the model runs a seed tree");
+        assert!(r.within_bound(), "seed tree {}: {:+.3} % (bound ±0.5 %)", r.params, error * 100.0);
+    }
+}
+
+#[test]
+fn a_row_is_within_its_bound_only_when_its_error_is() {
+    // The verdict the report prints is the error against the bound, not a label.
+    let row = |model: Option<f64>| Row {
+        workload: "noop_tasks".into(),
+        params: "cpus=2 tasks=1000".into(),
+        runs: 1,
+        real: 10.0,
+        model,
+        bound: 0.05,
+        fitted: false,
+    };
+    assert!(row(Some(10.4)).within_bound());
+    assert!(!row(Some(10.6)).within_bound());
+    assert!(!row(Some(9.4)).within_bound());
+    assert!(!row(None).within_bound(), "a workload with no model is not within anything");
+}
+
+#[test]
+fn a_run_without_its_fields_is_an_error_naming_the_file_and_field() {
+    let dir = std::env::temp_dir().join(format!("rayscope-fidelity-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("suite")).unwrap();
+    std::fs::write(dir.join("suite/broken.json"), r#"{"workload": "noop_tasks", "params": {}}"#).unwrap();
+    let err = fidelity::rows(&dir, &[]).expect_err("a run without a result").to_string();
+    assert!(err.contains("broken.json") && err.contains("`result`"), "{err}");
+    std::fs::write(dir.join("suite/broken.json"), "not json").unwrap();
+    let err = fidelity::rows(&dir, &[]).expect_err("not JSON").to_string();
+    assert!(err.contains("broken.json") && err.contains("not JSON"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
