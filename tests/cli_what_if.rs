@@ -155,3 +155,33 @@ fn sweep_runs_each_value_in_order_and_matches_single_runs() {
     assert!(out.stdout.is_empty());
     assert!(text(&out.stderr).contains(&format!("--set {key}=-3")), "{}", text(&out.stderr));
 }
+
+#[test]
+fn reports_name_their_calibration_and_warn_once_outside_it() {
+    let (_dir, cfg) = config_file();
+    let base = report(&["simulate", "-c", &cfg, "--report", "json"]);
+    let calibration = base["calibration"].as_str().expect("the report names its calibration");
+    assert!(calibration.contains("Ray 2.60.0") && calibration.contains("docs/fidelity.md"), "{calibration}");
+    assert!(base.get("calibration_warning").is_none(), "nothing here is outside the calibration: {base}");
+
+    // 64 cores a node is far more than the 2-core machine the costs were measured on.
+    let big = ["simulate", "-c", &cfg, "--set", "cluster.node_types[0].cores=64"];
+    let json = report(&[&big[..], &["--report", "json"]].concat());
+    let warning = json["calibration_warning"].as_str().expect("a warning");
+    assert!(warning.contains("cpu-worker (64 cores)"), "{warning}");
+    let out = rayscope(&big);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let warnings: Vec<&str> = stdout.lines().filter(|l| l.trim_start().starts_with("WARNING: outside")).collect();
+    assert_eq!(warnings.len(), 1, "one warning line:\n{stdout}");
+    assert!(stdout.contains("costs calibrated  Ray 2.60.0"), "{stdout}");
+
+    // A sweep warns once per distinct warning, naming the first value that asked for it.
+    let out = rayscope(&["simulate", "-c", &cfg, "--sweep", "cluster.node_types[0].cores=2,64,128"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("WARNING")).collect();
+    assert_eq!(lines.len(), 2, "64 and 128 cores are two warnings:\n{stdout}");
+    assert!(lines[0].ends_with("(from cluster.node_types[0].cores=64)"), "{stdout}");
+    assert!(stdout.contains("costs calibrated: Ray 2.60.0"), "{stdout}");
+}

@@ -186,7 +186,12 @@ fn sweep_runs(args: &SimulateArgs, values: &[Override]) -> Result<ExitCode> {
         }
     }
     let seed = configs.first().map_or(0, |(_, c)| c.sim.seed);
-    let mut sweep = rayscope::sim::sweep::Sweep { key: values[0].key.clone(), seed, runs: Vec::new() };
+    let mut sweep = rayscope::sim::sweep::Sweep {
+        key: values[0].key.clone(),
+        seed,
+        calibration: rayscope::config::calibration::CALIBRATION.line(),
+        runs: Vec::new(),
+    };
     let on_terminal = !args.quiet && std::io::stderr().is_terminal();
     for (i, (value, cfg)) in configs.into_iter().enumerate() {
         if on_terminal {

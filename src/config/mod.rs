@@ -3,6 +3,7 @@
 //! Owns: turning files into a validated [`Config`]. Must never: hand out a config that
 //! failed validation, or report an error without the file, line, column and field.
 
+pub mod calibration;
 mod defaults;
 pub mod depth;
 mod diagnose;

@@ -1,6 +1,7 @@
 //! The `simulate` report (text or JSON with stable keys).
 
 use super::engine::Engine;
+use crate::config::calibration::{self, CALIBRATION};
 use crate::model::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -53,6 +54,11 @@ pub struct Report {
     pub event_log_sha256: String,
     pub jobs: Vec<JobReport>,
     pub utilization: Vec<NodeTypeUtilization>,
+    /// Where the cost defaults come from (Ray version, machine, the fidelity report).
+    pub calibration: String,
+    /// What the config asks beyond that calibration, in one line (absent: nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration_warning: Option<String>,
     /// Set when writing the `--events` file failed part way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_file_error: Option<String>,
@@ -118,6 +124,8 @@ impl Report {
                     cpu_utilization: if avail > 0.0 { (busy / avail).min(1.0) } else { 0.0 },
                 })
                 .collect(),
+            calibration: CALIBRATION.line(),
+            calibration_warning: calibration::warning(&e.cfg),
             events_file_error,
         }
     }
@@ -158,6 +166,10 @@ impl Report {
             let _ = writeln!(s, "    {} {:<24} {:<10} {}", j.id, j.name, j.status, span);
         }
         let _ = writeln!(s, "  event log sha256  {}", self.event_log_sha256);
+        let _ = writeln!(s, "  costs calibrated  {}", self.calibration);
+        if let Some(w) = &self.calibration_warning {
+            let _ = writeln!(s, "  WARNING: {w}");
+        }
         if let Some(e) = &self.events_file_error {
             let _ = writeln!(s, "  WARNING: writing the events file failed: {e}");
         }

@@ -26,6 +26,9 @@ pub struct SweepRun {
     pub jobs: Vec<super::report::JobReport>,
     pub utilization: Vec<super::report::NodeTypeUtilization>,
     pub event_log_sha256: String,
+    /// What this run's config asks beyond the calibration (see [`Report`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration_warning: Option<String>,
 }
 
 impl SweepRun {
@@ -44,6 +47,7 @@ impl SweepRun {
             jobs: r.jobs.clone(),
             utilization: r.utilization.clone(),
             event_log_sha256: r.event_log_sha256.clone(),
+            calibration_warning: r.calibration_warning.clone(),
         }
     }
 }
@@ -54,6 +58,8 @@ pub struct Sweep {
     /// The dotted config path that was varied.
     pub key: String,
     pub seed: u64,
+    /// Where the cost defaults come from (see [`Report`]).
+    pub calibration: String,
     pub runs: Vec<SweepRun>,
 }
 
@@ -112,6 +118,18 @@ impl Sweep {
             .collect();
         let mut s = String::new();
         let _ = writeln!(s, "rayscope sweep over {} (seed {})", self.key, self.seed);
+        let _ = writeln!(s, "  costs calibrated: {}", self.calibration);
+        let mut warned: Vec<(&str, &str)> = Vec::new();
+        for r in &self.runs {
+            if let Some(w) = r.calibration_warning.as_deref() {
+                if !warned.iter().any(|(text, _)| *text == w) {
+                    warned.push((w, r.value.as_str()));
+                }
+            }
+        }
+        for (w, from) in warned {
+            let _ = writeln!(s, "  WARNING: {w} (from {}={from})", self.key);
+        }
         let _ = write!(s, "  {:<label_width$}", self.key);
         for (run, w) in self.runs.iter().zip(&widths) {
             let _ = write!(s, "  {:>w$}", run.value);

@@ -1,0 +1,140 @@
+//! Where the model's cost defaults come from, and what a config asks of the model that
+//! they were not measured for.
+//!
+//! The per-call costs (`scheduler:`) default to figures measured on real Ray on one
+//! kind of machine (`scripts/ray-calibration/`, `docs/fidelity.md`). A what-if on a much
+//! bigger machine, or with a kind of workload no recorded run covers, extrapolates:
+//! `simulate` and `--sweep` name the calibration and print one warning line then.
+//!
+//! Owns: the calibration's description and the checks of a config against it.
+//! Must never: change a config (a warning informs; it neither refuses nor adjusts).
+
+use super::schema::{Config, WorkloadConfig};
+use serde::Serialize;
+
+/// What the cost defaults were measured on.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Calibration {
+    pub ray_version: &'static str,
+    /// The machine, in words.
+    pub machine: &'static str,
+    /// Physical cores of that machine: a node with far more is an extrapolation.
+    pub cores: u32,
+    /// When the runs were recorded (UTC dates).
+    pub measured: &'static str,
+    /// Where each workload's figures are compared with the model's.
+    pub report: &'static str,
+}
+
+/// The calibration the defaults come from (runs in `scripts/ray-calibration/runs/`).
+pub const CALIBRATION: Calibration = Calibration {
+    ray_version: "2.60.0",
+    machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
+    cores: 2,
+    measured: "2026-11-23 and 2026-11-26",
+    report: "docs/fidelity.md",
+};
+
+/// Cores beyond this many times the calibration machine's are named in the warning.
+const FAR_MORE_CORES: u32 = 8;
+
+/// Workload kinds that recorded runs cover (see `docs/fidelity.md`): the seed tree,
+/// no-op and sleeping tasks, actor starts and calls. Others extrapolate.
+const CALIBRATED_KINDS: &[&str] = &["flow_insight", "fan_out", "actor_pool"];
+
+impl Calibration {
+    /// One line for a report: where the costs come from.
+    pub fn line(&self) -> String {
+        format!("Ray {} on a {} (measured {}; {})", self.ray_version, self.machine, self.measured, self.report)
+    }
+}
+
+/// What `cfg` asks of the model beyond its calibration, as one warning line (None when
+/// nothing does).
+pub fn warning(cfg: &Config) -> Option<String> {
+    let mut beyond = Vec::new();
+    let limit = CALIBRATION.cores * FAR_MORE_CORES;
+    let mut big = Vec::new();
+    for node_type in std::iter::once(None).chain((0..cfg.cluster.node_types.len()).map(|i| Some(i as u16))) {
+        let (_, cores) = cfg.cluster.machine_of(node_type);
+        if cores > limit {
+            let name = match node_type {
+                Some(t) => cfg.cluster.node_types[t as usize].name.clone(),
+                None => cfg.cluster.head.name.clone(),
+            };
+            big.push(format!("{name} ({cores} cores)"));
+        }
+    }
+    if !big.is_empty() {
+        beyond.push(format!(
+            "nodes with far more cores than the {}-core machine measured: {}",
+            CALIBRATION.cores,
+            big.join(", ")
+        ));
+    }
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for w in &cfg.workloads {
+        uncalibrated_kinds(w, &mut kinds);
+    }
+    if !kinds.is_empty() {
+        beyond.push(format!("workload kinds with no recorded runs: {}", kinds.join(", ")));
+    }
+    if beyond.is_empty() {
+        None
+    } else {
+        Some(format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, beyond.join("; ")))
+    }
+}
+
+fn uncalibrated_kinds(w: &WorkloadConfig, out: &mut Vec<&'static str>) {
+    let kind = match w {
+        WorkloadConfig::FlowInsight(_) => "flow_insight",
+        WorkloadConfig::FanOut(_) => "fan_out",
+        WorkloadConfig::Training(_) => "training",
+        WorkloadConfig::ActorPool(_) => "actor_pool",
+        WorkloadConfig::JobMix(m) => {
+            for t in &m.templates {
+                uncalibrated_kinds(&t.workload, out);
+            }
+            return;
+        }
+    };
+    if !CALIBRATED_KINDS.contains(&kind) && !out.contains(&kind) {
+        out.push(kind);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(yaml: &str) -> Config {
+        crate::config::load_str(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_config_within_the_calibration_gets_no_warning() {
+        let c = cfg("cluster:\n  head: {cpu: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
+        assert_eq!(warning(&c), None);
+    }
+
+    #[test]
+    fn far_more_cores_and_an_unmeasured_kind_are_named_in_one_line() {
+        let c = cfg("cluster:\n  head: {cpu: 64}\n\
+             workloads:\n  - {kind: training, workers: 1, bundle_gpu: 0}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("64 cores") && w.contains("training"), "{w}");
+        assert!(!w.contains('\n'), "one line: {w}");
+        // Cores given apart from logical CPUs count, not the CPUs.
+        let c = cfg("cluster:\n  head: {cpu: 64, cores: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
+        assert_eq!(warning(&c), None);
+    }
+
+    #[test]
+    fn a_job_mix_is_judged_by_its_templates() {
+        let c = cfg("workloads:\n  - kind: job_mix\n    arrivals_per_minute: 1\n    until: 1m\n    templates:\n\
+             \x20     - workload: {kind: training, workers: 1, bundle_gpu: 0}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("training"), "{w}");
+    }
+}
