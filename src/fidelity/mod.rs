@@ -25,7 +25,8 @@ use std::path::Path;
 pub struct Row {
     pub workload: String,
     pub params: String,
-    /// Runs of it on real Ray, and the median of their figures (seconds).
+    /// Runs of it on real Ray, and the median of their figures (seconds; of an even
+    /// count, the mean of the middle two).
     pub runs: usize,
     pub real: f64,
     /// The model's figure (None: the model has no part for it).
@@ -87,7 +88,9 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
             figures.push(figure);
         }
         figures.sort_by(f64::total_cmp);
-        let real = figures[figures.len() / 2];
+        let mid = figures.len() / 2;
+        // The median; of an even count, the mean of the middle two.
+        let real = if figures.len() % 2 == 0 { (figures[mid - 1] + figures[mid]) / 2.0 } else { figures[mid] };
         let model = match cases::predict(members[0], overrides).map_err(FidelityError::Model)? {
             Prediction::Model(s) => Some(s),
             Prediction::NotModeled => None,
