@@ -98,3 +98,20 @@ fn a_run_without_its_fields_is_an_error_naming_the_file_and_field() {
     assert!(err.contains("broken.json") && err.contains("not JSON"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_rows_marked_fit_are_exactly_the_ones_fit_json_names() {
+    // fit.py writes its FIT rows as the report labels them: a label that drifted would
+    // leave a fitted row passing as a hold-out.
+    let (_, rows) = rows();
+    let text = std::fs::read_to_string(runs_dir().join("fit.json")).expect("runs/fit.json is in the repo");
+    let fit: serde_json::Value = serde_json::from_str(&text).expect("fit.json is JSON");
+    let named: Vec<&str> = fit["fitted_on"].as_array().expect("fitted_on").iter().filter_map(|v| v.as_str()).collect();
+    let marked: Vec<String> =
+        rows.iter().filter(|r| r.fitted).map(|r| format!("{} {}", r.workload, r.params)).collect();
+    assert!(!named.is_empty());
+    assert_eq!(marked.len(), named.len(), "marked {marked:?}, fit.json names {named:?}");
+    for n in named {
+        assert!(marked.iter().any(|m| m == n), "{n} is named in fit.json but no row is marked fit");
+    }
+}

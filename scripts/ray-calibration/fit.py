@@ -10,7 +10,7 @@ on a copy of the runs folder that holds the fit set's files only.
   python fit.py --rayscope ../../target/release/rayscope --out runs/fit.json
 
 The result names the values found; they become the defaults in src/config/defaults.rs
-by hand, and the fit rows are listed in src/fidelity/cases.rs (FITTED_ON).
+by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit.
 """
 import argparse
 import json

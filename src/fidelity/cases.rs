@@ -5,24 +5,12 @@
 //! Owns: the mapping from a suite workload to a model run, and the bound each kind of
 //! workload is held to. Must never: read a run's result to build the model's config
 //! (only its parameters), or fit anything: a default that came from a run is marked
-//! as fitted on it in [`FITTED_ON`].
+//! as fitted on it by `runs/fit.json`'s `fitted_on`.
 
 use super::runs::Run;
 use crate::config::{self, Config, Override};
 use crate::sim;
 use serde_json::Value;
-
-/// The runs (`workload` and parameters, as the report writes them) whose figures the
-/// cost defaults were fitted to (`scripts/ray-calibration/fit.py`'s FIT, result in
-/// `runs/fit.json`). Their rows are marked `fit`; every other row is a hold-out.
-pub const FITTED_ON: &[&str] = &[
-    "noop_tasks cpus=1 tasks=10000",
-    "noop_tasks cpus=2 tasks=10000",
-    "noop_tasks cpus=4 tasks=10000",
-    "actor_creation actors=10 num_cpus=default",
-    "actor_creation actors=200 num_cpus=default",
-    "actor_calls calls=1000 mode=sync",
-];
 
 /// How far the model may be from real Ray for a kind of workload.
 pub fn bound(workload: &str) -> f64 {

@@ -7,8 +7,8 @@
 //!
 //! Owns: reading the runs (`runs.rs`), the workload-to-model mapping and the bounds
 //! (`cases.rs`), and the report. Sits above `sim` (it runs the model), below `cli`.
-//! Must never: tune a cost to a run (a fitted run is named in [`cases::FITTED_ON`] and
-//! reported as such), or leave a measured workload out of the report.
+//! Must never: tune a cost to a run (a fitted run is named in `runs/fit.json`'s
+//! `fitted_on` and reported as such), or leave a measured workload out of the report.
 
 pub mod cases;
 pub mod runs;
@@ -65,6 +65,7 @@ pub enum FidelityError {
 /// the suite's order.
 pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), FidelityError> {
     let runs = runs::load(dir)?;
+    let fitted_on = runs::fitted_on(dir)?;
     if runs.is_empty() {
         return Err(FidelityError::Empty(dir.display().to_string()));
     }
@@ -97,7 +98,7 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
         };
         let key = format!("{workload} {params}");
         rows.push(Row {
-            fitted: cases::FITTED_ON.contains(&key.as_str()),
+            fitted: fitted_on.contains(&key),
             bound: cases::bound(&workload),
             workload,
             params,

@@ -59,6 +59,31 @@ impl Run {
     }
 }
 
+/// The rows (`workload` and parameters, as the report writes them) the cost defaults
+/// were fitted to: `fit.json`'s `fitted_on` under `dir`, written by `fit.py` from its
+/// FIT list (none without the file).
+pub fn fitted_on(dir: &Path) -> Result<Vec<String>, RunsError> {
+    let path = dir.join("fit.json");
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let v = read_json(&path)?;
+    let rows = field(&path, &v, "fitted_on")?.as_array().ok_or_else(|| RunsError::Field {
+        path: path.clone(),
+        field: "fitted_on".into(),
+        message: "must be a list of rows".into(),
+    })?;
+    rows.iter()
+        .map(|r| {
+            r.as_str().map(str::to_string).ok_or_else(|| RunsError::Field {
+                path: path.clone(),
+                field: "fitted_on".into(),
+                message: "each row must be a string".into(),
+            })
+        })
+        .collect()
+}
+
 /// Every run under `dir`: the suite's (in `suite/`) and the seed trees', sorted by file.
 pub fn load(dir: &Path) -> Result<Vec<Run>, RunsError> {
     let mut runs = Vec::new();
