@@ -5,10 +5,9 @@
 //! than through the model's transitions, or run a task whose attempt is no longer running.
 
 use super::actors::{ActorManager, NewActor};
-use super::clock::{Clock, Event};
+use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
-use super::node_cpu::NodeCpus;
 use super::objects::unref_object;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
@@ -61,15 +60,7 @@ impl Engine {
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
                         if !advance(&self.model, &mut self.runs, tid, attempt)
-                            || pay_submit_cost(
-                                &mut self.clock,
-                                &mut self.cpus,
-                                &self.model,
-                                &self.cfg.scheduler,
-                                tid,
-                                attempt,
-                                count,
-                            )
+                            || self.pay_submit_cost(tid, attempt, count)
                         {
                             return;
                         }
@@ -94,15 +85,7 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if pay_submit_cost(
-                        &mut self.clock,
-                        &mut self.cpus,
-                        &self.model,
-                        &self.cfg.scheduler,
-                        tid,
-                        attempt,
-                        chunk,
-                    ) {
+                    if self.pay_submit_cost(tid, attempt, chunk) {
                         return;
                     }
                 }
@@ -110,15 +93,7 @@ impl Engine {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
                     let created = self.op_create_actors(tid, spec, level, &shape);
                     if !advance(&self.model, &mut self.runs, tid, attempt)
-                        || pay_submit_cost(
-                            &mut self.clock,
-                            &mut self.cpus,
-                            &self.model,
-                            &self.cfg.scheduler,
-                            tid,
-                            attempt,
-                            created,
-                        )
+                        || self.pay_submit_cost(tid, attempt, created)
                     {
                         return;
                     }
@@ -337,7 +312,7 @@ impl Engine {
         self.follow_all(follows);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
-        pay_submit_cost(&mut self.clock, &mut self.cpus, &self.model, &self.cfg.scheduler, tid, attempt, 1)
+        self.pay_submit_cost(tid, attempt, 1)
     }
 }
 
@@ -438,28 +413,23 @@ fn slept(cfg: &SchedulerConfig, us: u64) -> u64 {
     us.saturating_add(cfg.sleep_overshoot.as_micros())
 }
 
-/// The caller just submitted `calls`: it stays busy for `call_submit_cost` of work on
-/// its node's cores for each, and goes on with its program on `Resume`. Returns true
-/// when it must wait.
-fn pay_submit_cost(
-    clock: &mut Clock,
-    cpus: &mut NodeCpus,
-    m: &Model,
-    cfg: &SchedulerConfig,
-    tid: TaskId,
-    attempt: u32,
-    calls: u32,
-) -> bool {
-    let busy = cfg.call_submit_cost.as_micros().saturating_mul(calls as u64);
-    if busy == 0 {
-        return false;
+impl Engine {
+    /// The caller just submitted `calls`: it stays busy for `call_submit_cost` of work on
+    /// its node's cores for each, and goes on with its program on `Resume`. Returns true
+    /// when it must wait.
+    fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, calls: u32) -> bool {
+        let busy = self.cfg.scheduler.call_submit_cost.as_micros().saturating_mul(calls as u64);
+        if busy == 0 {
+            return false;
+        }
+        let now = self.clock.now;
+        let done = match self.model.tasks.get(&tid).and_then(|t| t.node) {
+            Some(node) => self.cpus.work(node, now, busy),
+            None => now + busy,
+        };
+        self.clock.schedule_at(done, Event::Resume(tid, attempt));
+        true
     }
-    let done = match m.tasks.get(&tid).and_then(|t| t.node) {
-        Some(node) => cpus.work(node, clock.now, busy),
-        None => clock.now + busy,
-    };
-    clock.schedule_at(done, Event::Resume(tid, attempt));
-    true
 }
 
 /// Past an op that may have run other code (a call answered at once, the memory
