@@ -8,7 +8,7 @@
 //! Must never: change the run it reports on: the progress bar and the OpenMetrics
 //! writer only look at the engine between events.
 
-use super::process::{set_purge_delay, PURGE_NEVER};
+use super::process::{disable_transparent_huge_pages, set_purge_delay, PURGE_NEVER};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use rayscope::config::{self, Config, Override};
@@ -87,6 +87,7 @@ fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
 
 pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     set_purge_delay(PURGE_NEVER);
+    disable_transparent_huge_pages();
     if let Some(sweep) = &args.sweep {
         return sweep_runs(&args, &sweep.0);
     }
