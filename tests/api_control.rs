@@ -55,8 +55,28 @@ async fn kill_and_restore_nodes() {
     let r = s.post("/api/control/nodes/10.0.1.1/kill", "").await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["killed"], "10.0.1.1");
-    // The reply waits for a snapshot that shows the change.
-    assert_eq!(s.get("/api/cluster").await.json()["nodes"]["alive"], 2);
+    // Its raylet stops answering at once (the reply waits for a snapshot that shows it),
+    // and the GCS marks it dead at its health checks' threshold: the first check 5 s
+    // after it joined, then every 3 s, five failures (Ray's defaults).
+    let dead_at = r.json()["dead_at_s"].as_f64().expect("the reply says when the GCS marks it dead");
+    let down = s.get("/metrics/nodes/10.0.1.1").await;
+    assert_eq!(down.status, 503, "{}", down.text());
+    assert_eq!(down.json()["state"], "ALIVE");
+    let r = s.post("/api/control/nodes/10.0.1.1/kill", "").await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.json()["error"].as_str().unwrap().contains("already crashed"), "{}", r.text());
+    let r = s.post("/api/control/nodes/10.0.1.1/restore", "").await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.json()["error"].as_str().unwrap().contains("not marked it dead yet"), "{}", r.text());
+    let c = s.get("/api/cluster").await.json();
+    if c["sim_time_seconds"].as_f64().unwrap() < dead_at {
+        assert_eq!(c["nodes"]["alive"], 3, "the GCS marks it dead only at {dead_at} s");
+    }
+    // At speed 20, 17 s of virtual time is under a second of wall time.
+    eventually("the GCS marking the node dead", Duration::from_secs(20), || async {
+        (s.get("/api/cluster").await.json()["nodes"]["alive"] == 2).then_some(())
+    })
+    .await;
     let r = s.post("/api/control/nodes/10.0.1.1/kill", "").await;
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(r.json()["error"].as_str().unwrap().contains("already dead"));

@@ -81,7 +81,16 @@ async fn metrics_exposition_and_service_discovery() {
         None => assert_eq!(r.status, 503),
     }
     assert_eq!(s.post(&format!("/api/control/nodes/{worker}/kill"), "").await.status, 200);
+    // Its raylet is down at once: the endpoint answers 503 while the GCS still lists it.
     let r = s.get(&format!("/metrics/nodes/{worker}")).await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.json()["error"].as_str().unwrap().contains("not answering"), "{}", r.text());
+    // Once the GCS's health checks give up, it is dead.
+    let r = eventually("the GCS marking the node dead", std::time::Duration::from_secs(20), || async {
+        let r = s.get(&format!("/metrics/nodes/{worker}")).await;
+        (r.json()["state"] == "DEAD").then_some(r)
+    })
+    .await;
     assert_eq!(r.status, 503, "{}", r.text());
     let body = r.json();
     assert_eq!((body["state"].as_str(), body["node_ip"].as_str()), (Some("DEAD"), Some(worker.as_str())));

@@ -97,6 +97,9 @@ fn every_alert_for_a_fault_of_the_ray_scenario_fires_on_rayscope() {
             "RayObjectSpilling" => {
                 first_time(&prom, "sum(ray_spill_manager_request_total{Type=\"Spilled\"}) > 0", t0_unix)
             }
+            // A worker's death counts from when the GCS marks it dead, as on Ray: its
+            // health checks (from 5 s after it joined, every 3 s) fail five times.
+            "RayNodeDown" => rayscope::config::HealthCheckConfig::default().dead_at(0, at * 1_000_000) as f64 / 1e6,
             _ => at as f64,
         };
         let labels: Vec<String> = alert["metric"]

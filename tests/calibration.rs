@@ -106,6 +106,7 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
         values[format!("scheduler.{setting}")].as_u64().unwrap_or_else(|| panic!("fit.json has scheduler.{setting}"))
     };
     assert_eq!(s.call_submit_cost.as_micros(), us("call_submit_cost"));
+    assert_eq!(s.actor_call_submit_cost.as_micros(), us("actor_call_submit_cost"));
     assert_eq!(s.call_start_cost.as_micros(), us("call_start_cost"));
     assert_eq!(s.lease_latency.as_micros(), us("lease_latency"));
     assert_eq!(s.dispatch_cost.as_micros(), us("dispatch_cost"));
@@ -127,6 +128,7 @@ fn without_the_costs_the_model_misses_real_ray() {
     let run = read_json(&runs_dir().join("seed-tree-8.json"));
     let mut cfg = replay_config(&run);
     cfg.scheduler.call_submit_cost = config::DurationSpec(0);
+    cfg.scheduler.actor_call_submit_cost = config::DurationSpec(0);
     cfg.scheduler.call_start_cost = config::DurationSpec(0);
     cfg.scheduler.sleep_overshoot = config::DurationSpec(0);
     cfg.scheduler.worker_start_latency = config::DurationSpec(0);

@@ -21,6 +21,9 @@ pub const CONFIG: &str = r#"
 cluster:
   host_node: false
   head: {cpu: 4, memory: 8GiB}
+  # The GCS notices a crash at its next check (every second): the kill at 2 s is a
+  # death at 2 s, so the autoscaler's tick at 5 s sees it.
+  health_check: {initial_delay: 1s, period: 1s, failure_threshold: 1}
   node_types:
     - name: cpu-worker
       count: 3

@@ -27,6 +27,8 @@ const CONFIG: &str = r#"
 cluster:
   host_node: false
   head: {cpu: 4, memory: 8GiB}
+  # The GCS notices the kill at its next check, at once: the pages see the death early.
+  health_check: {initial_delay: 1s, period: 1s, failure_threshold: 1}
   node_types:
     - name: cpu-worker
       count: 2

@@ -73,7 +73,7 @@ const REPLACED: usize = 1_002;
 
 fn cluster(dead_node_capacity: usize) -> Config {
     let yaml = format!(
-        "cluster:\n  head: {{name: ray.head.default, ip: 10.0.0.1, cpu: 8, memory: 32GiB}}\n  node_types:\n    - {{name: cpu-worker, count: 1, cpu: 16, memory: 64GiB, ip_range: 10.0.4.0/22}}\n    - {{name: gpu-worker, count: 0, cpu: 8, gpu: 4, memory: 128GiB, gpu_model: NVIDIA A100-SXM4-80GB, gpu_memory: 80GiB, ip_range: 10.0.8.0/22}}\nworkloads: []\nsim:\n  seed: 7\n  event_log_capacity: 16\n  dead_node_capacity: {dead_node_capacity}\n"
+        "cluster:\n  head: {{name: ray.head.default, ip: 10.0.0.1, cpu: 8, memory: 32GiB}}\n  health_check: {{initial_delay: 0s, period: 1ms, failure_threshold: 1}}\n  node_types:\n    - {{name: cpu-worker, count: 1, cpu: 16, memory: 64GiB, ip_range: 10.0.4.0/22}}\n    - {{name: gpu-worker, count: 0, cpu: 8, gpu: 4, memory: 128GiB, gpu_model: NVIDIA A100-SXM4-80GB, gpu_memory: 80GiB, ip_range: 10.0.8.0/22}}\nworkloads: []\nsim:\n  seed: 7\n  event_log_capacity: 16\n  dead_node_capacity: {dead_node_capacity}\n"
     );
     match config::load_str(&yaml, "dead-node-memory.yaml") {
         Ok(c) => c,
@@ -95,6 +95,8 @@ fn replace_workers(dead_node_capacity: usize) -> ((isize, isize), usize) {
         engine.apply(Control::RestoreNode { ip: ip.clone() }).expect("a new worker joins");
         if let Some(old) = previous[kind].replace(ip) {
             engine.apply(Control::KillNode { ip: old }).expect("the previous worker dies");
+            // The GCS marks it dead at its next health check (every millisecond here).
+            engine.run_until(engine.now_us() + 1_000);
         }
         // As serve does: publish, dropping the previous snapshot.
         snapshot = Some(Arc::new(engine.publish(rayscope::sim::PublishOptions::seq(i as u64))));

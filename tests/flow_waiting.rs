@@ -26,7 +26,7 @@ fn seed_config(seed: u64) -> rayscope::config::Config {
     cfg.sim.seed = seed;
     // Idle actors' share of a core stretches every submit a little (`sim/node_cpu.rs`);
     // without it, and with each node's 8 cores never all busy here, a submit takes
-    // exactly `call_submit_cost`, so a worker's execution can be checked to the µs.
+    // exactly `actor_call_submit_cost`, so a worker's execution can be checked to the µs.
     cfg.scheduler.idle_worker_cpu = 0.0;
     cfg
 }
@@ -36,7 +36,7 @@ fn a_worker_s_execution_is_its_own_sleeps_and_submits_and_the_rest_is_blocked() 
     for &seed in SEEDS {
         let cfg = seed_config(seed);
         let s = &cfg.scheduler;
-        let (overshoot, submit) = (s.sleep_overshoot.as_micros(), s.call_submit_cost.as_micros());
+        let (overshoot, submit) = (s.sleep_overshoot.as_micros(), s.actor_call_submit_cost.as_micros());
         // The seed workload: 5 s before each call, 30 s more where flagged above leaves.
         let (sleep, extra, per_child) = (5_000_000 + overshoot, 30_000_000 + overshoot, 10);
         let engine = common::run(cfg);

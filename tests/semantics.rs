@@ -413,7 +413,7 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
         text = text.replace("seed: 42", &format!("seed: {s}"));
     }
     // Idle actors' share of a core stretches each submit a little (`sim/node_cpu.rs`);
-    // without it a submit on these 8-core nodes takes exactly `call_submit_cost`.
+    // without it a submit on these 8-core nodes takes exactly its submit cost.
     let mut cfg = load(&text);
     cfg.scheduler.idle_worker_cpu = 0.0;
     let e = run_checked(cfg, Limits { every: 50, until_us: 48 * 3600 * S, ..Limits::default() }).unwrap();
@@ -455,7 +455,7 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
     // returns late by the calibrated overshoot, and each submit after the first follows
     // the previous one's submission cost.
     let costs = rayscope::config::SchedulerConfig::default();
-    let (overshoot, submit) = (costs.sleep_overshoot.as_micros(), costs.call_submit_cost.as_micros());
+    let (overshoot, submit) = (costs.sleep_overshoot.as_micros(), costs.actor_call_submit_cost.as_micros());
     let (mut slow, mut fast) = (0, 0);
     for p in &process {
         let a = &actors[&p.actor.unwrap()];

@@ -18,9 +18,12 @@ Workloads (figures in seconds unless named otherwise):
   actor_calls      N calls to one warm actor, submitted at once; a sync or an async actor
   object_local     ray.put and ray.get of S bytes in the driver, one node
   object_transfer  a task on a second node reads an S-byte object put on the head
-  task_retries     a task that always raises, retried R times: time to the error
+  task_retries     a task that always raises, retried R times: time to the error (core worker
+                   heartbeat H ms: Ray resubmits retries on its tick)
   actor_restart    an actor's process exits; time until a call answers again (max_restarts=1)
-  node_death       a node killed (allow_graceful=False): time until the GCS says it is dead
+  node_death       a node killed (allow_graceful=False): time until the GCS says it is dead,
+                   with the GCS's health check every P ms, dead after T failures; the node is
+                   killed K ms after the GCS registered it (the checks tick from there)
   placement_group  G groups of two 1-CPU bundles, PACK or SPREAD, over two nodes: time to ready
   spillback        2C sleeping tasks from a head of C CPUs beside a worker of C CPUs
 The seed tree in three shapes is seed_tree.py (its runs are runs/seed-tree-*.json).
@@ -43,9 +46,9 @@ MATRIX = (
     + [("actor_calls", {"calls": n, "mode": m}) for m in ("sync", "async") for n in (1000, 10000)]
     + [("object_local", {"size": s}) for s in (1_000, 100_000, 1_000_000, 10_000_000, 100_000_000)]
     + [("object_transfer", {"size": s}) for s in (1_000, 100_000, 1_000_000, 10_000_000, 100_000_000)]
-    + [("task_retries", {"retries": r}) for r in (0, 3)]
+    + [("task_retries", {"retries": r, "heartbeat_ms": h}) for h in (1000, 200) for r in (0, 3)]
     + [("actor_restart", {})]
-    + [("node_death", {})]
+    + [("node_death", {"period_ms": p, "threshold": t, "kill_after_ms": 1500}) for p, t in ((3000, 5), (1000, 3))]
     + [("placement_group", {"groups": 10, "strategy": s}) for s in ("PACK", "SPREAD")]
     + [("spillback", {"cpus": 2, "tasks": 40, "sleep": 0.1})]
 )
@@ -213,24 +216,26 @@ def object_transfer(p, repeat=5):
 
 
 def task_retries(p):
-    ray = local_cluster(2)
+    ray = local_cluster(2, _system_config={"core_worker_internal_heartbeat_ms": p["heartbeat_ms"]})
 
     @ray.remote(max_retries=p["retries"], retry_exceptions=True)
-    def fail():
-        raise ValueError("calibration: always fails")
-
-    @ray.remote
-    def noop():
+    def fail(really):
+        if really:
+            raise ValueError("calibration: always fails")
         return None
 
-    ray.get([noop.remote() for _ in range(2)])  # workers up
-    t0 = time.perf_counter()
-    try:
-        ray.get(fail.remote())
-        raise AssertionError("the failing task returned")
-    except ray.exceptions.RayTaskError:
-        pass
-    return {"seconds": time.perf_counter() - t0}
+    # Workers up and the function loaded on them: the figure is the failures alone.
+    ray.get([fail.remote(False) for _ in range(2)])
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        try:
+            ray.get(fail.remote(True))
+            raise AssertionError("the failing task returned")
+        except ray.exceptions.RayTaskError:
+            pass
+        samples.append(time.perf_counter() - t0)
+    return {"seconds": sorted(samples)[1], "samples": samples}
 
 
 def actor_restart(p, repeat=3):
@@ -262,17 +267,49 @@ def actor_restart(p, repeat=3):
     return {"seconds": sorted(samples)[repeat // 2], "samples": samples}
 
 
+def registered_at(session_dir, node_id, deadline_s=10):
+    """When the GCS registered a node (wall clock, from its log: "Registering new node")."""
+    import datetime
+
+    log = os.path.join(session_dir, "logs", "gcs_server.out")
+    end = time.time() + deadline_s
+    while time.time() < end:
+        with open(log) as f:
+            for line in f:
+                if "Registering new node" in line and f"node_id={node_id}" in line:
+                    stamp = line[1:24]  # "[2026-11-27 00:48:42,107 I 3084 3091] ..."
+                    local = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
+                    return local.timestamp()
+        time.sleep(0.05)
+    raise TimeoutError(f"the GCS log never showed node {node_id} registering")
+
+
 def node_death(p, repeat=3):
     import ray
     from ray.cluster_utils import Cluster
 
-    samples = []
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    checks = {
+        "health_check_period_ms": p["period_ms"],
+        "health_check_failure_threshold": p["threshold"],
+    }
+    samples, lateness = [], []
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False, "_system_config": checks},
+    )
     ray.init(address=cluster.address, logging_level="ERROR")
+    session_dir = cluster.head_node.get_session_dir_path()
     for _ in range(repeat):
         node = cluster.add_node(num_cpus=1, object_store_memory=100 * 1024 * 1024)
         cluster.wait_for_nodes()
         node_id = node.node_id
+        # The GCS's health checks tick from a node's registration: kill it a fixed time
+        # after that (a parameter), so the model can kill its node at the same point.
+        kill_at = registered_at(session_dir, node_id) + p["kill_after_ms"] / 1000
+        if time.time() > kill_at:
+            raise RuntimeError(f"the node was older than {p['kill_after_ms']} ms before it could be killed")
+        time.sleep(kill_at - time.time())
+        lateness.append(time.time() - kill_at)
         t0 = time.perf_counter()
         cluster.remove_node(node, allow_graceful=False)
         deadline = t0 + 180
@@ -286,7 +323,7 @@ def node_death(p, repeat=3):
         samples.append(time.perf_counter() - t0)
     ray.shutdown()
     cluster.shutdown()
-    return {"seconds": sorted(samples)[repeat // 2], "samples": samples}
+    return {"seconds": sorted(samples)[repeat // 2], "samples": samples, "kill_lateness_seconds": lateness}
 
 
 def placement_group(p):
@@ -330,9 +367,9 @@ WORKLOADS = {
     "actor_calls": (actor_calls, {"calls": int, "mode": str}),
     "object_local": (object_local, {"size": int}),
     "object_transfer": (object_transfer, {"size": int}),
-    "task_retries": (task_retries, {"retries": int}),
+    "task_retries": (task_retries, {"retries": int, "heartbeat_ms": int}),
     "actor_restart": (actor_restart, {}),
-    "node_death": (node_death, {}),
+    "node_death": (node_death, {"period_ms": int, "threshold": int, "kill_after_ms": int}),
     "placement_group": (placement_group, {"groups": int, "strategy": str}),
     "spillback": (spillback, {"cpus": int, "tasks": int, "sleep": float}),
 }

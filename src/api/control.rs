@@ -53,7 +53,9 @@ pub(crate) async fn kill_node(
     Path(ip): Path<String>,
 ) -> Result<Response, ApiError> {
     match send(peer, format!("kill node {ip}"), app.control(Control::KillNode { ip })).await? {
-        ControlOutcome::NodeKilled { ip, node_id } => Ok(json_ok(json!({"killed": ip, "node_id": &*node_id}))),
+        ControlOutcome::NodeKilled { ip, node_id, dead_at_us } => {
+            Ok(json_ok(json!({"killed": ip, "node_id": &*node_id, "dead_at_s": dead_at_us as f64 / 1e6})))
+        }
         other => Err(unexpected(other)),
     }
 }

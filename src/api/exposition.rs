@@ -130,9 +130,22 @@ pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) ->
         .with("state", n.state.as_str())
         .with("death_reason", n.death_reason)
     };
-    let alive = std::iter::once(first).chain(at_ip).any(|n| n.state == NodeState::Alive);
-    if !alive {
+    let Some(alive) = std::iter::once(first).chain(at_ip).find(|n| n.state == NodeState::Alive) else {
         return Err(dead(first));
+    };
+    if let Some(crashed) = alive.crashed_at_us {
+        // Its raylet and agent are gone; the GCS still lists it until its health checks
+        // give up, so service discovery still names this endpoint: the target is down.
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "node {ip} is not answering: its raylet crashed; the GCS marks it dead once its health checks fail"
+            ),
+        )
+        .with("node_ip", ip.clone())
+        .with("node_id", alive.node_id.to_string())
+        .with("state", alive.state.as_str())
+        .with("crashed_at_s", crashed as f64 / 1e6));
     }
     let mut ctx = app.render_context(&snap);
     let host = app.host.clone();

@@ -27,6 +27,17 @@ pub(super) fn default_ray_version() -> String {
 pub(super) fn default_network_bandwidth() -> ByteSize {
     ByteSize(1_250_000_000) // 10 Gbit/s
 }
+// Ray 2.60's `health_check_initial_delay_ms` (5000), `health_check_period_ms` (3000)
+// and `health_check_failure_threshold` (5).
+pub(super) fn default_health_check_initial_delay() -> DurationSpec {
+    DurationSpec::secs(5.0)
+}
+pub(super) fn default_health_check_period() -> DurationSpec {
+    DurationSpec::secs(3.0)
+}
+pub(super) fn default_health_check_failure_threshold() -> u32 {
+    5
+}
 pub(super) fn default_head_name() -> String {
     "ray.head.default".into()
 }
@@ -73,19 +84,27 @@ pub(super) fn default_dispatch_cost() -> DurationSpec {
 pub(super) fn default_call_submit_cost() -> DurationSpec {
     DurationSpec::secs(CALL_SUBMIT_S)
 }
+pub(super) fn default_actor_call_submit_cost() -> DurationSpec {
+    DurationSpec::secs(ACTOR_CALL_SUBMIT_S)
+}
 pub(super) fn default_call_start_cost() -> DurationSpec {
     DurationSpec::secs(CALL_START_S)
+}
+/// Ray 2.60's `core_worker_internal_heartbeat_ms` (1000).
+pub(super) fn default_core_worker_internal_heartbeat() -> DurationSpec {
+    DurationSpec::secs(1.0)
 }
 pub(super) fn default_sleep_overshoot() -> DurationSpec {
     DurationSpec::secs(SLEEP_OVERSHOOT_S)
 }
-const LEASE_S: f64 = 0.000_322;
-const WORKER_START_S: f64 = 0.004_821;
+const LEASE_S: f64 = 0.000_317;
+const WORKER_START_S: f64 = 0.001_160;
 const WORKER_START_CPU_S: f64 = 0.430_976;
-const CALL_SUBMIT_S: f64 = 0.000_460;
-const DISPATCH_S: f64 = 0.000_162;
+const CALL_SUBMIT_S: f64 = 0.000_441;
+const ACTOR_CALL_SUBMIT_S: f64 = 0.000_242;
+const DISPATCH_S: f64 = 0.000_160;
 const IDLE_WORKER_CPU: f64 = 0.009_384;
-const CALL_START_S: f64 = 0.000_215;
+const CALL_START_S: f64 = 0.000_191;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
 pub(super) fn default_spill_threshold() -> f64 {
     0.8

@@ -55,6 +55,50 @@ pub struct ClusterConfig {
     /// How much work a config or a submitted job may ask for (see `limits.rs`).
     #[serde(default)]
     pub limits: super::limits::LimitsConfig,
+    /// How the GCS finds out that a node died (Ray's `health_check_*` settings).
+    #[serde(default)]
+    pub health_check: HealthCheckConfig,
+}
+
+/// The GCS's health checks of each raylet: a node that fails `failure_threshold`
+/// checks in a row is marked dead. A killed raylet fails each check at once (its port
+/// is closed), so a crash is noticed at the threshold-th check after it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckConfig {
+    /// Ray's `health_check_initial_delay_ms`: the first check, after a node registers.
+    #[serde(default = "default_health_check_initial_delay")]
+    pub initial_delay: DurationSpec,
+    /// Ray's `health_check_period_ms`.
+    #[serde(default = "default_health_check_period")]
+    pub period: DurationSpec,
+    /// Ray's `health_check_failure_threshold`.
+    #[serde(default = "default_health_check_failure_threshold")]
+    pub failure_threshold: u32,
+}
+
+impl Default for HealthCheckConfig {
+    fn default() -> Self {
+        HealthCheckConfig {
+            initial_delay: default_health_check_initial_delay(),
+            period: default_health_check_period(),
+            failure_threshold: default_health_check_failure_threshold(),
+        }
+    }
+}
+
+impl HealthCheckConfig {
+    /// When the GCS marks dead a node that registered at `registered` and crashed at
+    /// `crashed`: at its `failure_threshold`-th check from the crash on.
+    pub fn dead_at(&self, registered: u64, crashed: u64) -> u64 {
+        let first = registered + self.initial_delay.as_micros();
+        let period = self.period.as_micros().max(1);
+        let first_failing = match crashed.checked_sub(first) {
+            None => first,
+            Some(since) => first + since.div_ceil(period) * period,
+        };
+        first_failing + u64::from(self.failure_threshold.max(1) - 1) * period
+    }
 }
 
 impl Default for ClusterConfig {
@@ -67,6 +111,7 @@ impl Default for ClusterConfig {
             node_types: Vec::new(),
             network_bandwidth: default_network_bandwidth(),
             limits: Default::default(),
+            health_check: Default::default(),
         }
     }
 }
@@ -210,11 +255,15 @@ pub struct SchedulerConfig {
     /// default: the node's logical CPUs, as Ray's).
     #[serde(default)]
     pub maximum_startup_concurrency: Option<u32>,
-    /// CPU work of a `.remote()` on the caller's node (submitting a task, an actor call
-    /// or an actor creation): the core worker builds the spec and hands it off; the
+    /// CPU work of a `.remote()` on the caller's node (submitting a task or an actor
+    /// creation): the core worker builds the spec and hands it off; the
     /// caller is busy meanwhile.
     #[serde(default = "default_call_submit_cost")]
     pub call_submit_cost: DurationSpec,
+    /// CPU work of a `.remote()` on an actor handle, on the caller's node: Ray's owner
+    /// pushes an actor call straight to the actor's worker, with no lease to ask for.
+    #[serde(default = "default_actor_call_submit_cost")]
+    pub actor_call_submit_cost: DurationSpec,
     /// CPU work of the raylet granting a lease (its one thread, on its node's cores).
     #[serde(default = "default_dispatch_cost")]
     pub dispatch_cost: DurationSpec,
@@ -226,6 +275,10 @@ pub struct SchedulerConfig {
     /// sleep in a workload.
     #[serde(default = "default_sleep_overshoot")]
     pub sleep_overshoot: DurationSpec,
+    /// Ray's `core_worker_internal_heartbeat_ms`: an owner resubmits the tasks it retries
+    /// on this period's tick, not at once (ticks counted from its job's start).
+    #[serde(default = "default_core_worker_internal_heartbeat")]
+    pub core_worker_internal_heartbeat: DurationSpec,
 }
 
 impl Default for SchedulerConfig {
@@ -242,9 +295,11 @@ impl Default for SchedulerConfig {
             idle_worker_cpu: default_idle_worker_cpu(),
             maximum_startup_concurrency: None,
             call_submit_cost: default_call_submit_cost(),
+            actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),
             call_start_cost: default_call_start_cost(),
             sleep_overshoot: default_sleep_overshoot(),
+            core_worker_internal_heartbeat: default_core_worker_internal_heartbeat(),
         }
     }
 }

@@ -150,7 +150,7 @@ pub fn render_all(snapshot: &Arc<Snapshot>, host: Option<&Arc<HostReading>>, ctx
     scrape::render(snapshot, host, ctx, None, COLLECTORS)
 }
 
-/// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive node has that IP.
+/// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive, answering node has that IP.
 /// The head's endpoint also carries the cluster-wide families (GCS, autoscaler,
 /// `ray_cluster_*`, owner-side task counts and `rayscope_*`).
 pub fn render_node(
@@ -159,7 +159,8 @@ pub fn render_node(
     host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
 ) -> Option<String> {
-    let node = snapshot.nodes.iter().position(|n| n.state == NodeState::Alive && *n.ip == *ip)?;
+    let node =
+        snapshot.nodes.iter().position(|n| n.state == NodeState::Alive && n.crashed_at_us.is_none() && *n.ip == *ip)?;
     Some(scrape::render(snapshot, host, ctx, Some(node), COLLECTORS))
 }
 

@@ -128,7 +128,16 @@ impl<'a> Scrape<'a> {
     ) -> Scrape<'a> {
         let (nodes, cluster) = match only.and_then(|i| snap.nodes.get(i)) {
             Some(n) => (vec![&**n], n.is_head),
-            None => (snap.nodes.iter().filter(|n| n.state == NodeState::Alive).map(|n| &**n).collect(), true),
+            // A crashed raylet (the GCS has not marked it dead yet) exports nothing, as
+            // its endpoint does not answer; the GCS's own series still count it.
+            None => (
+                snap.nodes
+                    .iter()
+                    .filter(|n| n.state == NodeState::Alive && n.crashed_at_us.is_none())
+                    .map(|n| &**n)
+                    .collect(),
+                true,
+            ),
         };
         // A dead head serves nothing: its cluster-wide families go with it.
         let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);

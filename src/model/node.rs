@@ -37,6 +37,9 @@ pub struct Node {
     pub died_at: Option<u64>,
     /// Why it died: one of the engine's fixed reasons, so no string per dead node.
     pub death_reason: Option<&'static str>,
+    /// When its raylet crashed, while the GCS has not yet noticed (its health checks
+    /// are failing): still alive in every table, but no longer given work.
+    pub crashed_at: Option<u64>,
     /// Last time (µs) this node had any work; the autoscaler's idle clock.
     pub idle_since: Option<u64>,
     /// Counters kept per node for the exporter.
@@ -117,6 +120,10 @@ pub struct NodeStats {
 impl Node {
     pub fn is_alive(&self) -> bool {
         self.state == NodeState::Alive
+    }
+    /// Alive and reachable: the scheduler may give it work.
+    pub fn is_schedulable(&self) -> bool {
+        self.is_alive() && self.crashed_at.is_none()
     }
     /// Node memory in use for the memory monitor: worker heaps + object store + pressure.
     pub fn memory_used(&self) -> Bytes {

@@ -54,4 +54,15 @@ impl Object {
     pub fn in_memory_at(&self, node: NodeIdx) -> bool {
         (self.primary == Some(node) && !self.spilled) || self.copies.contains(&node)
     }
+
+    /// Ready, but every copy is on nodes whose raylets crashed: a pull from them hangs,
+    /// and the object is lost (then rebuilt or failed) once the GCS marks them dead. A
+    /// retry reading it waits for that, as Ray's does.
+    pub fn only_on_crashed(&self, nodes: &[super::Node]) -> bool {
+        let crashed = |n: &NodeIdx| nodes.get(n.index()).is_some_and(|n| n.crashed_at.is_some());
+        self.status == ObjectStatus::Ready
+            && !self.inline
+            && self.primary.is_some_and(|p| crashed(&p))
+            && self.copies.iter().all(crashed)
+    }
 }

@@ -166,7 +166,7 @@ impl ScoreIndex {
         if self.keys.len() <= i {
             self.keys.resize(i + 1, None);
         }
-        if !node.is_alive() || self.keys[i].is_some() {
+        if !node.is_schedulable() || self.keys[i].is_some() {
             return;
         }
         let (key, gpu, fractional) = self.entry(node);
@@ -194,13 +194,13 @@ impl ScoreIndex {
         }
     }
 
-    /// Whether the index holds exactly the alive nodes, each under the key its current
+    /// Whether the index holds exactly the schedulable nodes, each under the key its current
     /// availability gives (for the invariant checks; walks every node).
     pub fn check(&self, nodes: &[Node]) -> Result<(), String> {
         let mut indexed = 0;
         for n in nodes {
             let held = self.keys.get(n.idx.index()).copied().flatten();
-            let want = n.is_alive().then(|| self.entry(n));
+            let want = n.is_schedulable().then(|| self.entry(n));
             if held != want {
                 return Err(format!("node {}: index holds {held:?}, its availability gives {want:?}", n.idx.0));
             }

@@ -124,6 +124,14 @@ impl Scheduler {
         }
     }
 
+    /// A node stopped answering (its raylet crashed) while the GCS still counts it
+    /// alive: it leaves the index, so nothing is placed there, but keeps its shape
+    /// (feasibility does not change until the GCS marks it dead).
+    pub fn unreachable(&mut self, node: &Node) {
+        self.epoch += 1;
+        self.index.remove(node.idx);
+    }
+
     /// A node's available resources changed.
     #[inline]
     pub fn update_node(&mut self, node: &Node) {
@@ -171,7 +179,7 @@ impl Scheduler {
                 let target = nodes.get(node.index());
                 match target {
                     Some(n) if n.is_alive() && n.total.fits(req) => {
-                        if n.available.fits(req) {
+                        if n.is_schedulable() && n.available.fits(req) {
                             Decision::Node(node)
                         } else {
                             Decision::Wait { only: Some(node) }
@@ -200,7 +208,7 @@ impl Scheduler {
     ) -> Decision {
         if let Some(l) = locality {
             let n = &nodes[l.index()];
-            if n.is_alive() && n.available.fits(req) {
+            if n.is_schedulable() && n.available.fits(req) {
                 return Decision::Node(l);
             }
         }
@@ -245,7 +253,7 @@ impl Scheduler {
         }
         if let Some(p) = nodes.get(preferred.index()) {
             let in_set = gpu_set.is_none_or(|g| index::has_gpu(p) == g);
-            if in_set && p.is_alive() && p.available.fits(req) && self.index.is_below_threshold(preferred) {
+            if in_set && p.is_schedulable() && p.available.fits(req) && self.index.is_below_threshold(preferred) {
                 return Some(preferred);
             }
         }
@@ -313,7 +321,7 @@ impl Scheduler {
         for step in 0..n {
             let i = (self.spread_cursor + step) % n;
             let node = &nodes[i];
-            if node.is_alive() && node.available.fits(req) {
+            if node.is_schedulable() && node.available.fits(req) {
                 self.spread_cursor = (i + 1) % n;
                 return Decision::Node(node.idx);
             }

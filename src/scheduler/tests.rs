@@ -26,6 +26,7 @@ pub(crate) fn node(idx: u32, cpu: i64, gpu: i64) -> Node {
         started_at: 0,
         died_at: None,
         death_reason: None,
+        crashed_at: None,
         idle_since: None,
         stats: NodeStats::default(),
     }

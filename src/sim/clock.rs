@@ -32,6 +32,8 @@ pub(crate) enum Event {
     AutoscalerTick,
     /// The memory monitor's next look at a node (Ray checks every 250 ms).
     MemoryCheck(NodeIdx),
+    /// The GCS's health checks of a crashed node reached their failure threshold.
+    NodeDeathDetected(NodeIdx),
 }
 
 pub(crate) struct Clock {

@@ -222,7 +222,7 @@ impl ClusterQueues {
     /// Resources were freed on `node`: resume blocked getters ([`Follow::ResumeGetters`]),
     /// then place pending groups, then serve the waiting classes.
     pub(crate) fn resources_freed(cx: &mut Cx, node: NodeIdx) -> Follows {
-        if !cx.model.nodes[node.index()].is_alive() {
+        if !cx.model.nodes[node.index()].is_schedulable() {
             return Follows::new();
         }
         smallvec![Follow::ResumeGetters(node)]
@@ -257,7 +257,8 @@ impl ClusterQueues {
     /// Serve the waiting scheduling classes round-robin, one task per class per pass,
     /// starting after the class served last: one busy class cannot starve the others.
     pub(crate) fn serve_waiting(&mut self, cx: &mut Cx, node: NodeIdx) {
-        if self.waiting_count() == 0 {
+        // A crashed raylet grants nothing, though what it held is freed.
+        if self.waiting_count() == 0 || !cx.model.nodes[node.index()].is_schedulable() {
             return;
         }
         loop {
@@ -373,6 +374,9 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
         return Follows::new();
     }
     LocalResources::of(&mut cx.model.nodes, cx.sched).release_lease(node, req, cpu_released);
+    if !cx.model.nodes[node.index()].is_schedulable() {
+        return Follows::new();
+    }
     // What `ResourcesFreed` does for a live node, asked directly.
     smallvec![Follow::ResumeGetters(node)]
 }

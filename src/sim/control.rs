@@ -45,7 +45,8 @@ pub enum Control {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlOutcome {
     /// The node at `ip` is dead now.
-    NodeKilled { ip: String, node_id: Arc<str> },
+    /// `dead_at_us`: when the GCS marks it dead (virtual time; now for the head).
+    NodeKilled { ip: String, node_id: Arc<str>, dead_at_us: u64 },
     /// A new raylet (a new node id) joined at `ip`.
     NodeRestored { ip: String, node_id: Arc<str> },
     /// The actor was killed; `state` is where that left it (`Restarting` when it may
@@ -108,11 +109,27 @@ impl Engine {
         match c {
             Control::KillNode { ip } => {
                 let n = alive_node_at(&self.node_manager, &self.model, &ip)?;
-                self.follow(Follow::KillNode(n, "killed through the control API", true));
-                Ok(ControlOutcome::NodeKilled { node_id: self.model.node(n).node_id.clone(), ip })
+                if let Some(at) = self.model.node(n).crashed_at {
+                    return Err(ControlError::conflict(format!(
+                        "node {ip} already crashed (at {:.3} s); the GCS marks it dead once its health checks fail",
+                        at as f64 / 1e6
+                    )));
+                }
+                self.follow(Follow::CrashNode(n, "killed through the control API"));
+                let node = self.model.node(n);
+                let dead_at = match node.died_at {
+                    Some(at) => at,
+                    None => self.cfg.cluster.health_check.dead_at(node.started_at, self.clock.now),
+                };
+                Ok(ControlOutcome::NodeKilled { node_id: node.node_id.clone(), ip, dead_at_us: dead_at })
             }
             Control::RestoreNode { ip } => {
-                if alive_node_at(&self.node_manager, &self.model, &ip).is_ok() {
+                if let Ok(n) = alive_node_at(&self.node_manager, &self.model, &ip) {
+                    if self.model.node(n).crashed_at.is_some() {
+                        return Err(ControlError::conflict(format!(
+                            "node {ip} crashed and the GCS has not marked it dead yet: restore it after that"
+                        )));
+                    }
                     return Err(ControlError::conflict(format!("node {ip} is already alive")));
                 }
                 match self.node_manager.returning_type(&self.model, &self.cfg.cluster, &ip) {

@@ -284,6 +284,10 @@ impl Engine {
                 self.faults.memory_monitor.look_taken(n);
                 self.follow(Follow::CheckMemory(n));
             }
+            Event::NodeDeathDetected(n) => {
+                let follows = self.faults.death_detected(&self.model, n);
+                self.follow_all(follows);
+            }
         }
     }
 }

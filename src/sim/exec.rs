@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use smallvec::smallvec;
 
 /// Tasks one `Submit` step hands to the scheduler before the submitter pays for them
-/// (`scheduler.call_submit_cost` each) and yields.
+/// (their submit cost each) and yields.
 const SUBMIT_CHUNK: u32 = 1_000;
 
 impl Engine {
@@ -60,14 +60,14 @@ impl Engine {
                     if take {
                         self.op_submit(tid, attempt, spec, count, true);
                         if !advance(&self.model, &mut self.runs, tid, attempt)
-                            || self.pay_submit_cost(tid, attempt, count)
+                            || self.pay_submit_cost(tid, attempt, spec, count)
                         {
                             return;
                         }
                         continue;
                     }
                     // A caller submits at a finite rate: a chunk at a time, then pays
-                    // `call_submit_cost` per task of it before going on.
+                    // the submit cost per call of it before going on.
                     let done = run.exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
@@ -85,7 +85,7 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if self.pay_submit_cost(tid, attempt, chunk) {
+                    if self.pay_submit_cost(tid, attempt, spec, chunk) {
                         return;
                     }
                 }
@@ -93,7 +93,7 @@ impl Engine {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
                     let created = self.op_create_actors(tid, spec, level, &shape);
                     if !advance(&self.model, &mut self.runs, tid, attempt)
-                        || self.pay_submit_cost(tid, attempt, created)
+                        || self.pay_submit_cost(tid, attempt, spec, created)
                     {
                         return;
                     }
@@ -312,7 +312,7 @@ impl Engine {
         self.follow_all(follows);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
-        self.pay_submit_cost(tid, attempt, 1)
+        self.pay_submit_cost(tid, attempt, method, 1)
     }
 }
 
@@ -414,11 +414,17 @@ fn slept(cfg: &SchedulerConfig, us: u64) -> u64 {
 }
 
 impl Engine {
-    /// The caller just submitted `calls`: it stays busy for `call_submit_cost` of work on
-    /// its node's cores for each, and goes on with its program on `Resume`. Returns true
-    /// when it must wait.
-    fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, calls: u32) -> bool {
-        let busy = self.cfg.scheduler.call_submit_cost.as_micros().saturating_mul(calls as u64);
+    /// The caller just submitted `calls` of `spec`: it stays busy for their submit cost of
+    /// work on its node's cores (`actor_call_submit_cost` each for actor calls, else
+    /// `call_submit_cost`), and goes on with its program on `Resume`. Returns true when
+    /// it must wait.
+    fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, spec: u32, calls: u32) -> bool {
+        let s = &self.cfg.scheduler;
+        let each = match self.specs[spec as usize].kind {
+            TaskType::ActorTask => s.actor_call_submit_cost,
+            _ => s.call_submit_cost,
+        };
+        let busy = each.as_micros().saturating_mul(calls as u64);
         if busy == 0 {
             return false;
         }

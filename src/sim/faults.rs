@@ -1,9 +1,10 @@
 //! Faults: the configured schedule (node loss and return, actor kills, random task
-//! failures, memory pressure), a node's death, and the raylet's memory monitor (OOM
-//! killer).
+//! failures, memory pressure), a node's crash and the GCS noticing it, a node's death,
+//! and the raylet's memory monitor (OOM killer).
 //!
-//! Owns: [`FaultState`]: the failure windows and memory pressure in effect, and the
-//! memory monitor's per-node state; and the methods that inject a fault, kill a node
+//! Owns: [`FaultState`]: the failure windows and memory pressure in effect, the crashed
+//! nodes the GCS has not yet marked dead, and the memory monitor's per-node state; and
+//! the methods that inject a fault, crash a node, kill it once its health checks fail,
 //! and let the memory monitor look at a node. A node's death reaches every component
 //! with something on it (its leases, its actors, the work only it could hold, its
 //! objects, its groups) as follow-ups, in the order Ray's GCS tells them. Must never:
@@ -34,6 +35,9 @@ pub struct FaultState {
     failures: Vec<(usize, f64, bool)>,
     /// Active memory pressure: (fault index, node, bytes).
     pressure: Vec<(usize, NodeIdx, u64)>,
+    /// Crashed nodes the GCS has not yet marked dead, with why they crashed, and
+    /// whether a restore of their host waits for that.
+    crashed: Vec<(NodeIdx, &'static str, bool)>,
     pub(crate) memory_monitor: MemoryMonitor,
 }
 
@@ -104,7 +108,7 @@ impl FaultState {
         match &cfg.faults[i] {
             FaultConfig::KillNode { node, node_type, .. } => {
                 match resolve_node(cx.model, node_manager, cx.rng, node.as_deref(), node_type.as_deref()) {
-                    Some(n) => smallvec![Follow::KillNode(n, "fault injection: node killed", true)],
+                    Some(n) => smallvec![Follow::CrashNode(n, "fault injection: node killed")],
                     None => Follows::new(),
                 }
             }
@@ -154,6 +158,59 @@ impl FaultState {
 }
 
 impl FaultState {
+    /// A node's host fails without warning. The head takes the GCS with it: it is dead
+    /// at once. Any other node stops answering now, and the GCS marks it dead at its
+    /// health checks' failure threshold (`cluster.health_check`). Meanwhile nothing new
+    /// is placed there and its normal tasks fail (their owners' calls broke; they retry
+    /// on the owner's next heartbeat); its actors, objects and groups wait for the GCS.
+    pub(crate) fn crash_node(&mut self, cx: &mut Cx, n: NodeIdx, reason: &'static str) -> Follows {
+        let node = &cx.model.nodes[n.index()];
+        if !node.is_alive() || node.crashed_at.is_some() {
+            return Follows::new();
+        }
+        if node.is_head {
+            return smallvec![Follow::KillNode(n, reason, true)];
+        }
+        let now = cx.now();
+        let dead_at = cx.cfg.cluster.health_check.dead_at(node.started_at, now);
+        log_event!(cx.model.log, now, "node", "{} CRASHED reason={} dead_at={}", n.0, reason, dead_at);
+        cx.model.nodes[n.index()].crashed_at = Some(now);
+        cx.local_resources().unreachable(n);
+        self.crashed.push((n, reason, false));
+        cx.clock.schedule_at(dead_at, Event::NodeDeathDetected(n));
+        let m = &*cx.model;
+        let mut normal: Vec<TaskId> = cx
+            .raylets
+            .leased_on(n)
+            .iter()
+            .copied()
+            .filter(|t| m.tasks.get(t).is_some_and(|t| t.kind == TaskType::NormalTask))
+            .collect();
+        normal.sort();
+        normal.into_iter().map(|t| Follow::FailTask(t, ErrorType::NodeDied, true)).collect()
+    }
+
+    /// The GCS's health checks of a crashed node reached their threshold: it is dead,
+    /// then its host comes back if a restore waited for that.
+    pub(crate) fn death_detected(&mut self, m: &Model, n: NodeIdx) -> Follows {
+        let Some(pos) = self.crashed.iter().position(|(c, ..)| *c == n) else { return Follows::new() };
+        let (_, reason, restore) = self.crashed.swap_remove(pos);
+        let mut follows: Follows = smallvec![Follow::KillNode(n, reason, true)];
+        if restore {
+            follows.push(Follow::RestoreNode(m.nodes[n.index()].ip.to_string()));
+        }
+        follows
+    }
+
+    /// A restore of a crashed node's host waits until the GCS marks the old node dead
+    /// (false: no crashed node is at `n`).
+    pub(crate) fn restore_after_death(&mut self, m: &mut Model, n: NodeIdx, now: u64) -> bool {
+        let Some(entry) = self.crashed.iter_mut().find(|(c, ..)| *c == n) else { return false };
+        entry.2 = true;
+        log_event!(m.log, now, "node", "{} restore waits for the GCS to mark it dead", n.0);
+        true
+    }
+
     /// A node dies (`failure`) or is terminated by the autoscaler (not a failure): its
     /// record says so and its resources leave the index. Then every component with
     /// something on it hears, each step once the previous one ran (what it reads may

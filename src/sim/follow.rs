@@ -124,6 +124,8 @@ pub(crate) enum Follow {
     EndJobGroups(JobId),
     /// A job mix draws its next arrival.
     NextArrival(usize),
+    /// A node's host fails: it stops answering, and the GCS notices later (why).
+    CrashNode(NodeIdx, &'static str),
     /// A node dies (why, and whether it counts as a failure).
     KillNode(NodeIdx, &'static str, bool),
     /// A task leased on a dead node fails (its job, if it was the driver).
@@ -292,6 +294,7 @@ impl Engine {
                 self.jobs.next_arrival(cx!(self), m);
                 Follows::new()
             }
+            Follow::CrashNode(n, reason) => self.faults.crash_node(cx!(self), n, reason),
             Follow::KillNode(n, reason, failure) => {
                 FaultState::kill_node(cx!(self), &mut self.autoscaler, n, reason, failure)
             }
@@ -308,6 +311,10 @@ impl Engine {
                 Follows::new()
             }
             Follow::RestoreNode(ip) => {
+                if let Some(n) = self.node_manager.alive_at(&self.model, &ip) {
+                    self.faults.restore_after_death(&mut self.model, n, self.clock.now);
+                    return Follows::new();
+                }
                 if let Some(node_type) = self.node_manager.returning_type(&self.model, &self.cfg.cluster, &ip) {
                     self.add_node(node_type, ip);
                 }

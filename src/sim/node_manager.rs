@@ -158,6 +158,7 @@ impl GcsNodeManager {
             started_at: now,
             died_at: None,
             death_reason: None,
+            crashed_at: None,
             idle_since: Some(now),
             stats: NodeStats::default(),
         };

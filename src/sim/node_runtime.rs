@@ -52,6 +52,12 @@ impl<'a> LocalResources<'a> {
         self.sched.remove_node(&self.nodes[n.index()]);
     }
 
+    /// A node's raylet crashed: nothing more is placed there (it leaves the index)
+    /// until the GCS marks it dead ([`Self::lost`]).
+    pub(crate) fn unreachable(&mut self, n: NodeIdx) {
+        self.sched.unreachable(&self.nodes[n.index()]);
+    }
+
     /// Reserve `req` on `n` (a lease, an actor's resources, a bundle): the node is busy.
     pub(crate) fn reserve(&mut self, n: NodeIdx, req: &ResourceRequest) {
         self.avail(n).subtract(req);

@@ -95,6 +95,10 @@ fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorTyp
         } else if t.retries_left > 0 {
             t.retries_left -= 1;
         }
+        // The owner's core worker resubmits retries on its internal heartbeat's tick.
+        let job_start = cx.model.jobs.get(&job).map_or(0, |j| j.start_time);
+        let heartbeat = cx.cfg.scheduler.core_worker_internal_heartbeat.as_micros();
+        delay += until_tick(now + delay, job_start, heartbeat);
         let next = TaskState::PendingNodeAssignment;
         log_event!(cx.model.log, now, "task", "{:x} ATTEMPT_FAILED error={}", tid.0, err.as_str());
         flow.requeued(cx.model, cx.runs, tid, now);
@@ -128,6 +132,15 @@ fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorTyp
     follows
 }
 
+/// From `at` to the next tick of a period that started at `origin` (a tick exactly at
+/// `at` waits a whole period: the heartbeat that noticed nothing has already run).
+fn until_tick(at: u64, origin: u64, period: u64) -> u64 {
+    if period == 0 {
+        return 0;
+    }
+    period - at.saturating_sub(origin) % period
+}
+
 /// A retry's delay is over: it waits for any argument that is not available, else goes
 /// to its actor or asks for a lease again.
 pub(crate) fn resubmit(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId, attempt: u32) -> Follows {
@@ -150,9 +163,10 @@ pub(crate) fn resubmit(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId, att
 fn rewait_for_lost_args(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId) -> Option<Follows> {
     let args = cx.model.tasks[&tid].args.clone();
     let mut missing = 0;
+    let nodes = &cx.model.nodes;
     for a in args.iter() {
         match cx.model.objects.get_mut(a) {
-            Some(o) if matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) => {
+            Some(o) if matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) || o.only_on_crashed(nodes) => {
                 o.waiters.push(tid);
                 missing += 1;
             }

@@ -43,6 +43,9 @@ pub struct NodeView {
     pub actors: u64,
     pub started_at_us: u64,
     pub died_at_us: Option<u64>,
+    /// When its raylet stopped answering, while the GCS still counts it alive (its
+    /// health checks are failing). A producer that cannot know this leaves it `None`.
+    pub crashed_at_us: Option<u64>,
     pub death_reason: Option<&'static str>,
     pub stats: NodeStats,
 }

@@ -14,6 +14,12 @@ pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
     if c.network_bandwidth.0 == 0 {
         p.push("cluster.network_bandwidth", "must be greater than 0 (e.g. 1250MB for 10 Gbit/s)");
     }
+    if c.health_check.period.as_micros() == 0 {
+        p.push("cluster.health_check.period", "must be greater than 0 (Ray's default: 3s)");
+    }
+    if c.health_check.failure_threshold == 0 {
+        p.push("cluster.health_check.failure_threshold", "must be at least 1 (Ray's default: 5)");
+    }
     let head = &c.head;
     let hp = "cluster.head";
     check_node(p, hp, head.cpu, head.gpu, head.memory, head.object_store_memory, &head.resources);

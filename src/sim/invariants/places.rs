@@ -4,7 +4,7 @@
 //!
 //! | state | place |
 //! |---|---|
-//! | PENDING_ARGS_AVAIL | a waiter of each argument it still misses (`exec.unresolved` of them) |
+//! | PENDING_ARGS_AVAIL | a waiter of each argument it still misses (`exec.unresolved` of them; one only on crashed nodes counts) |
 //! | PENDING_NODE_ASSIGNMENT, no lease | one wait, infeasible or bundle queue, the queue of its actor not alive yet, or a `Resubmit` for its attempt |
 //! | PENDING_NODE_ASSIGNMENT, leased | in `leased[node]`, with a `Dispatch` for its attempt (an actor's creation: or a `Begin`) |
 //! | PENDING_ARGS_FETCH | leased, with an `ArgsFetched` for its attempt (an actor's creation: or a `Begin`) |
@@ -175,7 +175,8 @@ impl Check<'_> {
                         .iter()
                         .filter(|a| {
                             m.objects.get(a).is_some_and(|o| {
-                                matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost)
+                                (matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost)
+                                    || o.only_on_crashed(&m.nodes))
                                     && o.waiters.contains(&t.id)
                             })
                         })

@@ -91,6 +91,7 @@ fn node_view(m: &Model, raylets: &Raylets, actors: &ActorManager, n: &Node, cach
         actors: actors.on(n.idx).len() as u64,
         started_at_us: n.started_at,
         died_at_us: n.died_at,
+        crashed_at_us: n.crashed_at,
         death_reason: n.death_reason,
         stats: n.stats.clone(),
     }
