@@ -94,7 +94,6 @@ pub use rayscope::HttpServerStats;
 use std::sync::Arc;
 
 use crate::host::HostReading;
-use crate::model::NodeState;
 use crate::snapshot::Snapshot;
 use scrape::{FamilyGroup, RegistryLabels};
 
@@ -159,8 +158,7 @@ pub fn render_node(
     host: Option<&Arc<HostReading>>,
     ctx: &RenderContext,
 ) -> Option<String> {
-    let node =
-        snapshot.nodes.iter().position(|n| n.state == NodeState::Alive && n.crashed_at_us.is_none() && *n.ip == *ip)?;
+    let node = snapshot.nodes.iter().position(|n| n.answers() && *n.ip == *ip)?;
     Some(scrape::render(snapshot, host, ctx, Some(node), COLLECTORS))
 }
 

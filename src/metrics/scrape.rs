@@ -20,7 +20,6 @@ use super::labels::Target;
 use super::shared::Rates;
 use super::RenderContext;
 use crate::host::HostReading;
-use crate::model::NodeState;
 use crate::snapshot::{NodeView, Snapshot};
 
 /// A family group: a pure function from a scrape to encoded families.
@@ -130,14 +129,7 @@ impl<'a> Scrape<'a> {
             Some(n) => (vec![&**n], n.is_head),
             // A crashed raylet (the GCS has not marked it dead yet) exports nothing, as
             // its endpoint does not answer; the GCS's own series still count it.
-            None => (
-                snap.nodes
-                    .iter()
-                    .filter(|n| n.state == NodeState::Alive && n.crashed_at_us.is_none())
-                    .map(|n| &**n)
-                    .collect(),
-                true,
-            ),
+            None => (snap.nodes.iter().filter(|n| n.answers()).map(|n| &**n).collect(), true),
         };
         // A dead head serves nothing: its cluster-wide families go with it.
         let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);

@@ -116,11 +116,11 @@ impl Engine {
                     )));
                 }
                 self.follow(Follow::CrashNode(n, "killed through the control API"));
+                // The head dies at once; any other node when its crash is noticed.
                 let node = self.model.node(n);
-                let dead_at = match node.died_at {
-                    Some(at) => at,
-                    None => self.cfg.cluster.health_check.dead_at(node.started_at, self.clock.now),
-                };
+                let crashed = node.crashed_at.unwrap_or(self.clock.now);
+                let dead_at =
+                    node.died_at.unwrap_or_else(|| self.cfg.cluster.health_check.dead_at(node.started_at, crashed));
                 Ok(ControlOutcome::NodeKilled { node_id: node.node_id.clone(), ip, dead_at_us: dead_at })
             }
             Control::RestoreNode { ip } => {

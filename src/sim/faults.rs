@@ -203,12 +203,11 @@ impl FaultState {
     }
 
     /// A restore of a crashed node's host waits until the GCS marks the old node dead
-    /// (false: no crashed node is at `n`).
-    pub(crate) fn restore_after_death(&mut self, m: &mut Model, n: NodeIdx, now: u64) -> bool {
-        let Some(entry) = self.crashed.iter_mut().find(|(c, ..)| *c == n) else { return false };
+    /// (a node that did not crash is alive: nothing to restore).
+    pub(crate) fn restore_after_death(&mut self, m: &mut Model, n: NodeIdx, now: u64) {
+        let Some(entry) = self.crashed.iter_mut().find(|(c, ..)| *c == n) else { return };
         entry.2 = true;
         log_event!(m.log, now, "node", "{} restore waits for the GCS to mark it dead", n.0);
-        true
     }
 
     /// A node dies (`failure`) or is terminated by the autoscaler (not a failure): its

@@ -49,3 +49,11 @@ pub struct NodeView {
     pub death_reason: Option<&'static str>,
     pub stats: NodeStats,
 }
+
+impl NodeView {
+    /// Alive and its raylet answering: it serves its own metrics. A crashed node the
+    /// GCS has not yet marked dead is alive but serves nothing.
+    pub fn answers(&self) -> bool {
+        self.state == NodeState::Alive && self.crashed_at_us.is_none()
+    }
+}
