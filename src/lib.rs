@@ -13,6 +13,7 @@ pub mod flow;
 pub mod host;
 pub mod metrics;
 pub mod model;
+pub mod observe;
 pub mod scheduler;
 pub mod sim;
 pub mod snapshot;

@@ -17,6 +17,7 @@ mod cluster;
 pub mod flow;
 mod jobs;
 mod nodes;
+mod observed;
 mod tables;
 mod tasks;
 
@@ -24,6 +25,7 @@ pub use actors::{ActorCount, ActorExecutorCount};
 pub use cluster::{AutoscalerTypeView, AutoscalerView, SchedulerView};
 pub use jobs::JobView;
 pub use nodes::{NodeResources, NodeView};
+pub use observed::ObservedView;
 pub use tables::{ActorRow, BundleRow, ObjectRow, PgRow, Tables, TaskRow};
 pub use tasks::{RunningCount, TaskCount};
 
@@ -77,6 +79,8 @@ pub struct Snapshot {
     pub flow: Arc<flow::Recorded>,
     /// Wall-clock instant the runner published it (serve mode), for its age.
     pub published_at: Option<std::time::Instant>,
+    /// Observe mode's own counters; `None` in a snapshot of the model.
+    pub observed: Option<Arc<ObservedView>>,
 }
 
 impl Snapshot {

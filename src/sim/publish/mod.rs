@@ -91,6 +91,7 @@ impl Engine {
             tables,
             flow: self.flow.publish(),
             published_at: None,
+            observed: None,
         }
     }
 

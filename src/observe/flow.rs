@@ -1,0 +1,558 @@
+//! Flow Insight's records of an observed job, made from Ray's task rows: the same
+//! records the model's recorder writes, so every Flow Insight view reads a real job as
+//! it reads a simulated one.
+//!
+//! Owns: turning one job's task attempts into records. The call graph comes from each
+//! task's `parent_task_id` (a call made by the driver names the driver's task); a call
+//! is submitted when its first state began, starts at `start_time_ms` on its node and
+//! worker, is requeued when an attempt failed and another followed, and ends at its
+//! last attempt's `end_time_ms`. Ray's rows carry no arguments and no `ray.get`, so an
+//! observed job has no argument waits (`Dep`) and no blocked phases: a caller waiting
+//! in `ray.get` reads as executing, and the critical path still steps into the child
+//! that ended last, which is where that wait went.
+//! Must never: place a record out of time order, or let a child's record come before
+//! its parent's submit (the replay would lose the edge); Ray's clocks are per node and
+//! in ms, so a child's times are raised to its parent's where they read earlier.
+
+use super::store::{Store, TaskEntry};
+use crate::model::Histogram;
+use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// The driver's span when Ray listed no driver task for the job.
+fn synthetic_driver(job: u32) -> u64 {
+    u64::MAX - u64::from(job)
+}
+
+/// Names interned for a snapshot (`Snapshot::names`).
+#[derive(Default)]
+pub struct Names {
+    pub all: Vec<String>,
+    index: FxHashMap<String, u32>,
+}
+
+impl Names {
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.all.push(name.to_string());
+        let i = (self.all.len() - 1) as u32;
+        self.index.insert(name.to_string(), i);
+        i
+    }
+}
+
+/// What a job's records add to the cluster-wide flow totals, by name (`None`: the
+/// driver), so a job's share can be kept and merged without rebuilding it.
+#[derive(Default)]
+pub struct Totals {
+    pub calls: BTreeMap<(Option<String>, String), u64>,
+    pub durations: BTreeMap<String, Histogram>,
+}
+
+/// The callee of a task: (kind, class, method, actor).
+fn callee(store: &Store, t: &TaskEntry) -> (TargetKind, String, String, Option<u64>) {
+    let last = t.last();
+    let name = if last.name.is_empty() { last.func_or_class_name.as_str() } else { last.name.as_str() };
+    let actor = last.actor_id.as_deref().and_then(|a| store.actor_number(a));
+    match (last.kind.as_str(), actor) {
+        ("ACTOR_TASK" | "ACTOR_CREATION_TASK", Some(a)) => {
+            let class = store.actors.get(&a).map(|r| r.class_name.clone()).filter(|c| !c.is_empty());
+            let class = class.unwrap_or_else(|| name.split('.').next().unwrap_or(name).to_string());
+            let method = name.strip_prefix(&format!("{class}.")).unwrap_or(name).to_string();
+            (TargetKind::Method, class, method, Some(a))
+        }
+        _ => (TargetKind::Function, name.to_string(), name.to_string(), None),
+    }
+}
+
+/// One span's records, before they are put in time order: (time µs, rank, depth, record).
+type Pending = (u64, u8, u32, Rec);
+
+/// Build the records of `job` from the store.
+pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRecord> {
+    let info = store.jobs.get(&job);
+    let tasks: Vec<&TaskEntry> = store.job_tasks(job).collect();
+    if info.is_none() && tasks.is_empty() {
+        return None;
+    }
+    let driver_task = tasks.iter().find(|t| t.last().is_driver()).copied();
+    let driver = driver_task.map(|t| t.id).unwrap_or_else(|| synthetic_driver(job));
+    let calls: Vec<&TaskEntry> = tasks.iter().filter(|t| !t.last().is_driver()).copied().collect();
+    let first_submit = calls.iter().filter_map(|t| t.attempts[0].submitted_ms()).min();
+    let start_ms = [info.and_then(|j| j.start_time), driver_task.and_then(|d| d.last().started_ms()), first_submit]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(0);
+    let start = store.us(start_ms);
+    let ended = info.is_some_and(|j| super::store::is_terminal_job(&j.status));
+    let end_ms = if ended {
+        info.and_then(|j| j.end_time).or_else(|| driver_task.and_then(|d| d.last().ended_ms()))
+    } else {
+        driver_task.and_then(|d| d.last().ended_ms())
+    };
+
+    let mut targets: Chunked<Target> = Chunked::default();
+    let mut frames: Vec<String> = vec!["_main".into()];
+    let mut frame_index: FxHashMap<String, u32> = FxHashMap::default();
+    frame_index.insert("_main".into(), 0);
+    let mut target_index: FxHashMap<(String, Option<u64>), u32> = FxHashMap::default();
+    targets.push(Target {
+        kind: TargetKind::Driver,
+        class: "_main".into(),
+        method: "_main".into(),
+        actor: None,
+        job,
+        level: 0,
+        flag: false,
+        frame: 0,
+    });
+    // Each call's span, its parent's, its depth and its frame, in submit order.
+    let by_id: FxHashMap<u64, &TaskEntry> = calls.iter().map(|t| (t.id, *t)).collect();
+    let mut order: Vec<&TaskEntry> = calls.clone();
+    order.sort_by_key(|t| (t.attempts[0].submitted_ms().unwrap_or(start_ms), t.id));
+    let starts = serial_starts(&order);
+    let mut pending: Vec<Pending> = Vec::with_capacity(order.len() * 3 + 2);
+    pending.push((start, 0, 0, Rec::Submit { span: driver, parent: 0, target: 0, t: start, arg_bytes: 0 }));
+    let driver_node = info
+        .and_then(|j| store.driver_slot(j))
+        .or_else(|| driver_task.and_then(|d| d.last().node_id.as_deref()).and_then(|n| store.node_slot(n)))
+        .unwrap_or(0);
+    let driver_pid = driver_task.and_then(|d| d.last().worker_pid).unwrap_or(0);
+    pending.push((start, 1, 0, Rec::Begin { span: driver, t: start, node: driver_node, pid: driver_pid }));
+    // (submit µs, first start µs, depth, frame) per span, for the children's clamps.
+    let mut placed: FxHashMap<u64, (u64, u64, u32, u32)> = FxHashMap::default();
+    placed.insert(driver, (start, start, 0, 0));
+    let mut edges: BTreeMap<(u32, u32), EdgeAgg> = BTreeMap::new();
+    let mut dropped_parents = 0u64;
+    // Each placed call's (caller span, depth, submit µs), for the argument waits.
+    let mut parents: FxHashMap<u64, (u64, u32, u64)> = FxHashMap::default();
+    // Parents first: a child may have been seen before its parent, but was submitted
+    // after it started; resolve parents on demand.
+    let mut stack: Vec<&TaskEntry> = Vec::new();
+    for &root in &order {
+        if placed.contains_key(&root.id) {
+            continue;
+        }
+        stack.push(root);
+        while let Some(&t) = stack.last() {
+            let parent_id = t.last().parent_task_id.as_deref().and_then(|p| store.task_number(p));
+            let parent = match parent_id {
+                Some(p) if p == driver => driver,
+                Some(p) if by_id.contains_key(&p) && !placed.contains_key(&p) && !stack.iter().any(|s| s.id == p) => {
+                    stack.push(by_id[&p]);
+                    continue;
+                }
+                Some(p) if placed.contains_key(&p) => p,
+                _ => {
+                    if parent_id.is_some() {
+                        dropped_parents += 1;
+                    }
+                    driver
+                }
+            };
+            stack.pop();
+            let (p_submit, p_start, p_depth, p_frame) = placed[&parent];
+            let (kind, class, method, actor) = callee(store, t);
+            let frame_name = match kind {
+                TargetKind::Method => format!("{class}.{method}"),
+                _ => class.clone(),
+            };
+            let frame = *frame_index.entry(frame_name.clone()).or_insert_with(|| {
+                frames.push(frame_name.clone());
+                (frames.len() - 1) as u32
+            });
+            let target = *target_index.entry((frame_name.clone(), actor)).or_insert_with(|| {
+                targets.push(Target { kind, class, method, actor, job, level: 0, flag: false, frame });
+                (targets.len() - 1) as u32
+            });
+            let first = &t.attempts[0];
+            let submit = store.us(first.submitted_ms().unwrap_or(start_ms)).max(p_submit).max(p_start);
+            let depth = p_depth + 1;
+            pending.push((submit, 0, depth, Rec::Submit { span: t.id, parent, target, t: submit, arg_bytes: 0 }));
+            let mut first_start = u64::MAX;
+            let n = t.attempts.len();
+            let mut last_t = submit;
+            for (k, a) in t.attempts.iter().enumerate() {
+                if let Some(ms) = starts.get(&(t.id, a.attempt_number)).copied().or_else(|| a.started_ms()) {
+                    let at = store.us(ms).max(last_t);
+                    first_start = first_start.min(at);
+                    let node = a.node_id.as_deref().and_then(|n| store.node_slot(n)).unwrap_or(u32::MAX);
+                    pending.push((
+                        at,
+                        1,
+                        depth,
+                        Rec::Begin { span: t.id, t: at, node, pid: a.worker_pid.unwrap_or(0) },
+                    ));
+                    last_t = at;
+                }
+                if k + 1 < n {
+                    if let Some(ms) = a.ended_ms().or(a.end_time_ms) {
+                        let at = store.us(ms).max(last_t);
+                        pending.push((at, 3, depth, Rec::Requeue { span: t.id, t: at }));
+                        last_t = at;
+                    }
+                }
+            }
+            let last = t.last();
+            let agg = edges.entry((p_frame, frame)).or_default();
+            agg.calls += 1;
+            let caller_name = (parent != driver).then(|| frames[p_frame as usize].clone());
+            *totals.calls.entry((caller_name, frame_name.clone())).or_insert(0) += 1;
+            if let Some(ms) = last.ended_ms() {
+                let at = store.us(ms).max(last_t);
+                pending.push((
+                    at,
+                    6,
+                    depth,
+                    Rec::End { span: t.id, t: at, ok: last.state == "FINISHED", return_bytes: 0 },
+                ));
+                agg.completed += 1;
+                agg.total_us += at - submit;
+                totals
+                    .durations
+                    .entry(frame_name.clone())
+                    .or_insert_with(|| Histogram::new(DURATION_BUCKETS))
+                    .observe((at - submit) as f64 / 1e6);
+            }
+            placed.insert(t.id, (submit, first_start.min(last_t), depth, frame));
+            parents.insert(t.id, (parent, depth, submit));
+        }
+    }
+    for dep in argument_waits(&order, &parents) {
+        pending.push(dep);
+    }
+    let end = end_ms.map(|ms| store.us(ms).max(pending.iter().map(|p| p.0).max().unwrap_or(start)));
+    if let Some(e) = end {
+        pending.push((
+            e,
+            6,
+            0,
+            Rec::End { span: driver, t: e, ok: info.is_none_or(|j| j.status != "FAILED"), return_bytes: 0 },
+        ));
+    }
+    for wait in get_waits(&pending) {
+        pending.push(wait);
+    }
+    // Same instant: submits (parents first), starts, argument waits, blocks and
+    // requeues, resumes, then ends (children first).
+    pending.sort_by_key(|p| (p.0, p.1, if p.1 == 6 { u32::MAX - p.2 } else { p.2 }));
+    let mut records = Chunked::default();
+    for p in pending {
+        records.push(p.3);
+    }
+    if dropped_parents > 0 {
+        tracing::debug!(job, dropped_parents, "observed calls whose caller was not kept hang off the driver");
+    }
+    let dropped = store.dropped_by_job.get(&job).copied().unwrap_or(0);
+    let recorded = order.len() as u64 + 1;
+    Some(JobRecord {
+        job,
+        job_hex: crate::model::JobId(job).hex(),
+        name: info.map(|j| j.entrypoint.clone()).filter(|e| !e.is_empty()).unwrap_or_else(|| format!("job {job}")),
+        start_us: start,
+        end_us: end,
+        driver,
+        calls: recorded + dropped,
+        recorded_calls: recorded,
+        records,
+        targets,
+        frames: std::sync::Arc::new(frames),
+        edges,
+    })
+}
+
+/// Overlap between an actor's consecutive calls that is the clocks' doing, not the
+/// actor's: the executor writes a call's start, the submitter its end, each in whole ms.
+const CLOCK_SLACK_MS: u64 = 2;
+
+/// Starts of actor calls raised to the end of the call before them on the same actor,
+/// where they read up to [`CLOCK_SLACK_MS`] earlier: an actor that runs one call at a
+/// time must read so (the what-ifs and the critical path rely on it).
+fn serial_starts(order: &[&TaskEntry]) -> FxHashMap<(u64, u32), u64> {
+    let mut by_actor: FxHashMap<&str, Vec<(u64, u64, u64, u32)>> = FxHashMap::default();
+    for t in order {
+        for a in &t.attempts {
+            let (Some(actor), Some(start), Some(end)) = (a.actor_id.as_deref(), a.started_ms(), a.ended_ms()) else {
+                continue;
+            };
+            by_actor.entry(actor).or_default().push((start, end, t.id, a.attempt_number));
+        }
+    }
+    let mut out = FxHashMap::default();
+    for calls in by_actor.values_mut() {
+        calls.sort_unstable();
+        for w in calls.windows(2) {
+            let (prev_end, (start, _, id, attempt)) = (w[0].1, w[1]);
+            if prev_end > start && prev_end - start <= CLOCK_SLACK_MS {
+                out.insert((id, attempt), prev_end);
+            }
+        }
+    }
+    out
+}
+
+/// Waits in `ray.get` Ray's rows imply. Ray records no `ray.get`, so a caller would
+/// read as executing while it waits. A call that outlived all of its children is read
+/// as blocked on them from its last submit until the last of them ended (the usual
+/// shape: submit, then `ray.get` the refs), and executing again after that. Work it did
+/// between its last submit and its `ray.get` reads as waiting; a caller that ended
+/// before its children (it did not wait for them all) is left as it was.
+fn get_waits(pending: &[Pending]) -> Vec<Pending> {
+    // Per span: its end and depth; per caller: its children's last submit and last end.
+    let mut end: FxHashMap<u64, (u64, u32)> = FxHashMap::default();
+    for p in pending {
+        if let Rec::End { span, t, .. } = p.3 {
+            end.insert(span, (t, p.2));
+        }
+    }
+    let mut children: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
+    for p in pending {
+        if let Rec::Submit { span, parent, t, .. } = p.3 {
+            if parent == 0 {
+                continue;
+            }
+            let child_end = end.get(&span).map(|e| e.0);
+            let c = children.entry(parent).or_insert((0, 0));
+            c.0 = c.0.max(t);
+            c.1 = match (c.1, child_end) {
+                (u64::MAX, _) | (_, None) => u64::MAX,
+                (a, Some(e)) => a.max(e),
+            };
+        }
+    }
+    let mut out = Vec::new();
+    for (caller, (last_submit, last_end)) in children {
+        let Some(&(caller_end, depth)) = end.get(&caller) else { continue };
+        if last_end == u64::MAX || caller_end < last_end {
+            continue;
+        }
+        // A µs after the last submit: the submit is part of the stretch before the wait.
+        let from = last_submit + 1;
+        if from >= last_end {
+            continue;
+        }
+        out.push((from, 3, depth, Rec::Block { span: caller, t: from }));
+        out.push((last_end, 5, depth, Rec::Unblock { span: caller, t: last_end }));
+    }
+    out
+}
+
+/// Slack on "ended by the time the arguments were ready": Ray's times are whole ms,
+/// written by different processes.
+const ARGS_SLACK_MS: u64 = 2;
+
+/// Argument waits Ray's rows imply. A call whose arguments were not ready when it was
+/// submitted stays in PENDING_ARGS_AVAIL until the last of them is; the call it waited
+/// for is then the one of the same caller, submitted before it, that ended last by
+/// that instant. Ray's rows do not name a task's arguments, so this is inferred, and
+/// only the last producer is named (the one the critical path steps into).
+fn argument_waits(order: &[&TaskEntry], parents: &FxHashMap<u64, (u64, u32, u64)>) -> Vec<Pending> {
+    // Calls by caller, in submit order, with their end (ms).
+    let mut by_caller: FxHashMap<u64, Vec<(u64, u64, Option<u64>)>> = FxHashMap::default();
+    for t in order {
+        let Some(&(parent, _, _)) = parents.get(&t.id) else { continue };
+        let submitted = t.attempts[0].submitted_ms().unwrap_or(0);
+        by_caller.entry(parent).or_default().push((t.id, submitted, t.last().ended_ms()));
+    }
+    let mut out = Vec::new();
+    for t in order {
+        let first = &t.attempts[0];
+        let (Some(asked), Some(ready)) =
+            (first.event_ms("PENDING_ARGS_AVAIL"), first.event_ms("PENDING_NODE_ASSIGNMENT"))
+        else {
+            continue;
+        };
+        if ready < asked + ARGS_SLACK_MS {
+            continue;
+        }
+        let Some(&(parent, depth, submit_us)) = parents.get(&t.id) else { continue };
+        let producer = by_caller[&parent]
+            .iter()
+            .filter(|(id, submitted, end)| {
+                *id != t.id && *submitted <= asked && end.is_some_and(|e| e > asked && e <= ready + ARGS_SLACK_MS)
+            })
+            .max_by_key(|(_, _, end)| *end)
+            .map(|(id, _, _)| *id);
+        if let Some(on) = producer {
+            out.push((submit_us, 2, depth, Rec::Dep { span: t.id, on, t: submit_us }));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::rows::{ObservedActor, ObservedJob, ObservedTask};
+    use crate::observe::store::{Change, StoreLimits};
+
+    const JOB: &str = "01000000";
+    const DRIVER: &str = "ffffffffffffffffffffffffffffffffffffffff01000000";
+
+    fn call(id: &str, parent: &str, name: &str, actor: Option<&str>, times: (u64, u64, u64)) -> Change {
+        Change::Task(ObservedTask {
+            task_id: id.into(),
+            job_id: JOB.into(),
+            name: name.into(),
+            kind: if actor.is_some() { "ACTOR_TASK" } else { "NORMAL_TASK" }.into(),
+            state: "FINISHED".into(),
+            parent_task_id: Some(parent.into()),
+            actor_id: actor.map(Into::into),
+            events: vec![("PENDING_ARGS_AVAIL".into(), times.0)],
+            start_time_ms: Some(times.1),
+            end_time_ms: Some(times.2),
+            ..Default::default()
+        })
+    }
+
+    fn store() -> Store {
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob {
+            job_id: JOB.into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(1_000),
+            end_time: Some(2_000),
+            entrypoint: "python app.py".into(),
+            ..Default::default()
+        }));
+        s.apply(&Change::Task(ObservedTask {
+            task_id: DRIVER.into(),
+            job_id: JOB.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "RUNNING".into(),
+            ..Default::default()
+        }));
+        s.apply(&Change::Actor(ObservedActor {
+            actor_id: "aa01".into(),
+            job_id: JOB.into(),
+            class_name: "Worker".into(),
+            state: "ALIVE".into(),
+            ..Default::default()
+        }));
+        // A child listed before its parent, and with a clock that reads earlier.
+        s.apply(&call("c2", "c1", "leaf", None, (1_100, 1_105, 1_150)));
+        s.apply(&call("c1", DRIVER, "Worker.process", Some("aa01"), (1_101, 1_110, 1_900)));
+        s
+    }
+
+    #[test]
+    fn parents_come_first_and_times_never_go_back() {
+        let s = store();
+        let mut totals = Totals::default();
+        let r = job_record(&s, 1, &mut totals).unwrap();
+        assert_eq!(totals.calls.get(&(None, "Worker.process".to_string())), Some(&1));
+        let recs: Vec<Rec> = r.records.iter().copied().collect();
+        assert!(recs.windows(2).all(|w| w[0].time() <= w[1].time()));
+        let submit_of = |span: u64| recs.iter().position(|r| matches!(r, Rec::Submit { span: s, .. } if *s == span));
+        let (c1, c2) = (s.task_number("c1").unwrap(), s.task_number("c2").unwrap());
+        assert!(submit_of(r.driver) < submit_of(c1) && submit_of(c1) < submit_of(c2));
+        let c2_submit = recs.iter().find_map(|r| match r {
+            Rec::Submit { span, t, parent, .. } if *span == c2 => Some((*t, *parent)),
+            _ => None,
+        });
+        assert_eq!(c2_submit, Some((110_000, c1)), "raised to its parent's start, under its parent");
+        assert_eq!(r.end_us, Some(1_000_000));
+        assert_eq!(r.frames.as_slice(), ["_main", "Worker.process", "leaf"]);
+        assert_eq!(r.edges.get(&(0, 1)).map(|e| e.calls), Some(1));
+        assert_eq!(r.edges.get(&(1, 2)).map(|e| e.calls), Some(1));
+        assert_eq!(r.target(1).actor, s.actor_number("aa01"));
+        assert_eq!((r.target(1).class.as_str(), r.target(1).method.as_str()), ("Worker", "process"));
+    }
+
+    #[test]
+    fn a_reduce_waits_for_the_map_that_ended_last_before_its_arguments_were_ready() {
+        let mut s = store();
+        let task = |id: &str, name: &str, events: &[(&str, u64)], end: u64| {
+            Change::Task(ObservedTask {
+                task_id: id.into(),
+                job_id: JOB.into(),
+                name: name.into(),
+                kind: "NORMAL_TASK".into(),
+                state: "FINISHED".into(),
+                parent_task_id: Some(DRIVER.into()),
+                events: events.iter().map(|(st, t)| (st.to_string(), *t)).collect(),
+                end_time_ms: Some(end),
+                ..Default::default()
+            })
+        };
+        s.apply(&task(
+            "m1",
+            "map",
+            &[("PENDING_ARGS_AVAIL", 1_200), ("PENDING_NODE_ASSIGNMENT", 1_200), ("RUNNING", 1_201)],
+            1_300,
+        ));
+        s.apply(&task(
+            "m2",
+            "map",
+            &[("PENDING_ARGS_AVAIL", 1_200), ("PENDING_NODE_ASSIGNMENT", 1_200), ("RUNNING", 1_201)],
+            1_400,
+        ));
+        s.apply(&task(
+            "m3",
+            "map",
+            &[("PENDING_ARGS_AVAIL", 1_200), ("PENDING_NODE_ASSIGNMENT", 1_200), ("RUNNING", 1_401)],
+            1_500,
+        ));
+        s.apply(&task(
+            "r1",
+            "reduce",
+            &[("PENDING_ARGS_AVAIL", 1_201), ("PENDING_NODE_ASSIGNMENT", 1_400), ("RUNNING", 1_401)],
+            1_450,
+        ));
+        let r = job_record(&s, 1, &mut Totals::default()).unwrap();
+        let deps: Vec<(u64, u64)> = r
+            .records
+            .iter()
+            .filter_map(|x| match x {
+                Rec::Dep { span, on, .. } => Some((*span, *on)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deps, [(s.task_number("r1").unwrap(), s.task_number("m2").unwrap())]);
+    }
+
+    #[test]
+    fn a_retried_call_is_requeued_between_its_attempts() {
+        let mut s = store();
+        let mut failed = match call("c3", DRIVER, "flaky", None, (1_200, 1_210, 1_220)) {
+            Change::Task(t) => t,
+            _ => unreachable!(),
+        };
+        failed.state = "FAILED".into();
+        s.apply(&Change::Task(failed.clone()));
+        let mut retry = failed;
+        retry.attempt_number = 1;
+        retry.state = "FINISHED".into();
+        retry.start_time_ms = Some(1_230);
+        retry.end_time_ms = Some(1_240);
+        s.apply(&Change::Task(retry));
+        let r = job_record(&s, 1, &mut Totals::default()).unwrap();
+        let span = s.task_number("c3").unwrap();
+        let mine: Vec<&Rec> = r
+            .records
+            .iter()
+            .filter(|x| match x {
+                Rec::Submit { span: v, .. }
+                | Rec::Begin { span: v, .. }
+                | Rec::Requeue { span: v, .. }
+                | Rec::End { span: v, .. } => *v == span,
+                _ => false,
+            })
+            .collect();
+        let kinds: Vec<&str> = mine
+            .iter()
+            .map(|r| match r {
+                Rec::Submit { .. } => "submit",
+                Rec::Begin { .. } => "begin",
+                Rec::Requeue { .. } => "requeue",
+                Rec::End { .. } => "end",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["submit", "begin", "requeue", "begin", "end"]);
+    }
+}

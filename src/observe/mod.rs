@@ -1,0 +1,25 @@
+//! Observe mode: the snapshot contract's second producer. It runs no engine; it reads
+//! a live Ray cluster (or a trace recorded from one) and publishes the same
+//! [`Snapshot`](crate::snapshot::Snapshot) the model's engine does, so the pages, the
+//! State API and Flow Insight read a real cluster as they read the model.
+//!
+//! Owns: the observed records and reading them from Ray's JSON (`rows.rs`), merging
+//! them under caps (`store.rs`), pull from the State and Jobs APIs (`pull.rs`), push
+//! from Ray's Event Export (`push.rs`), the trace on disk (`trace.rs`), the snapshot
+//! and Flow Insight's records made from them (`publish.rs`, `flow.rs`), and the thread
+//! that runs it all (`runner.rs`).
+//! Must never: import `sim` for anything but the handle readers already hold
+//! (`sim::runner::EngineHandle`), a reader (`metrics`, `api`, `flow`), or write to
+//! Ray: observing changes nothing on the cluster.
+
+pub mod flow;
+pub mod merge;
+pub mod publish;
+pub mod pull;
+pub mod push;
+pub mod rows;
+pub mod runner;
+pub mod store;
+pub mod trace;
+
+pub use runner::{spawn, ObserveOptions, Source};

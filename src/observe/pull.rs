@@ -1,0 +1,332 @@
+//! Pull: read a live Ray cluster through its dashboard's State and Jobs APIs.
+//!
+//! Owns: the HTTP client (timeouts, a cap on each answer's bytes, the bearer token of
+//! a cluster in token mode), one poll round, and what it asks. Each round lists nodes,
+//! jobs, actors, placement groups and objects once; tasks are listed per job, with
+//! Ray's own filter (`job_id=`), for each job that is still running, and once more
+//! after a job ends (then never again: an ended job's tasks do not change). Every
+//! listing asks for Ray's maximum, 10,000 rows; a job with more is read by state as
+//! well (its running and pending tasks first), and what Ray did not list is counted,
+//! not guessed. See docs/observe.md for what a round costs Ray.
+//! Must never: retry a request within a round (the next round is the retry), hold a
+//! whole answer past [`PullOptions::max_answer_bytes`], or stop observing because one
+//! listing failed (its error is logged and counted; the rest of the round goes on).
+
+use super::publish::ClusterInfo;
+use super::rows::{
+    read_rows, ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask, RowError,
+};
+use super::store::{is_terminal_job, job_number, Change, Store};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// Ray's State API answers at most this many rows per listing.
+pub const RAY_LIST_LIMIT: usize = 10_000;
+
+/// How to reach the cluster.
+#[derive(Clone, Debug)]
+pub struct PullOptions {
+    /// The dashboard's address, `http://HEAD:8265`.
+    pub base: String,
+    /// The bearer token of a cluster in token mode.
+    pub token: Option<String>,
+    /// Each request's whole exchange must fit in this.
+    pub timeout: Duration,
+    /// An answer larger than this is refused (10,000 detailed task rows are ~20 MB).
+    pub max_answer_bytes: u64,
+}
+
+impl PullOptions {
+    pub fn new(base: &str) -> Result<PullOptions, String> {
+        let given = base.trim();
+        let rest = given
+            .strip_prefix("http://")
+            .or_else(|| given.strip_prefix("https://"))
+            .ok_or_else(|| format!("--ray {given:?}: give the dashboard's URL, e.g. http://127.0.0.1:8265"))?;
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(format!("--ray {given:?}: the URL names no host"));
+        }
+        let base = given.trim_end_matches('/').to_string();
+        Ok(PullOptions { base, token: None, timeout: Duration::from_secs(30), max_answer_bytes: 256 << 20 })
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error("GET {path}: cannot reach Ray's dashboard: {why}")]
+    Unreachable { path: String, why: String },
+    #[error("GET {path}: Ray answered {status}: {body}")]
+    Status { path: String, status: u16, body: String },
+    #[error("GET {path}: the answer is not the JSON Ray's API writes: {why}")]
+    Shape { path: String, why: String },
+}
+
+/// The dashboard's client.
+pub struct RayClient {
+    agent: ureq::Agent,
+    opts: PullOptions,
+}
+
+impl RayClient {
+    pub fn new(opts: PullOptions) -> RayClient {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(opts.timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("rayscope/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        RayClient { agent, opts }
+    }
+
+    pub fn base(&self) -> &str {
+        &self.opts.base
+    }
+
+    /// GET a JSON document.
+    pub fn get(&self, path: &str) -> Result<Value, PullError> {
+        let url = format!("{}{path}", self.opts.base);
+        let mut req = self.agent.get(&url);
+        if let Some(t) = &self.opts.token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        let unreachable = |e: ureq::Error| PullError::Unreachable { path: path.to_string(), why: e.to_string() };
+        let mut resp = req.call().map_err(unreachable)?;
+        let status = resp.status().as_u16();
+        let body = resp.body_mut().with_config().limit(self.opts.max_answer_bytes).read_to_vec().map_err(|e| {
+            PullError::Shape {
+                path: path.to_string(),
+                why: format!("{e} (at most {} bytes are read)", self.opts.max_answer_bytes),
+            }
+        })?;
+        if status != 200 {
+            let text = String::from_utf8_lossy(&body);
+            let hint = match status {
+                401 | 403 => " (a cluster in token mode needs --token)",
+                404 => " (is this Ray's dashboard, 2.9 or newer?)",
+                _ => "",
+            };
+            return Err(PullError::Status {
+                path: path.to_string(),
+                status,
+                body: format!("{}{hint}", text.chars().take(300).collect::<String>()),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|e| PullError::Shape { path: path.to_string(), why: e.to_string() })
+    }
+
+    /// A State API listing: its rows, and how many Ray had in all.
+    pub fn list(&self, table: &str, query: &str) -> Result<(Vec<Value>, u64), PullError> {
+        let path = format!("/api/v0/{table}?limit={RAY_LIST_LIMIT}&detail=true{query}");
+        let doc = self.get(&path)?;
+        let result = doc.get("data").and_then(|d| d.get("result")).unwrap_or(&doc);
+        let rows = match result.get("result") {
+            Some(Value::Array(rows)) => rows.clone(),
+            _ => return Err(PullError::Shape { path, why: "no `data.result.result` list".into() }),
+        };
+        let total = result.get("total").and_then(Value::as_u64).unwrap_or(rows.len() as u64);
+        Ok((rows, total))
+    }
+}
+
+/// What one round did.
+#[derive(Clone, Debug, Default)]
+pub struct RoundReport {
+    pub requests: u64,
+    pub failed_requests: u64,
+    pub rows: u64,
+    pub bad_rows: u64,
+    /// Changes applied to the store (what a trace appends).
+    pub changes: Vec<Change>,
+    /// Tasks Ray had that no listing returned (past its 10,000 limit).
+    pub unlisted_tasks: u64,
+    pub took: Duration,
+    pub errors: Vec<String>,
+}
+
+/// The puller's memory between rounds.
+#[derive(Default)]
+pub struct Puller {
+    /// Jobs whose tasks were read after they ended: never asked again.
+    settled: BTreeSet<u32>,
+    pub info: Option<ClusterInfo>,
+}
+
+impl Puller {
+    /// One round: list everything, merge it into `store`.
+    pub fn round(&mut self, client: &RayClient, store: &mut Store) -> RoundReport {
+        let started = Instant::now();
+        let mut r = RoundReport::default();
+        if self.info.is_none() {
+            r.requests += 1;
+            match client.get("/api/version") {
+                Ok(v) => {
+                    self.info = Some(ClusterInfo {
+                        session_name: v.get("session_name").and_then(Value::as_str).unwrap_or("").to_string(),
+                        ray_version: v.get("ray_version").and_then(Value::as_str).unwrap_or("").to_string(),
+                    })
+                }
+                Err(e) => {
+                    r.failed_requests += 1;
+                    r.errors.push(e.to_string());
+                    r.took = started.elapsed();
+                    // Nothing else will answer either.
+                    return r;
+                }
+            }
+        }
+        self.table(client, store, &mut r, "nodes", "", |v| ObservedNode::from_row(v).map(Change::Node));
+        r.requests += 1;
+        match client.get("/api/jobs/") {
+            Ok(Value::Array(rows)) => {
+                self.apply(store, &mut r, "jobs", &rows, |v| ObservedJob::from_row(v).map(Change::Job))
+            }
+            Ok(_) => {
+                r.failed_requests += 1;
+                r.errors.push("GET /api/jobs/: not a list of jobs".into());
+            }
+            Err(e) => {
+                r.failed_requests += 1;
+                r.errors.push(e.to_string());
+            }
+        }
+        self.table(client, store, &mut r, "actors", "", |v| ObservedActor::from_row(v).map(Change::Actor));
+        self.table(client, store, &mut r, "placement_groups", "", |v| {
+            ObservedPg::from_row(v).map(Change::PlacementGroup)
+        });
+        r.requests += 1;
+        match client.list("objects", "") {
+            Ok((rows, _)) => {
+                let (good, bad) = read_rows("objects", &rows, ObservedObject::from_row);
+                r.rows += rows.len() as u64;
+                self.bad(&mut r, bad);
+                store.set_objects(good);
+            }
+            Err(e) => {
+                r.failed_requests += 1;
+                r.errors.push(e.to_string());
+            }
+        }
+        // Tasks, job by job: the running ones each round, an ended one once more.
+        let jobs: Vec<(u32, String, bool)> = store
+            .jobs
+            .iter()
+            .map(|(&n, j)| (n, j.job_id.clone(), is_terminal_job(&j.status)))
+            .filter(|(n, _, _)| !self.settled.contains(n))
+            .collect();
+        for (num, hex, ended) in jobs {
+            let ok = self.job_tasks(client, store, &mut r, &hex);
+            if ok && ended {
+                self.settled.insert(num);
+            }
+        }
+        r.took = started.elapsed();
+        r
+    }
+
+    /// A job's tasks: one listing, and by state when Ray has more than one listing holds.
+    fn job_tasks(&mut self, client: &RayClient, store: &mut Store, r: &mut RoundReport, hex: &str) -> bool {
+        // Ray leaves the driver's own task out unless asked: it is the call graph's root.
+        let filter = format!("&exclude_driver=false&filter_keys=job_id&filter_predicates=%3D&filter_values={hex}");
+        r.requests += 1;
+        let (rows, total) = match client.list("tasks", &filter) {
+            Ok(x) => x,
+            Err(e) => {
+                r.failed_requests += 1;
+                r.errors.push(e.to_string());
+                return false;
+            }
+        };
+        let mut listed = rows.len() as u64;
+        self.apply(store, r, "tasks", &rows, |v| ObservedTask::from_row(v).map(Change::Task));
+        if total > rows.len() as u64 {
+            // More than one listing holds: what is still moving matters most.
+            for state in ["RUNNING", "PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "SUBMITTED_TO_WORKER"] {
+                let by_state = format!("{filter}&filter_keys=state&filter_predicates=%3D&filter_values={state}");
+                r.requests += 1;
+                match client.list("tasks", &by_state) {
+                    Ok((rows, _)) => {
+                        listed += rows.len() as u64;
+                        self.apply(store, r, "tasks", &rows, |v| ObservedTask::from_row(v).map(Change::Task));
+                    }
+                    Err(e) => {
+                        r.failed_requests += 1;
+                        r.errors.push(e.to_string());
+                    }
+                }
+            }
+            r.unlisted_tasks += total.saturating_sub(listed);
+        }
+        job_number(hex).is_some()
+    }
+
+    fn table(
+        &mut self,
+        client: &RayClient,
+        store: &mut Store,
+        r: &mut RoundReport,
+        table: &'static str,
+        query: &str,
+        read: impl Fn(&Value) -> Result<Change, String>,
+    ) {
+        r.requests += 1;
+        match client.list(table, query) {
+            Ok((rows, _)) => self.apply(store, r, table, &rows, read),
+            Err(e) => {
+                r.failed_requests += 1;
+                r.errors.push(e.to_string());
+            }
+        }
+    }
+
+    fn apply(
+        &mut self,
+        store: &mut Store,
+        r: &mut RoundReport,
+        table: &'static str,
+        rows: &[Value],
+        read: impl Fn(&Value) -> Result<Change, String>,
+    ) {
+        r.rows += rows.len() as u64;
+        let (good, bad) = read_rows(table, rows, read);
+        self.bad(r, bad);
+        for c in good {
+            if let Some(merged) = store.apply(&c) {
+                r.changes.push(merged);
+            }
+        }
+    }
+
+    fn bad(&mut self, r: &mut RoundReport, bad: Vec<RowError>) {
+        r.bad_rows += bad.len() as u64;
+        // A few are enough to say what is wrong; a round of 10,000 bad rows logs three.
+        r.errors.extend(bad.into_iter().take(3).map(|e| e.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_must_be_http_and_name_a_host() {
+        assert_eq!(PullOptions::new("http://127.0.0.1:8265/").unwrap().base, "http://127.0.0.1:8265");
+        assert!(PullOptions::new("127.0.0.1:8265").unwrap_err().contains("give the dashboard's URL"));
+        assert!(PullOptions::new("http://").unwrap_err().contains("names no host"));
+    }
+
+    #[test]
+    fn an_unreachable_cluster_is_an_error_naming_the_request() {
+        // A port nothing listens on: bind one, then free it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut opts = PullOptions::new(&format!("http://127.0.0.1:{port}")).unwrap();
+        opts.timeout = Duration::from_secs(2);
+        let client = RayClient::new(opts);
+        let mut store = Store::new(Default::default());
+        let r = Puller::default().round(&client, &mut store);
+        assert_eq!((r.requests, r.failed_requests), (1, 1));
+        assert!(r.errors[0].starts_with("GET /api/version: cannot reach Ray's dashboard"), "{}", r.errors[0]);
+    }
+}

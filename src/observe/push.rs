@@ -1,0 +1,386 @@
+//! Push: Ray's Event Export. Each node's aggregator agent POSTs batches of events as a
+//! JSON array to the address in `RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR`;
+//! pointed at `http://RAYSCOPE/api/observe/events`, rayscope receives them.
+//!
+//! Owns: reading a batch (Ray 2.60's event shapes: ids in base64, times in RFC 3339)
+//! into the same records a poll makes, each a part of one (a definition, or some state
+//! transitions) that the store merges (`merge.rs`); the bounded queue to the observer
+//! thread ([`Inbox`]) and its counters. Event types rayscope does not use (profiles,
+//! workers) are counted and skipped.
+//! Must never: hold a batch the queue has no room for (it is refused, and Ray's agent
+//! retries it), stop at a bad event (it is counted, the rest are read), or take more
+//! than [`MAX_EVENTS`] events of one batch.
+
+use super::rows::{cut, ObservedActor, ObservedJob, ObservedNode, ObservedTask};
+use super::store::Change;
+use crate::snapshot::ObservedView;
+use base64::Engine as _;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// Batches waiting for the observer thread; past this a POST is answered 503.
+pub const QUEUED_BATCHES: usize = 64;
+/// Events read from one batch.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// What the pushes did, shared by the server (which counts refusals) and the thread.
+#[derive(Debug, Default)]
+pub struct PushCounters {
+    pub batches: AtomicU64,
+    pub events: AtomicU64,
+    pub refused_events: AtomicU64,
+    pub refused_batches: AtomicU64,
+    pub ignored_events: AtomicU64,
+}
+
+impl PushCounters {
+    pub fn fill(&self, v: &mut ObservedView) {
+        v.events_received = self.events.load(Ordering::Relaxed);
+        v.events_refused = self.refused_events.load(Ordering::Relaxed);
+        v.batches_refused = self.refused_batches.load(Ordering::Relaxed);
+    }
+}
+
+/// The server's end of the queue.
+#[derive(Clone)]
+pub struct Inbox {
+    tx: mpsc::SyncSender<Vec<Change>>,
+    pub counters: Arc<PushCounters>,
+}
+
+/// What a batch came to.
+#[derive(Debug, Default, PartialEq)]
+pub struct Accepted {
+    pub events: usize,
+    pub records: usize,
+    pub ignored: usize,
+    pub refused: usize,
+    /// The first few bad events, with why.
+    pub errors: Vec<String>,
+}
+
+/// Why a batch was refused whole.
+#[derive(Debug, PartialEq)]
+pub enum Refused {
+    /// Not a JSON array of events (400).
+    Malformed(String),
+    /// The observer is behind (503).
+    Busy,
+}
+
+impl Inbox {
+    pub fn new(tx: mpsc::SyncSender<Vec<Change>>, counters: Arc<PushCounters>) -> Inbox {
+        Inbox { tx, counters }
+    }
+
+    /// Read a batch and queue its records.
+    pub fn accept(&self, body: &[u8]) -> Result<Accepted, Refused> {
+        let parsed = parse_batch(body);
+        let (changes, accepted) = match parsed {
+            Ok(x) => x,
+            Err(why) => {
+                self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
+                return Err(Refused::Malformed(why));
+            }
+        };
+        if let Err(mpsc::TrySendError::Full(_) | mpsc::TrySendError::Disconnected(_)) = self.tx.try_send(changes) {
+            self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
+            return Err(Refused::Busy);
+        }
+        let c = &self.counters;
+        c.batches.fetch_add(1, Ordering::Relaxed);
+        c.events.fetch_add(accepted.events as u64, Ordering::Relaxed);
+        c.refused_events.fetch_add(accepted.refused as u64, Ordering::Relaxed);
+        c.ignored_events.fetch_add(accepted.ignored as u64, Ordering::Relaxed);
+        Ok(accepted)
+    }
+}
+
+/// `key` in camelCase (Ray's default) or snake_case (its
+/// `RAY_DASHBOARD_AGGREGATOR_AGENT_PRESERVE_PROTO_FIELD_NAME=1`).
+fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.get(key).or_else(|| {
+        let mut snake = String::with_capacity(key.len() + 4);
+        for c in key.chars() {
+            if c.is_ascii_uppercase() {
+                snake.push('_');
+                snake.push(c.to_ascii_lowercase());
+            } else {
+                snake.push(c);
+            }
+        }
+        v.get(&snake)
+    })
+}
+
+/// A Ray id as Event Export writes it (base64 of its bytes), as hex; Ray's nil id (all
+/// `0xff` or all 0) and an empty one are `None`.
+fn id(v: &Value, key: &str) -> Option<String> {
+    let s = field(v, key)?.as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+    let nil = bytes.is_empty() || bytes.iter().all(|b| *b == 0xff) || bytes.iter().all(|b| *b == 0) || bytes.len() > 32;
+    (!nil).then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn need_id(v: &Value, key: &str) -> Result<String, String> {
+    id(v, key).ok_or_else(|| format!("`{key}` is missing or not a base64 Ray id"))
+}
+
+/// An RFC 3339 instant as Unix ms.
+fn time_ms(v: &Value, key: &str) -> Option<u64> {
+    let s = field(v, key)?.as_str()?;
+    let t = humantime::parse_rfc3339_weak(s).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64).filter(|ms| *ms > 0)
+}
+
+fn text(v: &Value, key: &str) -> String {
+    field(v, key).and_then(Value::as_str).map(cut).unwrap_or_default()
+}
+
+fn resources(v: &Value, key: &str) -> Vec<(String, f64)> {
+    let Some(map) = field(v, key).and_then(Value::as_object) else { return Vec::new() };
+    map.iter().filter_map(|(k, n)| n.as_f64().filter(|f| f.is_finite()).map(|f| (cut(k), f))).take(64).collect()
+}
+
+fn transitions<'a>(v: &'a Value) -> impl Iterator<Item = &'a Value> + 'a {
+    field(v, "stateTransitions").and_then(Value::as_array).into_iter().flatten().take(64)
+}
+
+fn attempt(v: &Value) -> u32 {
+    field(v, "taskAttempt").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX)) as u32
+}
+
+/// One event, as a record part; `Ok(None)` for a type rayscope does not use.
+pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
+    let kind = field(e, "eventType").and_then(Value::as_str).ok_or("`eventType` is missing")?;
+    let part = |key: &str| field(e, key).ok_or_else(|| format!("{kind}: `{key}` is missing"));
+    Ok(Some(match kind {
+        "TASK_DEFINITION_EVENT" | "ACTOR_TASK_DEFINITION_EVENT" => {
+            let actor_task = kind == "ACTOR_TASK_DEFINITION_EVENT";
+            let d = part(if actor_task { "actorTaskDefinitionEvent" } else { "taskDefinitionEvent" })?;
+            let name = text(d, if actor_task { "actorTaskName" } else { "taskName" });
+            Change::Task(ObservedTask {
+                task_id: need_id(d, "taskId")?,
+                attempt_number: attempt(d),
+                job_id: need_id(d, "jobId")?,
+                func_or_class_name: name.clone(),
+                name,
+                kind: if actor_task { "ACTOR_TASK".into() } else { text(d, "taskType") },
+                parent_task_id: id(d, "parentTaskId"),
+                actor_id: id(d, "actorId"),
+                placement_group_id: id(d, "placementGroupId"),
+                required_resources: resources(d, "requiredResources"),
+                ..Default::default()
+            })
+        }
+        "TASK_LIFECYCLE_EVENT" => {
+            let d = part("taskLifecycleEvent")?;
+            let events: Vec<(String, u64)> =
+                transitions(d).filter_map(|t| Some((text(t, "state"), time_ms(t, "timestamp")?))).collect();
+            let state = super::merge::latest_state(&events).unwrap_or("").to_string();
+            let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
+            Change::Task(ObservedTask {
+                task_id: need_id(d, "taskId")?,
+                attempt_number: attempt(d),
+                job_id: need_id(d, "jobId")?,
+                node_id: id(d, "nodeId"),
+                worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
+                error_type: field(d, "rayErrorInfo")
+                    .and_then(|r| field(r, "errorType"))
+                    .and_then(Value::as_str)
+                    .map(cut),
+                start_time_ms: at("RUNNING"),
+                end_time_ms: at("FINISHED").or_else(|| at("FAILED")),
+                state,
+                events,
+                ..Default::default()
+            })
+        }
+        "ACTOR_DEFINITION_EVENT" => {
+            let d = part("actorDefinitionEvent")?;
+            Change::Actor(ObservedActor {
+                actor_id: need_id(d, "actorId")?,
+                job_id: need_id(d, "jobId")?,
+                class_name: text(d, "className"),
+                name: text(d, "name"),
+                placement_group_id: id(d, "placementGroupId"),
+                required_resources: resources(d, "requiredResources"),
+                ..Default::default()
+            })
+        }
+        "ACTOR_LIFECYCLE_EVENT" => {
+            let d = part("actorLifecycleEvent")?;
+            let actor_id = need_id(d, "actorId")?;
+            // An actor id ends with its job's 4 bytes.
+            let job_id = actor_id.get(actor_id.len().saturating_sub(8)..).unwrap_or("").to_string();
+            let list: Vec<&Value> = transitions(d).collect();
+            let last = list.iter().max_by_key(|t| time_ms(t, "timestamp").unwrap_or(0));
+            let alive_at =
+                list.iter().filter(|t| text(t, "state") == "ALIVE").filter_map(|t| time_ms(t, "timestamp")).min();
+            let dead_at =
+                list.iter().filter(|t| text(t, "state") == "DEAD").filter_map(|t| time_ms(t, "timestamp")).max();
+            Change::Actor(ObservedActor {
+                actor_id,
+                job_id,
+                state: last.map(|t| text(t, "state")).unwrap_or_default(),
+                node_id: last.and_then(|t| id(t, "nodeId")),
+                pid: last.and_then(|t| t.get("pid")).and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
+                death_cause: dead_at.and(last.and_then(|t| field(t, "deathCause")).map(|c| cut(&c.to_string()))),
+                start_time_ms: alive_at,
+                end_time_ms: dead_at,
+                ..Default::default()
+            })
+        }
+        "DRIVER_JOB_DEFINITION_EVENT" => {
+            let d = part("driverJobDefinitionEvent")?;
+            Change::Job(ObservedJob {
+                job_id: need_id(d, "jobId")?,
+                entrypoint: text(d, "entrypoint"),
+                driver_node_id: id(d, "driverNodeId"),
+                ..Default::default()
+            })
+        }
+        "DRIVER_JOB_LIFECYCLE_EVENT" => {
+            let d = part("driverJobLifecycleEvent")?;
+            let list: Vec<(String, u64)> =
+                transitions(d).filter_map(|t| Some((text(t, "state"), time_ms(t, "timestamp")?))).collect();
+            let at = |s: &str| list.iter().find(|e| e.0 == s).map(|e| e.1);
+            let finished = at("FINISHED");
+            Change::Job(ObservedJob {
+                job_id: need_id(d, "jobId")?,
+                // Ray's driver jobs go CREATED -> FINISHED; the Jobs API calls them
+                // RUNNING and SUCCEEDED.
+                status: if finished.is_some() { "SUCCEEDED" } else { "RUNNING" }.into(),
+                start_time: at("CREATED"),
+                end_time: finished,
+                ..Default::default()
+            })
+        }
+        "NODE_DEFINITION_EVENT" => {
+            let d = part("nodeDefinitionEvent")?;
+            Change::Node(ObservedNode {
+                node_id: need_id(d, "nodeId")?,
+                node_ip: text(d, "nodeIpAddress"),
+                node_name: text(d, "nodeName"),
+                start_time_ms: time_ms(d, "startTimestamp"),
+                ..Default::default()
+            })
+        }
+        "NODE_LIFECYCLE_EVENT" => {
+            let d = part("nodeLifecycleEvent")?;
+            let list: Vec<&Value> = transitions(d).collect();
+            let last = list.iter().max_by_key(|t| time_ms(t, "timestamp").unwrap_or(0));
+            let resources_total = last.map(|t| resources(t, "resources")).unwrap_or_default();
+            let state = last.map(|t| text(t, "state")).unwrap_or_default();
+            Change::Node(ObservedNode {
+                node_id: need_id(d, "nodeId")?,
+                is_head_node: resources_total.iter().any(|(r, _)| r == "node:__internal_head__"),
+                end_time_ms: (state == "DEAD").then(|| last.and_then(|t| time_ms(t, "timestamp"))).flatten(),
+                state_message: last.and_then(|t| field(t, "deathInfo")).map(|d| cut(&d.to_string())),
+                state,
+                resources_total,
+                ..Default::default()
+            })
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Read a whole batch: a JSON array of events.
+pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), String> {
+    let doc: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let Value::Array(events) = doc else {
+        return Err("the body must be a JSON array of events, as Ray's Event Export posts".into());
+    };
+    if events.len() > MAX_EVENTS {
+        return Err(format!("{} events in one batch; at most {MAX_EVENTS} are taken", events.len()));
+    }
+    let mut out = Accepted { events: events.len(), ..Default::default() };
+    let mut changes = Vec::with_capacity(events.len());
+    for (i, e) in events.iter().enumerate() {
+        match read_event(e) {
+            Ok(Some(c)) => changes.push(c),
+            Ok(None) => out.ignored += 1,
+            Err(why) => {
+                out.refused += 1;
+                if out.errors.len() < 3 {
+                    out.errors.push(format!("event {i}: {why}"));
+                }
+            }
+        }
+    }
+    out.records = changes.len();
+    Ok((changes, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn b64(hex: &str) -> String {
+        let bytes: Vec<u8> =
+            (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn rays_task_events_become_a_task_and_its_times() {
+        let task = "00c58351c7aa5e6858382e03be3112972466a47501000000";
+        let body = json!([
+            {"eventType": "ACTOR_TASK_DEFINITION_EVENT", "actorTaskDefinitionEvent": {
+                "taskId": b64(task), "actorTaskName": "Worker.process", "jobId": "AQAAAA==",
+                "actorId": b64("58382e03be3112972466a47501000000"), "parentTaskId": b64("7b05265d191651022286b291fb5364cc7971fc8801000000"),
+                "placementGroupId": "////////////////////////", "taskAttempt": 0, "requiredResources": {"CPU": 1.0}}},
+            {"eventType": "TASK_LIFECYCLE_EVENT", "taskLifecycleEvent": {"taskId": b64(task), "jobId": "AQAAAA==",
+                "taskAttempt": 0, "nodeId": "", "workerPid": 0, "stateTransitions": [
+                {"state": "PENDING_ARGS_AVAIL", "timestamp": "2026-11-27T04:04:21.939432763Z"},
+                {"state": "RUNNING", "timestamp": "2026-11-27T04:04:22.000000000Z"},
+                {"state": "FINISHED", "timestamp": "2026-11-27T04:04:22.500Z"}]}},
+            {"eventType": "TASK_PROFILE_EVENT", "taskProfileEvents": {}},
+            {"eventType": "TASK_LIFECYCLE_EVENT"},
+        ]);
+        let (changes, acc) = parse_batch(body.to_string().as_bytes()).unwrap();
+        assert_eq!((acc.events, acc.records, acc.ignored, acc.refused), (4, 2, 1, 1));
+        assert_eq!(acc.errors, ["event 3: TASK_LIFECYCLE_EVENT: `taskLifecycleEvent` is missing"]);
+        let mut store = super::super::store::Store::new(Default::default());
+        for c in &changes {
+            store.apply(c);
+        }
+        let t = store.tasks.values().next().unwrap().last().clone();
+        assert_eq!(t.task_id, task);
+        assert_eq!(t.job_id, "01000000");
+        assert_eq!(t.name, "Worker.process");
+        assert_eq!(t.placement_group_id, None, "Ray's nil id");
+        assert_eq!(t.state, "FINISHED");
+        let base = 1_795_752_261_000u64; // 2026-11-27T04:04:21Z
+        assert_eq!(
+            (t.submitted_ms(), t.started_ms(), t.ended_ms()),
+            (Some(base + 939), Some(base + 1000), Some(base + 1500))
+        );
+    }
+
+    #[test]
+    fn snake_case_fields_read_as_camel_case_ones() {
+        let e = json!({"event_type": "DRIVER_JOB_DEFINITION_EVENT",
+            "driver_job_definition_event": {"job_id": "AQAAAA==", "entrypoint": "python x.py"}});
+        let Some(Change::Job(j)) = read_event(&e).unwrap() else { panic!("a job") };
+        assert_eq!((j.job_id.as_str(), j.entrypoint.as_str()), ("01000000", "python x.py"));
+    }
+
+    #[test]
+    fn a_batch_that_is_not_a_list_is_refused_whole() {
+        assert!(parse_batch(b"{}").unwrap_err().contains("JSON array"));
+        assert!(parse_batch(b"[{").unwrap_err().starts_with("the body is not JSON"));
+    }
+
+    #[test]
+    fn a_full_queue_refuses_the_batch() {
+        let (tx, _rx) = mpsc::sync_channel(1);
+        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
+        assert!(inbox.accept(b"[]").is_ok());
+        assert_eq!(inbox.accept(b"[]"), Err(Refused::Busy));
+        assert_eq!(inbox.counters.refused_batches.load(Ordering::Relaxed), 1);
+    }
+}

@@ -1,0 +1,469 @@
+//! What rayscope keeps of a live Ray cluster's records, read from Ray's State and Jobs
+//! APIs (pull) or its Event Export (push), and written as they are to a trace.
+//!
+//! Owns: the observed record types (a task attempt, an actor, a node, a job, a
+//! placement group, an object) and reading them from Ray's JSON rows. Each type holds
+//! only the fields a view or the replay uses, under Ray's own names, so a trace line is
+//! a trimmed State API row. Times are Unix milliseconds, as Ray writes them.
+//! Must never: trust a row (a missing id is an error naming the field; a missing time
+//! or count is absent, not zero), or keep a string it was not asked to (a row's
+//! unbounded fields, such as error messages, are cut to [`MAX_TEXT`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The longest free text kept of one field (error messages, entrypoints, death causes).
+pub const MAX_TEXT: usize = 2_000;
+
+/// One attempt of one task, as `GET /api/v0/tasks?detail=true` lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedTask {
+    pub task_id: String,
+    #[serde(default)]
+    pub attempt_number: u32,
+    pub job_id: String,
+    /// `Class.method`, the function's name, or a name the program gave it.
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub func_or_class_name: String,
+    /// NORMAL_TASK, ACTOR_CREATION_TASK, ACTOR_TASK or DRIVER_TASK.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_resources: Vec<(String, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time_ms: Option<u64>,
+    /// Each state the attempt entered, with when: Ray's `events`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<(String, u64)>,
+}
+
+/// One actor, as `GET /api/v0/actors?detail=true` lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedActor {
+    pub actor_id: String,
+    pub job_id: String,
+    #[serde(default)]
+    pub class_name: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group_id: Option<String>,
+    #[serde(default)]
+    pub num_restarts: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_resources: Vec<(String, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub death_cause: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time_ms: Option<u64>,
+}
+
+/// One node, as `GET /api/v0/nodes?detail=true` lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedNode {
+    pub node_id: String,
+    #[serde(default)]
+    pub node_ip: String,
+    #[serde(default)]
+    pub is_head_node: bool,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources_total: Vec<(String, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_message: Option<String>,
+}
+
+/// One job, as the Jobs API (`GET /api/jobs/`) lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedJob {
+    pub job_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
+    #[serde(default)]
+    pub entrypoint: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_node_id: Option<String>,
+    /// The driver's node by address, where Ray names no node id (`driver_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_ip: Option<String>,
+}
+
+/// A bundle's resources, and the node it is placed on.
+pub type ObservedBundle = (Vec<(String, f64)>, Option<String>);
+
+/// One placement group, as `GET /api/v0/placement_groups?detail=true` lists it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedPg {
+    pub placement_group_id: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub creator_job_id: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub strategy: String,
+    /// Each bundle's resources and the node it is placed on.
+    #[serde(default)]
+    pub bundles: Vec<ObservedBundle>,
+}
+
+/// One object, as `GET /api/v0/objects?detail=true` lists it (the latest listing only:
+/// objects are not traced).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedObject {
+    pub object_id: String,
+    #[serde(default)]
+    pub object_size: Option<u64>,
+    #[serde(default)]
+    pub task_status: String,
+    #[serde(default)]
+    pub ip: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub reference_type: String,
+}
+
+/// Why a row could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{table} row {index}: {problem}")]
+pub struct RowError {
+    pub table: &'static str,
+    pub index: usize,
+    pub problem: String,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(cut(s)),
+        Value::Null => None,
+        other => Some(cut(&other.to_string())),
+    }
+}
+
+/// `s` cut to [`MAX_TEXT`] bytes, on a character boundary.
+pub fn cut(s: &str) -> String {
+    if s.len() <= MAX_TEXT {
+        return s.to_string();
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// A required id: present, a non-empty string of hex digits no longer than Ray's longest.
+fn id(v: &Value, key: &str) -> Result<String, String> {
+    match v.get(key) {
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(s.to_ascii_lowercase())
+        }
+        Some(Value::String(s)) => {
+            Err(format!("`{key}` is not a Ray id: {:?}", cut(s).chars().take(80).collect::<String>()))
+        }
+        Some(other) => Err(format!("`{key}` must be a string, got {}", kind_of(other))),
+        None => Err(format!("`{key}` is missing")),
+    }
+}
+
+/// An optional id: absent, null, empty or Ray's nil (all `f`s or all `0`s) is `None`.
+fn opt_id(v: &Value, key: &str) -> Option<String> {
+    let s = v.get(key)?.as_str()?;
+    let nil = s.is_empty() || s.bytes().all(|b| b == b'f' || b == b'F') || s.bytes().all(|b| b == b'0');
+    (!nil && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit())).then(|| s.to_ascii_lowercase())
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A non-negative whole number (Ray writes times in ms as integers, sizes as integers,
+/// some as floats).
+fn num(v: &Value, key: &str) -> Option<u64> {
+    let n = v.get(key)?;
+    n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)).filter(|n| *n > 0)
+}
+
+fn resources(v: &Value, key: &str) -> Vec<(String, f64)> {
+    let Some(map) = v.get(key).and_then(Value::as_object) else { return Vec::new() };
+    map.iter().filter_map(|(k, n)| n.as_f64().filter(|f| f.is_finite()).map(|f| (cut(k), f))).take(64).collect()
+}
+
+/// The attempt's state transitions: Ray's `events`, `[{"state": .., "created_ms": ..}]`.
+fn events(v: &Value) -> Vec<(String, u64)> {
+    let Some(list) = v.get("events").and_then(Value::as_array) else { return Vec::new() };
+    list.iter().filter_map(|e| Some((text(e, "state")?, num(e, "created_ms")?))).take(32).collect()
+}
+
+impl ObservedTask {
+    pub fn from_row(v: &Value) -> Result<ObservedTask, String> {
+        Ok(ObservedTask {
+            task_id: id(v, "task_id")?,
+            attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
+            job_id: id(v, "job_id")?,
+            name: text(v, "name").unwrap_or_default(),
+            func_or_class_name: text(v, "func_or_class_name").unwrap_or_default(),
+            kind: text(v, "type").unwrap_or_default(),
+            state: text(v, "state").unwrap_or_default(),
+            parent_task_id: opt_id(v, "parent_task_id"),
+            actor_id: opt_id(v, "actor_id"),
+            node_id: opt_id(v, "node_id"),
+            worker_pid: num(v, "worker_pid").map(|p| p.min(u64::from(u32::MAX)) as u32),
+            placement_group_id: opt_id(v, "placement_group_id"),
+            required_resources: resources(v, "required_resources"),
+            error_type: text(v, "error_type"),
+            creation_time_ms: num(v, "creation_time_ms"),
+            start_time_ms: num(v, "start_time_ms"),
+            end_time_ms: num(v, "end_time_ms"),
+            events: events(v),
+        })
+    }
+
+    /// When it was submitted: its first state's time, else its creation time.
+    pub fn submitted_ms(&self) -> Option<u64> {
+        self.events.iter().map(|e| e.1).min().or(self.creation_time_ms).or(self.start_time_ms)
+    }
+
+    /// When it started running: Ray's `start_time_ms`, else its RUNNING event.
+    pub fn started_ms(&self) -> Option<u64> {
+        self.start_time_ms.or_else(|| self.event_ms("RUNNING"))
+    }
+
+    /// When it ended: Ray's `end_time_ms`, else its FINISHED or FAILED event.
+    pub fn ended_ms(&self) -> Option<u64> {
+        if !self.is_terminal() {
+            return None;
+        }
+        self.end_time_ms.or_else(|| self.event_ms("FINISHED")).or_else(|| self.event_ms("FAILED"))
+    }
+
+    pub fn event_ms(&self, state: &str) -> Option<u64> {
+        self.events.iter().find(|e| e.0 == state).map(|e| e.1)
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.state == "FINISHED" || self.state == "FAILED"
+    }
+
+    pub fn is_driver(&self) -> bool {
+        self.kind == "DRIVER_TASK"
+    }
+}
+
+impl ObservedActor {
+    pub fn from_row(v: &Value) -> Result<ObservedActor, String> {
+        Ok(ObservedActor {
+            actor_id: id(v, "actor_id")?,
+            job_id: id(v, "job_id")?,
+            class_name: text(v, "class_name").unwrap_or_default(),
+            state: text(v, "state").unwrap_or_default(),
+            name: text(v, "name").unwrap_or_default(),
+            node_id: opt_id(v, "node_id").or_else(|| v.get("address").and_then(|a| opt_id(a, "raylet_id"))),
+            pid: num(v, "pid").map(|p| p.min(u64::from(u32::MAX)) as u32),
+            placement_group_id: opt_id(v, "placement_group_id"),
+            num_restarts: num(v, "num_restarts").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
+            required_resources: resources(v, "required_resources"),
+            death_cause: v.get("death_cause").filter(|d| !d.is_null()).map(|d| cut(&d.to_string())),
+            start_time_ms: num(v, "start_time"),
+            end_time_ms: num(v, "end_time"),
+        })
+    }
+}
+
+impl ObservedNode {
+    pub fn from_row(v: &Value) -> Result<ObservedNode, String> {
+        Ok(ObservedNode {
+            node_id: id(v, "node_id")?,
+            node_ip: text(v, "node_ip").unwrap_or_default(),
+            is_head_node: v.get("is_head_node").and_then(Value::as_bool).unwrap_or(false),
+            state: text(v, "state").unwrap_or_default(),
+            node_name: text(v, "node_name").unwrap_or_default(),
+            resources_total: resources(v, "resources_total"),
+            start_time_ms: num(v, "start_time_ms"),
+            end_time_ms: num(v, "end_time_ms"),
+            state_message: text(v, "state_message"),
+        })
+    }
+}
+
+impl ObservedJob {
+    pub fn from_row(v: &Value) -> Result<ObservedJob, String> {
+        Ok(ObservedJob {
+            job_id: id(v, "job_id")?,
+            submission_id: text(v, "submission_id"),
+            entrypoint: text(v, "entrypoint").unwrap_or_default(),
+            status: text(v, "status").unwrap_or_default(),
+            message: text(v, "message").unwrap_or_default(),
+            start_time: num(v, "start_time"),
+            end_time: num(v, "end_time"),
+            driver_node_id: opt_id(v, "driver_node_id")
+                .or_else(|| v.get("driver_info").and_then(|d| opt_id(d, "node_id"))),
+            driver_ip: v.get("driver_info").and_then(|d| text(d, "node_ip_address")),
+        })
+    }
+}
+
+impl ObservedPg {
+    pub fn from_row(v: &Value) -> Result<ObservedPg, String> {
+        let bundles = v
+            .get("bundles")
+            .and_then(Value::as_array)
+            .map(|bs| bs.iter().take(1024).map(|b| (resources(b, "unit_resources"), opt_id(b, "node_id"))).collect())
+            .unwrap_or_default();
+        Ok(ObservedPg {
+            placement_group_id: id(v, "placement_group_id")?,
+            name: text(v, "name").unwrap_or_default(),
+            creator_job_id: opt_id(v, "creator_job_id").unwrap_or_default(),
+            state: text(v, "state").unwrap_or_default(),
+            strategy: text(v, "strategy").unwrap_or_default(),
+            bundles,
+        })
+    }
+}
+
+impl ObservedObject {
+    pub fn from_row(v: &Value) -> Result<ObservedObject, String> {
+        Ok(ObservedObject {
+            object_id: id(v, "object_id")?,
+            object_size: num(v, "object_size"),
+            task_status: text(v, "task_status").unwrap_or_default(),
+            ip: text(v, "ip").unwrap_or_default(),
+            pid: num(v, "pid").map(|p| p.min(u64::from(u32::MAX)) as u32),
+            reference_type: text(v, "reference_type").unwrap_or_default(),
+        })
+    }
+}
+
+/// Read every row of a table, keeping the good ones: a bad row is an error naming its
+/// table, position and field, and the rest are still read.
+pub fn read_rows<T>(
+    table: &'static str,
+    rows: &[Value],
+    read: impl Fn(&Value) -> Result<T, String>,
+) -> (Vec<T>, Vec<RowError>) {
+    let mut good = Vec::with_capacity(rows.len());
+    let mut bad = Vec::new();
+    for (index, row) in rows.iter().enumerate() {
+        match read(row) {
+            Ok(r) => good.push(r),
+            Err(problem) => bad.push(RowError { table, index, problem }),
+        }
+    }
+    (good, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_task_row_keeps_rays_fields_and_reads_its_times() {
+        let row = json!({
+            "task_id": "AB01", "attempt_number": 1, "job_id": "01000000", "name": "Worker.process",
+            "func_or_class_name": "Worker.process", "type": "ACTOR_TASK", "state": "FINISHED",
+            "parent_task_id": "ffffffffffffffffffffffffffffffffffffffff01000000", "actor_id": "cd02",
+            "node_id": "ee03", "worker_pid": 1234, "required_resources": {"CPU": 1.0},
+            "creation_time_ms": 100, "start_time_ms": 120, "end_time_ms": 180,
+            "events": [{"state": "PENDING_ARGS_AVAIL", "created_ms": 100}, {"state": "RUNNING", "created_ms": 120}],
+            "error_message": "ignored"
+        });
+        let t = ObservedTask::from_row(&row).unwrap();
+        assert_eq!(t.task_id, "ab01", "ids are kept lower case");
+        assert_eq!(
+            t.parent_task_id.as_deref(),
+            Some("ffffffffffffffffffffffffffffffffffffffff01000000"),
+            "the driver's task"
+        );
+        assert_eq!(
+            opt_id(&json!({"p": "ffffffffffffffffffffffffffffffffffffffffffffffff"}), "p"),
+            None,
+            "Ray's nil id"
+        );
+        assert_eq!((t.submitted_ms(), t.started_ms(), t.ended_ms()), (Some(100), Some(120), Some(180)));
+        assert_eq!(t.required_resources, vec![("CPU".to_string(), 1.0)]);
+        let back: ObservedTask = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t, "a trace line reads back as the row it was");
+    }
+
+    #[test]
+    fn a_bad_row_names_its_field_and_the_rest_are_read() {
+        let rows = vec![
+            json!({"task_id": "aa", "job_id": "01000000"}),
+            json!({"job_id": "01000000"}),
+            json!({"task_id": 7, "job_id": "01000000"}),
+            json!({"task_id": "not hex!", "job_id": "01000000"}),
+        ];
+        let (good, bad) = read_rows("tasks", &rows, ObservedTask::from_row);
+        assert_eq!(good.len(), 1);
+        let msgs: Vec<String> = bad.iter().map(|e| e.to_string()).collect();
+        assert_eq!(msgs[0], "tasks row 1: `task_id` is missing");
+        assert_eq!(msgs[1], "tasks row 2: `task_id` must be a string, got a number");
+        assert!(msgs[2].starts_with("tasks row 3: `task_id` is not a Ray id"), "{}", msgs[2]);
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_character_boundary() {
+        let long = "é".repeat(MAX_TEXT);
+        let c = cut(&long);
+        assert!(c.len() <= MAX_TEXT && c.chars().all(|ch| ch == 'é'));
+    }
+
+    #[test]
+    fn an_unfinished_task_has_no_end_even_if_ray_wrote_one() {
+        let t = ObservedTask { state: "RUNNING".into(), end_time_ms: Some(5), ..Default::default() };
+        assert_eq!(t.ended_ms(), None);
+    }
+}

@@ -1,0 +1,271 @@
+//! The observer's thread: poll Ray (or read a trace once), take pushed events, record
+//! what changed, publish snapshots.
+//!
+//! Owns: the loop and its pace (a poll every `poll_every`; pushed batches are applied
+//! as they come and published at most every [`PUSH_PUBLISH_EVERY`]), the counters
+//! behind `rayscope_observe_*`, and the handle readers hold
+//! ([`EngineHandle::producer`]). Logs a failing poll once per change of its error, not
+//! once per round.
+//! Must never: block a reader (snapshots go through the same `ArcSwap` the engine's
+//! do), or hold more than the store's caps.
+
+use super::publish::{snapshot, ClusterInfo, FlowCache};
+use super::pull::{PullOptions, Puller, RayClient};
+use super::push::{Inbox, PushCounters};
+use super::store::{Store, StoreLimits};
+use super::trace::{self, Header, TraceLimits, TraceWriter};
+use crate::sim::runner::EngineHandle;
+use crate::snapshot::{ObservedView, Snapshot};
+use arc_swap::ArcSwap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Pushed batches are published at most this often.
+pub const PUSH_PUBLISH_EVERY: Duration = Duration::from_millis(500);
+
+/// Why every control request is refused in observe mode.
+pub const REFUSAL: &str = "rayscope is observing a live Ray cluster (rayscope observe): it changes nothing there; \
+     submit, stop and kill through Ray itself";
+
+/// Where the records come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A live cluster's dashboard.
+    Ray(PullOptions),
+    /// A trace recorded earlier (`--record`), read once.
+    Trace(PathBuf),
+    /// Only what Ray's Event Export pushes (no polls).
+    Push,
+}
+
+#[derive(Clone, Debug)]
+pub struct ObserveOptions {
+    pub source: Source,
+    pub poll_every: Duration,
+    pub limits: StoreLimits,
+    /// `--record DIR`: append what changed to a trace there.
+    pub record: Option<(PathBuf, TraceLimits)>,
+}
+
+impl ObserveOptions {
+    pub fn new(source: Source) -> ObserveOptions {
+        ObserveOptions { source, poll_every: Duration::from_secs(2), limits: StoreLimits::default(), record: None }
+    }
+}
+
+/// A running observer.
+pub struct Observer {
+    pub handle: EngineHandle,
+    /// Where pushed events go (live clusters only).
+    pub inbox: Option<Inbox>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Start observing. A trace is read before this returns (its errors are returned); a
+/// live cluster is polled once before it returns, so the first snapshot has what Ray
+/// said (or, if Ray did not answer, says nothing and the error is logged).
+pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    match opts.source.clone() {
+        Source::Trace(dir) => {
+            let snap = trace_snapshot(&dir, opts.limits)?;
+            let out = Arc::new(ArcSwap::from_pointee(snap));
+            Ok(Observer { handle: EngineHandle::producer(out, stop, None, REFUSAL), inbox: None })
+        }
+        source @ (Source::Ray(_) | Source::Push) => {
+            let (client, mode, text) = match source {
+                Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base),
+                _ => (None, "push", "Ray's Event Export".to_string()),
+            };
+            let mut state = Loop {
+                client,
+                store: Store::new(opts.limits),
+                puller: Puller::default(),
+                cache: FlowCache::default(),
+                writer: None,
+                record: opts.record.clone(),
+                view: ObservedView { mode, source: text, ..Default::default() },
+                last_error: None,
+                seq: 0,
+                push: Arc::new(PushCounters::default()),
+            };
+            state.poll();
+            let out = Arc::new(ArcSwap::from_pointee(state.publish()));
+            let (tx, rx) = mpsc::sync_channel(super::push::QUEUED_BATCHES);
+            let inbox = Inbox::new(tx, state.push.clone());
+            let (out2, stop2) = (out.clone(), stop.clone());
+            let every = opts.poll_every;
+            std::thread::Builder::new()
+                .name("rayscope-observe".into())
+                .spawn(move || state.run(every, rx, out2, stop2))
+                .map_err(|e| format!("cannot start the observer thread: {e}"))?;
+            // The thread is not joined at shutdown: a poll may be waiting on Ray for its
+            // whole timeout, and every trace line is already written whole.
+            Ok(Observer { handle: EngineHandle::producer(out, stop, None, REFUSAL), inbox: Some(inbox) })
+        }
+    }
+}
+
+/// The snapshot of a recorded trace: every job it holds, as of its newest record.
+pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snapshot, String> {
+    let (store, read) = trace::read(dir, limits)?;
+    for bad in &read.bad_lines {
+        tracing::warn!(line = %bad, "trace line skipped");
+    }
+    tracing::info!(
+        trace = %dir.display(),
+        segments = read.segments,
+        records = read.lines,
+        jobs = store.jobs.len(),
+        tasks = store.attempts(),
+        "trace read"
+    );
+    let info =
+        ClusterInfo { session_name: read.header.session_name.clone(), ray_version: read.header.ray_version.clone() };
+    let mut snap = snapshot(&store, &info, &mut FlowCache::default(), 0, read.last_ms);
+    snap.observed = Some(Arc::new(ObservedView {
+        mode: "trace",
+        source: dir.display().to_string(),
+        zero_unix_ms: store.zero_ms,
+        rows_read: read.lines,
+        bad_rows: read.bad_count,
+        tasks_held: store.attempts() as u64,
+        tasks_forgotten: store.forgotten_tasks,
+        ..Default::default()
+    }));
+    Ok(snap)
+}
+
+struct Loop {
+    /// `None`: push only.
+    client: Option<RayClient>,
+    store: Store,
+    puller: Puller,
+    cache: FlowCache,
+    writer: Option<TraceWriter>,
+    record: Option<(PathBuf, TraceLimits)>,
+    view: ObservedView,
+    last_error: Option<String>,
+    seq: u64,
+    push: Arc<PushCounters>,
+}
+
+impl Loop {
+    fn run(
+        mut self,
+        every: Duration,
+        rx: mpsc::Receiver<Vec<super::store::Change>>,
+        out: Arc<ArcSwap<Snapshot>>,
+        stop: Arc<AtomicBool>,
+    ) {
+        let mut next_poll = Instant::now() + every;
+        let mut dirty_since: Option<Instant> = None;
+        while !stop.load(Ordering::Relaxed) {
+            let wait = next_poll.saturating_duration_since(Instant::now()).min(Duration::from_millis(100));
+            match rx.recv_timeout(wait) {
+                Ok(batch) => {
+                    let changed: Vec<_> = batch.iter().filter_map(|c| self.store.apply(c)).collect();
+                    self.record(&changed);
+                    if !changed.is_empty() {
+                        dirty_since.get_or_insert_with(Instant::now);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            if Instant::now() >= next_poll {
+                self.poll();
+                out.store(Arc::new(self.publish()));
+                dirty_since = None;
+                next_poll = Instant::now() + every;
+            } else if dirty_since.is_some_and(|t| t.elapsed() >= PUSH_PUBLISH_EVERY) {
+                out.store(Arc::new(self.publish()));
+                dirty_since = None;
+            }
+        }
+    }
+
+    fn poll(&mut self) {
+        let Some(client) = &self.client else {
+            // Push only: nothing to ask, but open the trace at once when recording.
+            self.record(&[]);
+            return;
+        };
+        let r = self.puller.round(client, &mut self.store);
+        self.view.polls += 1;
+        self.view.requests += r.requests;
+        self.view.failed_requests += r.failed_requests;
+        self.view.rows_read += r.rows;
+        self.view.bad_rows += r.bad_rows;
+        self.view.unlisted_tasks = r.unlisted_tasks;
+        self.view.last_poll_seconds = r.took.as_secs_f64();
+        if r.failed_requests > 0 {
+            self.view.poll_failures += 1;
+        }
+        let first = r.errors.first().cloned();
+        if first != self.last_error {
+            match &first {
+                Some(e) => {
+                    tracing::warn!(error = %e, more = r.errors.len() - 1, "observing Ray: a poll failed in part")
+                }
+                None if self.last_error.is_some() => tracing::info!("observing Ray: polls succeed again"),
+                None => {}
+            }
+            self.last_error = first;
+        }
+        self.record(&r.changes);
+    }
+
+    fn record(&mut self, changes: &[super::store::Change]) {
+        let Some((dir, limits)) = &self.record else { return };
+        if changes.is_empty() && self.writer.is_some() {
+            return;
+        }
+        if self.writer.is_none() {
+            let info = self.puller.info.clone().unwrap_or_default();
+            let header = Header {
+                ray_version: info.ray_version,
+                session_name: info.session_name,
+                source: self.client.as_ref().map_or("Ray's Event Export", |c| c.base()).to_string(),
+                ..Default::default()
+            };
+            match TraceWriter::open(dir, *limits, header) {
+                Ok(w) => self.writer = Some(w),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot record: recording is off");
+                    self.record = None;
+                    return;
+                }
+            }
+        }
+        let Some(w) = self.writer.as_mut() else { return };
+        if let Err(e) = w.append(changes).and_then(|()| w.sync()) {
+            tracing::error!(error = %e, "cannot record: recording is off");
+            self.writer = None;
+            self.record = None;
+        }
+    }
+
+    fn publish(&mut self) -> Snapshot {
+        self.seq += 1;
+        let info = self.puller.info.clone().unwrap_or_default();
+        let mut snap = snapshot(&self.store, &info, &mut self.cache, self.seq, now_ms());
+        let mut view = self.view.clone();
+        self.push.fill(&mut view);
+        view.zero_unix_ms = self.store.zero_ms;
+        view.tasks_held = self.store.attempts() as u64;
+        view.tasks_dropped = self.store.dropped_by_job.values().sum();
+        view.tasks_forgotten = self.store.forgotten_tasks;
+        if let Some(w) = &self.writer {
+            view.trace_bytes = w.bytes();
+            view.trace_lines = w.lines;
+        }
+        snap.observed = Some(Arc::new(view));
+        snap
+    }
+}

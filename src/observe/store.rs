@@ -1,0 +1,432 @@
+//! Everything observed of one Ray cluster, merged from polls, pushed events or a trace,
+//! under caps.
+//!
+//! Owns: the observed records by Ray's ids, the dense numbers readers index them by
+//! (a node's slot, a job's number, a task's and an actor's id), which records changed
+//! (only those go to a trace), and the bounds: at most `max_tasks` task attempts and
+//! `max_jobs` jobs in memory. Past the task cap, the oldest ended jobs are forgotten
+//! whole (a trace keeps them); a job still running that alone passes it keeps its
+//! first tasks and counts the rest, as the model's Flow Insight cap does.
+//! Must never: grow past its caps, renumber what it numbered (a reader holding a
+//! snapshot's ids must find them again), or take a record's time from the wall clock.
+
+use super::merge;
+use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// The store's bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreLimits {
+    /// Task attempts kept in memory, every job together.
+    pub max_tasks: usize,
+    /// Jobs kept (the oldest ended ones go first).
+    pub max_jobs: usize,
+    /// Actors kept (the oldest dead ones go first).
+    pub max_actors: usize,
+    /// Nodes kept (the oldest dead ones go first).
+    pub max_nodes: usize,
+    /// Objects of the latest listing kept.
+    pub max_objects: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits { max_tasks: 200_000, max_jobs: 1_000, max_actors: 100_000, max_nodes: 10_000, max_objects: 10_000 }
+    }
+}
+
+/// A task's attempts, oldest first.
+#[derive(Clone, Debug, Default)]
+pub struct TaskEntry {
+    /// Its dense id (never 0: 0 is "no parent" in Flow Insight's records).
+    pub id: u64,
+    pub job: u32,
+    pub attempts: Vec<ObservedTask>,
+}
+
+impl TaskEntry {
+    pub fn last(&self) -> &ObservedTask {
+        self.attempts.last().expect("an entry holds at least one attempt")
+    }
+}
+
+/// A record that changed what the store holds: what a trace appends.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    Node(ObservedNode),
+    Job(ObservedJob),
+    Actor(ObservedActor),
+    Task(ObservedTask),
+    PlacementGroup(ObservedPg),
+}
+
+/// What was observed, merged.
+#[derive(Debug, Default)]
+pub struct Store {
+    pub limits: StoreLimits,
+    /// The Unix ms that time 0 of the snapshots stands for (set by the first record).
+    pub zero_ms: Option<u64>,
+    /// Nodes by slot; a slot is never reused.
+    pub nodes: Vec<ObservedNode>,
+    node_index: FxHashMap<String, u32>,
+    pub jobs: BTreeMap<u32, ObservedJob>,
+    /// Actors by dense id.
+    pub actors: BTreeMap<u64, ObservedActor>,
+    actor_index: FxHashMap<String, u64>,
+    next_actor: u64,
+    /// Tasks by dense id (first seen first).
+    pub tasks: BTreeMap<u64, TaskEntry>,
+    task_index: FxHashMap<String, u64>,
+    next_task: u64,
+    /// Task attempts held (the cap counts these).
+    attempts: usize,
+    /// Per job: tasks refused past the cap while it ran.
+    pub dropped_by_job: BTreeMap<u32, u64>,
+    pub placement_groups: BTreeMap<u32, ObservedPg>,
+    pg_index: FxHashMap<String, u32>,
+    /// The latest object listing, capped.
+    pub objects: Vec<ObservedObject>,
+    /// Bumped on every change, so a producer can tell whether to rebuild.
+    pub generation: u64,
+    /// Per job, the generation of its last change (its tasks, its actors, itself).
+    pub job_generation: BTreeMap<u32, u64>,
+    /// Jobs and tasks forgotten to stay under the caps.
+    pub forgotten_jobs: u64,
+    pub forgotten_tasks: u64,
+}
+
+/// A Ray job id's number: its 4 bytes, little-endian (`01000000` is job 1), as Ray and
+/// the model number jobs alike.
+pub fn job_number(hex: &str) -> Option<u32> {
+    if hex.len() != 8 {
+        return None;
+    }
+    let b = u32::from_str_radix(hex, 16).ok()?;
+    Some(b.swap_bytes())
+}
+
+impl Store {
+    pub fn new(limits: StoreLimits) -> Store {
+        Store { limits, next_actor: 1, next_task: 1, ..Default::default() }
+    }
+
+    /// Time 0 is fixed by the first record that names a time, and never moves; earlier
+    /// times read as 0.
+    pub fn anchor(&mut self, unix_ms: u64) {
+        if self.zero_ms.is_none() && unix_ms > 0 {
+            self.zero_ms = Some(unix_ms);
+        }
+    }
+
+    /// Unix ms as the snapshots' µs since time 0.
+    pub fn us(&self, unix_ms: u64) -> u64 {
+        unix_ms.saturating_sub(self.zero_ms.unwrap_or(unix_ms)).saturating_mul(1000)
+    }
+
+    pub fn node_slot(&self, node_id: &str) -> Option<u32> {
+        self.node_index.get(node_id).copied()
+    }
+
+    /// The job's driver node: by id, else the alive node (or any) at its address.
+    pub fn driver_slot(&self, job: &ObservedJob) -> Option<u32> {
+        job.driver_node_id.as_deref().and_then(|n| self.node_slot(n)).or_else(|| {
+            let ip = job.driver_ip.as_deref()?;
+            let at = |alive: bool| self.nodes.iter().position(|n| n.node_ip == ip && (!alive || n.state == "ALIVE"));
+            at(true).or_else(|| at(false)).map(|i| i as u32)
+        })
+    }
+
+    pub fn actor_number(&self, actor_id: &str) -> Option<u64> {
+        self.actor_index.get(actor_id).copied()
+    }
+
+    pub fn task_number(&self, task_id: &str) -> Option<u64> {
+        self.task_index.get(task_id).copied()
+    }
+
+    pub fn pg_number(&self, pg_id: &str) -> Option<u32> {
+        self.pg_index.get(pg_id).copied()
+    }
+
+    pub fn attempts(&self) -> usize {
+        self.attempts
+    }
+
+    /// Merge one record (a whole State API row, or the part of one a pushed event
+    /// carries); the merged record if it changed what the store holds.
+    pub fn apply(&mut self, change: &Change) -> Option<Change> {
+        let merged = match change {
+            Change::Node(n) => self.apply_node(n).map(Change::Node),
+            Change::Job(j) => self.apply_job(j).map(Change::Job),
+            Change::Actor(a) => self.apply_actor(a).map(Change::Actor),
+            Change::Task(t) => self.apply_task(t).map(Change::Task),
+            Change::PlacementGroup(p) => self.apply_pg(p).then(|| change.clone()),
+        };
+        if merged.is_some() {
+            self.generation += 1;
+            let job = match change {
+                Change::Job(j) => job_number(&j.job_id),
+                Change::Actor(a) => job_number(&a.job_id),
+                Change::Task(t) => job_number(&t.job_id),
+                Change::Node(_) | Change::PlacementGroup(_) => None,
+            };
+            if let Some(job) = job {
+                self.job_generation.insert(job, self.generation);
+            }
+        }
+        merged
+    }
+
+    fn apply_node(&mut self, n: &ObservedNode) -> Option<ObservedNode> {
+        if let Some(ms) = n.start_time_ms {
+            self.anchor(ms);
+        }
+        if let Some(&slot) = self.node_index.get(&n.node_id) {
+            let old = &mut self.nodes[slot as usize];
+            let merged = merge::node(old, n);
+            if *old == merged {
+                return None;
+            }
+            *old = merged.clone();
+            return Some(merged);
+        }
+        if self.nodes.len() >= self.limits.max_nodes {
+            // Slots are never reused (snapshots index by them): past the cap, new nodes
+            // are not listed. 10,000 is beyond any Ray cluster's size.
+            return None;
+        }
+        self.node_index.insert(n.node_id.clone(), self.nodes.len() as u32);
+        self.nodes.push(n.clone());
+        Some(n.clone())
+    }
+
+    fn apply_job(&mut self, j: &ObservedJob) -> Option<ObservedJob> {
+        let num = job_number(&j.job_id)?;
+        if let Some(ms) = j.start_time {
+            self.anchor(ms);
+        }
+        let merged = match self.jobs.get(&num) {
+            Some(old) => merge::job(old, j),
+            None => j.clone(),
+        };
+        if self.jobs.get(&num) == Some(&merged) {
+            return None;
+        }
+        self.jobs.insert(num, merged.clone());
+        self.forget_over_caps();
+        Some(merged)
+    }
+
+    fn apply_actor(&mut self, a: &ObservedActor) -> Option<ObservedActor> {
+        if let Some(&id) = self.actor_index.get(&a.actor_id) {
+            let old = self.actors.get_mut(&id).expect("indexed actors are kept");
+            let merged = merge::actor(old, a);
+            if *old == merged {
+                return None;
+            }
+            *old = merged.clone();
+            return Some(merged);
+        }
+        if self.actors.len() >= self.limits.max_actors {
+            let dead = self.actors.iter().find(|(_, a)| a.state == "DEAD").map(|(&k, _)| k);
+            match dead {
+                Some(k) => {
+                    let gone = self.actors.remove(&k).expect("found above");
+                    self.actor_index.remove(&gone.actor_id);
+                }
+                None => return None,
+            }
+        }
+        let id = self.next_actor;
+        self.next_actor += 1;
+        self.actor_index.insert(a.actor_id.clone(), id);
+        self.actors.insert(id, a.clone());
+        Some(a.clone())
+    }
+
+    fn apply_task(&mut self, t: &ObservedTask) -> Option<ObservedTask> {
+        let job = job_number(&t.job_id)?;
+        if let Some(ms) = t.submitted_ms() {
+            self.anchor(ms);
+        }
+        if let Some(&id) = self.task_index.get(&t.task_id) {
+            let entry = self.tasks.get_mut(&id).expect("indexed tasks are kept");
+            match entry.attempts.iter_mut().find(|a| a.attempt_number == t.attempt_number) {
+                Some(old) => {
+                    let merged = merge::task(old, t);
+                    if *old == merged {
+                        return None;
+                    }
+                    *old = merged.clone();
+                    return Some(merged);
+                }
+                None => {
+                    entry.attempts.push(t.clone());
+                    entry.attempts.sort_by_key(|a| a.attempt_number);
+                    self.attempts += 1;
+                }
+            }
+            return Some(t.clone());
+        }
+        if self.attempts >= self.limits.max_tasks {
+            self.forget_over_caps();
+            if self.attempts >= self.limits.max_tasks {
+                *self.dropped_by_job.entry(job).or_insert(0) += 1;
+                return None;
+            }
+        }
+        let id = self.next_task;
+        self.next_task += 1;
+        self.task_index.insert(t.task_id.clone(), id);
+        self.tasks.insert(id, TaskEntry { id, job, attempts: vec![t.clone()] });
+        self.attempts += 1;
+        Some(t.clone())
+    }
+
+    fn apply_pg(&mut self, p: &ObservedPg) -> bool {
+        if let Some(&id) = self.pg_index.get(&p.placement_group_id) {
+            let old = self.placement_groups.get_mut(&id).expect("indexed groups are kept");
+            if old == p {
+                return false;
+            }
+            *old = p.clone();
+            return true;
+        }
+        if self.placement_groups.len() >= self.limits.max_actors {
+            return false;
+        }
+        let id = self.pg_index.len() as u32;
+        self.pg_index.insert(p.placement_group_id.clone(), id);
+        self.placement_groups.insert(id, p.clone());
+        true
+    }
+
+    /// Replace the object listing (objects change too fast to merge, and are not traced).
+    pub fn set_objects(&mut self, mut objects: Vec<ObservedObject>) {
+        objects.truncate(self.limits.max_objects);
+        if objects != self.objects {
+            self.objects = objects;
+            self.generation += 1;
+        }
+    }
+
+    /// Forget the oldest ended jobs, whole, while a cap is passed.
+    fn forget_over_caps(&mut self) {
+        while self.attempts >= self.limits.max_tasks || self.jobs.len() > self.limits.max_jobs {
+            let oldest_ended = self
+                .jobs
+                .iter()
+                .filter(|(_, j)| is_terminal_job(&j.status))
+                .min_by_key(|(&n, j)| (j.end_time.unwrap_or(0), n))
+                .map(|(&n, _)| n);
+            let Some(job) = oldest_ended else { return };
+            self.forget_job(job);
+        }
+    }
+
+    fn forget_job(&mut self, job: u32) {
+        self.jobs.remove(&job);
+        self.dropped_by_job.remove(&job);
+        self.job_generation.remove(&job);
+        let ids: Vec<u64> = self.tasks.iter().filter(|(_, e)| e.job == job).map(|(&k, _)| k).collect();
+        for id in ids {
+            let e = self.tasks.remove(&id).expect("listed above");
+            self.attempts -= e.attempts.len();
+            self.forgotten_tasks += e.attempts.len() as u64;
+            self.task_index.remove(&e.last().task_id);
+        }
+        self.forgotten_jobs += 1;
+        self.generation += 1;
+    }
+
+    /// Tasks of `job`, first seen first.
+    pub fn job_tasks(&self, job: u32) -> impl Iterator<Item = &TaskEntry> + '_ {
+        self.tasks.values().filter(move |e| e.job == job)
+    }
+}
+
+pub fn is_terminal_job(status: &str) -> bool {
+    matches!(status, "SUCCEEDED" | "FAILED" | "STOPPED")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, job: &str, state: &str, t: u64) -> ObservedTask {
+        ObservedTask {
+            task_id: id.into(),
+            job_id: job.into(),
+            state: state.into(),
+            kind: "NORMAL_TASK".into(),
+            events: vec![("PENDING_ARGS_AVAIL".into(), t)],
+            ..Default::default()
+        }
+    }
+
+    fn job(id: &str, status: &str, end: Option<u64>) -> ObservedJob {
+        ObservedJob {
+            job_id: id.into(),
+            status: status.into(),
+            start_time: Some(1_000),
+            end_time: end,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn job_numbers_are_rays_little_endian_bytes() {
+        assert_eq!(job_number("01000000"), Some(1));
+        assert_eq!(job_number("0a010000"), Some(266));
+        assert_eq!(job_number("xyz"), None);
+    }
+
+    #[test]
+    fn the_same_row_twice_changes_nothing_and_ids_stay() {
+        let mut s = Store::new(StoreLimits::default());
+        assert!(s.apply(&Change::Task(task("aa", "01000000", "RUNNING", 5_000))).is_some());
+        let gen = s.generation;
+        assert!(s.apply(&Change::Task(task("aa", "01000000", "RUNNING", 5_000))).is_none());
+        assert_eq!(s.generation, gen);
+        assert!(s.apply(&Change::Task(task("aa", "01000000", "FINISHED", 5_000))).is_some());
+        assert!(
+            s.apply(&Change::Task(task("aa", "01000000", "RUNNING", 5_000))).is_none(),
+            "a stale poll never goes back"
+        );
+        assert_eq!(s.task_number("aa"), Some(1));
+        assert_eq!(s.zero_ms, Some(5_000));
+        assert_eq!(s.us(5_250), 250_000);
+    }
+
+    #[test]
+    fn past_the_cap_the_oldest_ended_job_goes_whole_and_a_running_one_is_cut() {
+        let limits = StoreLimits { max_tasks: 4, ..StoreLimits::default() };
+        let mut s = Store::new(limits);
+        s.apply(&Change::Job(job("01000000", "SUCCEEDED", Some(2_000))));
+        s.apply(&Change::Job(job("02000000", "RUNNING", None)));
+        for i in 0..3 {
+            s.apply(&Change::Task(task(&format!("a{i}"), "01000000", "FINISHED", 1_000)));
+        }
+        for i in 0..3 {
+            s.apply(&Change::Task(task(&format!("b{i}"), "02000000", "RUNNING", 3_000)));
+        }
+        assert!(!s.jobs.contains_key(&1), "the ended job made room");
+        assert_eq!(s.job_tasks(2).count(), 3);
+        for i in 3..6 {
+            s.apply(&Change::Task(task(&format!("b{i}"), "02000000", "RUNNING", 3_000)));
+        }
+        assert_eq!(s.attempts(), 4, "never past the cap");
+        assert_eq!(s.dropped_by_job.get(&2), Some(&2));
+        assert_eq!((s.forgotten_jobs, s.forgotten_tasks), (1, 3));
+    }
+
+    #[test]
+    fn a_change_reads_back_from_its_trace_line() {
+        let c = Change::Task(task("aa", "01000000", "RUNNING", 5));
+        let line = serde_json::to_string(&c).unwrap();
+        assert!(line.starts_with("{\"kind\":\"task\""), "{line}");
+        assert_eq!(serde_json::from_str::<Change>(&line).unwrap(), c);
+    }
+}

@@ -1,0 +1,365 @@
+//! A recorded history of an observed cluster: an append-only trace on disk that
+//! outlives the cluster and rayscope.
+//!
+//! Owns: the trace's layout and both ends of it. A trace is a directory of segments,
+//! `segment-000001.jsonl`, `segment-000002.jsonl`, ...; each line is one JSON record:
+//! a header (`{"kind":"header",...}`: format version, the Ray version and session,
+//! when it was opened) first in every segment, then the changes the store took, in the
+//! order it took them (`store::Change`: a node, job, actor, task attempt or placement
+//! group, as Ray wrote it, trimmed). A segment is closed at `segment_bytes` and a new
+//! one opened; past `max_bytes` in all, the oldest segments are deleted whole. Each
+//! record is written with one `write` of the whole line, so a crash can only leave the
+//! last line of the last segment torn; a reader skips a torn last line and tells which.
+//! A writer that finds segments already there starts the next one: it never appends
+//! to a file another process may have left torn.
+//! Must never: rewrite a line once written, grow past its bound, or stop a reader at
+//! a bad line (it is counted and named, the rest is read).
+
+use super::store::{Change, Store, StoreLimits};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// The trace format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// Bounds of a trace directory.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceLimits {
+    /// A segment is closed past this size.
+    pub segment_bytes: u64,
+    /// Segments are deleted, oldest first, while the directory holds more than this.
+    pub max_bytes: u64,
+}
+
+impl Default for TraceLimits {
+    fn default() -> Self {
+        TraceLimits { segment_bytes: 64 << 20, max_bytes: 1 << 30 }
+    }
+}
+
+/// The first line of every segment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format: u32,
+    pub ray_version: String,
+    pub session_name: String,
+    /// The dashboard it was read from.
+    pub source: String,
+    /// Unix ms the segment was opened.
+    pub opened_ms: u64,
+}
+
+/// One line of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Header {
+        kind: HeaderTag,
+        #[serde(flatten)]
+        header: Header,
+    },
+    Change(Box<Change>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HeaderTag {
+    Header,
+}
+
+fn segment_name(n: u64) -> String {
+    format!("segment-{n:06}.jsonl")
+}
+
+/// The segments in `dir`, oldest first, with their numbers.
+fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(n) = name.strip_prefix("segment-").and_then(|r| r.strip_suffix(".jsonl")) else { continue };
+        if let Ok(n) = n.parse::<u64>() {
+            out.push((n, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Appends to a trace directory.
+pub struct TraceWriter {
+    dir: PathBuf,
+    limits: TraceLimits,
+    header: Header,
+    file: File,
+    segment: u64,
+    written: u64,
+    /// Bytes in the directory's segments, this one included.
+    total: u64,
+    pub lines: u64,
+    pub deleted_segments: u64,
+}
+
+impl TraceWriter {
+    /// Open `dir` (made if missing) and start a new segment after any already there.
+    pub fn open(dir: &Path, limits: TraceLimits, header: Header) -> Result<TraceWriter, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: cannot create it: {e}", dir.display()))?;
+        let existing = segments(dir).map_err(|e| format!("--record {}: cannot list it: {e}", dir.display()))?;
+        let total: u64 = existing.iter().filter_map(|(_, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        let next = existing.last().map_or(1, |(n, _)| n + 1);
+        let (file, written) = open_segment(dir, next, &header)?;
+        let mut w = TraceWriter {
+            dir: dir.to_path_buf(),
+            limits,
+            header,
+            file,
+            segment: next,
+            written,
+            total: total + written,
+            lines: 0,
+            deleted_segments: 0,
+        };
+        w.enforce_bound();
+        Ok(w)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Bytes the directory's segments hold.
+    pub fn bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// Append changes, one line each; rotate and delete as the bounds say.
+    pub fn append(&mut self, changes: &[Change]) -> Result<(), String> {
+        for c in changes {
+            let mut line = serde_json::to_vec(c).map_err(|e| format!("cannot encode a trace line: {e}"))?;
+            line.push(b'\n');
+            if self.written + line.len() as u64 > self.limits.segment_bytes && self.written > 0 {
+                self.rotate()?;
+            }
+            // One write of the whole line: a crash tears at most this line.
+            self.file.write_all(&line).map_err(|e| self.io_error(e))?;
+            self.written += line.len() as u64;
+            self.total += line.len() as u64;
+            self.lines += 1;
+        }
+        self.enforce_bound();
+        Ok(())
+    }
+
+    /// Make what was appended durable (called once per round, not per line).
+    pub fn sync(&mut self) -> Result<(), String> {
+        self.file.sync_data().map_err(|e| self.io_error(e))
+    }
+
+    fn io_error(&self, e: std::io::Error) -> String {
+        format!("--record {}: {}: {e}", self.dir.display(), segment_name(self.segment))
+    }
+
+    fn rotate(&mut self) -> Result<(), String> {
+        let _ = self.file.sync_data();
+        self.segment += 1;
+        let (file, written) = open_segment(&self.dir, self.segment, &self.header)?;
+        self.file = file;
+        self.written = written;
+        self.total += written;
+        Ok(())
+    }
+
+    /// Delete the oldest segments (never the open one) while past `max_bytes`.
+    fn enforce_bound(&mut self) {
+        if self.total <= self.limits.max_bytes {
+            return;
+        }
+        let Ok(list) = segments(&self.dir) else { return };
+        for (n, path) in list {
+            if self.total <= self.limits.max_bytes || n >= self.segment {
+                break;
+            }
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if std::fs::remove_file(&path).is_ok() {
+                self.total = self.total.saturating_sub(len);
+                self.deleted_segments += 1;
+                tracing::info!(segment = %path.display(), "trace past its bound: deleted the oldest segment");
+            }
+        }
+    }
+}
+
+fn open_segment(dir: &Path, n: u64, header: &Header) -> Result<(File, u64), String> {
+    let path = dir.join(segment_name(n));
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("--record: cannot create {}: {e}", path.display()))?;
+    let opened_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let line = Line::Header { kind: HeaderTag::Header, header: Header { format: FORMAT, opened_ms, ..header.clone() } };
+    let mut text = serde_json::to_vec(&line).map_err(|e| format!("cannot encode a trace header: {e}"))?;
+    text.push(b'\n');
+    file.write_all(&text).map_err(|e| format!("--record: cannot write {}: {e}", path.display()))?;
+    Ok((file, text.len() as u64))
+}
+
+/// What reading a trace found.
+#[derive(Clone, Debug, Default)]
+pub struct TraceRead {
+    /// The newest segment's header.
+    pub header: Header,
+    pub segments: u64,
+    pub lines: u64,
+    /// Lines that were not a record (file:line and why; the first 10).
+    pub bad_lines: Vec<String>,
+    pub bad_count: u64,
+    /// The newest time any record names (Unix ms): the trace's "now".
+    pub last_ms: u64,
+}
+
+/// Read every segment of `dir` into a new store.
+pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), String> {
+    let list = segments(dir).map_err(|e| format!("--trace {}: cannot read it: {e}", dir.display()))?;
+    if list.is_empty() {
+        return Err(format!(
+            "--trace {}: no trace here (no segment-*.jsonl files; record one with --record)",
+            dir.display()
+        ));
+    }
+    let mut store = Store::new(limits);
+    let mut out = TraceRead { segments: list.len() as u64, ..Default::default() };
+    let last_segment = list.last().map(|(n, _)| *n);
+    for (n, path) in &list {
+        let file = File::open(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        let mut reader = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut lineno = 0u64;
+        loop {
+            buf.clear();
+            let read = reader.read_until(b'\n', &mut buf).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            if read == 0 {
+                break;
+            }
+            lineno += 1;
+            let torn = buf.last() != Some(&b'\n');
+            let parsed = serde_json::from_slice::<Line>(&buf);
+            match parsed {
+                Ok(Line::Header { header, .. }) => {
+                    if header.format != FORMAT {
+                        return Err(format!(
+                            "--trace {}:{lineno}: format {} (this rayscope reads format {FORMAT})",
+                            path.display(),
+                            header.format
+                        ));
+                    }
+                    out.header = header;
+                }
+                Ok(Line::Change(c)) => {
+                    out.last_ms = out.last_ms.max(latest_ms(&c));
+                    store.apply(&c);
+                    out.lines += 1;
+                }
+                Err(e) => {
+                    out.bad_count += 1;
+                    let why = if torn && Some(*n) == last_segment {
+                        "a torn last line (rayscope stopped while writing it)".to_string()
+                    } else {
+                        e.to_string()
+                    };
+                    if out.bad_lines.len() < 10 {
+                        out.bad_lines.push(format!("{}:{lineno}: {why}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    Ok((store, out))
+}
+
+/// The newest time a change names, Unix ms.
+fn latest_ms(c: &Change) -> u64 {
+    match c {
+        Change::Task(t) => [t.end_time_ms, t.start_time_ms, t.submitted_ms()].into_iter().flatten().max().unwrap_or(0),
+        Change::Job(j) => j.end_time.or(j.start_time).unwrap_or(0),
+        Change::Node(n) => n.end_time_ms.or(n.start_time_ms).unwrap_or(0),
+        Change::Actor(a) => a.end_time_ms.or(a.start_time_ms).unwrap_or(0),
+        Change::PlacementGroup(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::rows::{ObservedJob, ObservedTask};
+
+    fn task(i: u32) -> Change {
+        Change::Task(ObservedTask {
+            task_id: format!("{i:08x}"),
+            job_id: "01000000".into(),
+            state: "FINISHED".into(),
+            name: "f".into(),
+            events: vec![("PENDING_ARGS_AVAIL".into(), 1_000 + u64::from(i))],
+            end_time_ms: Some(2_000 + u64::from(i)),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn what_is_written_reads_back_and_a_torn_last_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
+        let job =
+            Change::Job(ObservedJob { job_id: "01000000".into(), status: "SUCCEEDED".into(), ..Default::default() });
+        w.append(&[job]).unwrap();
+        w.append(&(0..10).map(task).collect::<Vec<_>>()).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        // A crash in the middle of a line.
+        let seg = dir.path().join(segment_name(1));
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(b"{\"kind\":\"task\",\"task_id\":\"ab").unwrap();
+        let (store, read) = read(dir.path(), StoreLimits::default()).unwrap();
+        assert_eq!(store.tasks.len(), 10);
+        assert_eq!(store.jobs.len(), 1);
+        assert_eq!(read.lines, 11);
+        assert_eq!(read.bad_count, 1);
+        assert!(
+            read.bad_lines[0].ends_with(":13: a torn last line (rayscope stopped while writing it)"),
+            "{:?}",
+            read.bad_lines
+        );
+        assert_eq!(read.last_ms, 2_009);
+    }
+
+    #[test]
+    fn a_new_writer_starts_a_new_segment_and_the_oldest_go_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = TraceLimits { segment_bytes: 2_000, max_bytes: 6_000 };
+        let mut w = TraceWriter::open(dir.path(), limits, Header::default()).unwrap();
+        w.append(&(0..100).map(task).collect::<Vec<_>>()).unwrap();
+        assert!(w.bytes() <= 6_000 + 2_000, "bounded: {}", w.bytes());
+        assert!(w.deleted_segments > 0);
+        let before = segments(dir.path()).unwrap();
+        drop(w);
+        let w2 = TraceWriter::open(dir.path(), limits, Header::default()).unwrap();
+        let after = segments(dir.path()).unwrap();
+        assert_eq!(after.last().unwrap().0, before.last().unwrap().0 + 1, "never appends to an old segment");
+        drop(w2);
+        let (store, read) = read(dir.path(), StoreLimits::default()).unwrap();
+        assert_eq!(read.bad_count, 0);
+        assert!(store.tasks.len() < 100 && !store.tasks.is_empty(), "the newest tasks survive: {}", store.tasks.len());
+        assert!(store.task_number(&format!("{:08x}", 99)).is_some());
+    }
+
+    #[test]
+    fn an_empty_directory_is_no_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(dir.path(), StoreLimits::default()).unwrap_err();
+        assert!(e.contains("no trace here"), "{e}");
+    }
+}

@@ -1,0 +1,36 @@
+//! What observe mode says of its own work, for `rayscope_observe_*` and the pages.
+//!
+//! Owns: [`ObservedView`]. Must never: import the engine, the observer or a reader; it
+//! is plain numbers, copied into each snapshot the observer publishes (the model's
+//! snapshots carry none).
+
+use serde::Serialize;
+
+/// Observe mode's own counters, as of one snapshot.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ObservedView {
+    /// `pull` (Ray's APIs, perhaps with push), or `trace` (a recorded history).
+    pub mode: &'static str,
+    /// The dashboard or trace directory it reads.
+    pub source: String,
+    /// The Unix ms that the snapshot's time 0 stands for (set by the first record).
+    pub zero_unix_ms: Option<u64>,
+    pub polls: u64,
+    pub poll_failures: u64,
+    pub requests: u64,
+    pub failed_requests: u64,
+    pub last_poll_seconds: f64,
+    pub rows_read: u64,
+    pub bad_rows: u64,
+    /// Tasks Ray had that its listings did not return (past its 10,000 limit).
+    pub unlisted_tasks: u64,
+    pub events_received: u64,
+    pub events_refused: u64,
+    pub batches_refused: u64,
+    /// Task attempts held in memory, and those refused or forgotten to stay under the cap.
+    pub tasks_held: u64,
+    pub tasks_dropped: u64,
+    pub tasks_forgotten: u64,
+    pub trace_bytes: u64,
+    pub trace_lines: u64,
+}
