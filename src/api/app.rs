@@ -39,6 +39,22 @@ pub struct ServeOptions {
     pub shutdown_grace: Duration,
     /// `--state-dir`: received alerts and submitted jobs kept across restarts.
     pub state_dir: Option<super::state_dir::StateDir>,
+    /// Observe mode: the snapshots are a live Ray cluster's, so `/metrics` carries only
+    /// rayscope's own families (Ray exports its own), and pushed events go here.
+    pub observe: Option<ObserveServe>,
+}
+
+/// What the server needs of an observer.
+#[derive(Clone)]
+pub struct ObserveServe {
+    /// Where `POST /api/observe/events` queues Ray's pushed events (`None`: a trace).
+    pub inbox: Option<crate::observe::push::Inbox>,
+}
+
+impl std::fmt::Debug for ObserveServe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserveServe").field("push", &self.inbox.is_some()).finish()
+    }
 }
 
 impl ServeOptions {
@@ -56,6 +72,7 @@ impl ServeOptions {
             history_len: 720,
             shutdown_grace: Duration::from_millis(1500),
             state_dir: None,
+            observe: None,
         }
     }
 }
@@ -130,6 +147,9 @@ pub(crate) struct App {
     pub connections: Arc<super::server::ConnectionStats>,
     /// The last Flow Insight replays, shared by the answers about them.
     pub flow_cache: super::flow_cache::FlowCache,
+    /// Observe mode (see [`ServeOptions::observe`]).
+    pub observing: bool,
+    pub observe_inbox: Option<crate::observe::push::Inbox>,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -180,12 +200,20 @@ impl App {
             yaml_parses: tokio::sync::Semaphore::new(super::jobs::YAML_PARSES),
             connections,
             flow_cache: Default::default(),
+            observing: opts.observe.is_some(),
+            observe_inbox: opts.observe.and_then(|o| o.inbox),
         }
     }
 
     /// Unix milliseconds of a virtual time.
     pub fn epoch_ms(&self, virtual_us: u64) -> u64 {
-        self.epoch_ms_at_zero + virtual_us / 1000
+        self.epoch_zero() + virtual_us / 1000
+    }
+
+    /// The Unix ms that time 0 stands for: the engine's start (paced to wall time), or
+    /// for an observed cluster the instant the observer anchored its records at.
+    pub fn epoch_zero(&self) -> u64 {
+        self.handle.snapshot().observed.as_ref().and_then(|o| o.zero_unix_ms).unwrap_or(self.epoch_ms_at_zero)
     }
 
     /// What the metrics module needs besides the snapshot.
@@ -195,7 +223,16 @@ impl App {
             alerts_received: self.alerts.counts(),
             collector_seconds: Vec::new(),
             snapshot_taken_at: snap.published_at,
-            disabled_collectors: Vec::new(),
+            // An observed cluster exports Ray's families itself: only ours here.
+            disabled_collectors: if self.observing {
+                crate::metrics::COLLECTOR_NAMES
+                    .iter()
+                    .filter(|c| !matches!(**c, "flow" | "rayscope"))
+                    .map(|c| c.to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             rate_baselines: self.rate_baselines.clone(),
             http: Some(crate::metrics::HttpServerStats {
                 max_connections: self.connections.max_connections as u64,

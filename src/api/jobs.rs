@@ -146,7 +146,7 @@ pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body
 fn details(app: &AppState, snap: &Snapshot, index: usize) -> Value {
     let empty = Tables::default();
     let extra = |j: &JobView| job_extra(app, j);
-    let ctx = Ctx { snap, tables: &empty, epoch_ms_at_zero: app.epoch_ms_at_zero, job_extra: &extra };
+    let ctx = Ctx { snap, tables: &empty, epoch_ms_at_zero: app.epoch_zero(), job_extra: &extra };
     let mut v = ctx.row(Resource::Jobs, index, true);
     let meta = app.submission(&snap.jobs[index].submission_id).unwrap_or_default();
     if let Value::Object(m) = &mut v {

@@ -25,6 +25,7 @@
 //! | `seed_dashboard`, `dashboard_history` | the seed dashboard's `/api/*` endpoints and its 1 h aggregator |
 //! | `stream` | `/ws/realtime` |
 //! | `state_dir` | `--state-dir`: alerts and submitted jobs kept across restarts, written atomically |
+//! | `observe` | observe mode: `POST /api/observe/events` (Ray's Event Export) and `GET /api/observe` |
 //! | `flow` | Flow Insight's `/api/flow/...` views and Ant `flow-insight`'s `/get_*_data` |
 //! | `logging` | the log subscriber; control characters in logged values escaped |
 //!
@@ -51,6 +52,7 @@ mod flow_cache;
 mod job_logs;
 mod jobs;
 pub mod logging;
+mod observe;
 mod pages;
 mod query;
 mod router;
@@ -63,7 +65,7 @@ mod state_api;
 pub mod state_dir;
 mod stream;
 
-pub use app::ServeOptions;
+pub use app::{ObserveServe, ServeOptions};
 pub use entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
 
 use crate::sim::runner::EngineHandle;

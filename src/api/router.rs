@@ -11,8 +11,8 @@
 use super::app::AppState;
 use super::error::{json_ok, no_route, too_large};
 use super::{
-    alerts, ant, cluster_events, control, exposition, flow, job_logs, jobs, pages, runbooks, sd, seed_dashboard,
-    state_api, stream, MAX_BODY_BYTES,
+    alerts, ant, cluster_events, control, exposition, flow, job_logs, jobs, observe, pages, runbooks, sd,
+    seed_dashboard, state_api, stream, MAX_BODY_BYTES,
 };
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method, StatusCode};
@@ -58,6 +58,8 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/api/control/speed", post(control::speed))
         .route("/api/alerts", get(alerts::list).post(alerts::receive))
         .route("/ws/realtime", get(stream::upgrade))
+        .route("/api/observe", get(observe::status))
+        .route("/api/observe/events", post(observe::receive).layer(DefaultBodyLimit::max(observe::PUSH_MAX_BODY_BYTES)))
         .route("/api/flow/jobs", get(flow::jobs))
         .route("/api/flow/{view}", get(flow::view))
         .route("/get_call_graph_data", get(ant::call_graph))
@@ -85,8 +87,16 @@ async fn limit_and_log_inner(req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let declared =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+    // Ray's pushed event batches may be larger than any other body.
+    let limit = if path == "/api/observe/events" { observe::PUSH_MAX_BODY_BYTES } else { MAX_BODY_BYTES };
+    if declared.is_some_and(|n| n > limit as u64) {
         tracing::info!(%method, %path, status = 413, "request body over the limit");
+        if limit != MAX_BODY_BYTES {
+            let message = format!("request body is larger than the {limit} byte limit");
+            return super::error::ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
+                .with("limit_bytes", limit)
+                .into_response();
+        }
         return too_large().into_response();
     }
     let started = Instant::now();

@@ -149,7 +149,7 @@ async fn with_snapshot<T: Send + 'static>(
             warnings.push(format!("rows are {age:.1} s old: the engine is rebuilding its tables"));
         }
         let job_extra = |j: &JobView| job_extra(&app, j);
-        let ctx = Ctx { snap: &snap, tables, epoch_ms_at_zero: app.epoch_ms_at_zero, job_extra: &job_extra };
+        let ctx = Ctx { snap: &snap, tables, epoch_ms_at_zero: app.epoch_zero(), job_extra: &job_extra };
         (f(&ctx, &snap), warnings)
     })
     .await

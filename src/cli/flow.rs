@@ -1,5 +1,6 @@
-//! `rayscope flow`: run a config to completion and write every view of one job,
-//! optionally posting its records to a `flow-insight` server (`--emit`).
+//! `rayscope flow`: run a config to completion (or read a trace recorded from a real
+//! cluster, `--trace`) and write every view of one job, optionally posting its records
+//! to a `flow-insight` server (`--emit`).
 //!
 //! Owns: the command's flags and what it prints; running the config (the views read
 //! a finished run's snapshot, as the API reads a live one); choosing the job (the
@@ -28,8 +29,12 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub(super) struct FlowArgs {
     /// Config file.
-    #[arg(long, short)]
-    config: PathBuf,
+    #[arg(long, short, required_unless_present = "trace")]
+    config: Option<PathBuf>,
+    /// Show a job recorded from a real Ray cluster (`rayscope observe --record DIR`)
+    /// instead of running a config; the cluster need not exist any more.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "seed", "set"])]
+    trace: Option<PathBuf>,
     /// Simulation seed (overrides sim.seed).
     #[arg(long)]
     seed: Option<u64>,
@@ -58,9 +63,13 @@ pub(super) struct FlowArgs {
 }
 
 pub(super) fn flow(args: FlowArgs) -> ExitCode {
-    let cfg = match super::load_config(Some(&args.config), args.seed, &args.set) {
-        Ok(c) => c,
-        Err(code) => return code,
+    let source = match (&args.trace, &args.config) {
+        (Some(dir), _) => Source::Trace(dir.clone()),
+        (None, Some(path)) => match super::load_config(Some(path), args.seed, &args.set) {
+            Ok(c) => Source::Config(Box::new(c)),
+            Err(code) => return code,
+        },
+        (None, None) => unreachable!("clap requires --config or --trace"),
     };
     if args.at.is_some_and(|a| !a.is_finite() || a < 0.0) {
         eprintln!("error: --at must be seconds of virtual time (>= 0)");
@@ -70,7 +79,7 @@ pub(super) fn flow(args: FlowArgs) -> ExitCode {
         eprintln!("error: --flow-id must not be empty");
         return ExitCode::from(2);
     }
-    match run(cfg, args.job.as_deref(), args.at, &args.out, args.emit.as_deref(), args.flow_id.as_deref()) {
+    match run(source, args.job.as_deref(), args.at, &args.out, args.emit.as_deref(), args.flow_id.as_deref()) {
         Ok(s) => {
             print!("{}", s.bottlenecks);
             if let Some((n, flow)) = &s.emitted {
@@ -113,8 +122,14 @@ fn fail(code: u8, message: impl Into<String>) -> Failure {
     Failure { code, message: message.into() }
 }
 
+/// Where the job comes from: a config run in the model, or a recorded real cluster.
+enum Source {
+    Config(Box<Config>),
+    Trace(PathBuf),
+}
+
 fn run(
-    cfg: Config,
+    source: Source,
     job: Option<&str>,
     at_s: Option<f64>,
     out: &Path,
@@ -122,16 +137,24 @@ fn run(
     flow_id: Option<&str>,
 ) -> Result<Summary, Failure> {
     let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
-    if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
-        return Err(fail(
-            2,
-            "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)",
-        ));
-    }
     let started = Instant::now();
-    let (engine, _report) = rayscope::sim::simulate(cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
+    let snap = match source {
+        Source::Config(cfg) => {
+            if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
+                return Err(fail(
+                    2,
+                    "the config has a job_mix workload, which never ends: set sim.until (or --set sim.until=2h)",
+                ));
+            }
+            let (engine, _report) =
+                rayscope::sim::simulate(*cfg, None, None, |_| {}).map_err(|e| fail(2, e.to_string()))?;
+            engine.publish(rayscope::sim::PublishOptions::seq(0))
+        }
+        Source::Trace(dir) => {
+            rayscope::observe::runner::trace_snapshot(&dir, Default::default()).map_err(|e| fail(2, e))?
+        }
+    };
     let simulate_ms = started.elapsed().as_secs_f64() * 1e3;
-    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();

@@ -1,5 +1,5 @@
-//! The `rayscope` binary's command line: `serve` (the default), `simulate`, `flow`,
-//! `fidelity` and `check`.
+//! The `rayscope` binary's command line: `serve` (the default), `observe`, `simulate`,
+//! `flow`, `fidelity` and `check`.
 //!
 //! Owns: the clap types of the top level and the dispatch to one file per command
 //! (`serve.rs`, `simulate.rs` with `--sweep` and `--openmetrics`, `flow.rs` with
@@ -12,6 +12,7 @@
 
 mod fidelity;
 mod flow;
+mod observe;
 mod process;
 mod serve;
 mod simulate;
@@ -43,12 +44,24 @@ struct Cli {
 enum Command {
     /// Run the model paced to wall time and serve /metrics, the state API and the live stream.
     Serve(serve::ServeArgs),
+    /// Serve the pages, State API and Flow Insight of a live Ray cluster (or a recorded trace); no model runs.
+    #[command(
+        long_about = "Read a live Ray cluster through its dashboard (--ray http://HEAD:8265: Ray's State and Jobs \
+APIs, polled every --poll-every) and serve what `rayscope serve` serves for the model: the pages (/, /nodes, /jobs, \
+/actors, /tasks, /events, /flow), Ray's State API shapes, Flow Insight (/api/flow/*) and Ant flow-insight's \
+endpoints, built from Ray's own task records (parent links, state times). /metrics carries only rayscope_* \
+families: Ray exports its own. Ray's Event Export may also push to http://LISTEN/api/observe/events (see the \
+README for the settings). --record DIR appends everything observed to a bounded trace that outlives the cluster; \
+--trace DIR serves such a trace with no Ray at all. Control endpoints answer 409: nothing is changed on the \
+cluster. Exit status: 0 after SIGINT/SIGTERM, 2 bad input, 1 anything else."
+    )]
+    Observe(observe::ObserveArgs),
     /// Run the model as fast as possible and print a report.
     Simulate(simulate::SimulateArgs),
     /// Run a config to completion and write Flow Insight's views of one job.
     #[command(
-        long_about = "Run the config as fast as possible to completion, then write Flow Insight's views of one job \
-into --out: graph.json (call graph, at class level unless a class calls itself, as in an actor tree: then instances), physical.json (nodes with actors and workers), stack.json \
+        long_about = "Run the config as fast as possible to completion (or, with --trace DIR, read a job recorded \
+from a real Ray cluster by `rayscope observe --record DIR`), then write Flow Insight's views of one job into --out: graph.json (call graph, at class level unless a class calls itself, as in an actor tree: then instances), physical.json (nodes with actors and workers), stack.json \
 (calls in flight at --at), flame.folded and flame.svg (execution time per call path), flame-wall.folded and \
 flame-wall.svg (the driver's wall time down the calls it waited on, with [queued] and [blocked] frames), \
 timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \
@@ -92,6 +105,7 @@ pub fn main() -> ExitCode {
         Some(Command::Flow(args)) => flow::flow(args),
         Some(Command::Fidelity(args)) => fidelity::fidelity(args),
         Some(Command::Serve(args)) => serve::serve(args),
+        Some(Command::Observe(args)) => observe::observe(args),
         None => serve::serve(cli.serve),
     }
 }

@@ -43,7 +43,7 @@ pub(super) struct ServeArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum LogFormat {
+pub(super) enum LogFormat {
     Text,
     Json,
 }
@@ -63,6 +63,37 @@ pub(super) fn serve(args: ServeArgs) -> ExitCode {
         cfg.cluster.session_name = Some(rayscope::sim::session_name_at(now_us, std::process::id()));
     }
     let listen = args.listen.clone().unwrap_or_else(|| cfg.server.listen.clone());
+    let mut opts = ServeOptions::new(cfg.clone());
+    if let Some(dir) = &args.state_dir {
+        match rayscope::api::state_dir::StateDir::open(dir) {
+            Ok(state) => opts.state_dir = Some(state),
+            Err(e) => {
+                eprintln!("error: --state-dir: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    run_server(&listen, opts, |opts, address| {
+        tracing::info!(
+            %address,
+            session = cfg.cluster.session_name.as_deref().unwrap_or("(from seed)"),
+            seed = cfg.sim.seed,
+            control = if opts.token.is_some() { "enabled" } else { "disabled (set RAYSCOPE_TOKEN)" },
+            host_readings = opts.host.is_some(),
+            "starting rayscope"
+        );
+        Ok(EngineHandle::spawn(cfg, RunOptions::default()))
+    })
+}
+
+/// Bind `listen`, start the snapshot producer `start` makes, and serve until SIGINT or
+/// SIGTERM: `serve`'s and `observe`'s shared tail. Exit statuses: 0 after a signal, 1 a
+/// taken port or a failed server, 2 a producer that could not start.
+pub(super) fn run_server(
+    listen: &str,
+    mut opts: ServeOptions,
+    start: impl FnOnce(&mut ServeOptions, &str) -> Result<EngineHandle, String>,
+) -> ExitCode {
     // HTTP work (serving, encoding) runs at a lower priority than the engine thread, so a
     // flood of scrapes queues behind the simulation instead of slowing it.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -84,7 +115,7 @@ pub(super) fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     // Bind before starting the engine, so a taken port fails fast and says so.
-    let listener = match runtime.block_on(tokio::net::TcpListener::bind(&listen)) {
+    let listener = match runtime.block_on(tokio::net::TcpListener::bind(listen)) {
         Ok(l) => l,
         Err(e) => {
             let hint = match e.kind() {
@@ -97,32 +128,20 @@ pub(super) fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut opts = ServeOptions::new(cfg.clone());
-    if let Some(dir) = &args.state_dir {
-        match rayscope::api::state_dir::StateDir::open(dir) {
-            Ok(state) => opts.state_dir = Some(state),
-            Err(e) => {
-                eprintln!("error: --state-dir: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
     if let Some(t) = env_token("RAYSCOPE_TOKEN") {
         opts.token = Some(t);
     }
     if let Some(t) = env_token("RAYSCOPE_ALERT_TOKEN") {
         opts.alert_token = Some(t);
     }
-    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
-    tracing::info!(
-        %address,
-        session = cfg.cluster.session_name.as_deref().unwrap_or("(from seed)"),
-        seed = cfg.sim.seed,
-        control = if opts.token.is_some() { "enabled" } else { "disabled (set RAYSCOPE_TOKEN)" },
-        host_readings = opts.host.is_some(),
-        "starting rayscope"
-    );
-    let handle = EngineHandle::spawn(cfg, RunOptions::default());
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| listen.to_string());
+    let handle = match start(&mut opts, &address) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // The engine thread has its own priority now (threads inherit it when created);
     // the accept loop on this thread yields to it like the workers do.
     lower_this_threads_priority();
@@ -144,6 +163,6 @@ fn env_token(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|t| !t.trim().is_empty())
 }
 
-fn init_logging(format: LogFormat) {
+pub(super) fn init_logging(format: LogFormat) {
     rayscope::api::logging::init(matches!(format, LogFormat::Json), std::io::stderr().is_terminal());
 }

@@ -15,6 +15,7 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::scrape::{Family, Scrape};
+use crate::snapshot::ObservedView;
 
 const NO_LABELS: [(&str, &str); 0] = [];
 
@@ -78,13 +79,70 @@ fn encode_http(h: &HttpServerStats, enc: &mut DescriptorEncoder<'_>) -> fmt::Res
     Ok(())
 }
 
+/// Observe mode's own work: `rayscope_observe_*` (the model's snapshots carry none).
+fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    Family::gauge(enc, "rayscope_observe_info", "What rayscope observes (mode: pull or trace); always 1.")
+        .sample(&[("mode", o.mode), ("source", o.source.as_str())], 1u64)?;
+    let counters: [(&'static str, &'static str, u64); 9] = [
+        ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", o.polls),
+        ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", o.poll_failures),
+        ("rayscope_observe_requests_total", "Requests sent to Ray's dashboard.", o.requests),
+        ("rayscope_observe_failed_requests_total", "Requests to Ray's dashboard that failed.", o.failed_requests),
+        ("rayscope_observe_rows_read_total", "Rows read from Ray's listings (or trace lines read).", o.rows_read),
+        ("rayscope_observe_bad_rows_total", "Rows or trace lines that could not be read.", o.bad_rows),
+        ("rayscope_observe_events_received_total", "Events taken from Ray's Event Export.", o.events_received),
+        ("rayscope_observe_events_refused_total", "Pushed events that could not be read.", o.events_refused),
+        (
+            "rayscope_observe_batches_refused_total",
+            "Pushed batches refused (malformed, or the observer was behind).",
+            o.batches_refused,
+        ),
+    ];
+    for (name, help, v) in counters {
+        Family::counter(enc, name, help).sample(&NO_LABELS, v)?;
+    }
+    let gauges: [(&'static str, &'static str, f64); 7] = [
+        ("rayscope_observe_last_poll_seconds", "Wall-clock seconds the last poll round took.", o.last_poll_seconds),
+        (
+            "rayscope_observe_unlisted_tasks",
+            "Tasks Ray had that its listings did not return (past its 10,000 limit), last round.",
+            o.unlisted_tasks as f64,
+        ),
+        ("rayscope_observe_tasks_held", "Task attempts held in memory.", o.tasks_held as f64),
+        (
+            "rayscope_observe_tasks_dropped",
+            "Task attempts refused past the cap while their job ran.",
+            o.tasks_dropped as f64,
+        ),
+        (
+            "rayscope_observe_tasks_forgotten",
+            "Task attempts forgotten with the oldest ended jobs, to stay under the cap.",
+            o.tasks_forgotten as f64,
+        ),
+        ("rayscope_observe_trace_bytes", "Bytes in the --record trace directory.", o.trace_bytes as f64),
+        (
+            "rayscope_observe_trace_lines",
+            "Records appended to the --record trace by this process.",
+            o.trace_lines as f64,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        Family::gauge(enc, name, help).sample(&NO_LABELS, v)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     if !s.cluster {
         return Ok(());
     }
     let snap = s.snap;
-    Family::gauge(enc, "rayscope_session_info", "The simulated Ray session; always 1.")
+    Family::gauge(enc, "rayscope_session_info", "The simulated (or observed) Ray session; always 1.")
         .sample(&[("session_name", snap.session_name.as_str())], 1u64)?;
+    if let Some(o) = &snap.observed {
+        encode_observed(o, enc)?;
+        return encode_server(s, enc);
+    }
     Family::gauge(
         enc,
         "rayscope_sim_time_seconds",
@@ -101,13 +159,19 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         .sample(&NO_LABELS, snap.speed)?;
     Family::counter(enc, "rayscope_sim_events_processed_total", "Simulation events processed.")
         .sample(&NO_LABELS, snap.events_processed)?;
+
+    encode_server(s, enc)
+}
+
+/// What the server and this scrape did, in either mode.
+fn encode_server(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let snap = s.snap;
     Family::gauge(enc, "rayscope_snapshot_sequence", "Sequence number of the snapshot rendered.")
         .sample(&NO_LABELS, snap.seq)?;
     if let Some(taken) = s.ctx.snapshot_taken_at {
         Family::gauge(enc, "rayscope_snapshot_age_seconds", "Wall-clock age of the snapshot rendered, in seconds.")
             .sample(&NO_LABELS, taken.elapsed().as_secs_f64())?;
     }
-
     let mut f = Family::counter(
         enc,
         "rayscope_alert_notifications_received_total",

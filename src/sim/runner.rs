@@ -55,11 +55,13 @@ enum Request {
     SetSpeed(f64, Reply<()>),
 }
 
-/// A handle to the running engine. Cheap to clone.
+/// A handle to the running engine, or to another producer of snapshots (observe
+/// mode's, which takes no requests). Cheap to clone.
 #[derive(Clone)]
 pub struct EngineHandle {
     snapshot: Arc<ArcSwap<Snapshot>>,
-    tx: mpsc::Sender<Request>,
+    /// `Err(why)`: a producer that changes nothing refuses every request with this.
+    tx: Result<mpsc::Sender<Request>, &'static str>,
     /// Wall-clock ms (since start) of the last State API read, so tables are built only when wanted.
     tables_wanted_at: Arc<AtomicU64>,
     started: Instant,
@@ -90,12 +92,36 @@ impl EngineHandle {
             .expect("spawn engine thread");
         EngineHandle {
             snapshot,
-            tx,
+            tx: Ok(tx),
             tables_wanted_at,
             started,
             stop,
             join: Arc::new(std::sync::Mutex::new(Some(join))),
         }
+    }
+
+    /// A handle on snapshots another producer publishes into `snapshot` (its thread
+    /// watches `stop`). Every control request and speed change is refused with
+    /// `refusal` (a 409): nothing here can change what is observed.
+    pub fn producer(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        stop: Arc<AtomicBool>,
+        join: Option<JoinHandle<()>>,
+        refusal: &'static str,
+    ) -> EngineHandle {
+        EngineHandle {
+            snapshot,
+            tx: Err(refusal),
+            tables_wanted_at: Arc::new(AtomicU64::new(0)),
+            started: Instant::now(),
+            stop,
+            join: Arc::new(std::sync::Mutex::new(join)),
+        }
+    }
+
+    /// Whether this handle takes control requests (the model's engine does).
+    pub fn controllable(&self) -> bool {
+        self.tx.is_ok()
     }
 
     /// The latest snapshot (never blocks the engine).
@@ -110,16 +136,18 @@ impl EngineHandle {
 
     /// Send a control request and wait for the engine's answer.
     pub async fn control(&self, c: Control) -> Result<ControlOutcome, ControlError> {
+        let tx = self.tx.as_ref().map_err(|why| ControlError::conflict(*why))?;
         let (reply, rx) = tokio::sync::oneshot::channel();
-        self.tx.send(Request::Control(c, reply)).map_err(|_| ControlError::EngineStopped)?;
+        tx.send(Request::Control(c, reply)).map_err(|_| ControlError::EngineStopped)?;
         rx.await.unwrap_or(Err(ControlError::EngineStopped))
     }
 
     /// Pace virtual time at `speed` virtual seconds per wall second from now on; refused
     /// (`Invalid`) unless positive and finite.
     pub async fn set_speed(&self, speed: f64) -> Result<(), ControlError> {
+        let tx = self.tx.as_ref().map_err(|why| ControlError::conflict(*why))?;
         let (reply, rx) = tokio::sync::oneshot::channel();
-        self.tx.send(Request::SetSpeed(speed, reply)).map_err(|_| ControlError::EngineStopped)?;
+        tx.send(Request::SetSpeed(speed, reply)).map_err(|_| ControlError::EngineStopped)?;
         rx.await.unwrap_or(Err(ControlError::EngineStopped))
     }
 
