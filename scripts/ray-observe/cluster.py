@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""A real Ray cluster that rayscope observes (tests/observe_ray.rs drives it).
+
+Usage: cluster.py TEMP_DIR --dashboard-port PORT [--push-to URL]   (holds /tmp/real-ray.lock)
+
+Starts a head node (2 CPUs) with ray.cluster_utils.Cluster, its dashboard on
+127.0.0.1:PORT (so an observer can be started before the cluster is up). With
+--push-to, every Ray process gets Ray 2.60's Event Export settings, so the node's
+aggregator agent POSTs task, actor, job and node events to URL:
+
+  RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR=URL
+  RAY_enable_core_worker_ray_event_to_aggregator=1   (task events, from the core workers)
+  RAY_enable_ray_event=1                             (node, job and actor events, from the GCS)
+
+Then it reads one command per line on stdin and answers one JSON line per command:
+
+  seed ARGS...       run programs.py seed ARGS as its own driver (a new job)
+  mapreduce ARGS...  run programs.py mapreduce ARGS as its own driver
+  quit               shut the cluster down
+
+Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
+send their task events about once a second and are killed with their driver, so a job
+that exits at once loses its last second of task events (in polls and pushes alike).
+Every answer is {"step": .., "ok": true|false, ...}; the first line, once the cluster
+is up, is {"step": "ready", "dashboard": "http://127.0.0.1:PORT", "address": ..}.
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+from ray.cluster_utils import Cluster
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LINGER_S = "2.5"
+
+
+def say(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("temp_dir")
+    ap.add_argument("--dashboard-port", type=int, required=True)
+    ap.add_argument("--push-to")
+    args = ap.parse_args()
+    lock = open("/tmp/real-ray.lock", "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.environ["RAY_TMPDIR"] = args.temp_dir
+    os.makedirs(os.path.join(args.temp_dir, "ray"), exist_ok=True)
+    if args.push_to:
+        os.environ["RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR"] = args.push_to
+        os.environ["RAY_enable_core_worker_ray_event_to_aggregator"] = "1"
+        os.environ["RAY_enable_ray_event"] = "1"
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "temp_dir": args.temp_dir,
+            "dashboard_port": args.dashboard_port,
+            "dashboard_host": "127.0.0.1",
+            "include_dashboard": True,
+            "object_store_memory": 200 * 1024 * 1024,
+        },
+    )
+    cluster.wait_for_nodes()
+    say(step="ready", ok=True, dashboard=f"http://127.0.0.1:{args.dashboard_port}", address=cluster.address)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        cmd = words[0]
+        try:
+            if cmd in ("seed", "mapreduce"):
+                argv = [sys.executable, os.path.join(HERE, "programs.py"), cmd, *words[1:],
+                        "--address", cluster.address, "--linger-s", LINGER_S]
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+                if done.returncode != 0:
+                    say(step=cmd, ok=False, why=done.stderr[-2000:])
+                    continue
+                out = json.loads(done.stdout.strip().splitlines()[-1])
+                say(step=cmd, ok=True, **out)
+            elif cmd == "quit":
+                break
+            else:
+                say(step=cmd, ok=False, why="unknown command")
+        except Exception:
+            say(step=cmd, ok=False, why=traceback.format_exc()[-2000:])
+    cluster.shutdown()
+    say(step="quit", ok=True)
+
+
+if __name__ == "__main__":
+    main()
