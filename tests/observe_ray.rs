@@ -1,0 +1,409 @@
+//! Observe mode on a real Ray 2.60 cluster, as a user runs it: `rayscope observe`
+//! started before the cluster, one instance polling Ray's dashboard and recording a
+//! trace, another taking only what Ray's Event Export pushes. On the cluster
+//! (scripts/ray-observe/cluster.py) run the Flow Insight seed program of
+//! shared/seeds/003 (depth 2, sleeps cut 100x; the tree of seed 23 has two workers
+//! above the leaves, the flagged one second and with two leaves, so neither creation
+//! order nor a lone branch can name it) and a small map-reduce, each as its own job.
+//!
+//! Both instances must show, for each job:
+//! * the call graph of the program: the seed's tree of `Worker`s, with 10 calls per
+//!   edge per call of the caller; the map-reduce's driver calling 8 maps and 2 reduces;
+//! * the first bottleneck of the seed job: `process` on the flagged worker whose
+//!   children are leaves; the reduces' wait for their arguments given to the maps.
+//!
+//! Then every built-in page loads in Chromium in observe mode with no console error;
+//! the cluster is shut down, and `rayscope observe --trace` and `rayscope flow
+//! --trace` still show the recorded job.
+//!
+//! Needs Ray (RAYSCOPE_RAY_CLI, the venv scripts/test makes) and Chromium; without
+//! them it is skipped unless RAYSCOPE_REQUIRE_TOOLS is set. Only one real Ray cluster
+//! runs on the machine at a time: cluster.py holds /tmp/real-ray.lock.
+
+mod browser;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The seed's tree draw for which the flagged worker above the leaves is told apart by
+/// its shape alone (see the module docs).
+const SEED: u64 = 23;
+
+fn ray_python() -> Option<PathBuf> {
+    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from).filter(|p| p.exists());
+    match cli {
+        Some(cli) => Some(cli.with_file_name("python")),
+        None => {
+            assert!(
+                std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_none() || std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_some(),
+                "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test"
+            );
+            eprintln!("skipping: Ray is not available (RAYSCOPE_RAY_CLI unset)");
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed when dropped.
+struct Proc(Child, &'static str);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn assert_alive(&mut self) {
+        if let Ok(Some(status)) = self.0.try_wait() {
+            panic!("{} exited: {status}", self.1);
+        }
+    }
+}
+
+fn rayscope(args: &[&str], log: &Path) -> Child {
+    let log = std::fs::File::create(log).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start rayscope")
+}
+
+fn get(base: &str, path: &str) -> Result<Value, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = agent.get(&format!("{base}{path}")).call().map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!("GET {path}: {status} {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}"))
+}
+
+/// Poll `f` until it says `Ok`, or fail after `within` with its last word.
+fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}: {e}");
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        }
+    }
+}
+
+/// scripts/ray-observe/cluster.py: one command in, one JSON answer out.
+struct Cluster {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: mpsc::Receiver<String>,
+}
+
+impl Cluster {
+    fn start(python: &Path, temp: &Path, dashboard_port: u16, push_to: &str) -> Cluster {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-observe/cluster.py");
+        // A Ray left behind by an earlier run holds ports and /tmp/ray's discovery file.
+        let _ = Command::new(python.with_file_name("ray")).args(["stop", "--force"]).output();
+        let mut child = Command::new(python)
+            .arg(&script)
+            .arg(temp)
+            .args(["--dashboard-port", &dashboard_port.to_string(), "--push-to", push_to])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start cluster.py");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with('{') && tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let c = Cluster { child, stdin, answers };
+        c.answer("ready", Duration::from_secs(180));
+        c
+    }
+
+    fn answer(&self, what: &str, limit: Duration) -> Value {
+        let line =
+            self.answers.recv_timeout(limit).unwrap_or_else(|_| panic!("cluster.py: no answer to {what} in {limit:?}"));
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("cluster.py said {line:?}: {e}"));
+        assert_eq!(v["ok"], true, "cluster.py: {what} failed: {v}");
+        v
+    }
+
+    fn step(&mut self, cmd: &str, limit: Duration) -> Value {
+        writeln!(self.stdin.as_mut().unwrap(), "{cmd}").unwrap();
+        self.answer(cmd, limit)
+    }
+
+    /// Shut Ray down and wait for it.
+    fn quit(mut self) {
+        let _ = writeln!(self.stdin.as_mut().unwrap(), "quit");
+        let _ = self.answers.recv_timeout(Duration::from_secs(120));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tree's shape, children sorted: equal for equal trees whatever the child order.
+fn shape(tree: &Value) -> String {
+    let mut kids: Vec<String> = tree["children"].as_array().into_iter().flatten().map(shape).collect();
+    kids.sort();
+    format!("({})", kids.join(""))
+}
+
+/// The observed tree of actors: each `process` node's actor and the actors its calls went to,
+/// with the calls per edge, from the instance-level graph.
+struct Observed {
+    root: String,
+    children: BTreeMap<String, Vec<(String, u64)>>,
+    process_calls: BTreeMap<String, u64>,
+}
+
+impl Observed {
+    fn of(graph: &Value) -> Observed {
+        assert_eq!(graph["level"], "instance", "an actor tree of one class is shown by instance: {graph}");
+        let actor_of = |id: &str| id.strip_suffix(".process").map(|a| a.trim_start_matches("Worker:").to_string());
+        let mut children: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+        let mut root = None;
+        for e in graph["edges"].as_array().unwrap() {
+            let (src, dst) = (e["source"].as_str().unwrap(), e["target"].as_str().unwrap());
+            let Some(callee) = actor_of(dst) else { continue };
+            match actor_of(src) {
+                Some(caller) => children.entry(caller).or_default().push((callee, e["calls"].as_u64().unwrap())),
+                None if src == "_main" => root = Some(callee),
+                None => {}
+            }
+        }
+        let process_calls = graph["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| Some((actor_of(n["id"].as_str()?)?, n["calls"].as_u64()?)))
+            .collect();
+        Observed { root: root.expect("the driver calls the root's process"), children, process_calls }
+    }
+
+    fn shape(&self, actor: &str) -> String {
+        let mut kids: Vec<String> =
+            self.children.get(actor).into_iter().flatten().map(|(c, _)| self.shape(c)).collect();
+        kids.sort();
+        format!("({})", kids.join(""))
+    }
+}
+
+/// The seed job's graph is the program's tree with 10 calls per edge per call, and its
+/// first bottleneck is `process` on the flagged worker whose children are leaves.
+fn check_seed_job(base: &str, job: &str, tree: &Value) -> Result<(), String> {
+    let graph = get(base, &format!("/api/flow/graph?job={job}"))?;
+    let o = Observed::of(&graph);
+    if o.shape(&o.root) != shape(tree) {
+        return Err(format!("observed tree {} is not the program's {}", o.shape(&o.root), shape(tree)));
+    }
+    for (caller, kids) in &o.children {
+        let per_call = o.process_calls[caller];
+        for (callee, calls) in kids {
+            if *calls != 10 * per_call {
+                return Err(format!("{caller} -> {callee}: {calls} calls for {per_call} calls of the caller"));
+            }
+        }
+    }
+    // The flagged worker above the leaves, told by its subtree's shape among its siblings.
+    let flagged =
+        tree["children"].as_array().unwrap().iter().find(|c| c["bottleneck"] == true).expect("seed 23 flags one");
+    let want_shape = shape(flagged);
+    let matches: Vec<&String> =
+        o.children[&o.root].iter().map(|(c, _)| c).filter(|c| o.shape(c) == want_shape).collect();
+    assert_eq!(matches.len(), 1, "seed {SEED}'s flagged worker has a shape of its own");
+    let b = get(base, &format!("/api/flow/bottlenecks?job={job}"))?;
+    let first = &b["entries"][0];
+    if first["name"] != "Worker.process" || first["actor_id"] != matches[0].as_str() {
+        return Err(format!("first bottleneck {first}, not Worker.process on {}", matches[0]));
+    }
+    Ok(())
+}
+
+/// The map-reduce: the driver calls 8 maps and 2 reduces, and the reduces' wait for
+/// their arguments is the maps' on the critical path.
+fn check_mapreduce_job(base: &str, job: &str) -> Result<(), String> {
+    let graph = get(base, &format!("/api/flow/graph?job={job}"))?;
+    let edges: BTreeMap<(String, String), u64> = graph["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            ((e["source"].as_str().unwrap().into(), e["target"].as_str().unwrap().into()), e["calls"].as_u64().unwrap())
+        })
+        .collect();
+    let want: BTreeMap<(String, String), u64> =
+        [(("_main".into(), "map_task".into()), 8), (("_main".into(), "reduce_task".into()), 2)].into();
+    if edges != want {
+        return Err(format!("map-reduce graph {edges:?}"));
+    }
+    let b = get(base, &format!("/api/flow/bottlenecks?job={job}"))?;
+    let names: Vec<&str> = b["entries"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+    if !names.contains(&"map_task") {
+        return Err(format!("no map on the critical path: {names:?}"));
+    }
+    Ok(())
+}
+
+/// Wait until `base` shows `job` ended, then check it.
+fn expect_job(base: &str, who: &str, job: &str, check: impl Fn() -> Result<(), String>) {
+    wait_for(&format!("{who}: job {job} ended and as the program says"), Duration::from_secs(90), || {
+        let jobs = get(base, "/api/flow/jobs")?;
+        let ended = jobs["jobs"].as_array().unwrap().iter().any(|j| j["job_id"] == job && !j["end_time_s"].is_null());
+        if !ended {
+            return Err(format!("not ended yet: {jobs}"));
+        }
+        check()
+    });
+}
+
+async fn pages_load(base: &str, job: &str) {
+    let Some(exe) = browser::chromium_or_skip("observe_ray pages") else { return };
+    let b = browser::Browser::launch(&exe).await;
+    let pages: [(&str, &str); 7] = [
+        ("/", "document.body.innerText.length > 100"),
+        ("/nodes", "document.querySelectorAll('tbody tr').length > 0"),
+        ("/jobs", &format!("document.body.innerText.includes('{job}')")),
+        ("/actors", "document.body.innerText.includes('Worker')"),
+        ("/tasks", "document.body.innerText.includes('Worker.process')"),
+        ("/events", "document.readyState === 'complete'"),
+        ("/flow", "document.body.innerText.includes('Worker.process')"),
+    ];
+    for (path, ready) in pages {
+        let page = b.page().await;
+        let url = if path == "/flow" { format!("{base}/flow?job={job}") } else { format!("{base}{path}") };
+        page.goto(&url).await;
+        page.wait_for(&format!("{path} in observe mode"), ready, Duration::from_secs(20)).await;
+        page.screenshot(&format!("observe{}", path.replace('/', "-"))).await;
+        assert_eq!(page.errors(), Vec::<String>::new(), "{path}: console errors in observe mode");
+    }
+}
+
+#[test]
+fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
+    let Some(python) = ray_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (dashboard, pull_port, push_port) = (free_port(), free_port(), free_port());
+    let (pull, push) = (format!("http://127.0.0.1:{pull_port}"), format!("http://127.0.0.1:{push_port}"));
+    let trace = dir.path().join("trace");
+    let trace_arg = trace.to_str().unwrap().to_string();
+    // Both start before the cluster: a cluster not yet up is a logged error, not a stop.
+    let mut pulling = Proc(
+        rayscope(
+            &[
+                "observe",
+                "--ray",
+                &format!("http://127.0.0.1:{dashboard}"),
+                "--listen",
+                &format!("127.0.0.1:{pull_port}"),
+                "--poll-every",
+                "500ms",
+                "--record",
+                &trace_arg,
+            ],
+            &dir.path().join("pull.log"),
+        ),
+        "rayscope observe (pull)",
+    );
+    let mut pushed = Proc(
+        rayscope(
+            &["observe", "--push-only", "--listen", &format!("127.0.0.1:{push_port}")],
+            &dir.path().join("push.log"),
+        ),
+        "rayscope observe (push)",
+    );
+    for base in [&pull, &push] {
+        wait_for("rayscope to answer", Duration::from_secs(30), || get(base, "/api/observe"));
+    }
+    let ray_temp = dir.path().join("ray");
+    std::fs::create_dir_all(&ray_temp).unwrap();
+    let mut cluster = Cluster::start(&python, &ray_temp, dashboard, &format!("{push}/api/observe/events"));
+    let seed = cluster.step(&format!("seed --seed {SEED}"), Duration::from_secs(400));
+    let mapreduce = cluster.step("mapreduce", Duration::from_secs(120));
+    let (seed_job, mr_job) =
+        (seed["job_id"].as_str().unwrap().to_string(), mapreduce["job_id"].as_str().unwrap().to_string());
+    eprintln!("seed program: makespan {:.2} s on Ray; map-reduce {:.2} s", seed["makespan_s"], mapreduce["makespan_s"]);
+    for (base, who) in [(&pull, "pull"), (&push, "push")] {
+        pulling.assert_alive();
+        pushed.assert_alive();
+        expect_job(base, who, &seed_job, || check_seed_job(base, &seed_job, &seed["tree"]));
+        expect_job(base, who, &mr_job, || check_mapreduce_job(base, &mr_job));
+    }
+    let status = get(&push, "/api/observe").unwrap();
+    assert!(status["events_received"].as_u64().unwrap() > 200, "Ray pushed its events: {status}");
+    assert_eq!(status["batches_refused"], 0, "{status}");
+    let status = get(&pull, "/api/observe").unwrap();
+    assert!(status["trace_lines"].as_u64().unwrap() > 200, "the poller recorded: {status}");
+    // Only rayscope's own families: Ray exports its own.
+    let agent: ureq::Agent = ureq::Agent::new_with_defaults();
+    let metrics = agent.get(&format!("{pull}/metrics")).call().unwrap().body_mut().read_to_string().unwrap();
+    assert!(metrics.contains("rayscope_observe_polls_total"), "{metrics}");
+    assert!(!metrics.lines().any(|l| l.starts_with("ray_")), "observe mode exports no ray_* series");
+
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(pages_load(&pull, &seed_job));
+
+    // The cluster goes; the record stays.
+    cluster.quit();
+    drop(pulling);
+    drop(pushed);
+    let replay_port = free_port();
+    let replay = format!("http://127.0.0.1:{replay_port}");
+    let _from_trace = Proc(
+        rayscope(
+            &["observe", "--trace", &trace_arg, "--listen", &format!("127.0.0.1:{replay_port}")],
+            &dir.path().join("trace.log"),
+        ),
+        "rayscope observe --trace",
+    );
+    wait_for("rayscope --trace to answer", Duration::from_secs(30), || get(&replay, "/api/observe"));
+    check_seed_job(&replay, &seed_job, &seed["tree"]).unwrap();
+    check_mapreduce_job(&replay, &mr_job).unwrap();
+    let out = dir.path().join("views");
+    let flow = Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["flow", "--trace", &trace_arg, "--job", &seed_job, "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(flow.status.success(), "rayscope flow --trace: {}", String::from_utf8_lossy(&flow.stderr));
+    let text = String::from_utf8_lossy(&flow.stdout);
+    let first = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap_or("");
+    assert!(first.ends_with("Worker.process"), "flow --trace's first bottleneck: {text}");
+    assert!(out.join("graph.json").exists() && out.join("timeline.json").exists());
+}
