@@ -37,6 +37,10 @@ pub struct ClusterInfo {
 #[derive(Default)]
 pub struct FlowCache {
     jobs: BTreeMap<u32, (u64, Arc<JobRecord>, Arc<Totals>)>,
+    /// The last snapshot and the store's generation it was made at: while nothing
+    /// changes, the next is the same one at a later instant (the row tables of 100,000
+    /// tasks are not rebuilt every poll).
+    last: Option<(u64, Snapshot)>,
 }
 
 fn task_type(s: &str) -> TaskType {
@@ -58,6 +62,17 @@ fn job_status(s: &str) -> JobStatus {
 /// Build a snapshot of the store as of `now_ms` (Unix ms).
 pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now_ms: u64) -> Snapshot {
     let now = store.us(now_ms);
+    if let Some((generation, last)) = &cache.last {
+        if *generation == store.generation && last.session_name == info.session_name {
+            return Snapshot { seq, sim_time_us: now, published_at: Some(std::time::Instant::now()), ..last.clone() };
+        }
+    }
+    let snap = build(store, info, cache, seq, now);
+    cache.last = Some((store.generation, snap.clone()));
+    snap
+}
+
+fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now: u64) -> Snapshot {
     let mut names = Names::default();
     // Per node: resources in use by running tasks and alive actors, running tasks, actors.
     let mut used: Vec<FxHashMap<&str, f64>> = vec![FxHashMap::default(); store.nodes.len()];

@@ -1,10 +1,12 @@
 //! Pull: read a live Ray cluster through its dashboard's State and Jobs APIs.
 //!
 //! Owns: the HTTP client (timeouts, a cap on each answer's bytes, the bearer token of
-//! a cluster in token mode), one poll round, and what it asks. Each round lists nodes,
-//! jobs, actors, placement groups and objects once; tasks are listed per job, with
-//! Ray's own filter (`job_id=`), for each job that is still running, and once more
-//! after a job ends (then never again: an ended job's tasks do not change). Every
+//! a cluster in token mode), one poll round, and what it asks. A round lists nodes,
+//! jobs, actors, placement groups and objects; tasks are listed per job, with Ray's
+//! own filter (`job_id=`), for each job still running, and once more [`SETTLE_MS`]
+//! after a job ends (then never again: an ended job's tasks do not change). Each
+//! listing is asked again only when due: no sooner than [`DUTY`] times as long as Ray
+//! took to answer it last, so a listing that costs Ray more is asked less often. Every
 //! listing asks for Ray's maximum, 10,000 rows; a job with more is read by state as
 //! well (its running and pending tasks first), and what Ray did not list is counted,
 //! not guessed. See docs/observe.md for what a round costs Ray.
@@ -147,11 +149,27 @@ pub struct RoundReport {
 }
 
 /// The puller's memory between rounds.
+/// Ray is asked for a listing again no sooner than this many times as long as its
+/// last answer took: the dashboard spends its own CPU on every row (about 0.3–0.6 ms a
+/// task row, measured: scripts/ray-observe/FINDINGS.md), so a listing that grows is
+/// asked for less often, and polling costs Ray at most about 1/20 of a core.
+pub const DUTY: u32 = 20;
+
+/// A job's tasks are read one last time this long after it ended: Ray's workers send
+/// their task events about once a second, and the last ones land after the end.
+pub const SETTLE_MS: u64 = 5_000;
+
 #[derive(Default)]
 pub struct Puller {
-    /// Jobs whose tasks were read after they ended: never asked again.
+    /// Jobs whose tasks were read after they settled: never asked again.
     settled: BTreeSet<u32>,
+    /// When each listing may be asked for again.
+    due: std::collections::BTreeMap<String, Instant>,
     pub info: Option<ClusterInfo>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Puller {
@@ -178,48 +196,75 @@ impl Puller {
             }
         }
         self.table(client, store, &mut r, "nodes", "", |v| ObservedNode::from_row(v).map(Change::Node));
-        r.requests += 1;
-        match client.get("/api/jobs/") {
-            Ok(Value::Array(rows)) => {
-                self.apply(store, &mut r, "jobs", &rows, |v| ObservedJob::from_row(v).map(Change::Job))
-            }
-            Ok(_) => {
-                r.failed_requests += 1;
-                r.errors.push("GET /api/jobs/: not a list of jobs".into());
-            }
-            Err(e) => {
-                r.failed_requests += 1;
-                r.errors.push(e.to_string());
+        if self.is_due("jobs") {
+            r.requests += 1;
+            let asked = Instant::now();
+            let answer = client.get("/api/jobs/");
+            self.answered("jobs", asked);
+            match answer {
+                Ok(Value::Array(rows)) => {
+                    self.apply(store, &mut r, "jobs", &rows, |v| ObservedJob::from_row(v).map(Change::Job))
+                }
+                Ok(_) => {
+                    r.failed_requests += 1;
+                    r.errors.push("GET /api/jobs/: not a list of jobs".into());
+                }
+                Err(e) => {
+                    r.failed_requests += 1;
+                    r.errors.push(e.to_string());
+                }
             }
         }
         self.table(client, store, &mut r, "actors", "", |v| ObservedActor::from_row(v).map(Change::Actor));
         self.table(client, store, &mut r, "placement_groups", "", |v| {
             ObservedPg::from_row(v).map(Change::PlacementGroup)
         });
-        r.requests += 1;
-        match client.list("objects", "") {
-            Ok((rows, _)) => {
+        let objects = if self.is_due("objects") {
+            r.requests += 1;
+            let asked = Instant::now();
+            let answer = client.list("objects", "");
+            self.answered("objects", asked);
+            Some(answer)
+        } else {
+            None
+        };
+        match objects {
+            None => {}
+            Some(Ok((rows, _))) => {
                 let (good, bad) = read_rows("objects", &rows, ObservedObject::from_row);
                 r.rows += rows.len() as u64;
                 self.bad(&mut r, bad);
                 store.set_objects(good);
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 r.failed_requests += 1;
                 r.errors.push(e.to_string());
             }
         }
-        // Tasks, job by job: the running ones each round, an ended one once more.
+        // Tasks, job by job: the running ones as often as their listing's cost allows,
+        // an ended one until it has settled.
+        let now = now_ms();
         let jobs: Vec<(u32, String, bool)> = store
             .jobs
             .iter()
-            .map(|(&n, j)| (n, j.job_id.clone(), is_terminal_job(&j.status)))
+            .map(|(&n, j)| {
+                let settled = is_terminal_job(&j.status) && j.end_time.is_some_and(|e| now >= e + SETTLE_MS);
+                (n, j.job_id.clone(), settled)
+            })
             .filter(|(n, _, _)| !self.settled.contains(n))
             .collect();
-        for (num, hex, ended) in jobs {
+        for (num, hex, settled) in jobs {
+            let key = format!("tasks:{hex}");
+            // A settled job is read once more whatever its listing cost: it is the last time.
+            if !settled && !self.is_due(&key) {
+                continue;
+            }
+            let asked = Instant::now();
             let ok = self.job_tasks(client, store, &mut r, &hex);
-            if ok && ended {
+            self.answered(&key, asked);
+            if ok && settled {
                 self.settled.insert(num);
+                self.due.remove(&key);
             }
         }
         r.took = started.elapsed();
@@ -262,6 +307,16 @@ impl Puller {
         job_number(hex).is_some()
     }
 
+    fn is_due(&self, key: &str) -> bool {
+        self.due.get(key).is_none_or(|t| Instant::now() >= *t)
+    }
+
+    /// A listing asked at `asked` was answered now: it is due again [`DUTY`] times its
+    /// answer's time from now.
+    fn answered(&mut self, key: &str, asked: Instant) {
+        self.due.insert(key.to_string(), Instant::now() + asked.elapsed() * DUTY);
+    }
+
     fn table(
         &mut self,
         client: &RayClient,
@@ -271,8 +326,14 @@ impl Puller {
         query: &str,
         read: impl Fn(&Value) -> Result<Change, String>,
     ) {
+        if !self.is_due(table) {
+            return;
+        }
         r.requests += 1;
-        match client.list(table, query) {
+        let asked = Instant::now();
+        let answer = client.list(table, query);
+        self.answered(table, asked);
+        match answer {
             Ok((rows, _)) => self.apply(store, r, table, &rows, read),
             Err(e) => {
                 r.failed_requests += 1;
