@@ -54,6 +54,19 @@ pub(super) struct SimulateArgs {
     /// Virtual time between two scrapes written with --openmetrics.
     #[arg(long, value_parser = parse_positive_duration_arg, default_value = "15s", requires = "openmetrics")]
     scrape_interval: u64,
+    /// Run a job recorded from a real Ray cluster (`rayscope observe --record DIR`) on
+    /// the cluster of --config instead of its workloads: its calls with their recorded
+    /// execution, dependencies, resource requests and actors (see docs/observe.md).
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
+    /// The recorded job to replay, e.g. 01000000 [default: the trace's only job].
+    #[arg(long, value_name = "ID", requires = "replay")]
+    job: Option<String>,
+    /// Change the recorded job before it runs (repeatable): every held stretch of the
+    /// calls of NAME (Class.method or a function; on actor ACTOR only, if given) takes at
+    /// most DURATION, e.g. `--fix Worker.process@<actor id>=50ms` (a sleep removed).
+    #[arg(long = "fix", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::Fix::parse)]
+    fix: Vec<rayscope::flow::replay::Fix>,
     /// Unix time (seconds) that virtual time zero maps to in the --openmetrics file
     /// [default: so that the run ends now, browsable as "the last N hours"].
     #[arg(long, value_name = "UNIX_SECONDS", requires = "openmetrics")]
@@ -88,13 +101,33 @@ fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
 pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     set_purge_delay(PURGE_NEVER);
     disable_transparent_huge_pages();
+    let replay = match &args.replay {
+        Some(dir) => match recorded_job(dir, args.job.as_deref(), &args.fix) {
+            Ok(job) => Some(job),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
     if let Some(sweep) = &args.sweep {
-        return sweep_runs(&args, &sweep.0);
+        return sweep_runs(&args, &sweep.0, replay.as_ref());
     }
-    let cfg = match super::load_config(args.config.as_ref(), args.seed, &args.set) {
+    let mut cfg = match super::load_config(args.config.as_ref(), args.seed, &args.set) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    if let Some(job) = &replay {
+        replace_workloads(&mut cfg, job);
+        eprintln!(
+            "replaying {}: {} calls, {} actors; recorded makespan {:.3} s",
+            job.source,
+            job.calls.len(),
+            job.actors,
+            job.recorded_makespan_us as f64 / 1e6
+        );
+    }
     let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {
         Some(p) => {
             let f = std::fs::File::create(p).with_context(|| format!("cannot create events file {}", p.display()))?;
@@ -176,13 +209,67 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The job `--replay DIR [--job ID] [--fix ...]` names, as a workload.
+fn recorded_job(
+    dir: &std::path::Path,
+    job: Option<&str>,
+    fixes: &[rayscope::flow::replay::Fix],
+) -> Result<std::sync::Arc<rayscope::config::replay::ReplayJob>, String> {
+    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default())?;
+    let record = match job {
+        Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
+            let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
+            format!("--job {j}: the trace has no such job (jobs: {})", known.join(", "))
+        })?,
+        None => match snap.flow.jobs.len() {
+            1 => snap.flow.jobs.values().next().cloned().expect("one job"),
+            0 => return Err(format!("--replay {}: the trace holds no job", dir.display())),
+            _ => {
+                let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
+                return Err(format!(
+                    "--replay {}: name the job with --job (jobs: {})",
+                    dir.display(),
+                    known.join(", ")
+                ));
+            }
+        },
+    };
+    // Each call's resource request, by its span id (the observed task's number).
+    let requests: std::collections::BTreeMap<u64, Vec<(String, f64)>> = snap
+        .tables
+        .as_ref()
+        .map(|t| {
+            t.tasks.iter().map(|r| (r.id, t.spec_requests.get(r.spec as usize).cloned().unwrap_or_default())).collect()
+        })
+        .unwrap_or_default();
+    let source = dir.display().to_string();
+    rayscope::flow::replay::replay_job(&record, &source, &requests, fixes).map(std::sync::Arc::new)
+}
+
+/// The config's workloads replaced by the recorded job.
+fn replace_workloads(cfg: &mut Config, job: &std::sync::Arc<rayscope::config::replay::ReplayJob>) {
+    cfg.workloads = vec![rayscope::config::WorkloadConfig::Replay(rayscope::config::replay::ReplayConfig {
+        name: "replay".into(),
+        job: job.clone(),
+    })];
+}
+
 /// `simulate --sweep`: every config is loaded (and so validated) before the first run.
-fn sweep_runs(args: &SimulateArgs, values: &[Override]) -> Result<ExitCode> {
+fn sweep_runs(
+    args: &SimulateArgs,
+    values: &[Override],
+    replay: Option<&std::sync::Arc<rayscope::config::replay::ReplayJob>>,
+) -> Result<ExitCode> {
     let mut configs = Vec::with_capacity(values.len());
     for value in values {
         let overrides: Vec<Override> = args.set.iter().cloned().chain([value.clone()]).collect();
         match super::load_config(args.config.as_ref(), args.seed, &overrides) {
-            Ok(c) => configs.push((value.raw_value.clone(), c)),
+            Ok(mut c) => {
+                if let Some(job) = replay {
+                    replace_workloads(&mut c, job);
+                }
+                configs.push((value.raw_value.clone(), c))
+            }
             Err(code) => return Ok(code),
         }
     }

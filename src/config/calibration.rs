@@ -92,6 +92,8 @@ fn uncalibrated_kinds(w: &WorkloadConfig, out: &mut Vec<&'static str>) {
         WorkloadConfig::FanOut(_) => "fan_out",
         WorkloadConfig::Training(_) => "training",
         WorkloadConfig::ActorPool(_) => "actor_pool",
+        // A replay's work is as recorded on Ray; only the model's own costs are added.
+        WorkloadConfig::Replay(_) => return,
         WorkloadConfig::JobMix(m) => {
             for t in &m.templates {
                 uncalibrated_kinds(&t.workload, out);

@@ -69,6 +69,7 @@ impl Default for LimitsConfig {
 pub fn job_tasks(w: &WorkloadConfig) -> f64 {
     match w {
         WorkloadConfig::FanOut(c) => c.tasks as f64 + c.reducers as f64,
+        WorkloadConfig::Replay(c) => c.job.calls.len() as f64,
         WorkloadConfig::ActorPool(c) => c.actors as f64 * (c.calls_per_actor as f64 + 1.0),
         WorkloadConfig::Training(c) => c.workers as f64 * (c.steps as f64 + 1.0),
         WorkloadConfig::FlowInsight(c) => {

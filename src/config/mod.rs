@@ -11,6 +11,7 @@ pub mod ip_range;
 pub mod limits;
 mod locate;
 pub mod overrides;
+pub mod replay;
 pub mod schema;
 pub mod server_limits;
 mod tagged;

@@ -26,6 +26,8 @@ pub enum WorkloadConfig {
     ActorPool(ActorPoolConfig),
     /// A steady Poisson stream of jobs drawn from weighted templates.
     JobMix(JobMixConfig),
+    /// A job recorded from a real Ray cluster (`simulate --replay`; not a YAML kind).
+    Replay(super::replay::ReplayConfig),
 }
 
 impl WorkloadConfig {
@@ -36,6 +38,7 @@ impl WorkloadConfig {
             WorkloadConfig::Training(c) => &c.name,
             WorkloadConfig::ActorPool(c) => &c.name,
             WorkloadConfig::JobMix(c) => &c.name,
+            WorkloadConfig::Replay(c) => &c.name,
         }
     }
     pub fn start(&self) -> DurationSpec {
@@ -45,6 +48,7 @@ impl WorkloadConfig {
             WorkloadConfig::Training(c) => c.start,
             WorkloadConfig::ActorPool(c) => c.start,
             WorkloadConfig::JobMix(c) => c.start,
+            WorkloadConfig::Replay(_) => DurationSpec::default(),
         }
     }
     /// The built-in workload kinds, for error messages and `POST /api/jobs/`.

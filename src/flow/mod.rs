@@ -16,6 +16,7 @@ pub mod flame;
 pub mod graph;
 pub mod lanes;
 pub mod physical;
+pub mod replay;
 pub mod spans;
 pub mod stack;
 pub mod timeline;

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 /// One step of a call's own timeline.
 #[derive(Clone, Debug)]
-enum Step {
+pub(crate) enum Step {
     /// Its body executes this long.
     Exec(u64),
     /// It submits this call (by index).
@@ -135,13 +135,13 @@ impl Model {
 }
 
 /// A call's first start (its earliest executing stretch).
-fn first_start(spans: &Spans, i: usize) -> Option<u64> {
+pub(crate) fn first_start(spans: &Spans, i: usize) -> Option<u64> {
     let s = &spans.spans[i];
     s.phases.iter().find(|p| p.1 == Phase::Executing).map(|p| p.0).or(s.start)
 }
 
 /// A call's own steps, from its first start to its end.
-fn timeline(spans: &Spans, i: usize, start: u64, children: &[usize]) -> Vec<Step> {
+pub(crate) fn timeline(spans: &Spans, i: usize, start: u64, children: &[usize]) -> Vec<Step> {
     let s = &spans.spans[i];
     let end = spans.end_or_at(i);
     let mut subs: Vec<(u64, usize)> = children.iter().map(|&c| (spans.spans[c].submit, c)).collect();

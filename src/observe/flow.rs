@@ -113,7 +113,12 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     // Each call's span, its parent's, its depth and its frame, in submit order.
     let by_id: FxHashMap<u64, &TaskEntry> = calls.iter().map(|t| (t.id, *t)).collect();
     let mut order: Vec<&TaskEntry> = calls.clone();
-    order.sort_by_key(|t| (t.attempts[0].submitted_ms().unwrap_or(start_ms), t.id));
+    // Ray's times are whole ms: at the same ms an actor's constructor goes before the
+    // calls on it (Ray cannot have sent them first: the handle comes from the creation).
+    order.sort_by_key(|t| {
+        let creation = t.last().kind == "ACTOR_CREATION_TASK";
+        (t.attempts[0].submitted_ms().unwrap_or(start_ms), !creation, t.id)
+    });
     let starts = serial_starts(&order);
     let mut pending: Vec<Pending> = Vec::with_capacity(order.len() * 3 + 2);
     pending.push((start, 0, 0, Rec::Submit { span: driver, parent: 0, target: 0, t: start, arg_bytes: 0 }));
@@ -295,48 +300,60 @@ fn serial_starts(order: &[&TaskEntry]) -> FxHashMap<(u64, u32), u64> {
     out
 }
 
+/// A caller that submitted again within this of a child's end was waiting for it.
+const GET_SLACK_US: u64 = 2_000;
+
 /// Waits in `ray.get` Ray's rows imply. Ray records no `ray.get`, so a caller would
-/// read as executing while it waits. A call that outlived all of its children is read
-/// as blocked on them from its last submit until the last of them ended (the usual
-/// shape: submit, then `ray.get` the refs), and executing again after that. Work it did
-/// between its last submit and its `ray.get` reads as waiting; a caller that ended
-/// before its children (it did not wait for them all) is left as it was.
+/// read as executing while it waits. Between two of its submits, a caller that
+/// submitted again within [`GET_SLACK_US`] of the end of a child it had already
+/// submitted was waiting for that child, from the first submit until that end (the
+/// shape `futures = [...]; ray.get(futures); f.remote(...)`). After its last submit, a
+/// caller that outlived all of its children was waiting for them until the last one
+/// ended (`ray.get` at the end). Work a caller did between a submit and its `ray.get`
+/// reads as waiting; a caller that ended before its children did not wait for them all
+/// and is left as it was.
 fn get_waits(pending: &[Pending]) -> Vec<Pending> {
-    // Per span: its end and depth; per caller: its children's last submit and last end.
+    // Per span: its end and depth; per caller: each child's submit and end.
     let mut end: FxHashMap<u64, (u64, u32)> = FxHashMap::default();
     for p in pending {
         if let Rec::End { span, t, .. } = p.3 {
             end.insert(span, (t, p.2));
         }
     }
-    let mut children: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
+    let mut children: FxHashMap<u64, Vec<(u64, Option<u64>)>> = FxHashMap::default();
     for p in pending {
         if let Rec::Submit { span, parent, t, .. } = p.3 {
-            if parent == 0 {
-                continue;
+            if parent != 0 {
+                children.entry(parent).or_default().push((t, end.get(&span).map(|e| e.0)));
             }
-            let child_end = end.get(&span).map(|e| e.0);
-            let c = children.entry(parent).or_insert((0, 0));
-            c.0 = c.0.max(t);
-            c.1 = match (c.1, child_end) {
-                (u64::MAX, _) | (_, None) => u64::MAX,
-                (a, Some(e)) => a.max(e),
-            };
         }
     }
     let mut out = Vec::new();
-    for (caller, (last_submit, last_end)) in children {
+    for (caller, kids) in children {
         let Some(&(caller_end, depth)) = end.get(&caller) else { continue };
-        if last_end == u64::MAX || caller_end < last_end {
-            continue;
+        let mut submits: Vec<u64> = kids.iter().map(|k| k.0).collect();
+        submits.sort_unstable();
+        submits.dedup();
+        for (k, &at) in submits.iter().enumerate() {
+            let last = k + 1 == submits.len();
+            let next = submits.get(k + 1).copied().unwrap_or(caller_end);
+            // Children submitted by then that ended before the next submit (or the end).
+            let ended =
+                kids.iter().filter(|(s, _)| *s <= at).filter_map(|(_, e)| *e).filter(|e| *e > at && *e <= next).max();
+            let Some(until) = ended else { continue };
+            let waited = if last {
+                // It waited for all of them only if none outlived it.
+                kids.iter().all(|(_, e)| e.is_some_and(|e| e <= caller_end))
+            } else {
+                next - until <= GET_SLACK_US
+            };
+            // A µs after the submit: the submit is part of the stretch before the wait.
+            let from = at + 1;
+            if waited && from < until {
+                out.push((from, 3, depth, Rec::Block { span: caller, t: from }));
+                out.push((until, 5, depth, Rec::Unblock { span: caller, t: until }));
+            }
         }
-        // A µs after the last submit: the submit is part of the stretch before the wait.
-        let from = last_submit + 1;
-        if from >= last_end {
-            continue;
-        }
-        out.push((from, 3, depth, Rec::Block { span: caller, t: from }));
-        out.push((last_end, 5, depth, Rec::Unblock { span: caller, t: last_end }));
     }
     out
 }

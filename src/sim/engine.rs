@@ -74,6 +74,8 @@ pub struct Engine {
     /// Follow-ups still to run, newest on top (`follow.rs`), kept between events so
     /// running them allocates nothing once it has grown.
     pub(crate) follow_stack: Vec<Follow>,
+    /// Replayed jobs' actors and argument returns (`replay_slots.rs`).
+    pub(crate) replay: super::replay_slots::ReplaySlots,
 }
 
 impl Engine {
@@ -135,6 +137,7 @@ impl Engine {
             stopped: false,
             node_manager: GcsNodeManager::new(&cfg),
             flow: super::flow_recorder::FlowRecorder::new(cfg.sim.flow_calls_per_job),
+            replay: Default::default(),
             follow_stack: Vec::new(),
             model,
             runs: TaskRuns::default(),

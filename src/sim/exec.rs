@@ -55,6 +55,12 @@ impl Engine {
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
+                Op::Hold(us) => {
+                    let us = *us;
+                    run.pc += 1;
+                    self.clock.schedule_in(us, Event::OpDone(tid, attempt));
+                    return;
+                }
                 Op::Submit { spec, count, take_futures } => {
                     let (spec, count, take) = (*spec, *count, *take_futures);
                     if take {
@@ -149,6 +155,12 @@ impl Engine {
                     r.pc += 1;
                     if let Some(pg) = r.exec.pg.take() {
                         self.follow(Follow::RemovePlacementGroup(pg));
+                    }
+                }
+                Op::Replay { spec, call, actor, create, ref deps } => {
+                    let (spec, call, actor, create, deps) = (*spec, *call, *actor, *create, deps.clone());
+                    if self.op_replay(tid, attempt, spec, call, actor, create, &deps) {
+                        return;
                     }
                 }
                 Op::Repeat { to, times } => {
@@ -264,6 +276,61 @@ impl Engine {
             }
         }
         count
+    }
+
+    /// One call of a replayed job: create the actor of its slot, or submit the call with
+    /// its recorded arguments (the returns of earlier calls still alive). No submit cost
+    /// is paid: the recorded stretches hold what submitting cost on Ray. Returns true
+    /// when the task must not go on (its attempt ended).
+    #[allow(clippy::too_many_arguments)]
+    fn op_replay(
+        &mut self,
+        tid: TaskId,
+        attempt: u32,
+        spec: u32,
+        call: u32,
+        actor: Option<u32>,
+        create: bool,
+        deps: &[u32],
+    ) -> bool {
+        let job = self.model.tasks[&tid].job;
+        let r = self.runs.get_mut(&tid).expect("running task has a run");
+        r.pc += 1;
+        if create {
+            let new = NewActor { spec_id: spec, creator: tid, level: 0, flag: false, bundle: None };
+            let (aid, follows) = ActorManager::create(cx!(self), &mut self.flow, self.node_manager.head(), new);
+            self.follow_all(follows);
+            if let Some(slot) = actor {
+                self.replay.set_actor(job, slot, aid);
+            }
+            // The recorded stretch after it holds what submitting cost on Ray.
+            return false;
+        }
+        let on = match actor {
+            Some(slot) => match self.replay.actor(job, slot) {
+                Some(a) => Some(a),
+                // Its actor was never created (its constructor was not recorded): skip it.
+                None => return false,
+            },
+            None => None,
+        };
+        let args: Box<[ObjectId]> = deps
+            .iter()
+            .filter_map(|d| self.replay.output(job, *d))
+            .filter(|o| self.model.objects.contains_key(o))
+            .collect();
+        let (_, ret, follows) = super::tasks::submit(
+            cx!(self),
+            &mut self.flow,
+            self.node_manager.head(),
+            super::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
+        );
+        self.follow_all(follows);
+        self.replay.set_output(job, call, ret);
+        let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
+        self.follow_all(follows);
+        // Past a call answered at once (this very attempt ended meanwhile), stop.
+        !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running)
     }
 
     /// Returns true when the task must wait (it sleeps, or pays for the call it submitted);

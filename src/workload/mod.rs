@@ -5,6 +5,7 @@
 //! Must never: touch the model; the engine runs what this module describes.
 
 pub mod program;
+mod replay;
 
 pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, Shape, SpecId, StrategySpec, TreeNode};
 
@@ -122,6 +123,7 @@ impl Builder<'_> {
             WorkloadConfig::FanOut(c) => self.fan_out(c),
             WorkloadConfig::Training(c) => self.training(c),
             WorkloadConfig::ActorPool(c) => self.actor_pool(c),
+            WorkloadConfig::Replay(c) => self.replay(c),
             // A mix inside a mix is rejected by validation; treat it as its first template.
             WorkloadConfig::JobMix(m) => match m.templates.first() {
                 Some(t) => self.template(&t.workload),

@@ -127,6 +127,9 @@ pub enum Op {
     Compute(DurationDist),
     /// `time.sleep`: holds the worker, uses no CPU.
     Sleep(u64),
+    /// A recorded stretch of a replayed call: holds the worker exactly this long (the
+    /// recording already holds the sleep's overshoot and the calls' submit costs).
+    Hold(u64),
     /// Submit `count` calls of a remote function. With `take_futures`, the futures held
     /// so far are split evenly among them as arguments (a reduce step).
     Submit {
@@ -159,6 +162,16 @@ pub enum Op {
         strategy: PgStrategy,
     },
     RemovePlacementGroup,
+    /// A replayed job's call `call` (`config::replay`): create the actor in slot `actor`
+    /// (`create`), or submit `spec` (a function, or a method on the actor in slot
+    /// `actor`) with the returns of the calls `deps` as its arguments.
+    Replay {
+        spec: SpecId,
+        call: u32,
+        actor: Option<u32>,
+        create: bool,
+        deps: Box<[u32]>,
+    },
     /// Jump back to `to` until this op has been passed `times` times.
     Repeat {
         to: u16,

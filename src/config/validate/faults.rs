@@ -98,6 +98,11 @@ fn actor_classes(workloads: &[WorkloadConfig]) -> Vec<String> {
             WorkloadConfig::Training(_) => add("TrainWorker"),
             WorkloadConfig::ActorPool(c) => add(&c.class),
             WorkloadConfig::FanOut(_) => {}
+            WorkloadConfig::Replay(c) => {
+                for call in c.job.calls.iter().filter(|c| c.kind == crate::config::replay::ReplayKind::ActorCreation) {
+                    add(&call.class);
+                }
+            }
             WorkloadConfig::JobMix(c) => stack.extend(c.templates.iter().rev().map(|t| &t.workload)),
         }
     }

@@ -123,6 +123,9 @@ fn amount(resource: &str, x: f64) -> String {
 pub(crate) fn check(p: &mut Problems, cluster: &Cluster, w: &WorkloadConfig, path: &str, in_template: bool) {
     let f = |name: &str| join_key(path, name);
     match w {
+        // Built from a trace, not written: a recorded request no node of this cluster
+        // can hold shows in the run as infeasible tasks, as it would on Ray.
+        WorkloadConfig::Replay(_) => {}
         WorkloadConfig::FanOut(c) => {
             p.at_least(f("tasks"), c.tasks, 1);
             if c.reducers > c.tasks {

@@ -1,0 +1,91 @@
+//! A recorded job as call specs: one spec per recorded call, its program the call's
+//! recorded steps (`config::replay`).
+//!
+//! Owns: turning a [`ReplayJob`] into specs. A held stretch is an `Op::Hold` (the worker
+//! is held, no CPU of the model's is used: Ray's rows do not say whether the call computed
+//! or slept; the overshoot of a sleep and the submit costs are in the stretches already); a
+//! submit is an [`Op::Replay`], which pays no submit cost; a `ray.get` is an `Op::Get`.
+//! Must never: change the recorded calls' order or their parents.
+
+use super::{Builder, JobTemplate, Op};
+use crate::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
+use crate::model::{ResourceRequest, TaskType};
+use crate::workload::ActorOptions;
+use std::collections::BTreeMap;
+
+impl Builder<'_> {
+    pub(super) fn replay(&mut self, c: &ReplayConfig) -> JobTemplate {
+        let job = &c.job;
+        let first = self.specs.len() as u32;
+        for _ in &job.calls {
+            self.reserve();
+        }
+        let spec_of = |call: u32| first + call;
+        for (i, call) in job.calls.iter().enumerate() {
+            let mut cpu = 0.0;
+            let mut gpu = 0.0;
+            let mut memory = 0u64;
+            let mut custom = BTreeMap::new();
+            for (name, amount) in &call.resources {
+                match name.as_str() {
+                    "CPU" => cpu = *amount,
+                    "GPU" => gpu = *amount,
+                    "memory" => memory = amount.max(0.0) as u64,
+                    other => {
+                        custom.insert(other.to_string(), *amount);
+                    }
+                }
+            }
+            let request = if call.kind == ReplayKind::ActorCreation && call.resources.is_empty() {
+                ResourceRequest::cpu(1.0)
+            } else {
+                self.request(cpu, gpu, memory, &custom)
+            };
+            let program: Vec<Op> = call
+                .steps
+                .iter()
+                .map(|s| match s {
+                    ReplayStep::Hold(us) => Op::Hold(*us),
+                    ReplayStep::Get => Op::Get,
+                    ReplayStep::Submit(c) => {
+                        let callee = &job.calls[*c as usize];
+                        Op::Replay {
+                            spec: spec_of(*c),
+                            call: *c,
+                            actor: callee.actor,
+                            create: callee.kind == ReplayKind::ActorCreation,
+                            deps: callee.deps.clone().into_boxed_slice(),
+                        }
+                    }
+                })
+                .collect();
+            let name = self.names.intern(&call.name);
+            let class = self.names.intern(&call.class);
+            let s = &mut self.specs[first as usize + i];
+            s.name = name;
+            s.program = program;
+            s.request = request;
+            match call.kind {
+                ReplayKind::Driver => s.kind = TaskType::DriverTask,
+                ReplayKind::Function => s.kind = TaskType::NormalTask,
+                ReplayKind::Method => s.kind = TaskType::ActorTask,
+                ReplayKind::ActorCreation => {
+                    s.kind = TaskType::ActorCreationTask;
+                    s.actor = Some(ActorOptions {
+                        class,
+                        max_restarts: 0,
+                        max_task_retries: 0,
+                        max_concurrency: 1,
+                        holds_resources: !call.resources.is_empty(),
+                    });
+                }
+            }
+        }
+        JobTemplate {
+            name: c.name.clone(),
+            entrypoint: format!("replay of {}", job.source),
+            driver: spec_of(0),
+            tasks: 0,
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! `simulate --replay`'s machinery on a job whose records are known exactly: records
+//! in the shape Ray's State API gives (a map-reduce whose reduces take the maps' returns,
+//! and an actor called by the driver), put to the model with the model's own costs set
+//! to zero. Then the replay's makespan is the recorded one, the calls, their actor and
+//! their dependencies are kept, a fix shortens the job by what it removed, and more
+//! CPUs run the maps side by side.
+
+use rayscope::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
+use rayscope::config::{self, WorkloadConfig};
+use rayscope::flow::replay::{replay_job, Fix};
+use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
+use rayscope::observe::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask};
+use rayscope::observe::store::{Change, Store};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const JOB: &str = "01000000";
+const T0: u64 = 1_795_000_000_000;
+
+fn driver() -> String {
+    format!("{}{JOB}", "f".repeat(40))
+}
+
+fn task(id: &str, name: &str, kind: &str, actor: Option<&str>, cpu: f64, times: [u64; 4]) -> Change {
+    let [submit, ready, start, end] = times.map(|t| T0 + t);
+    Change::Task(ObservedTask {
+        task_id: id.into(),
+        job_id: JOB.into(),
+        name: name.into(),
+        kind: kind.into(),
+        state: "FINISHED".into(),
+        parent_task_id: Some(driver()),
+        actor_id: actor.map(Into::into),
+        node_id: Some("aa".into()),
+        required_resources: if cpu > 0.0 { vec![("CPU".into(), cpu)] } else { Vec::new() },
+        events: vec![
+            ("PENDING_ARGS_AVAIL".into(), submit),
+            ("PENDING_NODE_ASSIGNMENT".into(), ready),
+            ("RUNNING".into(), start),
+            ("FINISHED".into(), end),
+        ],
+        start_time_ms: Some(start),
+        end_time_ms: Some(end),
+        ..Default::default()
+    })
+}
+
+/// Four 1 s maps on one CPU (one after another), two reduces taking two maps each
+/// (500 ms, one after the other), then the driver calls an actor's method for 2 s.
+/// Ends at 7.1 s.
+fn recorded() -> Store {
+    let mut s = Store::new(Default::default());
+    let changes = vec![
+        Change::Node(ObservedNode {
+            node_id: "aa".into(),
+            node_ip: "10.0.0.1".into(),
+            is_head_node: true,
+            state: "ALIVE".into(),
+            resources_total: vec![("CPU".into(), 1.0)],
+            start_time_ms: Some(T0),
+            ..Default::default()
+        }),
+        Change::Job(ObservedJob {
+            job_id: JOB.into(),
+            entrypoint: "python mr.py".into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(T0),
+            end_time: Some(T0 + 7_100),
+            ..Default::default()
+        }),
+        Change::Task(ObservedTask {
+            task_id: driver(),
+            job_id: JOB.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "FINISHED".into(),
+            start_time_ms: Some(T0),
+            end_time_ms: Some(T0 + 7_100),
+            ..Default::default()
+        }),
+        Change::Actor(ObservedActor {
+            actor_id: "cc01".into(),
+            job_id: JOB.into(),
+            class_name: "Sink".into(),
+            state: "DEAD".into(),
+            ..Default::default()
+        }),
+        task("m0", "map", "NORMAL_TASK", None, 1.0, [100, 100, 100, 1_100]),
+        task("m1", "map", "NORMAL_TASK", None, 1.0, [100, 100, 1_100, 2_100]),
+        task("m2", "map", "NORMAL_TASK", None, 1.0, [100, 100, 2_100, 3_100]),
+        task("m3", "map", "NORMAL_TASK", None, 1.0, [100, 100, 3_100, 4_100]),
+        // Each reduce leaves PENDING_ARGS_AVAIL when its last map ends.
+        task("r0", "reduce", "NORMAL_TASK", None, 1.0, [101, 2_100, 4_100, 4_600]),
+        task("r1", "reduce", "NORMAL_TASK", None, 1.0, [101, 4_100, 4_600, 5_100]),
+        task("c0", "Sink.__init__", "ACTOR_CREATION_TASK", Some("cc01"), 0.0, [102, 102, 102, 102]),
+        task("c1", "Sink.write", "ACTOR_TASK", Some("cc01"), 0.0, [5_100, 5_100, 5_100, 7_100]),
+    ];
+    for c in &changes {
+        s.apply(c);
+    }
+    s
+}
+
+fn replay_makespan(cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
+    let store = recorded();
+    let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 7_000);
+    let record = snap.flow.job(JOB).expect("the job is recorded").clone();
+    let tables = snap.tables.as_ref().unwrap();
+    let requests: BTreeMap<u64, Vec<(String, f64)>> =
+        tables.tasks.iter().map(|r| (r.id, tables.spec_requests[r.spec as usize].clone())).collect();
+    let job = Arc::new(replay_job(&record, "test", &requests, fixes).unwrap());
+    // Every cost of the model's own at zero: the replay's time is the recording's.
+    let yaml = format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 8GiB}}\n\
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, idle_worker_cpu: 0, sleep_overshoot: 0s}}\n"
+    );
+    let mut cfg = config::load_str(&yaml, "replay.yaml").unwrap_or_else(|e| panic!("{e}"));
+    cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "replay".into(), job: job.clone() })];
+    let (_, report) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
+    (report.jobs[0].makespan.expect("the replay ends"), job)
+}
+
+#[test]
+fn a_replay_on_the_recorded_shape_takes_the_recorded_time_and_keeps_the_calls() {
+    let (makespan, job) = replay_makespan(1, &[]);
+    assert_eq!(job.recorded_makespan_us, 7_100_000);
+    assert!((makespan - 7.1).abs() < 0.071, "replayed in {makespan} s, recorded 7.1 s");
+    let names: Vec<&str> = job.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names[0], "_main");
+    assert_eq!(names.iter().filter(|n| **n == "map").count(), 4);
+    let reduces: Vec<_> = job.calls.iter().filter(|c| c.name == "reduce").collect();
+    assert_eq!(reduces.len(), 2);
+    assert!(reduces.iter().all(|r| r.deps.len() == 1), "each reduce waits for its last map: {reduces:?}");
+    let ctor = job.calls.iter().find(|c| c.kind == ReplayKind::ActorCreation).unwrap();
+    let method = job.calls.iter().find(|c| c.kind == ReplayKind::Method).unwrap();
+    assert_eq!((ctor.actor, method.actor), (Some(0), Some(0)));
+    assert_eq!(method.steps, [ReplayStep::Hold(2_000_000)]);
+    assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.resources == [("CPU".to_string(), 1.0)]));
+}
+
+#[test]
+fn a_fix_shortens_the_job_by_what_it_removed() {
+    let fix = Fix::parse("Sink.write=500ms").unwrap();
+    let (makespan, _) = replay_makespan(1, &[fix]);
+    assert!((makespan - 5.6).abs() < 0.06, "with the write at 0.5 s: {makespan} s");
+}
+
+#[test]
+fn more_cpus_run_the_maps_side_by_side() {
+    let (makespan, _) = replay_makespan(4, &[]);
+    // Maps at once (1 s), then the reduces (0.5 s), then the 2 s write.
+    assert!((makespan - 3.6).abs() < 0.1, "on 4 CPUs: {makespan} s");
+}
