@@ -14,7 +14,9 @@
 //!
 //! Then every built-in page loads in Chromium in observe mode with no console error;
 //! the cluster is shut down, and `rayscope observe --trace` and `rayscope flow
-//! --trace` still show the recorded job.
+//! --trace` still show the recorded job; `rayscope simulate --replay` runs it in the
+//! model on the same shape within 2 % of Ray's makespan, and with the flagged worker's
+//! sleep removed by `--fix`, within 5 % of a real run of the program without that sleep.
 //!
 //! Needs Ray (RAYSCOPE_RAY_CLI, the venv scripts/test makes) and Chromium; without
 //! them it is skipped unless RAYSCOPE_REQUIRE_TOOLS is set. Only one real Ray cluster
@@ -29,6 +31,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// How far the replay of the recorded seed job may be from Ray's makespan, on the same
+/// shape (2 %), and with the flagged worker's sleep removed, against a real run of the
+/// changed program (5 %): issue 20's bounds. Measured: +1.2 % and +0.6 %; what is left
+/// is mostly Ray's prestarted workers (one per CPU), which the model does not have, so
+/// its first two actors start ~0.45 s later each (docs/observe.md).
+const REPLAY_BOUND: f64 = 0.02;
+const FIXED_BOUND: f64 = 0.05;
 
 /// The seed's tree draw for which the flagged worker above the leaves is told apart by
 /// its shape alone (see the module docs).
@@ -228,7 +238,7 @@ impl Observed {
 
 /// The seed job's graph is the program's tree with 10 calls per edge per call, and its
 /// first bottleneck is `process` on the flagged worker whose children are leaves.
-fn check_seed_job(base: &str, job: &str, tree: &Value) -> Result<(), String> {
+fn check_seed_job(base: &str, job: &str, tree: &Value) -> Result<String, String> {
     let graph = get(base, &format!("/api/flow/graph?job={job}"))?;
     let o = Observed::of(&graph);
     if o.shape(&o.root) != shape(tree) {
@@ -254,7 +264,7 @@ fn check_seed_job(base: &str, job: &str, tree: &Value) -> Result<(), String> {
     if first["name"] != "Worker.process" || first["actor_id"] != matches[0].as_str() {
         return Err(format!("first bottleneck {first}, not Worker.process on {}", matches[0]));
     }
-    Ok(())
+    Ok(matches[0].clone())
 }
 
 /// The map-reduce: the driver calls 8 maps and 2 reduces, and the reduces' wait for
@@ -357,13 +367,15 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
     let mut cluster = Cluster::start(&python, &ray_temp, dashboard, &format!("{push}/api/observe/events"));
     let seed = cluster.step(&format!("seed --seed {SEED}"), Duration::from_secs(400));
     let mapreduce = cluster.step("mapreduce", Duration::from_secs(120));
+    // The same program with the flagged worker's extra sleep removed, for the replay.
+    let faster = cluster.step(&format!("seed --seed {SEED} --no-bottleneck-sleep"), Duration::from_secs(200));
     let (seed_job, mr_job) =
         (seed["job_id"].as_str().unwrap().to_string(), mapreduce["job_id"].as_str().unwrap().to_string());
     eprintln!("seed program: makespan {:.2} s on Ray; map-reduce {:.2} s", seed["makespan_s"], mapreduce["makespan_s"]);
     for (base, who) in [(&pull, "pull"), (&push, "push")] {
         pulling.assert_alive();
         pushed.assert_alive();
-        expect_job(base, who, &seed_job, || check_seed_job(base, &seed_job, &seed["tree"]));
+        expect_job(base, who, &seed_job, || check_seed_job(base, &seed_job, &seed["tree"]).map(|_| ()));
         expect_job(base, who, &mr_job, || check_mapreduce_job(base, &mr_job));
     }
     let status = get(&push, "/api/observe").unwrap();
@@ -394,8 +406,51 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
         "rayscope observe --trace",
     );
     wait_for("rayscope --trace to answer", Duration::from_secs(30), || get(&replay, "/api/observe"));
-    check_seed_job(&replay, &seed_job, &seed["tree"]).unwrap();
+    let flagged = check_seed_job(&replay, &seed_job, &seed["tree"]).unwrap();
     check_mapreduce_job(&replay, &mr_job).unwrap();
+    let recorded_s = |job: &str| {
+        let jobs = get(&replay, "/api/jobs/").unwrap();
+        let j = jobs.as_array().unwrap().iter().find(|j| j["job_id"] == job).unwrap().clone();
+        (j["end_time"].as_u64().unwrap() - j["start_time"].as_u64().unwrap()) as f64 / 1e3
+    };
+    let faster_job = faster["job_id"].as_str().unwrap().to_string();
+    let (ray_seed_s, ray_faster_s) = (recorded_s(&seed_job), recorded_s(&faster_job));
+    // The recorded job in the model on the cluster it ran on (one node, 2 CPUs), then
+    // with the flagged worker's sleep taken out of the trace.
+    let cluster_yaml = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster_yaml, "cluster:\n  host_node: false\n  head: {cpu: 2, memory: 8GiB}\n").unwrap();
+    let replayed = |fix: Option<String>| {
+        let mut args = vec![
+            "simulate".to_string(),
+            "--config".into(),
+            cluster_yaml.to_str().unwrap().into(),
+            "--replay".into(),
+            trace_arg.clone(),
+            "--job".into(),
+            seed_job.clone(),
+            "--report".into(),
+            "json".into(),
+        ];
+        if let Some(f) = fix {
+            args.extend(["--fix".into(), f]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
+        assert!(out.status.success(), "simulate --replay: {}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["jobs"][0]["makespan"].as_f64().expect("the replay ends")
+    };
+    let same = replayed(None);
+    let sleep_s = seed["sleep_s"].as_f64().unwrap();
+    let fixed = replayed(Some(format!("Worker.process@{flagged}={}ms", (sleep_s * 1e3).round())));
+    let (e_same, e_fixed) = ((same - ray_seed_s) / ray_seed_s, (fixed - ray_faster_s) / ray_faster_s);
+    eprintln!(
+        "replay: Ray {ray_seed_s:.3} s, model {same:.3} s ({:+.1} %); flagged sleep removed: Ray {ray_faster_s:.3} s, \
+         model {fixed:.3} s ({:+.1} %)",
+        e_same * 100.0,
+        e_fixed * 100.0
+    );
+    assert!(e_same.abs() <= REPLAY_BOUND, "the replay on the same shape is off by {:.1} %", e_same * 100.0);
+    assert!(e_fixed.abs() <= FIXED_BOUND, "the replay with the sleep removed is off by {:.1} %", e_fixed * 100.0);
     let out = dir.path().join("views");
     let flow = Command::new(env!("CARGO_BIN_EXE_rayscope"))
         .args(["flow", "--trace", &trace_arg, "--job", &seed_job, "--out", out.to_str().unwrap()])

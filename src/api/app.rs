@@ -266,6 +266,15 @@ impl App {
         subs.iter().rev().find(|m| m.submission_id == submission_id).cloned()
     }
 
+    /// 409 with the reason when the snapshots are an observed cluster's: nothing here
+    /// can change it.
+    pub fn refuse_if_observing(&self) -> Result<(), super::error::ApiError> {
+        if self.handle.controllable() {
+            return Ok(());
+        }
+        Err(super::error::ApiError::new(axum::http::StatusCode::CONFLICT, crate::observe::runner::REFUSAL))
+    }
+
     /// Send a control request and, once it is applied, wait (briefly) for the next
     /// snapshot, so a client that reads right after a change sees it.
     pub async fn control(&self, c: Control) -> Result<ControlOutcome, ControlError> {

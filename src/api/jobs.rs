@@ -67,6 +67,8 @@ fn workload_error(e: WorkloadError) -> ApiError {
 
 /// `POST /api/jobs/`
 pub(crate) async fn submit(_: Authorized, State(app): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
+    // An observed cluster runs Ray's jobs, not ours: say so before reading the request.
+    app.refuse_if_observing()?;
     let req: SubmitRequest = parse_json(&body, None)?;
     let submission_id = req.submission_id.or(req.job_id);
     if let Some(sid) = &submission_id {

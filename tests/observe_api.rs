@@ -1,0 +1,206 @@
+//! Observe mode's HTTP side without a Ray cluster: a push-only observer takes event
+//! batches in Ray 2.60's Event Export shape at `POST /api/observe/events`, and the
+//! pages' APIs and Flow Insight show the job they describe; bad and hostile batches get
+//! a 4xx that names the problem and change nothing; control requests are refused with
+//! 409; `/metrics` carries only `rayscope_*`; a server running the model has no such
+//! endpoint.
+
+mod api_support;
+
+use api_support::{request, Resp, Server, Tokens};
+use base64::Engine as _;
+use rayscope::api::{self, ObserveServe, ServeOptions};
+use rayscope::config;
+use rayscope::observe::{ObserveOptions, Source};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "observe-token";
+const JOB: &str = "AQAAAA=="; // 01000000
+
+fn b64(hex: &str) -> String {
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn at(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + ms)).to_string()
+}
+
+/// A job whose driver calls `f` three times; each call calls `g` once.
+fn batch() -> Value {
+    let driver = format!("{}01000000", "f".repeat(40));
+    let mut events = vec![
+        json!({"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": JOB, "entrypoint": "python app.py"}}),
+        json!({"eventType": "DRIVER_JOB_LIFECYCLE_EVENT", "driverJobLifecycleEvent": {"jobId": JOB,
+            "stateTransitions": [{"state": "CREATED", "timestamp": at(0)}, {"state": "FINISHED", "timestamp": at(1_000)}]}}),
+    ];
+    let task = |id: &str, parent: &str, name: &str, from: u64, to: u64| {
+        vec![
+            json!({"eventType": "TASK_DEFINITION_EVENT", "taskDefinitionEvent": {"taskId": b64(id), "taskName": name,
+                "taskType": "NORMAL_TASK", "jobId": JOB, "parentTaskId": b64(parent), "taskAttempt": 0}}),
+            json!({"eventType": "TASK_LIFECYCLE_EVENT", "taskLifecycleEvent": {"taskId": b64(id), "jobId": JOB, "taskAttempt": 0,
+                "stateTransitions": [{"state": "PENDING_ARGS_AVAIL", "timestamp": at(from)},
+                    {"state": "RUNNING", "timestamp": at(from + 1)}, {"state": "FINISHED", "timestamp": at(to)}]}}),
+        ]
+    };
+    for i in 0..3u64 {
+        let f = format!("{:016x}{}01000000", i + 1, "0".repeat(24));
+        let g = format!("{:016x}{}01000000", i + 100, "0".repeat(24));
+        events.extend(task(&f, &driver, "f", 10 + i * 100, 90 + i * 100));
+        events.extend(task(&g, &f, "g", 20 + i * 100, 80 + i * 100));
+    }
+    Value::Array(events)
+}
+
+struct Observed {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Observed {
+    async fn start() -> Observed {
+        let mut opts = ObserveOptions::new(Source::Push);
+        opts.poll_every = Duration::from_millis(100);
+        let observer = rayscope::observe::spawn(opts).unwrap();
+        let cfg = config::load_str(config::DEFAULT_CONFIG_YAML, "default.yaml").unwrap();
+        let mut serve = ServeOptions::new(cfg);
+        serve.token = Some(TOKEN.into());
+        serve.host = None;
+        serve.observe = Some(ObserveServe { inbox: observer.inbox });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(api::serve(listener, observer.handle, serve, async move {
+            let _ = rx.await;
+        }));
+        Observed { addr, stop: Some(tx) }
+    }
+
+    async fn get(&self, path: &str) -> Resp {
+        request(self.addr, "GET", path, &[], None).await
+    }
+
+    async fn push(&self, body: &[u8]) -> Resp {
+        request(self.addr, "POST", "/api/observe/events", &[], Some(body)).await
+    }
+}
+
+impl Drop for Observed {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "timed out waiting for {what}: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_events_become_the_job_and_its_call_graph() {
+    let s = Observed::start().await;
+    let r = s.push(batch().to_string().as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["records"], 14, "{}", r.text());
+    let graph = eventually("the pushed job's graph", async || {
+        let r = s.get("/api/flow/graph?job=01000000&level=class").await;
+        (r.status == 200).then(|| r.json()).ok_or(r.text())
+    })
+    .await;
+    let edges: Vec<(String, String, u64)> = graph["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (e["source"].as_str().unwrap().into(), e["target"].as_str().unwrap().into(), e["calls"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(edges, [("_main".into(), "f".into(), 3), ("f".into(), "g".into(), 3)]);
+    let jobs = s.get("/api/jobs/").await.json();
+    assert_eq!(jobs[0]["job_id"], "01000000", "{jobs}");
+    assert_eq!(jobs[0]["status"], "SUCCEEDED", "{jobs}");
+    let status = s.get("/api/observe").await.json();
+    assert_eq!((status["mode"].as_str(), status["events_received"].as_u64()), (Some("push"), Some(14)), "{status}");
+    // The same batch again (Ray's agent retries): nothing changes, nothing is counted twice.
+    assert_eq!(s.push(batch().to_string().as_bytes()).await.status, 200);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let again = s.get("/api/flow/graph?job=01000000&level=class").await.json();
+    assert_eq!(again["edges"], graph["edges"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_batches_are_refused_with_the_reason_and_change_nothing() {
+    let s = Observed::start().await;
+    let r = s.push(b"{\"not\": \"a list\"}").await;
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"].as_str().unwrap().contains("JSON array"), "{}", r.text());
+    let r = s.push(b"[{\"eventType\": ").await;
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"].as_str().unwrap().starts_with("the body is not JSON"), "{}", r.text());
+    // Bad events are named and skipped; the good ones in the same batch are taken.
+    let mixed = json!([
+        {"eventType": "TASK_LIFECYCLE_EVENT", "taskLifecycleEvent": {"taskId": "!!", "jobId": JOB}},
+        {"eventType": "SOMETHING_NEW", "somethingNew": {}},
+        {"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": JOB, "entrypoint": "x"}},
+    ]);
+    let r = s.push(mixed.to_string().as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(
+        (v["records"].as_u64(), v["ignored"].as_u64(), v["refused"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{v}"
+    );
+    assert!(v["errors"][0].as_str().unwrap().contains("taskId"), "{v}");
+    // Past the size limit, before the body is read.
+    let wire = format!(
+        "POST /api/observe/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        64 << 20
+    );
+    let r = api_support::raw(s.addr, wire.as_bytes()).await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["limit_bytes"], 16 << 20);
+    // The counters reach the next snapshot (published at least every poll period).
+    eventually("the refusals counted", async || {
+        let status = s.get("/api/observe").await.json();
+        (status["batches_refused"] == 2 && status["events_refused"] == 1).then_some(()).ok_or(status.to_string())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_on_the_cluster_can_be_changed_and_only_rayscope_metrics_are_served() {
+    let s = Observed::start().await;
+    let auth = format!("Bearer {TOKEN}");
+    for path in ["/api/control/speed", "/api/control/nodes/10.0.0.1/kill", "/api/jobs/"] {
+        let body = if path == "/api/jobs/" { r#"{"entrypoint": "python x.py"}"# } else { r#"{"speed": 2}"# };
+        let r = request(s.addr, "POST", path, &[("authorization", &auth)], Some(body.as_bytes())).await;
+        assert_eq!(r.status, 409, "{path}: {}", r.text());
+        assert!(r.json()["error"].as_str().unwrap().contains("observing a live Ray cluster"), "{}", r.text());
+    }
+    let metrics = s.get("/metrics").await.text();
+    assert!(metrics.contains("rayscope_observe_info{"), "{metrics}");
+    assert!(!metrics.lines().any(|l| l.starts_with("ray_")), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_running_the_model_takes_no_events() {
+    let s = Server::start(api_support::config(), Tokens::default()).await;
+    let r = s.post_as("/api/observe/events", None, "[]").await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(r.json()["error"].as_str().unwrap().contains("rayscope observe"), "{}", r.text());
+    assert_eq!(s.get("/api/observe").await.status, 404);
+    s.stop().await;
+}
