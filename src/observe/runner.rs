@@ -135,6 +135,7 @@ pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snap
         rows_read: read.lines,
         bad_rows: read.bad_count,
         tasks_held: store.attempts() as u64,
+        tasks_dropped: store.dropped_by_job.values().sum(),
         tasks_forgotten: store.forgotten_tasks,
         ..Default::default()
     }));

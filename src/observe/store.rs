@@ -82,7 +82,7 @@ pub struct Store {
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
-    /// Per job: tasks refused past the cap while it ran.
+    /// Per job: tasks refused past the cap (its first tasks are kept).
     pub dropped_by_job: BTreeMap<u32, u64>,
     pub placement_groups: BTreeMap<u32, ObservedPg>,
     pg_index: FxHashMap<String, u32>,
@@ -215,7 +215,7 @@ impl Store {
             return None;
         }
         self.jobs.insert(num, merged.clone());
-        self.forget_over_caps();
+        self.forget_over_caps(None);
         Some(merged)
     }
 
@@ -271,7 +271,7 @@ impl Store {
             return Some(t.clone());
         }
         if self.attempts >= self.limits.max_tasks {
-            self.forget_over_caps();
+            self.forget_over_caps(Some(job));
             if self.attempts >= self.limits.max_tasks {
                 *self.dropped_by_job.entry(job).or_insert(0) += 1;
                 return None;
@@ -312,13 +312,14 @@ impl Store {
         }
     }
 
-    /// Forget the oldest ended jobs, whole, while a cap is passed.
-    fn forget_over_caps(&mut self) {
+    /// Forget the oldest ended jobs, whole, while a cap is passed; never `keep`, the job
+    /// whose task is being added (it keeps its first tasks and counts the rest).
+    fn forget_over_caps(&mut self, keep: Option<u32>) {
         while self.attempts >= self.limits.max_tasks || self.jobs.len() > self.limits.max_jobs {
             let oldest_ended = self
                 .jobs
                 .iter()
-                .filter(|(_, j)| is_terminal_job(&j.status))
+                .filter(|(n, j)| is_terminal_job(&j.status) && Some(**n) != keep)
                 .min_by_key(|(&n, j)| (j.end_time.unwrap_or(0), n))
                 .map(|(&n, _)| n);
             let Some(job) = oldest_ended else { return };
@@ -420,6 +421,19 @@ mod tests {
         assert_eq!(s.attempts(), 4, "never past the cap");
         assert_eq!(s.dropped_by_job.get(&2), Some(&2));
         assert_eq!((s.forgotten_jobs, s.forgotten_tasks), (1, 3));
+    }
+
+    #[test]
+    fn an_ended_job_read_past_the_cap_keeps_its_first_tasks() {
+        let mut s = Store::new(StoreLimits { max_tasks: 4, ..StoreLimits::default() });
+        s.apply(&Change::Job(job("01000000", "SUCCEEDED", Some(2_000))));
+        for i in 0..6 {
+            s.apply(&Change::Task(task(&format!("a{i}"), "01000000", "FINISHED", 1_000 + i)));
+        }
+        assert!(s.jobs.contains_key(&1), "the job being read is not forgotten to make room for itself");
+        assert_eq!(s.job_tasks(1).count(), 4);
+        assert!(s.task_number("a0").is_some() && s.task_number("a5").is_none());
+        assert_eq!(s.dropped_by_job.get(&1), Some(&2));
     }
 
     #[test]
