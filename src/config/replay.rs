@@ -47,6 +47,8 @@ pub struct ReplayCall {
     pub resources: Vec<(String, f64)>,
     /// Calls whose returns it took as arguments (indexes; each submitted before it).
     pub deps: Vec<u32>,
+    /// Bytes of its returns, as recorded (0 where the recording never saw them).
+    pub return_bytes: u64,
     pub steps: Vec<ReplayStep>,
 }
 

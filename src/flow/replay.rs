@@ -1,7 +1,7 @@
 //! A finished job's records as a workload the model can run (`rayscope simulate
 //! --replay`): each recorded call with its own timeline (what it held, whom it called
-//! and when, where it waited in `ray.get`), its arguments, its resource request and its
-//! actor.
+//! and when, where it waited in `ray.get`), its arguments, its returns' bytes, its
+//! resource request and its actor.
 //!
 //! Owns: the conversion ([`replay_job`]) and the fixes a person may make to it before it
 //! runs ([`Fix`]: "this method's stretches take at most this long", as when a sleep is
@@ -110,6 +110,7 @@ pub fn replay_job(
             actor,
             resources: requests.get(&s.span).cloned().unwrap_or_default(),
             deps: s.deps.iter().map(|&d| call_of[d]).collect(),
+            return_bytes: s.return_bytes,
             steps,
         });
     }

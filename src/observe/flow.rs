@@ -213,9 +213,15 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                     at,
                     6,
                     depth,
-                    Rec::End { span: t.id, t: at, ok: last.state == "FINISHED", return_bytes: 0 },
+                    Rec::End {
+                        span: t.id,
+                        t: at,
+                        ok: last.state == "FINISHED",
+                        return_bytes: last.return_bytes.unwrap_or(0),
+                    },
                 ));
                 agg.completed += 1;
+                agg.bytes += last.return_bytes.unwrap_or(0);
                 agg.total_us += at - submit;
                 totals
                     .durations

@@ -78,6 +78,10 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
         start_time_ms: new.start_time_ms.or(old.start_time_ms),
         end_time_ms: new.end_time_ms.or(old.end_time_ms),
         events,
+        return_bytes: match (old.return_bytes, new.return_bytes) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        },
     }
 }
 

@@ -55,6 +55,10 @@ pub struct ObservedTask {
     /// Each state the attempt entered, with when: Ray's `events`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<(String, u64)>,
+    /// Bytes of its returns, as the object listing showed them while they lived (not a
+    /// field of Ray's task rows: `Store::set_objects` fills it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_bytes: Option<u64>,
 }
 
 /// One actor, as `GET /api/v0/actors?detail=true` lists it.
@@ -268,6 +272,7 @@ impl ObservedTask {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             events: events(v),
+            return_bytes: None,
         })
     }
 

@@ -303,13 +303,38 @@ impl Store {
         true
     }
 
-    /// Replace the object listing (objects change too fast to merge, and are not traced).
-    pub fn set_objects(&mut self, mut objects: Vec<ObservedObject>) {
+    /// Replace the object listing (objects change too fast to merge, and are not
+    /// traced), and note on each producing task the bytes of its returns seen in it (an
+    /// object id is its task's id and a return index): the merged task changes, which
+    /// are traced. A return freed between two listings is never seen: its task keeps 0.
+    pub fn set_objects(&mut self, mut objects: Vec<ObservedObject>) -> Vec<Change> {
         objects.truncate(self.limits.max_objects);
+        let mut by_task: BTreeMap<&str, u64> = BTreeMap::new();
+        for o in &objects {
+            if let (Some(task), Some(size)) = (o.object_id.get(..48), o.object_size) {
+                *by_task.entry(task).or_insert(0) += size;
+            }
+        }
+        let mut parts = Vec::new();
+        for (task, bytes) in by_task {
+            let Some(entry) = self.task_index.get(task).and_then(|id| self.tasks.get(id)) else { continue };
+            let last = entry.last();
+            if last.return_bytes.is_some_and(|b| b >= bytes) {
+                continue;
+            }
+            parts.push(Change::Task(ObservedTask {
+                task_id: last.task_id.clone(),
+                attempt_number: last.attempt_number,
+                job_id: last.job_id.clone(),
+                return_bytes: Some(bytes),
+                ..Default::default()
+            }));
+        }
         if objects != self.objects {
             self.objects = objects;
             self.generation += 1;
         }
+        parts.iter().filter_map(|c| self.apply(c)).collect()
     }
 
     /// Forget the oldest ended jobs, whole, while a cap is passed; never `keep`, the job
@@ -434,6 +459,23 @@ mod tests {
         assert_eq!(s.job_tasks(1).count(), 4);
         assert!(s.task_number("a0").is_some() && s.task_number("a5").is_none());
         assert_eq!(s.dropped_by_job.get(&1), Some(&2));
+    }
+
+    #[test]
+    fn an_object_listing_gives_its_tasks_their_return_bytes() {
+        let mut s = Store::new(StoreLimits::default());
+        let id = format!("{:016x}{}01000000", 7, "f".repeat(24));
+        s.apply(&Change::Task(task(&id, "01000000", "FINISHED", 1_000)));
+        let object = |index: &str, size| ObservedObject {
+            object_id: format!("{id}{index}"),
+            object_size: Some(size),
+            ..Default::default()
+        };
+        let changes = s.set_objects(vec![object("01000000", 3 << 20), object("02000000", 1 << 20)]);
+        assert_eq!(changes.len(), 1, "one task's change, to be traced");
+        assert_eq!(s.tasks[&1].last().return_bytes, Some(4 << 20), "both returns");
+        assert!(s.set_objects(vec![object("01000000", 3 << 20)]).is_empty(), "a freed return takes nothing away");
+        assert_eq!(s.tasks[&1].last().return_bytes, Some(4 << 20));
     }
 
     #[test]

@@ -65,6 +65,7 @@ impl Builder<'_> {
             s.name = name;
             s.program = program;
             s.request = request;
+            s.return_size = call.return_bytes;
             match call.kind {
                 ReplayKind::Driver => s.kind = TaskType::DriverTask,
                 ReplayKind::Function => s.kind = TaskType::NormalTask,
