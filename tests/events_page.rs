@@ -66,7 +66,7 @@ async fn dom_ids(page: &Page<'_>) -> BTreeSet<String> {
 }
 
 /// The tile's used and total bytes equal the plasma bytes `/api/memory` reports (both
-/// polled, since the store moves), with gigabytes stored.
+/// polled, since the store moves), with more than a GiB stored.
 async fn object_store_tile(page: &Page<'_>, addr: SocketAddr) {
     page.goto(&format!("http://{addr}/")).await;
     page.wait_for("the overview's first full render", "document.body.dataset.rendered", WAIT).await;
@@ -79,7 +79,8 @@ async fn object_store_tile(page: &Page<'_>, addr: SocketAddr) {
         let (used, total) = (&memory["cluster"]["plasma_memory_used"], &memory["cluster"]["object_store_memory"]);
         let got = page.eval(tile).await.unwrap();
         let matches = got[0].as_f64() == used.as_f64() && got[1].as_f64() == total.as_f64();
-        if matches && used.as_f64().unwrap() > 1e9 {
+        // Past 1 GiB, so the tile writes GiB (1,000 MiB is past 1e9 bytes but not 1 GiB).
+        if matches && used.as_f64().unwrap() > (1u64 << 30) as f64 {
             let text = got[3].as_str().unwrap();
             assert!(text.contains("GiB of") && !text.starts_with("0 B"), "the tile says {got}");
             break;

@@ -1,6 +1,6 @@
 //! Observe mode's HTTP side without a Ray cluster: a push-only observer takes event
 //! batches in Ray 2.60's Event Export shape at `POST /api/observe/events`, and the
-//! pages' APIs and Flow Insight show the job they describe; bad and hostile batches get
+//! pages' APIs, Flow Insight and Ant flow-insight's endpoints show the job they describe; bad and hostile batches get
 //! a 4xx that names the problem and change nothing; control requests are refused with
 //! 409; `/metrics` carries only `rayscope_*`; a server running the model has no such
 //! endpoint.
@@ -128,6 +128,10 @@ async fn pushed_events_become_the_job_and_its_call_graph() {
         })
         .collect();
     assert_eq!(edges, [("_main".into(), "f".into(), 3), ("f".into(), "g".into(), 3)]);
+    // Ant flow-insight's endpoints read the same records.
+    let ant = s.get("/get_call_graph_data?flow_id=01000000&stack_mode=false").await;
+    assert_eq!(ant.status, 200, "{}", ant.text());
+    assert!(ant.text().contains("\"g\""), "Ant's call graph names the pushed calls: {}", ant.text());
     let jobs = s.get("/api/jobs/").await.json();
     assert_eq!(jobs[0]["job_id"], "01000000", "{jobs}");
     assert_eq!(jobs[0]["status"], "SUCCEEDED", "{jobs}");
