@@ -27,7 +27,15 @@ fn not_observing() -> ApiError {
 
 /// `POST /api/observe/events`: one batch of Ray's exported events (a JSON array).
 pub(crate) async fn receive(State(app): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
-    let Some(inbox) = app.observe_inbox.clone() else { return Err(not_observing()) };
+    let Some(inbox) = app.observe_inbox.clone() else {
+        if app.observing {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "rayscope is showing a recorded trace (rayscope observe --trace): it takes no events",
+            ));
+        }
+        return Err(not_observing());
+    };
     let taken = tokio::task::spawn_blocking(move || inbox.accept(&body)).await.map_err(internal)?;
     match taken {
         Ok(a) => Ok(json_ok(json!({

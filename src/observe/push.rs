@@ -8,8 +8,8 @@
 //! thread ([`Inbox`]) and its counters. Event types rayscope does not use (profiles,
 //! workers) are counted and skipped.
 //! Must never: hold a batch the queue has no room for (it is refused, and Ray's agent
-//! retries it), stop at a bad event (it is counted, the rest are read), or take more
-//! than [`MAX_EVENTS`] events of one batch.
+//! retries it), read more than [`PARSES`] batches at once, stop at a bad event (it is
+//! counted, the rest are read), or take more than [`MAX_EVENTS`] events of one batch.
 
 use super::rows::{cut, ObservedActor, ObservedJob, ObservedNode, ObservedTask};
 use super::store::Change;
@@ -21,6 +21,13 @@ use std::sync::{mpsc, Arc};
 
 /// Batches waiting for the observer thread; past this a POST is answered 503.
 pub const QUEUED_BATCHES: usize = 64;
+/// Bytes of the batches waiting (as posted); past this a POST is answered 503.
+pub const QUEUED_BYTES: u64 = 64 << 20;
+/// Batches read at once (each a JSON document of up to 16 MiB); more are answered 503.
+pub const PARSES: usize = 2;
+
+/// What travels to the observer thread: a batch's records and its body's size.
+pub type Batch = (Vec<Change>, u64);
 /// Events read from one batch.
 pub const MAX_EVENTS: usize = 100_000;
 
@@ -32,6 +39,8 @@ pub struct PushCounters {
     pub refused_events: AtomicU64,
     pub refused_batches: AtomicU64,
     pub ignored_events: AtomicU64,
+    /// Bytes of the batches queued and not yet applied (the thread takes them off).
+    pub queued_bytes: AtomicU64,
 }
 
 impl PushCounters {
@@ -45,8 +54,9 @@ impl PushCounters {
 /// The server's end of the queue.
 #[derive(Clone)]
 pub struct Inbox {
-    tx: mpsc::SyncSender<Vec<Change>>,
+    tx: mpsc::SyncSender<Batch>,
     pub counters: Arc<PushCounters>,
+    parsing: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// What a batch came to.
@@ -70,13 +80,29 @@ pub enum Refused {
 }
 
 impl Inbox {
-    pub fn new(tx: mpsc::SyncSender<Vec<Change>>, counters: Arc<PushCounters>) -> Inbox {
-        Inbox { tx, counters }
+    pub fn new(tx: mpsc::SyncSender<Batch>, counters: Arc<PushCounters>) -> Inbox {
+        Inbox { tx, counters, parsing: Arc::default() }
     }
 
-    /// Read a batch and queue its records.
+    /// Read a batch and queue its records. Memory stays bounded whatever is posted: at
+    /// most [`PARSES`] batches are read at once, and at most [`QUEUED_BYTES`] (and
+    /// [`QUEUED_BATCHES`]) wait for the observer; past either, the batch is refused as
+    /// busy and Ray's agent sends it again.
     pub fn accept(&self, body: &[u8]) -> Result<Accepted, Refused> {
+        let size = body.len() as u64;
+        let busy = || {
+            self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
+            Err(Refused::Busy)
+        };
+        if self.counters.queued_bytes.load(Ordering::Relaxed) + size > QUEUED_BYTES {
+            return busy();
+        }
+        if self.parsing.fetch_add(1, Ordering::AcqRel) >= PARSES {
+            self.parsing.fetch_sub(1, Ordering::AcqRel);
+            return busy();
+        }
         let parsed = parse_batch(body);
+        self.parsing.fetch_sub(1, Ordering::AcqRel);
         let (changes, accepted) = match parsed {
             Ok(x) => x,
             Err(why) => {
@@ -84,9 +110,12 @@ impl Inbox {
                 return Err(Refused::Malformed(why));
             }
         };
-        if let Err(mpsc::TrySendError::Full(_) | mpsc::TrySendError::Disconnected(_)) = self.tx.try_send(changes) {
-            self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
-            return Err(Refused::Busy);
+        self.counters.queued_bytes.fetch_add(size, Ordering::AcqRel);
+        if let Err(mpsc::TrySendError::Full(_) | mpsc::TrySendError::Disconnected(_)) =
+            self.tx.try_send((changes, size))
+        {
+            self.counters.queued_bytes.fetch_sub(size, Ordering::AcqRel);
+            return busy();
         }
         let c = &self.counters;
         c.batches.fetch_add(1, Ordering::Relaxed);
@@ -382,5 +411,18 @@ mod tests {
         assert!(inbox.accept(b"[]").is_ok());
         assert_eq!(inbox.accept(b"[]"), Err(Refused::Busy));
         assert_eq!(inbox.counters.refused_batches.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            inbox.counters.queued_bytes.load(Ordering::Relaxed),
+            2,
+            "the queued batch's bytes, the refused one's not"
+        );
+    }
+
+    #[test]
+    fn queued_bytes_are_bounded() {
+        let (tx, _rx) = mpsc::sync_channel(QUEUED_BATCHES);
+        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
+        inbox.counters.queued_bytes.store(QUEUED_BYTES - 1, Ordering::Relaxed);
+        assert_eq!(inbox.accept(b"[]"), Err(Refused::Busy), "past the bytes waiting, even with batches free");
     }
 }

@@ -160,7 +160,7 @@ impl Loop {
     fn run(
         mut self,
         every: Duration,
-        rx: mpsc::Receiver<Vec<super::store::Change>>,
+        rx: mpsc::Receiver<super::push::Batch>,
         out: Arc<ArcSwap<Snapshot>>,
         stop: Arc<AtomicBool>,
     ) {
@@ -169,8 +169,10 @@ impl Loop {
         while !stop.load(Ordering::Relaxed) {
             let wait = next_poll.saturating_duration_since(Instant::now()).min(Duration::from_millis(100));
             match rx.recv_timeout(wait) {
-                Ok(batch) => {
+                Ok((batch, bytes)) => {
                     let changed: Vec<_> = batch.iter().filter_map(|c| self.store.apply(c)).collect();
+                    drop(batch);
+                    self.push.queued_bytes.fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
                     self.record(&changed);
                     if !changed.is_empty() {
                         dirty_since.get_or_insert_with(Instant::now);
