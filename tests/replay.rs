@@ -11,6 +11,7 @@ use rayscope::flow::replay::{replay_job, Fix};
 use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
 use rayscope::observe::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask};
 use rayscope::observe::store::{Change, Store};
+use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -143,6 +144,51 @@ fn a_fix_shortens_the_job_by_what_it_removed() {
     let fix = Fix::parse("Sink.write=500ms").unwrap();
     let (makespan, _) = replay_makespan(1, &[fix]);
     assert!((makespan - 5.6).abs() < 0.06, "with the write at 0.5 s: {makespan} s");
+}
+
+#[test]
+fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
+    // The same records, as `rayscope observe --record` writes them.
+    let dir = tempfile::tempdir().unwrap();
+    let store = recorded();
+    let mut changes: Vec<Change> = store.nodes.iter().cloned().map(Change::Node).collect();
+    changes.extend(store.jobs.values().cloned().map(Change::Job));
+    changes.extend(store.actors.values().cloned().map(Change::Actor));
+    changes.extend(store.tasks.values().flat_map(|t| t.attempts.iter().cloned().map(Change::Task)));
+    let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
+    w.append(&changes).unwrap();
+    drop(w);
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, "cluster:\n  host_node: false\n  head: {cpu: 1, memory: 8GiB}\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args =
+            vec!["simulate", "--config", cluster.to_str().unwrap(), "--replay", dir.path().to_str().unwrap()];
+        args.extend(["--report", "json"]);
+        args.extend(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
+        (
+            out.status.code(),
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).ok(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, report, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("recorded makespan 7.100 s"), "{err}");
+    let one_cpu = report.unwrap()["jobs"][0]["makespan"].as_f64().unwrap();
+    assert!(one_cpu > 7.0, "with the model's own costs on 1 CPU: {one_cpu} s");
+    let (code, sweep, err) = run(&["--sweep", "cluster.head.cpu=1,4"]);
+    assert_eq!(code, Some(0), "{err}");
+    let sweep = sweep.unwrap();
+    let runs = sweep["runs"].as_array().unwrap_or_else(|| panic!("{sweep}"));
+    let spans: Vec<f64> = runs.iter().map(|r| r["jobs"][0]["makespan"].as_f64().unwrap()).collect();
+    assert!(spans[1] < spans[0] - 2.0, "4 CPUs run the maps side by side: {spans:?}");
+    let (code, _, err) = run(&["--job", "ffffffff"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--job ffffffff: the trace has no such job (jobs: 01000000)"), "{err}");
+    let (code, _, err) = run(&["--fix", "Nope.run=1s"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--fix Nope.run: no call of job 01000000 matches"), "{err}");
 }
 
 #[test]
