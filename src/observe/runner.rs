@@ -179,7 +179,8 @@ impl Loop {
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+                // The server is gone (it is stopping): no more pushes, and no spinning.
+                Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
             }
             if Instant::now() >= next_poll {
                 self.poll();
