@@ -57,30 +57,18 @@ pub(super) struct ObserveArgs {
     log_format: LogFormat,
 }
 
+/// A duration in the config's units (`500ms`, `2s`), between 100 ms and 1 h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 2s, 500ms)"))?;
+    let d = Duration::from_micros(rayscope::config::units::parse_duration(s)?.as_micros());
     if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
         return Err(format!("{s:?}: must be between 100ms and 1h"));
     }
     Ok(d)
 }
 
+/// A size in the config's units (`512MiB`, `1GiB`), at least 4 KiB.
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let n: u64 = n.parse().map_err(|_| format!("{s:?}: a size is a number with an optional unit, e.g. 512MiB"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        other => return Err(format!("{s:?}: unknown unit {other:?} (B, KiB, MiB, GiB, KB, MB, GB)")),
-    };
-    let v = n.checked_mul(mult).ok_or_else(|| format!("{s:?}: too large"))?;
+    let v = rayscope::config::units::parse_bytes(s)?.0;
     if v < 4096 {
         return Err(format!("{s:?}: at least 4KiB"));
     }

@@ -38,8 +38,8 @@ impl Fix {
         if name.is_empty() {
             return Err(format!("--fix {s:?}: no method or function named"));
         }
-        let d = humantime::parse_duration(dur.trim()).map_err(|e| format!("--fix {s:?}: {e} (e.g. 50ms, 0s)"))?;
-        Ok(Fix { name: name.to_string(), actor, at_most_us: d.as_micros().min(u64::MAX as u128) as u64 })
+        let d = crate::config::units::parse_duration(dur.trim()).map_err(|e| format!("--fix {s:?}: {e}"))?;
+        Ok(Fix { name: name.to_string(), actor, at_most_us: d.as_micros() })
     }
 }
 

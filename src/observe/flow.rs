@@ -25,25 +25,6 @@ fn synthetic_driver(job: u32) -> u64 {
     u64::MAX - u64::from(job)
 }
 
-/// Names interned for a snapshot (`Snapshot::names`).
-#[derive(Default)]
-pub struct Names {
-    pub all: Vec<String>,
-    index: FxHashMap<String, u32>,
-}
-
-impl Names {
-    pub fn id(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.index.get(name) {
-            return i;
-        }
-        self.all.push(name.to_string());
-        let i = (self.all.len() - 1) as u32;
-        self.index.insert(name.to_string(), i);
-        i
-    }
-}
-
 /// What a job's records add to the cluster-wide flow totals, by name (`None`: the
 /// driver), so a job's share can be kept and merged without rebuilding it.
 #[derive(Default)]

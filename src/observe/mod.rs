@@ -23,3 +23,8 @@ pub mod store;
 pub mod trace;
 
 pub use runner::{spawn, ObserveOptions, Source};
+
+/// The wall clock in Unix ms: an observed cluster's time is the wall's.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}

@@ -10,11 +10,11 @@
 //! Must never: change the store, or read the wall clock for anything but the
 //! snapshot's own instant.
 
-use super::flow::{job_record, Names, Totals};
+use super::flow::{job_record, Totals};
 use super::store::{is_terminal_job, job_number, Store};
 use crate::model::{
-    ActorState, Counters, ErrorType, Histogram, JobStatus, NodeState, NodeStats, ObjectStatus, PgState, PgStrategy,
-    TaskHistory, TaskState, TaskType, PLACEMENT_MS_BUCKETS,
+    ActorState, Counters, ErrorType, Histogram, JobStatus, Names, NodeState, NodeStats, ObjectStatus, PgState,
+    PgStrategy, TaskHistory, TaskState, TaskType, PLACEMENT_MS_BUCKETS,
 };
 use crate::snapshot::flow::{JobRecord, Recorded, DRIVER_NAME};
 use crate::snapshot::{
@@ -244,7 +244,7 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
         event_log_lines: 0,
         head,
         nodes,
-        names: Arc::new(names.all),
+        names: Arc::new(names.all().to_vec()),
         task_counts,
         running_counts,
         actor_counts,
@@ -306,11 +306,11 @@ fn recorded(store: &Store, cache: &mut FlowCache, names: &mut Names) -> Recorded
             }
         };
         for ((caller, callee), n) in &totals.calls {
-            let caller = caller.as_deref().map_or(DRIVER_NAME, |c| names.id(c));
-            *calls.entry((caller, names.id(callee))).or_insert(0) += n;
+            let caller = caller.as_deref().map_or(DRIVER_NAME, |c| names.intern(c).0);
+            *calls.entry((caller, names.intern(callee).0)).or_insert(0) += n;
         }
         for (callee, h) in &totals.durations {
-            let into = durations.entry(names.id(callee)).or_insert_with(|| Histogram::new(h.bounds));
+            let into = durations.entry(names.intern(callee).0).or_insert_with(|| Histogram::new(h.bounds));
             for (a, b) in into.counts.iter_mut().zip(&h.counts) {
                 *a += b;
             }
@@ -346,7 +346,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             let row = TaskRow {
                 id: e.id,
                 job: e.job,
-                name: names.id(if a.name.is_empty() { &a.func_or_class_name } else { &a.name }),
+                name: names.intern(if a.name.is_empty() { &a.func_or_class_name } else { &a.name }).0,
                 kind: task_type(&a.kind),
                 state,
                 attempt: a.attempt_number,
@@ -410,7 +410,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             ActorRow {
                 id,
                 job: job_number(&a.job_id).unwrap_or(0),
-                class: names.id(&a.class_name),
+                class: names.intern(&a.class_name).0,
                 state: actor_state(&a.state),
                 node: a.node_id.as_deref().and_then(|n| store.node_slot(n)),
                 pid: a.pid.unwrap_or(0),

@@ -168,10 +168,6 @@ pub struct Puller {
     pub info: Option<ClusterInfo>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Puller {
     /// One round: list everything, merge it into `store`.
     pub fn round(&mut self, client: &RayClient, store: &mut Store) -> RoundReport {
@@ -243,7 +239,7 @@ impl Puller {
         }
         // Tasks, job by job: the running ones as often as their listing's cost allows,
         // an ended one until it has settled.
-        let now = now_ms();
+        let now = super::now_ms();
         let jobs: Vec<(u32, String, bool)> = store
             .jobs
             .iter()

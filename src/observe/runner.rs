@@ -62,10 +62,6 @@ pub struct Observer {
     pub inbox: Option<Inbox>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Start observing. A trace is read before this returns (its errors are returned); a
 /// live cluster is polled once before it returns, so the first snapshot has what Ray
 /// said (or, if Ray did not answer, says nothing and the error is logged).
@@ -258,7 +254,7 @@ impl Loop {
     fn publish(&mut self) -> Snapshot {
         self.seq += 1;
         let info = self.puller.info.clone().unwrap_or_default();
-        let mut snap = snapshot(&self.store, &info, &mut self.cache, self.seq, now_ms());
+        let mut snap = snapshot(&self.store, &info, &mut self.cache, self.seq, super::now_ms());
         let mut view = self.view.clone();
         self.push.fill(&mut view);
         view.zero_unix_ms = self.store.zero_ms;

@@ -199,8 +199,7 @@ fn open_segment(dir: &Path, n: u64, header: &Header) -> Result<(File, u64), Stri
         .append(true)
         .open(&path)
         .map_err(|e| format!("--record: cannot create {}: {e}", path.display()))?;
-    let opened_ms =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let opened_ms = super::now_ms();
     let line = Line::Header { kind: HeaderTag::Header, header: Header { format: FORMAT, opened_ms, ..header.clone() } };
     let mut text = serde_json::to_vec(&line).map_err(|e| format!("cannot encode a trace header: {e}"))?;
     text.push(b'\n');
