@@ -23,14 +23,14 @@
 //! runs on the machine at a time: cluster.py holds /tmp/real-ray.lock.
 
 mod browser;
+mod bundle_support;
 
+use bundle_support::{free_port, ray_python, wait_for, Proc, ScriptDriver};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// How far the replay of the recorded seed job may be from Ray's makespan, on the same
 /// shape (2 %), and with the flagged worker's sleep removed, against a real run of the
@@ -44,52 +44,12 @@ const FIXED_BOUND: f64 = 0.05;
 /// its shape alone (see the module docs).
 const SEED: u64 = 23;
 
-fn ray_python() -> Option<PathBuf> {
-    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from).filter(|p| p.exists());
-    match cli {
-        Some(cli) => Some(cli.with_file_name("python")),
-        None => {
-            assert!(
-                std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_none() || std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_some(),
-                "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test"
-            );
-            eprintln!("skipping: Ray is not available (RAYSCOPE_RAY_CLI unset)");
-            None
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A child process killed when dropped.
-struct Proc(Child, &'static str);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    fn assert_alive(&mut self) {
-        if let Ok(Some(status)) = self.0.try_wait() {
-            panic!("{} exited: {status}", self.1);
-        }
-    }
-}
-
-fn rayscope(args: &[&str], log: &Path) -> Child {
-    let log = std::fs::File::create(log).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_rayscope"))
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start rayscope")
+fn rayscope(name: &'static str, args: &[&str], log: &Path) -> Proc {
+    Proc::spawn(
+        name,
+        Command::new(env!("CARGO_BIN_EXE_rayscope")).args(args).env("RUST_LOG", "info"),
+        log.to_path_buf(),
+    )
 }
 
 fn get(base: &str, path: &str) -> Result<Value, String> {
@@ -107,86 +67,22 @@ fn get(base: &str, path: &str) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}"))
 }
 
-/// Poll `f` until it says `Ok`, or fail after `within` with its last word.
-fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        match f() {
-            Ok(v) => return v,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}: {e}");
-                std::thread::sleep(Duration::from_millis(250));
-            }
-        }
-    }
-}
-
-/// scripts/ray-observe/cluster.py: one command in, one JSON answer out.
-struct Cluster {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: mpsc::Receiver<String>,
-}
-
-impl Cluster {
-    fn start(python: &Path, temp: &Path, dashboard_port: u16, push_to: &str) -> Cluster {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-observe/cluster.py");
-        // A Ray left behind by an earlier run holds ports and /tmp/ray's discovery file.
-        let _ = Command::new(python.with_file_name("ray")).args(["stop", "--force"]).output();
-        let mut child = Command::new(python)
+/// scripts/ray-observe/cluster.py, up: a head whose dashboard is on `dashboard_port`,
+/// pushing its events to `push_to`.
+fn start_cluster(python: &Path, temp: &Path, dashboard_port: u16, push_to: &str) -> ScriptDriver {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-observe/cluster.py");
+    // A Ray left behind by an earlier run holds ports and /tmp/ray's discovery file.
+    let _ = Command::new(python.with_file_name("ray")).args(["stop", "--force"]).output();
+    let c = ScriptDriver::spawn(
+        Command::new(python)
             .arg(&script)
             .arg(temp)
             .args(["--dashboard-port", &dashboard_port.to_string(), "--push-to", push_to])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start cluster.py");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.starts_with('{') && tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let c = Cluster { child, stdin, answers };
-        c.answer("ready", Duration::from_secs(180));
-        c
-    }
-
-    fn answer(&self, what: &str, limit: Duration) -> Value {
-        let line =
-            self.answers.recv_timeout(limit).unwrap_or_else(|_| panic!("cluster.py: no answer to {what} in {limit:?}"));
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("cluster.py said {line:?}: {e}"));
-        assert_eq!(v["ok"], true, "cluster.py: {what} failed: {v}");
-        v
-    }
-
-    fn step(&mut self, cmd: &str, limit: Duration) -> Value {
-        writeln!(self.stdin.as_mut().unwrap(), "{cmd}").unwrap();
-        self.answer(cmd, limit)
-    }
-
-    /// Shut Ray down and wait for it.
-    fn quit(mut self) {
-        let _ = writeln!(self.stdin.as_mut().unwrap(), "quit");
-        let _ = self.answers.recv_timeout(Duration::from_secs(120));
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .stderr(Stdio::inherit()),
+    );
+    // Waiting for the lock (another real Ray test) counts here too.
+    c.answer("ready", Duration::from_secs(600));
+    c
 }
 
 /// A tree's shape, children sorted: equal for equal trees whatever the child order.
@@ -335,36 +231,32 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
     let trace = dir.path().join("trace");
     let trace_arg = trace.to_str().unwrap().to_string();
     // Both start before the cluster: a cluster not yet up is a logged error, not a stop.
-    let mut pulling = Proc(
-        rayscope(
-            &[
-                "observe",
-                "--ray",
-                &format!("http://127.0.0.1:{dashboard}"),
-                "--listen",
-                &format!("127.0.0.1:{pull_port}"),
-                "--poll-every",
-                "500ms",
-                "--record",
-                &trace_arg,
-            ],
-            &dir.path().join("pull.log"),
-        ),
+    let mut pulling = rayscope(
         "rayscope observe (pull)",
+        &[
+            "observe",
+            "--ray",
+            &format!("http://127.0.0.1:{dashboard}"),
+            "--listen",
+            &format!("127.0.0.1:{pull_port}"),
+            "--poll-every",
+            "500ms",
+            "--record",
+            &trace_arg,
+        ],
+        &dir.path().join("pull.log"),
     );
-    let mut pushed = Proc(
-        rayscope(
-            &["observe", "--push-only", "--listen", &format!("127.0.0.1:{push_port}")],
-            &dir.path().join("push.log"),
-        ),
+    let mut pushed = rayscope(
         "rayscope observe (push)",
+        &["observe", "--push-only", "--listen", &format!("127.0.0.1:{push_port}")],
+        &dir.path().join("push.log"),
     );
     for base in [&pull, &push] {
         wait_for("rayscope to answer", Duration::from_secs(30), || get(base, "/api/observe"));
     }
     let ray_temp = dir.path().join("ray");
     std::fs::create_dir_all(&ray_temp).unwrap();
-    let mut cluster = Cluster::start(&python, &ray_temp, dashboard, &format!("{push}/api/observe/events"));
+    let mut cluster = start_cluster(&python, &ray_temp, dashboard, &format!("{push}/api/observe/events"));
     let seed = cluster.step(&format!("seed --seed {SEED}"), Duration::from_secs(400));
     let mapreduce = cluster.step("mapreduce", Duration::from_secs(120));
     // The same program with the flagged worker's extra sleep removed, for the replay.
@@ -393,17 +285,15 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
     rt.block_on(pages_load(&pull, &seed_job));
 
     // The cluster goes; the record stays.
-    cluster.quit();
+    cluster.step("quit", Duration::from_secs(120));
     drop(pulling);
     drop(pushed);
     let replay_port = free_port();
     let replay = format!("http://127.0.0.1:{replay_port}");
-    let _from_trace = Proc(
-        rayscope(
-            &["observe", "--trace", &trace_arg, "--listen", &format!("127.0.0.1:{replay_port}")],
-            &dir.path().join("trace.log"),
-        ),
+    let _from_trace = rayscope(
         "rayscope observe --trace",
+        &["observe", "--trace", &trace_arg, "--listen", &format!("127.0.0.1:{replay_port}")],
+        &dir.path().join("trace.log"),
     );
     wait_for("rayscope --trace to answer", Duration::from_secs(30), || get(&replay, "/api/observe"));
     let flagged = check_seed_job(&replay, &seed_job, &seed["tree"]).unwrap();

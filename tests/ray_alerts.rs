@@ -27,66 +27,13 @@ mod bundle_support;
 use bundle_support::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const EVAL_S: u64 = 5;
 /// Ray's metrics report interval (10 s by default), one scrape, and one evaluation's
 /// alignment: the time from a fault to its series in Prometheus' rule evaluation.
 const REPORT_S: u64 = 20;
-
-fn ray_python() -> Option<std::path::PathBuf> {
-    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(std::path::PathBuf::from).filter(|p| p.exists());
-    match cli {
-        Some(cli) => Some(cli.with_file_name("python")),
-        None => {
-            assert!(
-                std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_none() || std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_some(),
-                "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test"
-            );
-            eprintln!("skipping: Ray is not available (RAYSCOPE_RAY_CLI unset)");
-            None
-        }
-    }
-}
-
-/// The driver of scripts/ray-alerts/cluster.py: one command in, one JSON answer out.
-/// Dropping it asks the cluster to shut down, then kills what is left of it.
-struct Cluster {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: mpsc::Receiver<String>,
-}
-
-impl Cluster {
-    fn answer(&self, what: &str, limit: Duration) -> Value {
-        let line =
-            self.answers.recv_timeout(limit).unwrap_or_else(|_| panic!("cluster.py: no answer to {what} in {limit:?}"));
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("cluster.py said {line:?}: {e}"));
-        assert_eq!(v["ok"], true, "cluster.py: {what} failed: {v}");
-        v
-    }
-
-    fn step(&mut self, cmd: &str, limit: Duration) -> Value {
-        writeln!(self.stdin.as_mut().unwrap(), "{cmd}").unwrap();
-        self.answer(cmd, limit)
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        // EOF on stdin: cluster.py shuts Ray down; then make sure, only our processes.
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The bundle's prometheus.yml, its rules the test copy, scraping Ray's own SD file
 /// under the job name Ray's docs give it ("ray"); intervals and everything else kept.
@@ -156,25 +103,12 @@ fn every_alert_for_a_fault_fires_on_a_real_ray_cluster() {
 
     // cluster.py takes /tmp/real-ray.lock itself (flock(2), as flock(1) does), so the
     // child is the driver and killing it never orphans a lock holder.
-    let mut child = Command::new(python)
-        .arg(repo().join("scripts/ray-alerts/cluster.py"))
-        .arg(&temp_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join("cluster.log")).unwrap())
-        .spawn()
-        .expect("cluster.py starts");
-    let (tx, answers) = mpsc::channel();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    std::thread::spawn(move || {
-        for l in stdout.lines().map_while(Result::ok) {
-            if l.starts_with('{') && tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let stdin = child.stdin.take();
-    let mut cluster = Cluster { child, stdin, answers };
+    let mut cluster = ScriptDriver::spawn(
+        Command::new(python)
+            .arg(repo().join("scripts/ray-alerts/cluster.py"))
+            .arg(&temp_dir)
+            .stderr(std::fs::File::create(dir.path().join("cluster.log")).unwrap()),
+    );
     // Waiting for the lock (another real Ray run, e.g. the differential harness, about
     // 4 min) counts here too.
     let ready = cluster.answer("ready", Duration::from_secs(600));

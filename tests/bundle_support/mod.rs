@@ -1,6 +1,7 @@
-//! Shared by the `bundle_*` tests: finding the real tools (Prometheus, Alertmanager,
-//! promtool, amtool, docker-compose), running them as children that die with the
-//! test, a minimal blocking HTTP client for their APIs, and waiting with deadlines.
+//! Shared by the `bundle_*` tests and the tests on a real Ray cluster: finding the real
+//! tools (Prometheus, Alertmanager, promtool, amtool, docker-compose, Ray's Python),
+//! running them as children that die with the test, driving a script that holds a Ray
+//! cluster, a minimal blocking HTTP client for their APIs, and waiting with deadlines.
 //!
 //! The client speaks HTTP/1.0 over a `TcpStream` (one request per connection, no
 //! chunking), which is all Prometheus', Alertmanager's and rayscope's APIs need, and
@@ -12,10 +13,11 @@
 mod common;
 
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub fn repo() -> PathBuf {
@@ -84,6 +86,79 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python of Ray's venv (beside `RAYSCOPE_RAY_CLI`, which scripts/test sets), or
+/// `None` and a skip message when Ray is not there (a failure under
+/// `RAYSCOPE_REQUIRE_TOOLS`).
+pub fn ray_python() -> Option<PathBuf> {
+    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from).filter(|p| p.exists());
+    match cli {
+        Some(cli) => Some(cli.with_file_name("python")),
+        None => {
+            assert!(
+                std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_none() || std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_some(),
+                "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test"
+            );
+            eprintln!("skipping: Ray is not available (RAYSCOPE_RAY_CLI unset)");
+            None
+        }
+    }
+}
+
+/// A script that holds a real Ray cluster (scripts/ray-*/cluster.py): one command line
+/// in, one JSON answer out (`{"step", "ok", ...}`; other output is ignored). Dropping
+/// it closes its stdin, which asks the cluster to shut down, then kills what is left.
+pub struct ScriptDriver {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: mpsc::Receiver<String>,
+}
+
+impl ScriptDriver {
+    /// Start `cmd` with its stdin and stdout piped (its stderr as the caller set it).
+    pub fn spawn(cmd: &mut Command) -> ScriptDriver {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("the cluster script starts");
+        let (tx, answers) = mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for l in stdout.lines().map_while(Result::ok) {
+                if l.starts_with('{') && tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        ScriptDriver { child, stdin, answers }
+    }
+
+    /// The next answer, which must say `"ok": true`.
+    pub fn answer(&self, what: &str, limit: Duration) -> Value {
+        let line =
+            self.answers.recv_timeout(limit).unwrap_or_else(|_| panic!("cluster.py: no answer to {what} in {limit:?}"));
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("cluster.py said {line:?}: {e}"));
+        assert_eq!(v["ok"], true, "cluster.py: {what} failed: {v}");
+        v
+    }
+
+    /// Send one command and wait for its answer.
+    pub fn step(&mut self, cmd: &str, limit: Duration) -> Value {
+        writeln!(self.stdin.as_mut().unwrap(), "{cmd}").unwrap();
+        self.answer(cmd, limit)
+    }
+}
+
+impl Drop for ScriptDriver {
+    fn drop(&mut self) {
+        // EOF on stdin: the script shuts Ray down; then make sure, only our processes.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
