@@ -112,6 +112,20 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     assert_eq!(s.dispatch_cost.as_micros(), us("dispatch_cost"));
     assert_eq!(s.worker_start_cpu.as_micros(), us("worker_start_cpu"));
     assert_eq!(s.worker_start_latency.as_micros(), us("worker_start_latency"));
+    assert_eq!(s.async_call_cost.as_micros(), us("async_call_cost"));
+    assert_eq!(s.task_error_cost.as_micros(), us("task_error_cost"));
+    assert_eq!(s.placement_group_commit_latency.as_micros(), us("placement_group_commit_latency"));
+    let store = config::ObjectStoreConfig::default();
+    assert_eq!(
+        Some(store.transfer_latency.as_micros()),
+        values["object_store.transfer_latency"].as_u64(),
+        "object_store.transfer_latency"
+    );
+    assert_eq!(
+        Some(store.transfer_bandwidth.0),
+        values["object_store.transfer_bandwidth"].as_u64(),
+        "object_store.transfer_bandwidth"
+    );
     let idle = values["scheduler.idle_worker_cpu"].as_f64().expect("fit.json has scheduler.idle_worker_cpu");
     assert!((s.idle_worker_cpu - idle).abs() < 1e-6, "idle_worker_cpu {} vs fitted {idle}", s.idle_worker_cpu);
     let costs = read_json(&runs_dir().join("call-costs.json"));

@@ -78,12 +78,41 @@ fn a_row_is_within_its_bound_only_when_its_error_is() {
         real: 10.0,
         model,
         bound: 0.05,
+        resolution: None,
         fitted: false,
     };
     assert!(row(Some(10.4)).within_bound());
     assert!(!row(Some(10.6)).within_bound());
     assert!(!row(Some(9.4)).within_bound());
     assert!(!row(None).within_bound(), "a workload with no model is not within anything");
+    // A figure smaller than its runs resolve is compared with nothing, either way.
+    let unresolved = Row { resolution: Some(12.0), ..row(Some(10.0)) };
+    assert_eq!(unresolved.error(), None);
+    assert!(!unresolved.within_bound());
+    assert_eq!(Row { resolution: Some(8.0), ..row(Some(10.4)) }.error().map(|e| (e * 100.0).round()), Some(4.0));
+}
+
+#[test]
+fn a_transfer_resolves_what_its_samples_spread_allows() {
+    // The transfer is the difference of two medians: its resolution comes from their
+    // samples' spread, so a tight run resolves a small transfer and a loose one does not.
+    let run = |spread: f64| -> fidelity::Run {
+        let call: Vec<f64> = (0..21).map(|i| 0.010 + spread * (i as f64 - 10.0) / 10.0).collect();
+        let small: Vec<f64> = (0..21).map(|i| 0.009 + spread * (i as f64 - 10.0) / 10.0).collect();
+        fidelity::Run {
+            file: "t.json".into(),
+            workload: "object_transfer".into(),
+            params: [("size".to_string(), serde_json::json!(100000))].into_iter().collect(),
+            result: serde_json::json!({"transfer_seconds": 0.001, "samples": {"call": call, "small_call": small}}),
+            ray_version: "2.60.0".into(),
+            measured_at: "2026-11-27T00:00:00Z".into(),
+            cores: 2,
+            load_before: Some(0.1),
+        }
+    };
+    let tight = fidelity::cases::resolution(&run(0.0001)).expect("a resolution");
+    let loose = fidelity::cases::resolution(&run(0.005)).expect("a resolution");
+    assert!(tight < 0.001 && loose > 0.001, "tight {tight}, loose {loose}");
 }
 
 #[test]

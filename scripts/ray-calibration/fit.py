@@ -8,6 +8,10 @@ the fit rows, the step halved when none does. The model is run through `rayscope
 on a copy of the runs folder that holds the fit set's files only.
 
   python fit.py --rayscope ../../target/release/rayscope --out runs/fit.json
+  python fit.py --start runs/fit.json --only scheduler.async_call_cost --out runs/fit.json
+
+With --only, the search moves only the costs named; the others stay at --start's
+values (a cost a workload's new mechanism adds is fitted without refitting the rest).
 
 The result names the values found; they become the defaults in src/config/defaults.rs
 by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit.
@@ -32,13 +36,22 @@ FIT = [
     "actor_creation actors=200 num_cpus=default",
     "actor_calls calls=10000 mode=sync",
     "seed_tree shape=8",
+    # Costs each of which acts on one kind of workload alone: fitted on one size or
+    # setting of it, held out on the others.
+    "actor_calls calls=10000 mode=async",
+    "task_retries heartbeat_ms=1000 retries=0",
+    "task_retries heartbeat_ms=200 retries=0",
+    "object_transfer size=1000000",
+    "object_transfer size=100000000",
+    "placement_group groups=20 strategy=PACK",
 ]
 
 # Each row's error counts against its bound (docs/fidelity.md): a tree's 0.5 % weighs as
 # much as another row's 5 %.
 BOUND = {"seed_tree": 0.005}
 
-# (setting, starting value, smallest value, unit: µs for a duration, none for a share)
+# (setting, starting value, smallest value, unit: µs for a duration, B for bytes a
+# second, none for a share)
 COSTS = [
     ("scheduler.call_submit_cost", 467, 1, "us"),
     ("scheduler.actor_call_submit_cost", 200, 1, "us"),
@@ -48,6 +61,11 @@ COSTS = [
     ("scheduler.worker_start_cpu", 500_000, 1000, "us"),
     ("scheduler.worker_start_latency", 150_000, 1000, "us"),
     ("scheduler.idle_worker_cpu", 0.0091, 0.0001, ""),
+    ("scheduler.async_call_cost", 150, 1, "us"),
+    ("scheduler.task_error_cost", 3000, 1, "us"),
+    ("scheduler.placement_group_commit_latency", 2500, 1, "us"),
+    ("object_store.transfer_latency", 500, 1, "us"),
+    ("object_store.transfer_bandwidth", 700_000_000, 1_000_000, "B"),
 ]
 UNIT = {s: u for s, _, _, u in COSTS}
 
@@ -74,10 +92,19 @@ def fit_runs_dir(runs_dir):
     return tmp
 
 
+def setting_value(setting, v):
+    unit = UNIT[setting]
+    if unit == "us":
+        return f"{int(round(v))}us"
+    if unit == "B":
+        return str(int(round(v)))
+    return f"{v:.6f}"
+
+
 def evaluate(binary, runs, values):
     cmd = [binary, "fidelity", "--runs", runs, "--format", "json"]
     for setting, v in values.items():
-        cmd += ["--set", f"{setting}={int(round(v))}us" if UNIT[setting] == "us" else f"{setting}={v:.6f}"]
+        cmd += ["--set", f"{setting}={setting_value(setting, v)}"]
     rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     errors = {key(r): (r["model"] - r["real"]) / r["real"] for r in rows if key(r) in FIT}
     missing = set(FIT) - set(errors)
@@ -92,16 +119,26 @@ def main():
     ap.add_argument("--runs", default=os.path.join(HERE, "runs"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-step", type=float, default=0.01)
+    ap.add_argument("--start", help="start from this earlier fit.json's values (costs it lacks start as above)")
+    ap.add_argument("--only", action="append", metavar="SETTING", help="fit only this cost (repeatable)")
     args = ap.parse_args()
 
     runs = fit_runs_dir(args.runs)
     values = {s: v for s, v, _, _ in COSTS}
+    if args.start:
+        with open(args.start) as f:
+            earlier = json.load(f)["values"]
+        values.update({s: v for s, v in earlier.items() if s in values})
+    unknown = set(args.only or []) - set(values)
+    if unknown:
+        ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
+    moving = args.only or list(values)
     floor = {s: lo for s, _, lo, _ in COSTS}
     loss, errors = evaluate(args.rayscope, runs, values)
     step, evaluations = 0.5, 1
     while step >= args.min_step:
         improved = False
-        for setting in values:
+        for setting in moving:
             for factor in (1 + step, 1 / (1 + step)):
                 trial = dict(values)
                 trial[setting] = max(floor[setting], values[setting] * factor)
@@ -118,7 +155,8 @@ def main():
     shutil.rmtree(runs)
     result = {
         "fitted_on": FIT,
-        "values": {s: (round(v) if UNIT[s] == "us" else round(v, 6)) for s, v in values.items()},
+        "moved": moving,
+        "values": {s: (round(v) if UNIT[s] in ("us", "B") else round(v, 6)) for s, v in values.items()},
         "units": UNIT,
         "errors": errors,
         "loss": loss,

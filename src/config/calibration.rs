@@ -31,7 +31,7 @@ pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
     machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
     cores: 2,
-    measured: "2026-11-23 and 2026-11-26",
+    measured: "2026-11-23 to 2026-11-27",
     report: "docs/fidelity.md",
 };
 

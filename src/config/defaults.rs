@@ -90,6 +90,15 @@ pub(super) fn default_actor_call_submit_cost() -> DurationSpec {
 pub(super) fn default_call_start_cost() -> DurationSpec {
     DurationSpec::secs(CALL_START_S)
 }
+pub(super) fn default_task_error_cost() -> DurationSpec {
+    DurationSpec::secs(TASK_ERROR_S)
+}
+pub(super) fn default_async_call_cost() -> DurationSpec {
+    DurationSpec::secs(ASYNC_CALL_S)
+}
+pub(super) fn default_placement_group_commit_latency() -> DurationSpec {
+    DurationSpec::secs(PG_COMMIT_S)
+}
 /// Ray 2.60's `core_worker_internal_heartbeat_ms` (1000).
 pub(super) fn default_core_worker_internal_heartbeat() -> DurationSpec {
     DurationSpec::secs(1.0)
@@ -101,17 +110,28 @@ const LEASE_S: f64 = 0.000_317;
 const WORKER_START_S: f64 = 0.001_160;
 const WORKER_START_CPU_S: f64 = 0.430_976;
 const CALL_SUBMIT_S: f64 = 0.000_441;
-const ACTOR_CALL_SUBMIT_S: f64 = 0.000_242;
+const ACTOR_CALL_SUBMIT_S: f64 = 0.000_208;
 const DISPATCH_S: f64 = 0.000_160;
 const IDLE_WORKER_CPU: f64 = 0.009_384;
 const CALL_START_S: f64 = 0.000_191;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
+const TASK_ERROR_S: f64 = 0.003_176;
+const ASYNC_CALL_S: f64 = 0.000_194;
+const PG_COMMIT_S: f64 = 0.002_907;
 pub(super) fn default_spill_threshold() -> f64 {
     0.8
 }
 pub(super) fn default_spill_bandwidth() -> ByteSize {
     ByteSize(1024 * 1024 * 1024)
 }
+pub(super) fn default_transfer_bandwidth() -> ByteSize {
+    ByteSize(TRANSFER_BYTES_PER_S)
+}
+pub(super) fn default_transfer_latency() -> DurationSpec {
+    DurationSpec::secs(TRANSFER_S)
+}
+const TRANSFER_BYTES_PER_S: u64 = 700_000_000;
+const TRANSFER_S: f64 = 0.000_508;
 pub(super) fn default_inline_threshold() -> ByteSize {
     ByteSize(100 * 1024)
 }

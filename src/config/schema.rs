@@ -271,6 +271,18 @@ pub struct SchedulerConfig {
     /// to its body running (RUNNING), the worker's per-call overhead.
     #[serde(default = "default_call_start_cost")]
     pub call_start_cost: DurationSpec,
+    /// CPU work on the worker's node when a call raises, before its error reaches the
+    /// caller: Ray's worker formats the traceback and stores the pickled error.
+    #[serde(default = "default_task_error_cost")]
+    pub task_error_cost: DurationSpec,
+    /// CPU work an async actor's event loop (one thread) does per call beyond
+    /// `call_start_cost`: calls to one async actor run it one at a time.
+    #[serde(default = "default_async_call_cost")]
+    pub async_call_cost: DurationSpec,
+    /// The GCS placing a placement group: its two-phase commit of the bundles with their
+    /// raylets (prepare, then commit), from creation to ready.
+    #[serde(default = "default_placement_group_commit_latency")]
+    pub placement_group_commit_latency: DurationSpec,
     /// How late a worker's `time.sleep()` returns (Python's timer slack), paid by every
     /// sleep in a workload.
     #[serde(default = "default_sleep_overshoot")]
@@ -298,6 +310,9 @@ impl Default for SchedulerConfig {
             actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),
             call_start_cost: default_call_start_cost(),
+            task_error_cost: default_task_error_cost(),
+            async_call_cost: default_async_call_cost(),
+            placement_group_commit_latency: default_placement_group_commit_latency(),
             sleep_overshoot: default_sleep_overshoot(),
             core_worker_internal_heartbeat: default_core_worker_internal_heartbeat(),
         }
@@ -316,6 +331,15 @@ pub struct ObjectStoreConfig {
     /// Ray's `max_direct_call_object_size`: returns up to this size stay inline.
     #[serde(default = "default_inline_threshold")]
     pub inline_threshold: ByteSize,
+    /// What the object manager copies per second into one transfer: Ray pushes an
+    /// object in gRPC chunks, work on both ends. A transfer runs at the lower of this and
+    /// `cluster.network_bandwidth`.
+    #[serde(default = "default_transfer_bandwidth")]
+    pub transfer_bandwidth: ByteSize,
+    /// Per object copied to another node, before its first byte moves: the owner's
+    /// location lookup and the pull request.
+    #[serde(default = "default_transfer_latency")]
+    pub transfer_latency: DurationSpec,
 }
 
 impl Default for ObjectStoreConfig {
@@ -324,6 +348,8 @@ impl Default for ObjectStoreConfig {
             spill_threshold: default_spill_threshold(),
             spill_bandwidth: default_spill_bandwidth(),
             inline_threshold: default_inline_threshold(),
+            transfer_bandwidth: default_transfer_bandwidth(),
+            transfer_latency: default_transfer_latency(),
         }
     }
 }

@@ -234,6 +234,10 @@ pub struct ActorPoolConfig {
     pub max_task_retries: i32,
     #[serde(default = "one_u32")]
     pub max_concurrency: u32,
+    /// Each actor answers one call, awaited, before the `calls_per_actor` calls are
+    /// sent (as a benchmark warms its actors up so that it times the calls alone).
+    #[serde(default)]
+    pub warm_up: bool,
     #[serde(default)]
     pub strategy: StrategyConfig,
     /// Actor class name (the `Name` label).

@@ -37,6 +37,14 @@ pub(crate) struct ArgFetch {
     fetched: u64,
 }
 
+/// How long copying one object of `size` bytes to another node takes (µs): the pull's
+/// latency, then its bytes at the lower of the object manager's copy rate and the
+/// network's bandwidth.
+pub fn transfer_micros(cfg: &crate::config::Config, size: u64) -> f64 {
+    let rate = cfg.object_store.transfer_bandwidth.0.min(cfg.cluster.network_bandwidth.0).max(1) as f64;
+    cfg.object_store.transfer_latency.as_micros() as f64 + size as f64 / rate * 1e6
+}
+
 /// The fetch is done: the task counts the bytes moved for it, then waits for them to
 /// arrive ([`Event::ArgsFetched`]), or starts now when nothing had to move.
 fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
@@ -130,9 +138,8 @@ impl PlasmaStores {
             return None;
         }
         let m = &mut *cx.model;
-        let net = cx.cfg.cluster.network_bandwidth.0.max(1) as f64;
         let source = primary.unwrap_or(node);
-        f.micros += size as f64 / net * 1e6;
+        f.micros += transfer_micros(cx.cfg, size);
         f.fetched += size;
         m.nodes[source.index()].stats.bytes_sent += size;
         m.nodes[node.index()].stats.bytes_received += size;

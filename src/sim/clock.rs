@@ -8,7 +8,7 @@
 //! backwards: an event scheduled in the past runs now.
 
 use super::event_queue::EventQueue;
-use crate::model::{NodeIdx, TaskId};
+use crate::model::{NodeIdx, PgId, TaskId};
 
 /// Something that happens at a virtual time.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -20,6 +20,8 @@ pub(crate) enum Event {
     ArgsFetched(TaskId, u32),
     /// The worker begins running a call it was handed (after `call_start_cost`).
     Begin(TaskId, u32),
+    /// A call's raised error is stored (after `task_error_cost`): it fails now.
+    Raised(TaskId, u32),
     /// The current compute/sleep op of a running task finished.
     OpDone(TaskId, u32),
     /// The caller is done paying for the calls it just submitted (`call_submit_cost`).
@@ -32,6 +34,8 @@ pub(crate) enum Event {
     AutoscalerTick,
     /// The memory monitor's next look at a node (Ray checks every 250 ms).
     MemoryCheck(NodeIdx),
+    /// A placed group's two-phase commit is done: it is CREATED.
+    PgCommitted(PgId),
     /// The GCS's health checks of a crashed node reached their failure threshold.
     NodeDeathDetected(NodeIdx),
 }

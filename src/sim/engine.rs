@@ -258,6 +258,14 @@ impl Engine {
                 let follows = task_run::on_begin(cx!(self), &mut self.flow, t, a);
                 self.follow_all(follows);
             }
+            Event::PgCommitted(id) => {
+                let follows = super::placement_groups::commit(cx!(self), id);
+                self.follow_all(follows);
+            }
+            Event::Raised(t, a) => {
+                let follows = task_run::on_raised(&self.model, t, a);
+                self.follow_all(follows);
+            }
             Event::OpDone(t, a) => {
                 let follows = task_run::op_done(cx!(self), &self.faults, t, a);
                 self.follow_all(follows);

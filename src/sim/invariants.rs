@@ -56,7 +56,7 @@ macro_rules! ensure {
 struct Scheduled {
     dispatch: FxHashMap<(TaskId, u32), u32>,
     args_fetched: FxHashMap<(TaskId, u32), u32>,
-    /// `OpDone` and `Resume`: what moves a running task on.
+    /// `OpDone`, `Resume` and `Raised`: what moves a running task on.
     op_done: FxHashMap<(TaskId, u32), u32>,
     begin: FxHashMap<(TaskId, u32), u32>,
     resubmit: FxHashMap<(TaskId, u32), u32>,

@@ -22,6 +22,7 @@
 
 mod actors;
 mod arg_fetch;
+pub use arg_fetch::transfer_micros;
 mod autoscaler;
 mod clock;
 mod cluster_events;

@@ -18,9 +18,9 @@
 //! worker-start slots. Must never: be read for anything but timing (the event log
 //! sees only the times it gives), or change a node's resources.
 
-use crate::model::NodeIdx;
+use crate::model::{ActorId, NodeIdx};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Every node's cores, by node slot.
 #[derive(Default)]
@@ -35,6 +35,9 @@ struct NodeCpu {
     cores: BinaryHeap<Reverse<u64>>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
+    /// When each concurrent actor's one thread (its event loop) comes free; an entry
+    /// in the past is as good as none, so those are dropped as the map grows.
+    actor_loops: HashMap<ActorId, u64>,
     /// When each worker-start slot comes free, earliest on top.
     startups: BinaryHeap<Reverse<u64>>,
     /// Worker processes alive here (actors' own and the task workers' pool), and the
@@ -63,6 +66,7 @@ impl NodeCpus {
         self.nodes[i] = NodeCpu {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
             raylet_free: 0,
+            actor_loops: HashMap::new(),
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
             processes: 0,
             task_leases: 0,
@@ -123,6 +127,22 @@ impl NodeCpus {
         let start = now.max(node.raylet_free);
         let end = node.run(start, cost);
         node.raylet_free = end;
+        end
+    }
+
+    /// Work of `actor`'s one thread on `n` (an actor that runs calls concurrently runs
+    /// their per-call Python on one event loop): it waits for that thread's earlier work.
+    pub(crate) fn actor_loop_work(&mut self, n: NodeIdx, actor: ActorId, now: u64, cost: u64) -> u64 {
+        if cost == 0 {
+            return now;
+        }
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        if node.actor_loops.len() >= 1024 {
+            node.actor_loops.retain(|_, free| *free > now);
+        }
+        let start = now.max(node.actor_loops.get(&actor).copied().unwrap_or(0));
+        let end = node.run(start, cost);
+        node.actor_loops.insert(actor, end);
         end
     }
 

@@ -287,18 +287,39 @@ fn register(m: &mut Model, creator: TaskId, bundles: Vec<ResourceRequest>, strat
 }
 
 /// Try to place group `id`; `None` while it must wait, else what follows (nothing when
-/// it is gone). A placed group's reservations are made here; then its creator resumes
-/// and ([`Follow::DrainBundleWaiters`]) its bundle waiters try again.
+/// it is gone). A placed group's reservations are made here (Ray's prepare phase); it
+/// is CREATED once the commit is done, `placement_group_commit_latency` later.
 fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
     let now = cx.now();
-    let (reserve, creator) = match place(cx.model, cx.sched, id, now) {
-        Placement::Created { reserve, creator } => (reserve, creator),
+    let reserve = match place(cx.model, cx.sched, id, now) {
+        Placement::Prepared { reserve } => reserve,
         Placement::Waiting => return None,
         Placement::Gone => return Some(Follows::new()),
     };
     for (n, req) in &reserve {
         cx.local_resources().reserve(*n, req);
     }
+    let latency = cx.cfg.scheduler.placement_group_commit_latency.as_micros();
+    if latency > 0 {
+        cx.clock.schedule_in(latency, Event::PgCommitted(id));
+        return Some(Follows::new());
+    }
+    Some(commit(cx, id))
+}
+
+/// The commit of a prepared group is done: it is CREATED, its creator resumes and
+/// ([`Follow::DrainBundleWaiters`]) its bundle waiters try again. Nothing happens to a
+/// group removed, or sent back to pending, meanwhile.
+pub(crate) fn commit(cx: &mut Cx, id: PgId) -> Follows {
+    let now = cx.now();
+    let m = &mut *cx.model;
+    let Some(pg) = m.pgs.get(&id) else { return Follows::new() };
+    if pg.state() != PgState::Prepared {
+        return Follows::new();
+    }
+    let creator = pg.creator;
+    m.placement_ms[2].observe((now - pg.created_at) as f64 / 1000.0);
+    m.set_pg_state(id, PgState::Created, now);
     let mut follows = Follows::with_capacity(2);
     // Resume the creator blocked in `ray.get(pg.ready())` (not one blocked in a later
     // `ray.get` while its group is rescheduled).
@@ -314,11 +335,11 @@ fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
         }
     }
     follows.push(Follow::DrainBundleWaiters(id));
-    Some(follows)
+    follows
 }
 
 /// Try to place every unplaced bundle of `id` at once (the scheduler decides). On
-/// success the group is CREATED and the bundles' reservations are returned for the node
+/// success the group is PREPARED and the bundles' reservations are returned for the node
 /// runtime to make.
 fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
     let Some(pg) = m.pgs.get(&id) else { return Placement::Gone };
@@ -337,12 +358,8 @@ fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
                 pg.bundles[bi].available = req.clone();
                 reserve.push((n, req));
             }
-            let ms = (now - pg.created_at) as f64 / 1000.0;
             pg.scheduled_at = Some(now);
-            let creator = pg.creator;
-            m.placement_ms[2].observe(ms);
-            m.set_pg_state(id, PgState::Created, now);
-            Placement::Created { reserve, creator }
+            Placement::Prepared { reserve }
         }
         PgDecision::Wait => Placement::Waiting,
         PgDecision::Infeasible => {
@@ -354,8 +371,8 @@ fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
 
 /// What one try to place a group came to.
 enum Placement {
-    /// Placed: reserve each (node, request), then resume `creator` if it waits on it.
-    Created { reserve: Vec<(NodeIdx, ResourceRequest)>, creator: TaskId },
+    /// Placed (PREPARED): reserve each (node, request), then commit.
+    Prepared { reserve: Vec<(NodeIdx, ResourceRequest)> },
     /// Not placeable now (no room, or infeasible): it waits.
     Waiting,
     /// Removed, or never was: nothing to place.

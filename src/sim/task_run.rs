@@ -94,14 +94,51 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     let t = cx.model.tasks.get_mut(&tid).expect("task exists");
     t.node = Some(node);
     let attempt = t.attempt;
-    let cost = cx.cfg.scheduler.call_start_cost.as_micros();
+    let s = &cx.cfg.scheduler;
+    let mut cost = s.call_start_cost.as_micros();
+    // A call to an actor that runs calls concurrently starts on its one event loop.
+    let concurrent = match (t.kind, t.actor) {
+        (TaskType::ActorTask, Some(a)) => cx.model.actors.get(&a).filter(|a| a.max_concurrency > 1).map(|a| a.id),
+        _ => None,
+    };
+    if concurrent.is_some() {
+        cost += s.async_call_cost.as_micros();
+    }
     if cost > 0 {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
-        let due = cx.cpus.work(node, now, cost);
+        let due = match concurrent {
+            Some(a) => cx.cpus.actor_loop_work(node, a, now, cost),
+            None => cx.cpus.work(node, now, cost),
+        };
         cx.clock.schedule_at(due, Event::Begin(tid, attempt));
         return Follows::new();
     }
     begin(cx, flow, tid, node)
+}
+
+/// A call raised: the error reaches its caller once the worker has done
+/// `task_error_cost` of work on its node's cores ([`Event::Raised`]).
+fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
+    let cost = cx.cfg.scheduler.task_error_cost.as_micros();
+    let node = cx.model.tasks.get(&tid).and_then(|t| t.node);
+    match node {
+        Some(n) if cost > 0 => {
+            let due = cx.cpus.work(n, cx.clock.now, cost);
+            cx.clock.schedule_at(due, Event::Raised(tid, attempt));
+            Follows::new()
+        }
+        _ => smallvec![Follow::FailTask(tid, ErrorType::TaskExecutionException, true)],
+    }
+}
+
+/// The raised error is stored: the call fails (and is retried, when it may be), unless
+/// something else ended this attempt meanwhile.
+pub(crate) fn on_raised(m: &Model, tid: TaskId, attempt: u32) -> Follows {
+    if m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
+        smallvec![Follow::FailTask(tid, ErrorType::TaskExecutionException, true)]
+    } else {
+        Follows::new()
+    }
 }
 
 /// The worker's per-call overhead is over: the body begins.
@@ -190,6 +227,8 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
                     (TaskType::ActorTask, Some(a), false) => {
                         smallvec![Follow::ActorDied(a, "the actor's worker process died".into(), true)]
                     }
+                    // The call raised: its worker formats and stores the error first.
+                    (_, _, true) => raise(cx, tid, attempt),
                     _ => smallvec![Follow::FailTask(tid, err, true)],
                 };
             }

@@ -336,14 +336,13 @@ impl Builder<'_> {
             s.return_size = c.return_size.0;
             s.heap = c.memory.0;
         }
-        let driver = self.driver(
-            &format!("{}.driver", c.name),
-            vec![
-                Op::CreateActors { spec: ctor, level: LevelRule::Fixed(0), shape: Shape::exactly(c.actors) },
-                Op::CallEach { method, calls: c.calls_per_actor, sleep: 0, bottleneck_sleep: 0 },
-                Op::Get,
-            ],
-        );
+        let mut program =
+            vec![Op::CreateActors { spec: ctor, level: LevelRule::Fixed(0), shape: Shape::exactly(c.actors) }];
+        if c.warm_up {
+            program.extend([Op::CallEach { method, calls: 1, sleep: 0, bottleneck_sleep: 0 }, Op::Get]);
+        }
+        program.extend([Op::CallEach { method, calls: c.calls_per_actor, sleep: 0, bottleneck_sleep: 0 }, Op::Get]);
+        let driver = self.driver(&format!("{}.driver", c.name), program);
         JobTemplate {
             name: c.name.clone(),
             entrypoint: format!("actor-pool --actors {} --calls {}", c.actors, c.calls_per_actor),

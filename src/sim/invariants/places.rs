@@ -11,7 +11,7 @@
 //! | SUBMITTED_TO_WORKER | a normal task, leased, with a `Begin` for its attempt |
 //! | PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY | its actor's queue, or a `Resubmit` for its attempt, or its actor's running set with a `Begin` |
 //! | PENDING_ACTOR_TASK_ARGS_FETCH | its actor's running set, with an `ArgsFetched` or a `Begin` |
-//! | RUNNING | an `OpDone` or a `Resume` for its attempt (actor tasks: also in the actor's running set) |
+//! | RUNNING | an `OpDone`, a `Resume` or a `Raised` for its attempt (actor tasks: also in the actor's running set) |
 //! | RUNNING_IN_RAY_GET | blocked on unresolved futures at a `Get`, or on its placement group, or queued to take its CPU back |
 //!
 //! A task with a `Begin` due has `begin_due` set, and only then. NIL is passed
@@ -34,7 +34,7 @@ impl Check<'_> {
             match e {
                 Event::Dispatch(t, a) => bump(&mut s.dispatch, (*t, *a)),
                 Event::ArgsFetched(t, a) => bump(&mut s.args_fetched, (*t, *a)),
-                Event::OpDone(t, a) | Event::Resume(t, a) => bump(&mut s.op_done, (*t, *a)),
+                Event::OpDone(t, a) | Event::Resume(t, a) | Event::Raised(t, a) => bump(&mut s.op_done, (*t, *a)),
                 Event::Begin(t, a) => bump(&mut s.begin, (*t, *a)),
                 Event::Resubmit(t, a) => bump(&mut s.resubmit, (*t, *a)),
                 _ => {}
@@ -391,7 +391,10 @@ impl Check<'_> {
                 PgState::Created => {
                     ensure!(v, !unplaced && p == 0, "created group {} has unplaced bundles or is pending", pg.id.0)
                 }
-                PgState::Prepared => v.push(format!("group {} at rest in PREPARED", pg.id.0)),
+                // Placed, its commit due (`placement_group_commit_latency`).
+                PgState::Prepared => {
+                    ensure!(v, !unplaced && p == 0, "prepared group {} has unplaced bundles or is pending", pg.id.0)
+                }
             }
         }
         for id in pending.keys() {

@@ -1,0 +1,100 @@
+//! The per-call costs issue 19's suite added, each checked where the engine charges it:
+//! a raised error's cost, a placement group's commit, an async actor's one event loop,
+//! and a warmed-up actor pool. Each runs end to end with the invariants checked, and
+//! compares the same config with the cost on and off, so the test fails if the engine
+//! stops charging it.
+
+mod common;
+
+use common::{load, run_checked, Limits};
+use rayscope::sim::Engine;
+
+fn run(yaml: &str) -> Engine {
+    run_checked(load(yaml), Limits::default()).unwrap_or_else(|m| panic!("{m}"))
+}
+
+fn makespan_s(e: &Engine) -> f64 {
+    let job = e.model.jobs.values().last().expect("a job");
+    job.makespan_s().expect("the job finished")
+}
+
+/// One node with plenty of cores, every other cost off: what is left is the cost tested.
+fn cluster(costs: &str) -> String {
+    format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: 8, cores: 8, memory: 16GiB}}\n\
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, sleep_overshoot: 0s, \
+         idle_worker_cpu: 0, {costs}}}\n"
+    )
+}
+
+#[test]
+fn a_raised_error_reaches_its_caller_after_the_workers_error_cost() {
+    let job = |cost: &str| {
+        let yaml = format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: 1, task_duration: 0s, max_retries: 0}}\n\
+             faults:\n  - {{kind: task_failures, at: 0s, probability: 1.0, application_error: true}}\n",
+            cluster(&format!("task_error_cost: {cost}"))
+        );
+        let e = run(&yaml);
+        // The task, once (no retry), then its driver, whose `ray.get` re-raises it.
+        assert_eq!(e.model.counters.tasks_failed, 2, "the task failed once, then its driver");
+        makespan_s(&e)
+    };
+    let extra = job("250ms") - job("0s");
+    assert!((extra - 0.25).abs() < 1e-3, "the error cost {extra} s, not 0.25 s");
+}
+
+#[test]
+fn a_placement_group_is_prepared_then_created_a_commit_later() {
+    let yaml = |latency: &str| {
+        format!(
+            "{}workloads:\n  - {{kind: training, workers: 2, bundle_cpu: 1, bundle_gpu: 0, steps: 1, \
+             step_duration: 0s}}\nsim: {{event_log_capacity: 100000}}\n",
+            cluster(&format!("placement_group_commit_latency: {latency}"))
+        )
+    };
+    let e = run(&yaml("40ms"));
+    let created = &e.model.placement_ms[2];
+    assert_eq!(created.count, 1);
+    assert!((created.sum - 40.0).abs() < 0.01, "creation took {} ms, not the 40 ms commit", created.sum);
+    let lines: Vec<String> = e.model.log.recent().map(|l| l.message.to_string()).collect();
+    let at = |state: &str| lines.iter().position(|l| l.ends_with(state)).unwrap_or_else(|| panic!("no {state} line"));
+    // `recent` is newest first: PREPARED was logged before CREATED.
+    assert!(at(" PREPARED") > at(" CREATED"), "{lines:?}");
+    let without = run(&yaml("0s"));
+    let slower = makespan_s(&e) - makespan_s(&without);
+    assert!((slower - 0.04).abs() < 1e-3, "the job took {slower} s longer, not the commit's 40 ms");
+}
+
+#[test]
+fn an_async_actors_calls_start_one_at_a_time_on_its_event_loop() {
+    // 100 calls to one actor that runs 1,000 at once, on a node of 8 cores: with 10 ms of
+    // loop work per call they still take a second, as the loop is one thread.
+    let job = |cost: &str, concurrency: u32| {
+        makespan_s(&run(&format!(
+            "{}workloads:\n  - {{kind: actor_pool, actors: 1, warm_up: true, calls_per_actor: 100, \
+             call_duration: 0s, max_concurrency: {concurrency}}}\n",
+            cluster(&format!("async_call_cost: {cost}"))
+        )))
+    };
+    let serial = job("10ms", 1000) - job("0s", 1000);
+    assert!((serial - 1.01).abs() < 1e-3, "100 calls and the warm-up took {serial} s more, not 1.01 s");
+    // A sync actor (one call at a time anyway) pays no event-loop cost.
+    assert_eq!(job("10ms", 1), job("0s", 1));
+}
+
+#[test]
+fn a_warmed_up_pool_answers_one_call_per_actor_before_the_rest() {
+    let calls = |warm: bool| {
+        let e = run(&format!(
+            "{}workloads:\n  - {{kind: actor_pool, actors: 3, warm_up: {warm}, calls_per_actor: 2, call_duration: 1s}}\n",
+            cluster("async_call_cost: 0s")
+        ));
+        (e.model.counters.tasks_finished, makespan_s(&e))
+    };
+    let (cold_tasks, cold) = calls(false);
+    let (warm_tasks, warm) = calls(true);
+    assert_eq!(warm_tasks, cold_tasks + 3, "one warm-up call per actor");
+    assert!((warm - cold - 1.0).abs() < 1e-3, "the warm-up is one more 1 s call per actor, in parallel");
+}
