@@ -29,6 +29,13 @@ fn cluster(costs: &str) -> String {
 }
 
 #[test]
+fn a_transfer_rate_of_nothing_is_refused_by_name() {
+    let yaml = "cluster:\n  head: {cpu: 2, memory: 4GiB}\nobject_store: {transfer_bandwidth: 0}\n";
+    let err = rayscope::config::load_str_with(yaml, "costs.yaml", &[]).expect_err("refused").to_string();
+    assert!(err.contains("costs.yaml") && err.contains("object_store.transfer_bandwidth"), "{err}");
+}
+
+#[test]
 fn a_raised_error_reaches_its_caller_after_the_workers_error_cost() {
     let job = |cost: &str| {
         let yaml = format!(

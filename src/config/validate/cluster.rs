@@ -214,6 +214,9 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     if c.object_store.spill_bandwidth.0 == 0 {
         p.push("object_store.spill_bandwidth", "must be greater than 0 (e.g. 1GiB)");
     }
+    if c.object_store.transfer_bandwidth.0 == 0 {
+        p.push("object_store.transfer_bandwidth", "must be greater than 0 (e.g. 700MB)");
+    }
     p.fraction("memory_monitor.usage_threshold".into(), c.memory_monitor.usage_threshold, false);
 
     let sim = &c.sim;
