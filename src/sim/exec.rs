@@ -9,6 +9,7 @@ use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
 use super::objects::unref_object;
+use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
@@ -77,12 +78,7 @@ impl Engine {
                     let done = run.exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false);
-                    if !self
-                        .model
-                        .tasks
-                        .get(&tid)
-                        .is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running)
-                    {
+                    if !running_attempt(&self.model, tid, attempt) {
                         return;
                     }
                     let r = self.runs.get_mut(&tid).expect("running task has a run");
@@ -330,7 +326,7 @@ impl Engine {
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
         // Past a call answered at once (this very attempt ended meanwhile), stop.
-        !self.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running)
+        !running_attempt(&self.model, tid, attempt)
     }
 
     /// Returns true when the task must wait (it sleeps, or pays for the call it submitted);
@@ -508,11 +504,9 @@ impl Engine {
 /// Past an op that may have run other code (a call answered at once, the memory
 /// monitor killing this very worker): move on only if this attempt still runs.
 fn advance(m: &Model, runs: &mut TaskRuns, tid: TaskId, attempt: u32) -> bool {
-    match m.tasks.get(&tid) {
-        Some(t) if t.attempt == attempt && t.state() == TaskState::Running => {
-            runs.get_mut(&tid).expect("running task has a run").pc += 1;
-            true
-        }
-        _ => false,
+    if !running_attempt(m, tid, attempt) {
+        return false;
     }
+    runs.get_mut(&tid).expect("running task has a run").pc += 1;
+    true
 }

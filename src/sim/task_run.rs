@@ -116,6 +116,12 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     begin(cx, flow, tid, node)
 }
 
+/// Whether `attempt` of `tid` is the one running now: an event scheduled for an
+/// attempt that has since ended (failed, retried, killed) does nothing.
+pub(crate) fn running_attempt(m: &Model, tid: TaskId, attempt: u32) -> bool {
+    m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running)
+}
+
 /// A call raised: the error reaches its caller once the worker has done
 /// `task_error_cost` of work on its node's cores ([`Event::Raised`]).
 fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
@@ -134,7 +140,7 @@ fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
 /// The raised error is stored: the call fails (and is retried, when it may be), unless
 /// something else ended this attempt meanwhile.
 pub(crate) fn on_raised(m: &Model, tid: TaskId, attempt: u32) -> Follows {
-    if m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
+    if running_attempt(m, tid, attempt) {
         smallvec![Follow::FailTask(tid, ErrorType::TaskExecutionException, true)]
     } else {
         Follows::new()
@@ -153,7 +159,7 @@ pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attemp
 
 /// The caller's busy time for its last submissions is over: go on with its program.
 pub(crate) fn on_resume(m: &Model, tid: TaskId, attempt: u32) -> Follows {
-    if m.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state() == TaskState::Running) {
+    if running_attempt(m, tid, attempt) {
         smallvec![Follow::RunProgram(tid)]
     } else {
         Follows::new()
