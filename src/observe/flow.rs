@@ -293,12 +293,16 @@ const GET_SLACK_US: u64 = 2_000;
 /// Waits in `ray.get` Ray's rows imply. Ray records no `ray.get`, so a caller would
 /// read as executing while it waits. Between two of its submits, a caller that
 /// submitted again within [`GET_SLACK_US`] of the end of a child it had already
-/// submitted was waiting for that child, from the first submit until that end (the
-/// shape `futures = [...]; ray.get(futures); f.remote(...)`). After its last submit, a
-/// caller that outlived all of its children was waiting for them until the last one
-/// ended (`ray.get` at the end). Work a caller did between a submit and its `ray.get`
-/// reads as waiting; a caller that ended before its children did not wait for them all
-/// and is left as it was.
+/// submitted, with none of the children it had submitted still running, was waiting
+/// for them, from the first submit until that end (the shape `futures = [...];
+/// ray.get(futures); f.remote(...)`). A child still running tells apart a caller that
+/// only happened to submit just after one of its children ended, as one that submits
+/// every 50 ms while its calls end every 500 ms now and then does: a wait read there
+/// would hold its later submits back in a replay until every call it had made ended.
+/// After its last submit, a caller that outlived all of its children was waiting for
+/// them until the last one ended (`ray.get` at the end). Work a caller did between a
+/// submit and its `ray.get` reads as waiting; a caller that ended before its children
+/// did not wait for them all and is left as it was.
 fn get_waits(pending: &[Pending]) -> Vec<Pending> {
     // Per span: its end and depth; per caller: each child's submit and end.
     let mut end: FxHashMap<u64, (u64, u32)> = FxHashMap::default();
@@ -333,6 +337,7 @@ fn get_waits(pending: &[Pending]) -> Vec<Pending> {
                 kids.iter().all(|(_, e)| e.is_some_and(|e| e <= caller_end))
             } else {
                 next - until <= GET_SLACK_US
+                    && kids.iter().filter(|(s, _)| *s <= at).all(|(_, e)| e.is_some_and(|e| e <= next))
             };
             // A µs after the submit: the submit is part of the stretch before the wait.
             let from = at + 1;
@@ -517,6 +522,41 @@ mod tests {
             })
             .collect();
         assert_eq!(deps, [(s.task_number("r1").unwrap(), s.task_number("m2").unwrap())]);
+    }
+
+    /// The spans of `caller`'s inferred waits in `ray.get`, as (from, until) in ms
+    /// from the job's start.
+    fn waits_of(s: &Store, caller: &str) -> Vec<(u64, u64)> {
+        let r = job_record(s, 1, &mut Totals::default()).unwrap();
+        let span = s.task_number(caller).unwrap();
+        let mut from = None;
+        let mut out = Vec::new();
+        for rec in r.records.iter() {
+            match *rec {
+                Rec::Block { span: v, t } if v == span => from = Some(t),
+                Rec::Unblock { span: v, t } if v == span => out.push((from.take().unwrap() / 1_000, t / 1_000)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_caller_that_submits_just_after_a_child_ends_waited_only_if_no_child_was_running() {
+        // Calls "p" on the actor makes: k1, then k2 (ending 1 ms before the next
+        // submit), then k3, its last, whose end it outlives.
+        let calls = |k1_end: u64| {
+            let mut s = store();
+            s.apply(&call("p", DRIVER, "Worker.process", Some("aa01"), (1_100, 1_100, 1_900)));
+            s.apply(&call("k1", "p", "leaf", None, (1_200, 1_201, k1_end)));
+            s.apply(&call("k2", "p", "leaf", None, (1_250, 1_251, 1_299)));
+            s.apply(&call("k3", "p", "leaf", None, (1_300, 1_301, 1_350)));
+            waits_of(&s, "p")
+        };
+        // k1 still running at k2's end: p only happened to submit then.
+        assert_eq!(calls(1_600), [(300, 600)]);
+        // Everything it had submitted was done: `ray.get(futures)`, then the next submit.
+        assert_eq!(calls(1_240), [(250, 299), (300, 350)]);
     }
 
     #[test]
