@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How many idle worker processes a fresh Ray node has before the first call, and how
+many worker starts its raylet runs at once: what a model that starts every worker on
+demand leaves out of a cold workload (docs/fidelity.md, `noop_tasks`).
+
+For each way a test here starts Ray (`ray.init(address="local", num_cpus=C)`, and
+`ray start --head --num-cpus C` then a driver) and C in 1, 2, 4: the worker processes
+by title right after the driver connected and 3 s later (an idle worker retitles
+itself `ray::IDLE` once it is up, so its command line no longer names
+default_worker.py), and the raylet's `--maximum_startup_concurrency`.
+
+  python prestart.py --out runs/prestart.json
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from suite import machine, ray_stop  # noqa: E402
+
+DRIVER = r"""
+import collections, json, os, sys, time
+import ray
+
+def titles():
+    out = collections.Counter()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].startswith(b"ray::"):
+            out[argv[0].decode()] += 1
+        elif any(a.endswith(b"default_worker.py") for a in argv):
+            out["default_worker.py (starting)"] += 1
+    return dict(out)
+
+def startup_concurrency():
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"/raylet"):
+            for a in argv:
+                if a.startswith(b"--maximum_startup_concurrency="):
+                    return int(a.split(b"=", 1)[1])
+    return None
+
+cpus, mode = int(sys.argv[1]), sys.argv[2]
+if mode == "init":
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level="ERROR")
+else:
+    ray.init(address="auto", logging_level="ERROR")
+at_connect = titles()
+time.sleep(3)
+print(json.dumps({"at_connect": at_connect, "after_3s": titles(), "maximum_startup_concurrency": startup_concurrency()}))
+ray.shutdown()
+"""
+
+
+def one(cpus, mode):
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    ray_stop()
+    if mode == "start":
+        subprocess.run([ray_bin, "start", "--head", f"--num-cpus={cpus}", "--include-dashboard=false"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    try:
+        out = subprocess.run([sys.executable, "-c", DRIVER, str(cpus), mode], capture_output=True, text=True,
+                             check=True, timeout=120)
+    finally:
+        ray_stop()
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row.update({"cpus": cpus, "how": "ray.init(address='local')" if mode == "init" else "ray start --head, then a driver"})
+    row["idle_workers_at_connect"] = row["at_connect"].get("ray::IDLE", 0)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    import ray
+
+    load_before = os.getloadavg()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = [one(c, m) for m in ("init", "start") for c in (1, 2, 4)]
+    for r in rows:
+        print(json.dumps({k: r[k] for k in ("how", "cpus", "idle_workers_at_connect", "maximum_startup_concurrency")}))
+    record = {
+        "ray_version": ray.__version__,
+        "machine": machine(),
+        "measured_at": started,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "command": "python prestart.py --out " + args.out,
+        "rows": rows,
+    }
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
