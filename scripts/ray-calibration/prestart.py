@@ -27,15 +27,19 @@ DRIVER = r"""
 import collections, json, os, sys, time
 import ray
 
-def titles():
-    out = collections.Counter()
+def argvs():
+    # Every process's command line, split.
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            yield open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
+
+def titles():
+    out = collections.Counter()
+    for argv in argvs():
         if argv[0].startswith(b"ray::"):
             out[argv[0].decode()] += 1
         elif any(a.endswith(b"default_worker.py") for a in argv):
@@ -43,13 +47,7 @@ def titles():
     return dict(out)
 
 def startup_concurrency():
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
+    for argv in argvs():
         if argv[0].endswith(b"/raylet"):
             for a in argv:
                 if a.startswith(b"--maximum_startup_concurrency="):
