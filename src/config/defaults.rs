@@ -107,8 +107,8 @@ pub(super) fn default_sleep_overshoot() -> DurationSpec {
     DurationSpec::secs(SLEEP_OVERSHOOT_S)
 }
 const LEASE_S: f64 = 0.000_317;
-const WORKER_START_S: f64 = 0.001_160;
-const WORKER_START_CPU_S: f64 = 0.430_976;
+const WORKER_START_S: f64 = 0.004_972;
+const WORKER_START_CPU_S: f64 = 0.450_867;
 const CALL_SUBMIT_S: f64 = 0.000_441;
 const ACTOR_CALL_SUBMIT_S: f64 = 0.000_208;
 const DISPATCH_S: f64 = 0.000_160;
