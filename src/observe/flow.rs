@@ -543,8 +543,8 @@ mod tests {
 
     #[test]
     fn a_caller_that_submits_just_after_a_child_ends_waited_only_if_no_child_was_running() {
-        // Calls "p" on the actor makes: k1, then k2 (ending 1 ms before the next
-        // submit), then k3, its last, whose end it outlives.
+        // The calls "p" (on the actor) makes: k1, then k2 (ending 1 ms before the
+        // next submit), then k3, its last, whose end it outlives.
         let calls = |k1_end: u64| {
             let mut s = store();
             s.apply(&call("p", DRIVER, "Worker.process", Some("aa01"), (1_100, 1_100, 1_900)));
