@@ -252,7 +252,8 @@ pub struct SchedulerConfig {
     #[serde(default = "default_idle_worker_cpu")]
     pub idle_worker_cpu: f64,
     /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;
-    /// default: the node's logical CPUs, as Ray's).
+    /// default: the node's logical CPUs, where Ray's `ray start` takes the fewer of
+    /// those and the machine's cores: no suite figure tells the two apart).
     #[serde(default)]
     pub maximum_startup_concurrency: Option<u32>,
     /// CPU work of a `.remote()` on the caller's node (submitting a task or an actor
