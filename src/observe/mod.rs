@@ -6,13 +6,15 @@
 //! Owns: the observed records and reading them from Ray's JSON (`rows.rs`), merging
 //! them under caps (`store.rs`), pull from the State and Jobs APIs (`pull.rs`), push
 //! from Ray's Event Export (`push.rs`), the trace on disk (`trace.rs`), the snapshot
-//! and Flow Insight's records made from them (`publish.rs`, `flow.rs`), and the thread
-//! that runs it all (`runner.rs`).
+//! and Flow Insight's records made from them (`publish.rs`, `flow.rs`; the waits Ray
+//! does not record are inferred in `inferred.rs`), and the thread that runs it all
+//! (`runner.rs`).
 //! Must never: import `sim` for anything but the handle readers already hold
 //! (`sim::runner::EngineHandle`), a reader (`metrics`, `api`, `flow`), or write to
 //! Ray: observing changes nothing on the cluster.
 
 pub mod flow;
+mod inferred;
 pub mod merge;
 pub mod publish;
 pub mod pull;
