@@ -76,6 +76,8 @@ fn a_row_is_within_its_bound_only_when_its_error_is() {
         params: "cpus=2 tasks=1000".into(),
         runs: 1,
         real: 10.0,
+        real_low: 10.0,
+        real_high: 10.0,
         model,
         bound: 0.05,
         resolution: None,
@@ -90,6 +92,35 @@ fn a_row_is_within_its_bound_only_when_its_error_is() {
     assert_eq!(unresolved.error(), None);
     assert!(!unresolved.within_bound());
     assert_eq!(Row { resolution: Some(8.0), ..row(Some(10.4)) }.error().map(|e| (e * 100.0).round()), Some(4.0));
+}
+
+#[test]
+fn a_rows_range_is_its_lowest_and_highest_run_against_the_median() {
+    let row = |runs: usize, model: Option<f64>| Row {
+        workload: "noop_tasks".into(),
+        params: "cpus=2 tasks=1000".into(),
+        runs,
+        real: 1.0,
+        real_low: 0.9,
+        real_high: 1.2,
+        model,
+        bound: 0.05,
+        resolution: None,
+        fitted: false,
+    };
+    let (low, high) = row(3, Some(1.15)).spread().expect("three runs have a range");
+    assert!((low + 0.1).abs() < 1e-9 && (high - 0.2).abs() < 1e-9, "{low} {high}");
+    assert!(row(3, Some(1.15)).within_spread() && !row(3, Some(1.15)).within_bound(), "+15 %: in 0.9..1.2, not in 5 %");
+    assert!(!row(3, Some(1.25)).within_spread());
+    assert!(!row(3, None).within_spread(), "no model, nothing to place");
+    assert!(row(1, Some(1.0)).spread().is_none() && !row(1, Some(1.0)).within_spread(), "one run has no range");
+}
+
+#[test]
+fn every_rows_median_lies_in_its_range() {
+    for r in rows().1 {
+        assert!(r.real_low <= r.real && r.real <= r.real_high, "{} {}: {r:?}", r.workload, r.params);
+    }
 }
 
 #[test]

@@ -95,14 +95,15 @@ pub fn leaves_out(workload: &str) -> &'static str {
              memory pressure of hundreds of processes"
         }
         "actor_calls" => {
-            "a batch's fixed cost: Ray's 1,000 sync calls take about 50 ms more than a tenth of its 10,000 (both \
-             medians of 4 runs), where each of the model's calls costs the same; an async actor's calls start one at \
+            "a batch's fixed cost: Ray's 1,000 sync calls take about 50 ms more than a tenth of its 10,000 \
+             (medians of 2 and 4 runs), where each of the model's calls costs the same; an async actor's calls start one at \
              a time on its event loop (`scheduler.async_call_cost` with `call_start_cost`)"
         }
         "object_local" => {
-            "a put's own cost: serialization and the store's write, which on this machine is not linear in size \
-             (a 100 MB put takes 9 ms when the store reuses mapped pages and 45 ms when it does not); a put in the \
-             model costs nothing"
+            "a put's cost, and what it waits for: a `bytes` put serializes zero-copy and into a quiet store costs \
+             about 0.6 ms plus its bytes at about 11 GB/s, but one issued as the previous object is dropped, as \
+             here, takes 2-5 times that at 1-30 MB and 100 MB puts land on either side of it (9 or 45 ms) \
+             (scripts/ray-calibration/put_release.py); the model has no put cost and no workload kind that puts"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \

@@ -29,6 +29,10 @@ pub struct Row {
     /// count, the mean of the middle two).
     pub runs: usize,
     pub real: f64,
+    /// The lowest and highest of those figures: how far Ray's own runs disagree, which
+    /// a model's error can be read against.
+    pub real_low: f64,
+    pub real_high: f64,
     /// The model's figure (None: the model has no part for it).
     pub model: Option<f64>,
     pub bound: f64,
@@ -50,6 +54,16 @@ impl Row {
     }
     pub fn within_bound(&self) -> bool {
         self.error().is_some_and(|e| e.abs() <= self.bound)
+    }
+    /// Ray's lowest and highest run against its median, (low, high) as shares; none of
+    /// one run.
+    pub fn spread(&self) -> Option<(f64, f64)> {
+        (self.runs > 1 && self.real > 0.0)
+            .then(|| ((self.real_low - self.real) / self.real, (self.real_high - self.real) / self.real))
+    }
+    /// Whether the model's figure lies between Ray's lowest and highest run.
+    pub fn within_spread(&self) -> bool {
+        self.error().is_some() && self.model.is_some_and(|m| self.runs > 1 && self.real_low <= m && m <= self.real_high)
     }
 }
 
@@ -96,6 +110,7 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
         let mid = figures.len() / 2;
         // The median; of an even count, the mean of the middle two.
         let real = if figures.len() % 2 == 0 { (figures[mid - 1] + figures[mid]) / 2.0 } else { figures[mid] };
+        let (real_low, real_high) = (figures[0], figures[figures.len() - 1]);
         let model = match cases::predict(members[0], overrides).map_err(FidelityError::Model)? {
             Prediction::Model(s) => Some(s),
             Prediction::NotModeled => None,
@@ -111,6 +126,8 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
             params,
             runs: members.len(),
             real,
+            real_low,
+            real_high,
             model,
         });
     }
@@ -197,8 +214,19 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
         modeled - within,
         rows.len() - modeled - unresolved
     );
-    let _ = writeln!(out, "| workload | parameters | what was measured | runs | real Ray | model | error | bound | |");
-    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---|");
+    let outside: Vec<&Row> = rows.iter().filter(|r| r.error().is_some() && !r.within_bound()).collect();
+    let _ = writeln!(
+        out,
+        "`runs' range` is real Ray's lowest and highest run against their median: how far Ray disagrees with \
+         itself. Of the {} rows outside their bound, {} have the model's figure within that range.\n",
+        outside.len(),
+        outside.iter().filter(|r| r.within_spread()).count(),
+    );
+    let _ = writeln!(
+        out,
+        "| workload | parameters | what was measured | runs | real Ray | runs' range | model | error | bound | |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---|");
     for r in rows {
         let (model, error, verdict) = match (r.model, r.error()) {
             (Some(m), Some(e)) => (
@@ -210,9 +238,13 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
             _ => ("—".into(), "—".into(), "not modeled".into()),
         };
         let role = if r.fitted { " (fit)" } else { "" };
+        let range = match r.spread() {
+            Some((low, high)) => format!("{:+.1} … {:+.1} %", low * 100.0, high * 100.0),
+            None => "—".into(),
+        };
         let _ = writeln!(
             out,
-            "| {}{role} | {} | {} | {} | {} | {model} | {error} | {:.1} % | {verdict} |",
+            "| {}{role} | {} | {} | {} | {} | {range} | {model} | {error} | {:.1} % | {verdict} |",
             r.workload,
             if r.params.is_empty() { "—" } else { &r.params },
             cases::measured(&r.workload),
