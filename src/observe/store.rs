@@ -79,6 +79,9 @@ pub struct Store {
     /// Tasks by dense id (first seen first).
     pub tasks: BTreeMap<u64, TaskEntry>,
     task_index: FxHashMap<String, u64>,
+    /// Per job, its tasks' ids in the order first seen: a job's trace and its
+    /// forgetting read its own tasks, not every task held.
+    tasks_by_job: BTreeMap<u32, Vec<u64>>,
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
@@ -281,6 +284,7 @@ impl Store {
         self.next_task += 1;
         self.task_index.insert(t.task_id.clone(), id);
         self.tasks.insert(id, TaskEntry { id, job, attempts: vec![t.clone()] });
+        self.tasks_by_job.entry(job).or_default().push(id);
         self.attempts += 1;
         Some(t.clone())
     }
@@ -356,9 +360,8 @@ impl Store {
         self.jobs.remove(&job);
         self.dropped_by_job.remove(&job);
         self.job_generation.remove(&job);
-        let ids: Vec<u64> = self.tasks.iter().filter(|(_, e)| e.job == job).map(|(&k, _)| k).collect();
-        for id in ids {
-            let e = self.tasks.remove(&id).expect("listed above");
+        for id in self.tasks_by_job.remove(&job).unwrap_or_default() {
+            let e = self.tasks.remove(&id).expect("a job's indexed tasks are kept");
             self.attempts -= e.attempts.len();
             self.forgotten_tasks += e.attempts.len() as u64;
             self.task_index.remove(&e.last().task_id);
@@ -369,7 +372,8 @@ impl Store {
 
     /// Tasks of `job`, first seen first.
     pub fn job_tasks(&self, job: u32) -> impl Iterator<Item = &TaskEntry> + '_ {
-        self.tasks.values().filter(move |e| e.job == job)
+        let ids = self.tasks_by_job.get(&job).map(Vec::as_slice).unwrap_or_default();
+        ids.iter().map(|id| &self.tasks[id])
     }
 }
 
@@ -446,6 +450,10 @@ mod tests {
         assert_eq!(s.attempts(), 4, "never past the cap");
         assert_eq!(s.dropped_by_job.get(&2), Some(&2));
         assert_eq!((s.forgotten_jobs, s.forgotten_tasks), (1, 3));
+        assert_eq!(s.job_tasks(1).count(), 0, "a forgotten job lists no tasks");
+        let listed: Vec<u64> = s.job_tasks(2).map(|e| e.id).collect();
+        let held: Vec<u64> = s.tasks.values().filter(|e| e.job == 2).map(|e| e.id).collect();
+        assert_eq!(listed, held, "the per-job index lists what is held, first seen first");
     }
 
     #[test]
