@@ -12,7 +12,6 @@ mod bundle_support;
 mod ray_panels;
 
 use bundle_support::*;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -27,20 +26,6 @@ const RARE: &[&str] = &[
     "Node failures",
     "Notifications received by alert (rayscope only)",
 ];
-
-fn ray_python() -> Option<PathBuf> {
-    let python = std::env::var("RAYSCOPE_RAY_CLI").ok().map(|c| PathBuf::from(c).with_file_name("python"));
-    match python {
-        Some(p) if p.exists() => Some(p),
-        _ if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() => {
-            panic!("Ray's Python package is required (RAYSCOPE_REQUIRE_TOOLS is set); run scripts/test")
-        }
-        _ => {
-            eprintln!("skipping: RAYSCOPE_RAY_CLI does not name a ray executable with python beside it");
-            None
-        }
-    }
-}
 
 #[test]
 fn every_panel_has_data_within_the_first_minute_at_wall_speed() {

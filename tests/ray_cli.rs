@@ -10,6 +10,9 @@
 //! `RAYSCOPE_REQUIRE_TOOLS` is set (and `RAYSCOPE_SKIP_RAY_CLI` does not say why not).
 
 mod common;
+mod ray_env;
+
+use ray_env::ray_cli;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -37,20 +40,6 @@ faults:
   - {kind: task_failures, at: 0s, until: 15s, probability: 0.4}
 sim: {seed: 3}
 ";
-
-fn ray_cli() -> Option<String> {
-    if let Ok(p) = std::env::var("RAYSCOPE_RAY_CLI") {
-        if std::path::Path::new(&p).exists() {
-            return Some(p);
-        }
-    }
-    let why = std::env::var("RAYSCOPE_SKIP_RAY_CLI").ok();
-    if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
-        panic!("Ray's CLI is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test");
-    }
-    eprintln!("skipping: Ray's CLI is not available ({})", why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into()));
-    None
-}
 
 struct Server {
     child: Child,

@@ -17,7 +17,10 @@
 //! `RAYSCOPE_REQUIRE_TOOLS` is set.
 
 mod common;
+mod ray_env;
 mod ray_panels;
+
+use ray_env::ray_python;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -33,17 +36,6 @@ fn require(what: &str, why: &str) -> bool {
     }
     eprintln!("skipping: {what} is not available ({why})");
     false
-}
-
-fn ray_python() -> Option<PathBuf> {
-    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from);
-    match cli.as_ref().map(|c| c.with_file_name("python")) {
-        Some(py) if py.exists() => Some(py),
-        _ => {
-            require("Ray's Python package", "RAYSCOPE_RAY_CLI does not name a ray executable with python beside it");
-            None
-        }
-    }
 }
 
 fn prometheus() -> Option<PathBuf> {

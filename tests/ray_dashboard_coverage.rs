@@ -9,7 +9,6 @@ mod bundle_support;
 
 use bundle_support::*;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Command;
 
 /// Prints `[[row, title], ...]` for every panel of Ray's default dashboard. A collapsed
@@ -76,15 +75,7 @@ fn every_bundle_panel_the_page_names_exists() {
 
 #[test]
 fn the_page_lists_every_panel_of_rays_default_dashboard() {
-    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from);
-    let python = cli.map(|c| c.with_file_name("python")).filter(|p| p.exists());
-    let Some(python) = python else {
-        if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_none() {
-            panic!("Ray's Python package is required (RAYSCOPE_REQUIRE_TOOLS): no python beside RAYSCOPE_RAY_CLI");
-        }
-        eprintln!("skipping: Ray's Python package is not available (RAYSCOPE_RAY_CLI)");
-        return;
-    };
+    let Some(python) = ray_python() else { return };
     let (ok, out) = run(Command::new(python).arg("-c").arg(PANELS_PY));
     assert!(ok, "Ray's dashboard factory:\n{out}");
     let json = out.lines().last().unwrap_or("");

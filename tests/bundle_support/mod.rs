@@ -11,6 +11,12 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../ray_env/mod.rs"]
+mod ray_env;
+
+// Not every test that includes this module runs Ray.
+#[allow(unused_imports)]
+pub use ray_env::ray_python;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -88,24 +94,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// The Python of Ray's venv (beside `RAYSCOPE_RAY_CLI`, which scripts/test sets), or
-/// `None` and a skip message when Ray is not there (a failure under
-/// `RAYSCOPE_REQUIRE_TOOLS`).
-pub fn ray_python() -> Option<PathBuf> {
-    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().map(PathBuf::from).filter(|p| p.exists());
-    match cli {
-        Some(cli) => Some(cli.with_file_name("python")),
-        None => {
-            assert!(
-                std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_none() || std::env::var_os("RAYSCOPE_SKIP_RAY_CLI").is_some(),
-                "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name it; run scripts/test"
-            );
-            eprintln!("skipping: Ray is not available (RAYSCOPE_RAY_CLI unset)");
-            None
-        }
     }
 }
 

@@ -16,28 +16,6 @@ const DEADLINE: Duration = Duration::from_secs(540);
 /// How long it may wait for the real-Ray lock first (other real-Ray tests hold it).
 const LOCK_DEADLINE: Duration = Duration::from_secs(1200);
 
-/// The Ray venv's python, next to the `ray` that `RAYSCOPE_RAY_CLI` names; `None` (and
-/// a note) when it is not there, a failure when `RAYSCOPE_REQUIRE_TOOLS` is set and
-/// `RAYSCOPE_SKIP_RAY_CLI` gives no reason.
-pub fn ray_python() -> Option<PathBuf> {
-    let python = std::env::var("RAYSCOPE_RAY_CLI")
-        .ok()
-        .map(|cli| Path::new(&cli).with_file_name("python"))
-        .filter(|p| p.exists());
-    if python.is_some() {
-        return python;
-    }
-    let why = std::env::var("RAYSCOPE_SKIP_RAY_CLI").ok();
-    if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
-        panic!(
-            "Ray is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name its venv; \
-             run scripts/test"
-        );
-    }
-    eprintln!("skipping: Ray is not available ({})", why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI unset".into()));
-    None
-}
-
 pub struct LiveRun {
     child: Option<Child>,
     /// The process group of flock, the scenario and every Ray process it starts.

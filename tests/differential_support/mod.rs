@@ -8,9 +8,12 @@ mod allow;
 mod live;
 #[path = "../metrics_support.rs"]
 mod metrics_support;
+#[path = "../ray_env/mod.rs"]
+mod ray_env;
 
 pub use allow::{differences, volatile_kinds, volatile_presence, Diff};
-pub use live::{ray_python, LiveRun};
+pub use live::LiveRun;
+pub use ray_env::ray_python;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

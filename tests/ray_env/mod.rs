@@ -1,0 +1,40 @@
+//! Where the tests find Ray 2.60 (the venv scripts/test installs, its `ray` named by
+//! `RAYSCOPE_RAY_CLI`), and what a test does when Ray is not there: skips, saying why;
+//! under `RAYSCOPE_REQUIRE_TOOLS` it fails instead, unless `RAYSCOPE_SKIP_RAY_CLI` says
+//! why Ray could not be installed (scripts/test sets it when pip fails).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// Ray's `ray` executable, or `None` after a skip message.
+pub fn ray_cli() -> Option<String> {
+    let cli = std::env::var("RAYSCOPE_RAY_CLI").ok().filter(|c| PathBuf::from(c).exists());
+    if cli.is_none() {
+        missing("Ray's CLI");
+    }
+    cli
+}
+
+/// The Python of Ray's venv (beside its `ray`), or `None` after a skip message.
+pub fn ray_python() -> Option<PathBuf> {
+    let python = std::env::var("RAYSCOPE_RAY_CLI")
+        .ok()
+        .map(|cli| PathBuf::from(cli).with_file_name("python"))
+        .filter(|p| p.exists());
+    if python.is_none() {
+        missing("Ray's Python package");
+    }
+    python
+}
+
+fn missing(what: &str) {
+    let why = std::env::var("RAYSCOPE_SKIP_RAY_CLI").ok();
+    if std::env::var_os("RAYSCOPE_REQUIRE_TOOLS").is_some() && why.is_none() {
+        panic!(
+            "{what} is required (RAYSCOPE_REQUIRE_TOOLS is set) but RAYSCOPE_RAY_CLI does not name the `ray` of a \
+             venv; run scripts/test"
+        );
+    }
+    let why = why.unwrap_or_else(|| "RAYSCOPE_RAY_CLI is unset or names no file".into());
+    eprintln!("skipping: {what} is not available ({why})");
+}
