@@ -18,10 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn seed_run() -> (rayscope::snapshot::Snapshot, Arc<JobRecord>) {
-    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
-    let mut cfg = common::load(&yaml);
-    cfg.sim.seed = 2;
-    let engine = common::run(cfg);
+    let engine = common::run(common::seed_example(2));
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let job = snap.flow.jobs.values().next().expect("the seed job has records").clone();
     (snap, job)

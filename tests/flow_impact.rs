@@ -19,13 +19,6 @@ use rayscope::model::ActorId;
 use rayscope::sim::Engine;
 use std::collections::BTreeSet;
 
-fn seed_config(seed: u64) -> rayscope::config::Config {
-    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
-    let mut cfg = common::load(&yaml);
-    cfg.sim.seed = seed;
-    cfg
-}
-
 /// The drawn tree, with the flags of `cleared` actors off.
 fn tree(e: &Engine, cleared: &BTreeSet<u64>) -> WorkerTree {
     fn build(e: &Engine, id: ActorId, cleared: &BTreeSet<u64>) -> WorkerTree {
@@ -43,7 +36,7 @@ fn tree(e: &Engine, cleared: &BTreeSet<u64>) -> WorkerTree {
 
 /// The program's makespan (s) with that tree written down, as the engine runs it.
 fn program_makespan(seed: u64, tree: WorkerTree) -> f64 {
-    let mut cfg = seed_config(seed);
+    let mut cfg = common::seed_example(seed);
     match &mut cfg.workloads[0] {
         WorkloadConfig::FlowInsight(c) => {
             c.tree = Some(tree);
@@ -59,7 +52,7 @@ fn program_makespan(seed: u64, tree: WorkerTree) -> f64 {
 fn the_first_entry_saves_what_the_program_without_that_delay_saves_for_seeds_0_to_20() {
     let mut twins = 0;
     for seed in 0..=20u64 {
-        let e = common::run(seed_config(seed));
+        let e = common::run(common::seed_example(seed));
         let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
         let job = snap.flow.jobs.values().next().unwrap().clone();
         let spans = Spans::replay(&job, u64::MAX);

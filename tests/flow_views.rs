@@ -21,13 +21,6 @@ use std::sync::Arc;
 /// ones that have none (1, 42), as `rayscope flow` shows them.
 const SEEDS: &[u64] = &[1, 2, 3, 5, 42];
 
-fn seed_config(seed: u64) -> rayscope::config::Config {
-    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
-    let mut cfg = common::load(&yaml);
-    cfg.sim.seed = seed;
-    cfg
-}
-
 struct Run {
     snap: Snapshot,
     tables: Tables,
@@ -35,7 +28,7 @@ struct Run {
 }
 
 fn run(seed: u64) -> Run {
-    let engine = common::run(seed_config(seed));
+    let engine = common::run(common::seed_example(seed));
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let tables = engine.build_tables();
     let job = snap.flow.jobs.values().next().expect("the seed job has records").clone();
@@ -417,7 +410,7 @@ fn a_window_shows_the_executions_overlapping_it_and_a_limit_keeps_the_earliest()
 #[test]
 fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     let digest = |cap: u64| {
-        let mut cfg = seed_config(3);
+        let mut cfg = common::seed_example(3);
         cfg.sim.flow_calls_per_job = cap;
         let (engine, report) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
         (report.event_log_sha256, engine)

@@ -13,6 +13,15 @@ pub fn load(yaml: &str) -> Config {
     }
 }
 
+/// The seed scenario (`examples/flow-insight.yaml`) drawn with `seed`.
+pub fn seed_example(seed: u64) -> Config {
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml"))
+        .expect("examples/flow-insight.yaml is readable");
+    let mut cfg = load(&yaml);
+    cfg.sim.seed = seed;
+    cfg
+}
+
 /// How far a checked run may go.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
