@@ -4,12 +4,15 @@
 //! The per-call costs (`scheduler:`) default to figures measured on real Ray on one
 //! kind of machine (`scripts/ray-calibration/`, `docs/fidelity.md`). A what-if on a much
 //! bigger machine, or with a kind of workload no recorded run covers, extrapolates:
-//! `simulate` and `--sweep` name the calibration and print one warning line then.
+//! `simulate` and `--sweep` name the calibration and print one warning line then. So
+//! does a config whose task returns go through the object store: a put's own cost was
+//! measured (`object_local`) but is not in the model.
 //!
 //! Owns: the calibration's description and the checks of a config against it.
 //! Must never: change a config (a warning informs; it neither refuses nor adjusts).
 
 use super::schema::{Config, WorkloadConfig};
+use super::units::ByteSize;
 use serde::Serialize;
 
 /// What the cost defaults were measured on.
@@ -79,10 +82,32 @@ pub fn warning(cfg: &Config) -> Option<String> {
     if !kinds.is_empty() {
         beyond.push(format!("workload kinds with no recorded runs: {}", kinds.join(", ")));
     }
+    let largest = cfg.workloads.iter().map(largest_return).max().unwrap_or(0);
+    let inline = cfg.object_store.inline_threshold;
+    if largest > inline.0 {
+        beyond.push(format!(
+            "task returns of up to {} go through the object store (over `object_store.inline_threshold`, {inline}), \
+             and a put's own cost is not in the model (docs/fidelity.md: object_local)",
+            ByteSize(largest)
+        ));
+    }
     if beyond.is_empty() {
         None
     } else {
         Some(format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, beyond.join("; ")))
+    }
+}
+
+/// The largest object a workload's calls return (bytes): above the inline threshold a
+/// return is a put into the object store.
+fn largest_return(w: &WorkloadConfig) -> u64 {
+    match w {
+        WorkloadConfig::FlowInsight(c) => c.return_size.0,
+        WorkloadConfig::FanOut(c) => c.output_size.0,
+        WorkloadConfig::Training(c) => c.gradient_size.0,
+        WorkloadConfig::ActorPool(c) => c.return_size.0,
+        WorkloadConfig::Replay(c) => c.job.calls.iter().map(|call| call.return_bytes).max().unwrap_or(0),
+        WorkloadConfig::JobMix(m) => m.templates.iter().map(|t| largest_return(&t.workload)).max().unwrap_or(0),
     }
 }
 
@@ -130,6 +155,21 @@ mod tests {
         // Cores given apart from logical CPUs count, not the CPUs.
         let c = cfg("cluster:\n  head: {cpu: 64, cores: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
         assert_eq!(warning(&c), None);
+    }
+
+    #[test]
+    fn returns_through_the_object_store_are_named_and_inline_ones_are_not() {
+        let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, output_size: 64MiB}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("64") && w.contains("put's own cost is not in the model"), "{w}");
+        assert!(!w.contains('\n'), "one line: {w}");
+        let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, output_size: 64KiB}\n");
+        assert_eq!(warning(&c), None, "64 KiB returns travel inside the reply");
+        let c = cfg("object_store: {inline_threshold: 128MiB}\nworkloads:\n  - {kind: fan_out, tasks: 10, output_size: 64MiB}\n");
+        assert_eq!(warning(&c), None, "the threshold is the config's");
+        let c = cfg("workloads:\n  - kind: job_mix\n    arrivals_per_minute: 1\n    until: 1m\n    templates:\n\
+             \x20     - workload: {kind: actor_pool, actors: 1, return_size: 1MiB}\n");
+        assert!(warning(&c).expect("a warning").contains("put's own cost"), "a template's returns count");
     }
 
     #[test]
