@@ -12,7 +12,6 @@ default_worker.py), and the raylet's `--maximum_startup_concurrency`.
   python prestart.py --out runs/prestart.json
 """
 import argparse
-import collections
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import machine, ray_stop  # noqa: E402
+from suite import ray_stop, write_probe  # noqa: E402
 
 DRIVER = r"""
 import collections, json, os, sys, time
@@ -87,25 +86,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import ray
-
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rows = [one(c, m) for m in ("init", "start") for c in (1, 2, 4)]
     for r in rows:
         print(json.dumps({k: r[k] for k in ("how", "cpus", "idle_workers_at_connect", "maximum_startup_concurrency")}))
-    record = {
-        "ray_version": ray.__version__,
-        "machine": machine(),
-        "measured_at": started,
-        "load_average_before": load_before,
-        "load_average_after": os.getloadavg(),
-        "command": "python prestart.py --out " + args.out,
-        "rows": rows,
-    }
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
+    write_probe(args.out, started, load_before, rows)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, machine, ray_stop  # noqa: E402
+from suite import local_cluster, ray_stop, write_probe  # noqa: E402
 
 SIZES = (1_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)
 REPEAT = 15
@@ -88,18 +88,7 @@ def main():
         ray_stop()
     for r in rows:
         print(json.dumps({k: (round(v * 1e3, 3) if k.endswith("seconds") else v) for k, v in r.items() if k != "samples"}))
-    record = {
-        "ray_version": ray.__version__,
-        "machine": machine(),
-        "measured_at": started,
-        "load_average_before": load_before,
-        "load_average_after": os.getloadavg(),
-        "command": "python put_release.py --out " + args.out,
-        "rows": rows,
-    }
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
+    write_probe(args.out, started, load_before, rows)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,25 @@ def ray_stop():
     subprocess.run([ray_bin, "stop", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
+def write_probe(out, started, load_before, rows):
+    """Record a probe's rows (prestart.py, put_release.py) with the machine, the load
+    and the command line that made them."""
+    import ray
+
+    record = {
+        "ray_version": ray.__version__,
+        "machine": machine(),
+        "measured_at": started,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "command": " ".join(["python", os.path.basename(sys.argv[0])] + sys.argv[1:]),
+        "rows": rows,
+    }
+    with open(out, "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+
+
 def local_cluster(cpus, **extra):
     import ray
 
