@@ -1,6 +1,6 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
 //! a raised error's cost, a placement group's commit, an async actor's one event loop,
-//! and a warmed-up actor pool. Each runs end to end with the invariants checked, and
+//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer. Each runs end to end with the invariants checked, and
 //! compares the same config with the cost on and off, so the test fails if the engine
 //! stops charging it.
 
@@ -82,7 +82,7 @@ fn an_async_actors_calls_start_one_at_a_time_on_its_event_loop() {
         makespan_s(&run(&format!(
             "{}workloads:\n  - {{kind: actor_pool, actors: 1, warm_up: true, calls_per_actor: 100, \
              call_duration: 0s, max_concurrency: {concurrency}}}\n",
-            cluster(&format!("async_call_cost: {cost}"))
+            cluster(&format!("async_call_cost: {cost}, worker_first_call_latency: 0s"))
         )))
     };
     let serial = job("10ms", 1000) - job("0s", 1000);
@@ -104,4 +104,45 @@ fn a_warmed_up_pool_answers_one_call_per_actor_before_the_rest() {
     let (warm_tasks, warm) = calls(true);
     assert_eq!(warm_tasks, cold_tasks + 3, "one warm-up call per actor");
     assert!((warm - cold - 1.0).abs() < 1e-3, "the warm-up is one more 1 s call per actor, in parallel");
+}
+
+#[test]
+fn a_prestarted_worker_runs_the_first_task_with_no_start() {
+    // One CPU, one core: the node prestarts one task worker, so ten tasks pay no 1 s start;
+    // without the prestart, the first lease waits for it.
+    let job = |prestart: bool| {
+        makespan_s(&run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
+             scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+             dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, sleep_overshoot: 0s, \
+             idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: {prestart}}}\n\
+             workloads:\n  - {{kind: fan_out, tasks: 10, task_duration: 0s}}\n"
+        )))
+    };
+    let saved = job(false) - job(true);
+    assert!((saved - 1.0).abs() < 1e-3, "the prestarted worker saved {saved} s, not the 1 s start");
+}
+
+#[test]
+fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
+    // One prestarted worker runs 100 tasks: only the first waits the first-call latency.
+    // An actor's first call waits it too, counted from the actor's creation.
+    let tasks = |latency: &str| {
+        makespan_s(&run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
+             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
+             sleep_overshoot: 0s, worker_first_call_latency: {latency}}}\n\
+             workloads:\n  - {{kind: fan_out, tasks: 100, task_duration: 10ms}}\n"
+        )))
+    };
+    let later = tasks("300ms") - tasks("0s");
+    assert!((later - 0.3).abs() < 1e-3, "100 tasks on one worker took {later} s more, not one 300 ms wait");
+    let calls = |latency: &str| {
+        makespan_s(&run(&format!(
+            "{}workloads:\n  - {{kind: actor_pool, actors: 1, calls_per_actor: 5, call_duration: 10ms}}\n",
+            cluster(&format!("worker_first_call_latency: {latency}, async_call_cost: 0s"))
+        )))
+    };
+    let later = calls("300ms") - calls("0s");
+    assert!((later - 0.3).abs() < 1e-3, "five calls to a new actor took {later} s more, not one 300 ms wait");
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 fn config() -> rayscope::config::Config {
     let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml")).unwrap();
     let mut cfg = rayscope::config::load_str(&yaml, "flow-insight.yaml").expect("the example is valid");
-    cfg.sim.seed = 2;
+    cfg.sim.seed = 3; // a tree under the timeline's default limit (the draw depends on the model's timing)
     cfg.sim.speed = 1_000_000.0;
     cfg.cluster.host_node = false;
     cfg

@@ -34,9 +34,9 @@ use std::time::Duration;
 
 /// How far the replay of the recorded seed job may be from Ray's makespan, on the same
 /// shape (2 %), and with the flagged worker's sleep removed, against a real run of the
-/// changed program (5 %): issue 20's bounds. Measured: +1.2 % and +0.6 %; what is left
-/// is mostly Ray's prestarted workers (two on this 2-CPU cluster), which the model does
-/// not have, so its first two actors start ~0.45 s later each (docs/observe.md).
+/// changed program (5 %): issue 20's bounds. Measured with the model's prestarted
+/// workers (2026-11-27, three runs): +0.0 % and -3.9 to -4.9 %: the model's run without
+/// the sleep ends 0.5-0.7 s before Ray's changed program (docs/observe.md).
 const REPLAY_BOUND: f64 = 0.02;
 const FIXED_BOUND: f64 = 0.05;
 

@@ -113,7 +113,8 @@ fn replay_makespan(cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::repl
     let yaml = format!(
         "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 8GiB}}\n\
          scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
-         dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, idle_worker_cpu: 0, sleep_overshoot: 0s}}\n"
+         dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, idle_worker_cpu: 0, sleep_overshoot: 0s, \
+         worker_first_call_latency: 0s}}\n"
     );
     let mut cfg = config::load_str(&yaml, "replay.yaml").unwrap_or_else(|e| panic!("{e}"));
     cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "replay".into(), job: job.clone() })];

@@ -87,8 +87,10 @@ def fit_runs_dir(runs_dir):
             shutil.copy(os.path.join(runs_dir, "suite", name), os.path.join(tmp, "suite", name))
     for row in FIT:
         if row.startswith("seed_tree shape="):
-            name = f"seed-tree-{row.split('=', 1)[1]}.json"
-            shutil.copy(os.path.join(runs_dir, name), os.path.join(tmp, name))
+            shape = row.split("=", 1)[1]
+            for name in sorted(os.listdir(runs_dir)):
+                if name in (f"seed-tree-{shape}.json",) or (name.startswith(f"seed-tree-{shape}-") and name.endswith(".json")):
+                    shutil.copy(os.path.join(runs_dir, name), os.path.join(tmp, name))
     return tmp
 
 

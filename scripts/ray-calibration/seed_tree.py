@@ -10,8 +10,11 @@ The program is the seed's, with two changes that do not alter what Ray does:
 The makespan runs from the root's Worker.remote() to ray.get() of its process()
 returning, as rayscope's job makespan does (driver start to end).
 
-    python seed_tree.py --seed 1 --scale 0.01 --out run.json
-    python seed_tree.py --tree run.json --out again.json   # same shape, measured again
+    python seed_tree.py --seed 1 --scale 0.01 --out runs/seed-tree-1.json
+    python seed_tree.py --tree runs/seed-tree-1.json --out runs/seed-tree-1-<UTC time>.json
+
+Every runs/seed-tree-<shape>[-<anything>].json is a run of that shape: `rayscope
+fidelity` takes the median of a shape's runs, as of a suite row's.
 """
 import argparse
 import json
@@ -78,6 +81,7 @@ def main():
         tree = draw(random.Random(args.seed), args.depth, False)
     sleep, bottleneck_sleep = 5.0 * args.scale, 30.0 * args.scale
 
+    load_before = os.getloadavg()
     ray.init(include_dashboard=False, logging_level="ERROR")
     resources = ray.cluster_resources()
     t0 = time.perf_counter()
@@ -97,6 +101,7 @@ def main():
         "tree": tree,
         "makespan_s": makespan,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
     }
     with open(args.out, "w") as f:

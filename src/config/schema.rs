@@ -252,10 +252,21 @@ pub struct SchedulerConfig {
     #[serde(default = "default_idle_worker_cpu")]
     pub idle_worker_cpu: f64,
     /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;
-    /// default: the node's logical CPUs, where Ray's `ray start` takes the fewer of
-    /// those and the machine's cores: no suite figure tells the two apart).
+    /// default: the fewer of the node's logical CPUs and its cores, as Ray 2.60's
+    /// raylet ran here: 1, 2 and 2 at 1, 2 and 4 CPUs on 2 cores, prestart.py).
     #[serde(default)]
     pub maximum_startup_concurrency: Option<u32>,
+    /// Ray's `prestart_worker_first_driver`: each node has as many idle task workers up
+    /// as it starts at once (no more than its CPUs) before the first call, so the first
+    /// leases start no worker; an actor's creation takes an idle worker first, as Ray's
+    /// pool hands it one.
+    #[serde(default = "yes")]
+    pub prestart_worker_first_driver: bool,
+    /// How late a task worker's first call's reply reaches its owner (the lease is held
+    /// meanwhile); later calls on that worker do not pay it. Measured, not fitted:
+    /// lease_traces.py.
+    #[serde(default = "default_worker_first_call_latency")]
+    pub worker_first_call_latency: DurationSpec,
     /// CPU work of a `.remote()` on the caller's node (submitting a task or an actor
     /// creation): the core worker builds the spec and hands it off; the
     /// caller is busy meanwhile.
@@ -307,6 +318,8 @@ impl Default for SchedulerConfig {
             worker_start_cpu: default_worker_start_cpu(),
             idle_worker_cpu: default_idle_worker_cpu(),
             maximum_startup_concurrency: None,
+            prestart_worker_first_driver: true,
+            worker_first_call_latency: default_worker_first_call_latency(),
             call_submit_cost: default_call_submit_cost(),
             actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),

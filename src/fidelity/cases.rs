@@ -84,15 +84,19 @@ pub fn resolution(run: &Run) -> Option<f64> {
 pub fn leaves_out(workload: &str) -> &'static str {
     match workload {
         "noop_tasks" => {
-            "Ray's owner reuses a lease for many tasks, the model leases each; task workers start at the first \
-             lease, where Ray has min(CPUs, cores) idle workers up before the driver's first call \
-             (scripts/ray-calibration/prestart.py: 1, 2 and 2 at 1, 2 and 4 CPUs here, as many as it starts at \
-             once); prestarted workers alone, with the costs refitted, brought no more rows within bound and took \
-             seed tree 8 to -1.3 %, so they wait for lease reuse; the OS shares cores, the model queues on them"
+            "Ray's owner reuses a lease for many tasks (until it is `worker_lease_timeout_milliseconds`, 500 ms, \
+             old), the model leases each; Ray's per-task cost rises with the run at 2 CPUs (0.455 ms a task at \
+             10,000, 0.500 at 100,000); at 2 CPUs Ray's second prestarted worker began 30-45 ms after the first in \
+             2 of 3 runs, where the model leases both at once; at 4 CPUs on 2 cores, while the two workers beyond \
+             the prestarted two start, the prestarted ones sat idle 490-800 ms after their first task, where the \
+             model's first-call wait (`scheduler.worker_first_call_latency`) is 82 ms whatever the node is doing \
+             (scripts/ray-calibration/lease_traces.py)"
         }
         "actor_creation" => {
-            "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation; \
-             memory pressure of hundreds of processes"
+            "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
+             and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
+             node answered its first call 0.48-0.53 s after its creation (lease_traces.py), where the model's \
+             start alone is 0.54 s of CPU; memory pressure of hundreds of processes"
         }
         "actor_calls" => {
             "a batch's fixed cost: Ray's 1,000 sync calls take about 50 ms more than a tenth of its 10,000 \
@@ -116,7 +120,7 @@ pub fn leaves_out(workload: &str) -> &'static str {
         }
         "actor_restart" => {
             "the exit being noticed and the call's delivery: the model's call fails at the kill, and its retry \
-             waits for the owner's next heartbeat tick while the actor restarts (a new worker start)"
+             waits for the owner's next heartbeat tick while the actor restarts (on an idle worker if its node has one, else a new start)"
         }
         "node_death" => {
             "a check's own round trip: a killed raylet fails each health check at once \
@@ -128,9 +132,13 @@ pub fn leaves_out(workload: &str) -> &'static str {
              waits for them before the next group)"
         }
         "spillback" => {
-            "lease reuse: Ray's owner hands each worker it holds a lease on its next queued task, so the head's \
-             workers, a hop closer, ran 21 or 22 of the 40 tasks in each run (11 waves of 100 ms) where the model leases each task \
-             anew and splits them 20 and 20; Ray's two nodes also share one machine's cores"
+            "lease reuse and its expiry: Ray's owner keeps each worker it leased for its next queued task until \
+             the lease is 500 ms old (`worker_lease_timeout_milliseconds`); the head's raylet then spills the new \
+             lease for a worker-node task only once a resource report (every \
+             `raylet_report_resources_period_milliseconds`, 100 ms) shows that node's CPU free, so the worker \
+             node's workers sat idle 42-104 ms once each run and the head ran 21-22 of the 40 tasks (11 waves of \
+             100 ms) where the model leases each task anew on a view that is never stale and splits them 20 and \
+             20 (scripts/ray-calibration/lease_traces.py)"
         }
         "seed_tree" => "nothing beyond the per-call costs above: the trees are dominated by their sleeps",
         _ => "",

@@ -181,12 +181,14 @@ fn suite_run(path: &Path, file: String) -> Result<Run, RunsError> {
 }
 
 /// A seed-tree run (seed_tree.py's older format): the tree is the parameter, the
-/// makespan the figure.
+/// makespan the figure. `seed-tree-<shape>.json` or `seed-tree-<shape>-<anything>.json`:
+/// a shape's later runs sit beside its first.
 fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
     let v = read_json(path)?;
     let makespan = number(path, &v, "makespan_s")?;
     let mut params = BTreeMap::new();
-    let shape = file.trim_start_matches("seed-tree-").trim_end_matches(".json").to_string();
+    let stem = file.trim_start_matches("seed-tree-").trim_end_matches(".json");
+    let shape = stem.split('-').next().unwrap_or(stem).to_string();
     params.insert("shape".to_string(), Value::String(shape));
     params.insert("tree".to_string(), field(path, &v, "tree")?.clone());
     params.insert("cpus".to_string(), field(path, field(path, &v, "ray_cluster_resources")?, "CPU")?.clone());
@@ -200,6 +202,6 @@ fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
         ray_version: text(path, &v, "ray_version")?,
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, &v, "cpus_on_machine")? as u64,
-        load_before: None,
+        load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
 }

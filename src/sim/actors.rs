@@ -231,7 +231,7 @@ impl ActorManager {
         let mut follows = Follows::new();
         if let Some(n) = node {
             self.left(n, aid);
-            cx.cpus.process_exited(n);
+            cx.cpus.process_exited(n, aid);
             if holds && cx.model.nodes[n.index()].is_alive() {
                 let req = &cx.specs[spec_id as usize].request;
                 match bundle {

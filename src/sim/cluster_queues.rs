@@ -12,6 +12,7 @@
 
 use super::clock::Event;
 use super::follow::{Cx, Follow, Follows};
+use super::node_cpu::TaskWorker;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::LocalResources;
 use super::placement_groups::PlacementGroupManager;
@@ -335,20 +336,31 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
 }
 
 /// When a task leased on `node` at `at` has a worker to run on: an actor's creation
-/// starts its own process; a normal task starts a task worker when every one started
-/// there is busy. A start's CPU work shares the node's cores within the raylet's start
-/// slots.
+/// takes an idle task worker's process, else starts its own; a normal task starts a
+/// task worker when every one there is busy. A start's CPU work shares the node's cores
+/// within the raylet's start slots. A task worker's first call waits
+/// `worker_first_call_latency` more: Ray's reply to it comes that late, the lease held
+/// meanwhile (the model puts the wait before the call, Ray after it).
 pub(crate) fn worker_ready(cx: &mut Cx, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
     let s = &cx.cfg.scheduler;
-    let starts = match kind {
-        TaskType::ActorCreationTask => true,
-        TaskType::NormalTask => cx.cpus.task_lease_granted(node),
-        _ => false,
-    };
-    if !starts {
-        return at;
+    let start = || (s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros());
+    let first_call = s.worker_first_call_latency.as_micros();
+    match kind {
+        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => at,
+        TaskType::ActorCreationTask => {
+            let (cpu, latency) = start();
+            cx.cpus.start_worker(node, at, cpu, latency)
+        }
+        TaskType::NormalTask => match cx.cpus.task_lease_granted(node) {
+            TaskWorker::Warm => at,
+            TaskWorker::Fresh => at + first_call,
+            TaskWorker::Started => {
+                let (cpu, latency) = start();
+                cx.cpus.start_worker(node, at, cpu, latency) + first_call
+            }
+        },
+        _ => at,
     }
-    cx.cpus.start_worker(node, at, s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros())
 }
 
 /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not

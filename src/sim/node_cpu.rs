@@ -18,6 +18,7 @@
 //! worker-start slots. Must never: be read for anything but timing (the event log
 //! sees only the times it gives), or change a node's resources.
 
+use crate::config::Config;
 use crate::model::{ActorId, NodeIdx};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -38,15 +39,22 @@ struct NodeCpu {
     /// When each concurrent actor's one thread (its event loop) comes free; an entry
     /// in the past is as good as none, so those are dropped as the map grows.
     actor_loops: HashMap<ActorId, u64>,
+    /// Actors up here whose process answers no call before a time (its first work's
+    /// `scheduler.worker_first_call_latency`), until a call starts after it.
+    fresh_actors: HashMap<ActorId, u64>,
     /// When each worker-start slot comes free, earliest on top.
     startups: BinaryHeap<Reverse<u64>>,
     /// Worker processes alive here (actors' own and the task workers' pool), and the
     /// core each uses while idle.
     processes: u32,
     /// Normal tasks leased here now, and task workers started to run them (a pool
-    /// that only grows while the node lives: Ray keeps idle workers for reuse).
+    /// that only grows while the node lives, less those an actor took: Ray keeps idle
+    /// workers for reuse).
     task_leases: u32,
     task_workers: u32,
+    /// Idle task workers that have not run a call yet (prestarted ones): their first
+    /// call's reply comes late (`scheduler.worker_first_call_latency`).
+    fresh_workers: u32,
     idle_cpu: f64,
 }
 
@@ -56,9 +64,11 @@ const MIN_SHARE: f64 = 0.05;
 
 impl NodeCpus {
     /// A node joined (or came back in a reused slot) with `cores` physical cores, room
-    /// to start `startup_concurrency` worker processes at once, and `idle_cpu` of a core
-    /// used by each idle worker process.
-    pub(crate) fn joined(&mut self, n: NodeIdx, cores: u32, startup_concurrency: u32, idle_cpu: f64) {
+    /// to start `startup_concurrency` worker processes at once, `idle_cpu` of a core
+    /// used by each idle worker process, and `prestarted` idle task workers already up
+    /// (Ray's raylet starts them for the first driver, before its first call).
+    pub(crate) fn joined(&mut self, n: NodeIdx, machine: NodeMachine) {
+        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted } = machine;
         let i = n.index();
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeCpu::default);
@@ -67,23 +77,44 @@ impl NodeCpus {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
             raylet_free: 0,
             actor_loops: HashMap::new(),
+            fresh_actors: HashMap::new(),
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
-            processes: 0,
+            processes: prestarted,
             task_leases: 0,
-            task_workers: 0,
+            task_workers: prestarted,
+            fresh_workers: prestarted,
             idle_cpu,
         };
     }
 
-    /// A normal task's lease on `n` is granted: true when it needs a new task worker
-    /// (more leases than workers started), which is then counted as started.
-    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> bool {
-        let Some(node) = self.nodes.get_mut(n.index()) else { return false };
+    /// A normal task's lease on `n` is granted: which worker runs it. A new one is
+    /// started when every task worker there is leased; else an idle one that has run a
+    /// call before goes first (Ray's pool hands out its most recently used worker).
+    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> TaskWorker {
+        let Some(node) = self.nodes.get_mut(n.index()) else { return TaskWorker::Warm };
         node.task_leases += 1;
-        if node.task_leases <= node.task_workers {
+        if node.task_leases > node.task_workers {
+            node.task_workers += 1;
+            return TaskWorker::Started;
+        }
+        let idle_before = node.task_workers + 1 - node.task_leases;
+        if node.take_idle_worker(idle_before) {
+            TaskWorker::Fresh
+        } else {
+            TaskWorker::Warm
+        }
+    }
+
+    /// An actor's creation leased on `n` takes an idle task worker's process, if there
+    /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
+    pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
+        let Some(node) = self.nodes.get_mut(n.index()) else { return false };
+        let idle = node.task_workers.saturating_sub(node.task_leases);
+        if idle == 0 {
             return false;
         }
-        node.task_workers += 1;
+        node.take_idle_worker(idle);
+        node.task_workers -= 1;
         true
     }
 
@@ -94,10 +125,33 @@ impl NodeCpus {
         }
     }
 
-    /// An actor's worker process on `n` exited.
-    pub(crate) fn process_exited(&mut self, n: NodeIdx) {
+    /// `actor`'s process on `n` began its creation: it answers no call before
+    /// `answers_from`.
+    pub(crate) fn actor_up(&mut self, n: NodeIdx, actor: ActorId, answers_from: u64) {
+        if let Some(node) = self.nodes.get_mut(n.index()) {
+            node.fresh_actors.insert(actor, answers_from);
+        }
+    }
+
+    /// A call to `actor` on `n` starts at `now`: the earliest it may begin (`now` once
+    /// the actor's first-work window is over, which is then forgotten).
+    pub(crate) fn actor_answers_from(&mut self, n: NodeIdx, actor: ActorId, now: u64) -> u64 {
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now };
+        match node.fresh_actors.get(&actor) {
+            Some(&from) if from > now => from,
+            Some(_) => {
+                node.fresh_actors.remove(&actor);
+                now
+            }
+            None => now,
+        }
+    }
+
+    /// `actor`'s worker process on `n` exited.
+    pub(crate) fn process_exited(&mut self, n: NodeIdx, actor: ActorId) {
         if let Some(node) = self.nodes.get_mut(n.index()) {
             node.processes = node.processes.saturating_sub(1);
+            node.fresh_actors.remove(&actor);
         }
     }
 
@@ -170,7 +224,51 @@ impl NodeCpus {
     }
 }
 
+/// What a node is made of, for [`NodeCpus::joined`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeMachine {
+    pub cores: u32,
+    pub startup_concurrency: u32,
+    pub idle_cpu: f64,
+    pub prestarted: u32,
+}
+
+impl NodeMachine {
+    /// The head's (`None`) or a node type's machine under `cfg`: Ray's raylet starts as
+    /// many workers at once as the fewer of its CPUs and cores, and prestarts that many
+    /// (no more than its whole CPUs) for the first driver.
+    pub(crate) fn of(cfg: &Config, node_type: Option<u16>) -> Self {
+        let s = &cfg.scheduler;
+        let (cpu, cores) = cfg.cluster.machine_of(node_type);
+        let whole_cpus = cpu.floor() as u32;
+        let startup_concurrency = s.maximum_startup_concurrency.unwrap_or(whole_cpus.min(cores).max(1));
+        let prestarted = if s.prestart_worker_first_driver { startup_concurrency.min(whole_cpus) } else { 0 };
+        NodeMachine { cores, startup_concurrency, idle_cpu: s.idle_worker_cpu, prestarted }
+    }
+}
+
+/// The worker a normal task's lease gets ([`NodeCpus::task_lease_granted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskWorker {
+    /// One that has run a call before: ready at once.
+    Warm,
+    /// An idle one that has not run a call yet: its first reply comes late.
+    Fresh,
+    /// None idle: a new one starts (and its first reply comes late too).
+    Started,
+}
+
 impl NodeCpu {
+    /// One of `idle` idle task workers is taken: a warm one if any (false), else a
+    /// fresh one (true).
+    fn take_idle_worker(&mut self, idle: u32) -> bool {
+        if idle > self.fresh_workers {
+            return false;
+        }
+        self.fresh_workers -= 1;
+        true
+    }
+
     fn run(&mut self, arrives: u64, cost: u64) -> u64 {
         let cost = self.loaded(cost);
         let Some(Reverse(free)) = self.cores.pop() else { return arrives + cost };
@@ -200,10 +298,14 @@ mod tests {
         NodeIdx(0)
     }
 
+    fn machine(cores: u32, startup_concurrency: u32, idle_cpu: f64) -> NodeMachine {
+        NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0 }
+    }
+
     #[test]
     fn work_shares_the_cores_first_come_first_served() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 2, 4, 0.0);
+        cpus.joined(node(), machine(2, 4, 0.0));
         // Two cores: two pieces run at once, the third waits for the first to end.
         assert_eq!(cpus.work(node(), 0, 10), 10);
         assert_eq!(cpus.work(node(), 0, 10), 10);
@@ -217,7 +319,7 @@ mod tests {
     #[test]
     fn the_raylet_is_one_thread() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 4, 4, 0.0);
+        cpus.joined(node(), machine(4, 4, 0.0));
         assert_eq!(cpus.raylet_work(node(), 0, 10), 10);
         assert_eq!(cpus.raylet_work(node(), 0, 10), 20, "the second dispatch waits for the first");
         assert_eq!(cpus.work(node(), 0, 10), 10, "other work uses the other cores meanwhile");
@@ -226,13 +328,13 @@ mod tests {
     #[test]
     fn worker_starts_wait_for_a_slot_and_for_the_cores() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 2, 4, 0.0);
+        cpus.joined(node(), machine(2, 4, 0.0));
         // Four slots, two cores: starts of 100 µs of CPU end two at a time.
         let ends: Vec<u64> = (0..8).map(|_| cpus.start_worker(node(), 0, 100, 5)).collect();
         assert_eq!(ends, vec![105, 105, 205, 205, 305, 305, 405, 405]);
         // One slot: starts go one after another even with cores free.
         let mut one = NodeCpus::default();
-        one.joined(node(), 8, 1, 0.0);
+        one.joined(node(), machine(8, 1, 0.0));
         assert_eq!(one.start_worker(node(), 0, 100, 0), 100);
         assert_eq!(one.start_worker(node(), 0, 100, 0), 200);
     }
@@ -240,7 +342,7 @@ mod tests {
     #[test]
     fn idle_processes_leave_less_of_the_cores() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 2, 2, 0.5);
+        cpus.joined(node(), machine(2, 2, 0.5));
         assert_eq!(cpus.work(node(), 0, 100), 100);
         // Two idle processes take half the machine: work takes twice as long.
         cpus.start_worker(node(), 0, 0, 0);
@@ -251,8 +353,8 @@ mod tests {
             cpus.start_worker(node(), 0, 0, 0);
         }
         assert_eq!(cpus.work(node(), 10_000, 100), 10_000 + 2_000);
-        for _ in 0..12 {
-            cpus.process_exited(node());
+        for a in 0..12 {
+            cpus.process_exited(node(), ActorId(a));
         }
         assert_eq!(cpus.work(node(), 20_000, 100), 20_100);
     }
@@ -260,25 +362,67 @@ mod tests {
     #[test]
     fn task_workers_start_once_and_are_reused() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 2, 2, 0.0);
-        assert!(cpus.task_lease_granted(node()), "the first lease starts a worker");
-        assert!(cpus.task_lease_granted(node()), "two at once need two");
+        cpus.joined(node(), machine(2, 2, 0.0));
+        let started = |w| w == TaskWorker::Started;
+        assert!(started(cpus.task_lease_granted(node())), "the first lease starts a worker");
+        assert!(started(cpus.task_lease_granted(node())), "two at once need two");
         cpus.task_lease_returned(node());
-        assert!(!cpus.task_lease_granted(node()), "a returned worker is reused");
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm, "a returned worker is reused");
         cpus.task_lease_returned(node());
         cpus.task_lease_returned(node());
-        assert!(!cpus.task_lease_granted(node()));
-        assert!(!cpus.task_lease_granted(node()));
-        assert!(cpus.task_lease_granted(node()), "a third at once needs a third");
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+        assert!(started(cpus.task_lease_granted(node())), "a third at once needs a third");
+    }
+
+    #[test]
+    fn prestarted_workers_serve_the_first_leases_and_actors_take_idle_ones() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "a prestarted worker, no start");
+        cpus.task_lease_returned(node());
+        // One warm and one fresh idle: the warm one goes first.
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+        cpus.task_lease_returned(node());
+        // An actor takes the idle worker's process; the next task needs a new one.
+        assert!(cpus.actor_takes_idle_worker(node()));
+        assert!(!cpus.actor_takes_idle_worker(node()), "none idle is left");
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+    }
+
+    #[test]
+    fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
+        cpus.task_lease_returned(node());
+        assert!(cpus.actor_takes_idle_worker(node()), "the warm one");
+        assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "the fresh one is still there");
+    }
+
+    #[test]
+    fn an_actor_answers_no_call_before_its_first_work_window_ends() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), machine(2, 2, 0.0));
+        assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 5), 5, "nothing known: at once");
+        cpus.actor_up(node(), ActorId(1), 100);
+        assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 10), 100, "within its first work's window");
+        assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 60), 100, "every call in it waits");
+        assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 150), 150, "after it, at once");
+        cpus.actor_up(node(), ActorId(2), 100);
+        cpus.process_exited(node(), ActorId(2));
+        assert_eq!(cpus.actor_answers_from(node(), ActorId(2), 10), 10, "an exited process is forgotten");
     }
 
     #[test]
     fn a_dead_node_forgets_its_queue() {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), 1, 1, 0.0);
+        cpus.joined(node(), machine(1, 1, 0.0));
         assert_eq!(cpus.work(node(), 0, 1_000), 1_000);
         cpus.lost(node());
-        cpus.joined(node(), 1, 1, 0.0);
+        cpus.joined(node(), machine(1, 1, 0.0));
         assert_eq!(cpus.work(node(), 0, 10), 10);
     }
 }

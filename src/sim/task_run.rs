@@ -104,12 +104,19 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     if concurrent.is_some() {
         cost += s.async_call_cost.as_micros();
     }
-    if cost > 0 {
+    // A new actor's process answers nothing until its first work's window is over, as
+    // a task worker's first call waits (`worker_ready`).
+    let answers_from = match (t.kind, t.actor) {
+        (TaskType::ActorTask, Some(a)) => cx.cpus.actor_answers_from(node, a, now),
+        _ => now,
+    };
+    if cost > 0 || answers_from > now {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         let due = match concurrent {
             Some(a) => cx.cpus.actor_loop_work(node, a, now, cost),
             None => cx.cpus.work(node, now, cost),
-        };
+        }
+        .max(answers_from);
         cx.clock.schedule_at(due, Event::Begin(tid, attempt));
         return Follows::new();
     }
@@ -189,6 +196,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
         if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
             a.node = Some(node);
             a.pid = pid;
+            cx.cpus.actor_up(node, a.id, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
         }
     }
     if heap > 0 {
