@@ -12,8 +12,10 @@
 mod common;
 
 use rayscope::config::{self, Config, WorkerTree, WorkloadConfig};
+use rayscope::fidelity;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 const TOLERANCE: f64 = 0.005;
 
@@ -26,38 +28,25 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Each shape measured on real Ray: its name (the seed it was drawn from), its first run (`seed-tree-<shape>.json`:
-/// the tree and sleeps), and the median makespan of all its runs
-/// (`seed-tree-<shape>[-<anything>].json`), as `rayscope fidelity` takes it.
+/// Each shape measured on real Ray: its name (the seed it was drawn from), its first run
+/// (`seed-tree-<shape>.json`: the tree and sleeps), and real Ray's figure for it as
+/// `rayscope fidelity` takes it: the median of the shape's runs
+/// (`seed-tree-<shape>[-<anything>].json`).
 fn tree_shapes() -> Vec<(String, Value, f64)> {
-    let mut files: Vec<(String, Value)> = std::fs::read_dir(runs_dir())
-        .expect("the recorded runs are in the repo")
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed-tree-")))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+    static ROWS: OnceLock<(Vec<fidelity::Run>, Vec<fidelity::Row>)> = OnceLock::new();
+    let (runs, rows) = ROWS.get_or_init(|| fidelity::rows(&runs_dir(), &[]).unwrap_or_else(|e| panic!("{e}")));
+    let shapes: Vec<(String, Value, f64)> = rows
+        .iter()
+        .filter(|r| r.workload == "seed_tree")
+        .map(|r| {
+            let shape = r.params.trim_start_matches("shape=").to_string();
+            let first = read_json(&runs_dir().join(format!("seed-tree-{shape}.json")));
+            for run in runs.iter().filter(|run| run.workload == "seed_tree" && run.params["shape"] == shape.as_str()) {
+                assert_eq!(run.params["tree"], first["tree"], "{}: every run of shape {shape} ran its tree", run.file);
+            }
+            (shape, first, r.real)
+        })
         .collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let shape_of = |name: &str| {
-        let stem = name.trim_start_matches("seed-tree-").trim_end_matches(".json");
-        stem.split('-').next().unwrap_or(stem).to_string()
-    };
-    let mut shapes: Vec<(String, Value, f64)> = Vec::new();
-    for (name, _) in files.iter().filter(|(n, _)| *n == format!("seed-tree-{}.json", shape_of(n))) {
-        let shape = shape_of(name);
-        let runs: Vec<&Value> = files.iter().filter(|(n, _)| shape_of(n) == shape).map(|(_, r)| r).collect();
-        for r in &runs {
-            assert_eq!(r["tree"], runs[0]["tree"], "every run of shape {shape} ran its tree");
-        }
-        let mut makespans: Vec<f64> = runs.iter().map(|r| secs(r, "makespan_s")).collect();
-        makespans.sort_by(f64::total_cmp);
-        let mid = makespans.len() / 2;
-        let median = if makespans.len().is_multiple_of(2) {
-            (makespans[mid - 1] + makespans[mid]) / 2.0
-        } else {
-            makespans[mid]
-        };
-        shapes.push((shape, runs[0].clone(), median));
-    }
     assert!(shapes.len() >= 3, "three shapes or more were measured on real Ray");
     shapes
 }

@@ -89,7 +89,7 @@ def fit_runs_dir(runs_dir):
         if row.startswith("seed_tree shape="):
             shape = row.split("=", 1)[1]
             for name in sorted(os.listdir(runs_dir)):
-                if name in (f"seed-tree-{shape}.json",) or (name.startswith(f"seed-tree-{shape}-") and name.endswith(".json")):
+                if name == f"seed-tree-{shape}.json" or (name.startswith(f"seed-tree-{shape}-") and name.endswith(".json")):
                     shutil.copy(os.path.join(runs_dir, name), os.path.join(tmp, name))
     return tmp
 
