@@ -120,7 +120,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
         }
         "actor_restart" => {
             "the exit being noticed and the call's delivery: the model's call fails at the kill, and its retry \
-             waits for the owner's next heartbeat tick while the actor restarts (on an idle worker if its node has one, else a new start)"
+             waits for the owner's next heartbeat tick while the actor restarts (on an idle worker if its node has \
+             one, else a new start)"
         }
         "node_death" => {
             "a check's own round trip: a killed raylet fails each health check at once \
@@ -133,12 +134,11 @@ pub fn leaves_out(workload: &str) -> &'static str {
         }
         "spillback" => {
             "lease reuse and its expiry: Ray's owner keeps each worker it leased for its next queued task until \
-             the lease is 500 ms old (`worker_lease_timeout_milliseconds`); the head's raylet then spills the new \
-             lease for a worker-node task only once a resource report (every \
-             `raylet_report_resources_period_milliseconds`, 100 ms) shows that node's CPU free, so the worker \
-             node's workers sat idle 42-104 ms once each run and the head ran 21-22 of the 40 tasks (11 waves of \
-             100 ms) where the model leases each task anew on a view that is never stale and splits them 20 and \
-             20 (scripts/ray-calibration/lease_traces.py)"
+             the lease is 500 ms old (`worker_lease_timeout_milliseconds`), then asks anew; in lease_traces.py's \
+             runs each of the worker node's workers then sat idle 92-95 ms once, about one resource-report period \
+             (`raylet_report_resources_period_milliseconds`, 100 ms: a stale view of that node is the likely \
+             wait, not measured), and the head ran 20-22 of the 40 tasks (the suite's runs: 21-22, 11 waves of \
+             100 ms), where the model leases each task anew on a view that is never stale and splits them 20 and 20"
         }
         "seed_tree" => "nothing beyond the per-call costs above: the trees are dominated by their sleeps",
         _ => "",
