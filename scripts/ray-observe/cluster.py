@@ -21,8 +21,11 @@ Then it reads one command per line on stdin and answers one JSON line per comman
 Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
 send their task events about once a second and are killed with their driver, so a job
 that exits at once loses its last second of task events (in polls and pushes alike).
-Every answer is {"step": .., "ok": true|false, ...}; the first line, once the cluster
-is up, is {"step": "ready", "dashboard": "http://127.0.0.1:PORT", "address": ..}.
+A program's answer is its own JSON line plus the job's start and end as Ray's Jobs API
+lists them (recorded_start_ms, recorded_end_ms: what an observer records, so a job run
+with nobody observing can be compared with a recorded one). Every answer is
+{"step": .., "ok": true|false, ...}; the first line, once the cluster is up, is
+{"step": "ready", "dashboard": "http://127.0.0.1:PORT", "address": ..}.
 """
 
 import argparse
@@ -31,7 +34,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 import traceback
+import urllib.request
 
 from ray.cluster_utils import Cluster
 
@@ -41,6 +46,20 @@ LINGER_S = "2.5"
 
 def say(**fields):
     print(json.dumps(fields), flush=True)
+
+
+def recorded_times(dashboard, job_id, deadline_s=30.0):
+    """The job's start and end (ms) as GET /api/jobs/ lists them, once Ray has ended it."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        with urllib.request.urlopen(f"{dashboard}/api/jobs/", timeout=10) as answer:
+            jobs = json.load(answer)
+        job = next((j for j in jobs if j.get("job_id") == job_id), None)
+        if job and job.get("end_time"):
+            return job["start_time"], job["end_time"]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"job {job_id} not ended in GET /api/jobs/ after {deadline_s} s: {job}")
+        time.sleep(0.2)
 
 
 def main():
@@ -69,7 +88,8 @@ def main():
         },
     )
     cluster.wait_for_nodes()
-    say(step="ready", ok=True, dashboard=f"http://127.0.0.1:{args.dashboard_port}", address=cluster.address)
+    dashboard = f"http://127.0.0.1:{args.dashboard_port}"
+    say(step="ready", ok=True, dashboard=dashboard, address=cluster.address)
     for line in sys.stdin:
         words = line.split()
         if not words:
@@ -84,7 +104,8 @@ def main():
                     say(step=cmd, ok=False, why=done.stderr[-2000:])
                     continue
                 out = json.loads(done.stdout.strip().splitlines()[-1])
-                say(step=cmd, ok=True, **out)
+                start, end = recorded_times(dashboard, out["job_id"])
+                say(step=cmd, ok=True, recorded_start_ms=start, recorded_end_ms=end, **out)
             elif cmd == "quit":
                 break
             else:
