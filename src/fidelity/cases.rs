@@ -34,7 +34,7 @@ pub fn measured(workload: &str) -> &'static str {
         "noop_tasks" => "submit N no-op tasks, ray.get all",
         "actor_creation" => "create N actors, one ping each",
         "actor_calls" => "N calls to one warm actor",
-        "object_local" => "ray.put of S bytes (median of 21, after one untimed)",
+        "object_local" => "ray.put of S bytes into a store that keeps every object (median of 21, after one untimed)",
         "object_transfer" => "S bytes read by a task on another node, beyond a small call",
         "task_retries" => "time to the error of a task that always raises",
         "actor_restart" => "an actor's process exits: time to its next answer",
@@ -104,10 +104,11 @@ pub fn leaves_out(workload: &str) -> &'static str {
              a time on its event loop (`scheduler.async_call_cost` with `call_start_cost`)"
         }
         "object_local" => {
-            "a put's cost, and what it waits for: a `bytes` put serializes zero-copy and into a quiet store costs \
-             about 0.6 ms plus its bytes at about 11 GB/s, but one issued as the previous object is dropped, as \
-             here, takes 2-5 times that at 1-30 MB and 100 MB puts land on either side of it (9 or 45 ms) \
-             (scripts/ray-calibration/put_release.py); the model has no put cost and no workload kind that puts"
+            "a put's cost, which is not a latency plus a bandwidth: into a store that keeps every object, each put \
+             touches fresh pages, and costs about 0.5 ms plus 0.9 ms a MB at 1 MB but 0.44 ms a MB at 100 MB (the \
+             best latency-plus-bandwidth fit misses some size by 20 %); into reused pages a put moves about 11 GB/s, \
+             and one issued as the previous object is dropped waits on that release (put_release.py); the model has \
+             no put cost and no workload kind that puts"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \
