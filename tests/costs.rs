@@ -1,6 +1,7 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
 //! a raised error's cost, a placement group's commit, an async actor's one event loop,
-//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer. Each runs end to end with the invariants checked, and
+//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer, and
+//! the count of the processes a pool starts. Each runs end to end with the invariants checked, and
 //! compares the same config with the cost on and off, so the test fails if the engine
 //! stops charging it.
 
@@ -145,4 +146,28 @@ fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
     };
     let later = calls("300ms") - calls("0s");
     assert!((later - 0.3).abs() < 1e-3, "five calls to a new actor took {later} s more, not one 300 ms wait");
+}
+
+#[test]
+fn every_worker_process_the_pool_starts_is_counted_prestarted_ones_included() {
+    // Four CPUs on two cores: a node joins with two prestarted task workers. Ray's
+    // `ray_internal_num_processes_started` counts every process its pool starts.
+    let started = |workloads: &str| {
+        let e = run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 4, cores: 2, memory: 16GiB}}\nworkloads:\n{workloads}"
+        ));
+        let head = e.model.nodes.iter().find(|n| n.is_alive()).expect("the head");
+        assert_eq!(head.stats.workers_started, e.model.counters.workers_started, "one node: its count is the total");
+        head.stats.workers_started
+    };
+    // Four tasks: the two prestarted workers and two started; ten seconds later two
+    // actors take idle task workers and start nothing.
+    let tasks_then_actors = started(
+        "  - {kind: fan_out, tasks: 4, task_duration: 1s}\n\
+         \x20 - {kind: actor_pool, start: 10s, actors: 2, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n",
+    );
+    assert_eq!(tasks_then_actors, 4, "2 prestarted and 2 started for the tasks; the actors took idle ones");
+    // Five actors alone: two take the prestarted workers, three start a process each.
+    let actors = started("  - {kind: actor_pool, actors: 5, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n");
+    assert_eq!(actors, 5, "2 prestarted and 3 started for the actors");
 }

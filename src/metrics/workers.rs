@@ -45,7 +45,8 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "ray_internal_num_processes_started",
         "Worker processes started by the raylet's worker pool.",
     );
-    for &n in &s.nodes {
+    // Like Ray's, a node's series appears with its pool's first start.
+    for &n in s.nodes.iter().filter(|n| n.stats.workers_started > 0) {
         f.sample(&raylet(n), n.stats.workers_started)?;
     }
     Ok(())

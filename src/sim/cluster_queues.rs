@@ -345,22 +345,28 @@ pub(crate) fn worker_ready(cx: &mut Cx, kind: TaskType, node: NodeIdx, at: u64) 
     let s = &cx.cfg.scheduler;
     let start = || (s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros());
     let first_call = s.worker_first_call_latency.as_micros();
-    match kind {
-        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => at,
+    let (ready, started) = match kind {
+        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, false),
         TaskType::ActorCreationTask => {
             let (cpu, latency) = start();
-            cx.cpus.start_worker(node, at, cpu, latency)
+            (cx.cpus.start_worker(node, at, cpu, latency), true)
         }
         TaskType::NormalTask => match cx.cpus.task_lease_granted(node) {
-            TaskWorker::Warm => at,
-            TaskWorker::Fresh => at + first_call,
+            TaskWorker::Warm => (at, false),
+            TaskWorker::Fresh => (at + first_call, false),
             TaskWorker::Started => {
                 let (cpu, latency) = start();
-                cx.cpus.start_worker(node, at, cpu, latency) + first_call
+                (cx.cpus.start_worker(node, at, cpu, latency) + first_call, true)
             }
         },
-        _ => at,
+        _ => (at, false),
+    };
+    if started {
+        // Ray's `ray_internal_num_processes_started` counts the pool's starts.
+        cx.model.nodes[node.index()].stats.workers_started += 1;
+        cx.model.counters.workers_started += 1;
     }
+    ready
 }
 
 /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not

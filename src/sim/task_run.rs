@@ -189,9 +189,8 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
     n.worker_heap_used.0 += heap;
     n.stats.tasks_started += 1;
     if kind == TaskType::ActorCreationTask {
-        // Each actor gets a dedicated worker process.
-        n.stats.workers_started += 1;
-        m.counters.workers_started += 1;
+        // Each actor gets a dedicated worker process (its start was counted when the
+        // lease found it one: `cluster_queues::worker_ready`).
         let pid = m.alloc_pid();
         if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
             a.node = Some(node);

@@ -137,8 +137,8 @@ pub fn differences() -> Vec<Diff> {
         ),
         served_elsewhere(
             "ray_internal_num_processes_started",
-            "Ray prestarts workers on every node, head included, at start; \
-             rayscope starts a worker with its first lease",
+            "Ray prestarts workers for the first driver on its node only (the head), so a worker node serves \
+             it from its own first start; rayscope prestarts them on every node, which serves it from the start",
         ),
     ]
 }
