@@ -147,11 +147,7 @@ fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
 /// The raised error is stored: the call fails (and is retried, when it may be), unless
 /// something else ended this attempt meanwhile.
 pub(crate) fn on_raised(m: &Model, tid: TaskId, attempt: u32) -> Follows {
-    if running_attempt(m, tid, attempt) {
-        smallvec![Follow::FailTask(tid, ErrorType::TaskExecutionException, true)]
-    } else {
-        Follows::new()
-    }
+    if_still_running(m, tid, attempt, Follow::FailTask(tid, ErrorType::TaskExecutionException, true))
 }
 
 /// The worker's per-call overhead is over: the body begins.
@@ -166,8 +162,13 @@ pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attemp
 
 /// The caller's busy time for its last submissions is over: go on with its program.
 pub(crate) fn on_resume(m: &Model, tid: TaskId, attempt: u32) -> Follows {
+    if_still_running(m, tid, attempt, Follow::RunProgram(tid))
+}
+
+/// `then`, unless something else ended this attempt while it waited for its event.
+fn if_still_running(m: &Model, tid: TaskId, attempt: u32, then: Follow) -> Follows {
     if running_attempt(m, tid, attempt) {
-        smallvec![Follow::RunProgram(tid)]
+        smallvec![then]
     } else {
         Follows::new()
     }
