@@ -120,7 +120,7 @@ const DISPATCH_S: f64 = 0.000_225;
 const IDLE_WORKER_CPU: f64 = 0.008_960;
 const CALL_START_S: f64 = 0.000_191;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
-const TASK_ERROR_S: f64 = 0.003_176;
+const TASK_ERROR_S: f64 = 0.001_540;
 const ASYNC_CALL_S: f64 = 0.000_194;
 const PG_COMMIT_S: f64 = 0.002_907;
 pub(super) fn default_spill_threshold() -> f64 {
