@@ -36,8 +36,9 @@ use std::time::Duration;
 /// How far the replay of the recorded seed job may be from Ray's makespan, on the same
 /// shape (2 %), and with the flagged worker's sleep removed, against a real run of the
 /// changed program (5 %): issue 20's bounds. Measured on 2026-11-27 (docs/observe.md):
-/// +0.0 % and about -2 % with the changed program on a fresh cluster; -3.9 to -5.1 %
-/// when it ran as the recorded cluster's third job, without the prestarted workers.
+/// +0.0 to +0.1 % and -0.8 to -1.4 % with the changed program on a fresh cluster;
+/// -3.9 to -5.1 % when it ran as the recorded cluster's third job, without the
+/// prestarted workers.
 const REPLAY_BOUND: f64 = 0.02;
 const FIXED_BOUND: f64 = 0.05;
 
