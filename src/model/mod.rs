@@ -286,6 +286,13 @@ impl Model {
         &self.nodes[idx.index()]
     }
 
+    /// `count` worker processes started on `node`'s pool (Ray's
+    /// `ray_internal_num_processes_started`), on the node and in the cluster's total.
+    pub fn worker_processes_started(&mut self, node: NodeIdx, count: u64) {
+        self.nodes[node.index()].stats.workers_started += count;
+        self.counters.workers_started += count;
+    }
+
     pub fn alloc_task_id(&mut self) -> TaskId {
         let id = TaskId(self.next_task);
         self.next_task += 1;

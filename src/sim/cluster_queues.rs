@@ -362,9 +362,7 @@ pub(crate) fn worker_ready(cx: &mut Cx, kind: TaskType, node: NodeIdx, at: u64) 
         _ => (at, false),
     };
     if started {
-        // Ray's `ray_internal_num_processes_started` counts the pool's starts.
-        cx.model.nodes[node.index()].stats.workers_started += 1;
-        cx.model.counters.workers_started += 1;
+        cx.model.worker_processes_started(node, 1);
     }
     ready
 }

@@ -186,8 +186,7 @@ impl Engine {
         let machine = NodeMachine::of(&self.cfg, node_type);
         self.cpus.joined(idx, machine);
         // The prestarted workers are processes the node's pool started.
-        self.model.nodes[idx.index()].stats.workers_started += u64::from(machine.prestarted);
-        self.model.counters.workers_started += u64::from(machine.prestarted);
+        self.model.worker_processes_started(idx, u64::from(machine.prestarted));
         self.actor_manager.joined(idx);
         self.faults.memory_monitor.node_added(idx);
         self.plasma.clear_node(idx);

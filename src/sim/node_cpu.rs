@@ -92,13 +92,13 @@ impl NodeCpus {
     /// call before goes first (Ray's pool hands out its most recently used worker).
     pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> TaskWorker {
         let Some(node) = self.nodes.get_mut(n.index()) else { return TaskWorker::Warm };
+        let idle = node.idle_task_workers();
         node.task_leases += 1;
-        if node.task_leases > node.task_workers {
+        if idle == 0 {
             node.task_workers += 1;
             return TaskWorker::Started;
         }
-        let idle_before = node.task_workers + 1 - node.task_leases;
-        if node.take_idle_worker(idle_before) {
+        if node.take_idle_worker(idle) {
             TaskWorker::Fresh
         } else {
             TaskWorker::Warm
@@ -109,7 +109,7 @@ impl NodeCpus {
     /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
     pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
         let Some(node) = self.nodes.get_mut(n.index()) else { return false };
-        let idle = node.task_workers.saturating_sub(node.task_leases);
+        let idle = node.idle_task_workers();
         if idle == 0 {
             return false;
         }
@@ -259,6 +259,11 @@ pub(crate) enum TaskWorker {
 }
 
 impl NodeCpu {
+    /// Task workers up here that no lease holds.
+    fn idle_task_workers(&self) -> u32 {
+        self.task_workers.saturating_sub(self.task_leases)
+    }
+
     /// One of `idle` idle task workers is taken: a warm one if any (false), else a
     /// fresh one (true).
     fn take_idle_worker(&mut self, idle: u32) -> bool {
