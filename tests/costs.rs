@@ -171,3 +171,53 @@ fn every_worker_process_the_pool_starts_is_counted_prestarted_ones_included() {
     let actors = started("  - {kind: actor_pool, actors: 5, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n");
     assert_eq!(actors, 5, "2 prestarted and 3 started for the actors");
 }
+
+#[test]
+fn an_owner_keeps_a_lease_for_its_next_task_until_the_lease_times_out() {
+    // One CPU: 100 tasks of 10 ms queue behind one worker. A kept lease runs them back to
+    // back, asking the raylet (10 ms) again only once the lease is 500 ms old; with no
+    // reuse every task pays the lease.
+    let job = |timeout: &str| {
+        let e = run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
+             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 5ms, dispatch_cost: 0s, \
+             task_push_latency: 0s, sleep_overshoot: 0s, worker_first_call_latency: 0s, \
+             worker_lease_timeout: {timeout}}}\n\
+             workloads:\n  - {{kind: fan_out, tasks: 100, task_duration: 10ms}}\n"
+        ));
+        (makespan_s(&e), e.model.counters.tasks_finished)
+    };
+    let (kept, kept_tasks) = job("500ms");
+    let (each, each_tasks) = job("0s");
+    assert_eq!(kept_tasks, each_tasks);
+    // 1 s of work, and a 5 ms lease at the start and once the lease is 500 ms old.
+    assert!((kept - 1.01).abs() < 1e-3, "kept leases took {kept} s");
+    assert!((each - 1.5).abs() < 1e-3, "a lease per task took {each} s, not 100 x (10 ms + 5 ms)");
+}
+
+#[test]
+fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
+    // Ray's spillback run: a head and a worker node of 2 CPUs each, 40 tasks of 100 ms
+    // from a driver on the head, 50 ms after a report tick. The worker node's leases
+    // expire after 500 ms; the head hears of its freed CPUs at its next report, 50 ms
+    // later, and the run ends that much later. Reports every instant: no wait.
+    let split = |period: &str| {
+        let e = run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 2, cores: 2, memory: 16GiB}}\n\
+             \x20 node_types:\n    - {{name: worker, count: 1, cpu: 2, cores: 2, memory: 16GiB, ip_range: 10.0.1.0/24}}\n\
+             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
+             task_push_latency: 0s, sleep_overshoot: 0s, worker_first_call_latency: 0s, \
+             resource_report_period: {period}}}\n\
+             workloads:\n  - {{kind: fan_out, start: 1050ms, tasks: 40, task_duration: 100ms}}\n"
+        ));
+        let on = |head: bool| e.model.nodes.iter().find(|n| n.is_head == head).expect("node").stats.tasks_finished;
+        // The head also ran the driver.
+        let on = |head: bool| on(head) - u64::from(head);
+        (on(true), on(false), makespan_s(&e))
+    };
+    let (head, worker, slow) = split("100ms");
+    let (head0, worker0, fast) = split("0s");
+    assert_eq!((head0, worker0), (20, 20), "fresh views split evenly");
+    assert_eq!(head + worker, 40);
+    assert!((slow - fast - 0.05).abs() < 1e-3, "stale views: {slow} s against {fast} s");
+}

@@ -58,6 +58,7 @@ COSTS = [
     ("scheduler.call_start_cost", 212, 1, "us"),
     ("scheduler.lease_latency", 317, 1, "us"),
     ("scheduler.dispatch_cost", 142, 1, "us"),
+    ("scheduler.task_push_latency", 300, 1, "us"),
     ("scheduler.worker_start_cpu", 500_000, 1000, "us"),
     ("scheduler.worker_start_latency", 150_000, 1000, "us"),
     ("scheduler.idle_worker_cpu", 0.0091, 0.0001, ""),

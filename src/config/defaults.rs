@@ -103,6 +103,17 @@ pub(super) fn default_placement_group_commit_latency() -> DurationSpec {
 pub(super) fn default_core_worker_internal_heartbeat() -> DurationSpec {
     DurationSpec::secs(1.0)
 }
+/// Ray 2.60's `worker_lease_timeout_milliseconds` (500).
+pub(super) fn default_worker_lease_timeout() -> DurationSpec {
+    DurationSpec::secs(0.5)
+}
+pub(super) fn default_task_push_latency() -> DurationSpec {
+    DurationSpec::secs(TASK_PUSH_S)
+}
+/// Ray 2.60's `raylet_report_resources_period_milliseconds` (100).
+pub(super) fn default_resource_report_period() -> DurationSpec {
+    DurationSpec::secs(0.1)
+}
 /// lease_traces.py: the median of the 21 first-call waits it recorded (9 task workers
 /// idle after their first task at 1 and 2 CPUs, 12 actors' first answers: 67-124 ms).
 pub(super) fn default_worker_first_call_latency() -> DurationSpec {
@@ -111,16 +122,17 @@ pub(super) fn default_worker_first_call_latency() -> DurationSpec {
 pub(super) fn default_sleep_overshoot() -> DurationSpec {
     DurationSpec::secs(SLEEP_OVERSHOOT_S)
 }
-const LEASE_S: f64 = 0.000_273;
+const LEASE_S: f64 = 0.000_370;
 const WORKER_START_S: f64 = 0.004_972;
 const WORKER_START_CPU_S: f64 = 0.540_046;
 const CALL_SUBMIT_S: f64 = 0.000_467;
 const ACTOR_CALL_SUBMIT_S: f64 = 0.000_205;
-const DISPATCH_S: f64 = 0.000_225;
+const DISPATCH_S: f64 = 0.000_155;
+const TASK_PUSH_S: f64 = 0.000_499;
 const IDLE_WORKER_CPU: f64 = 0.008_960;
 const CALL_START_S: f64 = 0.000_191;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
-const TASK_ERROR_S: f64 = 0.001_540;
+const TASK_ERROR_S: f64 = 0.001_027;
 const ASYNC_CALL_S: f64 = 0.000_194;
 const PG_COMMIT_S: f64 = 0.002_907;
 pub(super) fn default_spill_threshold() -> f64 {

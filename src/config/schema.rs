@@ -303,6 +303,23 @@ pub struct SchedulerConfig {
     /// on this period's tick, not at once (ticks counted from its job's start).
     #[serde(default = "default_core_worker_internal_heartbeat")]
     pub core_worker_internal_heartbeat: DurationSpec,
+    /// Ray's `worker_lease_timeout_milliseconds`: an owner keeps a worker it leased and
+    /// pushes it its next queued task of the same kind (same call, same owner, same
+    /// arguments) with no new lease, until the lease is this old; then it returns the
+    /// worker. Zero: every task asks for its own lease.
+    #[serde(default = "default_worker_lease_timeout")]
+    pub worker_lease_timeout: DurationSpec,
+    /// The owner pushing a normal task to its leased worker, a round trip: from the
+    /// lease (or, on a kept lease, the previous task's reply) reaching the owner to the
+    /// task at the worker. Ray keeps one task in flight per leased worker, so a kept
+    /// lease runs its tasks one push apart.
+    #[serde(default = "default_task_push_latency")]
+    pub task_push_latency: DurationSpec,
+    /// Ray's `raylet_report_resources_period_milliseconds`: resources freed on a node
+    /// reach the other raylets at its next report, so a task queued by an owner on
+    /// another node spills there no sooner (ticks counted from the node's join).
+    #[serde(default = "default_resource_report_period")]
+    pub resource_report_period: DurationSpec,
 }
 
 impl Default for SchedulerConfig {
@@ -329,6 +346,9 @@ impl Default for SchedulerConfig {
             placement_group_commit_latency: default_placement_group_commit_latency(),
             sleep_overshoot: default_sleep_overshoot(),
             core_worker_internal_heartbeat: default_core_worker_internal_heartbeat(),
+            worker_lease_timeout: default_worker_lease_timeout(),
+            task_push_latency: default_task_push_latency(),
+            resource_report_period: default_resource_report_period(),
         }
     }
 }

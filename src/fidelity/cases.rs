@@ -84,13 +84,13 @@ pub fn resolution(run: &Run) -> Option<f64> {
 pub fn leaves_out(workload: &str) -> &'static str {
     match workload {
         "noop_tasks" => {
-            "Ray's owner reuses a lease for many tasks (until it is `worker_lease_timeout_milliseconds`, 500 ms, \
-             old), the model leases each; Ray's per-task cost rises with the run at 2 CPUs (0.455 ms a task at \
-             10,000, 0.500 at 100,000); at 2 CPUs Ray's second prestarted worker began 30-45 ms after the first in \
-             2 of 3 runs, where the model leases both at once; at 4 CPUs on 2 cores, while the two workers beyond \
-             the prestarted two start, the prestarted ones sat idle 490-800 ms after their first task, where the \
-             model's first-call wait (`scheduler.worker_first_call_latency`) is 82 ms whatever the node is doing \
-             (scripts/ray-calibration/lease_traces.py)"
+            "a kept lease runs its owner's tasks one push apart (`scheduler.task_push_latency`), which bounds \
+             one CPU, while at two or more the driver's submits bound the run; Ray's per-task cost rises with the \
+             run at 2 CPUs (0.455 ms a task at 10,000, 0.500 at 100,000); at 2 CPUs Ray's second prestarted worker \
+             began 30-45 ms after the first in 2 of 3 runs, where the model leases both at once; at 4 CPUs on 2 \
+             cores, while the two workers beyond the prestarted two start, the prestarted ones sat idle 490-800 ms \
+             after their first task, where the model's first-call wait (`scheduler.worker_first_call_latency`) is \
+             82 ms whatever the node is doing (scripts/ray-calibration/lease_traces.py)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
@@ -134,12 +134,12 @@ pub fn leaves_out(workload: &str) -> &'static str {
              waits for them before the next group)"
         }
         "spillback" => {
-            "lease reuse and its expiry: Ray's owner keeps each worker it leased for its next queued task until \
-             the lease is 500 ms old (`worker_lease_timeout_milliseconds`), then asks anew; in lease_traces.py's \
-             runs each of the worker node's workers then sat idle 92-95 ms once, about one resource-report period \
-             (`raylet_report_resources_period_milliseconds`, 100 ms: a stale view of that node is the likely \
-             wait, not measured), and the head ran 20-22 of the 40 tasks (the suite's runs: 21-22, 11 waves of \
-             100 ms), where the model leases each task anew on a view that is never stale and splits them 20 and 20"
+            "which node runs the last tasks: both keep their leases for 500 ms \
+             (`scheduler.worker_lease_timeout`), and the head hears of the worker node's CPUs freed at a lease's \
+             end at that node's next report (`scheduler.resource_report_period`); in lease_traces.py's runs each \
+             of the worker node's workers then sat idle 92-95 ms once, and the head ran 20-22 of the 40 tasks (the \
+             suite's runs: 21-22, 11 waves of 100 ms), where the model's workers there sit idle once for what is \
+             left of a report period and it splits the tasks 20 and 20"
         }
         "seed_tree" => "nothing beyond the per-call costs above: the trees are dominated by their sleeps",
         _ => "",

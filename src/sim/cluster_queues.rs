@@ -202,7 +202,7 @@ impl ClusterQueues {
                 None
             };
         match cx.sched.schedule(&cx.model.nodes, &spec.request, strategy, owner_node, locality, cx.rng) {
-            Decision::Node(n) => grant_lease(cx, tid, n),
+            Decision::Node(n) => grant_lease(cx, tid, n, false),
             Decision::Wait { only } => self.wait((spec_id, only), tid),
             Decision::Infeasible => {
                 log_event!(cx.model.log, cx.now(), "scheduler", "{:x} INFEASIBLE", tid.0);
@@ -273,13 +273,61 @@ impl ClusterQueues {
                     continue;
                 }
                 let Some(tid) = self.pop(key) else { continue };
-                grant_lease(cx, tid, node);
+                grant_lease(cx, tid, node, true);
                 granted = true;
             }
             if !granted || self.waiting_count() == 0 {
                 break;
             }
         }
+    }
+
+    /// A normal task finished on its lease. Ray's owner keeps the worker for its next
+    /// queued task of the same scheduling key (same call, same arguments) while the lease
+    /// is younger than `worker_lease_timeout`: the lease passes to the oldest task waiting
+    /// in the class when that task has the same owner, with no raylet asked and no CPU
+    /// freed. Otherwise the lease goes back ([`release_lease`]).
+    pub(crate) fn reuse_or_release_lease(&mut self, cx: &mut Cx, done: TaskId) -> Follows {
+        let Some((key, node)) = self.reusable_class(cx, done) else { return release_lease(cx, done) };
+        let next = self.pop(key).expect("the reusable class has a task");
+        let expires = cx.runs.get(&done).map_or(0, |r| r.lease_expires_at);
+        cx.model.tasks.get_mut(&done).expect("finished task exists").holds_resources = false;
+        cx.raylets.lease_returned(node, done);
+        cx.raylets.lease_granted(node, next);
+        let t = cx.model.tasks.get_mut(&next).expect("queued task exists");
+        t.node = Some(node);
+        t.holds_resources = true;
+        let attempt = t.attempt;
+        if let Some(run) = cx.runs.get_mut(&next) {
+            run.lease_expires_at = expires;
+        }
+        let now = cx.now();
+        cx.model.log.line(now, "scheduler").hex(next.0).text(" LEASED node=").dec(node.0.into()).text(" reused").end();
+        cx.clock.schedule_in(cx.cfg.scheduler.task_push_latency.as_micros(), Event::Dispatch(next, attempt));
+        Follows::new()
+    }
+
+    /// The class whose oldest waiting task may take `done`'s lease, and the lease's node.
+    fn reusable_class(&self, cx: &Cx, done: TaskId) -> Option<(SchedulingClass, NodeIdx)> {
+        let t = cx.model.tasks.get(&done)?;
+        if t.kind != TaskType::NormalTask || !t.holds_resources || t.cpu_released || t.bundle.is_some() {
+            return None;
+        }
+        let node = t.node?;
+        let expires = cx.runs.get(&done)?.lease_expires_at;
+        if cx.now() >= expires || !cx.model.nodes[node.index()].is_schedulable() {
+            return None;
+        }
+        let same_key = |next: &Task| {
+            next.kind == TaskType::NormalTask && next.bundle.is_none() && next.parent == t.parent && next.args == t.args
+        };
+        [(t.spec, None), (t.spec, Some(node))]
+            .into_iter()
+            .find(|key| {
+                let front = self.by_class.get(key).and_then(|q| q.front());
+                front.and_then(|id| cx.model.tasks.get(id)).is_some_and(same_key)
+            })
+            .map(|key| (key, node))
     }
 
     /// New capacity: infeasible work may now fit somewhere, and groups may be placed;
@@ -304,13 +352,18 @@ impl ClusterQueues {
 }
 
 /// Reserve resources on `node` and send the task there (the raylet grants the lease).
-pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
+/// `freed` says the grant serves resources just freed there: a task whose owner sits on
+/// another node learns of them at the node's next resource report, the CPUs held idle
+/// meanwhile (Ray's raylets see each other's resources that late).
+pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) {
     let now = cx.now();
     let spec_id = cx.model.tasks[&tid].spec;
     let specs = cx.specs;
     cx.local_resources().reserve(node, &specs[spec_id as usize].request);
     cx.raylets.lease_granted(node, tid);
+    let report_period = cx.cfg.scheduler.resource_report_period.as_micros();
     let m = &mut *cx.model;
+    let node_started = m.nodes[node.index()].started_at;
     let t = m.tasks.get_mut(&tid).expect("task being granted exists");
     t.node = Some(node);
     t.holds_resources = true;
@@ -321,6 +374,9 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
     if spilled {
         // The local raylet answers with another raylet's address; the owner asks again there.
         delay += lease;
+        if freed {
+            delay += next_report(now, node_started, report_period) - now;
+        }
         m.counters.spillbacks += 1;
         m.nodes[owner.index()].stats.spillbacks += 1;
     }
@@ -330,9 +386,24 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx) {
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
     delay = worker_ready(cx, kind, node, now + delay) - now;
+    if kind == TaskType::NormalTask {
+        delay += cx.cfg.scheduler.task_push_latency.as_micros();
+    }
+    if let Some(run) = cx.runs.get_mut(&tid) {
+        run.lease_expires_at = now + delay + cx.cfg.scheduler.worker_lease_timeout.as_micros();
+    }
     let line = cx.model.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
     line.text(if spilled { " spillback" } else { "" }).end();
     cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+}
+
+/// The first report tick of a node started at `started`, every `period`, at or after `now`.
+fn next_report(now: u64, started: u64, period: u64) -> u64 {
+    if period == 0 || now <= started {
+        return now;
+    }
+    let since = now - started;
+    started + since.div_ceil(period) * period
 }
 
 /// When a task leased on `node` at `at` has a worker to run on: an actor's creation

@@ -219,6 +219,9 @@ pub(crate) enum Follow {
     StartTask(TaskId, NodeIdx),
     /// A task's program ended.
     FinishTask(TaskId),
+    /// A finished normal task's lease passes to its owner's next queued task of the same
+    /// kind, or goes back.
+    ReuseOrReleaseLease(TaskId),
     /// A finished task's lease is back: it drops its references, retires, and its
     /// result is sealed.
     FinishReleased(TaskId),
@@ -398,6 +401,7 @@ impl Engine {
                 Follows::new()
             }
             Follow::FinishTask(t) => task_run::finish(cx!(self), &mut self.flow, t),
+            Follow::ReuseOrReleaseLease(t) => self.queues.reuse_or_release_lease(cx!(self), t),
             Follow::FinishReleased(t) => task_run::finish_released(cx!(self), &mut self.flow, t),
         }
     }

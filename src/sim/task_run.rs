@@ -273,6 +273,9 @@ pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follo
         if let Some(n) = node {
             cx.raylets.lease_returned(n, tid);
         }
+    } else if kind == TaskType::NormalTask {
+        // Its owner may push the worker its next task on the same lease.
+        return smallvec![Follow::ReuseOrReleaseLease(tid), Follow::FinishReleased(tid)];
     } else {
         let mut follows = release_lease(cx, tid);
         follows.push(Follow::FinishReleased(tid));

@@ -21,13 +21,16 @@ pub(crate) struct Run {
     pub(crate) begin_due: bool,
     /// Flow Insight's tag for this call (`flow_recorder.rs`; `u32::MAX`: not recorded).
     pub(crate) flow: u32,
+    /// When its owner stops reusing the lease this task runs on (`worker_lease_timeout`
+    /// after the grant reached it; 0: no lease).
+    pub(crate) lease_expires_at: u64,
     pub(crate) exec: LazyExec,
 }
 
 impl Default for Run {
     /// At the first step, nothing due, not recorded, no interpreter state.
     fn default() -> Run {
-        Run { pc: 0, begin_due: false, flow: u32::MAX, exec: LazyExec::default() }
+        Run { pc: 0, begin_due: false, flow: u32::MAX, lease_expires_at: 0, exec: LazyExec::default() }
     }
 }
 
