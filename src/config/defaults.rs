@@ -124,12 +124,12 @@ pub(super) fn default_sleep_overshoot() -> DurationSpec {
 }
 const LEASE_S: f64 = 0.000_370;
 const WORKER_START_S: f64 = 0.004_972;
-const WORKER_START_CPU_S: f64 = 0.540_046;
+const WORKER_START_CPU_S: f64 = 0.515_624;
 const CALL_SUBMIT_S: f64 = 0.000_467;
 const ACTOR_CALL_SUBMIT_S: f64 = 0.000_205;
 const DISPATCH_S: f64 = 0.000_155;
 const TASK_PUSH_S: f64 = 0.000_499;
-const IDLE_WORKER_CPU: f64 = 0.008_960;
+const IDLE_WORKER_CPU: f64 = 0.009_100;
 const CALL_START_S: f64 = 0.000_191;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
 const TASK_ERROR_S: f64 = 0.001_027;

@@ -96,12 +96,13 @@ pub fn leaves_out(workload: &str) -> &'static str {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
              node answered its first call 0.48-0.53 s after its creation (lease_traces.py), where the model's \
-             start alone is 0.54 s of CPU; memory pressure of hundreds of processes"
+             start alone is 0.52 s of CPU; memory pressure of hundreds of processes"
         }
         "actor_calls" => {
-            "a batch's fixed cost: Ray's 1,000 sync calls take about 50 ms more than a tenth of its 10,000 \
-             (medians of 2 and 4 runs), where each of the model's calls costs the same; an async actor's calls start one at \
-             a time on its event loop (`scheduler.async_call_cost` with `call_start_cost`)"
+            "why a batch's time spreads: Ray's 1,000 sync calls took 161-276 ms in four quiet runs (a probe of \
+             eight batches in one process: 172-292 ms, about 180 or about 260), where each of the model's calls \
+             costs the same; an async actor's calls start one at a time on its event loop \
+             (`scheduler.async_call_cost` with `call_start_cost`)"
         }
         "object_local" => {
             "a put's cost, which is not a latency plus a bandwidth: into a store that keeps every object, each put \
