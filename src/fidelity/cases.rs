@@ -96,7 +96,11 @@ pub fn leaves_out(workload: &str) -> &'static str {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
              node answered its first call 0.48-0.53 s after its creation (lease_traces.py), where the model's \
-             start alone is 0.52 s of CPU; memory pressure of hundreds of processes"
+             start alone is 0.52 s of CPU; memory pressure of hundreds of processes; what makes Ray's starts \
+             slower when each actor holds a CPU while it is created: 200 of them took 130.8 s with default \
+             resources and 106.8 s with `num_cpus=0`, with the same 202 worker processes either way, but the \
+             machine's runnable threads (sampled every 0.5 s) averaged 97 against 52 and peaked at 340 against \
+             156 (actor_procs.py), where the model starts both alike"
         }
         "actor_calls" => {
             "why a batch's time spreads: Ray's 1,000 sync calls took 161-276 ms in four quiet runs (a probe of \
