@@ -175,7 +175,7 @@ fn every_worker_process_the_pool_starts_is_counted_prestarted_ones_included() {
 #[test]
 fn an_owner_keeps_a_lease_for_its_next_task_until_the_lease_times_out() {
     // One CPU: 100 tasks of 10 ms queue behind one worker. A kept lease runs them back to
-    // back, asking the raylet (10 ms) again only once the lease is 500 ms old; with no
+    // back, asking the raylet (5 ms) again only once the lease is 500 ms old; with no
     // reuse every task pays the lease.
     let job = |timeout: &str| {
         let e = run(&format!(
