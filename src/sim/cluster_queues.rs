@@ -288,46 +288,44 @@ impl ClusterQueues {
     /// in the class when that task has the same owner, with no raylet asked and no CPU
     /// freed. Otherwise the lease goes back ([`release_lease`]).
     pub(crate) fn reuse_or_release_lease(&mut self, cx: &mut Cx, done: TaskId) -> Follows {
-        let Some((key, node)) = self.reusable_class(cx, done) else { return release_lease(cx, done) };
-        let next = self.pop(key).expect("the reusable class has a task");
-        let expires = cx.runs.get(&done).map_or(0, |r| r.lease_expires_at);
-        cx.model.tasks.get_mut(&done).expect("finished task exists").holds_resources = false;
+        let Some(kept) = self.kept_lease(cx, done) else { return release_lease(cx, done) };
+        let (node, next) = (kept.node, kept.next);
+        self.pop(kept.class);
         cx.raylets.lease_returned(node, done);
         cx.raylets.lease_granted(node, next);
-        let t = cx.model.tasks.get_mut(&next).expect("queued task exists");
-        t.node = Some(node);
-        t.holds_resources = true;
-        let attempt = t.attempt;
+        for (id, holds) in [(done, false), (next, true)] {
+            if let Some(t) = cx.model.tasks.get_mut(&id) {
+                t.node = Some(node);
+                t.holds_resources = holds;
+            }
+        }
         if let Some(run) = cx.runs.get_mut(&next) {
-            run.lease_expires_at = expires;
+            run.lease_expires_at = kept.expires_at;
         }
         let now = cx.now();
         cx.model.log.line(now, "scheduler").hex(next.0).text(" LEASED node=").dec(node.0.into()).text(" reused").end();
-        cx.clock.schedule_in(cx.cfg.scheduler.task_push_latency.as_micros(), Event::Dispatch(next, attempt));
+        cx.clock.schedule_in(cx.cfg.scheduler.task_push_latency.as_micros(), Event::Dispatch(next, kept.next_attempt));
         Follows::new()
     }
 
-    /// The class whose oldest waiting task may take `done`'s lease, and the lease's node.
-    fn reusable_class(&self, cx: &Cx, done: TaskId) -> Option<(SchedulingClass, NodeIdx)> {
+    /// The lease `done` finished on, if the oldest waiting task of its class may take it.
+    fn kept_lease(&self, cx: &Cx, done: TaskId) -> Option<KeptLease> {
         let t = cx.model.tasks.get(&done)?;
         if t.kind != TaskType::NormalTask || !t.holds_resources || t.cpu_released || t.bundle.is_some() {
             return None;
         }
         let node = t.node?;
-        let expires = cx.runs.get(&done)?.lease_expires_at;
-        if cx.now() >= expires || !cx.model.nodes[node.index()].is_schedulable() {
+        let expires_at = cx.runs.get(&done)?.lease_expires_at;
+        if cx.now() >= expires_at || !cx.model.nodes[node.index()].is_schedulable() {
             return None;
         }
         let same_key = |next: &Task| {
             next.kind == TaskType::NormalTask && next.bundle.is_none() && next.parent == t.parent && next.args == t.args
         };
-        [(t.spec, None), (t.spec, Some(node))]
-            .into_iter()
-            .find(|key| {
-                let front = self.by_class.get(key).and_then(|q| q.front());
-                front.and_then(|id| cx.model.tasks.get(id)).is_some_and(same_key)
-            })
-            .map(|key| (key, node))
+        [(t.spec, None), (t.spec, Some(node))].into_iter().find_map(|class| {
+            let next = cx.model.tasks.get(self.by_class.get(&class)?.front()?).filter(|n| same_key(n))?;
+            Some(KeptLease { class, node, expires_at, next: next.id, next_attempt: next.attempt })
+        })
     }
 
     /// New capacity: infeasible work may now fit somewhere, and groups may be placed;
@@ -349,6 +347,15 @@ impl ClusterQueues {
             _ => Follows::new(),
         }
     }
+}
+
+/// A finished task's lease its owner keeps for the oldest waiting task of `class`.
+struct KeptLease {
+    class: SchedulingClass,
+    node: NodeIdx,
+    expires_at: u64,
+    next: TaskId,
+    next_attempt: u32,
 }
 
 /// Reserve resources on `node` and send the task there (the raylet grants the lease).
