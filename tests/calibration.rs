@@ -146,6 +146,13 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
         values["object_store.transfer_bandwidth"].as_u64(),
         "object_store.transfer_bandwidth"
     );
+    for (setting, default) in [
+        ("put_latency", store.put_latency.as_micros()),
+        ("put_bandwidth", store.put_bandwidth.0),
+        ("put_sqrt_cost", store.put_sqrt_cost.as_micros()),
+    ] {
+        assert_eq!(Some(default), values[format!("object_store.{setting}")].as_u64(), "object_store.{setting}");
+    }
     let idle = values["scheduler.idle_worker_cpu"].as_f64().expect("fit.json has scheduler.idle_worker_cpu");
     assert!((s.idle_worker_cpu - idle).abs() < 1e-6, "idle_worker_cpu {} vs fitted {idle}", s.idle_worker_cpu);
     let costs = read_json(&runs_dir().join("call-costs.json"));

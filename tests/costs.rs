@@ -1,5 +1,5 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
-//! a raised error's cost, a placement group's commit, an async actor's one event loop,
+//! a return's put into the object store, a raised error's cost, a placement group's commit, an async actor's one event loop,
 //! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer, and
 //! the count of the processes a pool starts. Each runs end to end with the invariants checked, and
 //! compares the same config with the cost on and off, so the test fails if the engine
@@ -34,6 +34,47 @@ fn a_transfer_rate_of_nothing_is_refused_by_name() {
     let yaml = "cluster:\n  head: {cpu: 2, memory: 4GiB}\nobject_store: {transfer_bandwidth: 0}\n";
     let err = rayscope::config::load_str_with(yaml, "costs.yaml", &[]).expect_err("refused").to_string();
     assert!(err.contains("costs.yaml") && err.contains("object_store.transfer_bandwidth"), "{err}");
+}
+
+#[test]
+fn a_put_rate_of_nothing_is_refused_by_name() {
+    let yaml = "cluster:\n  head: {cpu: 2, memory: 4GiB}\nobject_store: {put_bandwidth: 0}\n";
+    let err = rayscope::config::load_str_with(yaml, "costs.yaml", &[]).expect_err("refused").to_string();
+    assert!(err.contains("costs.yaml") && err.contains("object_store.put_bandwidth"), "{err}");
+}
+
+#[test]
+fn a_return_over_the_inline_threshold_costs_its_worker_a_put_and_an_inline_one_does_not() {
+    // Two jobs one after the other, one task each: the first job's return lands in
+    // pages the store never touched, the second's in those the first one's left.
+    let yaml = |size: &str| {
+        format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: 1, task_duration: 0s, output_size: {size}}}\n\
+             \x20 - {{kind: fan_out, start: 10s, tasks: 1, task_duration: 0s, output_size: {size}}}\n",
+            cluster("task_error_cost: 0s")
+        )
+    };
+    let jobs = |size: &str| -> Vec<f64> {
+        let e = run(&yaml(size));
+        e.model.jobs.values().map(|j| j.makespan_s().expect("the job finished")).collect()
+    };
+    let cfg = load(&yaml("10MB"));
+    let (fresh, reused) = (
+        rayscope::sim::put_micros(&cfg, 10_000_000, 10_000_000) / 1e6,
+        rayscope::sim::put_micros(&cfg, 10_000_000, 0) / 1e6,
+    );
+    assert!(fresh > 0.005 && reused < fresh / 3.0, "a 10 MB put costs {fresh} s fresh, {reused} s reused");
+    let (none, ten) = (jobs("0"), jobs("10MB"));
+    assert_eq!((none.len(), ten.len()), (2, 2), "two jobs");
+    let (first, second) = (ten[0] - none[0], ten[1] - none[1]);
+    assert!((first - fresh).abs() < 2e-6, "the first 10 MB return cost {first} s, not a fresh put's {fresh} s");
+    assert!((second - reused).abs() < 2e-6, "the second cost {second} s, not a put into touched pages' {reused} s");
+    let inline = jobs("50KiB");
+    assert!(
+        (inline[0] - none[0]).abs() < 2e-6,
+        "a 50 KiB return travels in the reply, yet cost {} s",
+        inline[0] - none[0]
+    );
 }
 
 #[test]

@@ -27,6 +27,16 @@ fn the_shipped_report_is_what_the_command_writes_from_the_recorded_runs() {
 }
 
 #[test]
+fn the_report_names_every_cpu_its_runs_came_from() {
+    let (mut runs, rows) = rows();
+    let one = fidelity::report("runs", &runs, &rows);
+    assert!(one.contains("cores (AMD EPYC);"), "the recorded runs' CPU is named");
+    runs[0].cpu_model = Some("Intel(R) Xeon(R) Processor".into());
+    let mixed = fidelity::report("runs", &runs, &rows);
+    assert!(mixed.contains("(AMD EPYC, Intel(R) Xeon(R) Processor)"), "a mixed set shows both CPUs");
+}
+
+#[test]
 fn the_suite_covers_every_workload_kind_on_real_ray_2_60() {
     let (runs, rows) = rows();
     for kind in [
@@ -138,6 +148,7 @@ fn a_transfer_resolves_what_its_samples_spread_allows() {
             ray_version: "2.60.0".into(),
             measured_at: "2026-11-27T00:00:00Z".into(),
             cores: 2,
+            cpu_model: None,
             load_before: Some(0.1),
         }
     };

@@ -44,6 +44,9 @@ FIT = [
     "object_transfer size=1000000",
     "object_transfer size=100000000",
     "placement_group groups=20 strategy=PACK",
+    "object_local size=1000",
+    "object_local size=1000000",
+    "object_local size=100000000",
 ]
 
 # Each row's error counts against its bound (docs/fidelity.md): a tree's 0.5 % weighs as
@@ -67,6 +70,9 @@ COSTS = [
     ("scheduler.placement_group_commit_latency", 2500, 1, "us"),
     ("object_store.transfer_latency", 500, 1, "us"),
     ("object_store.transfer_bandwidth", 700_000_000, 1_000_000, "B"),
+    ("object_store.put_latency", 450, 1, "us"),
+    ("object_store.put_bandwidth", 2_600_000_000, 1_000_000, "B"),
+    ("object_store.put_sqrt_cost", 500, 1, "us"),
 ]
 UNIT = {s: u for s, _, _, u in COSTS}
 

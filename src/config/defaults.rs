@@ -149,6 +149,22 @@ pub(super) fn default_transfer_latency() -> DurationSpec {
 }
 const TRANSFER_BYTES_PER_S: u64 = 700_000_000;
 const TRANSFER_S: f64 = 0.000_508;
+pub(super) fn default_put_latency() -> DurationSpec {
+    DurationSpec::secs(PUT_S)
+}
+pub(super) fn default_put_bandwidth() -> ByteSize {
+    ByteSize(PUT_BYTES_PER_S)
+}
+pub(super) fn default_put_sqrt_cost() -> DurationSpec {
+    DurationSpec::secs(PUT_SQRT_S)
+}
+// The slope of `put_release.py`'s held puts from 1 MB to 100 MB (0.69 to 9.53 ms).
+pub(super) fn default_put_reused_bandwidth() -> ByteSize {
+    ByteSize(11_200_000_000)
+}
+const PUT_S: f64 = 0.000_457;
+const PUT_BYTES_PER_S: u64 = 2_660_465_116;
+const PUT_SQRT_S: f64 = 0.000_527;
 pub(super) fn default_inline_threshold() -> ByteSize {
     ByteSize(100 * 1024)
 }

@@ -374,6 +374,23 @@ pub struct ObjectStoreConfig {
     /// location lookup and the pull request.
     #[serde(default = "default_transfer_latency")]
     pub transfer_latency: DurationSpec,
+    /// A put into the store (a `ray.put`, or a task return over `inline_threshold`),
+    /// before its bytes: the create and seal round trips to the store. The writer's CPU
+    /// work, with the next two (`sim::put_micros`).
+    #[serde(default = "default_put_latency")]
+    pub put_latency: DurationSpec,
+    /// What a put copies per second into fresh pages of the store.
+    #[serde(default = "default_put_bandwidth")]
+    pub put_bandwidth: ByteSize,
+    /// A put's cost that grows with the square root of its size: this much at 1 MB.
+    /// Empirical: Ray's puts cost more a byte when small than when large, which no
+    /// latency plus bandwidth matches (docs/fidelity.md: object_local).
+    #[serde(default = "default_put_sqrt_cost")]
+    pub put_sqrt_cost: DurationSpec,
+    /// What a put copies per second into pages of the store that held objects before
+    /// (measured, not fitted: `put_release.py`).
+    #[serde(default = "default_put_reused_bandwidth")]
+    pub put_reused_bandwidth: ByteSize,
 }
 
 impl Default for ObjectStoreConfig {
@@ -384,6 +401,10 @@ impl Default for ObjectStoreConfig {
             inline_threshold: default_inline_threshold(),
             transfer_bandwidth: default_transfer_bandwidth(),
             transfer_latency: default_transfer_latency(),
+            put_latency: default_put_latency(),
+            put_bandwidth: default_put_bandwidth(),
+            put_sqrt_cost: default_put_sqrt_cost(),
+            put_reused_bandwidth: default_put_reused_bandwidth(),
         }
     }
 }

@@ -184,6 +184,7 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
     let unresolved = rows.iter().filter(|r| r.model.is_some() && r.error().is_none()).count();
     let versions: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.ray_version.as_str()).collect();
     let cores: std::collections::BTreeSet<u64> = runs.iter().map(|r| r.cores).collect();
+    let cpus: std::collections::BTreeSet<&str> = runs.iter().filter_map(|r| r.cpu_model.as_deref()).collect();
     let first = runs.iter().map(|r| r.measured_at.as_str()).min().unwrap_or("");
     let last = runs.iter().map(|r| r.measured_at.as_str()).max().unwrap_or("");
     let _ = writeln!(out, "# Fidelity: the model against real Ray\n");
@@ -195,24 +196,33 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
     let set_aside = runs.iter().filter(|r| busy(r)).count();
     let _ = writeln!(
         out,
-        "\nReal Ray {} on a machine of {} cores; {} runs, {first} to {last} (UTC). How the runs are made: \
+        "\nReal Ray {} on a machine of {} cores{}; {} runs, {first} to {last} (UTC). How the runs are made: \
          `scripts/ray-calibration/suite.py` and `seed_tree.py` (each run's JSON has the machine, the load \
          average and the command). {set_aside} runs began while the machine was busy (a 1-minute load average \
          above its cores) and are set aside. The model runs each workload on the same cluster shape with every \
          cost at its default.\n",
         versions.into_iter().collect::<Vec<_>>().join(", "),
         cores.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+        // Figures from different CPUs are not comparable: a mixed set says so here.
+        if cpus.is_empty() { String::new() } else { format!(" ({})", cpus.into_iter().collect::<Vec<_>>().join(", ")) },
         runs.len(),
     );
+    let mut counts = vec![
+        format!("{within} of {} workloads are within their bound", rows.len()),
+        format!("{} are outside it", modeled - within),
+    ];
+    let unmodeled = rows.len() - modeled - unresolved;
+    if unmodeled > 0 {
+        counts.push(format!("{unmodeled} have no model yet"));
+    }
+    if unresolved > 0 {
+        counts.push(format!("{unresolved} measured less than their runs resolve"));
+    }
     let _ = writeln!(
         out,
-        "**{within} of {} workloads are within their bound; {} are outside it; {} have no model yet; \
-         {unresolved} measured less than their runs resolve.** \
-         Bounds: 5 % for a hold-out workload, 0.5 % for a seed tree. `fit` marks a row a cost default was \
-         fitted to; every other row is a hold-out.\n",
-        rows.len(),
-        modeled - within,
-        rows.len() - modeled - unresolved
+        "**{}.** Bounds: 5 % for a hold-out workload, 0.5 % for a seed tree. `fit` marks a row a cost default \
+         was fitted to; every other row is a hold-out.\n",
+        counts.join("; ")
     );
     let outside: Vec<&Row> = rows.iter().filter(|r| r.error().is_some() && !r.within_bound()).collect();
     let _ = writeln!(

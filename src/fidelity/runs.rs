@@ -33,6 +33,8 @@ pub struct Run {
     pub measured_at: String,
     /// Physical cores of the machine it ran on.
     pub cores: u64,
+    /// That machine's CPU, as `/proc/cpuinfo` names it (None where the run did not say).
+    pub cpu_model: Option<String>,
     /// The 1-minute load average as it started (None where the run did not record it).
     pub load_before: Option<f64>,
 }
@@ -176,6 +178,7 @@ fn suite_run(path: &Path, file: String) -> Result<Run, RunsError> {
         ray_version: text(path, &v, "ray_version")?,
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, machine, "cores")? as u64,
+        cpu_model: machine.get("cpu_model").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string),
         load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
 }
@@ -202,6 +205,7 @@ fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
         ray_version: text(path, &v, "ray_version")?,
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, &v, "cpus_on_machine")? as u64,
+        cpu_model: None,
         load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
 }

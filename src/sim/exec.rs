@@ -8,7 +8,7 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
-use super::objects::unref_object;
+use super::objects::{fresh_bytes, put_micros, unref_object};
 use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
@@ -34,7 +34,11 @@ impl Engine {
             let run = self.runs.get_mut(&tid).expect("a running task has a run");
             self.flow.resumed(&self.model, run, tid, self.clock.now);
             let pc = run.pc as usize;
-            let Some(op) = self.specs[spec_id as usize].program.get(pc) else {
+            let program = &self.specs[spec_id as usize].program;
+            let Some(op) = program.get(pc) else {
+                if pc == program.len() && self.pay_return_put(tid, attempt, spec_id) {
+                    return;
+                }
                 self.follow(Follow::FinishTask(tid));
                 return;
             };
@@ -125,9 +129,13 @@ impl Engine {
                 Op::Put(size) => {
                     let size = *size;
                     let head = self.node_manager.head();
+                    let on = node.unwrap_or(head);
+                    let cost = put_micros(&self.cfg, size, fresh_bytes(&self.model, on, size)).round() as u64;
                     let follows = self.plasma.put(cx!(self), &self.actor_manager, head, tid, attempt, size);
                     self.follow_all(follows);
-                    if !advance(&self.model, &mut self.runs, tid, attempt) {
+                    // Sealed at once; the caller then works for the put's cost.
+                    if !advance(&self.model, &mut self.runs, tid, attempt) || self.work_then_resume(tid, attempt, cost)
+                    {
                         return;
                     }
                 }
@@ -487,7 +495,26 @@ impl Engine {
             TaskType::ActorTask => s.actor_call_submit_cost,
             _ => s.call_submit_cost,
         };
-        let busy = each.as_micros().saturating_mul(calls as u64);
+        self.work_then_resume(tid, attempt, each.as_micros().saturating_mul(calls as u64))
+    }
+
+    /// The task's return is over `object_store.inline_threshold`: before it finishes, its
+    /// worker puts the return into its node's store (`put_micros` of work), and goes on
+    /// past its program's end on `Resume`. Returns true when it must wait.
+    fn pay_return_put(&mut self, tid: TaskId, attempt: u32, spec: u32) -> bool {
+        let size = self.specs[spec as usize].return_size;
+        if size <= self.cfg.object_store.inline_threshold.0 {
+            return false;
+        }
+        let Some(node) = self.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
+        self.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
+        let fresh = fresh_bytes(&self.model, node, size);
+        self.work_then_resume(tid, attempt, put_micros(&self.cfg, size, fresh).round() as u64)
+    }
+
+    /// The task works `busy` µs on its node's cores, then goes on with its program on
+    /// `Resume`. Returns true when it must wait (false for no work).
+    fn work_then_resume(&mut self, tid: TaskId, attempt: u32, busy: u64) -> bool {
         if busy == 0 {
             return false;
         }

@@ -22,6 +22,28 @@ use crate::model::*;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
+/// How long the writer of one object of `size` bytes into its node's store works (µs),
+/// `fresh` of them into pages the store never touched: the store's round trips, the
+/// fresh bytes at `object_store.put_bandwidth` plus the empirical term that grows with
+/// the square root of their size (`put_sqrt_cost` at 1 MB), the others at
+/// `put_reused_bandwidth`.
+pub fn put_micros(cfg: &crate::config::Config, size: u64, fresh: u64) -> f64 {
+    let s = &cfg.object_store;
+    let fresh = fresh.min(size);
+    let reused = size - fresh;
+    s.put_latency.as_micros() as f64
+        + fresh as f64 / s.put_bandwidth.0.max(1) as f64 * 1e6
+        + s.put_sqrt_cost.as_micros() as f64 * (fresh as f64 / 1e6).sqrt()
+        + reused as f64 / s.put_reused_bandwidth.0.max(1) as f64 * 1e6
+}
+
+/// The bytes of a put of `size` into `node`'s store that land in pages it never touched:
+/// those beyond what it has held at most.
+pub(crate) fn fresh_bytes(m: &Model, node: NodeIdx, size: u64) -> u64 {
+    let s = &m.nodes[node.index()].store;
+    (s.used.0 + size).saturating_sub(s.touched.0).min(size)
+}
+
 /// The plasma stores: per node, the order each gives up copies in (primary copies
 /// oldest first, the spill order; secondary copies made by transfers, oldest first,
 /// evicted under pressure), and spilling and eviction themselves.
@@ -60,6 +82,7 @@ impl PlasmaStores {
     pub(crate) fn add(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, id: ObjectId, size: u64, now: u64) {
         let s = &mut m.nodes[node.index()].store;
         s.used.0 += size;
+        s.touched.0 = s.touched.0.max(s.used.0);
         s.num_objects += 1;
         if m.objects.get(&id).is_some_and(|o| o.primary == Some(node)) {
             // Spill order is this queue's order: oldest primary copy first.

@@ -217,6 +217,12 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     if c.object_store.transfer_bandwidth.0 == 0 {
         p.push("object_store.transfer_bandwidth", "must be greater than 0 (e.g. 700MB)");
     }
+    if c.object_store.put_bandwidth.0 == 0 {
+        p.push("object_store.put_bandwidth", "must be greater than 0 (e.g. 2660MB)");
+    }
+    if c.object_store.put_reused_bandwidth.0 == 0 {
+        p.push("object_store.put_reused_bandwidth", "must be greater than 0 (e.g. 11200MB)");
+    }
     p.fraction("memory_monitor.usage_threshold".into(), c.memory_monitor.usage_threshold, false);
 
     let sim = &c.sim;
