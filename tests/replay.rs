@@ -50,6 +50,11 @@ fn task(id: &str, name: &str, kind: &str, actor: Option<&str>, cpu: f64, times: 
 /// (500 ms, one after the other), then the driver calls an actor's method for 2 s.
 /// Ends at 7.1 s.
 fn recorded() -> Store {
+    recorded_with_map_returns(None)
+}
+
+/// The same job, its maps returning `map_return` bytes each.
+fn recorded_with_map_returns(map_return: Option<u64>) -> Store {
     let mut s = Store::new(Default::default());
     let changes = vec![
         Change::Node(ObservedNode {
@@ -95,14 +100,22 @@ fn recorded() -> Store {
         task("c0", "Sink.__init__", "ACTOR_CREATION_TASK", Some("cc01"), 0.0, [102, 102, 102, 102]),
         task("c1", "Sink.write", "ACTOR_TASK", Some("cc01"), 0.0, [5_100, 5_100, 5_100, 7_100]),
     ];
-    for c in &changes {
-        s.apply(c);
+    for mut c in changes {
+        if let Change::Task(t) = &mut c {
+            if t.name == "map" {
+                t.return_bytes = map_return;
+            }
+        }
+        s.apply(&c);
     }
     s
 }
 
 fn replay_makespan(cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
-    let store = recorded();
+    replay_of(recorded(), cpus, fixes)
+}
+
+fn replay_of(store: Store, cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
     let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 7_000);
     let record = snap.flow.job(JOB).expect("the job is recorded").clone();
     let tables = snap.tables.as_ref().unwrap();
@@ -138,6 +151,16 @@ fn a_replay_on_the_recorded_shape_takes_the_recorded_time_and_keeps_the_calls() 
     assert_eq!((ctor.actor, method.actor), (Some(0), Some(0)));
     assert_eq!(method.steps, [ReplayStep::Hold(2_000_000)]);
     assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.resources == [("CPU".to_string(), 1.0)]));
+}
+
+#[test]
+fn a_replayed_return_is_not_put_again_on_top_of_its_recorded_execution() {
+    // Ray's execution of a call runs to the end of its return's put: the replay, whose
+    // put costs are at their defaults, must not charge it a second time.
+    let (plain, _) = replay_makespan(1, &[]);
+    let (big, job) = replay_of(recorded_with_map_returns(Some(10_000_000)), 1, &[]);
+    assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.return_bytes == 10_000_000));
+    assert!((big - plain).abs() < 1e-4, "10 MB returns replayed in {big} s, none in {plain} s");
 }
 
 #[test]

@@ -500,10 +500,12 @@ impl Engine {
 
     /// The task's return is over `object_store.inline_threshold`: before it finishes, its
     /// worker puts the return into its node's store (`put_micros` of work), and goes on
-    /// past its program's end on `Resume`. Returns true when it must wait.
+    /// past its program's end on `Resume`, unless its program's stretches hold the put
+    /// already (a replayed call). Returns true when it must wait.
     fn pay_return_put(&mut self, tid: TaskId, attempt: u32, spec: u32) -> bool {
-        let size = self.specs[spec as usize].return_size;
-        if size <= self.cfg.object_store.inline_threshold.0 {
+        let s = &self.specs[spec as usize];
+        let size = s.return_size;
+        if size <= self.cfg.object_store.inline_threshold.0 || s.put_in_body {
             return false;
         }
         let Some(node) = self.model.tasks.get(&tid).and_then(|t| t.node) else { return false };

@@ -80,6 +80,7 @@ impl Builder<'_> {
             strategy: StrategySpec::Default,
             program: Vec::new(),
             return_size: 0,
+            put_in_body: false,
             heap: 0,
             max_retries: 0,
             retry_exceptions: false,

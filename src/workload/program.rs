@@ -51,6 +51,10 @@ pub struct CallSpec {
     pub program: Vec<Op>,
     /// Bytes of the return value.
     pub return_size: u64,
+    /// The return's put into the object store is inside the program's own stretches (a
+    /// replayed call: its recorded execution ran to the put's end), so the engine does
+    /// not charge it again.
+    pub put_in_body: bool,
     /// Heap bytes the worker uses while running this.
     pub heap: u64,
     pub max_retries: i32,

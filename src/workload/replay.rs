@@ -66,6 +66,8 @@ impl Builder<'_> {
             s.program = program;
             s.request = request;
             s.return_size = call.return_bytes;
+            // The recorded execution ends when the call did, its return's put included.
+            s.put_in_body = true;
             match call.kind {
                 ReplayKind::Driver => s.kind = TaskType::DriverTask,
                 ReplayKind::Function => s.kind = TaskType::NormalTask,
