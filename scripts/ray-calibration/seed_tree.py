@@ -26,6 +26,15 @@ import time
 import ray
 
 
+def cpu_model():
+    """The machine's CPU as /proc/cpuinfo names it ("" where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        return ""
+
+
 def draw(rng, depth, bottleneck):
     """The seed's draw order: the count, then each child's flag, depth first."""
     node = {"bottleneck": bottleneck, "children": []}
@@ -94,6 +103,8 @@ def main():
         "ray_version": ray.__version__,
         "python": platform.python_version(),
         "cpus_on_machine": os.cpu_count(),
+        # The CPU, as suite.py records it: runs from different CPUs are not comparable.
+        "cpu_model": cpu_model(),
         "ray_cluster_resources": {k: v for k, v in resources.items() if not k.startswith("node:")},
         "seed": None if args.tree else args.seed,
         "sleep_s": sleep,

@@ -205,7 +205,8 @@ fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
         ray_version: text(path, &v, "ray_version")?,
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, &v, "cpus_on_machine")? as u64,
-        cpu_model: None,
+        // Recorded since 2026-11-28; the earlier runs do not say.
+        cpu_model: v.get("cpu_model").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string),
         load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
 }
