@@ -78,6 +78,34 @@ fn a_return_over_the_inline_threshold_costs_its_worker_a_put_and_an_inline_one_d
 }
 
 #[test]
+fn a_shared_input_costs_the_driver_one_put_and_each_other_node_one_copy() {
+    const HEAD: &str = "  head: {cpu: 8, cores: 8, memory: 16GiB}\n";
+    let yaml = |shared: &str, worker: bool, strategy: &str| {
+        let nodes = if worker {
+            "  node_types:\n    - {name: w, count: 1, cpu: 8, cores: 8, memory: 16GiB, ip_range: 10.0.1.0/24}\n"
+        } else {
+            ""
+        };
+        format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: 4, task_duration: 100ms, shared_input: {shared}, \
+             strategy: {{kind: {strategy}}}}}\n",
+            cluster("task_error_cost: 0s").replace(HEAD, &format!("{HEAD}{nodes}"))
+        )
+    };
+    // One node: the driver's put is the only difference.
+    let one = |shared: &str| makespan_s(&run(&yaml(shared, false, "DEFAULT")));
+    let put = rayscope::sim::put_micros(&load(&yaml("10MB", false, "DEFAULT")), 10_000_000, 10_000_000) / 1e6;
+    let extra = one("10MB") - one("0");
+    assert!((extra - put).abs() < 2e-6, "the shared input cost {extra} s, not its put's {put} s");
+    // Beside a worker node, spread: the worker node copies the object once for its maps.
+    let e = run(&yaml("10MB", true, "SPREAD"));
+    let w = e.model.nodes.iter().find(|n| !n.is_head).expect("a worker node");
+    assert!(w.stats.tasks_started >= 2, "SPREAD put maps on the worker node: {}", w.stats.tasks_started);
+    assert_eq!(w.stats.bytes_received, 10_000_000, "one copy for all its maps");
+    assert!(!e.model.objects.values().any(|o| o.size == 10_000_000), "what the job put is gone with the job");
+}
+
+#[test]
 fn a_raised_error_reaches_its_caller_after_the_workers_error_cost() {
     let job = |cost: &str| {
         let yaml = format!(

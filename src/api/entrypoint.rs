@@ -49,6 +49,7 @@ const BUILTINS: &[Builtin] = &[
             ("task-duration", "task_duration"),
             ("reduce-duration", "reduce_duration"),
             ("output-size", "output_size"),
+            ("shared-input", "shared_input"),
             ("num-cpus", "num_cpus"),
             ("num-gpus", "num_gpus"),
             ("memory", "memory"),
@@ -342,6 +343,10 @@ mod tests {
             WorkloadConfig::FanOut(c) => {
                 assert_eq!((c.tasks, c.reducers, c.task_duration.min.as_secs_f64()), (1000, 10, 2.0))
             }
+            other => panic!("{other:?}"),
+        }
+        match parse_entrypoint("fan-out --tasks 8 --shared-input 64MiB", &cluster()).unwrap() {
+            WorkloadConfig::FanOut(c) => assert_eq!((c.tasks, c.shared_input.0), (8, 64 << 20)),
             other => panic!("{other:?}"),
         }
         match parse_entrypoint("actor-pool --actors 10 --calls=5", &cluster()).unwrap() {

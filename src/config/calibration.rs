@@ -107,7 +107,8 @@ const LARGEST_PUT_MEASURED: u64 = 100_000_000;
 fn largest_return(w: &WorkloadConfig) -> u64 {
     match w {
         WorkloadConfig::FlowInsight(c) => c.return_size.0,
-        WorkloadConfig::FanOut(c) => c.output_size.0,
+        // The driver's shared input is a put too.
+        WorkloadConfig::FanOut(c) => c.output_size.0.max(c.shared_input.0),
         WorkloadConfig::Training(c) => c.gradient_size.0,
         WorkloadConfig::ActorPool(c) => c.return_size.0,
         WorkloadConfig::Replay(c) => c.job.calls.iter().map(|call| call.return_bytes).max().unwrap_or(0),
@@ -169,6 +170,8 @@ mod tests {
         assert!(!w.contains('\n'), "one line: {w}");
         let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, output_size: 64MiB}\n");
         assert_eq!(warning(&c), None, "64 MiB puts are within the sizes measured");
+        let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, shared_input: 200MiB}\n");
+        assert!(warning(&c).expect("a warning").contains("200"), "the driver's shared input is a put too");
         let c = cfg("object_store: {inline_threshold: 256MiB}\nworkloads:\n  - {kind: fan_out, tasks: 10, output_size: 200MiB}\n");
         assert_eq!(warning(&c), None, "returns within the config's inline threshold are not put");
         let c = cfg("workloads:\n  - kind: job_mix\n    arrivals_per_minute: 1\n    until: 1m\n    templates:\n\

@@ -157,6 +157,10 @@ pub struct FanOutConfig {
     /// Size of each map output.
     #[serde(default)]
     pub output_size: ByteSize,
+    /// Size of one object the driver `ray.put`s before it submits, which every map task
+    /// takes as an argument (a model's weights, say); 0: none.
+    #[serde(default)]
+    pub shared_input: ByteSize,
     #[serde(default = "one_f64")]
     pub num_cpus: f64,
     #[serde(default)]

@@ -66,10 +66,10 @@ impl Engine {
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
                     return;
                 }
-                Op::Submit { spec, count, take_futures } => {
-                    let (spec, count, take) = (*spec, *count, *take_futures);
+                Op::Submit { spec, count, take_futures, with_puts } => {
+                    let (spec, count, take, with_puts) = (*spec, *count, *take_futures, *with_puts);
                     if take {
-                        self.op_submit(tid, attempt, spec, count, true);
+                        self.op_submit(tid, attempt, spec, count, true, with_puts);
                         if !advance(&self.model, &mut self.runs, tid, attempt)
                             || self.pay_submit_cost(tid, attempt, spec, count)
                         {
@@ -81,7 +81,7 @@ impl Engine {
                     // the submit cost per call of it before going on.
                     let done = run.exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
-                    self.op_submit(tid, attempt, spec, chunk, false);
+                    self.op_submit(tid, attempt, spec, chunk, false, with_puts);
                     if !running_attempt(&self.model, tid, attempt) {
                         return;
                     }
@@ -182,11 +182,16 @@ impl Engine {
         }
     }
 
-    fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool) {
+    fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool, with_puts: bool) {
         let mut inputs = Vec::new();
+        let r = self.runs.get_mut(&tid).expect("running task has a run");
+        let shared: Vec<ObjectId> = if with_puts { r.exec.puts.clone() } else { Vec::new() };
         if take {
-            let r = self.runs.get_mut(&tid).expect("running task has a run");
-            inputs = std::mem::take(&mut r.exec.futures);
+            // The objects it put stay its own (and among its futures).
+            let puts = r.exec.puts.clone();
+            let (kept, taken) = std::mem::take(&mut r.exec.futures).into_iter().partition(|f| puts.contains(f));
+            r.exec.futures = kept;
+            inputs = taken;
             r.exec.unresolved = 0;
             r.exec.failed_futures = 0;
             for f in &inputs {
@@ -198,13 +203,13 @@ impl Engine {
         let per = if count > 0 { inputs.len().div_ceil(count as usize) } else { 0 };
         let mut returns = Vec::with_capacity(count as usize);
         for i in 0..count as usize {
-            let args: Box<[ObjectId]> = if take && per > 0 {
+            let mut args: Vec<ObjectId> = shared.clone();
+            if take && per > 0 {
                 let lo = (i * per).min(inputs.len());
                 let hi = ((i + 1) * per).min(inputs.len());
-                inputs[lo..hi].into()
-            } else {
-                Box::new([])
-            };
+                args.extend_from_slice(&inputs[lo..hi]);
+            }
+            let args: Box<[ObjectId]> = args.into();
             let (_, ret, follows) = super::tasks::submit(
                 cx!(self),
                 &mut self.flow,

@@ -404,6 +404,10 @@ pub(crate) fn put_sealed(
     size: u64,
 ) -> Follows {
     flow.put(cx.model, cx.runs, tid, cx.now(), size);
+    let running = cx.model.tasks.get(&tid).is_some_and(|t| t.attempt == attempt && t.state().is_running());
+    if let Some(r) = cx.runs.get_mut(&tid).filter(|_| running) {
+        r.exec.puts.push(id);
+    }
     smallvec![Follow::HoldFutures(tid, attempt, vec![id])]
 }
 

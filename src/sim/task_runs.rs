@@ -114,8 +114,11 @@ pub(crate) struct Exec {
     pub(crate) slept: bool,
     /// Iterations done of the current `Repeat`.
     pub(crate) loops: u32,
-    /// Futures this task holds (returns of what it submitted), in submission order.
+    /// Futures this task holds (returns of what it submitted, and what it put), in
+    /// submission order.
     pub(crate) futures: Vec<ObjectId>,
+    /// Which of `futures` it put (`ray.put`): a reduce step does not take them.
+    pub(crate) puts: Vec<ObjectId>,
     /// How many of `futures` are not ready yet (or, while it waits for its arguments,
     /// how many of those).
     pub(crate) unresolved: u32,
@@ -140,6 +143,7 @@ static NO_EXEC: Exec = Exec {
     slept: false,
     loops: 0,
     futures: Vec::new(),
+    puts: Vec::new(),
     unresolved: 0,
     failed_futures: 0,
     handles: Vec::new(),

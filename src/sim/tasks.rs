@@ -100,6 +100,7 @@ pub(crate) fn task_ready(cx: &mut Cx, tid: TaskId) -> Follows {
 pub(crate) fn release_refs(m: &mut Model, runs: &mut TaskRuns, tid: TaskId, args_too: bool) {
     let (Some(t), Some(r)) = (m.tasks.get_mut(&tid), runs.get_mut(&tid)) else { return };
     let futures = std::mem::take(&mut r.exec.futures);
+    r.exec.puts.clear();
     r.exec.unresolved = 0;
     r.exec.failed_futures = 0;
     let args = if args_too { std::mem::take(&mut t.args) } else { Box::new([]) as Box<[ObjectId]> };

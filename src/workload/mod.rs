@@ -226,7 +226,10 @@ impl Builder<'_> {
             s.max_retries = c.max_retries;
             s.retry_exceptions = c.retry_exceptions;
         }
-        let mut program = vec![Op::Submit { spec: map, count: c.tasks as u32, take_futures: false }];
+        // `ref = ray.put(weights)`, then every map task takes `ref`.
+        let shared = c.shared_input.0 > 0;
+        let mut program = if shared { vec![Op::Put(c.shared_input.0)] } else { Vec::new() };
+        program.push(Op::Submit { spec: map, count: c.tasks as u32, take_futures: false, with_puts: shared });
         if c.reducers > 0 {
             let reduce = self.reserve();
             let name = self.names.intern("reduce");
@@ -240,7 +243,7 @@ impl Builder<'_> {
             s.heap = c.memory.0;
             s.max_retries = c.max_retries;
             s.retry_exceptions = c.retry_exceptions;
-            program.push(Op::Submit { spec: reduce, count: c.reducers as u32, take_futures: true });
+            program.push(Op::Submit { spec: reduce, count: c.reducers as u32, take_futures: true, with_puts: false });
         }
         program.push(Op::Get);
         let driver = self.driver(&format!("{}.driver", c.name), program);

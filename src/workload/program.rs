@@ -135,11 +135,13 @@ pub enum Op {
     /// recording already holds the sleep's overshoot and the calls' submit costs).
     Hold(u64),
     /// Submit `count` calls of a remote function. With `take_futures`, the futures held
-    /// so far are split evenly among them as arguments (a reduce step).
+    /// so far are split evenly among them as arguments (a reduce step); with `with_puts`,
+    /// every call also takes each object the caller put (a broadcast input).
     Submit {
         spec: SpecId,
         count: u32,
         take_futures: bool,
+        with_puts: bool,
     },
     /// Create actors, as many and flagged as `shape` says.
     CreateActors {
@@ -158,7 +160,7 @@ pub enum Op {
     },
     /// `ray.get` on every future held: blocks until all are ready.
     Get,
-    /// `ray.put` of this many bytes.
+    /// `ray.put` of this many bytes: the caller holds the object with its futures.
     Put(u64),
     /// Create a placement group and wait until it is ready.
     CreatePlacementGroup {
