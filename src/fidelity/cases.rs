@@ -198,6 +198,12 @@ fn load(yaml: &str, run: &Run, overrides: &[Override]) -> Result<Config, String>
     config::load_str_with(yaml, &format!("model of {}", run.file), overrides).map_err(|e| e.to_string())
 }
 
+/// The config of Ray's cluster for a figure the engine's cost functions give directly
+/// (no run: its one workload is a placeholder).
+fn costs_only(run: &Run, cpus: f64, workers: u32, overrides: &[Override]) -> Result<Config, String> {
+    load(&format!("{}workloads:\n  - {{kind: fan_out, tasks: 1}}\n", cluster(run, cpus, workers)), run, overrides)
+}
+
 /// The last job's makespan, in seconds (the one measured; an earlier one warms workers up).
 fn makespan(cfg: Config) -> Result<f64, String> {
     let (_, report) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
@@ -280,11 +286,7 @@ pub fn predict(run: &Run, overrides: &[Override]) -> Result<Prediction, String> 
         )),
         "object_transfer" => {
             // What the engine charges a task's fetch of one object from another node.
-            let cfg = load(
-                &format!("{}workloads:\n  - {{kind: fan_out, tasks: 1}}\n", cluster(run, 1.0, 1)),
-                run,
-                overrides,
-            )?;
+            let cfg = costs_only(run, 1.0, 1, overrides)?;
             // An object up to `inline_threshold` travels inside the call (the engine fetches
             // nothing for it).
             let size = int(run, "size")?;
@@ -354,11 +356,7 @@ pub fn predict(run: &Run, overrides: &[Override]) -> Result<Prediction, String> 
         // the inline threshold) into fresh pages: the store keeps every object, as Ray's
         // run's did.
         "object_local" => {
-            let cfg = load(
-                &format!("{}workloads:\n  - {{kind: fan_out, tasks: 1}}\n", cluster(run, 2.0, 0)),
-                run,
-                overrides,
-            )?;
+            let cfg = costs_only(run, 2.0, 0, overrides)?;
             let size = int(run, "size")?;
             Ok(Prediction::Model(sim::put_micros(&cfg, size, size) / 1e6))
         }

@@ -178,9 +178,14 @@ fn suite_run(path: &Path, file: String) -> Result<Run, RunsError> {
         ray_version: text(path, &v, "ray_version")?,
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, machine, "cores")? as u64,
-        cpu_model: machine.get("cpu_model").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string),
+        cpu_model: cpu_model(machine),
         load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
+}
+
+/// The `cpu_model` an object records, if it names one.
+fn cpu_model(v: &Value) -> Option<String> {
+    v.get("cpu_model").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string)
 }
 
 /// A seed-tree run (seed_tree.py's older format): the tree is the parameter, the
@@ -206,7 +211,7 @@ fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
         measured_at: text(path, &v, "measured_at")?,
         cores: number(path, &v, "cpus_on_machine")? as u64,
         // Recorded since 2026-11-28; the earlier runs do not say.
-        cpu_model: v.get("cpu_model").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string),
+        cpu_model: cpu_model(&v),
         load_before: v.get("load_average_before").and_then(|l| l.get(0)).and_then(Value::as_f64),
     })
 }

@@ -8,7 +8,7 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
-use super::objects::{fresh_bytes, put_micros, unref_object};
+use super::objects::{put_cost_on, unref_object};
 use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
@@ -129,8 +129,7 @@ impl Engine {
                 Op::Put(size) => {
                     let size = *size;
                     let head = self.node_manager.head();
-                    let on = node.unwrap_or(head);
-                    let cost = put_micros(&self.cfg, size, fresh_bytes(&self.model, on, size)).round() as u64;
+                    let cost = put_cost_on(&self.cfg, &self.model, node.unwrap_or(head), size);
                     let follows = self.plasma.put(cx!(self), &self.actor_manager, head, tid, attempt, size);
                     self.follow_all(follows);
                     // Sealed at once; the caller then works for the put's cost.
@@ -185,10 +184,11 @@ impl Engine {
     fn op_submit(&mut self, tid: TaskId, attempt: u32, spec: u32, count: u32, take: bool, with_puts: bool) {
         let mut inputs = Vec::new();
         let r = self.runs.get_mut(&tid).expect("running task has a run");
-        let shared: Vec<ObjectId> = if with_puts { r.exec.puts.clone() } else { Vec::new() };
+        // What it put (usually nothing: no allocation).
+        let puts = r.exec.puts.clone();
+        let shared: &[ObjectId] = if with_puts { &puts } else { &[] };
         if take {
             // The objects it put stay its own (and among its futures).
-            let puts = r.exec.puts.clone();
             let (kept, taken) = std::mem::take(&mut r.exec.futures).into_iter().partition(|f| puts.contains(f));
             r.exec.futures = kept;
             inputs = taken;
@@ -203,7 +203,7 @@ impl Engine {
         let per = if count > 0 { inputs.len().div_ceil(count as usize) } else { 0 };
         let mut returns = Vec::with_capacity(count as usize);
         for i in 0..count as usize {
-            let mut args: Vec<ObjectId> = shared.clone();
+            let mut args = shared.to_vec();
             if take && per > 0 {
                 let lo = (i * per).min(inputs.len());
                 let hi = ((i + 1) * per).min(inputs.len());
@@ -515,8 +515,8 @@ impl Engine {
         }
         let Some(node) = self.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
         self.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
-        let fresh = fresh_bytes(&self.model, node, size);
-        self.work_then_resume(tid, attempt, put_micros(&self.cfg, size, fresh).round() as u64)
+        let cost = put_cost_on(&self.cfg, &self.model, node, size);
+        self.work_then_resume(tid, attempt, cost)
     }
 
     /// The task works `busy` µs on its node's cores, then goes on with its program on

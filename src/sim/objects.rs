@@ -37,11 +37,12 @@ pub fn put_micros(cfg: &crate::config::Config, size: u64, fresh: u64) -> f64 {
         + reused as f64 / s.put_reused_bandwidth.0.max(1) as f64 * 1e6
 }
 
-/// The bytes of a put of `size` into `node`'s store that land in pages it never touched:
-/// those beyond what it has held at most.
-pub(crate) fn fresh_bytes(m: &Model, node: NodeIdx, size: u64) -> u64 {
+/// How long a put of `size` into `node`'s store works now (µs, whole): the bytes beyond
+/// what the store has held at most land in pages it never touched.
+pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx, size: u64) -> u64 {
     let s = &m.nodes[node.index()].store;
-    (s.used.0 + size).saturating_sub(s.touched.0).min(size)
+    let fresh = (s.used.0 + size).saturating_sub(s.touched.0).min(size);
+    put_micros(cfg, size, fresh).round() as u64
 }
 
 /// The plasma stores: per node, the order each gives up copies in (primary copies
