@@ -58,10 +58,12 @@ def mem_bytes():
 def wait_for(what, cond, deadline_s, every=0.5):
     """Poll cond() until it returns a truthy value; fail loudly at the deadline."""
     print(f"  waiting for {what}", flush=True)
-    end = time.time() + deadline_s
+    start = time.time()
+    end = start + deadline_s
     while True:
         v = cond()
         if v:
+            print(f"  ({time.time() - start:.1f} s)", flush=True)
             return v
         if time.time() > end:
             raise TimeoutError(f"waited {deadline_s:.0f} s for: {what}")
@@ -231,6 +233,19 @@ def main():
             return any(s.family == family and all(s.labels.get(k) == v for k, v in labels.items()) for s in series)
         return cond
 
+    def gone_for(family, role, hold_s):
+        """True once no scrape has shown family on role's target for hold_s (a series can
+        flicker out of one scrape and back into the next)."""
+        last_seen = [time.time()]
+
+        def cond():
+            _, series = snapshot()
+            now = time.time()
+            if any(s.family == family and s.role == role for s in series):
+                last_seen[0] = now
+            return now - last_seen[0] >= hold_s
+        return cond
+
     # 1. idle
     record("idle", "all nodes up, nothing submitted")
 
@@ -292,6 +307,10 @@ def main():
     wait_for("the actor answering from a new process", restarted, args.deadline)
     record("actor_restarted", "an actor on worker-2 exits (os._exit) and is restarted (max_restarts=1)")
     ray.kill(a)
+    # worker-2's agent keeps serving the killed actor's last ray_actors report until the
+    # series expires; the next step must not depend on whether it already has.
+    wait_for("worker-2's agent no longer serving the killed actor's ray_actors",
+             gone_for("ray_actors", "worker-2", 2 * REPORT_MS / 1000), args.deadline)
 
     # 5. an OOM kill by worker-1's memory monitor.
     @ray.remote(max_retries=0, resources={"worker-1": 1})
