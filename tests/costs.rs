@@ -201,7 +201,7 @@ fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
         makespan_s(&run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
              scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
-             sleep_overshoot: 0s, worker_first_call_latency: {latency}}}\n\
+             sleep_overshoot: 0s, idle_worker_cpu: 0, worker_first_call_latency: {latency}}}\n\
              workloads:\n  - {{kind: fan_out, tasks: 100, task_duration: 10ms}}\n"
         )))
     };
@@ -215,6 +215,22 @@ fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
     };
     let later = calls("300ms") - calls("0s");
     assert!((later - 0.3).abs() < 1e-3, "five calls to a new actor took {later} s more, not one 300 ms wait");
+}
+
+#[test]
+fn a_first_calls_work_waits_for_the_worker_start_that_holds_the_core() {
+    // Two CPUs on one core: one prestarted worker, and one started for the second task
+    // (1 s of the core from the grant). The prestarted worker's first task runs at once,
+    // but its first call's 300 ms are CPU work after it, so they wait for the start
+    // (1.0-1.3 s); the started worker's first call then waits for them (1.3-1.6 s).
+    // As a wait before the call it would have ended at 1.31 s.
+    let e = run("cluster:\n  host_node: false\n  head: {cpu: 2, cores: 1, memory: 16GiB}\n\
+         scheduler: {call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
+         task_push_latency: 0s, sleep_overshoot: 0s, idle_worker_cpu: 0, worker_start_cpu: 1s, \
+         worker_start_latency: 0s, worker_first_call_latency: 300ms}\n\
+         workloads:\n  - {kind: fan_out, tasks: 2, task_duration: 10ms}\n");
+    let took = makespan_s(&e);
+    assert!((took - 1.6).abs() < 2e-3, "two first calls behind a 1 s start took {took} s, not 1.6 s");
 }
 
 #[test]

@@ -88,9 +88,12 @@ pub fn leaves_out(workload: &str) -> &'static str {
              one CPU, while at two or more the driver's submits bound the run; Ray's per-task cost rises with the \
              run at 2 CPUs (0.455 ms a task at 10,000, 0.500 at 100,000); at 2 CPUs Ray's second prestarted worker \
              began 30-45 ms after the first in 2 of 3 runs, where the model leases both at once; at 4 CPUs on 2 \
-             cores, while the two workers beyond the prestarted two start, the prestarted ones sat idle 490-800 ms \
-             after their first task, where the model's first-call wait (`scheduler.worker_first_call_latency`) is \
-             82 ms whatever the node is doing (scripts/ray-calibration/lease_traces.py)"
+             cores, while the two workers beyond the prestarted two start, Ray's prestarted ones began their first \
+             task 55-103 ms in (9-56 ms at 2 CPUs) and sat idle 490-800 ms after it: the machine's cores shared \
+             among everything runnable; the model's cores serve one piece of work at a time, first come first \
+             served, so its starts hold both cores for their 0.52 s while the first tasks run at once and then the \
+             first calls' work (`scheduler.worker_first_call_latency`, after the first task) and the driver's \
+             submits wait for the starts (scripts/ray-calibration/lease_traces.py)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \

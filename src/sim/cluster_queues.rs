@@ -392,7 +392,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let placement_ms = (now + delay - ready_at) as f64 / 1000.0;
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
-    delay = worker_ready(cx, kind, node, now + delay) - now;
+    delay = worker_ready(cx, tid, kind, node, now + delay) - now;
     if kind == TaskType::NormalTask {
         delay += cx.cfg.scheduler.task_push_latency.as_micros();
     }
@@ -413,34 +413,37 @@ fn next_report(now: u64, started: u64, period: u64) -> u64 {
     started + since.div_ceil(period) * period
 }
 
-/// When a task leased on `node` at `at` has a worker to run on: an actor's creation
+/// When task `tid` leased on `node` at `at` has a worker to run on: an actor's creation
 /// takes an idle task worker's process, else starts its own; a normal task starts a
 /// task worker when every one there is busy. A start's CPU work shares the node's cores
-/// within the raylet's start slots. A task worker's first call waits
-/// `worker_first_call_latency` more: Ray's reply to it comes that late, the lease held
-/// meanwhile (the model puts the wait before the call, Ray after it).
-pub(crate) fn worker_ready(cx: &mut Cx, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
+/// within the raylet's start slots. A task worker's first call is marked
+/// (`Run::first_call`): Ray's reply to it comes `worker_first_call_latency` late, the
+/// lease held meanwhile, and that is CPU work on the node's cores after the body, so it
+/// waits behind the worker starts it shares them with.
+pub(crate) fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
     let s = &cx.cfg.scheduler;
     let start = || (s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros());
-    let first_call = s.worker_first_call_latency.as_micros();
-    let (ready, started) = match kind {
-        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, false),
+    let (ready, started, first_call) = match kind {
+        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, false, false),
         TaskType::ActorCreationTask => {
             let (cpu, latency) = start();
-            (cx.cpus.start_worker(node, at, cpu, latency), true)
+            (cx.cpus.start_worker(node, at, cpu, latency), true, false)
         }
         TaskType::NormalTask => match cx.cpus.task_lease_granted(node) {
-            TaskWorker::Warm => (at, false),
-            TaskWorker::Fresh => (at + first_call, false),
+            TaskWorker::Warm => (at, false, false),
+            TaskWorker::Fresh => (at, false, true),
             TaskWorker::Started => {
                 let (cpu, latency) = start();
-                (cx.cpus.start_worker(node, at, cpu, latency) + first_call, true)
+                (cx.cpus.start_worker(node, at, cpu, latency), true, true)
             }
         },
-        _ => (at, false),
+        _ => (at, false, false),
     };
     if started {
         cx.model.worker_processes_started(node, 1);
+    }
+    if let Some(run) = cx.runs.get_mut(&tid) {
+        run.first_call = first_call;
     }
     ready
 }

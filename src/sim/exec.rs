@@ -39,6 +39,9 @@ impl Engine {
                 if pc == program.len() && self.pay_return_put(tid, attempt, spec_id) {
                     return;
                 }
+                if self.pay_first_call(tid, attempt) {
+                    return;
+                }
                 self.follow(Follow::FinishTask(tid));
                 return;
             };
@@ -516,6 +519,18 @@ impl Engine {
         let Some(node) = self.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
         self.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
         let cost = put_cost_on(&self.cfg, &self.model, node, size);
+        self.work_then_resume(tid, attempt, cost)
+    }
+
+    /// A task worker's first call: before its reply the worker works
+    /// `worker_first_call_latency` on its node's cores (`Run::first_call`, spent here).
+    /// Returns true when it must wait.
+    fn pay_first_call(&mut self, tid: TaskId, attempt: u32) -> bool {
+        let run = self.runs.get_mut(&tid).expect("a running task has a run");
+        if !std::mem::take(&mut run.first_call) {
+            return false;
+        }
+        let cost = self.cfg.scheduler.worker_first_call_latency.as_micros();
         self.work_then_resume(tid, attempt, cost)
     }
 

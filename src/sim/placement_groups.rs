@@ -189,7 +189,7 @@ impl PlacementGroupManager {
                 );
                 let (dispatch, lease) = (cx.cfg.scheduler.dispatch_cost, cx.cfg.scheduler.lease_latency);
                 let granted = cx.cpus.raylet_work(node, now, dispatch.as_micros()) + lease.as_micros();
-                let due = super::cluster_queues::worker_ready(cx, kind, node, granted);
+                let due = super::cluster_queues::worker_ready(cx, tid, kind, node, granted);
                 cx.clock.schedule_at(due, Event::Dispatch(tid, attempt));
                 Follows::new()
             }

@@ -19,6 +19,10 @@ pub(crate) struct Run {
     pub(crate) pc: u16,
     /// Handed to its worker, with a `Begin` due after `call_start_cost`.
     pub(crate) begin_due: bool,
+    /// Its worker had run no call before this lease: after the body it works
+    /// `scheduler.worker_first_call_latency` on its node's cores before it replies
+    /// (set at each grant by `cluster_queues::worker_ready`, spent once).
+    pub(crate) first_call: bool,
     /// Flow Insight's tag for this call (`flow_recorder.rs`; `u32::MAX`: not recorded).
     pub(crate) flow: u32,
     /// When its owner stops reusing the lease this task runs on (`worker_lease_timeout`
@@ -30,7 +34,14 @@ pub(crate) struct Run {
 impl Default for Run {
     /// At the first step, nothing due, not recorded, no interpreter state.
     fn default() -> Run {
-        Run { pc: 0, begin_due: false, flow: u32::MAX, lease_expires_at: 0, exec: LazyExec::default() }
+        Run {
+            pc: 0,
+            begin_due: false,
+            first_call: false,
+            flow: u32::MAX,
+            lease_expires_at: 0,
+            exec: LazyExec::default(),
+        }
     }
 }
 
