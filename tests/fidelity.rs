@@ -36,6 +36,30 @@ fn the_report_names_every_cpu_its_runs_came_from() {
     assert!(mixed.contains("(AMD EPYC, Intel(R) Xeon(R) Processor)"), "a mixed set shows both CPUs");
 }
 
+/// A put run timed the get after each put too: that figure has its own row, beside the
+/// put's, and is the median of the get's recorded figures.
+#[test]
+fn every_put_run_gives_its_get_a_row_of_its_own() {
+    let (runs, rows) = rows();
+    let puts: Vec<&Row> = rows.iter().filter(|r| r.workload == "object_local").collect();
+    assert!(!puts.is_empty());
+    for put in puts {
+        let get = rows
+            .iter()
+            .find(|r| r.workload == "object_get" && r.params == put.params)
+            .unwrap_or_else(|| panic!("no object_get row for the puts of {}", put.params));
+        let mut figures: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.workload == "object_local" && r.params_label() == put.params && !fidelity::busy(r))
+            .map(|r| r.figure("get_seconds").expect("a put run records its get"))
+            .collect();
+        figures.sort_by(f64::total_cmp);
+        assert_eq!(get.runs, figures.len(), "{}", put.params);
+        assert_eq!(get.real, figures[figures.len() / 2], "the median get of {} (an odd count)", put.params);
+        assert_ne!(get.real, put.real, "{}: the get's figure, not the put's", put.params);
+    }
+}
+
 #[test]
 fn the_suite_covers_every_workload_kind_on_real_ray_2_60() {
     let (runs, rows) = rows();
@@ -44,6 +68,7 @@ fn the_suite_covers_every_workload_kind_on_real_ray_2_60() {
         "actor_creation",
         "actor_calls",
         "object_local",
+        "object_get",
         "object_transfer",
         "task_retries",
         "actor_restart",

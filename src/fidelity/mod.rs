@@ -89,12 +89,15 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
     // Group repeated runs of the same workload and parameters, keeping first-seen order
     // within a workload and the suite's workload order overall. A run begun on a busy
     // machine is set aside (`busy`).
+    // A run gives a figure to each of its rows (`cases::row_workloads`).
     let mut groups: Vec<(String, String, Vec<&Run>)> = Vec::new();
     for run in runs.iter().filter(|r| !busy(r)) {
         let label = run.params_label();
-        match groups.iter_mut().find(|(w, p, _)| *w == run.workload && *p == label) {
-            Some(g) => g.2.push(run),
-            None => groups.push((run.workload.clone(), label, vec![run])),
+        for workload in cases::row_workloads(run) {
+            match groups.iter_mut().find(|(w, p, _)| *w == workload && *p == label) {
+                Some(g) => g.2.push(run),
+                None => groups.push((workload, label.clone(), vec![run])),
+            }
         }
     }
     groups.sort_by_key(|(w, _, members)| (workload_rank(w), sort_key(members[0])));
@@ -102,7 +105,7 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
     for (workload, params, members) in groups {
         let mut figures = Vec::new();
         for run in &members {
-            let figure = cases::real_figure(run)
+            let figure = cases::real_figure(&workload, run)
                 .ok_or_else(|| FidelityError::Model(format!("{}: the result has no figure to compare", run.file)))?;
             figures.push(figure);
         }
@@ -111,7 +114,7 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
         // The median; of an even count, the mean of the middle two.
         let real = if figures.len() % 2 == 0 { (figures[mid - 1] + figures[mid]) / 2.0 } else { figures[mid] };
         let (real_low, real_high) = (figures[0], figures[figures.len() - 1]);
-        let model = match cases::predict(members[0], overrides).map_err(FidelityError::Model)? {
+        let model = match cases::predict(&workload, members[0], overrides).map_err(FidelityError::Model)? {
             Prediction::Model(s) => Some(s),
             Prediction::NotModeled => None,
         };
@@ -146,6 +149,7 @@ const ORDER: &[&str] = &[
     "actor_creation",
     "actor_calls",
     "object_local",
+    "object_get",
     "object_transfer",
     "task_retries",
     "actor_restart",
