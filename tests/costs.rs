@@ -37,10 +37,12 @@ fn a_transfer_rate_of_nothing_is_refused_by_name() {
 }
 
 #[test]
-fn a_put_rate_of_nothing_is_refused_by_name() {
-    let yaml = "cluster:\n  head: {cpu: 2, memory: 4GiB}\nobject_store: {put_bandwidth: 0}\n";
-    let err = rayscope::config::load_str_with(yaml, "costs.yaml", &[]).expect_err("refused").to_string();
-    assert!(err.contains("costs.yaml") && err.contains("object_store.put_bandwidth"), "{err}");
+fn a_put_or_get_rate_of_nothing_is_refused_by_name() {
+    for field in ["put_bandwidth", "put_reused_bandwidth", "get_bandwidth", "get_fresh_bandwidth"] {
+        let yaml = format!("cluster:\n  head: {{cpu: 2, memory: 4GiB}}\nobject_store: {{{field}: 0}}\n");
+        let err = rayscope::config::load_str_with(&yaml, "costs.yaml", &[]).expect_err("refused").to_string();
+        assert!(err.contains("costs.yaml") && err.contains(&format!("object_store.{field}")), "{err}");
+    }
 }
 
 #[test]
@@ -64,11 +66,13 @@ fn a_return_over_the_inline_threshold_costs_its_worker_a_put_and_an_inline_one_d
         rayscope::sim::put_micros(&cfg, 10_000_000, 0) / 1e6,
     );
     assert!(fresh > 0.005 && reused < fresh / 3.0, "a 10 MB put costs {fresh} s fresh, {reused} s reused");
+    // The driver then gets it: that copy is the getter's (tested below).
+    let get = rayscope::sim::get_micros(&cfg, 10_000_000) / 1e6;
     let (none, ten) = (jobs("0"), jobs("10MB"));
     assert_eq!((none.len(), ten.len()), (2, 2), "two jobs");
-    let (first, second) = (ten[0] - none[0], ten[1] - none[1]);
-    assert!((first - fresh).abs() < 2e-6, "the first 10 MB return cost {first} s, not a fresh put's {fresh} s");
-    assert!((second - reused).abs() < 2e-6, "the second cost {second} s, not a put into touched pages' {reused} s");
+    let (first, second) = (ten[0] - none[0] - get, ten[1] - none[1] - get);
+    assert!((first - fresh).abs() < 3e-6, "the first 10 MB return cost {first} s, not a fresh put's {fresh} s");
+    assert!((second - reused).abs() < 3e-6, "the second cost {second} s, not a put into touched pages' {reused} s");
     let inline = jobs("50KiB");
     assert!(
         (inline[0] - none[0]).abs() < 2e-6,
@@ -215,6 +219,36 @@ fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
     };
     let later = calls("300ms") - calls("0s");
     assert!((later - 0.3).abs() < 1e-3, "five calls to a new actor took {later} s more, not one 300 ms wait");
+}
+
+#[test]
+fn a_get_costs_the_getter_a_copy_of_each_return_out_of_the_store() {
+    // One task whose return is over the inline threshold, got by the driver: the get's
+    // copy is the driver's work after the return is ready, at the heap's rate up to
+    // 32 MiB and at the fresh-page rate above it. Puts cost nothing here.
+    let yaml = |size: &str| {
+        format!(
+            "{}object_store: {{put_latency: 0s, put_sqrt_cost: 0s, put_bandwidth: 1000TB, \
+             put_reused_bandwidth: 1000TB}}\n\
+             workloads:\n  - {{kind: fan_out, tasks: 1, task_duration: 0s, output_size: {size}}}\n",
+            cluster("task_error_cost: 0s")
+        )
+    };
+    let took = |size: &str| makespan_s(&run(&yaml(size)));
+    let cfg = load(&yaml("0"));
+    let store = &cfg.object_store;
+    let none = took("0");
+    for (size, bytes, rate) in [
+        ("10MB", 10_000_000u64, store.get_bandwidth.0),
+        ("30MiB", 30 << 20, store.get_bandwidth.0),
+        ("40MiB", 40 << 20, store.get_fresh_bandwidth.0),
+    ] {
+        let want = store.get_latency.as_micros() as f64 / 1e6 + bytes as f64 / rate as f64;
+        let got = took(size) - none;
+        assert!((got - want).abs() < 3e-6, "getting {size} cost {got} s, not {want} s");
+    }
+    let inline = took("50KiB") - none;
+    assert!(inline.abs() < 2e-6, "a 50 KiB return came inside its reply, yet its get cost {inline} s");
 }
 
 #[test]

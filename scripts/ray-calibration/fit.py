@@ -47,7 +47,14 @@ FIT = [
     "object_local size=1000",
     "object_local size=1000000",
     "object_local size=100000000",
+    # The same three sizes for the get each of those runs timed after its put.
+    "object_get size=1000",
+    "object_get size=1000000",
+    "object_get size=100000000",
 ]
+
+# Rows a run gives besides its own workload's (rayscope's fidelity::cases::row_workloads).
+ROW_OF_RUN = {"object_get": "object_local"}
 
 # Each row's error counts against its bound (docs/fidelity.md): a tree's 0.5 % weighs as
 # much as another row's 5 %.
@@ -73,6 +80,9 @@ COSTS = [
     ("object_store.put_latency", 450, 1, "us"),
     ("object_store.put_bandwidth", 2_600_000_000, 1_000_000, "B"),
     ("object_store.put_sqrt_cost", 500, 1, "us"),
+    ("object_store.get_latency", 50, 1, "us"),
+    ("object_store.get_bandwidth", 16_000_000_000, 1_000_000, "B"),
+    ("object_store.get_fresh_bandwidth", 2_000_000_000, 1_000_000, "B"),
 ]
 UNIT = {s: u for s, _, _, u in COSTS}
 
@@ -85,7 +95,8 @@ def fit_runs_dir(runs_dir):
     """A folder with the fit set's run files only (the model reads nothing else)."""
     tmp = tempfile.mkdtemp(prefix="rayscope-fit-")
     os.makedirs(os.path.join(tmp, "suite"))
-    wanted = set(FIT)
+    # A row's runs are recorded under their run's workload.
+    wanted = {ROW_OF_RUN.get(k.split()[0], k.split()[0]) + k[len(k.split()[0]):] for k in FIT}
     for name in sorted(os.listdir(os.path.join(runs_dir, "suite"))):
         with open(os.path.join(runs_dir, "suite", name)) as f:
             run = json.load(f)

@@ -5,8 +5,8 @@
 //! kind of machine (`scripts/ray-calibration/`, `docs/fidelity.md`). A what-if on a much
 //! bigger machine, or with a kind of workload no recorded run covers, extrapolates:
 //! `simulate` and `--sweep` name the calibration and print one warning line then. So
-//! does a config whose task returns are bigger than the largest put measured
-//! (`object_local`, 100 MB): their put's cost is extrapolated.
+//! does a config whose task returns are bigger than the largest put and get measured
+//! (`object_local`, `object_get`, 100 MB): their costs are extrapolated.
 //!
 //! Owns: the calibration's description and the checks of a config against it.
 //! Must never: change a config (a warning informs; it neither refuses nor adjusts).
@@ -85,8 +85,8 @@ pub fn warning(cfg: &Config) -> Option<String> {
     let largest = cfg.workloads.iter().map(largest_return).max().unwrap_or(0);
     if largest > cfg.object_store.inline_threshold.0 && largest > LARGEST_PUT_MEASURED {
         beyond.push(format!(
-            "task returns of up to {} are put into the object store, and the largest put measured was {} MB \
-             (docs/fidelity.md: object_local)",
+            "task returns of up to {} are put into the object store and got from it, and the largest put and \
+             get measured were {} MB (docs/fidelity.md: object_local, object_get)",
             ByteSize(largest),
             LARGEST_PUT_MEASURED / 1_000_000
         ));
@@ -98,8 +98,8 @@ pub fn warning(cfg: &Config) -> Option<String> {
     }
 }
 
-/// The largest object the suite put (`object_local`): a put's cost beyond it is an
-/// extrapolation of the fitted form.
+/// The largest object the suite put and got (`object_local`, `object_get`): their costs
+/// beyond it are extrapolations of the fitted forms.
 const LARGEST_PUT_MEASURED: u64 = 100_000_000;
 
 /// The largest object a workload's calls return (bytes): above the inline threshold a
@@ -166,7 +166,7 @@ mod tests {
     fn returns_bigger_than_the_largest_put_measured_are_named_and_smaller_ones_are_not() {
         let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, output_size: 200MiB}\n");
         let w = warning(&c).expect("a warning");
-        assert!(w.contains("200") && w.contains("largest put measured"), "{w}");
+        assert!(w.contains("200") && w.contains("largest put and get measured"), "{w}");
         assert!(!w.contains('\n'), "one line: {w}");
         let c = cfg("workloads:\n  - {kind: fan_out, tasks: 10, output_size: 64MiB}\n");
         assert_eq!(warning(&c), None, "64 MiB puts are within the sizes measured");
@@ -176,7 +176,7 @@ mod tests {
         assert_eq!(warning(&c), None, "returns within the config's inline threshold are not put");
         let c = cfg("workloads:\n  - kind: job_mix\n    arrivals_per_minute: 1\n    until: 1m\n    templates:\n\
              \x20     - workload: {kind: actor_pool, actors: 1, return_size: 1GiB}\n");
-        assert!(warning(&c).expect("a warning").contains("largest put measured"), "a template's returns count");
+        assert!(warning(&c).expect("a warning").contains("largest put and get measured"), "a template's returns count");
     }
 
     #[test]

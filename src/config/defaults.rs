@@ -162,6 +162,22 @@ pub(super) fn default_put_sqrt_cost() -> DurationSpec {
 pub(super) fn default_put_reused_bandwidth() -> ByteSize {
     ByteSize(11_200_000_000)
 }
+pub(super) fn default_get_latency() -> DurationSpec {
+    DurationSpec::secs(GET_S)
+}
+pub(super) fn default_get_bandwidth() -> ByteSize {
+    ByteSize(GET_BYTES_PER_S)
+}
+pub(super) fn default_get_fresh_bandwidth() -> ByteSize {
+    ByteSize(GET_FRESH_BYTES_PER_S)
+}
+// glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: 4 MiB × sizeof(long).
+pub(super) fn default_get_fresh_threshold() -> ByteSize {
+    ByteSize(32 * 1024 * 1024)
+}
+const GET_S: f64 = 0.000_050;
+const GET_BYTES_PER_S: u64 = 16_613_636_364;
+const GET_FRESH_BYTES_PER_S: u64 = 1_941_176_471;
 const PUT_S: f64 = 0.000_457;
 const PUT_BYTES_PER_S: u64 = 2_660_465_116;
 const PUT_SQRT_S: f64 = 0.000_527;

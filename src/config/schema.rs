@@ -391,6 +391,22 @@ pub struct ObjectStoreConfig {
     /// (measured, not fitted: `put_release.py`).
     #[serde(default = "default_put_reused_bandwidth")]
     pub put_reused_bandwidth: ByteSize,
+    /// A `ray.get` of an object in the getter's node's store, before its bytes: the
+    /// store round trip and the deserializer's call. The getter's CPU work, with the
+    /// next three (`sim::get_micros`); an object up to `inline_threshold` costs nothing.
+    #[serde(default = "default_get_latency")]
+    pub get_latency: DurationSpec,
+    /// What a get copies per second out of the store into the getter's heap.
+    #[serde(default = "default_get_bandwidth")]
+    pub get_bandwidth: ByteSize,
+    /// What it copies per second when the object is over `get_fresh_threshold`: the
+    /// copy lands in pages the process maps afresh, each faulted in.
+    #[serde(default = "default_get_fresh_bandwidth")]
+    pub get_fresh_bandwidth: ByteSize,
+    /// glibc's largest mmap threshold on 64-bit (32 MiB): an allocation above it is a
+    /// fresh mapping, whatever the process freed before; at or below it, reused heap.
+    #[serde(default = "default_get_fresh_threshold")]
+    pub get_fresh_threshold: ByteSize,
 }
 
 impl Default for ObjectStoreConfig {
@@ -405,6 +421,10 @@ impl Default for ObjectStoreConfig {
             put_bandwidth: default_put_bandwidth(),
             put_sqrt_cost: default_put_sqrt_cost(),
             put_reused_bandwidth: default_put_reused_bandwidth(),
+            get_latency: default_get_latency(),
+            get_bandwidth: default_get_bandwidth(),
+            get_fresh_bandwidth: default_get_fresh_bandwidth(),
+            get_fresh_threshold: default_get_fresh_threshold(),
         }
     }
 }

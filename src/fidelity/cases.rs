@@ -134,9 +134,13 @@ pub fn leaves_out(workload: &str) -> &'static str {
              ms), where first touches of the VM's memory cost 0.6-2.5 ms a MiB"
         }
         "object_get" => {
-            "all of it: the engine charges a getter nothing for an object already in its node's store; Ray's \
-             `ray.get` of `bytes` makes a new `bytes` object (CPython keeps its data inline, so a copy), 0.05 ms \
-             at 1 KB and 1.0 ms at 10 MB, then 52 ms at 100 MB, five times the 10 MB cost per byte"
+            "why the copy's rate falls with size below 32 MiB: the model's get is `object_store.get_latency` plus \
+             the size at `object_store.get_bandwidth`, or at `get_fresh_bandwidth` above `get_fresh_threshold` \
+             (glibc's largest mmap threshold, 32 MiB: a new `bytes` that big lands in freshly mapped pages), \
+             fitted on 1 KB, 1 MB and 100 MB; Ray's 10 MB get cost 100 µs a MB where its 1 MB one cost 60 \
+             (CPython's copy of an mmap'd buffer alone on an Intel Xeon VM, copy_probe.py: 37-78 µs a MB at \
+             1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); moving an object from another node to the getter's: the \
+             model moves a task's arguments, not what a `ray.get` asks for, and charges such a get the copy alone"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \
@@ -236,8 +240,9 @@ fn makespan(cfg: Config) -> Result<f64, String> {
 /// `scripts/ray-calibration/fit.py` tries cost values).
 pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Prediction, String> {
     if workload == "object_get" {
-        // The engine charges a getter nothing for an object already in its node's store.
-        return Ok(Prediction::NotModeled);
+        // What the engine charges a getter for one object in its node's store.
+        let cfg = costs_only(run, 2.0, 0, overrides)?;
+        return Ok(Prediction::Model(sim::get_micros(&cfg, int(run, "size")?) / 1e6));
     }
     let p =
         |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };

@@ -8,7 +8,7 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
-use super::objects::{put_cost_on, unref_object};
+use super::objects::{get_micros, put_cost_on, unref_object};
 use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};
@@ -126,8 +126,21 @@ impl Engine {
                         self.follow(Follow::FailTask(tid, ErrorType::TaskExecutionException, true));
                         return;
                     }
+                    // The getter copies each return it gets out of the store (a put
+                    // of its own is not among what it waits for).
+                    let cost: f64 = r
+                        .exec
+                        .futures
+                        .iter()
+                        .filter_map(|f| self.model.objects.get(f))
+                        .filter(|o| !o.inline && o.producer.is_some())
+                        .map(|o| get_micros(&self.cfg, o.size))
+                        .sum();
                     r.pc += 1;
                     self.follow(Follow::ReleaseTaskRefs(tid, false));
+                    if self.work_then_resume(tid, attempt, cost.round() as u64) {
+                        return;
+                    }
                 }
                 Op::Put(size) => {
                     let size = *size;

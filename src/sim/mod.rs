@@ -40,7 +40,7 @@ mod node_cpu;
 mod node_manager;
 pub(crate) mod node_runtime;
 mod objects;
-pub use objects::put_micros;
+pub use objects::{get_micros, put_micros};
 mod placement_groups;
 mod publish;
 mod replay_slots;

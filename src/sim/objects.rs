@@ -37,6 +37,16 @@ pub fn put_micros(cfg: &crate::config::Config, size: u64, fresh: u64) -> f64 {
         + reused as f64 / s.put_reused_bandwidth.0.max(1) as f64 * 1e6
 }
 
+/// How long a `ray.get` of one object of `size` bytes in the getter's node's store
+/// works (µs): the round trip, then the copy into a new object in the getter's heap, at
+/// `object_store.get_bandwidth`, or at `get_fresh_bandwidth` above `get_fresh_threshold`
+/// (pages mapped for it alone). An inline object came inside its reply: no cost here.
+pub fn get_micros(cfg: &crate::config::Config, size: u64) -> f64 {
+    let s = &cfg.object_store;
+    let rate = if size > s.get_fresh_threshold.0 { s.get_fresh_bandwidth } else { s.get_bandwidth };
+    s.get_latency.as_micros() as f64 + size as f64 / rate.0.max(1) as f64 * 1e6
+}
+
 /// How long a put of `size` into `node`'s store works now (µs, whole): the bytes beyond
 /// what the store has held at most land in pages it never touched.
 pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx, size: u64) -> u64 {

@@ -223,6 +223,12 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     if c.object_store.put_reused_bandwidth.0 == 0 {
         p.push("object_store.put_reused_bandwidth", "must be greater than 0 (e.g. 11200MB)");
     }
+    if c.object_store.get_bandwidth.0 == 0 {
+        p.push("object_store.get_bandwidth", "must be greater than 0 (e.g. 16GB)");
+    }
+    if c.object_store.get_fresh_bandwidth.0 == 0 {
+        p.push("object_store.get_fresh_bandwidth", "must be greater than 0 (e.g. 2GB)");
+    }
     p.fraction("memory_monitor.usage_threshold".into(), c.memory_monitor.usage_threshold, false);
 
     let sim = &c.sim;
