@@ -34,13 +34,16 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// How far the replay of the recorded seed job may be from Ray's makespan, on the same
-/// shape (2 %), and with the flagged worker's sleep removed, against a real run of the
-/// changed program (5 %): issue 20's bounds. Measured on 2026-11-27 (docs/observe.md):
+/// shape (2 %), and with the flagged worker's sleep removed, against the median of
+/// real runs of the changed program (5 %): issue 20's bounds. Measured on 2026-11-27
+/// (docs/observe.md), one run of it each time:
 /// +0.0 to +0.1 % and -0.8 to -1.4 % with the changed program on a fresh cluster;
 /// -3.9 to -5.1 % when it ran as the recorded cluster's third job, without the
 /// prestarted workers.
 const REPLAY_BOUND: f64 = 0.02;
 const FIXED_BOUND: f64 = 0.05;
+/// Runs of the changed program on real Ray, whose median the fix replay is held to.
+const FASTER_RUNS: usize = 3;
 
 /// The seed's tree draw for which the flagged worker above the leaves is told apart by
 /// its shape alone (see the module docs).
@@ -291,10 +294,20 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
     // fix: on a fresh cluster, as its first driver, as the recorded seed job ran. A later
     // driver on the same cluster would find no prestarted workers (Ray starts them for
     // the first driver only) and start every actor's process, about 0.4 s later in all.
-    let mut fresh = start_cluster(&python, &dir.path().join("ray-fresh"), free_port(), None);
-    let faster = fresh.step(&format!("seed --seed {SEED} --no-bottleneck-sleep"), Duration::from_secs(200));
-    fresh.step("quit", Duration::from_secs(120));
-    assert_eq!(faster["job_id"], "01000000", "the changed program is the fresh cluster's first driver");
+    // Three runs, each on a cluster of its own, and their median: one run of it on an
+    // Intel Xeon VM took 15.24 s where the next took 13.62 s (2026-11-28).
+    let mut faster_runs: Vec<f64> = (0..FASTER_RUNS)
+        .map(|i| {
+            let mut fresh = start_cluster(&python, &dir.path().join(format!("ray-fresh-{i}")), free_port(), None);
+            let faster = fresh.step(&format!("seed --seed {SEED} --no-bottleneck-sleep"), Duration::from_secs(200));
+            fresh.step("quit", Duration::from_secs(120));
+            assert_eq!(faster["job_id"], "01000000", "the changed program is the fresh cluster's first driver");
+            // As an observer records a job: from its start to its end in Ray's Jobs API.
+            (faster["recorded_end_ms"].as_u64().unwrap() - faster["recorded_start_ms"].as_u64().unwrap()) as f64 / 1e3
+        })
+        .collect();
+    faster_runs.sort_by(f64::total_cmp);
+    let ray_faster_s = faster_runs[FASTER_RUNS / 2];
     let replay_port = free_port();
     let replay = format!("http://127.0.0.1:{replay_port}");
     let _from_trace = rayscope(
@@ -317,9 +330,6 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
         (ray_seed_s - listed_s).abs() < 0.01,
         "the trace's seed job lasts {ray_seed_s} s, Ray's Jobs API {listed_s} s"
     );
-    // As an observer records a job: from its start to its end in Ray's Jobs API.
-    let ray_faster_s =
-        (faster["recorded_end_ms"].as_u64().unwrap() - faster["recorded_start_ms"].as_u64().unwrap()) as f64 / 1e3;
     // The recorded job in the model on the cluster it ran on (one node, 2 CPUs), then
     // with the flagged worker's sleep taken out of the trace.
     let cluster_yaml = dir.path().join("cluster.yaml");
@@ -349,7 +359,7 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
     let fixed = replayed(Some(format!("Worker.process@{flagged}={}ms", (sleep_s * 1e3).round())));
     let (e_same, e_fixed) = ((same - ray_seed_s) / ray_seed_s, (fixed - ray_faster_s) / ray_faster_s);
     eprintln!(
-        "replay: Ray {ray_seed_s:.3} s, model {same:.3} s ({:+.1} %); flagged sleep removed: Ray {ray_faster_s:.3} s, \
+        "replay: Ray {ray_seed_s:.3} s, model {same:.3} s ({:+.1} %); flagged sleep removed: Ray {ray_faster_s:.3} s (median of {faster_runs:.3?}), \
          model {fixed:.3} s ({:+.1} %)",
         e_same * 100.0,
         e_fixed * 100.0
