@@ -320,6 +320,19 @@ pub struct SchedulerConfig {
     /// another node spills there no sooner (ticks counted from the node's join).
     #[serde(default = "default_resource_report_period")]
     pub resource_report_period: DurationSpec,
+    /// Ray's `debug_dump_period_milliseconds`: how often a raylet looks for leases
+    /// waiting on resources while no worker is free; from its second such look in a row
+    /// it has every worker process on its node collect garbage. Zero: it never looks.
+    #[serde(default = "default_debug_dump_period")]
+    pub debug_dump_period: DurationSpec,
+    /// Ray's `local_gc_min_interval_s`: a node's workers collect garbage at most this
+    /// often.
+    #[serde(default = "default_local_gc_min_interval")]
+    pub local_gc_min_interval: DurationSpec,
+    /// CPU work of one worker process's (or driver's) `gc.collect()` when its raylet
+    /// asks, on the node's cores. Zero: the rounds cost nothing and are not simulated.
+    #[serde(default = "default_worker_gc_cpu")]
+    pub worker_gc_cpu: DurationSpec,
 }
 
 impl Default for SchedulerConfig {
@@ -337,6 +350,9 @@ impl Default for SchedulerConfig {
             maximum_startup_concurrency: None,
             prestart_worker_first_driver: true,
             worker_first_call_latency: default_worker_first_call_latency(),
+            debug_dump_period: default_debug_dump_period(),
+            local_gc_min_interval: default_local_gc_min_interval(),
+            worker_gc_cpu: default_worker_gc_cpu(),
             call_submit_cost: default_call_submit_cost(),
             actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),

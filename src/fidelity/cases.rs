@@ -111,11 +111,14 @@ pub fn leaves_out(workload: &str) -> &'static str {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
              node answered its first call 0.48-0.53 s after its creation (lease_traces.py), where the model's \
-             start alone is 0.52 s of CPU; memory pressure of hundreds of processes; what makes Ray's starts \
-             slower when each actor holds a CPU while it is created: 200 of them took 130.8 s with default \
-             resources and 106.8 s with `num_cpus=0`, with the same 202 worker processes either way, but the \
-             machine's runnable threads (sampled every 0.5 s) averaged 97 against 52 and peaked at 340 against \
-             156 (actor_procs.py), where the model starts both alike"
+             start alone is 0.51 s of CPU; memory pressure of hundreds of processes; which looks of the \
+             raylet see progress: default actors wait for a CPU, so from the second look in a row that sees \
+             leases waiting and no worker progressing, every 10 s (`scheduler.debug_dump_period`), each \
+             process on the node collects garbage (`scheduler.worker_gc_cpu`); Ray's looks sometimes see a \
+             worker between its start and its actor's creation and skip: 200 default actors on an Intel \
+             Xeon VM got 6 rounds in 154 s, to 62-194 processes (gc_rounds.py; `num_cpus=0` ones: none), where \
+             the model's looks see none and it runs a round every 10 s from 20 s (12, to 71-199 \
+             processes), `worker_start_cpu` and `idle_worker_cpu` refitted with them"
         }
         "actor_calls" => {
             "why a batch's time spreads: Ray's 1,000 sync calls took 161-276 ms in four quiet runs (a probe of \

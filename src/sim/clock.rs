@@ -38,6 +38,8 @@ pub(crate) enum Event {
     PgCommitted(PgId),
     /// The GCS's health checks of a crashed node reached their failure threshold.
     NodeDeathDetected(NodeIdx),
+    /// The raylets' periodic look for leases waiting on resources (`gc_rounds.rs`).
+    GcLook,
 }
 
 pub(crate) struct Clock {

@@ -12,6 +12,7 @@
 
 use super::clock::Event;
 use super::follow::{Cx, Follow, Follows};
+use super::gc_rounds::GcRounds;
 use super::node_cpu::TaskWorker;
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::LocalResources;
@@ -40,6 +41,9 @@ pub(crate) struct ClusterQueues {
     infeasible_count: usize,
     /// Tasks waiting for room in their placement-group bundle.
     bundle_waiters: BTreeMap<PgId, VecDeque<TaskId>>,
+    /// The raylets' look at these queues every debug-dump period, and the GC rounds it
+    /// sets off.
+    pub(crate) gc: GcRounds,
 }
 
 impl ClusterQueues {
@@ -71,6 +75,11 @@ impl ClusterQueues {
     pub(crate) fn wait(&mut self, class: SchedulingClass, tid: TaskId) {
         self.by_class.entry(class).or_default().push_back(tid);
         self.waiting_count += 1;
+    }
+
+    /// The raylets look at the waiting tasks ([`GcRounds::look`]).
+    pub(crate) fn gc_look(&mut self, cx: &mut Cx) {
+        self.gc.look(cx, self.by_class.values());
     }
 
     /// Queue a task no alive node could ever hold.
@@ -203,7 +212,10 @@ impl ClusterQueues {
             };
         match cx.sched.schedule(&cx.model.nodes, &spec.request, strategy, owner_node, locality, cx.rng) {
             Decision::Node(n) => grant_lease(cx, tid, n, false),
-            Decision::Wait { only } => self.wait((spec_id, only), tid),
+            Decision::Wait { only } => {
+                self.wait((spec_id, only), tid);
+                self.gc.task_waits(cx);
+            }
             Decision::Infeasible => {
                 log_event!(cx.model.log, cx.now(), "scheduler", "{:x} INFEASIBLE", tid.0);
                 self.wait_infeasible(spec_id, tid);

@@ -296,6 +296,7 @@ impl Engine {
                 self.faults.memory_monitor.look_taken(n);
                 self.follow(Follow::CheckMemory(n));
             }
+            Event::GcLook => self.queues.gc_look(cx!(self)),
             Event::NodeDeathDetected(n) => {
                 let follows = self.faults.death_detected(&self.model, n);
                 self.follow_all(follows);

@@ -311,6 +311,7 @@ impl Engine {
             Follow::ForgetDeadNode(n) => {
                 FaultState::forget_dead_node(&mut self.raylets, &mut self.plasma, &mut self.node_manager, n);
                 self.cpus.lost(n);
+                self.queues.gc.lost(n);
                 Follows::new()
             }
             Follow::RestoreNode(ip) => {

@@ -34,6 +34,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod follow;
+mod gc_rounds;
 mod invariants;
 mod jobs;
 mod node_cpu;

@@ -155,6 +155,11 @@ impl NodeCpus {
         }
     }
 
+    /// Worker processes alive on `n` (actors' and the task workers' pool).
+    pub(crate) fn processes(&self, n: NodeIdx) -> u32 {
+        self.nodes.get(n.index()).map_or(0, |node| node.processes)
+    }
+
     /// A node died: what its heaps held goes.
     pub(crate) fn lost(&mut self, n: NodeIdx) {
         if let Some(node) = self.nodes.get_mut(n.index()) {
@@ -170,6 +175,20 @@ impl NodeCpus {
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
         node.run(now, cost)
+    }
+
+    /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a
+    /// core like any work, but is not stretched by their idle share, which is theirs.
+    /// Returns when it ends.
+    pub(crate) fn idle_processes_work(&mut self, n: NodeIdx, now: u64, cost: u64) -> u64 {
+        if cost == 0 {
+            return now;
+        }
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let Some(Reverse(free)) = node.cores.pop() else { return now + cost };
+        let end = now.max(free) + cost;
+        node.cores.push(Reverse(end));
+        end
     }
 
     /// Work of `n`'s raylet (one thread): it waits for the raylet's earlier work too.

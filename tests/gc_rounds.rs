@@ -1,0 +1,71 @@
+//! The raylet's resource-deadlock look and the GC rounds it sets off (`sim/gc_rounds.rs`):
+//! leases waiting on resources with no worker free, seen twice in a row, make every
+//! process on the node do `scheduler.worker_gc_cpu` of work; actors that wait for
+//! nothing pay none.
+
+mod common;
+
+use common::{load, run_checked, Limits};
+use rayscope::sim::Engine;
+
+/// One CPU and one core, no prestarted worker: ten actors' creations one after another,
+/// each holding the CPU 4.5 s (1 s of it the start's CPU work). With default resources
+/// the other creations wait for that CPU from 0 s to 40.5 s.
+fn run(num_cpus: &str, gc_cpu: &str) -> Engine {
+    let yaml = format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 3.5s, sleep_overshoot: 0s, \
+         idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: false, \
+         worker_gc_cpu: {gc_cpu}}}\n\
+         workloads:\n  - {{kind: actor_pool, actors: 10, calls_per_actor: 1, call_duration: 0s{num_cpus}}}\n"
+    );
+    run_checked(load(&yaml), Limits::default()).unwrap_or_else(|m| panic!("{m}"))
+}
+
+/// The GC rounds the log records: (second, processes).
+fn rounds(e: &Engine) -> Vec<(f64, u64)> {
+    let mut out: Vec<(f64, u64)> = e
+        .model
+        .log
+        .recent()
+        .filter(|l| l.source == "raylet" && l.message.contains("local GC"))
+        .map(|l| {
+            let n = l.message.rsplit('=').next().and_then(|v| v.parse().ok()).expect("a process count");
+            (l.time_us as f64 / 1e6, n)
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+fn makespan_s(e: &Engine) -> f64 {
+    e.model.jobs.values().last().and_then(|j| j.makespan_s()).expect("the job finished")
+}
+
+#[test]
+fn waiting_default_actors_set_off_a_gc_round_from_the_second_look_in_a_row() {
+    let e = run("", "1ms");
+    // Looks at 10, 20, 30 and 40 s all see creations waiting; the first only counts.
+    // A round reaches the actors started so far (one every 4.5 s from 0 s) and the driver.
+    assert_eq!(rounds(&e), vec![(20.0, 5 + 1), (30.0, 7 + 1), (40.0, 9 + 1)]);
+    // Nothing waits after 40.5 s: the looks stop, so the run ends.
+    assert!(e.workloads_done());
+}
+
+#[test]
+fn actors_that_wait_for_nothing_pay_no_round() {
+    let e = run(", num_cpus: 0", "1ms");
+    assert_eq!(rounds(&e), vec![]);
+    assert_eq!(makespan_s(&e), makespan_s(&run(", num_cpus: 0", "0s")));
+}
+
+#[test]
+fn a_round_is_cpu_work_that_the_next_start_waits_for() {
+    // At 20 s six processes collect for 2 s each on the one core, until 32 s: the start
+    // due at 22.5 s waits for the core, and every later creation with it.
+    let (free, paid) = (makespan_s(&run("", "0s")), makespan_s(&run("", "2s")));
+    assert!(paid > free + 9.0, "the rounds cost {} s, not the 9.5 s the first one holds the core", paid - free);
+    // With no cost the rounds are not simulated at all.
+    assert_eq!(rounds(&run("", "0s")), vec![]);
+}
