@@ -30,11 +30,13 @@ pub struct Calibration {
 }
 
 /// The calibration the defaults come from (runs in `scripts/ray-calibration/runs/`).
+/// `scheduler.worker_gc_cpu` alone was measured on an Intel Xeon VM of the same size
+/// (2026-11-28, `gc_rounds.py`), whose worker starts cost what the EPYC's fitted ones do.
 pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
     machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
     cores: 2,
-    measured: "2026-11-23 to 2026-11-27",
+    measured: "2026-11-23 to 2026-11-28",
     report: "docs/fidelity.md",
 };
 
