@@ -4,15 +4,17 @@
 //! for resources while none of its workers shows progress (Ray's
 //! `IsAvailableForScheduling`: a worker up and holding a lease that is not an actor's
 //! yet and not blocked in `ray.get`). From the second such look in a row it triggers a
-//! global GC, and every worker process on the node and its drivers
-//! run Python's `gc.collect()` (at most once per `scheduler.local_gc_min_interval`):
+//! global GC, and every worker process on the node and its drivers run Python's
+//! `gc.collect()` (at most once per `scheduler.local_gc_min_interval`):
 //! `scheduler.worker_gc_cpu` of work each, on the node's cores, not stretched by the
 //! idle share (`node_cpu.rs`) those same processes take. A node whose last round still
 //! works skips the next: the model's cores serve work in order, and rounds that pile up
-//! would never drain. A default actor holds a
-//! CPU while it is created, so hundreds created at once keep leases waiting for tens
-//! of seconds and pay a round every 10 s, one that grows with the actors already up;
-//! `num_cpus=0` actors wait for nothing and pay none (scripts/ray-calibration/gc_rounds.py).
+//! would never drain.
+//!
+//! A default actor holds a CPU while it is created, so hundreds created at once keep
+//! leases waiting for tens of seconds and pay a round every 10 s, one that grows with
+//! the actors already up; `num_cpus=0` actors wait for nothing and pay none
+//! (scripts/ray-calibration/gc_rounds.py).
 //!
 //! A waiting task's lease is taken to wait at its owner's raylet, where Ray's owner
 //! asks first. The looks tick on one clock for every node, from time 0, and only while
@@ -30,7 +32,7 @@ use std::collections::VecDeque;
 pub(crate) struct GcRounds {
     /// A look is scheduled.
     due: bool,
-    /// Per node slot: looks in a row that saw leases waiting and no free worker.
+    /// Per node slot: looks in a row that saw leases waiting and no worker progressing.
     warned: Vec<u32>,
     /// Per node slot: when its workers last ran a GC.
     last_gc: Vec<Option<u64>>,

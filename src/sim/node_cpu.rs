@@ -185,10 +185,7 @@ impl NodeCpus {
             return now;
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
-        let Some(Reverse(free)) = node.cores.pop() else { return now + cost };
-        let end = now.max(free) + cost;
-        node.cores.push(Reverse(end));
-        end
+        node.run_as_is(now, cost)
     }
 
     /// Work of `n`'s raylet (one thread): it waits for the raylet's earlier work too.
@@ -294,7 +291,11 @@ impl NodeCpu {
     }
 
     fn run(&mut self, arrives: u64, cost: u64) -> u64 {
-        let cost = self.loaded(cost);
+        self.run_as_is(arrives, self.loaded(cost))
+    }
+
+    /// `cost` on the core that comes free first, no sooner than it arrives.
+    fn run_as_is(&mut self, arrives: u64, cost: u64) -> u64 {
         let Some(Reverse(free)) = self.cores.pop() else { return arrives + cost };
         let end = arrives.max(free) + cost;
         self.cores.push(Reverse(end));
