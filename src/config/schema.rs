@@ -321,8 +321,9 @@ pub struct SchedulerConfig {
     #[serde(default = "default_resource_report_period")]
     pub resource_report_period: DurationSpec,
     /// Ray's `debug_dump_period_milliseconds`: how often a raylet looks for leases
-    /// waiting on resources while no worker is free; from its second such look in a row
-    /// it has every worker process on its node collect garbage. Zero: it never looks.
+    /// waiting on resources while no worker shows progress (holds a normal task's lease
+    /// outside `ray.get`, or is up and creating its actor); from its second such look in
+    /// a row it has every process on its node collect garbage. Zero: it never looks.
     #[serde(default = "default_debug_dump_period")]
     pub debug_dump_period: DurationSpec,
     /// Ray's `local_gc_min_interval_s`: a node's workers collect garbage at most this
