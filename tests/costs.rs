@@ -7,16 +7,11 @@
 
 mod common;
 
-use common::{load, run_checked, Limits};
+use common::{load, makespan_s, run_checked, Limits};
 use rayscope::sim::Engine;
 
 fn run(yaml: &str) -> Engine {
     run_checked(load(yaml), Limits::default()).unwrap_or_else(|m| panic!("{m}"))
-}
-
-fn makespan_s(e: &Engine) -> f64 {
-    let job = e.model.jobs.values().last().expect("a job");
-    job.makespan_s().expect("the job finished")
 }
 
 /// One node with plenty of cores, every other cost off: what is left is the cost tested.

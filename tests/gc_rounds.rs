@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{load, run_checked, Limits};
+use common::{load, makespan_s, run_checked, Limits};
 use rayscope::sim::Engine;
 
 /// One CPU and one core, no prestarted worker: ten actors' creations one after another,
@@ -37,10 +37,6 @@ fn rounds(e: &Engine) -> Vec<(f64, u64)> {
         .collect();
     out.reverse();
     out
-}
-
-fn makespan_s(e: &Engine) -> f64 {
-    e.model.jobs.values().last().and_then(|j| j.makespan_s()).expect("the job finished")
 }
 
 #[test]

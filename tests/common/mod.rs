@@ -13,6 +13,12 @@ pub fn load(yaml: &str) -> Config {
     }
 }
 
+/// The last job's makespan in seconds; panics when there is none or it did not finish.
+pub fn makespan_s(e: &Engine) -> f64 {
+    let job = e.model.jobs.values().last().expect("a job");
+    job.makespan_s().expect("the job finished")
+}
+
 /// The seed scenario (`examples/flow-insight.yaml`) drawn with `seed`.
 pub fn seed_example(seed: u64) -> Config {
     let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/flow-insight.yaml"))
