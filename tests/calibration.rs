@@ -126,7 +126,7 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     let us = |setting: &str| -> u64 {
         values[format!("scheduler.{setting}")].as_u64().unwrap_or_else(|| panic!("fit.json has scheduler.{setting}"))
     };
-    assert_eq!(s.call_submit_cost.as_micros(), us("call_submit_cost"));
+    assert_eq!(s.owner_push_cost.as_micros(), us("owner_push_cost"));
     assert_eq!(s.actor_call_submit_cost.as_micros(), us("actor_call_submit_cost"));
     assert_eq!(s.call_start_cost.as_micros(), us("call_start_cost"));
     assert_eq!(s.lease_latency.as_micros(), us("lease_latency"));
@@ -166,6 +166,42 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     assert!((s.sleep_overshoot.as_micros() as f64 - overshoot_us).abs() <= 5.0, "sleep_overshoot vs {overshoot_us} µs");
 }
 
+/// `call_submit_cost` and `first_submit_cost` are measured, not fitted: the slope and
+/// the intercept of the 1-CPU no-op runs' submit loops against their task counts (each
+/// size's median, each size weighed alike: least squares of the relative residuals).
+#[test]
+fn the_submit_costs_are_the_recorded_loops_slope_and_intercept() {
+    let mut loops: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for entry in std::fs::read_dir(runs_dir().join("suite")).expect("runs/suite") {
+        let run = read_json(&entry.expect("a run file").path());
+        // As `rayscope fidelity` takes them: a run begun on a busy machine is set aside.
+        let busy = run["load_average_before"][0].as_f64() > run["machine"]["cores"].as_f64();
+        if run["workload"] == "noop_tasks" && run["params"]["cpus"] == 1 && !busy {
+            let tasks = run["params"]["tasks"].as_u64().expect("tasks");
+            loops.entry(tasks).or_default().push(secs(&run["result"], "submit_seconds"));
+        }
+    }
+    assert!(loops.len() >= 3, "1-CPU submit loops of three sizes or more were recorded");
+    // Minimise Σ ((a + b·n) / y − 1)²: the normal equations of rows (1/y, n/y) against 1.
+    let (mut s11, mut s12, mut s22, mut r1, mut r2) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (tasks, mut figures) in loops {
+        figures.sort_by(f64::total_cmp);
+        let y = figures[figures.len() / 2];
+        let (u, v) = (1.0 / y, tasks as f64 / y);
+        (s11, s12, s22, r1, r2) = (s11 + u * u, s12 + u * v, s22 + v * v, r1 + u, r2 + v);
+    }
+    let det = s11 * s22 - s12 * s12;
+    let intercept_us = (r1 * s22 - r2 * s12) / det * 1e6;
+    let slope_us = (s11 * r2 - s12 * r1) / det * 1e6;
+    let s = config::SchedulerConfig::default();
+    let (each, first) = (s.call_submit_cost.as_micros() as f64, s.first_submit_cost.as_micros() as f64);
+    assert!((each - slope_us).abs() <= 1.0, "call_submit_cost {each} µs vs the loops' slope {slope_us:.1} µs");
+    assert!(
+        (first - intercept_us).abs() <= 1000.0,
+        "first_submit_cost {first} µs vs the intercept {intercept_us:.0} µs"
+    );
+}
+
 /// `worker_gc_cpu` is measured, not fitted: the median of `gc_rounds.py`'s per-process
 /// CPU of Ray's global GC of idle actors (`runs/gc-rounds.json`, its "cost" row).
 #[test]
@@ -199,6 +235,8 @@ fn without_the_costs_the_model_misses_real_ray() {
     let (run, real) = tree_shape("8");
     let mut cfg = replay_config(&run);
     cfg.scheduler.call_submit_cost = config::DurationSpec(0);
+    cfg.scheduler.first_submit_cost = config::DurationSpec(0);
+    cfg.scheduler.owner_push_cost = config::DurationSpec(0);
     cfg.scheduler.actor_call_submit_cost = config::DurationSpec(0);
     cfg.scheduler.call_start_cost = config::DurationSpec(0);
     cfg.scheduler.sleep_overshoot = config::DurationSpec(0);

@@ -14,13 +14,30 @@ fn run(yaml: &str) -> Engine {
     run_checked(load(yaml), Limits::default()).unwrap_or_else(|m| panic!("{m}"))
 }
 
-/// One node with plenty of cores, every other cost off: what is left is the cost tested.
+/// One node with plenty of cores, every other cost off: what is left is the cost tested
+/// (`costs`, `key: value` pairs, which win over the ones turned off).
 fn cluster(costs: &str) -> String {
+    let given: Vec<&str> = costs.split(',').filter_map(|kv| kv.split(':').next()).map(str::trim).collect();
+    let off: Vec<String> = [
+        "call_submit_cost",
+        "first_submit_cost",
+        "owner_push_cost",
+        "actor_call_submit_cost",
+        "call_start_cost",
+        "lease_latency",
+        "dispatch_cost",
+        "worker_start_cpu",
+        "worker_start_latency",
+        "sleep_overshoot",
+    ]
+    .into_iter()
+    .filter(|key| !given.contains(key))
+    .map(|key| format!("{key}: 0s"))
+    .collect();
     format!(
         "cluster:\n  host_node: false\n  head: {{cpu: 8, cores: 8, memory: 16GiB}}\n\
-         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
-         dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, sleep_overshoot: 0s, \
-         idle_worker_cpu: 0, {costs}}}\n"
+         scheduler: {{{}, idle_worker_cpu: 0, {costs}}}\n",
+        off.join(", ")
     )
 }
 
@@ -254,8 +271,9 @@ fn a_first_calls_work_waits_for_the_worker_start_that_holds_the_core() {
     // (1.0-1.3 s); the started worker's first call then waits for them (1.3-1.6 s).
     // As a wait before the call it would have ended at 1.31 s.
     let e = run("cluster:\n  host_node: false\n  head: {cpu: 2, cores: 1, memory: 16GiB}\n\
-         scheduler: {call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
-         task_push_latency: 0s, sleep_overshoot: 0s, idle_worker_cpu: 0, worker_start_cpu: 1s, \
+         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+         lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, idle_worker_cpu: 0, \
+         worker_start_cpu: 1s, \
          worker_start_latency: 0s, worker_first_call_latency: 300ms}\n\
          workloads:\n  - {kind: fan_out, tasks: 2, task_duration: 10ms}\n");
     let took = makespan_s(&e);
@@ -294,7 +312,8 @@ fn an_owner_keeps_a_lease_for_its_next_task_until_the_lease_times_out() {
     let job = |timeout: &str| {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 5ms, dispatch_cost: 0s, \
+             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+             lease_latency: 5ms, dispatch_cost: 0s, \
              task_push_latency: 0s, sleep_overshoot: 0s, worker_first_call_latency: 0s, \
              worker_lease_timeout: {timeout}}}\n\
              workloads:\n  - {{kind: fan_out, tasks: 100, task_duration: 10ms}}\n"
@@ -319,8 +338,9 @@ fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 2, cores: 2, memory: 16GiB}}\n\
              \x20 node_types:\n    - {{name: worker, count: 1, cpu: 2, cores: 2, memory: 16GiB, ip_range: 10.0.1.0/24}}\n\
-             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
-             task_push_latency: 0s, sleep_overshoot: 0s, worker_first_call_latency: 0s, \
+             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+             lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, \
+             worker_first_call_latency: 0s, \
              resource_report_period: {period}}}\n\
              workloads:\n  - {{kind: fan_out, start: 1050ms, tasks: 40, task_duration: 100ms}}\n"
         ));
@@ -334,4 +354,78 @@ fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
     assert_eq!((head0, worker0), (20, 20), "fresh views split evenly");
     assert_eq!(head + worker, 40);
     assert!((slow - fast - 0.05).abs() < 1e-3, "stale views: {slow} s against {fast} s");
+}
+
+/// The engine of `yaml` run to `at_us` of virtual time: (tasks submitted, normal tasks
+/// running then).
+fn at(yaml: &str, at_us: u64) -> (u64, usize) {
+    let e = common::run_until(load(yaml), at_us);
+    let running = e
+        .model
+        .tasks
+        .values()
+        .filter(|t| t.kind == rayscope::model::TaskType::NormalTask && t.state() == rayscope::model::TaskState::Running)
+        .count();
+    (e.model.counters.tasks_submitted, running)
+}
+
+#[test]
+fn a_drivers_first_submit_sets_it_up_once_before_its_first_task_goes() {
+    // Two jobs, each a driver of its own, each submitting 300 tasks (chunk by chunk).
+    let yaml = |first: &str| {
+        format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: 300, task_duration: 0s}}\n\
+             \x20 - {{kind: fan_out, start: 10s, tasks: 300, task_duration: 0s}}\n",
+            cluster(&format!("first_submit_cost: {first}, task_push_latency: 0s, worker_first_call_latency: 0s"))
+        )
+    };
+    let (with, without) = (run(&yaml("50ms")), run(&yaml("0s")));
+    let spans = |e: &Engine| -> Vec<f64> { e.model.jobs.values().map(|j| j.makespan_s().unwrap()).collect() };
+    for (w, wo) in spans(&with).iter().zip(spans(&without)) {
+        assert!((w - wo - 0.05).abs() < 1e-4, "each job's driver pays 50 ms once: {w} s vs {wo} s");
+    }
+    // The counts include each job's driver.
+    let submitted = |t: u64| at(&yaml("50ms"), t).0;
+    assert_eq!(submitted(49_999), submitted(0), "no task goes before its driver's setup is done");
+    assert!(submitted(50_000) > submitted(0));
+    assert_eq!(submitted(10_049_999), submitted(10_000_000), "the second job's driver sets up too");
+    assert!(submitted(10_050_000) > submitted(10_000_000));
+}
+
+#[test]
+fn one_owners_pushes_wait_for_each_other_and_two_owners_do_not() {
+    // 8 CPUs and cores, 8 tasks of 1 s at once: the pushes are the only cost. One
+    // driver's io thread pushes them one after another; two drivers push theirs side by
+    // side.
+    let yaml = |jobs: u32| {
+        let mut y = cluster(
+            "owner_push_cost: 10ms, task_push_latency: 0s, worker_first_call_latency: 0s, \
+             prestart_worker_first_driver: false",
+        );
+        y.push_str("workloads:\n");
+        for _ in 0..jobs {
+            y.push_str(&format!("  - {{kind: fan_out, tasks: {}, task_duration: 1s}}\n", 8 / jobs));
+        }
+        y
+    };
+    let running = |jobs: u32, t: u64| at(&yaml(jobs), t).1;
+    assert_eq!(running(1, 35_000), 3, "one owner: its pushes 10 ms apart");
+    assert_eq!(running(1, 79_999), 7);
+    assert_eq!(running(1, 80_000), 8);
+    assert_eq!(running(2, 40_000), 8, "two owners push theirs at once");
+}
+
+#[test]
+fn a_push_waits_for_the_lease_and_holds_no_core_before_it() {
+    // 4 CPUs on 2 cores: 2 prestarted workers and 2 started ones (100 ms of CPU each, both
+    // at once). The started workers' pushes come when their leases do, after the starts:
+    // placed then, they hold no core idle meanwhile, and both starts end at 100 ms.
+    let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
+         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         dispatch_cost: 0s, worker_start_cpu: 100ms, worker_start_latency: 0s, sleep_overshoot: 0s, \
+         idle_worker_cpu: 0, owner_push_cost: 1ms, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
+         workloads:\n  - {kind: fan_out, tasks: 4, task_duration: 1s}\n";
+    // First come, first served: the starts took both cores before the first pushes came.
+    assert_eq!(at(yaml, 99_999).1, 0);
+    assert_eq!(at(yaml, 104_000).1, 4, "every task runs by the starts' end and four pushes");
 }

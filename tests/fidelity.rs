@@ -40,23 +40,42 @@ fn the_report_names_every_cpu_its_runs_came_from() {
 /// put's, and is the median of the get's recorded figures.
 #[test]
 fn every_put_run_gives_its_get_a_row_of_its_own() {
+    second_rows_are_their_runs_medians("object_local", "object_get", "get_seconds");
+}
+
+/// A no-op run's submit loop (`submit_seconds`) is a row of its own too, and the model's
+/// figure for it is its driver's loop, not its whole run.
+#[test]
+fn every_noop_run_gives_its_submit_loop_a_row_of_its_own() {
+    second_rows_are_their_runs_medians("noop_tasks", "noop_submit", "submit_seconds");
+    let (_, rows) = rows();
+    for submit in rows.iter().filter(|r| r.workload == "noop_submit") {
+        let whole = rows.iter().find(|r| r.workload == "noop_tasks" && r.params == submit.params).unwrap();
+        let (loop_s, run_s) = (submit.model.expect("the model has a submit loop"), whole.model.unwrap());
+        assert!(loop_s > 0.0 && loop_s < run_s, "{}: the loop {loop_s} s within the run's {run_s} s", submit.params);
+    }
+}
+
+/// Each row of `first` (a kind of run) has a row of `second` with the same parameters,
+/// whose real figure is the median of those runs' `field`.
+fn second_rows_are_their_runs_medians(first: &str, second: &str, field: &str) {
     let (runs, rows) = rows();
-    let puts: Vec<&Row> = rows.iter().filter(|r| r.workload == "object_local").collect();
-    assert!(!puts.is_empty());
-    for put in puts {
-        let get = rows
+    let firsts: Vec<&Row> = rows.iter().filter(|r| r.workload == first).collect();
+    assert!(!firsts.is_empty());
+    for one in firsts {
+        let other = rows
             .iter()
-            .find(|r| r.workload == "object_get" && r.params == put.params)
-            .unwrap_or_else(|| panic!("no object_get row for the puts of {}", put.params));
+            .find(|r| r.workload == second && r.params == one.params)
+            .unwrap_or_else(|| panic!("no {second} row for the runs of {first} {}", one.params));
         let mut figures: Vec<f64> = runs
             .iter()
-            .filter(|r| r.workload == "object_local" && r.params_label() == put.params && !fidelity::busy(r))
-            .map(|r| r.figure("get_seconds").expect("a put run records its get"))
+            .filter(|r| r.workload == first && r.params_label() == one.params && !fidelity::busy(r))
+            .map(|r| r.figure(field).unwrap_or_else(|| panic!("a {first} run records its {field}")))
             .collect();
         figures.sort_by(f64::total_cmp);
-        assert_eq!(get.runs, figures.len(), "{}", put.params);
-        assert_eq!(get.real, figures[figures.len() / 2], "the median get of {} (an odd count)", put.params);
-        assert_ne!(get.real, put.real, "{}: the get's figure, not the put's", put.params);
+        assert_eq!(other.runs, figures.len(), "{}", one.params);
+        assert_eq!(other.real, figures[figures.len() / 2], "the median {field} of {} (an odd count)", one.params);
+        assert_ne!(other.real, one.real, "{}: the {second} figure, not the {first} one", one.params);
     }
 }
 

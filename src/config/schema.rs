@@ -268,10 +268,22 @@ pub struct SchedulerConfig {
     #[serde(default = "default_worker_first_call_latency")]
     pub worker_first_call_latency: DurationSpec,
     /// CPU work of a `.remote()` on the caller's node (submitting a task or an actor
-    /// creation): the core worker builds the spec and hands it off; the
-    /// caller is busy meanwhile.
+    /// creation): the core worker builds the spec and hands it off to its io thread; the
+    /// caller is busy meanwhile. Measured, not fitted: the slope of the 1-CPU no-op
+    /// runs' submit loops against their task counts.
     #[serde(default = "default_call_submit_cost")]
     pub call_submit_cost: DurationSpec,
+    /// CPU work of a driver's first `.remote()` of a task or an actor, once, before
+    /// that call returns: Ray sets up the driver's submitting then (the first function
+    /// it exports costs most of it). Measured, not fitted, as `call_submit_cost` is.
+    #[serde(default = "default_first_submit_cost")]
+    pub first_submit_cost: DurationSpec,
+    /// CPU work of the owner's io thread (one per driver or worker process, on the
+    /// owner's node) for each normal task it pushes to a leased worker: the push and
+    /// the handling of its reply. An owner's pushes wait for each other, so this bounds
+    /// how many tasks one owner runs a second, however many workers it leases.
+    #[serde(default = "default_owner_push_cost")]
+    pub owner_push_cost: DurationSpec,
     /// CPU work of a `.remote()` on an actor handle, on the caller's node: Ray's owner
     /// pushes an actor call straight to the actor's worker, with no lease to ask for.
     #[serde(default = "default_actor_call_submit_cost")]
@@ -355,6 +367,8 @@ impl Default for SchedulerConfig {
             local_gc_min_interval: default_local_gc_min_interval(),
             worker_gc_cpu: default_worker_gc_cpu(),
             call_submit_cost: default_call_submit_cost(),
+            first_submit_cost: default_first_submit_cost(),
+            owner_push_cost: default_owner_push_cost(),
             actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),
             call_start_cost: default_call_start_cost(),

@@ -1,5 +1,6 @@
 //! Each recorded workload put to the model: the config that stands for what real Ray
-//! ran (the same cluster shape and program, every cost at its default), the figure the
+//! ran (the same cluster shape and program, every cost at its default but where a timed
+//! job stands for a driver Ray had warmed up: [`WARM_DRIVER`]), the figure the
 //! model gives for what was measured, and what the model leaves out of it.
 //!
 //! Owns: the mapping from a suite workload to a model run, and the bound each kind of
@@ -32,6 +33,7 @@ pub enum Prediction {
 pub fn measured(workload: &str) -> &'static str {
     match workload {
         "noop_tasks" => "submit N no-op tasks, ray.get all",
+        "noop_submit" => "the driver's loop of those N .remote() calls, before its ray.get",
         "actor_creation" => "create N actors, one ping each",
         "actor_calls" => "N calls to one warm actor",
         "object_local" => "ray.put of S bytes into a store that keeps every object (median of 21, after one untimed)",
@@ -47,11 +49,13 @@ pub fn measured(workload: &str) -> &'static str {
     }
 }
 
-/// The report's rows a run gives figures to: its workload's, and for a put run the
-/// `ray.get` it timed after each put too (`object_get`).
+/// The report's rows a run gives figures to: its workload's, for a put run the
+/// `ray.get` it timed after each put too (`object_get`), and for a no-op run its
+/// submit loop (`noop_submit`).
 pub fn row_workloads(run: &Run) -> Vec<String> {
     match run.workload.as_str() {
         "object_local" => vec!["object_local".into(), "object_get".into()],
+        "noop_tasks" => vec!["noop_tasks".into(), "noop_submit".into()],
         other => vec![other.into()],
     }
 }
@@ -62,6 +66,7 @@ pub fn real_figure(workload: &str, run: &Run) -> Option<f64> {
     match workload {
         "object_local" => run.figure("put_seconds"),
         "object_get" => run.figure("get_seconds"),
+        "noop_submit" => run.figure("submit_seconds"),
         "object_transfer" => run.figure("transfer_seconds"),
         "placement_group" => run.figure("seconds_per_group"),
         _ => run.figure("seconds"),
@@ -96,16 +101,25 @@ pub fn resolution(run: &Run) -> Option<f64> {
 pub fn leaves_out(workload: &str) -> &'static str {
     match workload {
         "noop_tasks" => {
-            "a kept lease runs its owner's tasks one push apart (`scheduler.task_push_latency`), which bounds \
-             one CPU, while at two or more the driver's submits bound the run; Ray's per-task cost rises with the \
-             run at 2 CPUs (0.455 ms a task at 10,000, 0.500 at 100,000); at 2 CPUs Ray's second prestarted worker \
-             began 30-45 ms after the first in 2 of 3 runs, where the model leases both at once; at 4 CPUs on 2 \
-             cores, while the two workers beyond the prestarted two start, Ray's prestarted ones began their first \
-             task 55-103 ms in (9-56 ms at 2 CPUs) and sat idle 490-800 ms after it: the machine's cores shared \
-             among everything runnable; the model's cores serve one piece of work at a time, first come first \
-             served, so its starts hold both cores for their 0.52 s while the first tasks run at once and then the \
-             first calls' work (`scheduler.worker_first_call_latency`, after the first task) and the driver's \
-             submits wait for the starts (scripts/ray-calibration/lease_traces.py)"
+            "the driver's `.remote()` loop is its main thread's (`scheduler.call_submit_cost`, after a one-time \
+             `scheduler.first_submit_cost`); each task's push and reply are its io thread's \
+             (`scheduler.owner_push_cost`, one thread per owner, then `scheduler.task_push_latency`), which bounds \
+             the run at 2 CPUs and more, and a kept lease's push-run-reply round bounds one CPU; Ray's per-task \
+             cost rises with the run (at 1 CPU, beyond the setup and the first call: 0.61 ms a task at 1,000, \
+             0.68 at 10,000, 0.70 at 100,000; at 2 CPUs 0.455 ms at 10,000, 0.500 at 100,000), where the model's \
+             is one figure; at 4 CPUs on 2 cores, while the two workers beyond the prestarted two start, Ray's \
+             prestarted ones began their first task 55-103 ms in and sat idle 490-800 ms after it: the machine's \
+             cores shared among everything runnable, where the model's cores serve one piece of work at a time, \
+             first come first served, so its starts hold both cores for their 0.51 s and the driver's loop, the \
+             pushes and the first calls' work (`scheduler.worker_first_call_latency`) wait for them \
+             (scripts/ray-calibration/lease_traces.py)"
+        }
+        "noop_submit" => {
+            "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
+             measured on the 1-CPU runs (first_submit.py on an Intel Xeon VM: the driver's first `.remote()` took \
+             78-92 ms and returned before its task ran; another function's first took 2.5-3.7 ms); at 4 CPUs the loop shares \
+             the 2 cores with two worker starts: Ray's slows by a part, where the model's waits for a core until \
+             the starts end (first come, first served)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
@@ -152,7 +166,9 @@ pub fn leaves_out(workload: &str) -> &'static str {
         }
         "task_retries" => {
             "the raised error costs the worker `scheduler.task_error_cost` of CPU whatever its traceback; a retry \
-             waits for its owner's next heartbeat tick (`scheduler.core_worker_internal_heartbeat`), as Ray's does"
+             waits for its owner's next heartbeat tick (`scheduler.core_worker_internal_heartbeat`), as Ray's does; \
+             Ray's one driver warmed up and then timed, so the model's timed job, a second driver, is taken as set \
+             up already (`scheduler.first_submit_cost` 0)"
         }
         "actor_restart" => {
             "the exit being noticed and the call's delivery: the model's call fails at the kill, and its retry \
@@ -174,7 +190,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
              end at that node's next report (`scheduler.resource_report_period`); in lease_traces.py's runs each \
              of the worker node's workers then sat idle 92-95 ms once, and the head ran 20-22 of the 40 tasks (the \
              suite's runs: 21-22, 11 waves of 100 ms), where the model's workers there sit idle once for what is \
-             left of a report period and it splits the tasks 20 and 20"
+             left of a report period and it splits the tasks 20 and 20; as for task_retries, the timed job's \
+             driver is taken as set up already (`scheduler.first_submit_cost` 0)"
         }
         "seed_tree" => "nothing beyond the per-call costs above: the trees are dominated by their sleeps",
         _ => "",
@@ -205,6 +222,10 @@ fn word(run: &Run, key: &str) -> Result<String, String> {
 
 /// A job of no-op tasks that starts the task workers a measured job then finds idle.
 const WARM_UP: &str = "{kind: fan_out, name: warm-up, tasks: 8, task_duration: 0s, strategy: {kind: SPREAD}}";
+/// After [`WARM_UP`], in the scheduler section: Ray's run warmed up and measured in one
+/// driver, which had set up its submitting by then (`first_submit_cost`); each of the
+/// model's jobs is a driver of its own.
+const WARM_DRIVER: &str = "first_submit_cost: 0s";
 
 /// The cluster Ray ran: a head of `cpus` logical CPUs plus `workers` more nodes like it,
 /// all on the one machine of the run. Ray's nodes there share its cores; the model's
@@ -238,6 +259,21 @@ fn makespan(cfg: Config) -> Result<f64, String> {
     job.makespan.ok_or_else(|| format!("the model's job did not finish ({})", job.status))
 }
 
+/// How long the last job's driver took to submit its calls, in seconds: from its start
+/// to its first `ray.get` (Flow Insight's record of the driver blocking).
+fn driver_submit_seconds(cfg: Config) -> Result<f64, String> {
+    let (engine, _) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+    let recorded = engine.flow.publish();
+    let job = recorded.jobs.values().last().ok_or("the model ran no job")?;
+    let blocked = job.records.iter().find_map(|r| match *r {
+        crate::snapshot::flow::Rec::Block { span, t } if span == job.driver => Some(t),
+        _ => None,
+    });
+    blocked
+        .map(|t| t.saturating_sub(job.start_us) as f64 / 1e6)
+        .ok_or_else(|| "the model's driver never waited on its calls".to_string())
+}
+
 /// The model's figure for what `run` measured in `workload`'s row (one of
 /// [`row_workloads`]), with `overrides` applied to its config (as `--set` does: how
 /// `scripts/ray-calibration/fit.py` tries cost values).
@@ -247,14 +283,20 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
         let cfg = costs_only(run, 2.0, 0, overrides)?;
         return Ok(Prediction::Model(sim::get_micros(&cfg, int(run, "size")?) / 1e6));
     }
-    let p =
-        |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };
-    match run.workload.as_str() {
-        "noop_tasks" => p(format!(
+    let noop = || -> Result<String, String> {
+        Ok(format!(
             "{}workloads:\n  - {{kind: fan_out, tasks: {}, task_duration: 0s}}\n",
             cluster(run, num(run, "cpus")?, 0),
             int(run, "tasks")?
-        )),
+        ))
+    };
+    if workload == "noop_submit" {
+        return driver_submit_seconds(load(&noop()?, run, overrides)?).map(Prediction::Model);
+    }
+    let p =
+        |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };
+    match run.workload.as_str() {
+        "noop_tasks" => p(noop()?),
         "actor_creation" => {
             let cpus = match word(run, "num_cpus")?.as_str() {
                 "default" => String::new(),
@@ -281,11 +323,13 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
             Ok(Prediction::Model(job(int(run, "calls")?)? - job(0)?))
         }
         // Ray's run warmed its workers up with a few no-op tasks first: so does the model's.
+        // Ray's one driver did both, so its measured calls paid no first submit: the
+        // model's measured job is a second driver, which would.
         "task_retries" => p(format!(
             "{}workloads:\n  - {WARM_UP}\n  - {{kind: fan_out, start: 10s, tasks: 1, task_duration: 0s, \
              max_retries: {}, retry_exceptions: true}}\n\
              faults:\n  - {{kind: task_failures, at: 10s, probability: 1.0, application_error: true}}\n\
-             scheduler: {{core_worker_internal_heartbeat: {}ms}}\n",
+             scheduler: {{core_worker_internal_heartbeat: {}ms, {WARM_DRIVER}}}\n",
             cluster(run, 2.0, 0),
             int(run, "retries")?,
             int(run, "heartbeat_ms")?
@@ -312,7 +356,8 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
             }
         }
         "spillback" => p(format!(
-            "{}workloads:\n  - {WARM_UP}\n  - {{kind: fan_out, start: 10s, tasks: {}, task_duration: {}ms}}\n",
+            "{}workloads:\n  - {WARM_UP}\n  - {{kind: fan_out, start: 10s, tasks: {}, task_duration: {}ms}}\n\
+             scheduler: {{{WARM_DRIVER}}}\n",
             cluster(run, num(run, "cpus")?, 1),
             int(run, "tasks")?,
             num(run, "sleep")? * 1000.0

@@ -146,6 +146,7 @@ pub fn busy(run: &Run) -> bool {
 
 const ORDER: &[&str] = &[
     "noop_tasks",
+    "noop_submit",
     "actor_creation",
     "actor_calls",
     "object_local",
@@ -204,7 +205,8 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
          `scripts/ray-calibration/suite.py` and `seed_tree.py` (each run's JSON has the machine, the load \
          average and the command). {set_aside} runs began while the machine was busy (a 1-minute load average \
          above its cores) and are set aside. The model runs each workload on the same cluster shape with every \
-         cost at its default.\n",
+         cost at its default (where Ray's one driver warmed up before it timed, the model's timed job, a driver \
+         of its own, is taken as set up: `first_submit_cost` 0).\n",
         versions.into_iter().collect::<Vec<_>>().join(", "),
         cores.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
         // Figures from different CPUs are not comparable: a mixed set says so here.
@@ -225,7 +227,7 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
     let _ = writeln!(
         out,
         "**{}.** Bounds: 5 % for a hold-out workload, 0.5 % for a seed tree. `fit` marks a row a cost default \
-         was fitted to; every other row is a hold-out.\n",
+         was fitted to or measured from; every other row is a hold-out.\n",
         counts.join("; ")
     );
     let outside: Vec<&Row> = rows.iter().filter(|r| r.error().is_some() && !r.within_bound()).collect();

@@ -13,7 +13,7 @@
 use super::clock::Event;
 use super::follow::{Cx, Follow, Follows};
 use super::gc_rounds::GcRounds;
-use super::node_cpu::TaskWorker;
+use super::node_cpu::{TaskWorker, Thread};
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::LocalResources;
 use super::placement_groups::PlacementGroupManager;
@@ -316,7 +316,8 @@ impl ClusterQueues {
         }
         let now = cx.now();
         cx.model.log.line(now, "scheduler").hex(next.0).text(" LEASED node=").dec(node.0.into()).text(" reused").end();
-        cx.clock.schedule_in(cx.cfg.scheduler.task_push_latency.as_micros(), Event::Dispatch(next, kept.next_attempt));
+        let pushed = owner_pushes(cx, next, now);
+        cx.clock.schedule_at(pushed, Event::Dispatch(next, kept.next_attempt));
         Follows::new()
     }
 
@@ -405,15 +406,47 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
     delay = worker_ready(cx, tid, kind, node, now + delay) - now;
-    if kind == TaskType::NormalTask {
-        delay += cx.cfg.scheduler.task_push_latency.as_micros();
-    }
+    // A normal task's owner pushes it once the lease reaches it (`Event::Push`): its io
+    // thread's work is placed then, not now, so a later push never holds a core idle.
+    let push = if kind == TaskType::NormalTask { cx.cfg.scheduler.task_push_latency.as_micros() } else { 0 };
     if let Some(run) = cx.runs.get_mut(&tid) {
-        run.lease_expires_at = now + delay + cx.cfg.scheduler.worker_lease_timeout.as_micros();
+        run.lease_expires_at = now + delay + push + cx.cfg.scheduler.worker_lease_timeout.as_micros();
     }
     let line = cx.model.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
     line.text(if spilled { " spillback" } else { "" }).end();
-    cx.clock.schedule_in(delay, Event::Dispatch(tid, attempt));
+    let event = if kind == TaskType::NormalTask { Event::Push(tid, attempt) } else { Event::Dispatch(tid, attempt) };
+    cx.clock.schedule_in(delay, event);
+}
+
+/// The lease of normal task `tid` reached its owner: the owner pushes the task to the
+/// leased worker ([`owner_pushes`]), which then runs it (`Event::Dispatch`).
+pub(crate) fn push(cx: &mut Cx, tid: TaskId, attempt: u32) {
+    let Some(t) = cx.model.tasks.get(&tid) else { return };
+    if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
+        return;
+    }
+    let pushed = owner_pushes(cx, tid, cx.now());
+    cx.clock.schedule_at(pushed, Event::Dispatch(tid, attempt));
+}
+
+/// The owner of normal task `tid` pushes it to its leased worker, from `at`: its io
+/// thread's work (`owner_push_cost`, after that thread's earlier pushes), then the push
+/// itself (`task_push_latency`). Returns when the task reaches the worker.
+fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
+    let s = &cx.cfg.scheduler;
+    let (cost, latency) = (s.owner_push_cost.as_micros(), s.task_push_latency.as_micros());
+    let Some(t) = cx.model.tasks.get(&tid) else { return at + latency };
+    let owner_node = t.owner_node;
+    // The owner is the process that submitted it: the parent's actor, or the parent's
+    // worker (a driver is its job's root task).
+    let thread = match t.parent {
+        Some(p) => match cx.model.tasks.get(&p).and_then(|p| p.actor) {
+            Some(actor) => Thread::OwnerOfActor(actor),
+            None => Thread::OwnerOfTask(p),
+        },
+        None => Thread::OwnerOfTask(tid),
+    };
+    cx.cpus.thread_work(owner_node, thread, at, cost) + latency
 }
 
 /// The first report tick of a node started at `started`, every `period`, at or after `now`.

@@ -247,6 +247,7 @@ impl Engine {
                 let follows = self.jobs.arrival(cx!(self), &mut self.flow, self.node_manager.head(), m);
                 self.follow_all(follows);
             }
+            Event::Push(t, a) => super::cluster_queues::push(cx!(self), t, a),
             Event::Dispatch(t, a) => {
                 let follows = task_run::dispatch(cx!(self), &mut self.plasma, &self.actor_manager, t, a);
                 self.follow_all(follows);

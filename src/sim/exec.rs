@@ -71,6 +71,9 @@ impl Engine {
                 }
                 Op::Submit { spec, count, take_futures, with_puts } => {
                     let (spec, count, take, with_puts) = (*spec, *count, *take_futures, *with_puts);
+                    if self.pay_first_submit(tid, attempt) {
+                        return;
+                    }
                     if take {
                         self.op_submit(tid, attempt, spec, count, true, with_puts);
                         if !advance(&self.model, &mut self.runs, tid, attempt)
@@ -82,7 +85,7 @@ impl Engine {
                     }
                     // A caller submits at a finite rate: a chunk at a time, then pays
                     // the submit cost per call of it before going on.
-                    let done = run.exec.i;
+                    let done = self.runs.get(&tid).expect("a running task has a run").exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
                     self.op_submit(tid, attempt, spec, chunk, false, with_puts);
                     if !running_attempt(&self.model, tid, attempt) {
@@ -100,6 +103,9 @@ impl Engine {
                 }
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
+                    if self.pay_first_submit(tid, attempt) {
+                        return;
+                    }
                     let created = self.op_create_actors(tid, spec, level, &shape);
                     if !advance(&self.model, &mut self.runs, tid, attempt)
                         || self.pay_submit_cost(tid, attempt, spec, created)
@@ -517,6 +523,20 @@ impl Engine {
             _ => s.call_submit_cost,
         };
         self.work_then_resume(tid, attempt, each.as_micros().saturating_mul(calls as u64))
+    }
+
+    /// A driver's first task or actor `.remote()`: before it returns, Ray's driver sets up
+    /// its submitting once (`first_submit_cost` of work on its node's cores), then goes
+    /// on with the same step on `Resume`. Returns true when it must wait.
+    fn pay_first_submit(&mut self, tid: TaskId, attempt: u32) -> bool {
+        if self.model.tasks.get(&tid).map(|t| t.kind) != Some(TaskType::DriverTask) {
+            return false;
+        }
+        let run = self.runs.get_mut(&tid).expect("a running task has a run");
+        if std::mem::replace(&mut run.submitted, true) {
+            return false;
+        }
+        self.work_then_resume(tid, attempt, self.cfg.scheduler.first_submit_cost.as_micros())
     }
 
     /// The task's return is over `object_store.inline_threshold`: before it finishes, its

@@ -1,5 +1,5 @@
 //! The machine under each node: its physical cores, shared by the work Ray's own
-//! processes do for a call (the owner's submit, the raylet's dispatch, the worker's
+//! processes do for a call (the owner's submit and push, the raylet's dispatch, the worker's
 //! per-call overhead, a worker process's start).
 //!
 //! On real Ray these costs depend on load: 200 actors starting on a 2-core machine
@@ -14,12 +14,13 @@
 //! what those processes leave. A node's workload bodies (`task_duration`, sleeps) are
 //! not CPU work here; only Ray's overheads are.
 //!
-//! Owns: each live node's cores (when each comes free), its raylet's thread and its
+//! Owns: each live node's cores (when each comes free), its raylet's thread, its
+//! processes' single threads (an async actor's event loop, an owner's io thread) and its
 //! worker-start slots. Must never: be read for anything but timing (the event log
 //! sees only the times it gives), or change a node's resources.
 
 use crate::config::Config;
-use crate::model::{ActorId, NodeIdx};
+use crate::model::{ActorId, NodeIdx, TaskId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -36,9 +37,9 @@ struct NodeCpu {
     cores: BinaryHeap<Reverse<u64>>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
-    /// When each concurrent actor's one thread (its event loop) comes free; an entry
-    /// in the past is as good as none, so those are dropped as the map grows.
-    actor_loops: HashMap<ActorId, u64>,
+    /// When each of a process's single threads ([`Thread`]) comes free; an entry in the
+    /// past is as good as none, so those are dropped as the map grows.
+    threads: HashMap<Thread, u64>,
     /// Actors up here whose process answers no call before a time (its first work's
     /// `scheduler.worker_first_call_latency`), until a call starts after it.
     fresh_actors: HashMap<ActorId, u64>,
@@ -76,7 +77,7 @@ impl NodeCpus {
         self.nodes[i] = NodeCpu {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
             raylet_free: 0,
-            actor_loops: HashMap::new(),
+            threads: HashMap::new(),
             fresh_actors: HashMap::new(),
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
             processes: prestarted,
@@ -200,19 +201,19 @@ impl NodeCpus {
         end
     }
 
-    /// Work of `actor`'s one thread on `n` (an actor that runs calls concurrently runs
-    /// their per-call Python on one event loop): it waits for that thread's earlier work.
-    pub(crate) fn actor_loop_work(&mut self, n: NodeIdx, actor: ActorId, now: u64, cost: u64) -> u64 {
+    /// Work of one `thread` of a process on `n`, arriving at `at`: it waits for that
+    /// thread's earlier work too. Returns when it ends.
+    pub(crate) fn thread_work(&mut self, n: NodeIdx, thread: Thread, at: u64, cost: u64) -> u64 {
         if cost == 0 {
-            return now;
+            return at;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
-        if node.actor_loops.len() >= 1024 {
-            node.actor_loops.retain(|_, free| *free > now);
+        let Some(node) = self.nodes.get_mut(n.index()) else { return at + cost };
+        if node.threads.len() >= 1024 {
+            node.threads.retain(|_, free| *free > at);
         }
-        let start = now.max(node.actor_loops.get(&actor).copied().unwrap_or(0));
+        let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
         let end = node.run(start, cost);
-        node.actor_loops.insert(actor, end);
+        node.threads.insert(thread, end);
         end
     }
 
@@ -238,6 +239,19 @@ impl NodeCpus {
         node.startups.push(Reverse(end));
         end + latency
     }
+}
+
+/// A process's one thread that serves its work in turn ([`NodeCpus::thread_work`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Thread {
+    /// The event loop of an actor that runs calls concurrently: their per-call Python.
+    ActorLoop(ActorId),
+    /// The core worker's io thread of an owner (a driver or a task's worker, by the
+    /// task it runs): it pushes each normal task the owner submitted to its leased
+    /// worker and takes the reply.
+    OwnerOfTask(TaskId),
+    /// The same, of an actor's process (its calls submit as one owner).
+    OwnerOfActor(ActorId),
 }
 
 /// What a node is made of, for [`NodeCpus::joined`].

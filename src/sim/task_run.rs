@@ -14,6 +14,7 @@ use super::cluster_queues::release_lease;
 use super::faults::FaultState;
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
+use super::node_cpu::Thread;
 use super::objects::PlasmaStores;
 use super::tasks::release_refs;
 use crate::model::*;
@@ -113,7 +114,7 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     if cost > 0 || answers_from > now {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         let due = match concurrent {
-            Some(a) => cx.cpus.actor_loop_work(node, a, now, cost),
+            Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), now, cost),
             None => cx.cpus.work(node, now, cost),
         }
         .max(answers_from);

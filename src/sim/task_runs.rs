@@ -23,6 +23,9 @@ pub(crate) struct Run {
     /// `scheduler.worker_first_call_latency` on its node's cores before it replies
     /// (set at each grant by `cluster_queues::worker_ready`, spent once).
     pub(crate) first_call: bool,
+    /// A driver's: it has submitted a task or created an actor before, so its next
+    /// `.remote()` pays no `scheduler.first_submit_cost`.
+    pub(crate) submitted: bool,
     /// Flow Insight's tag for this call (`flow_recorder.rs`; `u32::MAX`: not recorded).
     pub(crate) flow: u32,
     /// When its owner stops reusing the lease this task runs on (`worker_lease_timeout`
@@ -38,6 +41,7 @@ impl Default for Run {
             pc: 0,
             begin_due: false,
             first_call: false,
+            submitted: false,
             flow: u32::MAX,
             lease_expires_at: 0,
             exec: LazyExec::default(),

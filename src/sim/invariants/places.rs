@@ -6,7 +6,7 @@
 //! |---|---|
 //! | PENDING_ARGS_AVAIL | a waiter of each argument it still misses (`exec.unresolved` of them; one only on crashed nodes counts) |
 //! | PENDING_NODE_ASSIGNMENT, no lease | one wait, infeasible or bundle queue, the queue of its actor not alive yet, or a `Resubmit` for its attempt |
-//! | PENDING_NODE_ASSIGNMENT, leased | in `leased[node]`, with a `Dispatch` for its attempt (an actor's creation: or a `Begin`) |
+//! | PENDING_NODE_ASSIGNMENT, leased | in `leased[node]`, with a `Dispatch` for its attempt (a normal task: or its `Push`; an actor's creation: or a `Begin`) |
 //! | PENDING_ARGS_FETCH | leased, with an `ArgsFetched` for its attempt (an actor's creation: or a `Begin`) |
 //! | SUBMITTED_TO_WORKER | a normal task, leased, with a `Begin` for its attempt |
 //! | PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY | its actor's queue, or a `Resubmit` for its attempt, or its actor's running set with a `Begin` |
@@ -32,7 +32,8 @@ impl Check<'_> {
         let mut s = Scheduled::default();
         for e in self.e.clock.pending() {
             match e {
-                Event::Dispatch(t, a) => bump(&mut s.dispatch, (*t, *a)),
+                // A normal task's push is its dispatch to be: one or the other is due.
+                Event::Dispatch(t, a) | Event::Push(t, a) => bump(&mut s.dispatch, (*t, *a)),
                 Event::ArgsFetched(t, a) => bump(&mut s.args_fetched, (*t, *a)),
                 Event::OpDone(t, a) | Event::Resume(t, a) | Event::Raised(t, a) => bump(&mut s.op_done, (*t, *a)),
                 Event::Begin(t, a) => bump(&mut s.begin, (*t, *a)),
