@@ -416,16 +416,18 @@ fn one_owners_pushes_wait_for_each_other_and_two_owners_do_not() {
 }
 
 #[test]
-fn a_push_waits_for_the_lease_and_holds_no_core_before_it() {
-    // 4 CPUs on 2 cores: 2 prestarted workers and 2 started ones (100 ms of CPU each, both
-    // at once). The started workers' pushes come when their leases do, after the starts:
-    // placed then, they hold no core idle meanwhile, and both starts end at 100 ms.
+fn a_push_due_after_a_worker_start_holds_no_core_idle_before_it() {
+    // 4 CPUs on 2 cores: 2 prestarted workers, and 2 started (100 ms of CPU each) for the
+    // other two tasks. The prestarted workers' pushes go at once; the started ones' when
+    // their leases reach the owner, after the starts. Placed at the grant instead, a push
+    // due at 100 ms would hold its core from now on, and the second start would wait for
+    // it and end at 200 ms.
     let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
          scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 100ms, worker_start_latency: 0s, sleep_overshoot: 0s, \
          idle_worker_cpu: 0, owner_push_cost: 1ms, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
          workloads:\n  - {kind: fan_out, tasks: 4, task_duration: 1s}\n";
-    // First come, first served: the starts took both cores before the first pushes came.
-    assert_eq!(at(yaml, 99_999).1, 0);
-    assert_eq!(at(yaml, 104_000).1, 4, "every task runs by the starts' end and four pushes");
+    assert_eq!(at(yaml, 2_000).1, 2, "the prestarted workers' tasks run at once");
+    assert_eq!(at(yaml, 99_999).1, 2);
+    assert_eq!(at(yaml, 103_000).1, 4, "both starts end by 102 ms and their pushes follow");
 }

@@ -15,7 +15,8 @@ use crate::model::{NodeIdx, PgId, TaskId};
 pub(crate) enum Event {
     StartJob(usize),
     MixArrival(usize),
-    /// A normal task's lease reached its owner, which pushes the task to the worker.
+    /// A normal task's lease reached its owner after a worker start: it pushes the task
+    /// to the worker.
     Push(TaskId, u32),
     /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
     Dispatch(TaskId, u32),

@@ -405,21 +405,29 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let placement_ms = (now + delay - ready_at) as f64 / 1000.0;
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
-    delay = worker_ready(cx, tid, kind, node, now + delay) - now;
-    // A normal task's owner pushes it once the lease reaches it (`Event::Push`): its io
-    // thread's work is placed then, not now, so a later push never holds a core idle.
-    let push = if kind == TaskType::NormalTask { cx.cfg.scheduler.task_push_latency.as_micros() } else { 0 };
+    let granted = now + delay;
+    delay = worker_ready(cx, tid, kind, node, granted) - now;
+    // A normal task's owner pushes it once the lease reaches it. With an idle worker that
+    // is a lease's latency from now: the io thread's work is placed now. After a worker
+    // start it is a start away, and the work would hold a core idle until then (the
+    // cores serve work in the order it is placed): it is placed then (`Event::Push`).
+    let (mut event, mut push) = (Event::Dispatch(tid, attempt), 0);
+    if kind == TaskType::NormalTask && now + delay == granted {
+        delay = owner_pushes(cx, tid, granted) - now;
+    } else if kind == TaskType::NormalTask {
+        (event, push) = (Event::Push(tid, attempt), cx.cfg.scheduler.task_push_latency.as_micros());
+    }
     if let Some(run) = cx.runs.get_mut(&tid) {
         run.lease_expires_at = now + delay + push + cx.cfg.scheduler.worker_lease_timeout.as_micros();
     }
     let line = cx.model.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
     line.text(if spilled { " spillback" } else { "" }).end();
-    let event = if kind == TaskType::NormalTask { Event::Push(tid, attempt) } else { Event::Dispatch(tid, attempt) };
     cx.clock.schedule_in(delay, event);
 }
 
-/// The lease of normal task `tid` reached its owner: the owner pushes the task to the
-/// leased worker ([`owner_pushes`]), which then runs it (`Event::Dispatch`).
+/// The lease of normal task `tid` reached its owner after a worker start: the owner
+/// pushes the task to the leased worker ([`owner_pushes`]), which then runs it
+/// (`Event::Dispatch`).
 pub(crate) fn push(cx: &mut Cx, tid: TaskId, attempt: u32) {
     let Some(t) = cx.model.tasks.get(&tid) else { return };
     if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
