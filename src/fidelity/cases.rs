@@ -22,6 +22,7 @@ pub fn bound(workload: &str) -> f64 {
 }
 
 /// The model's figure for a run's workload and parameters, or why there is none.
+#[derive(Clone, Copy, Debug)]
 pub enum Prediction {
     /// Seconds, from a run of the model.
     Model(f64),
@@ -255,23 +256,48 @@ fn costs_only(run: &Run, cpus: f64, workers: u32, overrides: &[Override]) -> Res
 /// The last job's makespan, in seconds (the one measured; an earlier one warms workers up).
 fn makespan(cfg: Config) -> Result<f64, String> {
     let (_, report) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+    last_makespan(&report)
+}
+
+fn last_makespan(report: &sim::Report) -> Result<f64, String> {
     let job = report.jobs.last().ok_or("the model ran no job")?;
     job.makespan.ok_or_else(|| format!("the model's job did not finish ({})", job.status))
 }
 
-/// How long the last job's driver took to submit its calls, in seconds: from its start
-/// to its first `ray.get` (Flow Insight's record of the driver blocking).
-fn driver_submit_seconds(cfg: Config) -> Result<f64, String> {
-    let (engine, _) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+/// A no-op run's two figures from one run of the model: the job's makespan
+/// (`noop_tasks`) and how long its driver took to submit the calls (`noop_submit`), from
+/// its start to its first `ray.get` (Flow Insight's record of the driver blocking).
+fn no_op_figures(run: &Run, overrides: &[Override]) -> Result<(f64, f64), String> {
+    let yaml = format!(
+        "{}workloads:\n  - {{kind: fan_out, tasks: {}, task_duration: 0s}}\n",
+        cluster(run, num(run, "cpus")?, 0),
+        int(run, "tasks")?
+    );
+    let (engine, report) =
+        sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {}).map_err(|e| e.to_string())?;
     let recorded = engine.flow.publish();
     let job = recorded.jobs.values().last().ok_or("the model ran no job")?;
     let blocked = job.records.iter().find_map(|r| match *r {
         crate::snapshot::flow::Rec::Block { span, t } if span == job.driver => Some(t),
         _ => None,
     });
-    blocked
+    let submit = blocked
         .map(|t| t.saturating_sub(job.start_us) as f64 / 1e6)
-        .ok_or_else(|| "the model's driver never waited on its calls".to_string())
+        .ok_or_else(|| "the model's driver never waited on its calls".to_string())?;
+    Ok((last_makespan(&report)?, submit))
+}
+
+/// The model's figure for each row `run` gives ([`row_workloads`]), the model run once
+/// for a run whose rows come from the same run of it (a no-op run's).
+pub fn predict_rows(run: &Run, overrides: &[Override]) -> Result<Vec<(String, Prediction)>, String> {
+    if run.workload == "noop_tasks" {
+        let (whole, submit) = no_op_figures(run, overrides)?;
+        return Ok(vec![
+            ("noop_tasks".into(), Prediction::Model(whole)),
+            ("noop_submit".into(), Prediction::Model(submit)),
+        ]);
+    }
+    row_workloads(run).into_iter().map(|w| predict(&w, run, overrides).map(|p| (w, p))).collect()
 }
 
 /// The model's figure for what `run` measured in `workload`'s row (one of
@@ -283,20 +309,13 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
         let cfg = costs_only(run, 2.0, 0, overrides)?;
         return Ok(Prediction::Model(sim::get_micros(&cfg, int(run, "size")?) / 1e6));
     }
-    let noop = || -> Result<String, String> {
-        Ok(format!(
-            "{}workloads:\n  - {{kind: fan_out, tasks: {}, task_duration: 0s}}\n",
-            cluster(run, num(run, "cpus")?, 0),
-            int(run, "tasks")?
-        ))
-    };
     if workload == "noop_submit" {
-        return driver_submit_seconds(load(&noop()?, run, overrides)?).map(Prediction::Model);
+        return no_op_figures(run, overrides).map(|(_, submit)| Prediction::Model(submit));
     }
     let p =
         |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };
     match run.workload.as_str() {
-        "noop_tasks" => p(noop()?),
+        "noop_tasks" => no_op_figures(run, overrides).map(|(whole, _)| Prediction::Model(whole)),
         "actor_creation" => {
             let cpus = match word(run, "num_cpus")?.as_str() {
                 "default" => String::new(),

@@ -102,6 +102,9 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
     }
     groups.sort_by_key(|(w, _, members)| (workload_rank(w), sort_key(members[0])));
     let mut rows = Vec::new();
+    // Each group's first run stands for it; a run that gives several rows is put to the
+    // model once for all of them.
+    let mut predicted: std::collections::HashMap<&str, Vec<(String, Prediction)>> = Default::default();
     for (workload, params, members) in groups {
         let mut figures = Vec::new();
         for run in &members {
@@ -114,9 +117,16 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
         // The median; of an even count, the mean of the middle two.
         let real = if figures.len() % 2 == 0 { (figures[mid - 1] + figures[mid]) / 2.0 } else { figures[mid] };
         let (real_low, real_high) = (figures[0], figures[figures.len() - 1]);
-        let model = match cases::predict(&workload, members[0], overrides).map_err(FidelityError::Model)? {
-            Prediction::Model(s) => Some(s),
-            Prediction::NotModeled => None,
+        let first = members[0];
+        if !predicted.contains_key(first.file.as_str()) {
+            let figures = cases::predict_rows(first, overrides).map_err(FidelityError::Model)?;
+            predicted.insert(&first.file, figures);
+        }
+        let prediction = predicted[first.file.as_str()].iter().find(|(w, _)| *w == workload).map(|(_, p)| *p);
+        let model = match prediction {
+            Some(Prediction::Model(s)) => Some(s),
+            Some(Prediction::NotModeled) => None,
+            None => return Err(FidelityError::Model(format!("{}: the model gave no {workload} figure", first.file))),
         };
         let key = format!("{workload} {params}");
         // Of several runs, the coarsest resolution.
