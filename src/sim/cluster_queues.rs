@@ -429,8 +429,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
 /// pushes the task to the leased worker ([`owner_pushes`]), which then runs it
 /// (`Event::Dispatch`).
 pub(crate) fn push(cx: &mut Cx, tid: TaskId, attempt: u32) {
-    let Some(t) = cx.model.tasks.get(&tid) else { return };
-    if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
+    if !cx.model.tasks.get(&tid).is_some_and(|t| super::task_run::leased_for(t, attempt)) {
         return;
     }
     let pushed = owner_pushes(cx, tid, cx.now());

@@ -29,16 +29,20 @@ pub(crate) fn dispatch(
     tid: TaskId,
     attempt: u32,
 ) -> Follows {
-    let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
-    if t.attempt != attempt || t.state() != TaskState::PendingNodeAssignment || !t.holds_resources {
-        return Follows::new();
-    }
+    let Some(t) = cx.model.tasks.get(&tid).filter(|t| leased_for(t, attempt)) else { return Follows::new() };
     let node = t.node.expect("leased task has a node");
     // Arguments lost since submission (node death) send the task back to wait for them.
     if let Some(follows) = rewait_for_lost_args(cx, tid) {
         return follows;
     }
     plasma.fetch_args(cx, actors, tid, attempt, node, TaskState::PendingArgsFetch)
+}
+
+/// Whether `t`'s lease for `attempt` is still granted and it has not gone to its worker:
+/// what a `Push` or `Dispatch` scheduled for that attempt acts on (a later attempt, a
+/// failure or a lost node makes it stale).
+pub(crate) fn leased_for(t: &Task, attempt: u32) -> bool {
+    t.attempt == attempt && t.state() == TaskState::PendingNodeAssignment && t.holds_resources
 }
 
 /// The arguments arrived: the task starts.
