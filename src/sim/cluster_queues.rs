@@ -453,7 +453,7 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
         },
         None => Thread::OwnerOfTask(tid),
     };
-    cx.cpus.thread_work(owner_node, thread, at, cost) + latency
+    cx.cpus.thread_work(owner_node, thread, cx.now(), at, cost) + latency
 }
 
 /// The first report tick of a node started at `started`, every `period`, at or after `now`.

@@ -201,15 +201,17 @@ impl NodeCpus {
         end
     }
 
-    /// Work of one `thread` of a process on `n`, arriving at `at`: it waits for that
-    /// thread's earlier work too. Returns when it ends.
-    pub(crate) fn thread_work(&mut self, n: NodeIdx, thread: Thread, at: u64, cost: u64) -> u64 {
+    /// Work of one `thread` of a process on `n`, placed `now` and arriving at `at` (no
+    /// sooner): it waits for that thread's earlier work too. Returns when it ends.
+    pub(crate) fn thread_work(&mut self, n: NodeIdx, thread: Thread, now: u64, at: u64, cost: u64) -> u64 {
         if cost == 0 {
             return at;
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return at + cost };
         if node.threads.len() >= 1024 {
-            node.threads.retain(|_, free| *free > at);
+            // Free by now, a thread holds back no work placed from now on; one free by
+            // `at` only may still hold back work arriving before `at`.
+            node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
         let end = node.run(start, cost);

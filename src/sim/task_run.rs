@@ -118,7 +118,7 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     if cost > 0 || answers_from > now {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         let due = match concurrent {
-            Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), now, cost),
+            Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), now, now, cost),
             None => cx.cpus.work(node, now, cost),
         }
         .max(answers_from);
