@@ -431,3 +431,19 @@ fn a_push_due_after_a_worker_start_holds_no_core_idle_before_it() {
     assert_eq!(at(yaml, 99_999).1, 2);
     assert_eq!(at(yaml, 103_000).1, 4, "both starts end by 102 ms and their pushes follow");
 }
+
+#[test]
+fn a_callers_loop_goes_ahead_of_the_worker_starts_its_calls_ask_for() {
+    // 4 CPUs on 2 cores: 2 prestarted workers, and 2 started (1 s of CPU each) for the
+    // first thousand calls' leases. The driver's loop over those thousand (40 µs each)
+    // was on its core before the raylet heard of them: it ends at 40 ms and the last call
+    // goes then. Placed after the starts, it would wait for a core until 1 s.
+    let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
+         scheduler: {call_submit_cost: 40us, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+         lease_latency: 0s, dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, \
+         sleep_overshoot: 0s, idle_worker_cpu: 0, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
+         workloads:\n  - {kind: fan_out, tasks: 1001, task_duration: 1s}\n";
+    let submitted = |t: u64| at(yaml, t).0;
+    assert_eq!(submitted(39_999), 1_001, "the driver and the first thousand calls");
+    assert_eq!(submitted(40_000), 1_002, "the loop's first thousand paid, its last call goes");
+}

@@ -111,16 +111,17 @@ pub fn leaves_out(workload: &str) -> &'static str {
              is one figure; at 4 CPUs on 2 cores, while the two workers beyond the prestarted two start, Ray's \
              prestarted ones began their first task 55-103 ms in and sat idle 490-800 ms after it: the machine's \
              cores shared among everything runnable, where the model's cores serve one piece of work at a time, \
-             first come first served, so its starts hold both cores for their 0.51 s and the driver's loop, the \
+             first come first served, so its starts hold both cores for their 0.51 s and the driver's loop past its first thousand calls, the \
              pushes and the first calls' work (`scheduler.worker_first_call_latency`) wait for them \
              (scripts/ray-calibration/lease_traces.py)"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
              measured on the 1-CPU runs (first_submit.py on an Intel Xeon VM: the driver's first `.remote()` took \
-             78-92 ms and returned before its task ran; another function's first took 2.5-3.7 ms); at 4 CPUs the loop shares \
-             the 2 cores with two worker starts: Ray's slows by a part, where the model's waits for a core until \
-             the starts end (first come, first served)"
+             78-92 ms and returned before its task ran; another function's first took 2.5-3.7 ms); the model's loop hands \
+             its calls over a thousand at a time, each thousand's work placed before the raylet's worker starts \
+             for them; at 4 CPUs Ray's loop shares the 2 cores with two worker starts and slows by a part, where \
+             the model's second thousand on waits for a core until the starts end (first come, first served)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \

@@ -74,19 +74,26 @@ impl Engine {
                     if self.pay_first_submit(tid, attempt) {
                         return;
                     }
+                    // The caller's loop of `.remote()` calls is on its core before the
+                    // raylets act on the lease requests it sends (a worker start is
+                    // placed behind it): its work is placed first, its tasks handed over
+                    // at once, and it goes on once that work ends.
                     if take {
+                        let paid = self.place_submit_cost(tid, spec, count);
                         self.op_submit(tid, attempt, spec, count, true, with_puts);
-                        if !advance(&self.model, &mut self.runs, tid, attempt)
-                            || self.pay_submit_cost(tid, attempt, spec, count)
-                        {
+                        if !advance(&self.model, &mut self.runs, tid, attempt) {
+                            return;
+                        }
+                        if let Some(done) = paid {
+                            self.clock.schedule_at(done, Event::Resume(tid, attempt));
                             return;
                         }
                         continue;
                     }
-                    // A caller submits at a finite rate: a chunk at a time, then pays
-                    // the submit cost per call of it before going on.
+                    // A caller submits at a finite rate: a chunk at a time.
                     let done = self.runs.get(&tid).expect("a running task has a run").exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
+                    let paid = self.place_submit_cost(tid, spec, chunk);
                     self.op_submit(tid, attempt, spec, chunk, false, with_puts);
                     if !running_attempt(&self.model, tid, attempt) {
                         return;
@@ -97,7 +104,8 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if self.pay_submit_cost(tid, attempt, spec, chunk) {
+                    if let Some(done) = paid {
+                        self.clock.schedule_at(done, Event::Resume(tid, attempt));
                         return;
                     }
                 }
@@ -517,12 +525,26 @@ impl Engine {
     /// `call_submit_cost`), and goes on with its program on `Resume`. Returns true when
     /// it must wait.
     fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, spec: u32, calls: u32) -> bool {
+        self.work_then_resume(tid, attempt, self.submit_cost(spec, calls))
+    }
+
+    /// The caller's work for submitting `calls` of `spec`, placed on its node's cores
+    /// now, for a step that hands its calls over after placing it: when it ends (None for
+    /// no work).
+    fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
+        let busy = self.submit_cost(spec, calls);
+        (busy > 0).then(|| self.place_work(tid, busy))
+    }
+
+    /// What submitting `calls` of `spec` costs its caller: `actor_call_submit_cost` each
+    /// for actor calls, else `call_submit_cost`.
+    fn submit_cost(&self, spec: u32, calls: u32) -> u64 {
         let s = &self.cfg.scheduler;
         let each = match self.specs[spec as usize].kind {
             TaskType::ActorTask => s.actor_call_submit_cost,
             _ => s.call_submit_cost,
         };
-        self.work_then_resume(tid, attempt, each.as_micros().saturating_mul(calls as u64))
+        each.as_micros().saturating_mul(calls as u64)
     }
 
     /// A driver's first task or actor `.remote()`: before it returns, Ray's driver sets up
@@ -573,13 +595,18 @@ impl Engine {
         if busy == 0 {
             return false;
         }
-        let now = self.clock.now;
-        let done = match self.model.tasks.get(&tid).and_then(|t| t.node) {
-            Some(node) => self.cpus.work(node, now, busy),
-            None => now + busy,
-        };
+        let done = self.place_work(tid, busy);
         self.clock.schedule_at(done, Event::Resume(tid, attempt));
         true
+    }
+
+    /// `busy` µs of the task's work placed on its node's cores now: when it ends.
+    fn place_work(&mut self, tid: TaskId, busy: u64) -> u64 {
+        let now = self.clock.now;
+        match self.model.tasks.get(&tid).and_then(|t| t.node) {
+            Some(node) => self.cpus.work(node, now, busy),
+            None => now + busy,
+        }
     }
 }
 
