@@ -129,6 +129,8 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     assert_eq!(s.owner_push_cost.as_micros(), us("owner_push_cost"));
     assert_eq!(s.actor_call_submit_cost.as_micros(), us("actor_call_submit_cost"));
     assert_eq!(s.call_start_cost.as_micros(), us("call_start_cost"));
+    assert_eq!(s.task_worker_cost.as_micros(), us("task_worker_cost"));
+    assert_eq!(s.task_reply_cost.as_micros(), us("task_reply_cost"));
     assert_eq!(s.lease_latency.as_micros(), us("lease_latency"));
     assert_eq!(s.dispatch_cost.as_micros(), us("dispatch_cost"));
     assert_eq!(s.task_push_latency.as_micros(), us("task_push_latency"));
@@ -164,6 +166,32 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     assert_eq!(costs["ray_version"], "2.60.0");
     let overshoot_us = secs(&costs, "sleep_overshoot_s") * 1e6;
     assert!((s.sleep_overshoot.as_micros() as f64 - overshoot_us).abs() <= 5.0, "sleep_overshoot vs {overshoot_us} µs");
+}
+
+/// A no-op task's owner side (`call_submit_cost` + `owner_push_cost`) is the share of
+/// its worker side (`call_start_cost` + `task_worker_cost` + `task_reply_cost`) that Ray's
+/// driver burned of its task workers' CPU: the median over cpu_by_process.py's rows
+/// (fit.py ties `owner_push_cost` to it and records the ratio it used).
+#[test]
+fn the_owner_side_is_the_recorded_share_of_the_workers() {
+    let probe = read_json(&runs_dir().join("other-cpu/cpu-by-process.json"));
+    assert_eq!(probe["ray_version"], "2.60.0");
+    let mut ratios: Vec<f64> = probe["rows"]
+        .as_array()
+        .expect("cpu-by-process.json has rows")
+        .iter()
+        .map(|r| r["cpu_ms_per_task"]["driver"].as_f64().unwrap() / r["cpu_ms_per_task"]["workers"].as_f64().unwrap())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let mid = ratios.len() / 2;
+    let median = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
+    let fit = read_json(&runs_dir().join("fit.json"));
+    assert!((fit["owner_ratio"].as_f64().expect("fit.json has owner_ratio") - median).abs() < 1e-9);
+    let s = config::SchedulerConfig::default();
+    let owner = (s.call_submit_cost.as_micros() + s.owner_push_cost.as_micros()) as f64;
+    let worker =
+        (s.call_start_cost.as_micros() + s.task_worker_cost.as_micros() + s.task_reply_cost.as_micros()) as f64;
+    assert!((owner / worker - median).abs() < 0.005, "owner {owner} µs over worker {worker} µs is not {median}");
 }
 
 /// `call_submit_cost` and `first_submit_cost` are measured, not fitted: the slope and

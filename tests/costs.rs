@@ -24,6 +24,8 @@ fn cluster(costs: &str) -> String {
         "owner_push_cost",
         "actor_call_submit_cost",
         "call_start_cost",
+        "task_worker_cost",
+        "task_reply_cost",
         "lease_latency",
         "dispatch_cost",
         "worker_start_cpu",
@@ -199,7 +201,7 @@ fn a_prestarted_worker_runs_the_first_task_with_no_start() {
     let job = |prestart: bool| {
         makespan_s(&run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-             scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+             scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
              dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, sleep_overshoot: 0s, \
              idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: {prestart}}}\n\
              workloads:\n  - {{kind: fan_out, tasks: 10, task_duration: 0s}}\n"
@@ -216,7 +218,7 @@ fn a_workers_first_call_answers_late_and_its_later_calls_do_not() {
     let tasks = |latency: &str| {
         makespan_s(&run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
+             scheduler: {{call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, \
              sleep_overshoot: 0s, idle_worker_cpu: 0, worker_first_call_latency: {latency}}}\n\
              workloads:\n  - {{kind: fan_out, tasks: 100, task_duration: 10ms}}\n"
         )))
@@ -271,7 +273,7 @@ fn a_first_calls_work_waits_for_the_worker_start_that_holds_the_core() {
     // (1.0-1.3 s); the started worker's first call then waits for them (1.3-1.6 s).
     // As a wait before the call it would have ended at 1.31 s.
     let e = run("cluster:\n  host_node: false\n  head: {cpu: 2, cores: 1, memory: 16GiB}\n\
-         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
          lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, idle_worker_cpu: 0, \
          worker_start_cpu: 1s, \
          worker_start_latency: 0s, worker_first_call_latency: 300ms}\n\
@@ -312,7 +314,7 @@ fn an_owner_keeps_a_lease_for_its_next_task_until_the_lease_times_out() {
     let job = |timeout: &str| {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
              lease_latency: 5ms, dispatch_cost: 0s, \
              task_push_latency: 0s, sleep_overshoot: 0s, worker_first_call_latency: 0s, \
              worker_lease_timeout: {timeout}}}\n\
@@ -338,7 +340,7 @@ fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 2, cores: 2, memory: 16GiB}}\n\
              \x20 node_types:\n    - {{name: worker, count: 1, cpu: 2, cores: 2, memory: 16GiB, ip_range: 10.0.1.0/24}}\n\
-             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+             scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
              lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, \
              worker_first_call_latency: 0s, \
              resource_report_period: {period}}}\n\
@@ -423,7 +425,7 @@ fn a_push_due_after_a_worker_start_holds_no_core_idle_before_it() {
     // due at 100 ms would hold its core from now on, and the second start would wait for
     // it and end at 200 ms.
     let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
-         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 100ms, worker_start_latency: 0s, sleep_overshoot: 0s, \
          idle_worker_cpu: 0, owner_push_cost: 1ms, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
          workloads:\n  - {kind: fan_out, tasks: 4, task_duration: 1s}\n";
@@ -439,11 +441,41 @@ fn a_callers_loop_goes_ahead_of_the_worker_starts_its_calls_ask_for() {
     // was on its core before the raylet heard of them: it ends at 40 ms and the last call
     // goes then. Placed after the starts, it would wait for a core until 1 s.
     let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
-         scheduler: {call_submit_cost: 40us, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, \
+         scheduler: {call_submit_cost: 40us, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
          lease_latency: 0s, dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, \
          sleep_overshoot: 0s, idle_worker_cpu: 0, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
          workloads:\n  - {kind: fan_out, tasks: 1001, task_duration: 1s}\n";
     let submitted = |t: u64| at(yaml, t).0;
     assert_eq!(submitted(39_999), 1_001, "the driver and the first thousand calls");
     assert_eq!(submitted(40_000), 1_002, "the loop's first thousand paid, its last call goes");
+}
+
+#[test]
+fn a_task_workers_cost_comes_before_each_normal_tasks_body_and_not_an_actor_calls() {
+    let yaml = |cost: &str, workload: &str| {
+        format!(
+            "{}workloads:\n  - {workload}\n",
+            cluster(&format!("task_worker_cost: {cost}, task_push_latency: 0s, worker_first_call_latency: 0s"))
+        )
+    };
+    let task = "{kind: fan_out, tasks: 1, task_duration: 0s}";
+    let extra = makespan_s(&run(&yaml("10ms", task))) - makespan_s(&run(&yaml("0s", task)));
+    assert!((extra - 0.010).abs() < 1e-6, "one task paid {extra} s, not 10 ms");
+    let calls = "{kind: actor_pool, actors: 1, calls_per_actor: 3, call_duration: 0s, num_cpus: 0}";
+    let extra = makespan_s(&run(&yaml("10ms", calls))) - makespan_s(&run(&yaml("0s", calls)));
+    assert!(extra.abs() < 1e-6, "actor calls paid {extra} s of a normal task's cost");
+}
+
+#[test]
+fn a_workers_cleanup_after_its_reply_holds_back_its_next_task_not_the_owner() {
+    // One CPU: three tasks run one after another on one kept lease. Each worker's 10 ms
+    // of cleanup comes after its reply: the next task waits for it, the driver does not
+    // wait for the last one's.
+    let yaml = |cost: &str| {
+        cluster(&format!("task_reply_cost: {cost}, task_push_latency: 0s, worker_first_call_latency: 0s"))
+            .replace("cpu: 8, cores: 8", "cpu: 1, cores: 2")
+            + "workloads:\n  - {kind: fan_out, tasks: 3, task_duration: 1ms}\n"
+    };
+    let extra = makespan_s(&run(&yaml("10ms"))) - makespan_s(&run(&yaml("0s")));
+    assert!((extra - 0.020).abs() < 1e-6, "two cleanups between three tasks: {extra} s, not 20 ms");
 }

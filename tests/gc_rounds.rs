@@ -14,7 +14,7 @@ use rayscope::sim::Engine;
 fn run(num_cpus: &str, gc_cpu: &str) -> Engine {
     let yaml = format!(
         "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 3.5s, sleep_overshoot: 0s, \
          idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: false, \
          worker_gc_cpu: {gc_cpu}}}\n\

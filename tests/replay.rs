@@ -125,7 +125,7 @@ fn replay_of(store: Store, cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::conf
     // Every cost of the model's own at zero: the replay's time is the recording's.
     let yaml = format!(
         "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 8GiB}}\n\
-         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, lease_latency: 0s, \
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, idle_worker_cpu: 0, sleep_overshoot: 0s, \
          worker_first_call_latency: 0s}}\n"
     );

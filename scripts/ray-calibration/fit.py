@@ -13,6 +13,16 @@ on a copy of the runs folder that holds the fit set's files only.
 With --only, the search moves only the costs named; the others stay at --start's
 values (a cost a workload's new mechanism adds is fitted without refitting the rest).
 
+With --owner-ratio FILE (cpu_by_process.py's record), `owner_push_cost` is not searched
+but tied to the worker's side at the ratio Ray's processes burned (the median over the
+record's rows of the driver's CPU over the task workers'): the owner's side
+(`call_submit_cost` + `owner_push_cost`) is that ratio of the worker's
+(`call_start_cost` + `task_worker_cost` + `task_reply_cost`).
+
+  python fit.py --start runs/fit.json --owner-ratio runs/other-cpu/cpu-by-process.json \
+      --only scheduler.task_worker_cost --only scheduler.task_reply_cost \
+      --only scheduler.task_push_latency --out runs/fit.json
+
 The result names the values found; they become the defaults in src/config/defaults.rs
 by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit.
 """
@@ -72,6 +82,8 @@ COSTS = [
     ("scheduler.owner_push_cost", 400, 1, "us"),
     ("scheduler.actor_call_submit_cost", 200, 1, "us"),
     ("scheduler.call_start_cost", 212, 1, "us"),
+    ("scheduler.task_worker_cost", 200, 1, "us"),
+    ("scheduler.task_reply_cost", 165, 1, "us"),
     ("scheduler.lease_latency", 317, 1, "us"),
     ("scheduler.dispatch_cost", 142, 1, "us"),
     ("scheduler.task_push_latency", 300, 1, "us"),
@@ -91,6 +103,27 @@ COSTS = [
     ("object_store.get_fresh_bandwidth", 2_000_000_000, 1_000_000, "B"),
 ]
 UNIT = {s: u for s, _, _, u in COSTS}
+
+# `call_submit_cost`, measured from the 1-CPU submit loops, not fitted (src/config/defaults.rs).
+CALL_SUBMIT_US = 60
+WORKER_SIDE = ["scheduler.call_start_cost", "scheduler.task_worker_cost", "scheduler.task_reply_cost"]
+
+
+def owner_ratio(path):
+    """The median over cpu_by_process.py's rows of the driver's CPU over the task workers'."""
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    ratios = sorted(r["cpu_ms_per_task"]["driver"] / r["cpu_ms_per_task"]["workers"] for r in rows)
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+
+
+def tied(values, ratio):
+    """`values` with `owner_push_cost` tied to the worker's side at `ratio` (None: as is)."""
+    if ratio is None:
+        return values
+    worker = sum(values[s] for s in WORKER_SIDE)
+    return dict(values, **{"scheduler.owner_push_cost": max(1.0, ratio * worker - CALL_SUBMIT_US)})
 
 
 def key(row):
@@ -147,7 +180,9 @@ def main():
     ap.add_argument("--min-step", type=float, default=0.01)
     ap.add_argument("--start", help="start from this earlier fit.json's values (costs it lacks start as above)")
     ap.add_argument("--only", action="append", metavar="SETTING", help="fit only this cost (repeatable)")
+    ap.add_argument("--owner-ratio", metavar="FILE", help="tie owner_push_cost to the worker's side (see above)")
     args = ap.parse_args()
+    ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
 
     runs = fit_runs_dir(args.runs)
     values = {s: v for s, v, _, _ in COSTS}
@@ -158,8 +193,9 @@ def main():
     unknown = set(args.only or []) - set(values)
     if unknown:
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
-    moving = args.only or list(values)
+    moving = [s for s in (args.only or list(values)) if ratio is None or s != "scheduler.owner_push_cost"]
     floor = {s: lo for s, _, lo, _ in COSTS}
+    values = tied(values, ratio)
     loss, errors = evaluate(args.rayscope, runs, values)
     step, evaluations = 0.5, 1
     while step >= args.min_step:
@@ -170,6 +206,7 @@ def main():
                 trial[setting] = max(floor[setting], values[setting] * factor)
                 if trial[setting] == values[setting]:
                     continue
+                trial = tied(trial, ratio)
                 trial_loss, trial_errors = evaluate(args.rayscope, runs, trial)
                 evaluations += 1
                 if trial_loss < loss:
@@ -182,6 +219,7 @@ def main():
     result = {
         "fitted_on": FIT,
         "moved": moving,
+        "owner_ratio": ratio,
         "values": {s: (round(v) if UNIT[s] in ("us", "B") else round(v, 6)) for s, v in values.items()},
         "units": UNIT,
         "errors": errors,

@@ -7,8 +7,10 @@ side (`call_start_cost`) and walks a grid of the worker's cost and the push late
 (`task_push_latency`), printing the best by the three 10,000-task fit rows with every
 no-op row's error (1, 2 and 4 CPUs; 1k, 10k and 100k tasks).
 
-`call_start_cost` here stands for a normal task's worker cost alone: the actor rows it
-also moves are not read.
+`call_start_cost` here stands for a normal task's worker cost alone (the actor rows it
+also moves are not read), all of it before the body: `task_worker_cost` and
+`task_reply_cost` are set to 0, the model as it was when this grid was walked
+(BENCHMARKS.md, "Where a no-op task's CPU goes").
 
   python split_grid.py --rayscope ../../target/release/rayscope
 """
@@ -34,6 +36,8 @@ def main():
                 f"scheduler.owner_push_cost={owner}us",
                 f"scheduler.call_start_cost={worker}us",
                 f"scheduler.task_push_latency={latency}us",
+                "scheduler.task_worker_cost=0s",
+                "scheduler.task_reply_cost=0s",
             ]
             cmd = [args.rayscope, "fidelity", "--runs", os.path.join(HERE, "runs"), "--format", "json"]
             for s in sets:

@@ -31,7 +31,9 @@ pub struct Calibration {
 
 /// The calibration the defaults come from (runs in `scripts/ray-calibration/runs/`).
 /// `scheduler.worker_gc_cpu` alone was measured on an Intel Xeon VM of the same size
-/// (2026-11-28, `gc_rounds.py`), whose worker starts cost what the EPYC's fitted ones do.
+/// (2026-11-28, `gc_rounds.py`), whose worker starts cost what the EPYC's fitted ones do;
+/// the ratio `scheduler.owner_push_cost` is tied at (the driver's CPU over the task
+/// workers', `cpu_by_process.py`) was measured there too.
 pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
     machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",

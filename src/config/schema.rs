@@ -295,6 +295,14 @@ pub struct SchedulerConfig {
     /// to its body running (RUNNING), the worker's per-call overhead.
     #[serde(default = "default_call_start_cost")]
     pub call_start_cost: DurationSpec,
+    /// More CPU work of a task worker before a normal task's body, beside
+    /// `call_start_cost` (which actor calls pay too).
+    #[serde(default = "default_task_worker_cost")]
+    pub task_worker_cost: DurationSpec,
+    /// CPU work of a task worker after it replied to a normal task (its cleanup): the
+    /// owner does not wait for it, but the worker runs no next task before it ends.
+    #[serde(default = "default_task_reply_cost")]
+    pub task_reply_cost: DurationSpec,
     /// CPU work on the worker's node when a call raises, before its error reaches the
     /// caller: Ray's worker formats the traceback and stores the pickled error.
     #[serde(default = "default_task_error_cost")]
@@ -372,6 +380,8 @@ impl Default for SchedulerConfig {
             actor_call_submit_cost: default_actor_call_submit_cost(),
             dispatch_cost: default_dispatch_cost(),
             call_start_cost: default_call_start_cost(),
+            task_worker_cost: default_task_worker_cost(),
+            task_reply_cost: default_task_reply_cost(),
             task_error_cost: default_task_error_cost(),
             async_call_cost: default_async_call_cost(),
             placement_group_commit_latency: default_placement_group_commit_latency(),

@@ -104,22 +104,22 @@ pub fn leaves_out(workload: &str) -> &'static str {
         "noop_tasks" => {
             "the driver's `.remote()` loop is its main thread's (`scheduler.call_submit_cost`, after a one-time \
              `scheduler.first_submit_cost`); each task's push and reply are its io thread's \
-             (`scheduler.owner_push_cost`, one thread per owner, then `scheduler.task_push_latency`), which bounds \
-             the run at 2 CPUs and more, and a kept lease's push-run-reply round bounds one CPU; Ray's per-task \
-             cost rises with the run (at 1 CPU, beyond the setup and the first call: 0.61 ms a task at 1,000, \
-             0.68 at 10,000, 0.70 at 100,000; at 2 CPUs 0.455 ms at 10,000, 0.500 at 100,000), where the model's \
-             is one figure; at 4 CPUs on 2 cores, while the two workers beyond the prestarted two start, Ray's \
-             prestarted ones began their first task 55-103 ms in and sat idle 490-800 ms after it (the started \
-             two 270-490 ms after theirs, when no start ran, where the model's first call is 82 ms of work): the machine's \
-             cores shared among everything runnable, where the model's cores serve one piece of work at a time, \
-             first come first served, so its starts hold both cores for their 0.51 s and the driver's loop past its first thousand calls, the \
-             pushes and the first calls' work (`scheduler.worker_first_call_latency`) wait for them \
-             (scripts/ray-calibration/lease_traces.py); the split of a task's CPU is the fit's, not Ray's: \
-             cpu_by_process.py on an Intel Xeon VM measured the driver's process at 0.43-0.53 ms a task and the \
-             workers' at 0.72-0.89 ms (the raylet's 0.01-0.02), where the model's owner does 0.49 ms and its worker \
-             0.19, and with Ray's split no owner, worker and push latency fit 1, 2 and 4 CPUs at once \
-             (split_grid.py); the rise with the run is not the driver's garbage collector (batch_growth.py: \
-             warm batches alike with it on and off)"
+             (`scheduler.owner_push_cost`, one thread per owner, then `scheduler.task_push_latency`), a worker's \
+             part is `scheduler.call_start_cost` and `scheduler.task_worker_cost` before the body and \
+             `scheduler.task_reply_cost` after its reply (the owner does not wait for that, the lease's next task \
+             does), the owner's side held at the share of the workers' CPU that Ray's driver burned \
+             (cpu_by_process.py on an Intel Xeon VM: 0.43-0.53 ms a task against 0.72-0.89, the raylet's \
+             0.01-0.02); Ray's per-task cost rises with the run (at 1 CPU, beyond the setup and the first call: \
+             0.61 ms a task at 1,000, 0.68 at 10,000, 0.70 at 100,000; at 2 CPUs 0.455 ms at 10,000, 0.500 at \
+             100,000), not by its driver's garbage collector (batch_growth.py: warm batches alike with it on and \
+             off), where the model's is one figure; at 4 CPUs on 2 cores, while the two workers beyond the \
+             prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
+             490-800 ms after it (the started two 270-490 ms after theirs, when no start ran, where the model's \
+             first call is 82 ms of work): the machine's cores shared among everything runnable, where the \
+             model's cores serve one piece of work at a time, first come first served, so its starts hold both \
+             cores for their 0.51 s and the driver's loop past its first thousand calls, the pushes and the first \
+             calls' work (`scheduler.worker_first_call_latency`) wait for them \
+             (scripts/ray-calibration/lease_traces.py)"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \

@@ -300,6 +300,7 @@ impl ClusterQueues {
     /// in the class when that task has the same owner, with no raylet asked and no CPU
     /// freed. Otherwise the lease goes back ([`release_lease`]).
     pub(crate) fn reuse_or_release_lease(&mut self, cx: &mut Cx, done: TaskId) -> Follows {
+        let worker_free = worker_cleans_up(cx, done);
         let Some(kept) = self.kept_lease(cx, done) else { return release_lease(cx, done) };
         let (node, next) = (kept.node, kept.next);
         self.pop(kept.class);
@@ -316,7 +317,8 @@ impl ClusterQueues {
         }
         let now = cx.now();
         cx.model.log.line(now, "scheduler").hex(next.0).text(" LEASED node=").dec(node.0.into()).text(" reused").end();
-        let pushed = owner_pushes(cx, next, now);
+        // The next task runs once it is pushed and the worker is done with the last one.
+        let pushed = owner_pushes(cx, next, now).max(worker_free);
         cx.clock.schedule_at(pushed, Event::Dispatch(next, kept.next_attempt));
         Follows::new()
     }
@@ -454,6 +456,20 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
         None => Thread::OwnerOfTask(tid),
     };
     cx.cpus.thread_work(owner_node, thread, cx.now(), at, cost) + latency
+}
+
+/// Normal task `done` replied: its worker's cleanup (`task_reply_cost`) is work on its
+/// node's cores, which its owner does not wait for. Returns when the worker is free.
+fn worker_cleans_up(cx: &mut Cx, done: TaskId) -> u64 {
+    let now = cx.now();
+    let cost = cx.cfg.scheduler.task_reply_cost.as_micros();
+    match cx.model.tasks.get(&done) {
+        Some(t) if t.kind == TaskType::NormalTask => match t.node {
+            Some(node) => cx.cpus.work(node, now, cost),
+            None => now,
+        },
+        _ => now,
+    }
 }
 
 /// The first report tick of a node started at `started`, every `period`, at or after `now`.

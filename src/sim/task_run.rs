@@ -101,6 +101,9 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     let attempt = t.attempt;
     let s = &cx.cfg.scheduler;
     let mut cost = s.call_start_cost.as_micros();
+    if t.kind == TaskType::NormalTask {
+        cost += s.task_worker_cost.as_micros();
+    }
     // A call to an actor that runs calls concurrently starts on its one event loop.
     let concurrent = match (t.kind, t.actor) {
         (TaskType::ActorTask, Some(a)) => cx.model.actors.get(&a).filter(|a| a.max_concurrency > 1).map(|a| a.id),
