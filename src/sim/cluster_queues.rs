@@ -463,13 +463,8 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
 fn worker_cleans_up(cx: &mut Cx, done: TaskId) -> u64 {
     let now = cx.now();
     let cost = cx.cfg.scheduler.task_reply_cost.as_micros();
-    match cx.model.tasks.get(&done) {
-        Some(t) if t.kind == TaskType::NormalTask => match t.node {
-            Some(node) => cx.cpus.work(node, now, cost),
-            None => now,
-        },
-        _ => now,
-    }
+    let node = cx.model.tasks.get(&done).filter(|t| t.kind == TaskType::NormalTask).and_then(|t| t.node);
+    node.map_or(now, |n| cx.cpus.work(n, now, cost))
 }
 
 /// The first report tick of a node started at `started`, every `period`, at or after `now`.

@@ -81,11 +81,7 @@ impl Engine {
                     if take {
                         let paid = self.place_submit_cost(tid, spec, count);
                         self.op_submit(tid, attempt, spec, count, true, with_puts);
-                        if !advance(&self.model, &mut self.runs, tid, attempt) {
-                            return;
-                        }
-                        if let Some(done) = paid {
-                            self.clock.schedule_at(done, Event::Resume(tid, attempt));
+                        if !advance(&self.model, &mut self.runs, tid, attempt) || self.resume_at(tid, attempt, paid) {
                             return;
                         }
                         continue;
@@ -104,8 +100,7 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if let Some(done) = paid {
-                        self.clock.schedule_at(done, Event::Resume(tid, attempt));
+                    if self.resume_at(tid, attempt, paid) {
                         return;
                     }
                 }
@@ -592,10 +587,14 @@ impl Engine {
     /// The task works `busy` µs on its node's cores, then goes on with its program on
     /// `Resume`. Returns true when it must wait (false for no work).
     fn work_then_resume(&mut self, tid: TaskId, attempt: u32, busy: u64) -> bool {
-        if busy == 0 {
-            return false;
-        }
-        let done = self.place_work(tid, busy);
+        let done = (busy > 0).then(|| self.place_work(tid, busy));
+        self.resume_at(tid, attempt, done)
+    }
+
+    /// The task goes on with its program on `Resume` when its work placed ends (`done`).
+    /// Returns true when it must wait (false for no work placed).
+    fn resume_at(&mut self, tid: TaskId, attempt: u32, done: Option<u64>) -> bool {
+        let Some(done) = done else { return false };
         self.clock.schedule_at(done, Event::Resume(tid, attempt));
         true
     }
