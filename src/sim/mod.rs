@@ -24,6 +24,7 @@ mod actors;
 mod arg_fetch;
 pub use arg_fetch::transfer_micros;
 mod autoscaler;
+mod caller_work;
 mod clock;
 mod cluster_events;
 mod cluster_queues;

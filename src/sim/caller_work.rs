@@ -1,0 +1,107 @@
+//! The caller's own work on its node's cores, which a program step pays before it goes
+//! on: its submit loop, a driver's first submit, a put or a get's copy, a return's put,
+//! a task worker's first call. Each is placed on the cores now and the step resumes
+//! when it ends.
+//!
+//! Owns: placing that work and scheduling the step's `Resume`. Must never: change a
+//! task's state, or move a task's program counter except past the step it pays for.
+
+use super::clock::Event;
+use super::engine::Engine;
+use super::objects::put_cost_on;
+use crate::model::*;
+
+impl Engine {
+    /// The caller just submitted `calls` of `spec`: it stays busy for their submit cost of
+    /// work on its node's cores (`actor_call_submit_cost` each for actor calls, else
+    /// `call_submit_cost`), and goes on with its program on `Resume`. Returns true when
+    /// it must wait.
+    pub(super) fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, spec: u32, calls: u32) -> bool {
+        self.work_then_resume(tid, attempt, self.submit_cost(spec, calls))
+    }
+
+    /// The caller's work for submitting `calls` of `spec`, placed on its node's cores
+    /// now, for a step that hands its calls over after placing it: when it ends (None for
+    /// no work).
+    pub(super) fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
+        let busy = self.submit_cost(spec, calls);
+        (busy > 0).then(|| self.place_work(tid, busy))
+    }
+
+    /// What submitting `calls` of `spec` costs its caller: `actor_call_submit_cost` each
+    /// for actor calls, else `call_submit_cost`.
+    fn submit_cost(&self, spec: u32, calls: u32) -> u64 {
+        let s = &self.cfg.scheduler;
+        let each = match self.specs[spec as usize].kind {
+            TaskType::ActorTask => s.actor_call_submit_cost,
+            _ => s.call_submit_cost,
+        };
+        each.as_micros().saturating_mul(calls as u64)
+    }
+
+    /// A driver's first task or actor `.remote()`: before it returns, Ray's driver sets up
+    /// its submitting once (`first_submit_cost` of work on its node's cores), then goes
+    /// on with the same step on `Resume`. Returns true when it must wait.
+    pub(super) fn pay_first_submit(&mut self, tid: TaskId, attempt: u32) -> bool {
+        if self.model.tasks.get(&tid).map(|t| t.kind) != Some(TaskType::DriverTask) {
+            return false;
+        }
+        let run = self.runs.get_mut(&tid).expect("a running task has a run");
+        if std::mem::replace(&mut run.submitted, true) {
+            return false;
+        }
+        self.work_then_resume(tid, attempt, self.cfg.scheduler.first_submit_cost.as_micros())
+    }
+
+    /// The task's return is over `object_store.inline_threshold`: before it finishes, its
+    /// worker puts the return into its node's store (`put_micros` of work), and goes on
+    /// past its program's end on `Resume`, unless its program's stretches hold the put
+    /// already (a replayed call). Returns true when it must wait.
+    pub(super) fn pay_return_put(&mut self, tid: TaskId, attempt: u32, spec: u32) -> bool {
+        let s = &self.specs[spec as usize];
+        let size = s.return_size;
+        if size <= self.cfg.object_store.inline_threshold.0 || s.put_in_body {
+            return false;
+        }
+        let Some(node) = self.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
+        self.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
+        let cost = put_cost_on(&self.cfg, &self.model, node, size);
+        self.work_then_resume(tid, attempt, cost)
+    }
+
+    /// A task worker's first call: before its reply the worker works
+    /// `worker_first_call_latency` on its node's cores (`Run::first_call`, spent here).
+    /// Returns true when it must wait.
+    pub(super) fn pay_first_call(&mut self, tid: TaskId, attempt: u32) -> bool {
+        let run = self.runs.get_mut(&tid).expect("a running task has a run");
+        if !std::mem::take(&mut run.first_call) {
+            return false;
+        }
+        let cost = self.cfg.scheduler.worker_first_call_latency.as_micros();
+        self.work_then_resume(tid, attempt, cost)
+    }
+
+    /// The task works `busy` µs on its node's cores, then goes on with its program on
+    /// `Resume`. Returns true when it must wait (false for no work).
+    pub(super) fn work_then_resume(&mut self, tid: TaskId, attempt: u32, busy: u64) -> bool {
+        let done = (busy > 0).then(|| self.place_work(tid, busy));
+        self.resume_at(tid, attempt, done)
+    }
+
+    /// The task goes on with its program on `Resume` when its work placed ends (`done`).
+    /// Returns true when it must wait (false for no work placed).
+    pub(super) fn resume_at(&mut self, tid: TaskId, attempt: u32, done: Option<u64>) -> bool {
+        let Some(done) = done else { return false };
+        self.clock.schedule_at(done, Event::Resume(tid, attempt));
+        true
+    }
+
+    /// `busy` µs of the task's work placed on its node's cores now: when it ends.
+    fn place_work(&mut self, tid: TaskId, busy: u64) -> u64 {
+        let now = self.clock.now;
+        match self.model.tasks.get(&tid).and_then(|t| t.node) {
+            Some(node) => self.cpus.work(node, now, busy),
+            None => now + busy,
+        }
+    }
+}
