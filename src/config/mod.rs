@@ -12,6 +12,7 @@ pub mod limits;
 mod locate;
 pub mod overrides;
 pub mod replay;
+pub mod scheduler;
 pub mod schema;
 pub mod server_limits;
 mod tagged;
@@ -21,6 +22,7 @@ pub mod workloads;
 
 pub use limits::LimitsConfig;
 pub use overrides::Override;
+pub use scheduler::SchedulerConfig;
 pub use schema::*;
 pub use server_limits::ServerLimits;
 pub use units::{ByteSize, DurationSpec};
