@@ -104,8 +104,18 @@ COSTS = [
 ]
 UNIT = {s: u for s, _, _, u in COSTS}
 
-# `call_submit_cost`, measured from the 1-CPU submit loops, not fitted (src/config/defaults.rs).
-CALL_SUBMIT_US = 60
+
+def call_submit_us():
+    """`call_submit_cost` in µs, as src/config/defaults.rs sets it: measured from the 1-CPU
+    submit loops, not fitted, so it is read from the one place that holds it."""
+    path = os.path.join(HERE, "../../src/config/defaults.rs")
+    with open(path) as f:
+        for line in f:
+            if line.startswith("const CALL_SUBMIT_S: f64 = "):
+                return float(line.split("=", 1)[1].strip().rstrip(";").replace("_", "")) * 1e6
+    raise SystemExit(f"fit.py: no `const CALL_SUBMIT_S` in {path}")
+
+
 WORKER_SIDE = ["scheduler.call_start_cost", "scheduler.task_worker_cost", "scheduler.task_reply_cost"]
 
 
@@ -123,7 +133,7 @@ def tied(values, ratio):
     if ratio is None:
         return values
     worker = sum(values[s] for s in WORKER_SIDE)
-    return dict(values, **{"scheduler.owner_push_cost": max(1.0, ratio * worker - CALL_SUBMIT_US)})
+    return dict(values, **{"scheduler.owner_push_cost": max(1.0, ratio * worker - call_submit_us())})
 
 
 def key(row):
