@@ -479,3 +479,19 @@ fn a_workers_cleanup_after_its_reply_holds_back_its_next_task_not_the_owner() {
     let extra = makespan_s(&run(&yaml("10ms"))) - makespan_s(&run(&yaml("0s")));
     assert!((extra - 0.020).abs() < 1e-6, "two cleanups between three tasks: {extra} s, not 20 ms");
 }
+
+#[test]
+fn a_callers_creation_loop_goes_ahead_of_the_worker_starts_its_actors_ask_for() {
+    // One core: two actors, each a worker start of 1 s of CPU. The driver's loop of two
+    // creations (40 ms each) was on its core before the raylet heard of them: it ends at
+    // 80 ms and the driver's two calls go then. Placed after the starts, the loop would
+    // wait for the core until 2 s.
+    let yaml = "cluster:\n  host_node: false\n  head: {cpu: 1, cores: 1, memory: 16GiB}\n\
+         scheduler: {call_submit_cost: 40ms, actor_call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, \
+         call_start_cost: 0s, lease_latency: 0s, dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, \
+         idle_worker_cpu: 0, task_push_latency: 0s, worker_first_call_latency: 0s, prestart_worker_first_driver: false}\n\
+         workloads:\n  - {kind: actor_pool, actors: 2, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n";
+    let submitted = |t: u64| at(yaml, t).0;
+    assert_eq!(submitted(79_999), submitted(0), "nothing more goes while the loop is on the core");
+    assert_eq!(submitted(80_000), submitted(0) + 2, "the loop paid, both calls go");
+}

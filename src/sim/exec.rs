@@ -109,10 +109,8 @@ impl Engine {
                     if self.pay_first_submit(tid, attempt) {
                         return;
                     }
-                    let created = self.op_create_actors(tid, spec, level, &shape);
-                    if !advance(&self.model, &mut self.runs, tid, attempt)
-                        || self.pay_submit_cost(tid, attempt, spec, created)
-                    {
+                    let paid = self.op_create_actors(tid, spec, level, &shape);
+                    if !advance(&self.model, &mut self.runs, tid, attempt) || self.resume_at(tid, attempt, paid) {
                         return;
                     }
                 }
@@ -252,8 +250,9 @@ impl Engine {
         self.follow_all(follows);
     }
 
-    /// Returns how many actors it created.
-    fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> u32 {
+    /// Create the step's actors, their caller's submit cost placed on its cores first:
+    /// when that work ends (None for none, or no actors).
+    fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> Option<u64> {
         let t = &self.model.tasks[&tid];
         let self_actor =
             if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
@@ -264,7 +263,7 @@ impl Engine {
             LevelRule::Fixed(l) => l,
             LevelRule::BelowParent => {
                 if parent_level == 0 {
-                    return 0;
+                    return None;
                 }
                 parent_level - 1
             }
@@ -282,6 +281,9 @@ impl Engine {
             Shape::Drawn { min, .. } => *min,
             Shape::Given(_) => given.len() as u32,
         };
+        // As for `Submit`: the caller's loop of creations is on its core before the
+        // worker starts they ask for.
+        let paid = self.place_submit_cost(tid, spec, count);
         let pg = self.runs[&tid].exec.pg;
         let in_pg = matches!(self.specs[spec as usize].strategy, crate::workload::StrategySpec::CallerPlacementGroup);
         for i in 0..count {
@@ -309,7 +311,7 @@ impl Engine {
                 }
             }
         }
-        count
+        paid
     }
 
     /// One call of a replayed job: create the actor of its slot, or submit the call with
