@@ -408,23 +408,36 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
     let granted = now + delay;
-    delay = worker_ready(cx, tid, kind, node, granted) - now;
-    // A normal task's owner pushes it once the lease reaches it. With an idle worker that
-    // is a lease's latency from now: the io thread's work is placed now. After a worker
-    // start it is a start away, and the work would hold a core idle until then (the
-    // cores serve work in the order it is placed): it is placed then (`Event::Push`).
-    let (mut event, mut push) = (Event::Dispatch(tid, attempt), 0);
-    if kind == TaskType::NormalTask && now + delay == granted {
-        delay = owner_pushes(cx, tid, granted) - now;
-    } else if kind == TaskType::NormalTask {
-        (event, push) = (Event::Push(tid, attempt), cx.cfg.scheduler.task_push_latency.as_micros());
-    }
+    let (event, at, push) = after_grant(cx, tid, attempt, kind, node, granted);
     if let Some(run) = cx.runs.get_mut(&tid) {
-        run.lease_expires_at = now + delay + push + cx.cfg.scheduler.worker_lease_timeout.as_micros();
+        run.lease_expires_at = at + push + cx.cfg.scheduler.worker_lease_timeout.as_micros();
     }
     let line = cx.model.log.line(now, "scheduler").hex(tid.0).text(" LEASED node=").dec(node.0.into());
     line.text(if spilled { " spillback" } else { "" }).end();
-    cx.clock.schedule_in(delay, event);
+    cx.clock.schedule_at(at, event);
+}
+
+/// What follows a lease of task `tid` on `node` reaching its owner at `granted`: a worker
+/// for it ([`worker_ready`]), then, for a normal task, its owner's push. Returns the event
+/// to schedule, when, and the push latency still to come after it (for `Event::Push`).
+///
+/// With an idle worker the push's io-thread work is placed now. After a worker start it
+/// is a start away, and the work would hold a core idle until then (the cores serve work
+/// in the order it is placed): it is placed then (`Event::Push`).
+pub(crate) fn after_grant(
+    cx: &mut Cx,
+    tid: TaskId,
+    attempt: u32,
+    kind: TaskType,
+    node: NodeIdx,
+    granted: u64,
+) -> (Event, u64, u64) {
+    let ready = worker_ready(cx, tid, kind, node, granted);
+    match kind {
+        TaskType::NormalTask if ready == granted => (Event::Dispatch(tid, attempt), owner_pushes(cx, tid, granted), 0),
+        TaskType::NormalTask => (Event::Push(tid, attempt), ready, cx.cfg.scheduler.task_push_latency.as_micros()),
+        _ => (Event::Dispatch(tid, attempt), ready, 0),
+    }
 }
 
 /// The lease of normal task `tid` reached its owner after a worker start: the owner
@@ -483,7 +496,7 @@ fn next_report(now: u64, started: u64, period: u64) -> u64 {
 /// (`Run::first_call`): Ray's reply to it comes `worker_first_call_latency` late, the
 /// lease held meanwhile, and that is CPU work on the node's cores after the body, so it
 /// waits behind the worker starts it shares them with.
-pub(crate) fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
+fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
     let s = &cx.cfg.scheduler;
     let start = || (s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros());
     let (ready, started, first_call) = match kind {

@@ -189,8 +189,8 @@ impl PlacementGroupManager {
                 );
                 let (dispatch, lease) = (cx.cfg.scheduler.dispatch_cost, cx.cfg.scheduler.lease_latency);
                 let granted = cx.cpus.raylet_work(node, now, dispatch.as_micros()) + lease.as_micros();
-                let due = super::cluster_queues::worker_ready(cx, tid, kind, node, granted);
-                cx.clock.schedule_at(due, Event::Dispatch(tid, attempt));
+                let (event, at, _) = super::cluster_queues::after_grant(cx, tid, attempt, kind, node, granted);
+                cx.clock.schedule_at(at, event);
                 Follows::new()
             }
             Some(_) => {
