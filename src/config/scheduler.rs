@@ -1,8 +1,8 @@
 //! The scheduler's part of the schema (`scheduler:`): Ray's placement settings and the
 //! per-call costs the calibration suite measured (`scripts/ray-calibration/`).
 //!
-//! Owns: those fields, their units and their defaults' names. Must never: hold a default
-//! value itself (`defaults.rs` does, so `tests/calibration.rs` can check each one).
+//! Owns: those fields, their units and which default each takes. Must never: hold a
+//! cost's value itself (`defaults.rs` does, so `tests/calibration.rs` can check each one).
 
 use super::defaults::*;
 use super::units::DurationSpec;
