@@ -128,12 +128,13 @@ def owner_ratio(path):
     return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
 
 
-def tied(values, ratio):
-    """`values` with `owner_push_cost` tied to the worker's side at `ratio` (None: as is)."""
+def tied(values, ratio, submit_us):
+    """`values` with `owner_push_cost` tied to the worker's side at `ratio` (None: as is),
+    the owner's side being `submit_us` (`call_submit_cost`) and that push."""
     if ratio is None:
         return values
     worker = sum(values[s] for s in WORKER_SIDE)
-    return dict(values, **{"scheduler.owner_push_cost": max(1.0, ratio * worker - call_submit_us())})
+    return dict(values, **{"scheduler.owner_push_cost": max(1.0, ratio * worker - submit_us)})
 
 
 def key(row):
@@ -193,6 +194,7 @@ def main():
     ap.add_argument("--owner-ratio", metavar="FILE", help="tie owner_push_cost to the worker's side (see above)")
     args = ap.parse_args()
     ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
+    submit_us = call_submit_us() if ratio is not None else None
 
     runs = fit_runs_dir(args.runs)
     values = {s: v for s, v, _, _ in COSTS}
@@ -205,7 +207,7 @@ def main():
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
     moving = [s for s in (args.only or list(values)) if ratio is None or s != "scheduler.owner_push_cost"]
     floor = {s: lo for s, _, lo, _ in COSTS}
-    values = tied(values, ratio)
+    values = tied(values, ratio, submit_us)
     loss, errors = evaluate(args.rayscope, runs, values)
     step, evaluations = 0.5, 1
     while step >= args.min_step:
@@ -216,7 +218,7 @@ def main():
                 trial[setting] = max(floor[setting], values[setting] * factor)
                 if trial[setting] == values[setting]:
                     continue
-                trial = tied(trial, ratio)
+                trial = tied(trial, ratio, submit_us)
                 trial_loss, trial_errors = evaluate(args.rayscope, runs, trial)
                 evaluations += 1
                 if trial_loss < loss:

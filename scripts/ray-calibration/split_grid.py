@@ -18,19 +18,23 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fit import call_submit_us  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rayscope", required=True)
     ap.add_argument("--ratio", type=float, default=0.58)
-    ap.add_argument("--submit-us", type=int, default=60, help="call_submit_cost, measured (µs)")
     args = ap.parse_args()
+    # The owner's side is `call_submit_cost`, at the binary's default, and the push.
+    submit_us = call_submit_us()
     scored = []
     for worker in range(350, 851, 50):
-        owner = round(args.ratio * worker - args.submit_us)
+        owner = round(args.ratio * worker - submit_us)
         for latency in range(0, 801, 100):
             sets = [
                 f"scheduler.owner_push_cost={owner}us",
