@@ -124,6 +124,35 @@ fn a_shared_input_costs_the_driver_one_put_and_each_other_node_one_copy() {
 }
 
 #[test]
+fn a_get_of_returns_made_on_another_node_waits_for_their_pull() {
+    const HEAD: &str = "  head: {cpu: 8, cores: 8, memory: 16GiB}\n";
+    let worker = "  node_types:\n    - {name: w, count: 1, cpu: 8, cores: 8, memory: 16GiB, ip_range: 10.0.1.0/24}\n";
+    let job = |store: &str| {
+        let yaml = format!(
+            "{}object_store: {{{store}}}\nworkloads:\n  - {{kind: fan_out, tasks: 4, task_duration: 100ms, \
+             output_size: 10MB, strategy: {{kind: SPREAD}}}}\n",
+            cluster("task_error_cost: 0s").replace(HEAD, &format!("{HEAD}{worker}"))
+        );
+        run(&yaml)
+    };
+    let quick = job("transfer_latency: 0s, transfer_bandwidth: 1GB");
+    let w = quick.model.nodes.iter().find(|n| !n.is_head).expect("a worker node");
+    let head = quick.model.nodes.iter().find(|n| n.is_head).expect("the head");
+    let remote = w.stats.tasks_started;
+    assert!((1..4).contains(&remote), "SPREAD puts maps on both nodes: {remote} on the worker");
+    // The driver, on the head, pulls each return made on the worker into its store.
+    assert_eq!(w.stats.bytes_sent, remote * 10_000_000, "each remote return crossed once");
+    assert_eq!(head.stats.bytes_received, remote * 10_000_000);
+    // Its get waits for the pull: one latency for all it asks for (Ray's pull manager
+    // requests a get's objects together), then their bytes one after another.
+    let late = makespan_s(&job("transfer_latency: 250ms, transfer_bandwidth: 1GB")) - makespan_s(&quick);
+    assert!((late - 0.25).abs() < 1e-3, "the pull's latency cost the get {late} s, not 0.25 s once");
+    let slow = makespan_s(&job("transfer_latency: 0s, transfer_bandwidth: 10MB")) - makespan_s(&quick);
+    let want = remote as f64 * (1.0 - 0.01);
+    assert!((slow - want).abs() < 1e-3, "{remote} × 10 MB at 10 MB/s cost the get {slow} s more, not {want} s");
+}
+
+#[test]
 fn a_raised_error_reaches_its_caller_after_the_workers_error_cost() {
     let job = |cost: &str| {
         let yaml = format!(

@@ -236,7 +236,8 @@ pub struct ObjectStoreConfig {
     /// `cluster.network_bandwidth`.
     #[serde(default = "default_transfer_bandwidth")]
     pub transfer_bandwidth: ByteSize,
-    /// Per object copied to another node, before its first byte moves: the owner's
+    /// Per pull to another node (a task's arguments, or what a `ray.get` asks for: Ray's
+    /// pull manager asks for them together), before its first byte moves: the owner's
     /// location lookup and the pull request.
     #[serde(default = "default_transfer_latency")]
     pub transfer_latency: DurationSpec,
@@ -257,9 +258,10 @@ pub struct ObjectStoreConfig {
     /// (measured, not fitted: `put_release.py`).
     #[serde(default = "default_put_reused_bandwidth")]
     pub put_reused_bandwidth: ByteSize,
-    /// A `ray.get` of an object in the getter's node's store, before its bytes: the
-    /// store round trip and the deserializer's call. The getter's CPU work, with the
-    /// next three (`sim::get_micros`); an object up to `inline_threshold` costs nothing.
+    /// A `ray.get` of an object in the getter's node's store (pulled there first when it
+    /// is elsewhere), before its bytes: the store round trip and the deserializer's call.
+    /// The getter's CPU work, with the next three (`sim::get_micros`); an object up to
+    /// `inline_threshold` costs nothing.
     #[serde(default = "default_get_latency")]
     pub get_latency: DurationSpec,
     /// What a get copies per second out of the store into the getter's heap.

@@ -164,8 +164,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
              (glibc's largest mmap threshold, 32 MiB: a new `bytes` that big lands in freshly mapped pages), \
              fitted on 1 KB, 1 MB and 100 MB; Ray's 10 MB get cost 100 µs a MB where its 1 MB one cost 60 \
              (CPython's copy of an mmap'd buffer alone on an Intel Xeon VM, copy_probe.py: 37-78 µs a MB at \
-             1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); moving an object from another node to the getter's: the \
-             model moves a task's arguments, not what a `ray.get` asks for, and charges such a get the copy alone"
+             1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); a get of an object on another node pulls it first, as a \
+             task's arguments (`object_transfer`), with no figure of its own: the suite times gets in one node"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \

@@ -1,12 +1,15 @@
-//! Fetching a task's arguments to the node it runs on, as Ray's raylet pulls them before
-//! it dispatches the task: spilled copies are restored on their node first, the others
-//! copied over the network (a secondary copy, evictable once unused), and the task waits
-//! in its fetch state for as long as the bytes take to move.
+//! Pulling objects to the node that needs them, as Ray's object manager does: a task's
+//! arguments before its raylet dispatches it, and what a `ray.get` asks for before the
+//! getter copies it out of its own store. Spilled copies are restored on their node
+//! first, the others copied over the network (a secondary copy, evictable once unused),
+//! and the task waits (in its fetch state, or in `ray.get`) for as long as the bytes take
+//! to move.
 //!
-//! Owns: [`ArgFetch`], where a fetch stands while the memory monitor looks at a store it
+//! Owns: [`ArgFetch`], where a pull stands while the memory monitor looks at a store it
 //! grew; the copies themselves are the plasma stores' ([`PlasmaStores`]). Must never:
-//! start the task itself (it asks, [`Follow::StartTask`]) or run the memory monitor (a
-//! store that grew asks for a look, [`Follow::CheckMemory`]).
+//! start or resume the task itself (it asks, [`Follow::StartTask`], or schedules
+//! [`Event::Pulled`]) or run the memory monitor (a store that grew asks for a look,
+//! [`Follow::CheckMemory`]).
 
 use super::actors::ActorManager;
 use super::clock::Event;
@@ -15,18 +18,18 @@ use super::objects::PlasmaStores;
 use crate::model::*;
 use smallvec::smallvec;
 
-/// A task's arguments on their way to its node: where the fetch stands while the memory
+/// Objects on their way to a task's node: where the pull stands while the memory
 /// monitor looks at a store it grew.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ArgFetch {
     tid: TaskId,
     attempt: u32,
     node: NodeIdx,
-    /// The state the task waits for its arguments in (a leased task's, an actor call's).
-    waiting: TaskState,
-    /// The arguments as the fetch began.
+    /// What the task does once the bytes are there.
+    ending: Ending,
+    /// The objects as the pull began: its arguments, or what its `ray.get` asks for.
     args: Box<[ObjectId]>,
-    /// The next argument to look at.
+    /// The next object to look at.
     next: usize,
     /// An argument just restored from disk whose transfer is still to come: its id, size
     /// and primary as the restore found them.
@@ -37,25 +40,51 @@ pub(crate) struct ArgFetch {
     fetched: u64,
 }
 
+/// What a pull is for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    /// A task's arguments: it waits in this state (a leased task's, an actor call's),
+    /// then starts.
+    Start(TaskState),
+    /// A `ray.get`: the getter, already in `RUNNING_IN_RAY_GET`, goes on.
+    Get,
+}
+
+/// Whether a `ray.get` on `node` must pull object `o` first: its value is in plasma,
+/// ready, and not in memory there (elsewhere, or spilled).
+pub(crate) fn must_pull(o: &Object, node: NodeIdx) -> bool {
+    !o.inline && o.status == ObjectStatus::Ready && !o.in_memory_at(node)
+}
+
 /// How long copying one object of `size` bytes to another node takes (µs): the pull's
 /// latency, then its bytes at the lower of the object manager's copy rate and the
 /// network's bandwidth.
 pub fn transfer_micros(cfg: &crate::config::Config, size: u64) -> f64 {
-    let rate = cfg.object_store.transfer_bandwidth.0.min(cfg.cluster.network_bandwidth.0).max(1) as f64;
-    cfg.object_store.transfer_latency.as_micros() as f64 + size as f64 / rate * 1e6
+    cfg.object_store.transfer_latency.as_micros() as f64 + moving_micros(cfg, size)
 }
 
-/// The fetch is done: the task counts the bytes moved for it, then waits for them to
-/// arrive ([`Event::ArgsFetched`]), or starts now when nothing had to move.
+/// How long `size` bytes take to cross to another node (µs), latency aside.
+fn moving_micros(cfg: &crate::config::Config, size: u64) -> f64 {
+    let rate = cfg.object_store.transfer_bandwidth.0.min(cfg.cluster.network_bandwidth.0).max(1) as f64;
+    size as f64 / rate * 1e6
+}
+
+/// The pull is done. A getter goes on once the bytes arrive ([`Event::Pulled`]). A task
+/// counts the bytes moved for its arguments, then waits for them to arrive
+/// ([`Event::ArgsFetched`]), or starts now when nothing had to move.
 fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
+    let micros = f.micros.ceil() as u64;
+    let Ending::Start(waiting) = f.ending else {
+        cx.clock.schedule_in(micros, Event::Pulled(f.tid, f.attempt));
+        return Follows::new();
+    };
     if let Some(t) = cx.model.tasks.get_mut(&f.tid) {
         t.arg_bytes += f.fetched;
     }
-    let micros = f.micros.ceil() as u64;
     if micros == 0 {
         return smallvec![Follow::StartTask(f.tid, f.node)];
     }
-    cx.model.set_task_state(f.tid, f.waiting, cx.clock.now);
+    cx.model.set_task_state(f.tid, waiting, cx.clock.now);
     cx.clock.schedule_in(micros, Event::ArgsFetched(f.tid, f.attempt));
     Follows::new()
 }
@@ -76,7 +105,34 @@ impl PlasmaStores {
         waiting: TaskState,
     ) -> Follows {
         let args = cx.model.tasks[&tid].args.clone();
-        let fetch = ArgFetch { tid, attempt, node, waiting, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
+        let ending = Ending::Start(waiting);
+        let fetch = ArgFetch { tid, attempt, node, ending, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
+        self.go_on_fetching(cx, actors, fetch)
+    }
+
+    /// Bring what a `ray.get` of task `tid` on `node` asks for (`objects`) to that node's
+    /// store, as for arguments; the getter, waiting in `RUNNING_IN_RAY_GET`, goes on when
+    /// the bytes arrive ([`Event::Pulled`]).
+    pub(crate) fn pull_for_get(
+        &mut self,
+        cx: &mut Cx,
+        actors: &ActorManager,
+        tid: TaskId,
+        attempt: u32,
+        node: NodeIdx,
+        objects: Box<[ObjectId]>,
+    ) -> Follows {
+        let fetch = ArgFetch {
+            tid,
+            attempt,
+            node,
+            ending: Ending::Get,
+            args: objects,
+            next: 0,
+            transfer: None,
+            micros: 0.0,
+            fetched: 0,
+        };
         self.go_on_fetching(cx, actors, fetch)
     }
 
@@ -93,7 +149,7 @@ impl PlasmaStores {
             f.next += 1;
             let m = &mut *cx.model;
             let Some(o) = m.objects.get_mut(&a) else { continue };
-            if o.inline || o.status != ObjectStatus::Ready || o.in_memory_at(f.node) {
+            if !must_pull(o, f.node) {
                 continue;
             }
             let size = o.size;
@@ -122,7 +178,7 @@ impl PlasmaStores {
         fetched(cx, &f)
     }
 
-    /// Copy argument `a` (`size` bytes) from its primary to the fetching node, unless the
+    /// Copy object `a` (`size` bytes) from its primary to the fetching node, unless the
     /// primary is there.
     fn transfer(
         &mut self,
@@ -139,7 +195,10 @@ impl PlasmaStores {
         }
         let m = &mut *cx.model;
         let source = primary.unwrap_or(node);
-        f.micros += transfer_micros(cx.cfg, size);
+        // A pull asks for its objects together (Ray's pull manager takes a task's
+        // arguments, or a get's objects, as one bundle): their lookups and requests
+        // overlap, so the first copy pays the latency; the bytes go one after another.
+        f.micros += if f.fetched == 0 { transfer_micros(cx.cfg, size) } else { moving_micros(cx.cfg, size) };
         f.fetched += size;
         m.nodes[source.index()].stats.bytes_sent += size;
         m.nodes[node.index()].stats.bytes_received += size;

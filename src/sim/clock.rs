@@ -21,6 +21,8 @@ pub(crate) enum Event {
     /// A lease was granted: fetch arguments, then start. Carries the attempt it is for.
     Dispatch(TaskId, u32),
     ArgsFetched(TaskId, u32),
+    /// What a getter's `ray.get` asked for is in its node's store now: it copies it out.
+    Pulled(TaskId, u32),
     /// The worker begins running a call it was handed (after `call_start_cost`).
     Begin(TaskId, u32),
     /// A call's raised error is stored (after `task_error_cost`): it fails now.

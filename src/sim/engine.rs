@@ -256,6 +256,10 @@ impl Engine {
                 let follows = task_run::args_fetched(cx!(self), &mut self.flow, t, a);
                 self.follow_all(follows);
             }
+            Event::Pulled(t, a) => {
+                let follows = super::exec::pulled(cx!(self), t, a);
+                self.follow_all(follows);
+            }
             Event::Begin(t, a) => {
                 let follows = task_run::on_begin(cx!(self), &mut self.flow, t, a);
                 self.follow_all(follows);

@@ -5,6 +5,7 @@
 //! than through the model's transitions, or run a task whose attempt is no longer running.
 
 use super::actors::{ActorManager, NewActor};
+use super::arg_fetch::must_pull;
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
@@ -133,8 +134,12 @@ impl Engine {
                         self.follow(Follow::FailTask(tid, ErrorType::TaskExecutionException, true));
                         return;
                     }
+                    if self.pull_for_get(tid, attempt, node) {
+                        return;
+                    }
                     // The getter copies each return it gets out of the store (a put
                     // of its own is not among what it waits for).
+                    let r = self.runs.get_mut(&tid).expect("running task has a run");
                     let cost: f64 = r
                         .exec
                         .futures
@@ -248,6 +253,38 @@ impl Engine {
         }
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, returns);
         self.follow_all(follows);
+    }
+
+    /// A getter whose futures are all ready: what it waits for that is not in memory on
+    /// its node is pulled there first, and it waits in `ray.get` until the bytes arrive
+    /// (true), its CPU lent back as while it waited for them to be made. False once they
+    /// have (it goes on to copy them), or when all are there.
+    fn pull_for_get(&mut self, tid: TaskId, attempt: u32, node: Option<NodeIdx>) -> bool {
+        let node = node.unwrap_or(self.node_manager.head());
+        let r = self.runs.get_mut(&tid).expect("running task has a run");
+        if std::mem::take(&mut r.exec.pulling) {
+            return false;
+        }
+        let objects = &self.model.objects;
+        let away: Box<[ObjectId]> = r
+            .exec
+            .futures
+            .iter()
+            .copied()
+            .filter(|f| objects.get(f).is_some_and(|o| o.producer.is_some() && must_pull(o, node)))
+            .collect();
+        if away.is_empty() {
+            return false;
+        }
+        r.exec.pulling = true;
+        self.flow.blocked(&self.model, &mut self.runs, tid, self.clock.now);
+        // Blocked as on unready futures: a normal task lends its CPU back. The node's
+        // freed CPU goes to others once the pull is under way.
+        let lent = block_in_get(cx!(self), tid);
+        let follows = self.plasma.pull_for_get(cx!(self), &self.actor_manager, tid, attempt, node, away);
+        self.follow_all(follows);
+        self.follow_all(lent);
+        true
     }
 
     /// Create the step's actors, their caller's submit cost placed on its cores first:
@@ -489,7 +526,8 @@ pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follo
     if failed {
         r.exec.failed_futures += 1;
     }
-    if t.state() != TaskState::RunningInRayGet || r.exec.unresolved > 0 {
+    // A getter pulling its objects has had every future resolve already.
+    if t.state() != TaskState::RunningInRayGet || r.exec.unresolved > 0 || r.exec.pulling {
         return Follows::new();
     }
     if !matches!(cx.specs[t.spec as usize].program.get(r.pc as usize), Some(Op::Get)) {
@@ -506,6 +544,26 @@ pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follo
     }
     cx.model.set_task_state(owner, TaskState::Running, cx.clock.now);
     smallvec![Follow::RunProgram(owner)]
+}
+
+/// A getter's pull is done ([`Event::Pulled`]): it goes on with its `ray.get`, if this
+/// attempt still waits for it: at once, or once its node has a CPU for it again.
+pub(crate) fn pulled(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
+    let (Some(t), Some(r)) = (cx.model.tasks.get(&tid), cx.runs.get(&tid)) else { return Follows::new() };
+    if t.attempt != attempt || t.state() != TaskState::RunningInRayGet || !r.exec.pulling {
+        return Follows::new();
+    }
+    if t.cpu_released {
+        return match t.node {
+            Some(n) => {
+                cx.raylets.wait_to_resume(n, tid);
+                smallvec![Follow::ResourcesFreed(n)]
+            }
+            None => Follows::new(),
+        };
+    }
+    cx.model.set_task_state(tid, TaskState::Running, cx.clock.now);
+    smallvec![Follow::RunProgram(tid)]
 }
 
 /// What a `time.sleep(us)` really takes in a worker.

@@ -60,6 +60,8 @@ struct Scheduled {
     op_done: FxHashMap<(TaskId, u32), u32>,
     begin: FxHashMap<(TaskId, u32), u32>,
     resubmit: FxHashMap<(TaskId, u32), u32>,
+    /// A getter's pull arriving.
+    pulled: FxHashMap<(TaskId, u32), u32>,
 }
 
 fn count<K: std::hash::Hash + Eq>(m: &FxHashMap<K, u32>, k: &K) -> u32 {

@@ -142,6 +142,10 @@ pub(crate) struct Exec {
     /// Actor handles this task created (when it is not itself an actor).
     pub(crate) handles: Vec<ActorId>,
     pub(crate) pg: Option<PgId>,
+    /// Its `ray.get`'s objects are on their way to its node ([`super::clock::Event::Pulled`]
+    /// resumes it), or, back in its program, have arrived: the get copies them out and
+    /// pulls nothing more.
+    pub(crate) pulling: bool,
 }
 
 /// A task's [`Exec`], allocated on first write. Most live tasks at scale are waiting for
@@ -163,6 +167,7 @@ static NO_EXEC: Exec = Exec {
     failed_futures: 0,
     handles: Vec::new(),
     pg: None,
+    pulling: false,
 };
 
 impl std::ops::Deref for LazyExec {

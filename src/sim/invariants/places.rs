@@ -38,6 +38,7 @@ impl Check<'_> {
                 Event::OpDone(t, a) | Event::Resume(t, a) | Event::Raised(t, a) => bump(&mut s.op_done, (*t, *a)),
                 Event::Begin(t, a) => bump(&mut s.begin, (*t, *a)),
                 Event::Resubmit(t, a) => bump(&mut s.resubmit, (*t, *a)),
+                Event::Pulled(t, a) => bump(&mut s.pulled, (*t, *a)),
                 _ => {}
             }
         }
@@ -249,14 +250,24 @@ impl Check<'_> {
                     let on_get = matches!(op, Some(Op::Get)) && r.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
                         && r.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state() != PgState::Created);
+                    let pulled = count(&s.pulled, &key);
+                    let pulling =
+                        matches!(op, Some(Op::Get)) && r.exec.pulling && r.exec.unresolved == 0 && pulled == 1;
                     ensure!(
                         v,
-                        on_get as u32 + on_pg as u32 + res == 1 && op_done + q == 0,
-                        "task {id:x} in ray.get: blocked on futures {on_get}, on its group {on_pg}, resuming {res}, {op_done} op events"
+                        on_get as u32 + on_pg as u32 + pulling as u32 + res == 1 && op_done + q == 0,
+                        "task {id:x} in ray.get: blocked on futures {on_get}, on its group {on_pg}, pulling {pulling}, resuming {res}, {op_done} op events"
                     );
                 }
                 other => v.push(format!("task {id:x} is at rest in transient state {other}")),
             }
+            let pulled = count(&s.pulled, &key);
+            ensure!(
+                v,
+                pulled == 0 || (pulled == 1 && state == TaskState::RunningInRayGet && r.exec.pulling),
+                "task {id:x} ({state}, pulling {}) has {pulled} Pulled events",
+                r.exec.pulling
+            );
             let on_worker =
                 matches!(state, TaskState::Running | TaskState::RunningInRayGet | TaskState::PendingActorTaskArgsFetch)
                     || r.begin_due;
