@@ -236,9 +236,8 @@ pub struct ObjectStoreConfig {
     /// `cluster.network_bandwidth`.
     #[serde(default = "default_transfer_bandwidth")]
     pub transfer_bandwidth: ByteSize,
-    /// Per pull to another node (a task's arguments, or what a `ray.get` asks for: Ray's
-    /// pull manager asks for them together), before its first byte moves: the owner's
-    /// location lookup and the pull request.
+    /// Per object copied to another node (a task's argument, or what a `ray.get` asks
+    /// for), before its first byte moves: the owner's location lookup and the pull request.
     #[serde(default = "default_transfer_latency")]
     pub transfer_latency: DurationSpec,
     /// A put into the store (a `ray.put`, or a task return over `inline_threshold`),

@@ -165,7 +165,9 @@ pub fn leaves_out(workload: &str) -> &'static str {
              fitted on 1 KB, 1 MB and 100 MB; Ray's 10 MB get cost 100 µs a MB where its 1 MB one cost 60 \
              (CPython's copy of an mmap'd buffer alone on an Intel Xeon VM, copy_probe.py: 37-78 µs a MB at \
              1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); a get of an object on another node pulls it first, as a \
-             task's arguments (`object_transfer`), with no figure of its own: the suite times gets in one node"
+             task's arguments (`object_transfer`), with no suite figure of its own (get_pull.py on an Intel Xeon \
+             VM: one object 2.7 ms at 256 KiB and 8.1 ms at 1 MB beyond a local get, 100 together 1.1 and 2.1 ms \
+             each, where the model's pull is 0.9 and 1.9 ms an object)"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \
