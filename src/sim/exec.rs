@@ -5,11 +5,11 @@
 //! than through the model's transitions, or run a task whose attempt is no longer running.
 
 use super::actors::{ActorManager, NewActor};
-use super::arg_fetch::must_pull;
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
 use super::objects::{get_micros, put_cost_on, unref_object};
+use super::pull::must_pull;
 use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
 use crate::config::{DurationDist, SchedulerConfig};

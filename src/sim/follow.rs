@@ -13,7 +13,6 @@
 //! (that would reorder the log).
 
 use super::actors::{ActorManager, Dying};
-use super::arg_fetch::ArgFetch;
 use super::autoscaler::Autoscaler;
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
@@ -25,6 +24,7 @@ use super::node_cpu::NodeCpus;
 use super::node_runtime::{LocalResources, Raylets};
 use super::objects::{self, PlasmaStores};
 use super::placement_groups::PlacementGroupManager;
+use super::pull::Pull;
 use super::task_runs::TaskRuns;
 use super::{exec, retries, task_run, tasks};
 use crate::config::Config;
@@ -167,8 +167,8 @@ pub(crate) enum Follow {
     ArgFailed(TaskId),
     /// An object goes if nobody holds it (once its readers ran).
     FreeIfUnreferenced(ObjectId),
-    /// A task's argument fetch goes on (once the memory monitor looked at a store it grew).
-    FetchArgs(Box<ArgFetch>),
+    /// A pull to a task's node goes on (once the memory monitor looked at a store it grew).
+    GoOnPulling(Box<Pull>),
     /// A put object (of a task's attempt, with its size) is sealed: Flow Insight records
     /// the put and the task holds the object.
     PutSealed(TaskId, u32, ObjectId, u64),
@@ -349,7 +349,7 @@ impl Engine {
                 PlasmaStores::free_if_unreferenced(&mut self.model, o);
                 Follows::new()
             }
-            Follow::FetchArgs(fetch) => self.plasma.go_on_fetching(cx!(self), &self.actor_manager, *fetch),
+            Follow::GoOnPulling(fetch) => self.plasma.go_on_pulling(cx!(self), &self.actor_manager, *fetch),
             Follow::PutSealed(t, attempt, o, size) => {
                 objects::put_sealed(cx!(self), &mut self.flow, t, attempt, o, size)
             }

@@ -12,7 +12,7 @@
 //! lists of leases and getters waiting to resume (`node_runtime.rs`); the cluster task
 //! queues: scheduling, leases, waiting classes (`cluster_queues.rs`); the owner side:
 //! submission and references (`tasks.rs`), failures and retries (`retries.rs`); the run
-//! on a worker (`task_run.rs`), argument fetches (`arg_fetch.rs`), the worker's program
+//! on a worker (`task_run.rs`), pulling objects to a task's node (`pull.rs`), the worker's program
 //! (`exec.rs`) and each live task's run state (`task_runs.rs`);
 //! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
 //! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
@@ -21,8 +21,6 @@
 //! and the dead-node cache (`node_manager.rs`); cluster events (`cluster_events.rs`).
 
 mod actors;
-mod arg_fetch;
-pub use arg_fetch::transfer_micros;
 mod autoscaler;
 mod caller_work;
 mod clock;
@@ -45,6 +43,7 @@ mod objects;
 pub use objects::{get_micros, put_micros};
 mod placement_groups;
 mod publish;
+mod pull;
 mod replay_slots;
 mod report;
 mod retries;
@@ -57,6 +56,7 @@ mod tasks;
 pub use autoscaler::{Autoscaler, TypeState};
 pub use engine::{session_name_at, session_name_for, Engine};
 pub use publish::PublishOptions;
+pub use pull::transfer_micros;
 pub use report::Report;
 
 use crate::config::Config;

@@ -5,8 +5,8 @@
 //! Owns: [`PlasmaStores`] (each node's copies in spill and eviction order) and the
 //! object lifecycle: sealing a return, `ray.put`, waking or failing an object's readers,
 //! dropping references, and a dead node's lost copies (reconstructed from lineage: the
-//! producer's new record and its resubmission). Fetching a task's arguments is
-//! `arg_fetch.rs`. The object records live in the model's object table. Must never: run
+//! producer's new record and its resubmission). Pulling a task's arguments, or what a
+//! `ray.get` asks for, to its node is `pull.rs`. The object records live in the model's object table. Must never: run
 //! the memory monitor (a store that grew asks for a look, [`Follow::CheckMemory`]),
 //! resolve an owner's future or ready a task itself (it asks, [`Follow::FutureResolved`]
 //! and [`Follow::TaskReady`]), or fail a task (it asks, [`Follow::FailTask`]).

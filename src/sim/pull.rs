@@ -5,7 +5,7 @@
 //! and the task waits (in its fetch state, or in `ray.get`) for as long as the bytes take
 //! to move.
 //!
-//! Owns: [`ArgFetch`], where a pull stands while the memory monitor looks at a store it
+//! Owns: [`Pull`], where a pull stands while the memory monitor looks at a store it
 //! grew; the copies themselves are the plasma stores' ([`PlasmaStores`]). Must never:
 //! start or resume the task itself (it asks, [`Follow::StartTask`], or schedules
 //! [`Event::Pulled`]) or run the memory monitor (a store that grew asks for a look,
@@ -21,7 +21,7 @@ use smallvec::smallvec;
 /// Objects on their way to a task's node: where the pull stands while the memory
 /// monitor looks at a store it grew.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ArgFetch {
+pub(crate) struct Pull {
     tid: TaskId,
     attempt: u32,
     node: NodeIdx,
@@ -34,7 +34,7 @@ pub(crate) struct ArgFetch {
     /// An argument just restored from disk whose transfer is still to come: its id, size
     /// and primary as the restore found them.
     transfer: Option<(ObjectId, u64, Option<NodeIdx>)>,
-    /// The virtual time the fetch takes so far (µs).
+    /// The virtual time the pull takes so far (µs).
     micros: f64,
     /// The bytes moved to the node so far.
     fetched: u64,
@@ -67,7 +67,7 @@ pub fn transfer_micros(cfg: &crate::config::Config, size: u64) -> f64 {
 /// The pull is done. A getter goes on once the bytes arrive ([`Event::Pulled`]). A task
 /// counts the bytes moved for its arguments, then waits for them to arrive
 /// ([`Event::ArgsFetched`]), or starts now when nothing had to move.
-fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
+fn done(cx: &mut Cx, f: &Pull) -> Follows {
     let micros = f.micros.ceil() as u64;
     let Ending::Start(waiting) = f.ending else {
         cx.clock.schedule_in(micros, Event::Pulled(f.tid, f.attempt));
@@ -87,8 +87,8 @@ fn fetched(cx: &mut Cx, f: &ArgFetch) -> Follows {
 impl PlasmaStores {
     /// Bring a task's plasma arguments to `node` (restoring spilled ones first), then the
     /// task waits in `waiting` for them to arrive, or starts now when nothing had to move.
-    /// Each store that grows gets the memory monitor's look before the fetch goes on
-    /// ([`Follow::FetchArgs`]), as when the look was a call: an OOM kill frees the copies
+    /// Each store that grows gets the memory monitor's look before the pull goes on
+    /// ([`Follow::GoOnPulling`]), as when the look was a call: an OOM kill frees the copies
     /// the next transfer may evict.
     pub(crate) fn fetch_args(
         &mut self,
@@ -101,8 +101,8 @@ impl PlasmaStores {
     ) -> Follows {
         let args = cx.model.tasks[&tid].args.clone();
         let ending = Ending::Start(waiting);
-        let fetch = ArgFetch { tid, attempt, node, ending, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
-        self.go_on_fetching(cx, actors, fetch)
+        let pull = Pull { tid, attempt, node, ending, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
+        self.go_on_pulling(cx, actors, pull)
     }
 
     /// Bring what a `ray.get` of task `tid` on `node` asks for (`objects`) to that node's
@@ -117,7 +117,7 @@ impl PlasmaStores {
         node: NodeIdx,
         objects: Box<[ObjectId]>,
     ) -> Follows {
-        let fetch = ArgFetch {
+        let pull = Pull {
             tid,
             attempt,
             node,
@@ -128,15 +128,15 @@ impl PlasmaStores {
             micros: 0.0,
             fetched: 0,
         };
-        self.go_on_fetching(cx, actors, fetch)
+        self.go_on_pulling(cx, actors, pull)
     }
 
     /// Fetch from where `f` stands to the end, or to the next store the monitor must see
-    /// (then [`Follow::FetchArgs`] goes on after its look).
-    pub(crate) fn go_on_fetching(&mut self, cx: &mut Cx, actors: &ActorManager, mut f: ArgFetch) -> Follows {
+    /// (then [`Follow::GoOnPulling`] goes on after its look).
+    pub(crate) fn go_on_pulling(&mut self, cx: &mut Cx, actors: &ActorManager, mut f: Pull) -> Follows {
         if let Some((a, size, primary)) = f.transfer.take() {
             if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
-                return smallvec![look, Follow::FetchArgs(Box::new(f))];
+                return smallvec![look, Follow::GoOnPulling(Box::new(f))];
             }
         }
         let disk = cx.cfg.object_store.spill_bandwidth.0.max(1) as f64;
@@ -162,24 +162,24 @@ impl PlasmaStores {
                     m.counters.restored_objects += 1;
                     if let Some(look) = self.store(cx, actors, p, a, size) {
                         f.transfer = Some((a, size, primary));
-                        return smallvec![look, Follow::FetchArgs(Box::new(f))];
+                        return smallvec![look, Follow::GoOnPulling(Box::new(f))];
                     }
                 }
             }
             if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
-                return smallvec![look, Follow::FetchArgs(Box::new(f))];
+                return smallvec![look, Follow::GoOnPulling(Box::new(f))];
             }
         }
-        fetched(cx, &f)
+        done(cx, &f)
     }
 
-    /// Copy object `a` (`size` bytes) from its primary to the fetching node, unless the
+    /// Copy object `a` (`size` bytes) from its primary to the pulling node, unless the
     /// primary is there.
     fn transfer(
         &mut self,
         cx: &mut Cx,
         actors: &ActorManager,
-        f: &mut ArgFetch,
+        f: &mut Pull,
         a: ObjectId,
         size: u64,
         primary: Option<NodeIdx>,
