@@ -1,5 +1,6 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
-//! a return's put into the object store, a raised error's cost, a placement group's commit, an async actor's one event loop,
+//! a return's put into the object store, a get's pull of what is elsewhere or spilled, a
+//! raised error's cost, a placement group's commit, an async actor's one event loop,
 //! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer, and
 //! the count of the processes a pool starts. Each runs end to end with the invariants checked, and
 //! compares the same config with the cost on and off, so the test fails if the engine
@@ -150,6 +151,27 @@ fn a_get_of_returns_made_on_another_node_waits_for_their_pull() {
     let slow = makespan_s(&job("transfer_latency: 0s, transfer_bandwidth: 10MB")) - makespan_s(&quick);
     let want = remote as f64 * (1.0 - 0.01);
     assert!((slow - want).abs() < 1e-3, "{remote} × 10 MB at 10 MB/s cost the get {slow} s more, not {want} s");
+}
+
+#[test]
+fn a_get_of_spilled_returns_waits_for_their_restore() {
+    let job = |disk: &str| {
+        let yaml = format!(
+            "{}object_store: {{spill_bandwidth: {disk}}}\nworkloads:\n  - {{kind: fan_out, tasks: 8, \
+             task_duration: 100ms, output_size: 20MB}}\n",
+            cluster("task_error_cost: 0s").replace("memory: 16GiB}", "memory: 16GiB, object_store_memory: 100MB}")
+        );
+        run(&yaml)
+    };
+    let (fast, slow) = (job("10GB"), job("100MB"));
+    let restored = slow.model.counters.restored_bytes;
+    assert!(restored > 0, "8 × 20 MB outputs in a 100 MB store: the driver's get restores some");
+    assert_eq!(restored, fast.model.counters.restored_bytes, "the disk's speed changes no choice");
+    assert_eq!(slow.model.counters.transferred_bytes, 0, "one node: nothing crosses");
+    // The get waits for each restore, at the disk's rate.
+    let extra = makespan_s(&slow) - makespan_s(&fast);
+    let want = restored as f64 * (1.0 / 100e6 - 1.0 / 10e9);
+    assert!((extra - want).abs() < 1e-3, "restoring {restored} B cost the get {extra} s more, not {want} s");
 }
 
 #[test]
