@@ -533,17 +533,7 @@ pub(crate) fn future_resolved(cx: &mut Cx, owner: TaskId, failed: bool) -> Follo
     if !matches!(cx.specs[t.spec as usize].program.get(r.pc as usize), Some(Op::Get)) {
         return Follows::new();
     }
-    if t.cpu_released {
-        return match t.node {
-            Some(n) => {
-                cx.raylets.wait_to_resume(n, owner);
-                smallvec![Follow::ResourcesFreed(n)]
-            }
-            None => Follows::new(),
-        };
-    }
-    cx.model.set_task_state(owner, TaskState::Running, cx.clock.now);
-    smallvec![Follow::RunProgram(owner)]
+    resume_getter(cx, owner)
 }
 
 /// A getter's pull is done ([`Event::Pulled`]): it goes on with its `ray.get`, if this
@@ -553,6 +543,13 @@ pub(crate) fn pulled(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
     if t.attempt != attempt || t.state() != TaskState::RunningInRayGet || !r.exec.pulling {
         return Follows::new();
     }
+    resume_getter(cx, tid)
+}
+
+/// A getter whose wait in `ray.get` is over goes on: at once, or, if it lent its CPU
+/// back, once its node has one for it again.
+fn resume_getter(cx: &mut Cx, tid: TaskId) -> Follows {
+    let t = &cx.model.tasks[&tid];
     if t.cpu_released {
         return match t.node {
             Some(n) => {

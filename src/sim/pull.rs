@@ -40,6 +40,13 @@ pub(crate) struct Pull {
     fetched: u64,
 }
 
+impl Pull {
+    /// A pull of `objects` to `node` for attempt `attempt` of task `tid`, not begun.
+    fn new(tid: TaskId, attempt: u32, node: NodeIdx, ending: Ending, objects: Box<[ObjectId]>) -> Pull {
+        Pull { tid, attempt, node, ending, args: objects, next: 0, transfer: None, micros: 0.0, fetched: 0 }
+    }
+}
+
 /// What a pull is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Ending {
@@ -100,9 +107,7 @@ impl PlasmaStores {
         waiting: TaskState,
     ) -> Follows {
         let args = cx.model.tasks[&tid].args.clone();
-        let ending = Ending::Start(waiting);
-        let pull = Pull { tid, attempt, node, ending, args, next: 0, transfer: None, micros: 0.0, fetched: 0 };
-        self.go_on_pulling(cx, actors, pull)
+        self.go_on_pulling(cx, actors, Pull::new(tid, attempt, node, Ending::Start(waiting), args))
     }
 
     /// Bring what a `ray.get` of task `tid` on `node` asks for (`objects`) to that node's
@@ -117,18 +122,7 @@ impl PlasmaStores {
         node: NodeIdx,
         objects: Box<[ObjectId]>,
     ) -> Follows {
-        let pull = Pull {
-            tid,
-            attempt,
-            node,
-            ending: Ending::Get,
-            args: objects,
-            next: 0,
-            transfer: None,
-            micros: 0.0,
-            fetched: 0,
-        };
-        self.go_on_pulling(cx, actors, pull)
+        self.go_on_pulling(cx, actors, Pull::new(tid, attempt, node, Ending::Get, objects))
     }
 
     /// Fetch from where `f` stands to the end, or to the next store the monitor must see
