@@ -546,3 +546,37 @@ fn a_callers_creation_loop_goes_ahead_of_the_worker_starts_its_actors_ask_for() 
     assert_eq!(submitted(79_999), submitted(0), "nothing more goes while the loop is on the core");
     assert_eq!(submitted(80_000), submitted(0) + 2, "the loop paid, both calls go");
 }
+
+#[test]
+fn a_get_bigger_than_the_getters_store_makes_room_as_it_pulls() {
+    // Eight 40 MB outputs, half made on a worker node, all got by a driver whose store
+    // holds 100 MB: the get pulls 160 MB into it and needs the other 160 MB back too.
+    const HEAD: &str = "  head: {cpu: 8, cores: 8, memory: 16GiB}\n";
+    let nodes = "  head: {cpu: 8, cores: 8, memory: 16GiB, object_store_memory: 100MB}\n  node_types:\n    \
+                 - {name: w, count: 1, cpu: 8, cores: 8, memory: 16GiB, ip_range: 10.0.1.0/24}\n";
+    let yaml = format!(
+        "{}workloads:\n  - {{kind: fan_out, tasks: 8, task_duration: 100ms, output_size: 40MB, \
+         strategy: {{kind: SPREAD}}}}\n",
+        cluster("task_error_cost: 0s").replace(HEAD, nodes)
+    );
+    let mut e = Engine::new(load(&yaml));
+    let mut peak = 0;
+    for step in 0.. {
+        assert!(step < 100_000, "the get never ended");
+        if e.workloads_done() || !e.step() {
+            break;
+        }
+        e.check_invariants().unwrap_or_else(|m| panic!("after event {step}: {m}"));
+        peak = peak.max(e.model.nodes.iter().find(|n| n.is_head).expect("the head").store.used.0);
+    }
+    assert!(e.workloads_done(), "the job ended");
+    assert_eq!(e.model.counters.tasks_failed, 0, "no task or driver failed");
+    let head = e.model.nodes.iter().find(|n| n.is_head).expect("the head");
+    let worker = e.model.nodes.iter().find(|n| !n.is_head).expect("the worker");
+    assert_eq!(head.stats.bytes_received, worker.stats.tasks_started * 40_000_000, "each remote output crossed once");
+    assert!(
+        head.stats.bytes_spilled > 0 && head.stats.bytes_restored > 0,
+        "the head spilled to make room, then restored"
+    );
+    assert!(peak <= 100_000_000, "the head's store held {peak} B, more than its 100 MB");
+}
