@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What a `ray.get` of objects made on another node waits for: whether the per-object
 part of a pull (the owner's location lookup, the pull request) is paid once per get or
-once per object. The model pays `object_store.transfer_latency` once for all a pull asks
-for (a task's arguments, or a get's objects), as Ray's pull manager takes them as one
-bundle (ARCHITECTURE.md, Calibration).
+once per object. Its runs settled that: once per object, so the model pays
+`object_store.transfer_latency` for each object a pull moves, a task's arguments or a
+get's (ARCHITECTURE.md, Calibration; runs/other-cpu/README.md).
 
 Two nodes (ray.cluster_utils.Cluster, 1 CPU each, 512 MiB stores). For each count N and
 size S, N objects of S bytes are made on the worker node (or, for the baseline, on the
@@ -18,23 +18,17 @@ Each the median of REPEAT rounds.
 
   python get_pull.py --out runs/other-cpu/get-pull.json
 """
-import argparse
-import json
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, two_nodes, write_probe  # noqa: E402
+from suite import in_ms, median, ray_stop, run_probe, two_nodes  # noqa: E402
 
 COUNTS = (1, 10, 100)
 SIZES = (262_144, 1_000_000)
 REPEAT = 7
-
-
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
 
 
 def measure(ray, make_on_worker, make_on_head, n, size):
@@ -68,12 +62,7 @@ def measure(ray, make_on_worker, make_on_head, n, size):
     return row
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    load_before = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def rows():
     ray_stop()
     ray, cluster, _ = two_nodes(1, 1, store=512 * 1024 * 1024)
     try:
@@ -87,15 +76,12 @@ def main():
             return b"\x01" * size
 
         ray.get([make_on_worker.remote(1), make_on_head.remote(1)])  # both workers up
-        rows = [measure(ray, make_on_worker, make_on_head, n, s) for s in SIZES for n in COUNTS]
+        return [measure(ray, make_on_worker, make_on_head, n, s) for s in SIZES for n in COUNTS]
     finally:
         ray.shutdown()
         cluster.shutdown()
         ray_stop()
-    for r in rows:
-        print(json.dumps({k: (round(v * 1e3, 3) if k.endswith("seconds") else v) for k, v in r.items() if k != "samples"}))
-    write_probe(args.out, started, load_before, rows)
 
 
 if __name__ == "__main__":
-    main()
+    run_probe(__doc__, rows, in_ms)

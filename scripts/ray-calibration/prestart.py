@@ -11,16 +11,14 @@ default_worker.py), and the raylet's `--maximum_startup_concurrency`.
 
   python prestart.py --out runs/prestart.json
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, write_probe  # noqa: E402
+from suite import ray_stop, run_probe  # noqa: E402
 
 DRIVER = r"""
 import collections, json, os, sys, time
@@ -82,17 +80,9 @@ def one(cpus, mode):
     return row
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    load_before = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    rows = [one(c, m) for m in ("init", "start") for c in (1, 2, 4)]
-    for r in rows:
-        print(json.dumps({k: r[k] for k in ("how", "cpus", "idle_workers_at_connect", "maximum_startup_concurrency")}))
-    write_probe(args.out, started, load_before, rows)
+def summary(row):
+    return {k: row[k] for k in ("how", "cpus", "idle_workers_at_connect", "maximum_startup_concurrency")}
 
 
 if __name__ == "__main__":
-    main()
+    run_probe(__doc__, lambda: [one(c, m) for m in ("init", "start") for c in (1, 2, 4)], summary)

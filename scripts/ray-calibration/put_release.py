@@ -15,24 +15,18 @@ buffer out of band, so a put's size-dependent cost is the store's).
 
   python put_release.py --out runs/put-release.json
 """
-import argparse
-import json
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, ray_stop, write_probe  # noqa: E402
+from suite import in_ms, local_cluster, median, ray_stop, run_probe  # noqa: E402
 
 SIZES = (1_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)
 REPEAT = 15
 PAUSE_S = 0.2
 HELD_BYTES = 400_000_000
-
-
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
 
 
 def timed_put(ray, data):
@@ -73,23 +67,15 @@ def measure(ray, size):
     return row
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    load_before = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def rows():
     ray_stop()
     ray = local_cluster(2, object_store_memory=1024 * 1024 * 1024)
     try:
-        rows = [measure(ray, s) for s in SIZES]
+        return [measure(ray, s) for s in SIZES]
     finally:
         ray.shutdown()
         ray_stop()
-    for r in rows:
-        print(json.dumps({k: (round(v * 1e3, 3) if k.endswith("seconds") else v) for k, v in r.items() if k != "samples"}))
-    write_probe(args.out, started, load_before, rows)
 
 
 if __name__ == "__main__":
-    main()
+    run_probe(__doc__, rows, in_ms)

@@ -132,6 +132,31 @@ def write_probe(out, started, load_before, rows):
         f.write("\n")
 
 
+def median(xs):
+    """The middle of xs (the upper one of an even count), as the probes report a repeat."""
+    return sorted(xs)[len(xs) // 2]
+
+
+def run_probe(description, make_rows, summary):
+    """A probe's whole `main()`: its `--out` argument, the time and the load as it began,
+    its rows (`make_rows()`), one line each on stdout (`summary(row)`), then the record
+    (`write_probe`)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    load_before = os.getloadavg()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = make_rows()
+    for r in rows:
+        print(json.dumps(summary(r)))
+    write_probe(args.out, started, load_before, rows)
+
+
+def in_ms(row):
+    """A probe's row for the eye: its `*_seconds` figures in ms, its samples left out."""
+    return {k: (round(v * 1e3, 3) if k.endswith("seconds") else v) for k, v in row.items() if k != "samples"}
+
+
 def local_cluster(cpus, **extra):
     import ray
 
