@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import in_ms, median, ray_stop, run_probe, two_nodes  # noqa: E402
+from suite import in_ms, ray_stop, run_probe, two_nodes, with_medians  # noqa: E402
 
 COUNTS = (1, 10, 100)
 SIZES = (262_144, 1_000_000)
@@ -55,11 +55,7 @@ def measure(ray, make_on_worker, make_on_head, n, size):
         ray.get(refs)
         ways["local"].append(time.perf_counter() - t0)
         del refs
-    row = {"count": n, "size": size}
-    for way, xs in ways.items():
-        row[f"{way}_seconds"] = median(xs)
-    row["samples"] = ways
-    return row
+    return with_medians({"count": n, "size": size}, ways)
 
 
 def rows():

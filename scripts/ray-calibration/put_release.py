@@ -21,7 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import in_ms, local_cluster, median, ray_stop, run_probe  # noqa: E402
+from suite import in_ms, local_cluster, median, ray_stop, run_probe, with_medians  # noqa: E402
 
 SIZES = (1_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)
 REPEAT = 15
@@ -60,11 +60,7 @@ def measure(ray, size):
         live.append(ref)
     del live
     time.sleep(PAUSE_S)
-    row = {"size": size, "serialize_seconds": median(serialize)}
-    for way, xs in ways.items():
-        row[f"{way}_seconds"] = median(xs)
-    row["samples"] = ways
-    return row
+    return with_medians({"size": size, "serialize_seconds": median(serialize)}, ways)
 
 
 def rows():

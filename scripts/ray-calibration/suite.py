@@ -137,14 +137,24 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
-def run_probe(description, make_rows, summary):
-    """A probe's whole `main()`: its `--out` argument, the time and the load as it began,
-    its rows (`make_rows()`), one line each on stdout (`summary(row)`), then the record
+def with_medians(row, ways):
+    """`row` with each way's `{way}_seconds` (the median of its samples) and the samples
+    themselves (`ways`: {way: [seconds, ...]})."""
+    for way, xs in ways.items():
+        row[f"{way}_seconds"] = median(xs)
+    row["samples"] = ways
+    return row
+
+
+def run_probe(description, make_rows, summary, max_load=None):
+    """A probe's whole `main()`: its `--out` argument, the time and the load as it began
+    (after waiting up to 2 minutes for a 1-minute load below `max_load`, if given), its
+    rows (`make_rows()`), one line each on stdout (`summary(row)`), then the record
     (`write_probe`)."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    load_before = os.getloadavg()
+    load_before = wait_quiet(max_load, 120) if max_load is not None else os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rows = make_rows()
     for r in rows:
