@@ -6,7 +6,10 @@
 //! bigger machine, or with a kind of workload no recorded run covers, extrapolates:
 //! `simulate` and `--sweep` name the calibration and print one warning line then. So
 //! does a config whose task returns are bigger than the largest put and get measured
-//! (`object_local`, `object_get`, 100 MB): their costs are extrapolated.
+//! (`object_local`, `object_get`, 100 MB): their costs are extrapolated, and one whose
+//! cluster can grow far past the two nodes the suite ran: the GCS's own work (actor and
+//! placement group scheduling, the resource broadcasts, the health checks), which grows
+//! with the nodes it serves, is not charged at all.
 //!
 //! Owns: the calibration's description and the checks of a config against it.
 //! Must never: change a config (a warning informs; it neither refuses nor adjusts).
@@ -23,6 +26,9 @@ pub struct Calibration {
     pub machine: &'static str,
     /// Physical cores of that machine: a node with far more is an extrapolation.
     pub cores: u32,
+    /// The most nodes a recorded run had (`object_transfer`, `spillback`, `node_death`):
+    /// a cluster of far more is an extrapolation.
+    pub nodes: u32,
     /// When the runs were recorded (UTC dates).
     pub measured: &'static str,
     /// Where each workload's figures are compared with the model's.
@@ -38,12 +44,13 @@ pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
     machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
     cores: 2,
+    nodes: 2,
     measured: "2026-11-23 to 2026-11-28",
     report: "docs/fidelity.md",
 };
 
-/// Cores beyond this many times the calibration machine's are named in the warning.
-const FAR_MORE_CORES: u32 = 8;
+/// Cores, or nodes, beyond this many times the calibration's are named in the warning.
+const FAR_MORE: u32 = 8;
 
 /// Workload kinds that recorded runs cover (see `docs/fidelity.md`): the seed tree,
 /// no-op and sleeping tasks, actor starts and calls. Others extrapolate.
@@ -60,7 +67,7 @@ impl Calibration {
 /// nothing does).
 pub fn warning(cfg: &Config) -> Option<String> {
     let mut beyond = Vec::new();
-    let limit = CALIBRATION.cores * FAR_MORE_CORES;
+    let limit = CALIBRATION.cores * FAR_MORE;
     let mut big = Vec::new();
     for node_type in std::iter::once(None).chain((0..cfg.cluster.node_types.len()).map(|i| Some(i as u16))) {
         let (_, cores) = cfg.cluster.machine_of(node_type);
@@ -77,6 +84,15 @@ pub fn warning(cfg: &Config) -> Option<String> {
             "nodes with far more cores than the {}-core machine measured: {}",
             CALIBRATION.cores,
             big.join(", ")
+        ));
+    }
+    let nodes = most_nodes(cfg);
+    if nodes > u64::from(CALIBRATION.nodes * FAR_MORE) {
+        beyond.push(format!(
+            "a cluster of up to {nodes} nodes, where the runs measured had at most {}: the GCS's own work, which \
+             grows with the nodes (scheduling actors and placement groups, resource broadcasts, health checks), \
+             is not charged",
+            CALIBRATION.nodes
         ));
     }
     let mut kinds: Vec<&'static str> = Vec::new();
@@ -100,6 +116,21 @@ pub fn warning(cfg: &Config) -> Option<String> {
     } else {
         Some(format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, beyond.join("; ")))
     }
+}
+
+/// The most nodes `cfg`'s cluster can have at once: the head and each node type's count
+/// or, autoscaled, its `max_workers` when that is more.
+fn most_nodes(cfg: &Config) -> u64 {
+    let workers: u64 = cfg
+        .cluster
+        .node_types
+        .iter()
+        .map(|t| {
+            let ceiling = t.autoscaler.as_ref().map_or(0, |a| a.max_workers);
+            u64::from(t.count.unwrap_or(0).max(ceiling))
+        })
+        .sum();
+    1 + workers
 }
 
 /// The largest object the suite put and got (`object_local`, `object_get`): their costs
@@ -164,6 +195,24 @@ mod tests {
         // Cores given apart from logical CPUs count, not the CPUs.
         let c = cfg("cluster:\n  head: {cpu: 64, cores: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
         assert_eq!(warning(&c), None);
+    }
+
+    #[test]
+    fn a_cluster_far_bigger_than_the_runs_measured_is_named_with_what_it_leaves_out() {
+        let nodes = |count: &str, scaler: &str| {
+            cfg(&format!(
+                "cluster:\n  head: {{cpu: 2}}\n  node_types:\n    - {{name: w, cpu: 2, memory: 4GiB, \
+                 ip_range: 10.1.0.0/16, {count}{scaler}}}\nworkloads:\n  - {{kind: fan_out, tasks: 10}}\n"
+            ))
+        };
+        // The head and 15 workers: 16 nodes, eight times the two measured.
+        assert_eq!(warning(&nodes("count: 15", "")), None);
+        let w = warning(&nodes("count: 1999", "")).expect("a warning");
+        assert!(w.contains("up to 2000 nodes") && w.contains("GCS"), "{w}");
+        assert!(!w.contains('\n'), "one line: {w}");
+        // An autoscaler's ceiling counts, not only the nodes at start.
+        let scaled = nodes("count: 1", ", autoscaler: {min_workers: 1, max_workers: 40}");
+        assert!(warning(&scaled).expect("a warning").contains("up to 41 nodes"));
     }
 
     #[test]
