@@ -86,10 +86,11 @@ pub fn warning(cfg: &Config) -> Option<String> {
             big.join(", ")
         ));
     }
-    let nodes = most_nodes(cfg);
-    if nodes > u64::from(CALIBRATION.nodes * FAR_MORE) {
+    // Worded without the count, so a sweep over node counts warns once.
+    let most = CALIBRATION.nodes * FAR_MORE;
+    if most_nodes(cfg) > u64::from(most) {
         beyond.push(format!(
-            "a cluster of up to {nodes} nodes, where the runs measured had at most {}: the GCS's own work, which \
+            "a cluster that can hold more than {most} nodes, where the runs measured had at most {}: the GCS's own work, which \
              grows with the nodes (scheduling actors and placement groups, resource broadcasts, health checks), \
              is not charged",
             CALIBRATION.nodes
@@ -207,12 +208,14 @@ mod tests {
         };
         // The head and 15 workers: 16 nodes, eight times the two measured.
         assert_eq!(warning(&nodes("count: 15", "")), None);
-        let w = warning(&nodes("count: 1999", "")).expect("a warning");
-        assert!(w.contains("up to 2000 nodes") && w.contains("GCS"), "{w}");
+        let w = warning(&nodes("count: 16", "")).expect("a warning");
+        assert!(w.contains("more than 16 nodes") && w.contains("GCS"), "{w}");
         assert!(!w.contains('\n'), "one line: {w}");
+        assert_eq!(warning(&nodes("count: 1999", "")).as_ref(), Some(&w), "the same line: a sweep warns once");
         // An autoscaler's ceiling counts, not only the nodes at start.
+        assert_eq!(warning(&nodes("count: 1", "")), None);
         let scaled = nodes("count: 1", ", autoscaler: {min_workers: 1, max_workers: 40}");
-        assert!(warning(&scaled).expect("a warning").contains("up to 41 nodes"));
+        assert_eq!(warning(&scaled).as_ref(), Some(&w));
     }
 
     #[test]
