@@ -119,7 +119,11 @@ pub fn leaves_out(workload: &str) -> &'static str {
              model's cores serve one piece of work at a time, first come first served, so its starts hold both \
              cores for their 0.51 s and the driver's loop past its first thousand calls, the pushes and the first \
              calls' work (`scheduler.worker_first_call_latency`) wait for them \
-             (scripts/ray-calibration/lease_traces.py)"
+             (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a task worker at nice 15 once \
+             it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
+             driver, the raylet and the starts take the cores ahead of the task workers (first_call.py on an Intel \
+             Xeon VM: a worker's first-call work, 84-143 ms of its CPU, took 111-228 ms at 1 and 2 CPUs and up to \
+             918 ms beside two starts), where the model's cores have no priority"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
@@ -130,7 +134,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
              the model's second thousand on waits for a core until the starts end (first come, first served): \
              loop_share.py on an Intel Xeon VM gave the loop's thread 0.87-0.92 of a core at 2 CPUs and \
              0.52-0.60 at 4 (10,000 calls; 0.77 at 100,000), with Ray's processes at 1.8-2.0 of the 2 cores \
-             throughout"
+             throughout: the driver and a starting worker run at nice 0 and share the cores, the task workers \
+             at nice 15 take what is left (see `noop_tasks`)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
