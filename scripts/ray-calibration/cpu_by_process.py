@@ -20,48 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import suite  # noqa: E402
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def role(pid, cmdline):
-    if pid == os.getpid():
-        return "driver"
-    if "raylet" in cmdline.split(" ")[0]:
-        return "raylet"
-    if "gcs_server" in cmdline.split(" ")[0]:
-        return "gcs"
-    if cmdline.startswith("ray::"):
-        return "workers"
-    if "ray" in cmdline:
-        return "other"
-    return None
-
-
-def cpu_by_role():
-    """{role: CPU seconds so far} over this user's Ray processes."""
-    out = {}
-    uid = os.getuid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        r = role(int(name), cmdline)
-        if r is None:
-            continue
-        # utime and stime are fields 14 and 15 of stat; after the ")" they are 12 and 13.
-        out[r] = out.get(r, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
-    return out
-
+from suite import cpu_by_role, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -18,8 +18,8 @@ and notes when it returned. Per worker, between its first and second task:
 and, for the first task's worker, `first_reply_seen_ms`: when the driver saw that task's
 result (if that is long before the worker's second task, the wait is the owner's push,
 not the worker's reply). Right after the loop, `niceness_after_loop`: each of this
-user's Ray processes by role (driver, raylet, gcs, task workers `ray::`, workers still
-starting `default_worker.py`, other) with its nice value (Ray renices its task workers:
+user's Ray processes by role (`suite.process_role`: driver, raylet, gcs, workers, the
+workers still starting, other) with its nice value (Ray renices its task workers:
 `RAY_worker_niceness`).
 
   python first_call.py --out runs/other-cpu/first-call.json
@@ -38,41 +38,12 @@ RUNS = 3
 TASKS = 1000
 
 
-def role(pid, cmdline):
-    if pid == os.getpid():
-        return "driver"
-    exe = cmdline.split(" ")[0]
-    if "raylet" in exe:
-        return "raylet"
-    if "gcs_server" in exe:
-        return "gcs"
-    if cmdline.startswith("ray::"):
-        return "task_worker" if not cmdline.startswith(("ray::Dashboard", "ray::RuntimeEnv")) else "other"
-    if "default_worker.py" in cmdline:
-        return "starting_worker"
-    return "other" if "ray" in cmdline else None
-
-
 def niceness_by_role():
-    """{role: sorted nice values} over this user's Ray processes (/proc/PID/stat)."""
+    """{role: sorted nice values} over this user's Ray processes (`suite.process_role`)."""
     out = {}
-    uid = os.getuid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        r = role(int(name), cmdline)
-        if r is not None:
-            # nice is field 19 of stat (16 after the ")").
-            out.setdefault(r, []).append(int(fields[16]))
+    for role, fields in suite.ray_processes():
+        # nice is field 19 of stat (16 after the name).
+        out.setdefault(role, []).append(int(fields[16]))
     return {r: sorted(v) for r, v in sorted(out.items())}
 
 

@@ -26,54 +26,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import suite  # noqa: E402
-from suite import ray_stop, run_probe  # noqa: E402
+from suite import cpu_by_role, ray_stop, run_probe  # noqa: E402
 
 CPUS = (1, 2, 4)
 TASKS = (10_000, 100_000)
 RUNS = {10_000: 3, 100_000: 1}
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def role(pid, cmdline):
-    if pid == os.getpid():
-        return "driver"
-    exe = cmdline.split(" ")[0]
-    if "raylet" in exe:
-        return "raylet"
-    if "gcs_server" in exe:
-        return "gcs"
-    if cmdline.startswith("ray::"):
-        return "workers"
-    if "default_worker.py" in cmdline:
-        return "starting_workers"
-    if "ray" in cmdline:
-        return "other"
-    return None
-
-
-def cpu_by_role():
-    """{role: CPU seconds so far} over this user's Ray processes (/proc/PID/stat)."""
-    out = {}
-    uid = os.getuid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        r = role(int(name), cmdline)
-        if r is not None:
-            # utime and stime, fields 14 and 15 of stat (12 and 13 after the ")").
-            out[r] = out.get(r, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
-    return out
-
-
 def spent(before, after):
     return {r: round((after.get(r, 0.0) - before.get(r, 0.0)) * 1e3, 1) for r in sorted(set(before) | set(after))}
 

@@ -137,6 +137,59 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_role(pid, cmdline):
+    """What a process is to Ray: driver (this process), raylet, gcs, workers (task and
+    actor workers, titled `ray::`), starting_workers (default_worker.py not yet titled),
+    other (the dashboard and runtime-env agents, the monitors), or None (not Ray's)."""
+    if pid == os.getpid():
+        return "driver"
+    exe = cmdline.split(" ")[0]
+    if "raylet" in exe:
+        return "raylet"
+    if "gcs_server" in exe:
+        return "gcs"
+    if cmdline.startswith(("ray::DashboardAgent", "ray::RuntimeEnvAgent")):
+        return "other"
+    if cmdline.startswith("ray::"):
+        return "workers"
+    if "default_worker.py" in cmdline:
+        return "starting_workers"
+    return "other" if "ray" in cmdline else None
+
+
+def ray_processes():
+    """(role, the fields of /proc/PID/stat after the command's name) of each of this
+    user's Ray processes (`process_role`)."""
+    uid = os.getuid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        role = process_role(int(name), cmdline)
+        if role is not None:
+            yield role, fields
+
+
+def cpu_by_role():
+    """{role: CPU seconds so far (user + system)} over this user's Ray processes."""
+    out = {}
+    for role, fields in ray_processes():
+        # utime and stime, fields 14 and 15 of stat (12 and 13 after the name).
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
+    return out
+
+
 def with_medians(row, ways):
     """`row` with each way's `{way}_seconds` (the median of its samples) and the samples
     themselves (`ways`: {way: [seconds, ...]})."""

@@ -122,8 +122,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
              (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a task worker at nice 15 once \
              it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
              driver, the raylet and the starts take the cores ahead of the task workers (first_call.py on an Intel \
-             Xeon VM: a worker's first-call work, 84-143 ms of its CPU, took 111-228 ms at 1 and 2 CPUs and up to \
-             918 ms beside two starts), where the model's cores have no priority"
+             Xeon VM: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms at 1 and 2 CPUs and up to \
+             877 ms beside two starts), where the model's cores have no priority"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
