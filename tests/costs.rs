@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{load, makespan_s, run_checked, Limits};
+use common::{load, makespan_s, run_checked, run_checked_watching, Limits};
 use rayscope::sim::Engine;
 
 fn run(yaml: &str) -> Engine {
@@ -559,16 +559,10 @@ fn a_get_bigger_than_the_getters_store_makes_room_as_it_pulls() {
          strategy: {{kind: SPREAD}}}}\n",
         cluster("task_error_cost: 0s").replace(HEAD, nodes)
     );
-    let mut e = Engine::new(load(&yaml));
+    let head_store = |e: &Engine| e.model.nodes.iter().find(|n| n.is_head).expect("the head").store.used.0;
     let mut peak = 0;
-    for step in 0.. {
-        assert!(step < 100_000, "the get never ended");
-        if e.workloads_done() || !e.step() {
-            break;
-        }
-        e.check_invariants().unwrap_or_else(|m| panic!("after event {step}: {m}"));
-        peak = peak.max(e.model.nodes.iter().find(|n| n.is_head).expect("the head").store.used.0);
-    }
+    let e = run_checked_watching(load(&yaml), Limits::default(), |e| peak = peak.max(head_store(e)))
+        .unwrap_or_else(|m| panic!("{m}"));
     assert!(e.workloads_done(), "the job ended");
     assert_eq!(e.model.counters.tasks_failed, 0, "no task or driver failed");
     let head = e.model.nodes.iter().find(|n| n.is_head).expect("the head");
@@ -578,5 +572,6 @@ fn a_get_bigger_than_the_getters_store_makes_room_as_it_pulls() {
         head.stats.bytes_spilled > 0 && head.stats.bytes_restored > 0,
         "the head spilled to make room, then restored"
     );
+    assert!(peak > 0, "the head's store was watched in use");
     assert!(peak <= 100_000_000, "the head's store held {peak} B, more than its 100 MB");
 }

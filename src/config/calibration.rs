@@ -88,7 +88,7 @@ pub fn warning(cfg: &Config) -> Option<String> {
     }
     // Worded without the count, so a sweep over node counts warns once.
     let most = CALIBRATION.nodes * FAR_MORE;
-    if most_nodes(cfg) > u64::from(most) {
+    if super::limits::cluster_nodes(&cfg.cluster) > u64::from(most) {
         beyond.push(format!(
             "a cluster that can hold more than {most} nodes, where the runs measured had at most {}: the GCS's own work, which \
              grows with the nodes (scheduling actors and placement groups, resource broadcasts, health checks), \
@@ -117,21 +117,6 @@ pub fn warning(cfg: &Config) -> Option<String> {
     } else {
         Some(format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, beyond.join("; ")))
     }
-}
-
-/// The most nodes `cfg`'s cluster can have at once: the head and each node type's count
-/// or, autoscaled, its `max_workers` when that is more.
-fn most_nodes(cfg: &Config) -> u64 {
-    let workers: u64 = cfg
-        .cluster
-        .node_types
-        .iter()
-        .map(|t| {
-            let ceiling = t.autoscaler.as_ref().map_or(0, |a| a.max_workers);
-            u64::from(t.count.unwrap_or(0).max(ceiling))
-        })
-        .sum();
-    1 + workers
 }
 
 /// The largest object the suite put and got (`object_local`, `object_get`): their costs

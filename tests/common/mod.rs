@@ -47,6 +47,12 @@ impl Default for Limits {
 /// Step the engine event by event until its workloads are done (or a limit), checking
 /// the model's invariants as it goes. Returns the engine at the end.
 pub fn run_checked(cfg: Config, limits: Limits) -> Result<Engine, String> {
+    run_checked_watching(cfg, limits, |_| {})
+}
+
+/// As [`run_checked`], handing the engine to `watch` after each event (to follow a
+/// figure the end state does not keep, such as a peak).
+pub fn run_checked_watching(cfg: Config, limits: Limits, mut watch: impl FnMut(&Engine)) -> Result<Engine, String> {
     let mut e = Engine::new(cfg);
     e.check_invariants().map_err(|m| format!("after setup: {m}"))?;
     let mut n = 0u64;
@@ -54,6 +60,7 @@ pub fn run_checked(cfg: Config, limits: Limits) -> Result<Engine, String> {
         match e.next_event_time() {
             Some(t) if t <= limits.until_us => {
                 e.step();
+                watch(&e);
             }
             _ => break,
         }
