@@ -345,11 +345,10 @@ def object_transfer(p, repeat=21):
         assert ray.get(size_of.remote(big)) == p["size"]
         moved.append(time.perf_counter() - t0)
         del big, small
-    med = lambda xs: sorted(xs)[len(xs) // 2]
-    transfer = max(med(moved) - med(baseline), 0.0)
+    transfer = max(median(moved) - median(baseline), 0.0)
     out = {
-        "call_seconds": med(moved),
-        "small_call_seconds": med(baseline),
+        "call_seconds": median(moved),
+        "small_call_seconds": median(baseline),
         "transfer_seconds": transfer,
         "bytes_per_second": p["size"] / transfer if transfer > 0 else None,
         "samples": {"call": moved, "small_call": baseline},
