@@ -1,10 +1,10 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
 //! a return's put into the object store, a get's pull of what is elsewhere or spilled, a
 //! raised error's cost, a placement group's commit, an async actor's one event loop,
-//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer, and
-//! the count of the processes a pool starts. Each runs end to end with the invariants checked, and
-//! compares the same config with the cost on and off, so the test fails if the engine
-//! stops charging it.
+//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer,
+//! the count of the processes a pool starts, and reniced workers yielding the cores. Each
+//! runs end to end with the invariants checked, and compares the same config with the
+//! cost on and off, so the test fails if the engine stops charging it.
 
 mod common;
 
@@ -443,6 +443,38 @@ fn a_drivers_first_submit_sets_it_up_once_before_its_first_task_goes() {
     assert!(submitted(50_000) > submitted(0));
     assert_eq!(submitted(10_049_999), submitted(10_000_000), "the second job's driver sets up too");
     assert!(submitted(10_050_000) > submitted(10_000_000));
+}
+
+#[test]
+fn reniced_workers_do_not_hold_a_drivers_loop_back() {
+    // One core. The driver's loop submits 3,000 tasks a thousand calls at a time, 1 ms of
+    // work each call; each task costs its worker 10 ms. The first task's work arrives
+    // while the first chunk runs, so the loop's second chunk (from 1 s) finds it ahead
+    // when all work shares the core alike, and hands the third thousand over at 2.01 s;
+    // with the workers reniced (Ray's 15) the loop goes first and hands them over at 2 s.
+    let yaml = |niceness: u8| {
+        format!(
+            "{}workloads:\n  - {{kind: fan_out, tasks: 3000, task_duration: 0s}}\n",
+            cluster(&format!(
+                "call_submit_cost: 1ms, task_worker_cost: 10ms, worker_first_call_latency: 0s, \
+                 worker_niceness: {niceness}"
+            ))
+            .replace("{cpu: 8, cores: 8,", "{cpu: 1, cores: 1,")
+        )
+    };
+    let submitted = |niceness: u8, t: u64| at(&yaml(niceness), t).0;
+    // The driver counts as a task.
+    assert_eq!(submitted(0, 2_005_000), 2_001, "alike: the loop waits for the worker's 10 ms");
+    assert_eq!(submitted(0, 2_010_000), 3_001);
+    assert_eq!(submitted(15, 1_999_999), 2_001);
+    assert_eq!(submitted(15, 2_000_000), 3_001, "reniced: the loop does not wait");
+    // Either way the core does the same work: the last task ends at about the same time.
+    let end = |niceness: u8| {
+        let e = common::run_until(load(&yaml(niceness)), u64::MAX);
+        e.model.jobs.values().next().and_then(|j| j.makespan_s()).expect("the job finished")
+    };
+    let (alike, reniced) = (end(0), end(15));
+    assert!((alike - reniced).abs() < 0.05, "{alike} s alike vs {reniced} s reniced");
 }
 
 #[test]

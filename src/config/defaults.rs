@@ -78,6 +78,13 @@ pub(super) fn default_worker_start_cpu() -> DurationSpec {
 pub(super) fn default_idle_worker_cpu() -> f64 {
     IDLE_WORKER_CPU
 }
+// Ray 2.60 renices its workers to 15 (first_call.py read it from them), but the costs
+// above were fitted with every piece of work sharing the cores alike: 0 keeps the model
+// they were fitted in. 15 is a what-if until they are refitted with it (BENCHMARKS.md,
+// "Two priorities on a node's cores").
+pub(super) fn default_worker_niceness() -> u8 {
+    0
+}
 pub(super) fn default_dispatch_cost() -> DurationSpec {
     DurationSpec::secs(DISPATCH_S)
 }

@@ -41,6 +41,13 @@ pub struct SchedulerConfig {
     /// many actors is slower at everything else (fitted to actor starts on real Ray).
     #[serde(default = "default_idle_worker_cpu")]
     pub idle_worker_cpu: f64,
+    /// Ray's `worker_niceness`: the niceness Ray gives each worker process once it is up
+    /// (task workers and actors; Ray's default is 15). Above 0, the raylet, the drivers
+    /// and the starting workers take a loaded node's cores first, sharing them among
+    /// themselves, and the workers' own work gets what is left. 0, the default: all work
+    /// shares the cores alike, first come first served, as the costs were fitted.
+    #[serde(default = "default_worker_niceness")]
+    pub worker_niceness: u8,
     /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;
     /// default: the fewer of the node's logical CPUs and its cores, as Ray 2.60's
     /// raylet ran here: 1, 2 and 2 at 1, 2 and 4 CPUs on 2 cores, prestart.py).
@@ -158,6 +165,7 @@ impl Default for SchedulerConfig {
             worker_start_latency: default_worker_start_latency(),
             worker_start_cpu: default_worker_start_cpu(),
             idle_worker_cpu: default_idle_worker_cpu(),
+            worker_niceness: default_worker_niceness(),
             maximum_startup_concurrency: None,
             prestart_worker_first_driver: true,
             worker_first_call_latency: default_worker_first_call_latency(),

@@ -8,6 +8,7 @@
 
 use super::clock::Event;
 use super::engine::Engine;
+use super::node_cpu::Priority;
 use super::objects::put_cost_on;
 use crate::model::*;
 
@@ -96,11 +97,14 @@ impl Engine {
         true
     }
 
-    /// `busy` µs of the task's work placed on its node's cores now: when it ends.
+    /// `busy` µs of the task's work placed on its node's cores now: when it ends. A
+    /// driver's work runs at normal priority, a worker process's reniced.
     fn place_work(&mut self, tid: TaskId, busy: u64) -> u64 {
         let now = self.clock.now;
-        match self.model.tasks.get(&tid).and_then(|t| t.node) {
-            Some(node) => self.cpus.work(node, now, busy),
+        let Some(t) = self.model.tasks.get(&tid) else { return now + busy };
+        let priority = if t.kind == TaskType::DriverTask { Priority::Normal } else { Priority::Worker };
+        match t.node {
+            Some(node) => self.cpus.work(node, priority, now, busy),
             None => now + busy,
         }
     }

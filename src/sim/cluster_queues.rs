@@ -13,7 +13,7 @@
 use super::clock::Event;
 use super::follow::{Cx, Follow, Follows};
 use super::gc_rounds::GcRounds;
-use super::node_cpu::{TaskWorker, Thread};
+use super::node_cpu::{Priority, TaskWorker, Thread};
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::LocalResources;
 use super::placement_groups::PlacementGroupManager;
@@ -461,14 +461,17 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
     let owner_node = t.owner_node;
     // The owner is the process that submitted it: the parent's actor, or the parent's
     // worker (a driver is its job's root task).
-    let thread = match t.parent {
-        Some(p) => match cx.model.tasks.get(&p).and_then(|p| p.actor) {
-            Some(actor) => Thread::OwnerOfActor(actor),
-            None => Thread::OwnerOfTask(p),
-        },
-        None => Thread::OwnerOfTask(tid),
+    let parent = t.parent.and_then(|p| cx.model.tasks.get(&p));
+    let thread = match (t.parent, parent.and_then(|p| p.actor)) {
+        (Some(_), Some(actor)) => Thread::OwnerOfActor(actor),
+        (Some(p), None) => Thread::OwnerOfTask(p),
+        (None, _) => Thread::OwnerOfTask(tid),
     };
-    cx.cpus.thread_work(owner_node, thread, cx.now(), at, cost) + latency
+    let priority = match parent {
+        Some(p) if p.kind != TaskType::DriverTask => Priority::Worker,
+        _ => Priority::Normal,
+    };
+    cx.cpus.thread_work(owner_node, thread, priority, cx.now(), at, cost) + latency
 }
 
 /// Normal task `done` replied: its worker's cleanup (`task_reply_cost`) is work on its
@@ -477,7 +480,7 @@ fn worker_cleans_up(cx: &mut Cx, done: TaskId) -> u64 {
     let now = cx.now();
     let cost = cx.cfg.scheduler.task_reply_cost.as_micros();
     let node = cx.model.tasks.get(&done).filter(|t| t.kind == TaskType::NormalTask).and_then(|t| t.node);
-    node.map_or(now, |n| cx.cpus.work(n, now, cost))
+    node.map_or(now, |n| cx.cpus.work(n, Priority::Worker, now, cost))
 }
 
 /// The first report tick of a node started at `started`, every `period`, at or after `now`.

@@ -14,6 +14,11 @@
 //! what those processes leave. A node's workload bodies (`task_duration`, sleeps) are
 //! not CPU work here; only Ray's overheads are.
 //!
+//! Ray renices each worker process once it is up (`scheduler.worker_niceness`). When
+//! that is set above 0, work has two priorities ([`Priority`]): the raylet's, a
+//! driver's and a starting worker's work shares the cores among itself and never waits
+//! for a worker's, and a worker's work gets the cores that work leaves.
+//!
 //! Owns: each live node's cores (when each comes free), its raylet's thread, its
 //! processes' single threads (an async actor's event loop, an owner's io thread) and its
 //! worker-start slots. Must never: be read for anything but timing (the event log
@@ -33,8 +38,14 @@ pub(crate) struct NodeCpus {
 #[derive(Default)]
 struct NodeCpu {
     /// When each core comes free (µs), earliest on top; empty for a node whose
-    /// costs are all zero (nothing is ever pushed).
+    /// costs are all zero (nothing is ever pushed). All work is charged here, so the
+    /// worker processes' work waits for everything placed before it.
     cores: BinaryHeap<Reverse<u64>>,
+    /// Where worker processes run reniced (`scheduler.worker_niceness` above 0): the work
+    /// at normal priority placed here and not over by now (when each piece starts and
+    /// ends). It shares the cores among itself and never waits for a worker process's
+    /// work. None: all work shares the cores alike, first come first served.
+    normal: Option<NormalWork>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
     /// When each of a process's single threads ([`Thread`]) comes free; an entry in the
@@ -69,13 +80,14 @@ impl NodeCpus {
     /// used by each idle worker process, and `prestarted` idle task workers already up
     /// (Ray's raylet starts them for the first driver, before its first call).
     pub(crate) fn joined(&mut self, n: NodeIdx, machine: NodeMachine) {
-        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted } = machine;
+        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted, reniced_workers } = machine;
         let i = n.index();
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeCpu::default);
         }
         self.nodes[i] = NodeCpu {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
+            normal: reniced_workers.then(NormalWork::default),
             raylet_free: 0,
             threads: HashMap::new(),
             fresh_actors: HashMap::new(),
@@ -168,14 +180,14 @@ impl NodeCpus {
         }
     }
 
-    /// `cost` µs of work arriving on `n` at `now`: when it ends. Zero work ends at once
-    /// and takes no core.
-    pub(crate) fn work(&mut self, n: NodeIdx, now: u64, cost: u64) -> u64 {
+    /// `cost` µs of work by a process of `priority` arriving on `n` at `now`: when it
+    /// ends. Zero work ends at once and takes no core.
+    pub(crate) fn work(&mut self, n: NodeIdx, priority: Priority, now: u64, cost: u64) -> u64 {
         if cost == 0 {
             return now;
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
-        node.run(now, cost)
+        node.run(now, now, cost, priority)
     }
 
     /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a
@@ -196,14 +208,22 @@ impl NodeCpus {
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
         let start = now.max(node.raylet_free);
-        let end = node.run(start, cost);
+        let end = node.run(now, start, cost, Priority::Normal);
         node.raylet_free = end;
         end
     }
 
-    /// Work of one `thread` of a process on `n`, placed `now` and arriving at `at` (no
-    /// sooner): it waits for that thread's earlier work too. Returns when it ends.
-    pub(crate) fn thread_work(&mut self, n: NodeIdx, thread: Thread, now: u64, at: u64, cost: u64) -> u64 {
+    /// Work of one `thread` of a process of `priority` on `n`, placed `now` and arriving at
+    /// `at` (no sooner): it waits for that thread's earlier work too. Returns when it ends.
+    pub(crate) fn thread_work(
+        &mut self,
+        n: NodeIdx,
+        thread: Thread,
+        priority: Priority,
+        now: u64,
+        at: u64,
+        cost: u64,
+    ) -> u64 {
         if cost == 0 {
             return at;
         }
@@ -214,7 +234,7 @@ impl NodeCpus {
             node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
-        let end = node.run(start, cost);
+        let end = node.run(now, start, cost, priority);
         node.threads.insert(thread, end);
         end
     }
@@ -235,9 +255,10 @@ impl NodeCpus {
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cpu + latency };
         let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
         let start = now.max(slot_free);
-        // Counted from now: the starts queued after this one run while it is alive.
+        // Counted from now: the starts queued after this one run while it is alive. Ray
+        // renices a worker once it is up: its start runs at normal priority.
         node.processes += 1;
-        let end = node.run(start, cpu);
+        let end = node.run(now, start, cpu, Priority::Normal);
         node.startups.push(Reverse(end));
         end + latency
     }
@@ -256,6 +277,47 @@ pub(crate) enum Thread {
     OwnerOfActor(ActorId),
 }
 
+/// The normal-priority work placed on a node and not over yet, as stretches of busy
+/// time: a piece that starts when a stretch ends (the next piece of the same thread, or
+/// work that waited for it) extends that stretch. A stretch's pieces follow each other,
+/// so the stretches running at a time are as many as the pieces; and they stay few
+/// (the raylet, each driver's threads, the starts), however long the queues behind them.
+#[derive(Default)]
+struct NormalWork {
+    /// (start, end) of each stretch.
+    stretches: Vec<(u64, u64)>,
+}
+
+impl NormalWork {
+    /// How many stretches run at `at`, placed at `now` (the simulation's clock; `at` is
+    /// no earlier). Those over by `now` are dropped first.
+    fn running_at(&mut self, now: u64, at: u64) -> u64 {
+        self.stretches.retain(|&(_, end)| end > now);
+        self.stretches.iter().filter(|&&(start, end)| start <= at && at < end).count() as u64
+    }
+
+    /// A piece from `start` to `end`: returns `end`.
+    fn place(&mut self, start: u64, end: u64) -> u64 {
+        match self.stretches.iter_mut().find(|(_, last)| *last == start) {
+            Some(stretch) => stretch.1 = end,
+            None => self.stretches.push((start, end)),
+        }
+        end
+    }
+}
+
+/// Which priority a piece of work runs at on its node's cores. Ray renices each worker
+/// process once it is up (Ray's `worker_niceness`, 15): on a loaded node the raylet, the
+/// drivers and the workers still starting take the cores first, and the workers (task
+/// workers and actors alike) get what they leave (runs/other-cpu/README.md, first_call.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Priority {
+    /// The raylet, a driver, a worker process's start.
+    Normal,
+    /// A worker process that is up: its calls, replies, submits and pushes.
+    Worker,
+}
+
 /// What a node is made of, for [`NodeCpus::joined`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NodeMachine {
@@ -263,6 +325,8 @@ pub(crate) struct NodeMachine {
     pub startup_concurrency: u32,
     pub idle_cpu: f64,
     pub prestarted: u32,
+    /// Whether worker processes run at a lower priority (`worker_niceness` above 0).
+    pub reniced_workers: bool,
 }
 
 impl NodeMachine {
@@ -275,7 +339,8 @@ impl NodeMachine {
         let whole_cpus = cpu.floor() as u32;
         let startup_concurrency = s.maximum_startup_concurrency.unwrap_or(whole_cpus.min(cores).max(1));
         let prestarted = if s.prestart_worker_first_driver { startup_concurrency.min(whole_cpus) } else { 0 };
-        NodeMachine { cores, startup_concurrency, idle_cpu: s.idle_worker_cpu, prestarted }
+        let reniced_workers = s.worker_niceness > 0;
+        NodeMachine { cores, startup_concurrency, idle_cpu: s.idle_worker_cpu, prestarted, reniced_workers }
     }
 }
 
@@ -306,8 +371,27 @@ impl NodeCpu {
         true
     }
 
-    fn run(&mut self, arrives: u64, cost: u64) -> u64 {
-        self.run_as_is(arrives, self.loaded(cost))
+    /// `cost`, stretched by the idle processes' share, at `priority`, placed at `now` and
+    /// arriving at `arrives`. Every piece is charged to all the cores, so a worker's work
+    /// waits for what came before it. Where workers are reniced, a piece at normal
+    /// priority instead shares the cores with the normal work running when it arrives:
+    /// it gets a whole core if one is left, else its share (Linux shares a core among
+    /// equals; a long start does not hold a driver's loop back for its whole length).
+    /// A piece is not slowed by normal work that arrives after it, nor a worker's piece
+    /// placed before a normal one pushed back by it: the worker work placed after is,
+    /// by as much.
+    fn run(&mut self, now: u64, arrives: u64, cost: u64, priority: Priority) -> u64 {
+        let cost = self.loaded(cost);
+        let end = self.run_as_is(arrives, cost);
+        let cores = self.cores.len().max(1) as u64;
+        match (priority, self.normal.as_mut()) {
+            (Priority::Normal, Some(normal)) => {
+                let running = normal.running_at(now, arrives);
+                let stretched = if running < cores { cost } else { cost * (running + 1) / cores };
+                normal.place(arrives, arrives + stretched)
+            }
+            _ => end,
+        }
     }
 
     /// `cost` on the core that comes free first, no sooner than it arrives.
@@ -340,7 +424,7 @@ mod tests {
     }
 
     fn machine(cores: u32, startup_concurrency: u32, idle_cpu: f64) -> NodeMachine {
-        NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0 }
+        NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0, reniced_workers: false }
     }
 
     #[test]
@@ -348,13 +432,69 @@ mod tests {
         let mut cpus = NodeCpus::default();
         cpus.joined(node(), machine(2, 4, 0.0));
         // Two cores: two pieces run at once, the third waits for the first to end.
-        assert_eq!(cpus.work(node(), 0, 10), 10);
-        assert_eq!(cpus.work(node(), 0, 10), 10);
-        assert_eq!(cpus.work(node(), 0, 10), 20);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 20);
         // Zero work takes no core.
-        assert_eq!(cpus.work(node(), 5, 0), 5);
+        assert_eq!(cpus.work(node(), Priority::Worker, 5, 0), 5);
         // Work arriving after the cores are free starts when it arrives.
-        assert_eq!(cpus.work(node(), 100, 10), 110);
+        assert_eq!(cpus.work(node(), Priority::Worker, 100, 10), 110);
+    }
+
+    fn reniced(cores: u32, startup_concurrency: u32) -> NodeMachine {
+        NodeMachine { reniced_workers: true, ..machine(cores, startup_concurrency, 0.0) }
+    }
+
+    #[test]
+    fn reniced_workers_leave_the_cores_to_normal_work() {
+        // Both cores are busy with workers' work until 100.
+        for reniced_workers in [false, true] {
+            let mut cpus = NodeCpus::default();
+            cpus.joined(node(), NodeMachine { reniced_workers, ..machine(2, 2, 0.0) });
+            cpus.work(node(), Priority::Worker, 0, 100);
+            cpus.work(node(), Priority::Worker, 0, 100);
+            let dispatched = cpus.raylet_work(node(), 0, 10);
+            let next_worker_piece = cpus.work(node(), Priority::Worker, 0, 10);
+            if reniced_workers {
+                assert_eq!(dispatched, 10, "the raylet does not wait for the workers");
+                assert_eq!(next_worker_piece, 110, "the workers' later work waits as long as the raylet took");
+            } else {
+                assert_eq!(dispatched, 110, "alike, the raylet waits its turn");
+                assert_eq!(next_worker_piece, 110);
+            }
+        }
+    }
+
+    #[test]
+    fn normal_work_shares_the_cores_among_itself() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), reniced(2, 3));
+        // Three starts at once on two cores: the third shares them (Linux), where first
+        // come, first served would have it wait for a whole start.
+        let ends: Vec<u64> = (0..3).map(|_| cpus.start_worker(node(), 0, 100, 0)).collect();
+        assert_eq!(ends, vec![100, 100, 150]);
+        // Over by now, they hold nothing back.
+        assert_eq!(cpus.start_worker(node(), 1_000, 100, 0), 1_100);
+    }
+
+    #[test]
+    fn a_queue_behind_one_thread_counts_as_one_runner() {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), reniced(2, 2));
+        // Ten dispatches queue on the raylet's one thread until 100: one stretch of work.
+        for _ in 0..10 {
+            cpus.raylet_work(node(), 0, 10);
+        }
+        let driver = Thread::OwnerOfTask(TaskId(1));
+        assert_eq!(cpus.thread_work(node(), driver, Priority::Normal, 0, 50, 10), 60, "a core is still free");
+        let mut work = NormalWork::default();
+        work.place(0, 10);
+        work.place(10, 20);
+        work.place(5, 30);
+        assert_eq!(work.stretches, vec![(0, 20), (5, 30)]);
+        assert_eq!(work.running_at(0, 15), 2);
+        assert_eq!(work.running_at(25, 25), 1, "the stretch over by now is dropped");
+        assert_eq!(work.stretches.len(), 1);
     }
 
     #[test]
@@ -363,7 +503,7 @@ mod tests {
         cpus.joined(node(), machine(4, 4, 0.0));
         assert_eq!(cpus.raylet_work(node(), 0, 10), 10);
         assert_eq!(cpus.raylet_work(node(), 0, 10), 20, "the second dispatch waits for the first");
-        assert_eq!(cpus.work(node(), 0, 10), 10, "other work uses the other cores meanwhile");
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10, "other work uses the other cores meanwhile");
     }
 
     #[test]
@@ -384,20 +524,20 @@ mod tests {
     fn idle_processes_leave_less_of_the_cores() {
         let mut cpus = NodeCpus::default();
         cpus.joined(node(), machine(2, 2, 0.5));
-        assert_eq!(cpus.work(node(), 0, 100), 100);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 100), 100);
         // Two idle processes take half the machine: work takes twice as long.
         cpus.start_worker(node(), 0, 0, 0);
         cpus.start_worker(node(), 0, 0, 0);
-        assert_eq!(cpus.work(node(), 1_000, 100), 1_200);
+        assert_eq!(cpus.work(node(), Priority::Worker, 1_000, 100), 1_200);
         // Past what the cores can give, work crawls at the minimum share.
         for _ in 0..10 {
             cpus.start_worker(node(), 0, 0, 0);
         }
-        assert_eq!(cpus.work(node(), 10_000, 100), 10_000 + 2_000);
+        assert_eq!(cpus.work(node(), Priority::Worker, 10_000, 100), 10_000 + 2_000);
         for a in 0..12 {
             cpus.process_exited(node(), ActorId(a));
         }
-        assert_eq!(cpus.work(node(), 20_000, 100), 20_100);
+        assert_eq!(cpus.work(node(), Priority::Worker, 20_000, 100), 20_100);
     }
 
     #[test]
@@ -461,9 +601,9 @@ mod tests {
     fn a_dead_node_forgets_its_queue() {
         let mut cpus = NodeCpus::default();
         cpus.joined(node(), machine(1, 1, 0.0));
-        assert_eq!(cpus.work(node(), 0, 1_000), 1_000);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 1_000), 1_000);
         cpus.lost(node());
         cpus.joined(node(), machine(1, 1, 0.0));
-        assert_eq!(cpus.work(node(), 0, 10), 10);
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
     }
 }

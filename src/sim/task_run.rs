@@ -14,7 +14,7 @@ use super::cluster_queues::release_lease;
 use super::faults::FaultState;
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
-use super::node_cpu::Thread;
+use super::node_cpu::{Priority, Thread};
 use super::objects::PlasmaStores;
 use super::tasks::release_refs;
 use crate::model::*;
@@ -121,8 +121,8 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     if cost > 0 || answers_from > now {
         cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
         let due = match concurrent {
-            Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), now, now, cost),
-            None => cx.cpus.work(node, now, cost),
+            Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), Priority::Worker, now, now, cost),
+            None => cx.cpus.work(node, Priority::Worker, now, cost),
         }
         .max(answers_from);
         cx.clock.schedule_at(due, Event::Begin(tid, attempt));
@@ -144,7 +144,7 @@ fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
     let node = cx.model.tasks.get(&tid).and_then(|t| t.node);
     match node {
         Some(n) if cost > 0 => {
-            let due = cx.cpus.work(n, cx.clock.now, cost);
+            let due = cx.cpus.work(n, Priority::Worker, cx.clock.now, cost);
             cx.clock.schedule_at(due, Event::Raised(tid, attempt));
             Follows::new()
         }

@@ -206,6 +206,9 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.fraction("scheduler.top_k_fraction".into(), s.top_k_fraction, true);
     p.at_least("scheduler.top_k_absolute".into(), s.top_k_absolute as u64, 1);
     p.fraction("scheduler.idle_worker_cpu".into(), s.idle_worker_cpu, false);
+    if s.worker_niceness > 19 {
+        p.push("scheduler.worker_niceness", "must be 0 to 19 (a Linux niceness; Ray's default is 15)");
+    }
     if let Some(n) = s.maximum_startup_concurrency {
         p.at_least("scheduler.maximum_startup_concurrency".into(), n as u64, 1);
     }
@@ -361,6 +364,15 @@ mod tests {
         assert!(p[1].1.contains("overlaps 10.0.1.0/24 of node type `a`"), "{}", p[1].1);
         assert!(p[2].1.contains("CIDR"), "{}", p[2].1);
         assert!(p[3].1.contains("holds 2 addresses") && p[3].1.contains("up to 3 nodes (autoscaler.max_workers)"));
+    }
+
+    #[test]
+    fn worker_niceness_is_a_linux_niceness() {
+        let fields = |yaml: &str| -> Vec<String> { problems(yaml).into_iter().map(|(f, _)| f).collect() };
+        assert_eq!(fields("scheduler: {worker_niceness: 20}\n"), ["scheduler.worker_niceness"]);
+        assert!(fields("scheduler: {worker_niceness: 15}\n").is_empty());
+        let p = crate::config::diagnose::parse("scheduler: {worker_niceness: -1}\n");
+        assert!(p.is_err(), "a negative niceness is not parsed");
     }
 
     #[test]
