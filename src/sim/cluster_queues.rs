@@ -34,6 +34,10 @@ pub(crate) struct ClusterQueues {
     /// Tasks waiting for resources, by scheduling class.
     by_class: BTreeMap<SchedulingClass, VecDeque<TaskId>>,
     waiting_count: usize,
+    /// Of those, how many each node's processes own, by node slot: the raylets' look
+    /// needs only which nodes own any, and reading a million waiting tasks for that
+    /// would take longer than all else a look does.
+    waiting_by_owner: Vec<u32>,
     /// The scheduling class served last (round-robin over classes).
     cursor: Option<SchedulingClass>,
     /// Tasks no alive node can hold, by spec.
@@ -72,14 +76,27 @@ impl ClusterQueues {
     }
 
     /// Queue a task that some alive node could hold once resources free up.
-    pub(crate) fn wait(&mut self, class: SchedulingClass, tid: TaskId) {
+    pub(crate) fn wait(&mut self, class: SchedulingClass, tid: TaskId, owner: NodeIdx) {
         self.by_class.entry(class).or_default().push_back(tid);
         self.waiting_count += 1;
+        let i = owner.index();
+        if i >= self.waiting_by_owner.len() {
+            self.waiting_by_owner.resize(i + 1, 0);
+        }
+        self.waiting_by_owner[i] += 1;
+    }
+
+    /// A task that waited for resources, owned by `tid`'s owner in `m`, left its queue.
+    fn left_waiting(&mut self, m: &Model, tid: TaskId) {
+        self.waiting_count -= 1;
+        if let Some(count) = m.tasks.get(&tid).and_then(|t| self.waiting_by_owner.get_mut(t.owner_node.index())) {
+            *count -= 1;
+        }
     }
 
     /// The raylets look at the waiting tasks ([`GcRounds::look`]).
     pub(crate) fn gc_look(&mut self, cx: &mut Cx) {
-        self.gc.look(cx, self.by_class.values());
+        self.gc.look(cx, &self.waiting_by_owner);
     }
 
     /// Queue a task no alive node could ever hold.
@@ -101,26 +118,33 @@ impl ClusterQueues {
         }
     }
 
-    /// Take the oldest task of `class` to serve it now; the class becomes the one served last.
-    pub(crate) fn pop(&mut self, class: SchedulingClass) -> Option<TaskId> {
+    /// Take the oldest task of `class` (a task of `m`) to serve it now; the class becomes
+    /// the one served last.
+    pub(crate) fn pop(&mut self, m: &Model, class: SchedulingClass) -> Option<TaskId> {
         let q = self.by_class.get_mut(&class)?;
         let tid = q.pop_front()?;
-        self.waiting_count -= 1;
         if q.is_empty() {
             self.by_class.remove(&class);
         }
+        self.left_waiting(m, tid);
         self.cursor = Some(class);
         Some(tid)
     }
 
     /// Remove every class `stranded` says no longer fits the cluster (a node died);
     /// returns their tasks, class by class in class order, to be scheduled again.
-    pub(crate) fn take_classes(&mut self, mut stranded: impl FnMut(&SchedulingClass) -> bool) -> Vec<VecDeque<TaskId>> {
+    pub(crate) fn take_classes(
+        &mut self,
+        m: &Model,
+        mut stranded: impl FnMut(&SchedulingClass) -> bool,
+    ) -> Vec<VecDeque<TaskId>> {
         let keys: Vec<SchedulingClass> = self.by_class.keys().filter(|k| stranded(k)).copied().collect();
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             if let Some(q) = self.by_class.remove(&key) {
-                self.waiting_count -= q.len();
+                for &tid in &q {
+                    self.left_waiting(m, tid);
+                }
                 out.push(q);
             }
         }
@@ -133,18 +157,23 @@ impl ClusterQueues {
         std::mem::take(&mut self.infeasible).into_values().flatten().collect()
     }
 
-    /// Take a task of `spec` out of the queue it waits in (resources, infeasible, or the
-    /// bundle of `pg`). A queue left empty stays until it is next served.
-    pub(crate) fn unqueue(&mut self, tid: TaskId, spec: u32, pg: Option<PgId>) {
+    /// Take a task of `m` of `spec` out of the queue it waits in (resources, infeasible,
+    /// or the bundle of `pg`). A queue left empty stays until it is next served.
+    pub(crate) fn unqueue(&mut self, m: &Model, tid: TaskId, spec: u32, pg: Option<PgId>) {
+        let mut found = false;
         for (key, q) in self.by_class.range_mut((spec, None)..) {
             if key.0 != spec {
                 break;
             }
             if let Some(pos) = q.iter().position(|x| *x == tid) {
                 q.remove(pos);
-                self.waiting_count -= 1;
-                return;
+                found = true;
+                break;
             }
+        }
+        if found {
+            self.left_waiting(m, tid);
+            return;
         }
         if let Some(q) = self.infeasible.get_mut(&spec) {
             if let Some(pos) = q.iter().position(|x| *x == tid) {
@@ -171,11 +200,23 @@ impl ClusterQueues {
         self.bundle_waiters.remove(&pg)
     }
 
-    /// Whether each count matches its queues (for the invariant checks).
-    pub(crate) fn check_counts(&self) -> Result<(), String> {
+    /// Whether each count matches its queues, of tasks of `m` (for the invariant checks).
+    pub(crate) fn check_counts(&self, m: &Model) -> Result<(), String> {
         let waiting: usize = self.by_class.values().map(|q| q.len()).sum();
         if waiting != self.waiting_count {
             return Err(format!("waiting_count {} but {} queued", self.waiting_count, waiting));
+        }
+        let mut by_owner = vec![0u32; self.waiting_by_owner.len()];
+        for t in self.by_class.values().flatten().filter_map(|tid| m.tasks.get(tid)) {
+            if let Some(count) = by_owner.get_mut(t.owner_node.index()) {
+                *count += 1;
+            }
+        }
+        if let Some(i) = (0..by_owner.len()).find(|&i| by_owner[i] != self.waiting_by_owner[i]) {
+            return Err(format!(
+                "waiting_by_owner[{i}] {} but {} queued tasks owned there",
+                self.waiting_by_owner[i], by_owner[i]
+            ));
         }
         let infeasible: usize = self.infeasible.values().map(|q| q.len()).sum();
         if infeasible != self.infeasible_count {
@@ -213,7 +254,7 @@ impl ClusterQueues {
         match cx.sched.schedule(&cx.model.nodes, &spec.request, strategy, owner_node, locality, cx.rng) {
             Decision::Node(n) => grant_lease(cx, tid, n, false),
             Decision::Wait { only } => {
-                self.wait((spec_id, only), tid);
+                self.wait((spec_id, only), tid, owner_node);
                 self.gc.task_waits(cx);
             }
             Decision::Infeasible => {
@@ -284,7 +325,7 @@ impl ClusterQueues {
                 if !cx.model.nodes[node.index()].available.fits(&cx.specs[key.0 as usize].request) {
                     continue;
                 }
-                let Some(tid) = self.pop(key) else { continue };
+                let Some(tid) = self.pop(cx.model, key) else { continue };
                 grant_lease(cx, tid, node, true);
                 granted = true;
             }
@@ -303,7 +344,7 @@ impl ClusterQueues {
         let worker_free = worker_cleans_up(cx, done);
         let Some(kept) = self.kept_lease(cx, done) else { return release_lease(cx, done) };
         let (node, next) = (kept.node, kept.next);
-        self.pop(kept.class);
+        self.pop(cx.model, kept.class);
         cx.raylets.lease_returned(node, done);
         cx.raylets.lease_granted(node, next);
         for (id, holds) in [(done, false), (next, true)] {

@@ -293,8 +293,9 @@ impl FaultState {
     /// infeasible demand). Then its objects are lost and its store emptied.
     pub(crate) fn requeue_stranded_by(cx: &mut Cx, queues: &mut ClusterQueues, n: NodeIdx) -> Follows {
         let (sched, specs) = (&*cx.sched, cx.specs);
-        let stranded = queues
-            .take_classes(|k| k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request)));
+        let stranded = queues.take_classes(cx.model, |k| {
+            k.1 == Some(n) || (k.1.is_none() && !sched.is_feasible(&specs[k.0 as usize].request))
+        });
         let mut follows: Follows = stranded.into_iter().flatten().map(Follow::TrySchedule).collect();
         follows.push(Follow::LoseObjectsOn(n));
         follows.push(Follow::EmptyDeadStore(n));

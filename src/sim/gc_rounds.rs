@@ -25,8 +25,7 @@
 
 use super::clock::Event;
 use super::follow::Cx;
-use crate::model::{NodeIdx, TaskId, TaskState, TaskType};
-use std::collections::VecDeque;
+use crate::model::{NodeIdx, TaskState, TaskType};
 
 #[derive(Default)]
 pub(crate) struct GcRounds {
@@ -52,19 +51,13 @@ impl GcRounds {
         cx.clock.schedule_at((cx.now() / period + 1) * period, Event::GcLook);
     }
 
-    /// The raylets look (`waiting`: every task waiting for resources): a node that has
-    /// looked twice in a row runs a GC round; the next look is scheduled while any waits.
-    pub(crate) fn look<'q>(&mut self, cx: &mut Cx, waiting: impl Iterator<Item = &'q VecDeque<TaskId>>) {
+    /// The raylets look (`waiting_by_owner`: how many tasks waiting for resources each
+    /// node's processes own, by node slot): a node that has looked twice in a row runs a
+    /// GC round; the next look is scheduled while any waits.
+    pub(crate) fn look(&mut self, cx: &mut Cx, waiting_by_owner: &[u32]) {
         self.due = false;
         let slots = cx.model.nodes.len();
-        let mut pending = vec![false; slots];
-        for &tid in waiting.flatten() {
-            if let Some(t) = cx.model.tasks.get(&tid) {
-                if let Some(p) = pending.get_mut(t.owner_node.index()) {
-                    *p = true;
-                }
-            }
-        }
+        let pending: Vec<bool> = (0..slots).map(|i| waiting_by_owner.get(i).is_some_and(|&n| n > 0)).collect();
         self.warned.resize(slots, 0);
         self.last_gc.resize(slots, None);
         self.round_ends.resize(slots, 0);
@@ -127,17 +120,19 @@ fn progress_by_node(cx: &Cx, pending: &[bool]) -> Vec<bool> {
     if !pending.contains(&true) {
         return progress;
     }
-    for t in cx.model.tasks.values() {
-        let Some(n) = t.node.filter(|n| pending.get(n.index()).copied().unwrap_or(false)) else { continue };
-        if !t.holds_resources {
+    // Only the tasks leased on a node hold resources there (the invariants hold every
+    // such task to one lease list): read those, not every live task.
+    for (i, leased) in cx.raylets.leases().enumerate() {
+        if !pending.get(i).copied().unwrap_or(false) {
             continue;
         }
-        let shows = match t.kind {
-            TaskType::NormalTask => t.state() != TaskState::RunningInRayGet,
-            TaskType::ActorCreationTask => t.state() != TaskState::PendingNodeAssignment,
-            _ => false,
-        };
-        progress[n.index()] |= shows;
+        for t in leased.iter().filter_map(|tid| cx.model.tasks.get(tid)).filter(|t| t.holds_resources) {
+            progress[i] |= match t.kind {
+                TaskType::NormalTask => t.state() != TaskState::RunningInRayGet,
+                TaskType::ActorCreationTask => t.state() != TaskState::PendingNodeAssignment,
+                _ => false,
+            };
+        }
     }
     progress
 }

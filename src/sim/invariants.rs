@@ -134,7 +134,7 @@ impl Check<'_> {
             c.tasks_failed,
             live
         );
-        if let Err(e) = self.e.queues.check_counts() {
+        if let Err(e) = self.e.queues.check_counts(&self.e.model) {
             v.push(e);
         }
     }

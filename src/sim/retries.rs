@@ -192,5 +192,5 @@ fn unqueue_waiting(queues: &mut ClusterQueues, m: &Model, tid: TaskId) {
         return;
     }
     let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));
-    queues.unqueue(tid, spec, pg);
+    queues.unqueue(m, tid, spec, pg);
 }
