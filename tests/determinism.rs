@@ -74,7 +74,8 @@ fn every_example_replays_identically_and_depends_on_its_seed() {
     }
 }
 
-/// Faults and the autoscaler draw from the same seeded RNG: still one run per seed.
+/// Faults and the autoscaler draw from the same seeded RNG: still one run per seed, with
+/// the workers sharing the cores alike or reniced (`scheduler.worker_niceness`).
 #[test]
 fn faults_and_autoscaling_replay_identically() {
     let text = "cluster:
@@ -95,12 +96,18 @@ faults:
 sim: {seed: 5}
 ";
     let dir = tempfile::tempdir().unwrap();
-    let (sha_a, bytes_a) = run(load(text), dir.path(), "a");
-    let (sha_b, bytes_b) = run(load(text), dir.path(), "b");
-    assert_eq!(sha_a, sha_b);
-    assert!(bytes_a == bytes_b);
-    let (sha_c, _) = run(with_seed(text, 6), dir.path(), "c");
-    assert_ne!(sha_a, sha_c);
+    let reniced = format!("{text}scheduler: {{worker_niceness: 15}}\n");
+    let mut shas = Vec::new();
+    for text in [text, reniced.as_str()] {
+        let (sha_a, bytes_a) = run(load(text), dir.path(), "a");
+        let (sha_b, bytes_b) = run(load(text), dir.path(), "b");
+        assert_eq!(sha_a, sha_b);
+        assert!(bytes_a == bytes_b);
+        let (sha_c, _) = run(with_seed(text, 6), dir.path(), "c");
+        assert_ne!(sha_a, sha_c);
+        shas.push(sha_a);
+    }
+    assert_ne!(shas[0], shas[1], "reniced workers change when things happen");
 }
 
 /// The same through the binary's `simulate --events FILE --report json`.
