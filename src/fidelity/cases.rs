@@ -119,11 +119,14 @@ pub fn leaves_out(workload: &str) -> &'static str {
              model's cores serve one piece of work at a time, first come first served, so its starts hold both \
              cores for their 0.51 s and the driver's loop past its first thousand calls, the pushes and the first \
              calls' work (`scheduler.worker_first_call_latency`) wait for them \
-             (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a task worker at nice 15 once \
-             it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
+             (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a worker (task worker or actor) at nice \
+             15 once it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
              driver, the raylet and the starts take the cores ahead of the task workers (first_call.py on an Intel \
              Xeon VM: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms at 1 and 2 CPUs and up to \
-             877 ms beside two starts), where the model's cores have no priority"
+             877 ms beside two starts), where the model's cores have no priority by default \
+             (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it, and at 15 a \
+             driver's loop is not held back by its own io thread's queue, so examples/scale.yaml holds 780,000 \
+             tasks pending: BENCHMARKS.md, \"Two priorities on a node's cores\")"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
