@@ -96,6 +96,13 @@ pub fn warning(cfg: &Config) -> Option<String> {
             CALIBRATION.nodes
         ));
     }
+    if cfg.scheduler.worker_niceness > 0 {
+        beyond.push(
+            "scheduler.worker_niceness above 0 (Ray's priorities on a node's cores), where every cost was fitted \
+             with all work sharing the cores alike"
+                .to_string(),
+        );
+    }
     let mut kinds: Vec<&'static str> = Vec::new();
     for w in &cfg.workloads {
         uncalibrated_kinds(w, &mut kinds);
@@ -169,6 +176,13 @@ mod tests {
     fn a_config_within_the_calibration_gets_no_warning() {
         let c = cfg("cluster:\n  head: {cpu: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
         assert_eq!(warning(&c), None);
+    }
+
+    #[test]
+    fn reniced_workers_are_named_as_beyond_the_fit() {
+        let c = cfg("cluster:\n  head: {cpu: 2}\nscheduler: {worker_niceness: 15}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("scheduler.worker_niceness") && !w.contains('\n'), "{w}");
     }
 
     #[test]
