@@ -42,9 +42,9 @@ struct NodeCpu {
     /// worker processes' work waits for everything placed before it.
     cores: BinaryHeap<Reverse<u64>>,
     /// Where worker processes run reniced (`scheduler.worker_niceness` above 0): the work
-    /// at normal priority placed here and not over by now (when each piece starts and
-    /// ends). It shares the cores among itself and never waits for a worker process's
-    /// work. None: all work shares the cores alike, first come first served.
+    /// at normal priority placed here and not over by now, as stretches of busy time. It
+    /// shares the cores among itself and never waits for a worker process's work. None:
+    /// all work shares the cores alike, first come first served.
     normal: Option<NormalWork>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
