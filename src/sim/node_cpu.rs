@@ -33,6 +33,13 @@ use std::collections::{BinaryHeap, HashMap};
 #[derive(Default)]
 pub(crate) struct NodeCpus {
     nodes: Vec<NodeCpu>,
+    /// Where a node's worker processes run reniced (`scheduler.worker_niceness` above
+    /// 0), by node slot: the work at normal priority placed there and not over by now,
+    /// as stretches of busy time. It shares the cores among itself and never waits for
+    /// a worker process's work. None, or no entry: all work shares the cores alike,
+    /// first come first served. Apart from `nodes`, so a node (a dead one kept for the
+    /// views included) costs nothing for it unless its workers are reniced.
+    normal: Vec<Option<NormalWork>>,
 }
 
 #[derive(Default)]
@@ -41,11 +48,6 @@ struct NodeCpu {
     /// costs are all zero (nothing is ever pushed). All work is charged here, so the
     /// worker processes' work waits for everything placed before it.
     cores: BinaryHeap<Reverse<u64>>,
-    /// Where worker processes run reniced (`scheduler.worker_niceness` above 0): the work
-    /// at normal priority placed here and not over by now, as stretches of busy time. It
-    /// shares the cores among itself and never waits for a worker process's work. None:
-    /// all work shares the cores alike, first come first served.
-    normal: Option<NormalWork>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
     /// When each of a process's single threads ([`Thread`]) comes free; an entry in the
@@ -85,9 +87,14 @@ impl NodeCpus {
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeCpu::default);
         }
+        if reniced_workers && i >= self.normal.len() {
+            self.normal.resize_with(i + 1, || None);
+        }
+        if let Some(normal) = self.normal.get_mut(i) {
+            *normal = reniced_workers.then(NormalWork::default);
+        }
         self.nodes[i] = NodeCpu {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
-            normal: reniced_workers.then(NormalWork::default),
             raylet_free: 0,
             threads: HashMap::new(),
             fresh_actors: HashMap::new(),
@@ -178,6 +185,9 @@ impl NodeCpus {
         if let Some(node) = self.nodes.get_mut(n.index()) {
             *node = NodeCpu::default();
         }
+        if let Some(normal) = self.normal.get_mut(n.index()) {
+            *normal = None;
+        }
     }
 
     /// `cost` µs of work by a process of `priority` arriving on `n` at `now`: when it
@@ -187,7 +197,8 @@ impl NodeCpus {
             return now;
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
-        node.run(now, now, cost, priority)
+        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
+        node.run(now, now, cost, priority, normal)
     }
 
     /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a
@@ -208,7 +219,8 @@ impl NodeCpus {
         }
         let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
         let start = now.max(node.raylet_free);
-        let end = node.run(now, start, cost, Priority::Normal);
+        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
+        let end = node.run(now, start, cost, Priority::Normal, normal);
         node.raylet_free = end;
         end
     }
@@ -234,7 +246,8 @@ impl NodeCpus {
             node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
-        let end = node.run(now, start, cost, priority);
+        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
+        let end = node.run(now, start, cost, priority, normal);
         node.threads.insert(thread, end);
         end
     }
@@ -258,7 +271,8 @@ impl NodeCpus {
         // Counted from now: the starts queued after this one run while it is alive. Ray
         // renices a worker once it is up: its start runs at normal priority.
         node.processes += 1;
-        let end = node.run(now, start, cpu, Priority::Normal);
+        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
+        let end = node.run(now, start, cpu, Priority::Normal, normal);
         node.startups.push(Reverse(end));
         end + latency
     }
@@ -373,18 +387,19 @@ impl NodeCpu {
 
     /// `cost`, stretched by the idle processes' share, at `priority`, placed at `now` and
     /// arriving at `arrives`. Every piece is charged to all the cores, so a worker's work
-    /// waits for what came before it. Where workers are reniced, a piece at normal
+    /// waits for what came before it. Where workers are reniced (`normal`: the node's
+    /// normal work), a piece at normal
     /// priority instead shares the cores with the normal work running when it arrives:
     /// it gets a whole core if one is left, else its share (Linux shares a core among
     /// equals; a long start does not hold a driver's loop back for its whole length).
     /// A piece is not slowed by normal work that arrives after it, nor a worker's piece
     /// placed before a normal one pushed back by it: the worker work placed after is,
     /// by as much.
-    fn run(&mut self, now: u64, arrives: u64, cost: u64, priority: Priority) -> u64 {
+    fn run(&mut self, now: u64, arrives: u64, cost: u64, priority: Priority, normal: Option<&mut NormalWork>) -> u64 {
         let cost = self.loaded(cost);
         let end = self.run_as_is(arrives, cost);
         let cores = self.cores.len().max(1) as u64;
-        match (priority, self.normal.as_mut()) {
+        match (priority, normal) {
             (Priority::Normal, Some(normal)) => {
                 let running = normal.running_at(now, arrives);
                 let stretched = if running < cores { cost } else { cost * (running + 1) / cores };
