@@ -102,9 +102,8 @@ impl Engine {
     fn place_work(&mut self, tid: TaskId, busy: u64) -> u64 {
         let now = self.clock.now;
         let Some(t) = self.model.tasks.get(&tid) else { return now + busy };
-        let priority = if t.kind == TaskType::DriverTask { Priority::Normal } else { Priority::Worker };
         match t.node {
-            Some(node) => self.cpus.work(node, priority, now, busy),
+            Some(node) => self.cpus.work(node, Priority::of_process_running(t), now, busy),
             None => now + busy,
         }
     }

@@ -508,10 +508,7 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
         (Some(p), None) => Thread::OwnerOfTask(p),
         (None, _) => Thread::OwnerOfTask(tid),
     };
-    let priority = match parent {
-        Some(p) if p.kind != TaskType::DriverTask => Priority::Worker,
-        _ => Priority::Normal,
-    };
+    let priority = parent.map_or(Priority::Normal, Priority::of_process_running);
     cx.cpus.thread_work(owner_node, thread, priority, cx.now(), at, cost) + latency
 }
 

@@ -25,7 +25,7 @@
 //! sees only the times it gives), or change a node's resources.
 
 use crate::config::Config;
-use crate::model::{ActorId, NodeIdx, TaskId};
+use crate::model::{ActorId, NodeIdx, Task, TaskId, TaskType};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -190,14 +190,20 @@ impl NodeCpus {
         }
     }
 
+    /// `n`'s cores, with its normal work where its workers are reniced (for
+    /// [`NodeCpu::run`]).
+    fn node_mut(&mut self, n: NodeIdx) -> Option<(&mut NodeCpu, Option<&mut NormalWork>)> {
+        let node = self.nodes.get_mut(n.index())?;
+        Some((node, self.normal.get_mut(n.index()).and_then(Option::as_mut)))
+    }
+
     /// `cost` µs of work by a process of `priority` arriving on `n` at `now`: when it
     /// ends. Zero work ends at once and takes no core.
     pub(crate) fn work(&mut self, n: NodeIdx, priority: Priority, now: u64, cost: u64) -> u64 {
         if cost == 0 {
             return now;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
-        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
+        let Some((node, normal)) = self.node_mut(n) else { return now + cost };
         node.run(now, now, cost, priority, normal)
     }
 
@@ -217,9 +223,8 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let Some((node, normal)) = self.node_mut(n) else { return now + cost };
         let start = now.max(node.raylet_free);
-        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
         let end = node.run(now, start, cost, Priority::Normal, normal);
         node.raylet_free = end;
         end
@@ -239,14 +244,13 @@ impl NodeCpus {
         if cost == 0 {
             return at;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return at + cost };
+        let Some((node, normal)) = self.node_mut(n) else { return at + cost };
         if node.threads.len() >= 1024 {
             // Free by now, a thread holds back no work placed from now on; one free by
             // `at` only may still hold back work arriving before `at`.
             node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
-        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
         let end = node.run(now, start, cost, priority, normal);
         node.threads.insert(thread, end);
         end
@@ -265,13 +269,12 @@ impl NodeCpus {
             }
             return now + latency;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cpu + latency };
+        let Some((node, normal)) = self.node_mut(n) else { return now + cpu + latency };
         let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
         let start = now.max(slot_free);
         // Counted from now: the starts queued after this one run while it is alive. Ray
         // renices a worker once it is up: its start runs at normal priority.
         node.processes += 1;
-        let normal = self.normal.get_mut(n.index()).and_then(Option::as_mut);
         let end = node.run(now, start, cpu, Priority::Normal, normal);
         node.startups.push(Reverse(end));
         end + latency
@@ -330,6 +333,18 @@ pub(crate) enum Priority {
     Normal,
     /// A worker process that is up: its calls, replies, submits and pushes.
     Worker,
+}
+
+impl Priority {
+    /// The priority of the process running `task`: a driver's is normal, a worker's
+    /// (a task's or an actor's) reniced.
+    pub(crate) fn of_process_running(task: &Task) -> Priority {
+        if task.kind == TaskType::DriverTask {
+            Priority::Normal
+        } else {
+            Priority::Worker
+        }
+    }
 }
 
 /// What a node is made of, for [`NodeCpus::joined`].
