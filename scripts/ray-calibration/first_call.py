@@ -41,7 +41,7 @@ TASKS = 1000
 def niceness_by_role():
     """{role: sorted nice values} over this user's Ray processes (`suite.process_role`)."""
     out = {}
-    for role, fields in suite.ray_processes():
+    for role, fields, _ in suite.ray_processes():
         # nice is field 19 of stat (16 after the name).
         out.setdefault(role, []).append(int(fields[16]))
     return {r: sorted(v) for r, v in sorted(out.items())}

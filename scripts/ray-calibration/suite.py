@@ -161,8 +161,8 @@ def process_role(pid, cmdline):
 
 
 def ray_processes():
-    """(role, the fields of /proc/PID/stat after the command's name) of each of this
-    user's Ray processes (`process_role`)."""
+    """(role, the fields of /proc/PID/stat after the command's name, PID) of each of
+    this user's Ray processes (`process_role`)."""
     uid = os.getuid()
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -178,13 +178,13 @@ def ray_processes():
             continue
         role = process_role(int(name), cmdline)
         if role is not None:
-            yield role, fields
+            yield role, fields, int(name)
 
 
 def cpu_by_role():
     """{role: CPU seconds so far (user + system)} over this user's Ray processes."""
     out = {}
-    for role, fields in ray_processes():
+    for role, fields, _ in ray_processes():
         # utime and stime, fields 14 and 15 of stat (12 and 13 after the name).
         out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
     return out
