@@ -170,7 +170,7 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
         (Some(p), None) => Thread::OwnerOfTask(p),
         (None, _) => Thread::OwnerOfTask(tid),
     };
-    let priority = parent.map_or(Priority::Normal, Priority::of_process_running);
+    let priority = Priority::of_owner(t.parent, parent);
     cx.cpus.thread_work(owner_node, thread, priority, cx.now(), at, cost) + latency
 }
 

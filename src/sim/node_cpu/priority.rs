@@ -58,6 +58,19 @@ impl Priority {
             Priority::Worker
         }
     }
+
+    /// The priority of the process that owns a task whose caller was `parent`, looked
+    /// up as `caller` (None once it has retired). A caller that retired was a worker's
+    /// task: a driver retires only with its job, whose calls go with it, and the worker
+    /// that ran it stays up as its calls' owner (Ray's owner is the process, not the
+    /// call). A task with no caller is a driver's own, at normal priority.
+    pub(crate) fn of_owner(parent: Option<crate::model::TaskId>, caller: Option<&Task>) -> Priority {
+        match (parent, caller) {
+            (_, Some(caller)) => Priority::of_process_running(caller),
+            (Some(_), None) => Priority::Worker,
+            (None, None) => Priority::Normal,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -74,5 +87,16 @@ mod tests {
         assert_eq!(work.running_at(0, 15), 2);
         assert_eq!(work.running_at(25, 25), 1, "the stretch over by now is dropped");
         assert_eq!(work.stretches.len(), 1);
+    }
+
+    #[test]
+    fn an_owner_is_reniced_unless_it_is_a_driver() {
+        use crate::model::{JobId, NameId, NodeIdx, TaskId};
+        let task = |id, kind| Task::new(TaskId(id), JobId(1), NameId(0), kind, 0, NodeIdx(0), 0);
+        let (driver, worker) = (task(1, TaskType::DriverTask), task(2, TaskType::NormalTask));
+        assert_eq!(Priority::of_owner(Some(driver.id), Some(&driver)), Priority::Normal);
+        assert_eq!(Priority::of_owner(Some(worker.id), Some(&worker)), Priority::Worker);
+        assert_eq!(Priority::of_owner(Some(TaskId(3)), None), Priority::Worker, "a retired caller ran on a worker");
+        assert_eq!(Priority::of_owner(None, None), Priority::Normal, "no caller: a driver's own");
     }
 }
