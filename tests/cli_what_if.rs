@@ -176,7 +176,7 @@ fn reports_name_their_calibration_and_warn_once_outside_it() {
     assert_eq!(warnings.len(), 1, "one warning line:\n{stdout}");
     assert!(stdout.contains("costs calibrated  Ray 2.60.0"), "{stdout}");
 
-    // A sweep warns once per distinct warning, naming the first value that asked for it.
+    // A sweep warns once per reason, naming the values that asked for it.
     let out = rayscope(&["simulate", "-c", &cfg, "--sweep", "cluster.node_types[0].cores=2,64,128"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -184,4 +184,23 @@ fn reports_name_their_calibration_and_warn_once_outside_it() {
     assert_eq!(lines.len(), 2, "64 and 128 cores are two warnings:\n{stdout}");
     assert!(lines[0].ends_with("(from cluster.node_types[0].cores=64)"), "{stdout}");
     assert!(stdout.contains("costs calibrated: Ray 2.60.0"), "{stdout}");
+
+    // A reason every value shares is said once, for every value; one that only some
+    // values add gets its own line, naming them.
+    let out = rayscope(&[
+        "simulate",
+        "-c",
+        &cfg,
+        "--set",
+        "cluster.node_types[0].cores=64",
+        "--sweep",
+        "scheduler.worker_niceness=0,15,19",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("WARNING")).collect();
+    assert_eq!(lines.len(), 2, "the cores for all, the niceness for two:\n{stdout}");
+    assert!(lines[0].contains("cpu-worker (64 cores)") && lines[0].ends_with("(every value)"), "{stdout}");
+    assert!(!lines[0].contains("worker_niceness above 0"), "{stdout}");
+    assert!(lines[1].ends_with("(from scheduler.worker_niceness=15, 19)"), "{stdout}");
 }

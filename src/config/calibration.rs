@@ -66,6 +66,18 @@ impl Calibration {
 /// What `cfg` asks of the model beyond its calibration, as one warning line (None when
 /// nothing does).
 pub fn warning(cfg: &Config) -> Option<String> {
+    warning_of(&beyond(cfg))
+}
+
+/// The warning line for `reasons` ([`beyond`]'s, or some of them): None for none.
+pub fn warning_of(reasons: &[String]) -> Option<String> {
+    (!reasons.is_empty())
+        .then(|| format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, reasons.join("; ")))
+}
+
+/// Each thing `cfg` asks of the model beyond its calibration, one reason each, in a
+/// fixed order (empty when nothing does).
+pub fn beyond(cfg: &Config) -> Vec<String> {
     let mut beyond = Vec::new();
     let limit = CALIBRATION.cores * FAR_MORE;
     let mut big = Vec::new();
@@ -119,11 +131,7 @@ pub fn warning(cfg: &Config) -> Option<String> {
             LARGEST_PUT_MEASURED / 1_000_000
         ));
     }
-    if beyond.is_empty() {
-        None
-    } else {
-        Some(format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, beyond.join("; ")))
-    }
+    beyond
 }
 
 /// The largest object the suite put and got (`object_local`, `object_get`): their costs

@@ -59,6 +59,10 @@ pub struct Report {
     /// What the config asks beyond that calibration, in one line (absent: nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration_warning: Option<String>,
+    /// The same, one reason each (`config::calibration::beyond`): a sweep says once
+    /// which of its values each one applies to.
+    #[serde(skip)]
+    pub calibration_beyond: Vec<String>,
     /// Set when writing the `--events` file failed part way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_file_error: Option<String>,
@@ -69,6 +73,7 @@ impl Report {
         let m = &e.model;
         let c = &m.counters;
         let now = e.now_us();
+        let beyond = calibration::beyond(&e.cfg);
         let mut util: BTreeMap<String, (u64, f64, f64)> =
             c.forgotten_nodes.iter().map(|(t, f)| (t.clone(), (f.nodes, f.cpu_busy_us, f.cpu_available_us))).collect();
         for n in &m.nodes {
@@ -125,7 +130,8 @@ impl Report {
                 })
                 .collect(),
             calibration: CALIBRATION.line(),
-            calibration_warning: calibration::warning(&e.cfg),
+            calibration_warning: calibration::warning_of(&beyond),
+            calibration_beyond: beyond,
             events_file_error,
         }
     }

@@ -29,6 +29,9 @@ pub struct SweepRun {
     /// What this run's config asks beyond the calibration (see [`Report`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration_warning: Option<String>,
+    /// The same, one reason each, for the table's warnings.
+    #[serde(skip)]
+    pub calibration_beyond: Vec<String>,
 }
 
 impl SweepRun {
@@ -48,6 +51,7 @@ impl SweepRun {
             utilization: r.utilization.clone(),
             event_log_sha256: r.event_log_sha256.clone(),
             calibration_warning: r.calibration_warning.clone(),
+            calibration_beyond: r.calibration_beyond.clone(),
         }
     }
 }
@@ -119,16 +123,25 @@ impl Sweep {
         let mut s = String::new();
         let _ = writeln!(s, "rayscope sweep over {} (seed {})", self.key, self.seed);
         let _ = writeln!(s, "  costs calibrated: {}", self.calibration);
-        let mut warned: Vec<(&str, &str)> = Vec::new();
+        // One line per reason, saying which values ask for it: a reason every run shares
+        // (the cluster's size, when the sweep is over something else) is said once.
+        let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
         for r in &self.runs {
-            if let Some(w) = r.calibration_warning.as_deref() {
-                if !warned.iter().any(|(text, _)| *text == w) {
-                    warned.push((w, r.value.as_str()));
+            for reason in &r.calibration_beyond {
+                match reasons.iter_mut().find(|(text, _)| *text == reason.as_str()) {
+                    Some((_, values)) => values.push(r.value.as_str()),
+                    None => reasons.push((reason.as_str(), vec![r.value.as_str()])),
                 }
             }
         }
-        for (w, from) in warned {
-            let _ = writeln!(s, "  WARNING: {w} (from {}={from})", self.key);
+        for (reason, values) in reasons {
+            let line = crate::config::calibration::warning_of(&[reason.to_string()]).unwrap_or_default();
+            let which = if values.len() == self.runs.len() {
+                "every value".to_string()
+            } else {
+                format!("from {}={}", self.key, values.join(", "))
+            };
+            let _ = writeln!(s, "  WARNING: {line} ({which})");
         }
         let _ = write!(s, "  {:<label_width$}", self.key);
         for (run, w) in self.runs.iter().zip(&widths) {
