@@ -88,17 +88,18 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
                 Some(t) => cfg.cluster.node_types[t as usize].name.clone(),
                 None => cfg.cluster.head.name.clone(),
             };
-            big.push(format!("{name} ({cores} cores)"));
+            big.push(name);
         }
     }
+    // Worded without the counts, as the next one: a sweep over cores or nodes says the
+    // reason once, naming the values that ask for it.
     if !big.is_empty() {
         beyond.push(format!(
-            "nodes with far more cores than the {}-core machine measured: {}",
+            "nodes of more than {limit} cores, where the machine measured had {}: {}",
             CALIBRATION.cores,
             big.join(", ")
         ));
     }
-    // Worded without the count, so a sweep over node counts warns once.
     let most = CALIBRATION.nodes * FAR_MORE;
     if super::limits::cluster_nodes(&cfg.cluster) > u64::from(most) {
         beyond.push(format!(
@@ -198,7 +199,7 @@ mod tests {
         let c = cfg("cluster:\n  head: {cpu: 64}\n\
              workloads:\n  - {kind: training, workers: 1, bundle_gpu: 0}\n");
         let w = warning(&c).expect("a warning");
-        assert!(w.contains("64 cores") && w.contains("training"), "{w}");
+        assert!(w.contains("more than 16 cores") && w.contains(": ray.head.default") && w.contains("training"), "{w}");
         assert!(!w.contains('\n'), "one line: {w}");
         // Cores given apart from logical CPUs count, not the CPUs.
         let c = cfg("cluster:\n  head: {cpu: 64, cores: 2}\nworkloads:\n  - {kind: fan_out, tasks: 10}\n");
