@@ -1,0 +1,119 @@
+//! What one pending task costs in live heap, measured: the figure that decides how far
+//! a driver may run ahead of its cluster before a run's memory is the problem.
+//!
+//! A driver that submits faster than its cluster runs holds its calls pending, as Ray's
+//! owner does: at `scheduler.worker_niceness` 15, `examples/scale.yaml`'s map driver
+//! holds 782,839 of them at once (BENCHMARKS.md, "Two priorities on a node's cores").
+//! This binary counts the live heap bytes of its own test thread with a counting global
+//! allocator (the engine runs on that thread), and compares two runs that differ only in
+//! how many no-op calls one driver has submitted onto a node where one runs at a time.
+//! Their difference, divided by the difference in calls held, is what one pending task
+//! costs: its task record and run, its return object, and its place in the queues.
+//! Nothing here is timed.
+
+use rayscope::config::{self, Config};
+use rayscope::sim::Engine;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts the bytes (as requested) and blocks live on each thread.
+struct Counting;
+
+thread_local! {
+    static LIVE: Cell<(isize, isize)> = const { Cell::new((0, 0)) };
+}
+
+fn count(bytes: isize, blocks: isize) {
+    // `try_with`: during thread teardown the slot may be gone; those frees do not matter.
+    let _ = LIVE.try_with(|c| {
+        let (b, n) = c.get();
+        c.set((b + bytes, n + blocks));
+    });
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            count(l.size() as isize, 1);
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            count(l.size() as isize, 1);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        count(-(l.size() as isize), -1);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            count(new as isize - l.size() as isize, 0);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> (isize, isize) {
+    LIVE.with(|c| c.get())
+}
+
+fn fan_out(tasks: u32) -> Config {
+    // One CPU: one call runs (for an hour), every other one waits for it.
+    let yaml = format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: 1, memory: 16GiB}}\n\
+         workloads:\n  - {{kind: fan_out, tasks: {tasks}, task_duration: 1h}}\n\
+         sim:\n  seed: 7\n  event_log_capacity: 16\n"
+    );
+    match config::load_str(&yaml, "pending-task-memory.yaml") {
+        Ok(c) => c,
+        Err(e) => panic!("config does not load:\n{e}"),
+    }
+}
+
+/// Live heap (bytes, blocks) of an engine whose driver has submitted `tasks` calls and
+/// waits on them, and the tasks it holds.
+fn submitted(tasks: u32) -> ((isize, isize), usize) {
+    let before = live();
+    let mut engine = Engine::new(fan_out(tasks));
+    // The loop submits a call in well under a millisecond; a minute is plenty.
+    engine.run_until(60_000_000);
+    let held = engine.model.tasks.len();
+    let after = live();
+    drop(engine);
+    ((after.0 - before.0, after.1 - before.1), held)
+}
+
+#[test]
+fn a_pending_task_costs_what_its_records_hold() {
+    // 100,000 and 400,000 fill the tables that grow by doubling to the same share of
+    // their room (2^17 and 2^19 slots), so the difference is a task's records with the
+    // room a table holds for them, not a doubling that one run made and the other not.
+    let ((bytes_few, blocks_few), held_few) = submitted(100_000);
+    let ((bytes_many, blocks_many), held_many) = submitted(400_000);
+    assert!(held_few > 100_000 && held_many > 400_000, "the calls are held: {held_few}, {held_many}");
+    let tasks = (held_many - held_few) as f64;
+    let per_task = (bytes_many - bytes_few) as f64 / tasks;
+    let blocks_per_task = (blocks_many - blocks_few) as f64 / tasks;
+    let footprint = per_task + 16.0 * blocks_per_task;
+    eprintln!(
+        "per pending task: {per_task:.0} bytes requested in {blocks_per_task:.2} blocks, ~{footprint:.0} bytes \
+         with allocator overhead ({held_many} vs {held_few} tasks held; size_of Task {} B, Object {} B)",
+        std::mem::size_of::<rayscope::model::Task>(),
+        std::mem::size_of::<rayscope::model::Object>(),
+    );
+    // Measured on 2026-11-29: 478 bytes, in no block of its own. That is its task record
+    // (200 B) and its run (32 B), in tables that grow by doubling, so with their share of
+    // the room (×1.31 here), and its return object (144 B) in a table sized for the
+    // workload. Making this small is what `worker_niceness` 15 as the default waits on
+    // (BENCHMARKS.md, "What a pending task costs"); until then it must not grow.
+    assert!(footprint < 520.0, "a pending task costs ~{footprint:.0} bytes of live heap");
+}
