@@ -204,3 +204,54 @@ fn reports_name_their_calibration_and_warn_once_outside_it() {
     assert!(!lines[0].contains("worker_niceness above 0"), "{stdout}");
     assert!(lines[1].ends_with("(from scheduler.worker_niceness=15, 19)"), "{stdout}");
 }
+
+/// Two drivers on one head: a map whose owner pushes its calls slower than 64 nodes run
+/// them, so its io thread's queue is long, and an actor pool.
+const TWO_DRIVERS: &str = "\
+cluster:
+  head: {cpu: 16, memory: 64GiB}
+  node_types:
+    - {name: cpu-worker, count: 63, cpu: 16, memory: 64GiB, ip_range: 10.1.0.0/16}
+workloads:
+  - {kind: fan_out, name: map, tasks: 20000, task_duration: 10ms}
+  - {kind: actor_pool, name: actors, actors: 500, calls_per_actor: 2, call_duration: 1s}
+sim: {seed: 7}
+";
+
+#[test]
+fn a_run_whose_drivers_wait_for_queued_work_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-drivers.yaml");
+    std::fs::write(&path, TWO_DRIVERS).unwrap();
+    let path = path.to_str().unwrap();
+    let run = |niceness: &str| {
+        let set = format!("scheduler.worker_niceness={niceness}");
+        report(&["simulate", "-c", path, "--report", "json", "--set", &set])
+    };
+    let makespan = |r: &Value, name: &str| {
+        let job = r["jobs"].as_array().unwrap().iter().find(|j| j["name"] == name).expect("the job ran");
+        job["makespan"].as_f64().expect("it finished")
+    };
+    // At 0 the map's queued pushes hold the head's cores, and the actor pool's driver
+    // waits for them; at 15 the drivers outrank the workers and share the cores.
+    let (alike, ranked) = (run("0"), run("15"));
+    assert!(
+        makespan(&alike, "actors") > 1.5 * makespan(&ranked, "actors"),
+        "the actor pool: {} s at 0, {} s at 15",
+        makespan(&alike, "actors"),
+        makespan(&ranked, "actors")
+    );
+    let warning = alike["model_warning"].as_str().expect("a warning at 0");
+    assert!(warning.contains("node 10.0.0.1") && warning.contains("its 2 driver(s)"), "{warning}");
+    assert!(warning.contains("scheduler.worker_niceness 0"), "{warning}");
+    assert!(ranked.get("model_warning").is_none(), "nothing to warn of at 15: {ranked}");
+
+    // The text report says it on a line of its own; a run whose driver hardly waits says
+    // nothing.
+    let out = rayscope(&["simulate", "-c", path]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.contains("WARNING: drivers' own work")).count(), 1, "{stdout}");
+    let (_dir, small) = config_file();
+    assert!(report(&["simulate", "-c", &small, "--report", "json"]).get("model_warning").is_none());
+}

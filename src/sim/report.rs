@@ -63,6 +63,10 @@ pub struct Report {
     /// which of its values each one applies to.
     #[serde(skip)]
     pub calibration_beyond: Vec<String>,
+    /// Where the run leaned on a known limit of the model's default, in one line (absent:
+    /// nowhere): drivers that waited much of their time for cores held by queued work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_warning: Option<String>,
     /// Set when writing the `--events` file failed part way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_file_error: Option<String>,
@@ -132,6 +136,7 @@ impl Report {
             calibration: CALIBRATION.line(),
             calibration_warning: calibration::warning_of(&beyond),
             calibration_beyond: beyond,
+            model_warning: driver_wait_warning(e),
             events_file_error,
         }
     }
@@ -176,11 +181,43 @@ impl Report {
         if let Some(w) = &self.calibration_warning {
             let _ = writeln!(s, "  WARNING: {w}");
         }
+        if let Some(w) = &self.model_warning {
+            let _ = writeln!(s, "  WARNING: {w}");
+        }
         if let Some(e) = &self.events_file_error {
             let _ = writeln!(s, "  WARNING: writing the events file failed: {e}");
         }
         s
     }
+}
+
+/// Drivers that waited this share of their time for a core are worth a warning.
+const DRIVER_WAIT_SHARE: f64 = 0.10;
+
+/// The report's line when drivers' own work on a node waited for cores for a tenth of
+/// the time they ran there or more, at `worker_niceness` 0 (`NodeCpus::
+/// longest_driver_wait`): scale.yaml's two drivers waited 495 s, and its actor pool
+/// took 288 s where it takes 27 s at 15; every other example waited under a second.
+fn driver_wait_warning(e: &Engine) -> Option<String> {
+    let (node, waited) = e.cpus.longest_driver_wait()?;
+    let m = &e.model;
+    let now = e.now_us();
+    let drivers: Vec<&Job> = m.jobs.values().filter(|j| j.driver_node == node).collect();
+    let ran: u64 = drivers.iter().map(|j| j.end_time.unwrap_or(now).saturating_sub(j.start_time)).sum();
+    if waited < 1_000_000 || (waited as f64) < DRIVER_WAIT_SHARE * ran as f64 {
+        return None;
+    }
+    let ip = m.nodes.get(node.index()).map_or_else(|| "?".to_string(), |n| n.ip.to_string());
+    Some(format!(
+        "drivers' own work on node {ip} waited {:.1} s in all for a core, over the {:.1} s its {} driver(s) ran: \
+         at scheduler.worker_niceness 0 a thread's queued work (an owner's pushes, the raylet's dispatches) holds \
+         the node's cores from when it is queued, and Ray's drivers outrank their workers, so those jobs' times \
+         are likely too long (BENCHMARKS.md, \"Two priorities on a node's cores\"; 15 models Ray's priorities, \
+         at a cost in memory)",
+        waited as f64 / 1e6,
+        ran as f64 / 1e6,
+        drivers.len(),
+    ))
 }
 
 /// Peak resident set size of this process (VmHWM), 0 where unknown.

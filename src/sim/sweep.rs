@@ -32,6 +32,9 @@ pub struct SweepRun {
     /// The same, one reason each, for the table's warnings.
     #[serde(skip)]
     pub calibration_beyond: Vec<String>,
+    /// Where this run leaned on a known limit of the model (see [`Report`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_warning: Option<String>,
 }
 
 impl SweepRun {
@@ -52,6 +55,7 @@ impl SweepRun {
             event_log_sha256: r.event_log_sha256.clone(),
             calibration_warning: r.calibration_warning.clone(),
             calibration_beyond: r.calibration_beyond.clone(),
+            model_warning: r.model_warning.clone(),
         }
     }
 }
@@ -142,6 +146,11 @@ impl Sweep {
                 format!("from {}={}", self.key, values.join(", "))
             };
             let _ = writeln!(s, "  WARNING: {line} ({which})");
+        }
+        for r in &self.runs {
+            if let Some(w) = &r.model_warning {
+                let _ = writeln!(s, "  WARNING: {w} (from {}={})", self.key, r.value);
+            }
         }
         let _ = write!(s, "  {:<label_width$}", self.key);
         for (run, w) in self.runs.iter().zip(&widths) {

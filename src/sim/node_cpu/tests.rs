@@ -1,0 +1,204 @@
+//! The node cores' unit tests: placement, priorities, starts and the idle share.
+
+use super::*;
+
+fn node() -> NodeIdx {
+    NodeIdx(0)
+}
+
+fn machine(cores: u32, startup_concurrency: u32, idle_cpu: f64) -> NodeMachine {
+    NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0, reniced_workers: false }
+}
+
+#[test]
+fn work_shares_the_cores_first_come_first_served() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(2, 4, 0.0));
+    // Two cores: two pieces run at once, the third waits for the first to end.
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 20);
+    // Zero work takes no core.
+    assert_eq!(cpus.work(node(), Priority::Worker, 5, 0), 5);
+    // Work arriving after the cores are free starts when it arrives.
+    assert_eq!(cpus.work(node(), Priority::Worker, 100, 10), 110);
+}
+
+fn reniced(cores: u32, startup_concurrency: u32) -> NodeMachine {
+    NodeMachine { reniced_workers: true, ..machine(cores, startup_concurrency, 0.0) }
+}
+
+#[test]
+fn reniced_workers_leave_the_cores_to_normal_work() {
+    // Both cores are busy with workers' work until 100.
+    for reniced_workers in [false, true] {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), NodeMachine { reniced_workers, ..machine(2, 2, 0.0) });
+        cpus.work(node(), Priority::Worker, 0, 100);
+        cpus.work(node(), Priority::Worker, 0, 100);
+        let dispatched = cpus.raylet_work(node(), 0, 10);
+        let next_worker_piece = cpus.work(node(), Priority::Worker, 0, 10);
+        if reniced_workers {
+            assert_eq!(dispatched, 10, "the raylet does not wait for the workers");
+            assert_eq!(next_worker_piece, 110, "the workers' later work waits as long as the raylet took");
+        } else {
+            assert_eq!(dispatched, 110, "alike, the raylet waits its turn");
+            assert_eq!(next_worker_piece, 110);
+        }
+    }
+}
+
+#[test]
+fn normal_work_shares_the_cores_among_itself() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), reniced(2, 3));
+    // Three starts at once on two cores: the third shares them (Linux), where first
+    // come, first served would have it wait for a whole start.
+    let ends: Vec<u64> = (0..3).map(|_| cpus.start_worker(node(), 0, 100, 0)).collect();
+    assert_eq!(ends, vec![100, 100, 150]);
+    // Over by now, they hold nothing back.
+    assert_eq!(cpus.start_worker(node(), 1_000, 100, 0), 1_100);
+}
+
+#[test]
+fn a_queue_behind_one_thread_counts_as_one_runner() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), reniced(2, 2));
+    // Ten dispatches queue on the raylet's one thread until 100: one stretch of work.
+    for _ in 0..10 {
+        cpus.raylet_work(node(), 0, 10);
+    }
+    let driver = Thread::OwnerOfTask(TaskId(1));
+    assert_eq!(cpus.thread_work(node(), driver, Priority::Normal, 0, 50, 10), 60, "a core is still free");
+}
+
+#[test]
+fn the_raylet_is_one_thread() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(4, 4, 0.0));
+    assert_eq!(cpus.raylet_work(node(), 0, 10), 10);
+    assert_eq!(cpus.raylet_work(node(), 0, 10), 20, "the second dispatch waits for the first");
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10, "other work uses the other cores meanwhile");
+}
+
+#[test]
+fn worker_starts_wait_for_a_slot_and_for_the_cores() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(2, 4, 0.0));
+    // Four slots, two cores: starts of 100 µs of CPU end two at a time.
+    let ends: Vec<u64> = (0..8).map(|_| cpus.start_worker(node(), 0, 100, 5)).collect();
+    assert_eq!(ends, vec![105, 105, 205, 205, 305, 305, 405, 405]);
+    // One slot: starts go one after another even with cores free.
+    let mut one = NodeCpus::default();
+    one.joined(node(), machine(8, 1, 0.0));
+    assert_eq!(one.start_worker(node(), 0, 100, 0), 100);
+    assert_eq!(one.start_worker(node(), 0, 100, 0), 200);
+}
+
+#[test]
+fn idle_processes_leave_less_of_the_cores() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(2, 2, 0.5));
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 100), 100);
+    // Two idle processes take half the machine: work takes twice as long.
+    cpus.start_worker(node(), 0, 0, 0);
+    cpus.start_worker(node(), 0, 0, 0);
+    assert_eq!(cpus.work(node(), Priority::Worker, 1_000, 100), 1_200);
+    // Past what the cores can give, work crawls at the minimum share.
+    for _ in 0..10 {
+        cpus.start_worker(node(), 0, 0, 0);
+    }
+    assert_eq!(cpus.work(node(), Priority::Worker, 10_000, 100), 10_000 + 2_000);
+    for a in 0..12 {
+        cpus.process_exited(node(), ActorId(a));
+    }
+    assert_eq!(cpus.work(node(), Priority::Worker, 20_000, 100), 20_100);
+}
+
+#[test]
+fn task_workers_start_once_and_are_reused() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(2, 2, 0.0));
+    let started = |w| w == TaskWorker::Started;
+    assert!(started(cpus.task_lease_granted(node())), "the first lease starts a worker");
+    assert!(started(cpus.task_lease_granted(node())), "two at once need two");
+    cpus.task_lease_returned(node());
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm, "a returned worker is reused");
+    cpus.task_lease_returned(node());
+    cpus.task_lease_returned(node());
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+    assert!(started(cpus.task_lease_granted(node())), "a third at once needs a third");
+}
+
+#[test]
+fn prestarted_workers_serve_the_first_leases_and_actors_take_idle_ones() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "a prestarted worker, no start");
+    cpus.task_lease_returned(node());
+    // One warm and one fresh idle: the warm one goes first.
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+    cpus.task_lease_returned(node());
+    // An actor takes the idle worker's process; the next task needs a new one.
+    assert!(cpus.actor_takes_idle_worker(node()));
+    assert!(!cpus.actor_takes_idle_worker(node()), "none idle is left");
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+}
+
+#[test]
+fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
+    cpus.task_lease_returned(node());
+    assert!(cpus.actor_takes_idle_worker(node()), "the warm one");
+    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "the fresh one is still there");
+}
+
+#[test]
+fn an_actor_answers_no_call_before_its_first_work_window_ends() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(2, 2, 0.0));
+    assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 5), 5, "nothing known: at once");
+    cpus.actor_up(node(), ActorId(1), 100);
+    assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 10), 100, "within its first work's window");
+    assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 60), 100, "every call in it waits");
+    assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 150), 150, "after it, at once");
+    cpus.actor_up(node(), ActorId(2), 100);
+    cpus.process_exited(node(), ActorId(2));
+    assert_eq!(cpus.actor_answers_from(node(), ActorId(2), 10), 10, "an exited process is forgotten");
+}
+
+#[test]
+fn a_dead_node_forgets_its_queue() {
+    let mut cpus = NodeCpus::default();
+    cpus.joined(node(), machine(1, 1, 0.0));
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 1_000), 1_000);
+    cpus.lost(node());
+    cpus.joined(node(), machine(1, 1, 0.0));
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
+}
+
+#[test]
+fn a_drivers_wait_for_a_core_is_kept_where_all_work_is_alike() {
+    for reniced_workers in [false, true] {
+        let mut cpus = NodeCpus::default();
+        cpus.joined(node(), NodeMachine { reniced_workers, ..machine(1, 1, 0.0) });
+        assert_eq!(cpus.longest_driver_wait(), None);
+        // A worker's piece holds the one core until 100; a driver's piece arrives at 0.
+        cpus.work(node(), Priority::Worker, 0, 100);
+        let driver = cpus.work(node(), Priority::Normal, 0, 10);
+        // A worker's later wait is not a driver's.
+        cpus.work(node(), Priority::Worker, 0, 10);
+        if reniced_workers {
+            assert_eq!(driver, 10, "the driver outranks the worker");
+            assert_eq!(cpus.longest_driver_wait(), None);
+        } else {
+            assert_eq!(driver, 110);
+            assert_eq!(cpus.longest_driver_wait(), Some((node(), 100)));
+        }
+    }
+}
