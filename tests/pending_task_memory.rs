@@ -11,60 +11,14 @@
 //! costs: its task record and run, its return object, and its place in the queues.
 //! Nothing here is timed.
 
+mod heap_support;
+
+use heap_support::live;
 use rayscope::config::{self, Config};
 use rayscope::sim::Engine;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-/// Counts the bytes (as requested) and blocks live on each thread.
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<(isize, isize)> = const { Cell::new((0, 0)) };
-}
-
-fn count(bytes: isize, blocks: isize) {
-    // `try_with`: during thread teardown the slot may be gone; those frees do not matter.
-    let _ = LIVE.try_with(|c| {
-        let (b, n) = c.get();
-        c.set((b + bytes, n + blocks));
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            count(l.size() as isize, 1);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(l) };
-        if !p.is_null() {
-            count(l.size() as isize, 1);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        count(-(l.size() as isize), -1);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            count(new as isize - l.size() as isize, 0);
-        }
-        q
-    }
-}
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn live() -> (isize, isize) {
-    LIVE.with(|c| c.get())
-}
+static ALLOC: heap_support::Counting = heap_support::Counting;
 
 fn fan_out(tasks: u32) -> Config {
     // One CPU: one call runs (for an hour), every other one waits for it.
