@@ -9,7 +9,8 @@ seed: the Flow Insight seed program (shared/seeds/003): a tree of Worker actors,
   spawning 1-2 children, each child flagged a bottleneck with probability 1/2; process()
   submits 10 process() calls to each child, sleeping 5 s before each (plus 30 s when the
   worker is a bottleneck one level above the leaves). Sleeps are scaled by --scale and the
-  draws are made up front from --seed, in the seed's order (as ray-calibration/seed_tree.py).
+  draws are made up front from --seed, in the seed's order: ray-calibration/seed_tree.py's
+  program, imported from there.
 mapreduce: 8 map tasks (100 ms, ~1 MB bytes each), 2 reduce tasks taking 4 map outputs each
   as ObjectRef arguments (50 ms each), the driver gets the reduces.
 
@@ -17,49 +18,22 @@ Each prints one JSON line at the end: job_id, makespan_s, wall_start_ms, wall_en
 """
 import argparse
 import json
+import os
 import random
+import sys
 import time
 
 import ray
+import ray.cloudpickle
 
+# The seed's tree and its Worker actor are the calibration's (one program, two uses).
+# Ray pickles a class by reference to its module, which the workers could not import
+# from that directory: registered by value, it travels with the job as __main__'s does.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-calibration"))
+import seed_tree  # noqa: E402
+from seed_tree import Worker, draw, height  # noqa: E402
 
-def draw(rng, depth, bottleneck):
-    """The seed's draw order: the count, then each child's flag, depth first."""
-    node = {"bottleneck": bottleneck, "children": []}
-    if depth > 0:
-        for _ in range(rng.randint(1, 2)):
-            flag = rng.randint(0, 1) == 1
-            node["children"].append(draw(rng, depth - 1, flag))
-    return node
-
-
-def height(node):
-    return max((height(c) + 1 for c in node["children"]), default=0)
-
-
-@ray.remote
-class Worker:
-    def __init__(self, depth, is_bottleneck, subtree, sleep, bottleneck_sleep):
-        self.is_bottleneck = is_bottleneck
-        self.depth = depth
-        self.sleep = sleep
-        self.bottleneck_sleep = bottleneck_sleep
-        self.children = []
-        if self.depth > 0:
-            for child in subtree["children"]:
-                self.children.append(
-                    Worker.remote(self.depth - 1, child["bottleneck"], child, sleep, bottleneck_sleep)
-                )
-
-    def process(self):
-        futures = []
-        for child in self.children:
-            for _ in range(10):
-                if self.is_bottleneck and self.depth - 1 <= 0:
-                    time.sleep(self.bottleneck_sleep)
-                time.sleep(self.sleep)
-                futures.append(child.process.remote())
-        ray.get(futures)
+ray.cloudpickle.register_pickle_by_value(seed_tree)
 
 
 def run_seed(address="auto", seed=1, depth=2, scale=0.01, bottleneck_sleep=True, linger_s=0.0):
