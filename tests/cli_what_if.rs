@@ -205,6 +205,42 @@ fn reports_name_their_calibration_and_warn_once_outside_it() {
     assert!(lines[1].ends_with("(from scheduler.worker_niceness=15, 19)"), "{stdout}");
 }
 
+/// A report quotes how far the model was from Ray on the recorded workloads like its
+/// config's (docs/fidelity.json): a fan-out's no-op and spillback runs, and the object
+/// runs once its returns go into the store; a sweep quotes each once.
+#[test]
+fn reports_quote_the_models_error_on_workloads_like_theirs() {
+    let (_dir, cfg) = config_file();
+    let names = |r: &Value| -> Vec<String> {
+        r["measured"]
+            .as_array()
+            .expect("measured")
+            .iter()
+            .map(|m| m["workload"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let base = report(&["simulate", "-c", &cfg, "--report", "json"]);
+    assert_eq!(names(&base), ["noop_tasks", "noop_submit", "spillback"], "{base}");
+    for m in base["measured"].as_array().unwrap() {
+        let (low, high) = (m["error_low"].as_f64().unwrap(), m["error_high"].as_f64().unwrap());
+        assert!(m["rows"].as_u64().unwrap() >= 1 && low <= high, "{m}");
+    }
+    let puts = report(&["simulate", "-c", &cfg, "--report", "json", "--set", "workloads[0].output_size=1MiB"]);
+    assert!(names(&puts).iter().any(|w| w == "object_get"), "returns in the store: {puts}");
+
+    let out = rayscope(&["simulate", "-c", &cfg]);
+    let stdout = text(&out.stdout);
+    let at = stdout.find("measured on Ray").unwrap_or_else(|| panic!("a heading:\n{stdout}"));
+    let lines: Vec<&str> = stdout[at..].lines().skip(1).take_while(|l| l.starts_with("    ")).collect();
+    assert_eq!(lines.len(), 3, "one line a workload:\n{stdout}");
+    assert!(lines[0].trim_start().starts_with("noop_tasks") && lines[0].contains(" %"), "{stdout}");
+
+    let out = rayscope(&["simulate", "-c", &cfg, "--sweep", "workloads[0].output_size=0,1MiB"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("measured on Ray").count(), 1, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.trim_start().starts_with("object_get")).count(), 1, "{stdout}");
+}
+
 /// Two drivers on one head: a map whose owner pushes its calls slower than 64 nodes run
 /// them, so its io thread's queue is long, and an actor pool.
 const TWO_DRIVERS: &str = "\

@@ -1,7 +1,7 @@
-//! The fidelity report (`docs/fidelity.md`) against the runs recorded on real Ray
-//! (`scripts/ray-calibration/runs/`): it is what `rayscope fidelity` writes now, the
-//! suite covers every workload issue 19 names, and the rows that claim to be within
-//! their bound are.
+//! The fidelity report (`docs/fidelity.md`, and its rows in `docs/fidelity.json`) against
+//! the runs recorded on real Ray (`scripts/ray-calibration/runs/`): it is what `rayscope
+//! fidelity` writes now, the suite covers every workload issue 19 names, and the rows
+//! that claim to be within their bound are.
 
 use rayscope::fidelity::{self, Row};
 use std::path::{Path, PathBuf};
@@ -23,6 +23,21 @@ fn the_shipped_report_is_what_the_command_writes_from_the_recorded_runs() {
     assert!(
         shipped == now,
         "docs/fidelity.md is stale: run `cargo run --release -- fidelity --out docs/fidelity.md`\n--- now ---\n{now}"
+    );
+}
+
+/// `docs/fidelity.json`, the rows `simulate`'s report quotes (`config::calibration::
+/// measured_for`), is what the command writes now too: the binary carries it as built.
+#[test]
+fn the_shipped_rows_are_what_the_command_writes_from_the_recorded_runs() {
+    let (_, rows) = rows();
+    let now = fidelity::rows_json(&rows);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fidelity.json");
+    let shipped = std::fs::read_to_string(&path).expect("docs/fidelity.json is in the repo");
+    assert!(
+        shipped == now,
+        "docs/fidelity.json is stale: run `cargo run --release -- fidelity --format json --out docs/fidelity.json` \
+         (and rebuild: simulate's report quotes it)"
     );
 }
 

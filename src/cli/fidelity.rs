@@ -19,7 +19,8 @@ pub(super) struct FidelityArgs {
     /// Write the report here instead of to standard output.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// `markdown` (the report) or `json` (the rows: real Ray's figure and the model's).
+    /// `markdown` (the report) or `json` (the rows: real Ray's figure, the model's and the
+    /// error; `docs/fidelity.json`, which `simulate`'s report quotes).
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
     /// Override a setting of every model run (repeatable), as `simulate --set`, e.g.
@@ -44,7 +45,7 @@ pub(super) fn fidelity(args: FidelityArgs) -> ExitCode {
     };
     let report = match args.format {
         Format::Markdown => fidelity::report(&args.runs.display().to_string(), &runs, &rows),
-        Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
+        Format::Json => fidelity::rows_json(&rows),
     };
     match write(args.out, &report) {
         Ok(()) => ExitCode::SUCCESS,
@@ -60,7 +61,9 @@ fn write(out: Option<PathBuf>, report: &str) -> Result<()> {
         print!("{report}");
         return Ok(());
     };
-    let tmp = path.with_extension("md.tmp");
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, report).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }

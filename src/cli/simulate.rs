@@ -274,10 +274,17 @@ fn sweep_runs(
         }
     }
     let seed = configs.first().map_or(0, |(_, c)| c.sim.seed);
+    let mut measured: Vec<rayscope::config::calibration::Measured> = Vec::new();
+    for m in configs.iter().flat_map(|(_, c)| rayscope::config::calibration::measured_for(c)) {
+        if !measured.iter().any(|known| known.workload == m.workload) {
+            measured.push(m);
+        }
+    }
     let mut sweep = rayscope::sim::sweep::Sweep {
         key: values[0].key.clone(),
         seed,
         calibration: rayscope::config::calibration::CALIBRATION.line(),
+        measured,
         runs: Vec::new(),
     };
     let on_terminal = !args.quiet && std::io::stderr().is_terminal();

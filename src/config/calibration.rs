@@ -18,6 +18,9 @@ use super::schema::{Config, WorkloadConfig};
 use super::units::ByteSize;
 use serde::Serialize;
 
+mod measured;
+pub use measured::{measured_for, Measured, MEASURED_HEADING};
+
 /// What the cost defaults were measured on.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Calibration {
@@ -123,7 +126,7 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
     if !kinds.is_empty() {
         beyond.push(format!("workload kinds with no recorded runs: {}", kinds.join(", ")));
     }
-    let largest = cfg.workloads.iter().map(largest_return).max().unwrap_or(0);
+    let largest = largest_put(cfg);
     if largest > cfg.object_store.inline_threshold.0 && largest > LARGEST_PUT_MEASURED {
         beyond.push(format!(
             "task returns of up to {} are put into the object store and got from it, and the largest put and \
@@ -138,6 +141,11 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
 /// The largest object the suite put and got (`object_local`, `object_get`): their costs
 /// beyond it are extrapolations of the fitted forms.
 const LARGEST_PUT_MEASURED: u64 = 100_000_000;
+
+/// The largest object any of `cfg`'s workloads returns or puts (bytes).
+fn largest_put(cfg: &Config) -> u64 {
+    cfg.workloads.iter().map(largest_return).max().unwrap_or(0)
+}
 
 /// The largest object a workload's calls return (bytes): above the inline threshold a
 /// return is a put into the object store.

@@ -63,6 +63,9 @@ pub struct Report {
     /// which of its values each one applies to.
     #[serde(skip)]
     pub calibration_beyond: Vec<String>,
+    /// How far the model was from real Ray on the recorded workloads like this config's
+    /// (`config::calibration::measured_for`): the error its answer carries.
+    pub measured: Vec<calibration::Measured>,
     /// Where the run leaned on a known limit of the model's default, in one line (absent:
     /// nowhere): drivers that waited much of their time for cores held by queued work.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +139,7 @@ impl Report {
             calibration: CALIBRATION.line(),
             calibration_warning: calibration::warning_of(&beyond),
             calibration_beyond: beyond,
+            measured: calibration::measured_for(&e.cfg),
             model_warning: driver_wait_warning(e),
             events_file_error,
         }
@@ -178,6 +182,12 @@ impl Report {
         }
         let _ = writeln!(s, "  event log sha256  {}", self.event_log_sha256);
         let _ = writeln!(s, "  costs calibrated  {}", self.calibration);
+        if !self.measured.is_empty() {
+            let _ = writeln!(s, "  measured on Ray   {}:", calibration::MEASURED_HEADING);
+            for m in &self.measured {
+                let _ = writeln!(s, "    {}", m.line());
+            }
+        }
         if let Some(w) = &self.calibration_warning {
             let _ = writeln!(s, "  WARNING: {w}");
         }

@@ -68,6 +68,9 @@ pub struct Sweep {
     pub seed: u64,
     /// Where the cost defaults come from (see [`Report`]).
     pub calibration: String,
+    /// How far the model was from real Ray on the recorded workloads like the runs'
+    /// (each workload once, from the first run that has it; see [`Report`]).
+    pub measured: Vec<crate::config::calibration::Measured>,
     pub runs: Vec<SweepRun>,
 }
 
@@ -127,6 +130,12 @@ impl Sweep {
         let mut s = String::new();
         let _ = writeln!(s, "rayscope sweep over {} (seed {})", self.key, self.seed);
         let _ = writeln!(s, "  costs calibrated: {}", self.calibration);
+        if !self.measured.is_empty() {
+            let _ = writeln!(s, "  measured on Ray: {}:", crate::config::calibration::MEASURED_HEADING);
+            for m in &self.measured {
+                let _ = writeln!(s, "    {}", m.line());
+            }
+        }
         // One line per reason, saying which values ask for it: a reason every run shares
         // (the cluster's size, when the sweep is over something else) is said once.
         let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
