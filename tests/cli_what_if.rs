@@ -281,6 +281,10 @@ fn a_run_whose_drivers_wait_for_queued_work_says_so() {
     assert!(warning.contains("node 10.0.0.1") && warning.contains("its 2 driver(s)"), "{warning}");
     assert!(warning.contains("scheduler.worker_niceness 0"), "{warning}");
     assert!(ranked.get("model_warning").is_none(), "nothing to warn of at 15: {ranked}");
+    // An ended job leaves a table that keeps one; its driver's time is still counted.
+    let forgetful = report(&["simulate", "-c", path, "--report", "json", "--set", "sim.finished_job_capacity=1"]);
+    assert_eq!(forgetful["jobs"].as_array().unwrap().len(), 1, "one ended job is kept: {forgetful}");
+    assert_eq!(forgetful["model_warning"].as_str(), Some(warning), "the same drivers, the same time");
 
     // The text report says it on a line of its own; a run whose driver hardly waits says
     // nothing.

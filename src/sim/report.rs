@@ -212,8 +212,12 @@ fn driver_wait_warning(e: &Engine) -> Option<String> {
     let (node, waited) = e.cpus.longest_driver_wait()?;
     let m = &e.model;
     let now = e.now_us();
-    let drivers: Vec<&Job> = m.jobs.values().filter(|j| j.driver_node == node).collect();
-    let ran: u64 = drivers.iter().map(|j| j.end_time.unwrap_or(now).saturating_sub(j.start_time)).sum();
+    // Ended jobs from the counters (their records may have left the table), running
+    // ones from the table, which keeps every job that has not ended.
+    let ended = m.counters.ended_drivers.get(&node).copied().unwrap_or_default();
+    let running: Vec<&Job> = m.jobs.values().filter(|j| j.driver_node == node && j.end_time.is_none()).collect();
+    let ran = ended.ran_us + running.iter().map(|j| now.saturating_sub(j.start_time)).sum::<u64>();
+    let drivers = ended.drivers + running.len() as u64;
     if waited < 1_000_000 || (waited as f64) < DRIVER_WAIT_SHARE * ran as f64 {
         return None;
     }
@@ -226,7 +230,7 @@ fn driver_wait_warning(e: &Engine) -> Option<String> {
          at a cost in memory)",
         waited as f64 / 1e6,
         ran as f64 / 1e6,
-        drivers.len(),
+        drivers,
     ))
 }
 
