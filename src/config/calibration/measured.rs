@@ -157,7 +157,7 @@ mod tests {
     fn the_shipped_rows_are_read() {
         let rows: Vec<Row> = serde_json::from_str(ROWS_JSON).expect("docs/fidelity.json is the rows' JSON");
         assert!(rows.len() > 40, "{} rows", rows.len());
-        // Every recorded workload is one some config is quoted.
+        // Every recorded workload is quoted for some config.
         let c = cfg("workloads:\n  - {kind: flow_insight}\n  - {kind: fan_out, tasks: 1, output_size: 1MiB}\n  \
              - {kind: training, workers: 1, bundle_gpu: 0}\nfaults:\n  - {kind: kill_node, at: 1s, node_type: ray.head.default}\n  \
              - {kind: kill_actor, at: 1s, class: TrainWorker}\n  - {kind: task_failures, at: 1s, probability: 0.1}\n");
