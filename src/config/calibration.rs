@@ -78,6 +78,12 @@ pub fn warning_of(reasons: &[String]) -> Option<String> {
         .then(|| format!("outside the calibration (Ray {}): {}", CALIBRATION.ray_version, reasons.join("; ")))
 }
 
+/// `reasons` as their one warning line, for a report's JSON (`calibration_warning`),
+/// which leaves the key out when there are none.
+pub fn serialize_warning<S: serde::Serializer>(reasons: &[String], s: S) -> Result<S::Ok, S::Error> {
+    warning_of(reasons).unwrap_or_default().serialize(s)
+}
+
 /// Each thing `cfg` asks of the model beyond its calibration, one reason each, in a
 /// fixed order (empty when nothing does).
 pub fn beyond(cfg: &Config) -> Vec<String> {

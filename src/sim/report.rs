@@ -56,12 +56,15 @@ pub struct Report {
     pub utilization: Vec<NodeTypeUtilization>,
     /// Where the cost defaults come from (Ray version, machine, the fidelity report).
     pub calibration: String,
-    /// What the config asks beyond that calibration, in one line (absent: nothing).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration_warning: Option<String>,
-    /// The same, one reason each (`config::calibration::beyond`): a sweep says once
-    /// which of its values each one applies to.
-    #[serde(skip)]
+    /// What the config asks beyond that calibration, one reason each
+    /// (`config::calibration::beyond`): in JSON the one warning line they make,
+    /// `calibration_warning` (absent: nothing); a sweep says once which of its values
+    /// each one applies to.
+    #[serde(
+        rename = "calibration_warning",
+        serialize_with = "calibration::serialize_warning",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub calibration_beyond: Vec<String>,
     /// How far the model was from real Ray on the recorded workloads like this config's
     /// (`config::calibration::measured_for`): the error its answer carries.
@@ -137,7 +140,6 @@ impl Report {
                 })
                 .collect(),
             calibration: CALIBRATION.line(),
-            calibration_warning: calibration::warning_of(&beyond),
             calibration_beyond: beyond,
             measured: calibration::measured_for(&e.cfg),
             model_warning: driver_wait_warning(e),
@@ -188,7 +190,7 @@ impl Report {
                 let _ = writeln!(s, "    {}", m.line());
             }
         }
-        if let Some(w) = &self.calibration_warning {
+        if let Some(w) = calibration::warning_of(&self.calibration_beyond) {
             let _ = writeln!(s, "  WARNING: {w}");
         }
         if let Some(w) = &self.model_warning {

@@ -26,11 +26,13 @@ pub struct SweepRun {
     pub jobs: Vec<super::report::JobReport>,
     pub utilization: Vec<super::report::NodeTypeUtilization>,
     pub event_log_sha256: String,
-    /// What this run's config asks beyond the calibration (see [`Report`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration_warning: Option<String>,
-    /// The same, one reason each, for the table's warnings.
-    #[serde(skip)]
+    /// What this run's config asks beyond the calibration, one reason each; in JSON the
+    /// one line they make (see [`Report`]).
+    #[serde(
+        rename = "calibration_warning",
+        serialize_with = "crate::config::calibration::serialize_warning",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub calibration_beyond: Vec<String>,
     /// Where this run leaned on a known limit of the model (see [`Report`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,7 +55,6 @@ impl SweepRun {
             jobs: r.jobs.clone(),
             utilization: r.utilization.clone(),
             event_log_sha256: r.event_log_sha256.clone(),
-            calibration_warning: r.calibration_warning.clone(),
             calibration_beyond: r.calibration_beyond.clone(),
             model_warning: r.model_warning.clone(),
         }
