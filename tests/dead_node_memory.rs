@@ -14,7 +14,7 @@
 mod heap_support;
 
 use heap_support::live;
-use rayscope::config::{self, Config};
+use rayscope::config::Config;
 use rayscope::sim::control::Control;
 use rayscope::sim::Engine;
 use std::sync::Arc;
@@ -29,10 +29,7 @@ fn cluster(dead_node_capacity: usize) -> Config {
     let yaml = format!(
         "cluster:\n  head: {{name: ray.head.default, ip: 10.0.0.1, cpu: 8, memory: 32GiB}}\n  health_check: {{initial_delay: 0s, period: 1ms, failure_threshold: 1}}\n  node_types:\n    - {{name: cpu-worker, count: 1, cpu: 16, memory: 64GiB, ip_range: 10.0.4.0/22}}\n    - {{name: gpu-worker, count: 0, cpu: 8, gpu: 4, memory: 128GiB, gpu_model: NVIDIA A100-SXM4-80GB, gpu_memory: 80GiB, ip_range: 10.0.8.0/22}}\nworkloads: []\nsim:\n  seed: 7\n  event_log_capacity: 16\n  dead_node_capacity: {dead_node_capacity}\n"
     );
-    match config::load_str(&yaml, "dead-node-memory.yaml") {
-        Ok(c) => c,
-        Err(e) => panic!("config does not load:\n{e}"),
-    }
+    heap_support::config(&yaml, "dead-node-memory.yaml")
 }
 
 /// Live heap (bytes, blocks) of an engine after `REPLACED` workers were each replaced
@@ -64,17 +61,12 @@ fn replace_workers(dead_node_capacity: usize) -> ((isize, isize), usize) {
 
 #[test]
 fn a_cached_dead_node_costs_a_fraction_of_what_it_did() {
-    let ((bytes_kept, blocks_kept), dead_kept) = replace_workers(1_000);
-    let ((bytes_few, blocks_few), dead_few) = replace_workers(1);
+    let (kept, dead_kept) = replace_workers(1_000);
+    let (few, dead_few) = replace_workers(1);
     assert!(dead_kept >= REPLACED - 2, "only {dead_kept} dead nodes cached with room for 1,000");
     assert!(dead_few <= 2, "{dead_few} dead nodes cached with room for 1");
-    let nodes = (dead_kept - dead_few) as f64;
-    let per_node = (bytes_kept - bytes_few) as f64 / nodes;
-    let blocks_per_node = (blocks_kept - blocks_few) as f64 / nodes;
-    // What an allocator really holds is more than what was asked for: count each block
-    // at 16 bytes of header and rounding, as glibc's malloc and mimalloc's small size
-    // classes roughly do.
-    let footprint = per_node + 16.0 * blocks_per_node;
+    let heap_support::PerRecord { bytes: per_node, blocks: blocks_per_node, footprint } =
+        heap_support::per_record(few, kept, dead_kept - dead_few);
     eprintln!(
         "per cached dead node: {per_node:.0} bytes requested in {blocks_per_node:.2} blocks, \
          ~{footprint:.0} bytes with allocator overhead ({dead_kept} vs {dead_few} dead nodes; \

@@ -14,7 +14,7 @@
 mod heap_support;
 
 use heap_support::live;
-use rayscope::config::{self, Config};
+use rayscope::config::Config;
 use rayscope::sim::Engine;
 
 #[global_allocator]
@@ -27,10 +27,7 @@ fn fan_out(tasks: u32) -> Config {
          workloads:\n  - {{kind: fan_out, tasks: {tasks}, task_duration: 1h}}\n\
          sim:\n  seed: 7\n  event_log_capacity: 16\n"
     );
-    match config::load_str(&yaml, "pending-task-memory.yaml") {
-        Ok(c) => c,
-        Err(e) => panic!("config does not load:\n{e}"),
-    }
+    heap_support::config(&yaml, "pending-task-memory.yaml")
 }
 
 /// Live heap (bytes, blocks) of an engine whose driver has submitted `tasks` calls and
@@ -51,13 +48,11 @@ fn a_pending_task_costs_what_its_records_hold() {
     // 100,000 and 400,000 fill the tables that grow by doubling to the same share of
     // their room (2^17 and 2^19 slots), so the difference is a task's records with the
     // room a table holds for them, not a doubling that one run made and the other not.
-    let ((bytes_few, blocks_few), held_few) = submitted(100_000);
-    let ((bytes_many, blocks_many), held_many) = submitted(400_000);
+    let (few, held_few) = submitted(100_000);
+    let (many, held_many) = submitted(400_000);
     assert!(held_few > 100_000 && held_many > 400_000, "the calls are held: {held_few}, {held_many}");
-    let tasks = (held_many - held_few) as f64;
-    let per_task = (bytes_many - bytes_few) as f64 / tasks;
-    let blocks_per_task = (blocks_many - blocks_few) as f64 / tasks;
-    let footprint = per_task + 16.0 * blocks_per_task;
+    let heap_support::PerRecord { bytes: per_task, blocks: blocks_per_task, footprint } =
+        heap_support::per_record(few, many, held_many - held_few);
     eprintln!(
         "per pending task: {per_task:.0} bytes requested in {blocks_per_task:.2} blocks, ~{footprint:.0} bytes \
          with allocator overhead ({held_many} vs {held_few} tasks held; size_of Task {} B, Object {} B)",

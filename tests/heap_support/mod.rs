@@ -55,3 +55,30 @@ unsafe impl GlobalAlloc for Counting {
 pub fn live() -> (isize, isize) {
     LIVE.with(|c| c.get())
 }
+
+/// A config from `yaml` (named `name` in its errors), or the test fails saying why.
+pub fn config(yaml: &str, name: &str) -> rayscope::config::Config {
+    match rayscope::config::load_str(yaml, name) {
+        Ok(c) => c,
+        Err(e) => panic!("config does not load:\n{e}"),
+    }
+}
+
+/// What one record costs in live heap: the difference between two runs' live heap
+/// (bytes, blocks) over the `records` more that the second held.
+pub struct PerRecord {
+    /// Bytes asked for, and blocks, per record.
+    pub bytes: f64,
+    pub blocks: f64,
+    /// What an allocator really holds is more than what was asked for: each block
+    /// counted at 16 bytes of header and rounding, as glibc's malloc and mimalloc's small
+    /// size classes roughly do.
+    pub footprint: f64,
+}
+
+pub fn per_record(few: (isize, isize), many: (isize, isize), records: usize) -> PerRecord {
+    let n = records as f64;
+    let bytes = (many.0 - few.0) as f64 / n;
+    let blocks = (many.1 - few.1) as f64 / n;
+    PerRecord { bytes, blocks, footprint: bytes + 16.0 * blocks }
+}
