@@ -35,8 +35,17 @@ MiB = 1024 * 1024
 WORKER_IP = "127.0.0.2"
 
 
+# Answers go out on a private copy of stdout, one write per line; fd 1 itself now points
+# at stderr. Ray's driver prints worker and raylet logs to stdout from its own thread, and
+# a print() there could land between an answer and its newline (CI saw exactly that).
+ANSWERS = os.dup(1)
+os.dup2(2, 1)
+
+
 def say(**fields):
-    print(json.dumps(fields), flush=True)
+    line = (json.dumps(fields) + "\n").encode()
+    while line:
+        line = line[os.write(ANSWERS, line):]
 
 
 def free_port():
