@@ -3,30 +3,36 @@
 //! Owns: where a live record sits in memory and how it is found from its id (a large
 //! reservation is faulted in ahead of use: `model/prefault.rs`).
 //! Must never: decide anything about the records it holds, hand out ids, or grow with
-//! the number of records ever inserted (only with the live ones).
+//! the number of records ever inserted, or with the ids between live ones (only with
+//! the live ones).
 //!
 //! Task and object ids are handed out in sequence and most records die roughly in the
 //! order they were born, so the live ones form a window of consecutive ids with holes.
-//! The window is a ring of slots indexed by `id - base`: a lookup is a subtraction and a
-//! bounds check, not a hash, and a slot holds the record itself (no per-entry bucket
-//! overhead, no power-of-two rehash doubling at a million entries). Holes at the front
-//! are dropped as they appear; a record that outlives everything around it (a driver, a
-//! long-lived actor's creation task) would pin the window open, so before the window
-//! grows past its capacity while holes outnumber live slots two to one, the oldest
-//! records move to a small ordered map and the window moves on. Memory is therefore
-//! O(peak live records), whatever the age of the oldest one.
+//! The window is held in pages of `PAGE` slots, found by `id / PAGE - first_page`: a
+//! lookup is a subtraction, a shift and two bounds checks, not a hash, and a slot holds
+//! the record itself (no per-entry bucket overhead, no rehash doubling at a million
+//! entries). A page is held only while it has a live record, so a span of ids with no
+//! record (tasks a queue holds as a run, a job's ids that all ended) costs an empty
+//! entry of the page index, not a slot per id; an emptied page is kept for reuse.
 //!
-//! Only growth compacts, not removal: a window that is sparse but not growing costs no
-//! memory it does not already hold, and a fan-out's reducers free their inputs all over
-//! the window; compacting on removal moved hundreds of thousands of still-live map
-//! outputs into the (slower) map as they did.
+//! A record that outlives everything around it (a driver, a long-lived actor's
+//! creation task) would pin its page, and the index would stretch from it to the
+//! newest id; so before a page is opened on new memory while the held pages are two
+//! thirds holes, or whenever the index is long for the pages it finds, the oldest
+//! pages' records move to a small ordered map and the window moves on. Memory is therefore O(peak live records),
+//! whatever the age of the oldest one.
+//!
+//! Only growth compacts, not removal or reuse: a window that is sparse but not growing
+//! costs no memory it does not already hold, and a fan-out's reducers free their inputs
+//! all over the window; compacting on removal moved hundreds of thousands of still-live
+//! map outputs into the (slower) map as they did.
 //!
 //! The API is the subset of `HashMap`'s the engine uses (`get`, `get_mut`, `insert`,
 //! `remove`, `contains_key`, `values`, `Index<&K>`), so call sites read as before;
 //! iteration is in id order, which no caller relied on not having.
 
-use super::prefault::prefaulted_vec;
-use std::collections::{BTreeMap, VecDeque};
+use super::prefault::prefault_all;
+use std::collections::BTreeMap;
 
 /// An id handed out in sequence (`TaskId`, `ObjectId`).
 pub trait DenseId: Copy + Ord {
@@ -52,22 +58,48 @@ macro_rules! dense_u64_id {
 
 dense_u64_id!(super::TaskId, super::ObjectId);
 
-/// Slots beyond twice the live ones (plus this slack) are worth moving the window for.
-const SLACK: usize = 1024;
+const PAGE_BITS: u32 = 10;
+/// Slots in a page: 200 KB of task records, 144 KB of objects.
+const PAGE: usize = 1 << PAGE_BITS;
+const SLOT_MASK: u64 = PAGE as u64 - 1;
+/// Held slots beyond twice the live records (plus this) are worth moving the window for.
+const SLACK: usize = 4 * PAGE;
+/// Index entries beyond this many per held page are worth moving the window for. An
+/// entry is 32 bytes: the index behind a straggler's page costs at most a fifth of the
+/// page, and a span of a million ids with no record between live pages (a queued run)
+/// costs 31 KB, where its slots would cost 150-200 MB.
+const INDEX_PER_PAGE: usize = PAGE;
+/// Index entries allowed beyond `INDEX_PER_PAGE` a held page.
+const INDEX_SLACK: usize = 64;
+
+/// Up to `PAGE` consecutive ids' slots. Slots past `slots.len()` are empty: a page
+/// fills mostly front to back, so it is written (and its memory touched) only as far
+/// as its highest record, as a growing vector would be.
+struct Page<V> {
+    slots: Vec<Option<V>>,
+    live: u32,
+}
 
 pub struct IdTable<K, V> {
-    /// Id of `window[0]`.
-    base: u64,
-    window: VecDeque<Option<V>>,
-    /// Occupied slots in `window`.
-    in_window: usize,
-    /// Records older than `base`: the few that outlived their neighbours.
+    /// Page number (`id / PAGE`) of `pages[0]`.
+    first_page: u64,
+    /// The window's pages in id order; `None` for a span of ids with no live record. A
+    /// `Vec`, not a ring: a lookup is one index, and pages leave the front once per
+    /// `PAGE` records, so shifting the short index then costs next to nothing.
+    pages: Vec<Option<Page<V>>>,
+    /// Pages in `pages` that are held (`Some`).
+    held: usize,
+    /// Records in `pages`.
+    in_pages: usize,
+    /// Emptied pages' memory (each `PAGE` slots of capacity), for the next page opened.
+    spare: Vec<Vec<Option<V>>>,
+    /// Records older than the window: the few that outlived their neighbours.
     old: BTreeMap<K, V>,
 }
 
 impl<K: DenseId, V> Default for IdTable<K, V> {
     fn default() -> Self {
-        IdTable { base: 0, window: VecDeque::new(), in_window: 0, old: BTreeMap::new() }
+        IdTable { first_page: 0, pages: Vec::new(), held: 0, in_pages: 0, spare: Vec::new(), old: BTreeMap::new() }
     }
 }
 
@@ -76,46 +108,51 @@ impl<K: DenseId, V> IdTable<K, V> {
         Self::default()
     }
 
-    /// Room for `n` more live records without reallocating the window. A large empty
-    /// window's memory is faulted in beside the caller (`model/prefault.rs`).
+    /// Room for `n` more live records without allocating. The pages' memory is faulted
+    /// in beside the caller when it is large (`model/prefault.rs`), in the order they
+    /// will be used: the last spare page is the next one opened.
     pub fn reserve(&mut self, n: usize) {
-        if self.window.is_empty() && self.window.capacity() < n {
-            // O(1), the same buffer: `From<Vec>` never reallocates.
-            self.window = VecDeque::from(prefaulted_vec::<Option<V>>(n));
-        } else {
-            self.window.reserve(n);
+        let want = n.div_ceil(PAGE) + 1;
+        let mut ranges = Vec::new();
+        while self.spare.len() < want {
+            let page: Vec<Option<V>> = Vec::with_capacity(PAGE);
+            ranges.push((page.as_ptr() as usize, PAGE * std::mem::size_of::<Option<V>>()));
+            self.spare.push(page);
         }
+        ranges.reverse();
+        prefault_all(ranges);
     }
 
     pub fn len(&self) -> usize {
-        self.in_window + self.old.len()
+        self.in_pages + self.old.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The index of `id`'s page in `pages` (in the window or just past it), or `None`
+    /// when it is older than the window.
     #[inline]
-    fn slot(&self, id: K) -> Option<usize> {
-        let i = id.dense().checked_sub(self.base)?;
-        (i < self.window.len() as u64).then_some(i as usize)
+    fn page_of(&self, k: u64) -> Option<usize> {
+        (k >> PAGE_BITS).checked_sub(self.first_page).map(|i| i as usize)
     }
 
     #[inline]
     pub fn get(&self, id: &K) -> Option<&V> {
-        match self.slot(*id) {
-            Some(i) => self.window[i].as_ref(),
-            None if id.dense() < self.base => self.old.get(id),
-            None => None,
+        let k = id.dense();
+        match self.page_of(k) {
+            Some(i) => self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize)?.as_ref(),
+            None => self.old.get(id),
         }
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: &K) -> Option<&mut V> {
-        match self.slot(*id) {
-            Some(i) => self.window[i].as_mut(),
-            None if id.dense() < self.base => self.old.get_mut(id),
-            None => None,
+        let k = id.dense();
+        match self.page_of(k) {
+            Some(i) => self.pages.get_mut(i)?.as_mut()?.slots.get_mut((k & SLOT_MASK) as usize)?.as_mut(),
+            None => self.old.get_mut(id),
         }
     }
 
@@ -127,93 +164,136 @@ impl<K: DenseId, V> IdTable<K, V> {
     /// Insert or replace; returns the record it replaced.
     pub fn insert(&mut self, id: K, value: V) -> Option<V> {
         let k = id.dense();
-        if self.window.is_empty() && k >= self.base {
-            // Nothing to keep contiguous with: start the window at this id.
-            self.base = k;
+        let p = k >> PAGE_BITS;
+        if self.pages.is_empty() && p >= self.first_page {
+            // Nothing to keep contiguous with: start the window at this id's page.
+            self.first_page = p;
         }
-        if k < self.base {
+        let Some(mut i) = self.page_of(k) else {
             return self.old.insert(id, value);
-        }
-        if (k - self.base) as usize >= self.window.capacity() {
-            // The window would grow: first make room by moving stragglers out.
-            self.compact();
-            if k < self.base {
+        };
+        if !matches!(self.pages.get(i), Some(Some(_))) {
+            // A page is opened: if that takes new memory, or the index is long, first
+            // make room by moving stragglers out.
+            if self.spare.is_empty() || self.index_long() {
+                self.compact();
+            }
+            if self.pages.is_empty() && p >= self.first_page {
+                self.first_page = p;
+            }
+            let Some(at) = self.page_of(k) else {
                 return self.old.insert(id, value);
+            };
+            i = at;
+            if i >= self.pages.len() {
+                self.pages.resize_with(i + 1, || None);
             }
-            if self.window.is_empty() {
-                self.base = k;
-            }
+            let slots = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(PAGE));
+            self.pages[i] = Some(Page { slots, live: 0 });
+            self.held += 1;
         }
-        let i = (k - self.base) as usize;
-        if i >= self.window.len() {
-            self.window.resize_with(i + 1, || None);
+        let page = self.pages[i].as_mut().expect("the page was just opened");
+        let j = (k & SLOT_MASK) as usize;
+        if j >= page.slots.len() {
+            page.slots.resize_with(j + 1, || None);
         }
-        let prev = self.window[i].replace(value);
+        let prev = page.slots[j].replace(value);
         if prev.is_none() {
-            self.in_window += 1;
+            page.live += 1;
+            self.in_pages += 1;
         }
         prev
     }
 
     pub fn remove(&mut self, id: &K) -> Option<V> {
-        let Some(i) = self.slot(*id) else {
-            return if id.dense() < self.base { self.old.remove(id) } else { None };
+        let k = id.dense();
+        let Some(i) = self.page_of(k) else {
+            return self.old.remove(id);
         };
-        let prev = self.window[i].take();
+        let page = self.pages.get_mut(i)?.as_mut()?;
+        let prev = page.slots.get_mut((k & SLOT_MASK) as usize)?.take();
         if prev.is_some() {
-            self.in_window -= 1;
-            self.drop_front_holes();
+            page.live -= 1;
+            self.in_pages -= 1;
+            if page.live == 0 {
+                self.release(i);
+                self.trim();
+            }
         }
         prev
     }
 
-    /// When holes outnumber live slots two to one, move the oldest records to `old`
-    /// until the window is just back under that bound. Moving only that far matters: a
-    /// batch job's running wave sits right behind its finished tasks, and squeezing the
-    /// window denser would move the whole wave into the (slower) map. Amortised O(1)
-    /// per insert: each slot leaves the window once.
-    fn compact(&mut self) {
-        if self.window.len() > 2 * self.in_window + SLACK {
-            while self.window.len() > 2 * self.in_window + SLACK / 2 {
-                match self.window.pop_front() {
-                    Some(Some(v)) => {
-                        self.in_window -= 1;
-                        self.old.insert(K::from_dense(self.base), v);
-                    }
-                    Some(None) => {}
-                    None => break,
-                }
-                self.base += 1;
-            }
-        }
-        self.drop_front_holes();
+    /// Give up the held page `pages[i]`, every slot of it empty, for reuse.
+    fn release(&mut self, i: usize) {
+        let mut page = self.pages[i].take().expect("a held page");
+        page.slots.clear();
+        self.spare.push(page.slots);
+        self.held -= 1;
     }
 
-    fn drop_front_holes(&mut self) {
-        while let Some(None) = self.window.front() {
-            self.window.pop_front();
-            self.base += 1;
+    /// Too much held for what lives: two thirds of the held slots holes (beyond `slack`),
+    /// or an index long for the pages it finds.
+    fn sparse(&self, slack: usize) -> bool {
+        self.held * PAGE > 2 * self.in_pages + slack || self.index_long()
+    }
+
+    fn index_long(&self) -> bool {
+        self.pages.len() > INDEX_PER_PAGE * self.held + INDEX_SLACK
+    }
+
+    /// When the window is [`Self::sparse`], move the oldest pages' records to `old`
+    /// until it is just back under that bound. Moving only that far matters: a batch
+    /// job's running wave sits right behind its finished tasks, and squeezing the window
+    /// denser would move the whole wave into the (slower) map. Amortised O(1) per
+    /// insert: each record leaves the window once.
+    fn compact(&mut self) {
+        if !self.sparse(SLACK) {
+            return;
+        }
+        while !self.pages.is_empty() && self.sparse(SLACK / 2) {
+            if self.pages[0].is_some() {
+                let base = self.first_page << PAGE_BITS;
+                let page = self.pages[0].as_mut().expect("held");
+                for (j, slot) in page.slots.iter_mut().enumerate() {
+                    if let Some(v) = slot.take() {
+                        self.old.insert(K::from_dense(base + j as u64), v);
+                    }
+                }
+                self.in_pages -= page.live as usize;
+                page.live = 0;
+                self.release(0);
+            }
+            self.pages.remove(0);
+            self.first_page += 1;
+            self.trim();
+        }
+    }
+
+    /// Drop the index's empty entries at either end.
+    fn trim(&mut self) {
+        let empty_front = self.pages.iter().take_while(|p| p.is_none()).count();
+        if empty_front > 0 {
+            self.pages.drain(..empty_front);
+            self.first_page += empty_front as u64;
+        }
+        while let Some(None) = self.pages.last() {
+            self.pages.pop();
         }
     }
 
     /// Records in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.old.values().chain(self.window.iter().flatten())
+        self.old.values().chain(self.pages.iter().flatten().flat_map(|p| p.slots.iter().flatten()))
     }
 
     /// Records in id order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.old.values_mut().chain(self.window.iter_mut().flatten())
+        self.old.values_mut().chain(self.pages.iter_mut().flatten().flat_map(|p| p.slots.iter_mut().flatten()))
     }
 
-    /// Slots in the window, live or not (for the memory report and tests).
-    pub fn window_len(&self) -> usize {
-        self.window.len()
-    }
-
-    /// Slots the window holds memory for.
-    pub fn window_capacity(&self) -> usize {
-        self.window.capacity()
+    /// Pages the table holds memory for, in use or spare (for tests).
+    pub fn pages_held(&self) -> usize {
+        self.held + self.spare.len()
     }
 }
 
@@ -274,16 +354,13 @@ mod tests {
         }
         assert!(t.values().all(|v| *v == 0));
         // Bounded by the live records at their peak, not by every id ever handed out.
-        assert!(
-            t.window_capacity() <= 4 * peak + 4 * SLACK,
-            "window of {} for a peak of {peak} live",
-            t.window_capacity()
-        );
+        assert!(t.pages_held() * PAGE <= 4 * peak + 4 * SLACK, "{} pages for a peak of {peak} live", t.pages_held());
+        assert!(t.pages.len() <= INDEX_PER_PAGE * t.held + INDEX_SLACK + 1, "an index of {}", t.pages.len());
     }
 
     /// A batch job: one driver that lives throughout, tasks finishing roughly in id
-    /// order (any of the oldest 1,000 live ones next). Removing moves nothing out of
-    /// the window; the next wave reuses its memory, and only the driver leaves it.
+    /// order (any of the oldest 1,000 live ones next). Nothing moves out of the window
+    /// (the driver keeps its one page), and the next wave reuses the emptied pages.
     #[test]
     fn a_running_wave_stays_in_the_window() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
@@ -293,40 +370,75 @@ mod tests {
         for id in &live {
             t.insert(TaskId(*id), ());
         }
-        let capacity = t.window_capacity();
-        for wave in 0..2u64 {
+        let pages = t.pages_held();
+        for wave in 0..3u64 {
             while !live.is_empty() {
                 let i = rng.random_range(0..live.len().min(1_000));
                 let id = live.remove(i).unwrap();
                 assert!(t.remove(&TaskId(id)).is_some());
-                assert!(t.old.len() <= wave as usize, "{} records moved out of the window", t.old.len());
+                assert!(t.old.is_empty(), "{} records moved out of the window", t.old.len());
             }
             assert_eq!(t.len(), 1);
-            // The next wave: the driver moves out, the wave reuses the window's memory.
+            assert_eq!(t.held, 1, "only the driver's page is held between waves");
+            // The next wave reuses the emptied pages (the driver's stays, and a wave may
+            // straddle one page more than the first).
             live = (200_002 * (wave + 1)..200_002 * (wave + 2)).collect();
             for id in &live {
                 t.insert(TaskId(*id), ());
             }
-            assert_eq!(t.old.len(), 1, "only the driver left the window");
-            assert_eq!(t.window_capacity(), capacity, "the window did not grow");
+            assert!(t.old.is_empty(), "{} records moved out of the window", t.old.len());
+            assert!(t.pages_held() <= pages + 2, "{} pages, from {pages}", t.pages_held());
         }
         assert!(t.contains_key(&TaskId(1)));
     }
 
     /// A reservation big enough to be faulted in beside the caller holds what it is given
-    /// while that runs, and keeps its capacity.
+    /// while that runs, without allocating again.
     #[test]
     fn a_large_reservation_is_an_ordinary_window() {
         let mut t: IdTable<TaskId, u64> = IdTable::new();
         t.reserve(1 << 20);
         assert!(std::mem::size_of::<Option<u64>>() << 20 >= crate::model::prefault::PREFAULT_MIN_BYTES);
-        let capacity = t.window_capacity();
-        assert!(capacity >= 1 << 20);
+        let pages = t.pages_held();
+        assert!(pages * PAGE >= 1 << 20);
         for i in 0..(1u64 << 20) {
             t.insert(TaskId(i), i * 3);
         }
         assert!((0..(1u64 << 20)).all(|i| t.get(&TaskId(i)) == Some(&(i * 3))));
-        assert_eq!(t.window_capacity(), capacity, "filled without reallocating");
+        assert_eq!(t.pages_held(), pages, "filled without allocating");
+    }
+
+    /// Live records on either side of a million ids that have none (a queued run, a job
+    /// whose tasks all ended): the span holds no page, and nothing leaves the window.
+    #[test]
+    fn a_span_of_ids_without_records_holds_no_page() {
+        let mut t: IdTable<TaskId, u64> = IdTable::new();
+        let early = 1..3_000u64;
+        let late = 1_003_000..1_006_000u64;
+        for i in early.clone().chain(late.clone()) {
+            t.insert(TaskId(i), i);
+        }
+        assert!(t.pages_held() <= 8, "{} pages for two runs of 3 pages", t.pages_held());
+        assert!(t.old.is_empty());
+        assert!(early.chain(late).all(|i| t.get(&TaskId(i)) == Some(&i)));
+        assert_eq!(t.get(&TaskId(500_000)), None);
+        assert_eq!(t.remove(&TaskId(500_000)), None);
+    }
+
+    /// A record every page's worth of ids lives on (long-lived actors' creation tasks):
+    /// they move to the ordered map rather than each holding a page.
+    #[test]
+    fn stragglers_spread_over_the_ids_do_not_each_hold_a_page() {
+        let mut t: IdTable<TaskId, u64> = IdTable::new();
+        for i in 0..1_000_000u64 {
+            t.insert(TaskId(i), i);
+            if i % PAGE as u64 != 7 {
+                t.remove(&TaskId(i));
+            }
+        }
+        assert_eq!(t.len(), 1_000_000 / PAGE + 1);
+        assert!(t.pages_held() * PAGE <= 2 * t.len() + 2 * SLACK, "{} pages held", t.pages_held());
+        assert!(t.values().copied().eq((0..1_000_000u64).filter(|i| i % PAGE as u64 == 7)));
     }
 
     #[test]
@@ -338,7 +450,8 @@ mod tests {
             t.remove(&TaskId(i));
         }
         assert_eq!(t.len(), 1);
-        assert!(t.window_capacity() <= 4 * SLACK, "window of {}", t.window_capacity());
+        assert!(t.pages_held() <= 2, "{} pages", t.pages_held());
+        assert!(t.pages.len() <= INDEX_PER_PAGE + INDEX_SLACK + 1, "an index of {}", t.pages.len());
         assert!(t.contains_key(&TaskId(1)));
         assert!(t.remove(&TaskId(1)).is_some());
         assert!(t.is_empty());

@@ -112,11 +112,11 @@ impl Engine {
             model.log.set_sink(sink);
         }
         let plan = workload::plan(&cfg.workloads, &mut model.names, &mut model.resource_names);
-        // Only the object table is sized up front. Tasks leave their table as they finish,
-        // at the pace of the cluster's slots (about 12k live at scale.yaml's peak), and a
-        // table's ring walks through all of its capacity: sized for the million tasks it
-        // faulted in 220 MB to hold a window of thousands. The objects' estimate gets
-        // headroom: a window one slot short of it would double (and copy) the table.
+        // Only the object table is sized up front, its pages faulted in beside the run.
+        // Tasks leave their table as they finish, at the pace of the cluster's slots
+        // (about 12k live at scale.yaml's peak): sized for the million tasks, it would
+        // fault in 200 MB to hold thousands. The objects' estimate gets headroom: pages
+        // past it are opened on first touch, one fault at a time.
         let objects = workload::Plan::expected_peak_objects(&cfg.workloads);
         model.objects.reserve(objects + objects / 16);
         let mut engine = Engine {
