@@ -112,8 +112,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              0.01-0.02); Ray's per-task cost rises with the run (at 1 CPU, beyond the setup and the first call: \
              0.61 ms a task at 1,000, 0.68 at 10,000, 0.70 at 100,000; at 2 CPUs 0.455 ms at 10,000, 0.500 at \
              100,000), not by its driver's garbage collector (batch_growth.py: warm batches alike with it on and \
-             off) nor by the tasks its cluster ran before (session_growth.py: twelve batches of 10,000 in turn on \
-             one cluster, no trend, task events on or off), where the model's is one figure; at 4 CPUs on 2 cores, while the two workers beyond the \
+             off) nor, on an Intel Xeon VM, by the tasks its cluster ran before (session_growth.py: twelve batches of \
+             10,000 in turn on one cluster, no trend, task events on or off) or by how many a driver holds \
+             outstanding (outstanding.py: 30,000 or 50,000 at once cost what windows of 1,000 did), where the \
+             model's is one figure; at 4 CPUs on 2 cores, while the two workers beyond the \
              prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
              490-800 ms after it (the started two 270-490 ms after theirs, when no start ran, where the model's \
              first call is 82 ms of work): the machine's cores shared among everything runnable, where the \
