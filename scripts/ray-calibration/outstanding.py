@@ -19,7 +19,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import suite  # noqa: E402
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import ray_stop, write_probe  # noqa: E402
 
 
 def run(ray, noop, n, window):
@@ -47,16 +47,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     windows = [args.tasks] + [int(w) for w in args.windows.split(",")]
-    ray_stop()
-    load_before = wait_quiet(0.8, 120)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    ray = suite.local_cluster(1)
-
-    @ray.remote(num_cpus=1)
-    def noop():
-        return None
-
-    ray.get([noop.remote() for _ in range(1000)])
+    load_before, started = suite.begin_probe()
+    ray, noop = suite.warm_noop_cluster(1)
     rows = []
     for r in range(args.rounds):
         order = windows if r % 2 == 0 else list(reversed(windows))

@@ -22,7 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import suite  # noqa: E402
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import ray_stop, write_probe  # noqa: E402
 
 
 def session(events_on, batches, n):
@@ -31,13 +31,7 @@ def session(events_on, batches, n):
     else:
         os.environ["RAY_task_events_report_interval_ms"] = "0"
     ray_stop()
-    ray = suite.local_cluster(1)
-
-    @ray.remote(num_cpus=1)
-    def noop():
-        return None
-
-    ray.get([noop.remote() for _ in range(1000)])
+    ray, noop = suite.warm_noop_cluster(1)
     rows = []
     for b in range(batches):
         t0 = time.perf_counter()
@@ -62,9 +56,7 @@ def main():
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--tasks", type=int, default=10000)
     args = ap.parse_args()
-    ray_stop()
-    load_before = wait_quiet(0.8, 120)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before, started = suite.begin_probe()
     rows = []
     for on in (True, False, True):
         rows += session(on, args.batches, args.tasks)

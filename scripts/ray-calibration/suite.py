@@ -113,6 +113,14 @@ def ray_stop():
     subprocess.run([ray_bin, "stop", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
+def begin_probe(max_load=0.8, deadline_s=120):
+    """Stop any Ray, wait (up to a deadline) for a quiet machine, and return the load
+    average then and the time (UTC) the probe starts, for `write_probe`."""
+    ray_stop()
+    load_before = wait_quiet(max_load, deadline_s)
+    return load_before, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def write_probe(out, started, load_before, rows):
     """Record a probe's rows (prestart.py, put_release.py) with the machine, the load
     and the command line that made them."""
@@ -225,6 +233,19 @@ def local_cluster(cpus, **extra):
 
     ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level="ERROR", **extra)
     return ray
+
+
+def warm_noop_cluster(cpus, warm=1000):
+    """A fresh local cluster of `cpus` CPUs and a 1-CPU no-op task (`noop_tasks`'
+    body), after `warm` of them run untimed: where the growth probes start."""
+    ray = local_cluster(cpus)
+
+    @ray.remote(num_cpus=1)
+    def noop():
+        return None
+
+    ray.get([noop.remote() for _ in range(warm)])
+    return ray, noop
 
 
 def two_nodes(head_cpus, worker_cpus, store=200 * 1024 * 1024):
