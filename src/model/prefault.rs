@@ -1,7 +1,7 @@
-//! Faulting a large, freshly reserved buffer in ahead of use, beside the simulation.
+//! Faulting large, freshly reserved buffers in ahead of use, beside the simulation.
 //!
 //! Owns: the advice to the kernel and the thread that gives it. Must never: touch a
-//! byte of the buffer, or hold anything once it is done (the thread ends by itself).
+//! byte of the buffers, or hold anything once it is done (the thread ends by itself).
 
 /// Below this, first-touch faults cost too little to be worth a thread.
 pub(crate) const PREFAULT_MIN_BYTES: usize = 16 << 20;
