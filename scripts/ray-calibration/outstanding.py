@@ -14,7 +14,6 @@ growth is what the driver holds outstanding.
 import argparse
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -23,20 +22,7 @@ from suite import ray_stop, write_probe  # noqa: E402
 
 
 def run(ray, noop, n, window):
-    submit = 0.0
-    t0 = time.perf_counter()
-    done = 0
-    while done < n:
-        k = min(window, n - done)
-        s0 = time.perf_counter()
-        refs = [noop.remote() for _ in range(k)]
-        submit += time.perf_counter() - s0
-        ray.get(refs)
-        del refs
-        done += k
-    seconds = time.perf_counter() - t0
-    return {"tasks": n, "window": window, "seconds": seconds, "submit_seconds": submit,
-            "ms_per_task": seconds * 1000 / n}
+    return {"tasks": n, "window": window, **suite.timed_noops(ray, noop, n, window)}
 
 
 def main():

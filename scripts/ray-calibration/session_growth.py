@@ -17,7 +17,6 @@ on and not with them off, the growth is the task events' (the GCS keeps up to
 import argparse
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -34,15 +33,8 @@ def session(events_on, batches, n):
     ray, noop = suite.warm_noop_cluster(1)
     rows = []
     for b in range(batches):
-        t0 = time.perf_counter()
-        refs = [noop.remote() for _ in range(n)]
-        submitted = time.perf_counter() - t0
-        ray.get(refs)
-        seconds = time.perf_counter() - t0
-        del refs
         row = {"task_events": "on" if events_on else "off", "batch": b, "tasks": n,
-               "tasks_before": 1000 + b * n, "seconds": seconds, "submit_seconds": submitted,
-               "ms_per_task": seconds * 1000 / n}
+               "tasks_before": 1000 + b * n, **suite.timed_noops(ray, noop, n)}
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         rows.append(row)
     ray.shutdown()

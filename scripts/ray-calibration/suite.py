@@ -248,6 +248,26 @@ def warm_noop_cluster(cpus, warm=1000):
     return ray, noop
 
 
+def timed_noops(ray, noop, n, window=None):
+    """Run `n` of `noop` as the suite's `noop_tasks` body does (submit all, then get all),
+    or `window` at a time (submit, get, again); their seconds, the submit loops' seconds
+    and ms a task."""
+    window = window or n
+    submit = 0.0
+    t0 = time.perf_counter()
+    done = 0
+    while done < n:
+        k = min(window, n - done)
+        s0 = time.perf_counter()
+        refs = [noop.remote() for _ in range(k)]
+        submit += time.perf_counter() - s0
+        ray.get(refs)
+        del refs
+        done += k
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "submit_seconds": submit, "ms_per_task": seconds * 1000 / n}
+
+
 def two_nodes(head_cpus, worker_cpus, store=200 * 1024 * 1024):
     """A head and a worker node in this process's view (ray.cluster_utils.Cluster)."""
     import ray
