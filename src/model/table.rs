@@ -161,15 +161,21 @@ impl<K: DenseId, V> IdTable<K, V> {
         self.get(id).is_some()
     }
 
-    /// Insert or replace; returns the record it replaced.
-    pub fn insert(&mut self, id: K, value: V) -> Option<V> {
-        let k = id.dense();
+    /// `k`'s index in `pages`, starting an empty window at its page; `None` when it is
+    /// older than the window.
+    fn page_for_insert(&mut self, k: u64) -> Option<usize> {
         let p = k >> PAGE_BITS;
         if self.pages.is_empty() && p >= self.first_page {
             // Nothing to keep contiguous with: start the window at this id's page.
             self.first_page = p;
         }
-        let Some(mut i) = self.page_of(k) else {
+        self.page_of(k)
+    }
+
+    /// Insert or replace; returns the record it replaced.
+    pub fn insert(&mut self, id: K, value: V) -> Option<V> {
+        let k = id.dense();
+        let Some(mut i) = self.page_for_insert(k) else {
             return self.old.insert(id, value);
         };
         if !matches!(self.pages.get(i), Some(Some(_))) {
@@ -177,14 +183,12 @@ impl<K: DenseId, V> IdTable<K, V> {
             // make room by moving stragglers out.
             if self.spare.is_empty() || self.index_long() {
                 self.compact();
+                // That may have moved the window past this id, or emptied it.
+                let Some(at) = self.page_for_insert(k) else {
+                    return self.old.insert(id, value);
+                };
+                i = at;
             }
-            if self.pages.is_empty() && p >= self.first_page {
-                self.first_page = p;
-            }
-            let Some(at) = self.page_of(k) else {
-                return self.old.insert(id, value);
-            };
-            i = at;
             if i >= self.pages.len() {
                 self.pages.resize_with(i + 1, || None);
             }
