@@ -13,7 +13,9 @@
 //! the record itself (no per-entry bucket overhead, no rehash doubling at a million
 //! entries). A page is held only while it has a live record, so a span of ids with no
 //! record (tasks a queue holds as a run, a job's ids that all ended) costs an empty
-//! entry of the page index, not a slot per id; an emptied page is kept for reuse.
+//! entry of the page index, not a slot per id; an emptied page is kept for reuse while
+//! the spares are fewer than the pages held (or reserved), and freed after that, so a
+//! long-running table gives a burst's memory back once the burst has passed.
 //!
 //! A record that outlives everything around it (a driver, a long-lived actor's
 //! creation task) would pin its page, and the index would stretch from it to the
@@ -71,6 +73,9 @@ const SLACK: usize = 4 * PAGE;
 const INDEX_PER_PAGE: usize = PAGE;
 /// Index entries allowed beyond `INDEX_PER_PAGE` a held page.
 const INDEX_SLACK: usize = 64;
+/// Emptied pages kept for reuse however few are held: a table that empties and reopens
+/// a page at a time keeps its page written.
+const SPARE_FLOOR: usize = 8;
 
 /// Up to `PAGE` consecutive ids' slots. Slots past `slots.len()` are empty: a page
 /// fills mostly front to back, so it is written (and its memory touched) only as far
@@ -91,15 +96,27 @@ pub struct IdTable<K, V> {
     held: usize,
     /// Records in `pages`.
     in_pages: usize,
-    /// Emptied pages' memory (each `PAGE` slots of capacity), for the next page opened.
+    /// Emptied pages' memory (each `PAGE` slots of capacity), for the next page opened:
+    /// at most as many as are held, or as `reserve` asked for, or `SPARE_FLOOR`, so a
+    /// burst's pages go back once it has passed.
     spare: Vec<Vec<Option<V>>>,
+    /// Pages the last `reserve` asked for, kept as spares even when few are held.
+    reserved_pages: usize,
     /// Records older than the window: the few that outlived their neighbours.
     old: BTreeMap<K, V>,
 }
 
 impl<K: DenseId, V> Default for IdTable<K, V> {
     fn default() -> Self {
-        IdTable { first_page: 0, pages: Vec::new(), held: 0, in_pages: 0, spare: Vec::new(), old: BTreeMap::new() }
+        IdTable {
+            first_page: 0,
+            pages: Vec::new(),
+            held: 0,
+            in_pages: 0,
+            spare: Vec::new(),
+            reserved_pages: 0,
+            old: BTreeMap::new(),
+        }
     }
 }
 
@@ -113,6 +130,7 @@ impl<K: DenseId, V> IdTable<K, V> {
     /// will be used: the last spare page is the next one opened.
     pub fn reserve(&mut self, n: usize) {
         let want = n.div_ceil(PAGE) + 1;
+        self.reserved_pages = want;
         let mut ranges = Vec::new();
         while self.spare.len() < want {
             let page: Vec<Option<V>> = Vec::with_capacity(PAGE);
@@ -227,14 +245,23 @@ impl<K: DenseId, V> IdTable<K, V> {
         prev
     }
 
-    /// Give up the held page `pages[i]`, every slot of it empty, for reuse. Its slots
-    /// stay written (as empty): a workload that empties and reopens one page, a task at
-    /// a time, would otherwise write its empty slots again at each reopening.
+    /// Give up the held page `pages[i]`, every slot of it empty, for reuse, or free it
+    /// when the spares are already as many as the table keeps (and free spares beyond
+    /// that). A kept page's slots stay
+    /// written (as empty): a workload that empties and reopens one page, a task at a
+    /// time, would otherwise write its empty slots again at each reopening.
     fn release(&mut self, i: usize) {
         let page = self.pages[i].take().expect("a held page");
         debug_assert!(page.slots.iter().all(Option::is_none));
-        self.spare.push(page.slots);
         self.held -= 1;
+        let keep = self.held.max(self.reserved_pages).max(SPARE_FLOOR);
+        if self.spare.len() < keep {
+            self.spare.push(page.slots);
+        }
+        // Fewer held now: spares beyond what is kept go back (the oldest first).
+        if self.spare.len() > keep {
+            self.spare.drain(..self.spare.len() - keep);
+        }
     }
 
     /// Too much held for what lives: two thirds of the held slots holes (beyond `slack`),
@@ -454,6 +481,25 @@ mod tests {
 
     /// One record at a time (a trickle of tasks, each done before the next): the page
     /// empties and reopens, and nothing goes to the ordered map.
+    #[test]
+    fn a_burst_s_pages_go_back_once_it_has_passed() {
+        let mut t: IdTable<TaskId, u64> = IdTable::new();
+        let burst = 200 * PAGE as u64;
+        for id in 0..burst {
+            t.insert(TaskId(id), id);
+        }
+        assert!(t.pages_held() >= 200);
+        for id in 0..burst - 1 {
+            t.remove(&TaskId(id));
+        }
+        assert_eq!(t.len(), 1);
+        assert!(t.pages_held() <= 1 + SPARE_FLOOR, "{} pages for one live record", t.pages_held());
+        // What was reserved stays, though nothing uses it yet.
+        t.reserve(50 * PAGE);
+        t.remove(&TaskId(burst - 1));
+        assert!(t.pages_held() >= 50, "{} pages after reserving 50", t.pages_held());
+    }
+
     #[test]
     fn one_record_at_a_time_stays_in_the_window() {
         let mut t: IdTable<TaskId, u64> = IdTable::new();
