@@ -20,13 +20,14 @@ Every answer is {"step": <command>, "ok": true|false, ...}; the first line, once
 cluster is up, is {"step": "ready", "sd_file": <Ray's service-discovery file>, ...}.
 """
 
-import fcntl
-import json
 import os
 import socket
 import sys
 import time
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
+from driven import answer_privately, hold_real_ray, say  # noqa: E402
 
 import ray
 from ray.cluster_utils import Cluster
@@ -34,18 +35,8 @@ from ray.cluster_utils import Cluster
 MiB = 1024 * 1024
 WORKER_IP = "127.0.0.2"
 
-
-# Answers go out on a private copy of stdout, one write per line; fd 1 itself now points
-# at stderr. Ray's driver prints worker and raylet logs to stdout from its own thread, and
-# a print() there could land between an answer and its newline (CI saw exactly that).
-ANSWERS = os.dup(1)
-os.dup2(2, 1)
-
-
-def say(**fields):
-    line = (json.dumps(fields) + "\n").encode()
-    while line:
-        line = line[os.write(ANSWERS, line):]
+# Ray's log lines go to stderr from here on; answers to the test, to stdout (`say`).
+answer_privately()
 
 
 def free_port():
@@ -99,14 +90,7 @@ def produce(n):
 
 def main():
     temp_dir = sys.argv[1]
-    # One real Ray cluster on this machine at a time (they share ports and /tmp/ray
-    # defaults): wait for the machine-wide lock, held until this process exits.
-    lock = open("/tmp/real-ray.lock", "a")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    # Cluster writes the address file under the system temp dir (/tmp/ray), which
-    # another cluster on the machine may own: keep it inside ours.
-    os.environ["RAY_TMPDIR"] = temp_dir
-    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
+    hold_real_ray(temp_dir)
     threshold = oom_threshold()
     # An OOM-killed task fails at once instead of being retried forever.
     os.environ["RAY_task_oom_retries"] = "0"

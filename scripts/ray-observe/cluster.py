@@ -29,7 +29,6 @@ with nobody observing can be compared with a recorded one). Every answer is
 """
 
 import argparse
-import fcntl
 import json
 import os
 import subprocess
@@ -38,23 +37,16 @@ import time
 import traceback
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
+from driven import answer_privately, hold_real_ray, say  # noqa: E402
+
 from ray.cluster_utils import Cluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LINGER_S = "2.5"
 
-
-# Answers go out on a private copy of stdout, one write per line; fd 1 itself now points
-# at stderr. Ray's driver prints worker and raylet logs to stdout from its own thread, and
-# a print() there could land between an answer and its newline (CI saw exactly that).
-ANSWERS = os.dup(1)
-os.dup2(2, 1)
-
-
-def say(**fields):
-    line = (json.dumps(fields) + "\n").encode()
-    while line:
-        line = line[os.write(ANSWERS, line):]
+# Ray's log lines go to stderr from here on; answers to the test, to stdout (`say`).
+answer_privately()
 
 
 def recorded_times(dashboard, job_id, deadline_s=30.0):
@@ -77,10 +69,7 @@ def main():
     ap.add_argument("--dashboard-port", type=int, required=True)
     ap.add_argument("--push-to")
     args = ap.parse_args()
-    lock = open("/tmp/real-ray.lock", "a")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    os.environ["RAY_TMPDIR"] = args.temp_dir
-    os.makedirs(os.path.join(args.temp_dir, "ray"), exist_ok=True)
+    hold_real_ray(args.temp_dir)
     if args.push_to:
         os.environ["RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR"] = args.push_to
         os.environ["RAY_enable_core_worker_ray_event_to_aggregator"] = "1"
