@@ -1,7 +1,7 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it:
 //! a return's put into the object store, a get's pull of what is elsewhere or spilled, a
 //! raised error's cost, a placement group's commit, an async actor's one event loop,
-//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer,
+//! a numpy return's get (a view, not a copy), a warmed-up actor pool, a node's prestarted workers and a worker's late first answer,
 //! the count of the processes a pool starts, and reniced workers yielding the cores. Each
 //! runs end to end with the invariants checked, and compares the same config with the
 //! cost on and off, so the test fails if the engine stops charging it.
@@ -314,6 +314,33 @@ fn a_get_costs_the_getter_a_copy_of_each_return_out_of_the_store() {
     }
     let inline = took("50KiB") - none;
     assert!(inline.abs() < 2e-6, "a 50 KiB return came inside its reply, yet its get cost {inline} s");
+}
+
+#[test]
+fn a_get_of_a_numpy_return_costs_a_fixed_view_whatever_its_size() {
+    // As above, with `value_type: numpy`: Ray hands the array back as a view of the
+    // store's memory, so the get costs `zero_copy_get_latency` at 1 MB and at 100 MB,
+    // where a `bytes` return of 100 MB costs its copy.
+    let yaml = |size: &str, value_type: &str| {
+        format!(
+            "{}object_store: {{put_latency: 0s, put_sqrt_cost: 0s, put_bandwidth: 1000TB, \
+             put_reused_bandwidth: 1000TB}}\n\
+             workloads:\n  - {{kind: fan_out, tasks: 1, task_duration: 0s, output_size: {size}, \
+             value_type: {value_type}}}\n",
+            cluster("task_error_cost: 0s")
+        )
+    };
+    let took = |size: &str, value_type: &str| makespan_s(&run(&yaml(size, value_type)));
+    let cfg = load(&yaml("0", "numpy"));
+    let view = cfg.object_store.zero_copy_get_latency.as_micros() as f64 / 1e6;
+    assert!(view > 0.0);
+    let none = took("0", "numpy");
+    for size in ["1MB", "100MB"] {
+        let got = took(size, "numpy") - none;
+        assert!((got - view).abs() < 3e-6, "getting a numpy {size} cost {got} s, not {view} s");
+    }
+    let copied = took("100MB", "bytes") - none;
+    assert!(copied > 100.0 * view, "a 100 MB bytes return's get cost {copied} s, no more than a view");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! bigger machine, or with a kind of workload no recorded run covers, extrapolates:
 //! `simulate` and `--sweep` name the calibration and print one warning line then. So
 //! does a config whose task returns are bigger than the largest put and get measured
-//! (`object_local`, `object_get`, 100 MB): their costs are extrapolated, and one whose
+//! (`object_local`, `object_get`, 100 MB): their costs are extrapolated, one whose returns
+//! are numpy arrays (their get was measured on another machine only), and one whose
 //! cluster can grow far past the two nodes the suite ran: the GCS's own work (actor and
 //! placement group scheduling, the resource broadcasts, the health checks), which grows
 //! with the nodes it serves, is not charged at all.
@@ -14,7 +15,7 @@
 //! Owns: the calibration's description and the checks of a config against it.
 //! Must never: change a config (a warning informs; it neither refuses nor adjusts).
 
-use super::schema::{Config, WorkloadConfig};
+use super::schema::{Config, ValueType, WorkloadConfig};
 use super::units::ByteSize;
 use serde::Serialize;
 
@@ -42,7 +43,9 @@ pub struct Calibration {
 /// `scheduler.worker_gc_cpu` alone was measured on an Intel Xeon VM of the same size
 /// (2026-11-28, `gc_rounds.py`), whose worker starts cost what the EPYC's fitted ones do;
 /// the ratio `scheduler.owner_push_cost` is tied at (the driver's CPU over the task
-/// workers', `cpu_by_process.py`) was measured there too.
+/// workers', `cpu_by_process.py`) was measured there too, and so was the one
+/// `object_store.zero_copy_get_latency` is (a numpy get over a 1 KB `bytes` one,
+/// `numpy_get.py`).
 pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
     machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
@@ -132,6 +135,13 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
     if !kinds.is_empty() {
         beyond.push(format!("workload kinds with no recorded runs: {}", kinds.join(", ")));
     }
+    if cfg.workloads.iter().any(numpy_values) {
+        beyond.push(
+            "numpy return values (value_type: numpy), whose get, a view of the store's memory, was measured only on \
+             an Intel Xeon VM (numpy_get.py) and is taken at its ratio there to a 1 KB bytes get"
+                .to_string(),
+        );
+    }
     let largest = largest_put(cfg);
     if largest > cfg.object_store.inline_threshold.0 && largest > LARGEST_PUT_MEASURED {
         beyond.push(format!(
@@ -165,6 +175,19 @@ fn largest_return(w: &WorkloadConfig) -> u64 {
         WorkloadConfig::Replay(c) => c.job.calls.iter().map(|call| call.return_bytes).max().unwrap_or(0),
         WorkloadConfig::JobMix(m) => m.templates.iter().map(|t| largest_return(&t.workload)).max().unwrap_or(0),
     }
+}
+
+/// Whether a workload (or a job mix's template) returns numpy values.
+fn numpy_values(w: &WorkloadConfig) -> bool {
+    let value_type = match w {
+        WorkloadConfig::FlowInsight(c) => c.value_type,
+        WorkloadConfig::FanOut(c) => c.value_type,
+        WorkloadConfig::Training(c) => c.value_type,
+        WorkloadConfig::ActorPool(c) => c.value_type,
+        WorkloadConfig::Replay(_) => ValueType::Bytes,
+        WorkloadConfig::JobMix(m) => return m.templates.iter().any(|t| numpy_values(&t.workload)),
+    };
+    value_type == ValueType::Numpy
 }
 
 fn uncalibrated_kinds(w: &WorkloadConfig, out: &mut Vec<&'static str>) {
@@ -238,6 +261,15 @@ mod tests {
         assert_eq!(warning(&nodes("count: 1", "")), None);
         let scaled = nodes("count: 1", ", autoscaler: {min_workers: 1, max_workers: 40}");
         assert_eq!(warning(&scaled).as_ref(), Some(&w));
+    }
+
+    #[test]
+    fn numpy_values_are_named_as_measured_elsewhere() {
+        let c = cfg("workloads:\n  - {kind: actor_pool, actors: 1, return_size: 1MB, value_type: numpy}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("value_type: numpy") && !w.contains('\n'), "{w}");
+        let c = cfg("workloads:\n  - {kind: actor_pool, actors: 1, return_size: 1MB, value_type: bytes}\n");
+        assert_eq!(warning(&c), None, "bytes are what the suite measured");
     }
 
     #[test]

@@ -274,6 +274,11 @@ pub struct ObjectStoreConfig {
     /// fresh mapping, whatever the process freed before; at or below it, reused heap.
     #[serde(default = "default_get_fresh_threshold")]
     pub get_fresh_threshold: ByteSize,
+    /// A get of a value its workload gives as `value_type: numpy`, whatever its size:
+    /// Ray hands the array back as a view of the store's memory, not a copy
+    /// (`numpy_get.py`).
+    #[serde(default = "default_zero_copy_get_latency")]
+    pub zero_copy_get_latency: DurationSpec,
 }
 
 impl Default for ObjectStoreConfig {
@@ -292,6 +297,7 @@ impl Default for ObjectStoreConfig {
             get_bandwidth: default_get_bandwidth(),
             get_fresh_bandwidth: default_get_fresh_bandwidth(),
             get_fresh_threshold: default_get_fresh_threshold(),
+            zero_copy_get_latency: default_zero_copy_get_latency(),
         }
     }
 }

@@ -97,6 +97,9 @@ pub struct FlowInsightConfig {
     /// Size of each `process()` return value.
     #[serde(default)]
     pub return_size: ByteSize,
+    /// What those values are (`bytes` or `numpy`), for what a get of one costs.
+    #[serde(default)]
+    pub value_type: ValueType,
 }
 
 impl FlowInsightConfig {
@@ -157,6 +160,10 @@ pub struct FanOutConfig {
     /// Size of each map output.
     #[serde(default)]
     pub output_size: ByteSize,
+    /// What the map and reduce outputs are (`bytes` or `numpy`), for what the driver's
+    /// get of a reducer's costs.
+    #[serde(default)]
+    pub value_type: ValueType,
     /// Size of one object the driver `ray.put`s before it submits, which every map task
     /// takes as an argument (a model's weights, say); 0: none.
     #[serde(default)]
@@ -206,6 +213,9 @@ pub struct TrainingConfig {
     /// Bytes each worker returns per step (gradients).
     #[serde(default)]
     pub gradient_size: ByteSize,
+    /// What the gradients are (`bytes` or `numpy`), for what the driver's get costs.
+    #[serde(default)]
+    pub value_type: ValueType,
     #[serde(default)]
     pub max_restarts: i32,
     #[serde(default)]
@@ -232,6 +242,9 @@ pub struct ActorPoolConfig {
     pub memory: ByteSize,
     #[serde(default)]
     pub return_size: ByteSize,
+    /// What the calls return (`bytes` or `numpy`), for what the driver's get costs.
+    #[serde(default)]
+    pub value_type: ValueType,
     #[serde(default)]
     pub max_restarts: i32,
     #[serde(default)]
@@ -296,6 +309,19 @@ pub enum StrategyKind {
     Default,
     Spread,
     NodeAffinity,
+}
+
+/// What a workload's return values are, for what a `ray.get` of one costs: `bytes`
+/// (the calibration's) are copied out of the store into the getter's heap; a `numpy`
+/// array comes back as a read-only view of the store's memory (pickle 5 keeps its
+/// buffer out of band), so its get costs `object_store.zero_copy_get_latency` whatever
+/// its size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueType {
+    #[default]
+    Bytes,
+    Numpy,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -181,7 +181,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); a get of an object on another node pulls it first, as a \
              task's arguments (`object_transfer`), with no suite figure of its own (get_pull.py on an Intel Xeon \
              VM: one object 2.7 ms at 256 KiB and 8.1 ms at 1 MB beyond a local get, 100 together 1.1 and 2.1 ms \
-             each, where the model's pull is 0.9 and 1.9 ms an object)"
+             each, where the model's pull is 0.9 and 1.9 ms an object); the suite's values are `bytes`, and a \
+             numpy array comes back as a view of the store's memory, no copy (`value_type: numpy`, at \
+             `object_store.zero_copy_get_latency`: numpy_get.py on an Intel Xeon VM, 0.14-0.39 ms a get from 1 KB \
+             to 100 MB, with no run on this machine)"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \

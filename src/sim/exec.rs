@@ -146,7 +146,7 @@ impl Engine {
                         .iter()
                         .filter_map(|f| self.model.objects.get(f))
                         .filter(|o| !o.inline && o.producer.is_some())
-                        .map(|o| get_micros(&self.cfg, o.size))
+                        .map(|o| get_cost(&self.cfg, &self.specs, o))
                         .sum();
                     r.pc += 1;
                     self.follow(Follow::ReleaseTaskRefs(tid, false));
@@ -453,6 +453,17 @@ impl Engine {
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
         self.pay_submit_cost(tid, attempt, method, 1)
+    }
+}
+
+/// What a getter works to get the return `o` out of its node's store (µs): a copy into
+/// its heap, or for a numpy return (`value_type: numpy`) a view of the store's memory at
+/// a fixed cost.
+fn get_cost(cfg: &crate::config::Config, specs: &[crate::workload::CallSpec], o: &Object) -> f64 {
+    if specs.get(o.spec as usize).is_some_and(|s| s.zero_copy_return) {
+        cfg.object_store.zero_copy_get_latency.as_micros() as f64
+    } else {
+        get_micros(cfg, o.size)
     }
 }
 

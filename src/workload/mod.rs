@@ -11,7 +11,7 @@ pub use program::{ActorOptions, ActorTree, CallSpec, FlagRule, LevelRule, Op, Sh
 
 use crate::config::{
     ActorPoolConfig, DurationDist, DurationSpec, FanOutConfig, FlowInsightConfig, StrategyConfig, StrategyKind,
-    TrainingConfig, WorkloadConfig,
+    TrainingConfig, ValueType, WorkloadConfig,
 };
 use crate::model::{FixedPoint, Names, PgStrategy, ResourceId, ResourceNames, ResourceRequest, TaskType};
 use std::collections::BTreeMap;
@@ -80,6 +80,7 @@ impl Builder<'_> {
             strategy: StrategySpec::Default,
             program: Vec::new(),
             return_size: 0,
+            zero_copy_return: false,
             put_in_body: false,
             heap: 0,
             max_retries: 0,
@@ -176,6 +177,7 @@ impl Builder<'_> {
             s.kind = TaskType::ActorTask;
             s.name = name;
             s.return_size = c.return_size.0;
+            s.zero_copy_return = c.value_type == ValueType::Numpy;
             s.program = vec![
                 Op::CallEach {
                     method: process,
@@ -222,6 +224,7 @@ impl Builder<'_> {
             s.strategy = strategy.clone();
             s.program = vec![Op::Compute(c.task_duration)];
             s.return_size = c.output_size.0;
+            s.zero_copy_return = c.value_type == ValueType::Numpy;
             s.heap = c.memory.0;
             s.max_retries = c.max_retries;
             s.retry_exceptions = c.retry_exceptions;
@@ -240,6 +243,7 @@ impl Builder<'_> {
             s.strategy = strategy;
             s.program = vec![Op::Compute(c.reduce_duration)];
             s.return_size = (c.output_size.0 / 4).max(8);
+            s.zero_copy_return = c.value_type == ValueType::Numpy;
             s.heap = c.memory.0;
             s.max_retries = c.max_retries;
             s.retry_exceptions = c.retry_exceptions;
@@ -284,6 +288,7 @@ impl Builder<'_> {
             s.name = name;
             s.program = vec![Op::Compute(c.step_duration)];
             s.return_size = c.gradient_size.0;
+            s.zero_copy_return = c.value_type == ValueType::Numpy;
         }
         let strategy = match c.placement_strategy {
             crate::config::PgStrategyConfig::Pack => PgStrategy::Pack,
@@ -338,6 +343,7 @@ impl Builder<'_> {
             s.name = name;
             s.program = vec![Op::Compute(c.call_duration)];
             s.return_size = c.return_size.0;
+            s.zero_copy_return = c.value_type == ValueType::Numpy;
             s.heap = c.memory.0;
         }
         let mut program =

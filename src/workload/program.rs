@@ -51,6 +51,9 @@ pub struct CallSpec {
     pub program: Vec<Op>,
     /// Bytes of the return value.
     pub return_size: u64,
+    /// The return value is a numpy array (`value_type: numpy`): a get of it is a view of
+    /// the store's memory, not a copy.
+    pub zero_copy_return: bool,
     /// The return's put into the object store is inside the program's own stretches (a
     /// replayed call: its recorded execution ran to the put's end), so the engine does
     /// not charge it again.
