@@ -37,6 +37,7 @@ const BUILTINS: &[Builtin] = &[
             ("max-concurrency", "max_concurrency"),
             ("num-cpus", "num_cpus"),
             ("return-size", "return_size"),
+            ("value-type", "value_type"),
         ],
     },
     Builtin {
@@ -50,6 +51,7 @@ const BUILTINS: &[Builtin] = &[
             ("reduce-duration", "reduce_duration"),
             ("output-size", "output_size"),
             ("shared-input", "shared_input"),
+            ("value-type", "value_type"),
             ("num-cpus", "num_cpus"),
             ("num-gpus", "num_gpus"),
             ("memory", "memory"),
@@ -71,6 +73,7 @@ const BUILTINS: &[Builtin] = &[
             ("num-gpus", "num_gpus"),
             ("memory", "memory"),
             ("return-size", "return_size"),
+            ("value-type", "value_type"),
             ("max-restarts", "max_restarts"),
             ("max-task-retries", "max_task_retries"),
             ("max-concurrency", "max_concurrency"),
@@ -90,6 +93,7 @@ const BUILTINS: &[Builtin] = &[
             ("bundle-memory", "bundle_memory"),
             ("placement-strategy", "placement_strategy"),
             ("gradient-size", "gradient_size"),
+            ("value-type", "value_type"),
             ("max-restarts", "max_restarts"),
             ("max-task-retries", "max_task_retries"),
         ],
@@ -347,6 +351,10 @@ mod tests {
         }
         match parse_entrypoint("fan-out --tasks 8 --shared-input 64MiB", &cluster()).unwrap() {
             WorkloadConfig::FanOut(c) => assert_eq!((c.tasks, c.shared_input.0), (8, 64 << 20)),
+            other => panic!("{other:?}"),
+        }
+        match parse_entrypoint("actor-pool --actors 2 --return-size 1MB --value-type numpy", &cluster()).unwrap() {
+            WorkloadConfig::ActorPool(c) => assert_eq!(c.value_type, crate::config::ValueType::Numpy),
             other => panic!("{other:?}"),
         }
         match parse_entrypoint("actor-pool --actors 10 --calls=5", &cluster()).unwrap() {
