@@ -108,3 +108,33 @@ pub fn serving_address(
         }
     }
 }
+
+/// One node with plenty of cores, every per-call cost off (tests/costs.rs,
+/// tests/object_costs.rs): what is left is the cost tested
+/// (`costs`, `key: value` pairs, which win over the ones turned off).
+pub fn only_costs(costs: &str) -> String {
+    let given: Vec<&str> = costs.split(',').filter_map(|kv| kv.split(':').next()).map(str::trim).collect();
+    let off: Vec<String> = [
+        "call_submit_cost",
+        "first_submit_cost",
+        "owner_push_cost",
+        "actor_call_submit_cost",
+        "call_start_cost",
+        "task_worker_cost",
+        "task_reply_cost",
+        "lease_latency",
+        "dispatch_cost",
+        "worker_start_cpu",
+        "worker_start_latency",
+        "sleep_overshoot",
+    ]
+    .into_iter()
+    .filter(|key| !given.contains(key))
+    .map(|key| format!("{key}: 0s"))
+    .collect();
+    format!(
+        "cluster:\n  host_node: false\n  head: {{cpu: 8, cores: 8, memory: 16GiB}}\n\
+         scheduler: {{{}, idle_worker_cpu: 0, {costs}}}\n",
+        off.join(", ")
+    )
+}
