@@ -257,6 +257,23 @@ fn a_drivers_first_submit_sets_it_up_once_before_its_first_task_goes() {
 }
 
 #[test]
+fn an_actors_first_submit_sets_its_process_up_once() {
+    // A chain of three actors, each creating the next and calling it twice: the driver
+    // and the two actors that create pay the setup once each, in turn (the leaf submits
+    // nothing), and a second call costs no setup again.
+    let yaml = |first: &str| {
+        format!(
+            "{}workloads:\n  - {{kind: flow_insight, sleep: 0s, bottleneck_sleep: 0s, calls_per_child: 2, \
+             tree: {{children: [{{children: [{{}}]}}]}}}}\n",
+            only_costs(&format!("first_submit_cost: {first}, task_push_latency: 0s, worker_first_call_latency: 0s"))
+        )
+    };
+    let (with, without) = (run(&yaml("50ms")), run(&yaml("0s")));
+    let (w, wo) = (makespan_s(&with), makespan_s(&without));
+    assert!((w - wo - 0.15).abs() < 1e-4, "the driver and two creating actors pay 50 ms each: {w} s vs {wo} s");
+}
+
+#[test]
 fn reniced_workers_do_not_hold_a_drivers_loop_back() {
     // One core. The driver's loop submits 3,000 tasks a thousand calls at a time, 1 ms of
     // work each call; each task costs its worker 10 ms. The first task's work arrives

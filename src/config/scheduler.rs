@@ -70,9 +70,10 @@ pub struct SchedulerConfig {
     /// runs' submit loops against their task counts.
     #[serde(default = "default_call_submit_cost")]
     pub call_submit_cost: DurationSpec,
-    /// CPU work of a driver's first `.remote()` of a task or an actor, once, before
-    /// that call returns: Ray sets up the driver's submitting then (the first function
-    /// it exports costs most of it). Measured, not fitted, as `call_submit_cost` is.
+    /// CPU work of a driver's or an actor's first `.remote()` of a task or an actor,
+    /// once per process, before that call returns: Ray sets up the process's submitting
+    /// then (the first function it exports costs most of it). Measured, not fitted, as
+    /// `call_submit_cost` is; an actor pays what a driver does (`worker_first_submit.py`).
     #[serde(default = "default_first_submit_cost")]
     pub first_submit_cost: DurationSpec,
     /// CPU work of the owner's io thread (one per driver or worker process, on the

@@ -40,6 +40,10 @@ pub struct Actor {
     /// restarts: the creation task that carried it is gone once the actor is alive.
     pub bundle: Option<(PgId, u32)>,
     pub pid: u32,
+    /// Whether its process has submitted a task or created an actor: the first
+    /// `.remote()` of a process sets its submitting up (`first_submit_cost`). A restart
+    /// is a new process.
+    pub submitted: bool,
     pub death_cause: Option<String>,
     pub created_at: u64,
     pub ended_at: Option<u64>,
@@ -72,6 +76,7 @@ impl Actor {
             holds_resources: false,
             bundle: None,
             pid: 0,
+            submitted: false,
             death_cause: None,
             created_at: now,
             ended_at: None,

@@ -40,16 +40,29 @@ impl Engine {
         each.as_micros().saturating_mul(calls as u64)
     }
 
-    /// A driver's first task or actor `.remote()`: before it returns, Ray's driver sets up
-    /// its submitting once (`first_submit_cost` of work on its node's cores), then goes
-    /// on with the same step on `Resume`. Returns true when it must wait.
+    /// A driver's or an actor's first task or actor `.remote()`: before it returns, Ray's
+    /// process sets up its submitting once (`first_submit_cost` of work on its node's
+    /// cores), then goes on with the same step on `Resume`. An actor's process pays it as
+    /// a driver does (worker_first_submit.py: 82-89 ms for an actor's first creation,
+    /// 67-98 ms for its driver's first call); a restarted actor is a new process. A task
+    /// worker's first `.remote()` there cost 0.4-4 ms, and is not charged. Returns true
+    /// when it must wait.
     pub(super) fn pay_first_submit(&mut self, tid: TaskId, attempt: u32) -> bool {
-        if self.model.tasks.get(&tid).map(|t| t.kind) != Some(TaskType::DriverTask) {
-            return false;
-        }
-        let run = self.runs.get_mut(&tid).expect("a running task has a run");
-        if std::mem::replace(&mut run.submitted, true) {
-            return false;
+        let Some(t) = self.model.tasks.get(&tid) else { return false };
+        match (t.kind, t.actor) {
+            (TaskType::DriverTask, _) => {
+                let run = self.runs.get_mut(&tid).expect("a running task has a run");
+                if std::mem::replace(&mut run.submitted, true) {
+                    return false;
+                }
+            }
+            (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
+                let Some(actor) = self.model.actors.get_mut(&a) else { return false };
+                if std::mem::replace(&mut actor.submitted, true) {
+                    return false;
+                }
+            }
+            _ => return false,
         }
         self.work_then_resume(tid, attempt, self.cfg.scheduler.first_submit_cost.as_micros())
     }

@@ -72,7 +72,7 @@ impl Engine {
                 }
                 Op::Submit { spec, count, take_futures, with_puts } => {
                     let (spec, count, take, with_puts) = (*spec, *count, *take_futures, *with_puts);
-                    if self.pay_first_submit(tid, attempt) {
+                    if count > 0 && self.pay_first_submit(tid, attempt) {
                         return;
                     }
                     // The caller's loop of `.remote()` calls is on its core before the
@@ -107,7 +107,7 @@ impl Engine {
                 }
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
-                    if self.pay_first_submit(tid, attempt) {
+                    if self.creates_any(tid, level, &shape) && self.pay_first_submit(tid, attempt) {
                         return;
                     }
                     let paid = self.op_create_actors(tid, spec, level, &shape);
@@ -289,6 +289,26 @@ impl Engine {
 
     /// Create the step's actors, their caller's submit cost placed on its cores first:
     /// when that work ends (None for none, or no actors).
+    /// Whether a `CreateActors` step of `tid` creates any actor, known before the count
+    /// is drawn: a leaf of the tree creates none (and so pays no first-submit setup).
+    fn creates_any(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
+        let parent = self
+            .model
+            .tasks
+            .get(&tid)
+            .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
+            .and_then(|t| t.actor)
+            .and_then(|a| self.model.actors.get(&a));
+        if level == LevelRule::BelowParent && parent.map_or(0, |a| a.level) == 0 {
+            return false;
+        }
+        match (shape, parent.and_then(|a| a.tree_node)) {
+            (Shape::Given(tree), Some(n)) => !tree.nodes[n as usize].children.is_empty(),
+            (Shape::Given(_), None) => true,
+            (Shape::Drawn { max, .. }, _) => *max > 0,
+        }
+    }
+
     fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> Option<u64> {
         let t = &self.model.tasks[&tid];
         let self_actor =

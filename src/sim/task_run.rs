@@ -204,6 +204,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
         if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
             a.node = Some(node);
             a.pid = pid;
+            a.submitted = false;
             cx.cpus.actor_up(node, a.id, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
         }
     }
