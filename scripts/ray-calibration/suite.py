@@ -223,6 +223,29 @@ def run_probe(description, make_rows, summary, max_load=None):
     write_probe(args.out, started, load_before, rows)
 
 
+def run_program_probe(description, program, runs=3):
+    """A probe's whole `main()` where each run is `program` (Python source that prints
+    one JSON row as its last line) in a fresh process of its own on a fresh Ray: its
+    `--out` and `--runs` arguments, a wait for a quiet machine, the runs (each after
+    `ray stop`, each row printed and numbered), then the record (`write_probe`)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runs", type=int, default=runs)
+    args = ap.parse_args()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = wait_quiet(1.0, 120)
+    rows = []
+    for run in range(args.runs):
+        ray_stop()
+        out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, check=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row["run"] = run
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    ray_stop()
+    write_probe(args.out, started, list(load_before), rows)
+
+
 def in_ms(row):
     """A probe's row for the eye: its `*_seconds` figures in ms, its samples left out."""
     return {k: (round(v * 1e3, 3) if k.endswith("seconds") else v) for k, v in row.items() if k != "samples"}

@@ -15,16 +15,12 @@ Each figure is the time the `.remote()` call itself took in the submitting proce
 
   python worker_first_submit.py --out runs/other-cpu/worker-first-submit.json [--runs 3]
 """
-import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, time
@@ -85,24 +81,5 @@ print(json.dumps({"driver": {"first_task_ms": driver_first_ms, "second_task_ms":
 """
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    load_before = wait_quiet(1.0, 120)
-    rows = []
-    for run in range(args.runs):
-        ray_stop()
-        out = subprocess.run([sys.executable, "-c", ONE_RUN], capture_output=True, text=True, timeout=300, check=True)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        row["run"] = run
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    ray_stop()
-    write_probe(args.out, started, list(load_before), rows)
-
-
 if __name__ == "__main__":
-    main()
+    run_program_probe(__doc__, ONE_RUN)
