@@ -24,7 +24,8 @@ pub(crate) struct Run {
     /// (set at each grant by `cluster_queues::worker_ready`, spent once).
     pub(crate) first_call: bool,
     /// A driver's: it has submitted a task or created an actor before, so its next
-    /// `.remote()` pays no `scheduler.first_submit_cost`.
+    /// `.remote()` pays no `scheduler.first_submit_cost` (an actor's process keeps the
+    /// same flag on its actor, `Actor::submitted`: its calls are runs of their own).
     pub(crate) submitted: bool,
     /// Flow Insight's tag for this call (`flow_recorder.rs`; `u32::MAX`: not recorded).
     pub(crate) flow: u32,
