@@ -247,9 +247,9 @@ impl<K: DenseId, V> IdTable<K, V> {
 
     /// Give up the held page `pages[i]`, every slot of it empty, for reuse, or free it
     /// when the spares are already as many as the table keeps (and free spares beyond
-    /// that). A kept page's slots stay
-    /// written (as empty): a workload that empties and reopens one page, a task at a
-    /// time, would otherwise write its empty slots again at each reopening.
+    /// that). A kept page's slots stay written (as empty): a workload that empties and
+    /// reopens one page, a task at a time, would otherwise write its empty slots again at
+    /// each reopening.
     fn release(&mut self, i: usize) {
         let page = self.pages[i].take().expect("a held page");
         debug_assert!(page.slots.iter().all(Option::is_none));
@@ -479,8 +479,7 @@ mod tests {
         assert!(t.values().copied().eq((0..1_000_000u64).filter(|i| i % PAGE as u64 == 7)));
     }
 
-    /// One record at a time (a trickle of tasks, each done before the next): the page
-    /// empties and reopens, and nothing goes to the ordered map.
+    /// A burst's pages are freed as it drains, all but a few; a reservation is kept.
     #[test]
     fn a_burst_s_pages_go_back_once_it_has_passed() {
         let mut t: IdTable<TaskId, u64> = IdTable::new();
@@ -500,6 +499,8 @@ mod tests {
         assert!(t.pages_held() >= 50, "{} pages after reserving 50", t.pages_held());
     }
 
+    /// One record at a time (a trickle of tasks, each done before the next): the page
+    /// empties and reopens, and nothing goes to the ordered map.
     #[test]
     fn one_record_at_a_time_stays_in_the_window() {
         let mut t: IdTable<TaskId, u64> = IdTable::new();

@@ -287,8 +287,6 @@ impl Engine {
         true
     }
 
-    /// Create the step's actors, their caller's submit cost placed on its cores first:
-    /// when that work ends (None for none, or no actors).
     /// Whether a `CreateActors` step of `tid` creates any actor, known before the count
     /// is drawn: a leaf of the tree creates none (and so pays no first-submit setup).
     fn creates_any(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
@@ -309,6 +307,8 @@ impl Engine {
         }
     }
 
+    /// Create the step's actors, their caller's submit cost placed on its cores first:
+    /// when that work ends (None for none, or no actors).
     fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> Option<u64> {
         let t = &self.model.tasks[&tid];
         let self_actor =
