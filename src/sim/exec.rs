@@ -8,7 +8,7 @@ use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
 use super::engine::Engine;
 use super::follow::{cx, Cx, Follow, Follows};
-use super::objects::{get_micros, put_cost_on, unref_object};
+use super::objects::{get_cost, put_cost_on, unref_object};
 use super::pull::must_pull;
 use super::task_run::running_attempt;
 use super::task_runs::TaskRuns;
@@ -290,49 +290,40 @@ impl Engine {
     /// Whether a `CreateActors` step of `tid` creates any actor, known before the count
     /// is drawn: a leaf of the tree creates none (and so pays no first-submit setup).
     fn creates_any(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
-        let parent = self
+        self.children_of(tid, level, shape).is_some_and(|c| match shape {
+            Shape::Given(_) => !c.given.is_empty(),
+            Shape::Drawn { max, .. } => *max > 0,
+        })
+    }
+
+    /// What a `CreateActors` step of `tid` creates, before any count is drawn; None for
+    /// a leaf (`BelowParent` at level 0). An explicit tree names the children; otherwise
+    /// their number is drawn, and each one's flag just before it is created, as the
+    /// seed's Python does (`Worker.remote(..., is_bottleneck=random.randint(0, 1) == 1)`).
+    fn children_of(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> Option<Children> {
+        let creator = self
             .model
             .tasks
             .get(&tid)
             .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
-            .and_then(|t| t.actor)
-            .and_then(|a| self.model.actors.get(&a));
-        if level == LevelRule::BelowParent && parent.map_or(0, |a| a.level) == 0 {
-            return false;
-        }
-        match (shape, parent.and_then(|a| a.tree_node)) {
-            (Shape::Given(tree), Some(n)) => !tree.nodes[n as usize].children.is_empty(),
-            (Shape::Given(_), None) => true,
-            (Shape::Drawn { max, .. }, _) => *max > 0,
-        }
+            .and_then(|t| t.actor);
+        let parent = creator.and_then(|a| self.model.actors.get(&a));
+        let level = match level {
+            LevelRule::Fixed(l) => l,
+            LevelRule::BelowParent => parent.map_or(0, |a| a.level).checked_sub(1)?,
+        };
+        let given = match (shape, parent.and_then(|a| a.tree_node)) {
+            (Shape::Given(tree), Some(n)) => tree.nodes[n as usize].children.clone(),
+            (Shape::Given(_), None) => vec![0],
+            (Shape::Drawn { .. }, _) => Vec::new(),
+        };
+        Some(Children { creator, level, given })
     }
 
     /// Create the step's actors, their caller's submit cost placed on its cores first:
     /// when that work ends (None for none, or no actors).
     fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> Option<u64> {
-        let t = &self.model.tasks[&tid];
-        let self_actor =
-            if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
-        let parent = self_actor.and_then(|a| self.model.actors.get(&a));
-        let parent_level = parent.map(|a| a.level).unwrap_or(0);
-        let parent_tree_node = parent.and_then(|a| a.tree_node);
-        let child_level = match level {
-            LevelRule::Fixed(l) => l,
-            LevelRule::BelowParent => {
-                if parent_level == 0 {
-                    return None;
-                }
-                parent_level - 1
-            }
-        };
-        // An explicit tree names the children; otherwise their number is drawn, and each
-        // one's flag just before it is created, as the seed's Python does
-        // (`Worker.remote(..., is_bottleneck=random.randint(0, 1) == 1)`).
-        let given: Vec<u32> = match (shape, parent_tree_node) {
-            (Shape::Given(tree), Some(n)) => tree.nodes[n as usize].children.clone(),
-            (Shape::Given(_), None) => vec![0],
-            (Shape::Drawn { .. }, _) => Vec::new(),
-        };
+        let Children { creator: self_actor, level: child_level, given } = self.children_of(tid, level, shape)?;
         let count = match shape {
             Shape::Drawn { min, max, .. } if max > min => self.rng.random_range(*min..=*max),
             Shape::Drawn { min, .. } => *min,
@@ -476,17 +467,6 @@ impl Engine {
     }
 }
 
-/// What a getter works to get the return `o` out of its node's store (µs): a copy into
-/// its heap, or for a numpy return (`value_type: numpy`) a view of the store's memory at
-/// a fixed cost.
-fn get_cost(cfg: &crate::config::Config, specs: &[crate::workload::CallSpec], o: &Object) -> f64 {
-    if specs.get(o.spec as usize).is_some_and(|s| s.zero_copy_return) {
-        cfg.object_store.zero_copy_get_latency.as_micros() as f64
-    } else {
-        get_micros(cfg, o.size)
-    }
-}
-
 /// A duration drawn from `d` (uniform between its bounds).
 fn sample(rng: &mut ChaCha8Rng, d: DurationDist) -> u64 {
     if d.max.0 > d.min.0 {
@@ -592,6 +572,15 @@ fn resume_getter(cx: &mut Cx, tid: TaskId) -> Follows {
     }
     cx.model.set_task_state(tid, TaskState::Running, cx.clock.now);
     smallvec![Follow::RunProgram(tid)]
+}
+
+/// What a `CreateActors` step creates ([`Engine::children_of`]): the creating actor
+/// (None for a driver or a task), the children's level, and an explicit tree's child
+/// nodes (empty for a drawn shape).
+struct Children {
+    creator: Option<ActorId>,
+    level: u32,
+    given: Vec<u32>,
 }
 
 /// What a `time.sleep(us)` really takes in a worker.

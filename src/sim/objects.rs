@@ -47,6 +47,17 @@ pub fn get_micros(cfg: &crate::config::Config, size: u64) -> f64 {
     s.get_latency.as_micros() as f64 + size as f64 / rate.0.max(1) as f64 * 1e6
 }
 
+/// What a getter works to get the return `o` out of its node's store (µs): a copy into
+/// its heap, or for a numpy return (`value_type: numpy`) a view of the store's memory at
+/// a fixed cost.
+pub(crate) fn get_cost(cfg: &crate::config::Config, specs: &[crate::workload::CallSpec], o: &Object) -> f64 {
+    if specs.get(o.spec as usize).is_some_and(|s| s.zero_copy_return) {
+        cfg.object_store.zero_copy_get_latency.as_micros() as f64
+    } else {
+        get_micros(cfg, o.size)
+    }
+}
+
 /// How long a put of `size` into `node`'s store works now (µs, whole): the bytes beyond
 /// what the store has held at most land in pages it never touched.
 pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx, size: u64) -> u64 {
