@@ -25,6 +25,15 @@ record's rows of the driver's CPU over the task workers'): the owner's side
 
 The result names the values found; they become the defaults in src/config/defaults.rs
 by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit.
+
+For a fit of part of the model to other runs (another machine's, under --runs), --row
+names the fit rows instead of the FIT set, --set fixes a setting for every model run
+(`call_submit_cost` given so also sets the owner's side --owner-ratio ties to), and
+--start-at moves one cost's starting point (the search is local: a cost started near
+zero can stay there where a larger value fits better):
+
+  python fit.py --runs runs/other-cpu/intel-noop --row "noop_tasks cpus=1 tasks=10000" ... \
+      --set scheduler.call_submit_cost=58us --start-at scheduler.task_push_latency=200 ...
 """
 import argparse
 import json
@@ -105,9 +114,16 @@ COSTS = [
 UNIT = {s: u for s, _, _, u in COSTS}
 
 
-def call_submit_us():
+def call_submit_us(fixed):
     """`call_submit_cost` in µs, as src/config/defaults.rs sets it: measured from the 1-CPU
-    submit loops, not fitted, so it is read from the one place that holds it."""
+    submit loops, not fitted, so it is read from the one place that holds it (or from a
+    `--set` of it)."""
+    for setting in fixed:
+        key, _, value = setting.partition("=")
+        if key == "scheduler.call_submit_cost":
+            if not value.endswith("us"):
+                raise SystemExit(f"fit.py: --set {setting}: give call_submit_cost in us")
+            return float(value[:-2])
     path = os.path.join(HERE, "../../src/config/defaults.rs")
     with open(path) as f:
         for line in f:
@@ -141,19 +157,19 @@ def key(row):
     return f"{row['workload']} {row['params']}"
 
 
-def fit_runs_dir(runs_dir):
+def fit_runs_dir(runs_dir, fit):
     """A folder with the fit set's run files only (the model reads nothing else)."""
     tmp = tempfile.mkdtemp(prefix="rayscope-fit-")
     os.makedirs(os.path.join(tmp, "suite"))
     # A row's runs are recorded under their run's workload.
-    wanted = {ROW_OF_RUN.get(k.split()[0], k.split()[0]) + k[len(k.split()[0]):] for k in FIT}
+    wanted = {ROW_OF_RUN.get(k.split()[0], k.split()[0]) + k[len(k.split()[0]):] for k in fit}
     for name in sorted(os.listdir(os.path.join(runs_dir, "suite"))):
         with open(os.path.join(runs_dir, "suite", name)) as f:
             run = json.load(f)
         label = " ".join(f"{k}={v}" for k, v in sorted(run["params"].items()))
         if f"{run['workload']} {label}" in wanted:
             shutil.copy(os.path.join(runs_dir, "suite", name), os.path.join(tmp, "suite", name))
-    for row in FIT:
+    for row in fit:
         if row.startswith("seed_tree shape="):
             shape = row.split("=", 1)[1]
             for name in sorted(os.listdir(runs_dir)):
@@ -171,13 +187,15 @@ def setting_value(setting, v):
     return f"{v:.6f}"
 
 
-def evaluate(binary, runs, values):
+def evaluate(binary, runs, values, fit, fixed):
     cmd = [binary, "fidelity", "--runs", runs, "--format", "json"]
+    for setting in fixed:
+        cmd += ["--set", setting]
     for setting, v in values.items():
         cmd += ["--set", f"{setting}={setting_value(setting, v)}"]
     rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    errors = {key(r): (r["model"] - r["real"]) / r["real"] for r in rows if key(r) in FIT}
-    missing = set(FIT) - set(errors)
+    errors = {key(r): (r["model"] - r["real"]) / r["real"] for r in rows if key(r) in fit}
+    missing = set(fit) - set(errors)
     if missing:
         raise SystemExit(f"fit.py: no recorded run for {sorted(missing)}")
     return sum((e / BOUND.get(k.split()[0], 0.05)) ** 2 for k, e in errors.items()), errors
@@ -192,23 +210,32 @@ def main():
     ap.add_argument("--start", help="start from this earlier fit.json's values (costs it lacks start as above)")
     ap.add_argument("--only", action="append", metavar="SETTING", help="fit only this cost (repeatable)")
     ap.add_argument("--owner-ratio", metavar="FILE", help="tie owner_push_cost to the worker's side (see above)")
+    ap.add_argument("--row", action="append", metavar="ROW", help="fit to this row instead of the FIT set (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting fixed in every model run (repeatable)")
+    ap.add_argument("--start-at", action="append", default=[], metavar="SETTING=VALUE", help="start this cost here (repeatable)")
     args = ap.parse_args()
+    fit = args.row or FIT
     ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
-    submit_us = call_submit_us() if ratio is not None else None
+    submit_us = call_submit_us(args.set) if ratio is not None else None
 
-    runs = fit_runs_dir(args.runs)
+    runs = fit_runs_dir(args.runs, fit)
     values = {s: v for s, v, _, _ in COSTS}
     if args.start:
         with open(args.start) as f:
             earlier = json.load(f)["values"]
         values.update({s: v for s, v in earlier.items() if s in values})
+    for start in args.start_at:
+        setting, _, value = start.partition("=")
+        if setting not in values:
+            ap.error(f"--start-at {start}: fit.py does not fit {setting}")
+        values[setting] = float(value)
     unknown = set(args.only or []) - set(values)
     if unknown:
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
     moving = [s for s in (args.only or list(values)) if ratio is None or s != "scheduler.owner_push_cost"]
     floor = {s: lo for s, _, lo, _ in COSTS}
     values = tied(values, ratio, submit_us)
-    loss, errors = evaluate(args.rayscope, runs, values)
+    loss, errors = evaluate(args.rayscope, runs, values, fit, args.set)
     step, evaluations = 0.5, 1
     while step >= args.min_step:
         improved = False
@@ -219,7 +246,7 @@ def main():
                 if trial[setting] == values[setting]:
                     continue
                 trial = tied(trial, ratio, submit_us)
-                trial_loss, trial_errors = evaluate(args.rayscope, runs, trial)
+                trial_loss, trial_errors = evaluate(args.rayscope, runs, trial, fit, args.set)
                 evaluations += 1
                 if trial_loss < loss:
                     values, loss, errors, improved = trial, trial_loss, trial_errors, True
@@ -229,7 +256,8 @@ def main():
         print(f"step {step:.3f} loss {loss:.6f} " + " ".join(f"{s.split('.')[-1]}={v:.6g}" for s, v in values.items()), flush=True)
     shutil.rmtree(runs)
     result = {
-        "fitted_on": FIT,
+        "fitted_on": fit,
+        "fixed": args.set,
         "moved": moving,
         "owner_ratio": ratio,
         "values": {s: (round(v) if UNIT[s] in ("us", "B") else round(v, 6)) for s, v in values.items()},
