@@ -115,7 +115,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              off) nor, on an Intel Xeon VM, by the tasks its cluster ran before (session_growth.py: twelve batches of \
              10,000 in turn on one cluster, no trend, task events on or off) or by how many a driver holds \
              outstanding (outstanding.py: 30,000 or 50,000 at once cost what windows of 1,000 did), where the \
-             model's is one figure; at 4 CPUs on 2 cores, while the two workers beyond the \
+             model's is one figure (fitted to an Intel Xeon VM's own runs of this matrix, the same form put that \
+             VM's 100,000-task rows within 2.6-3.9 % and its 1,000-task rows at 2 and 4 CPUs 6.6 and 7.3 % out, \
+             with a push latency of 102 µs where the fit here has 2 µs: runs/other-cpu/README.md, intel-noop); \
+             at 4 CPUs on 2 cores, while the two workers beyond the \
              prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
              490-800 ms after it (the started two 270-490 ms after theirs, when no start ran, where the model's \
              first call is 82 ms of work): the machine's cores shared among everything runnable, where the \
