@@ -288,7 +288,8 @@ impl Engine {
     }
 
     /// Whether a `CreateActors` step of `tid` creates any actor, known before the count
-    /// is drawn: a leaf of the tree creates none (and so pays no first-submit setup).
+    /// is drawn: a leaf creates none (and pays no first-submit setup), nor a `max` of 0;
+    /// no other draw gives 0 (validation holds `min_children` at 1 or more).
     fn creates_any(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
         self.children_of(tid, level, shape).is_some_and(|c| match shape {
             Shape::Given(_) => !c.given.is_empty(),
