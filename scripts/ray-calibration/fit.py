@@ -189,10 +189,11 @@ def setting_value(setting, v):
 
 def evaluate(binary, runs, values, fit, fixed):
     cmd = [binary, "fidelity", "--runs", runs, "--format", "json"]
-    for setting in fixed:
-        cmd += ["--set", setting]
     for setting, v in values.items():
         cmd += ["--set", f"{setting}={setting_value(setting, v)}"]
+    # After the fitted values: a later --set of the same key wins.
+    for setting in fixed:
+        cmd += ["--set", setting]
     rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     errors = {key(r): (r["model"] - r["real"]) / r["real"] for r in rows if key(r) in fit}
     missing = set(fit) - set(errors)
@@ -211,7 +212,7 @@ def main():
     ap.add_argument("--only", action="append", metavar="SETTING", help="fit only this cost (repeatable)")
     ap.add_argument("--owner-ratio", metavar="FILE", help="tie owner_push_cost to the worker's side (see above)")
     ap.add_argument("--row", action="append", metavar="ROW", help="fit to this row instead of the FIT set (repeatable)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting fixed in every model run (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting fixed in every model run, over any value fitted or started (repeatable)")
     ap.add_argument("--start-at", action="append", default=[], metavar="SETTING=VALUE", help="start this cost here (repeatable)")
     args = ap.parse_args()
     fit = args.row or FIT
