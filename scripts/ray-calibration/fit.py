@@ -216,10 +216,12 @@ def main():
     ap.add_argument("--start-at", action="append", default=[], metavar="SETTING=VALUE", help="start this cost here (repeatable)")
     args = ap.parse_args()
     fit = args.row or FIT
+    fixed = {s.partition("=")[0] for s in args.set}
     ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
+    if ratio is not None and "scheduler.owner_push_cost" in fixed:
+        ap.error("--owner-ratio ties owner_push_cost, which --set fixes: give one of them")
     submit_us = call_submit_us(args.set) if ratio is not None else None
 
-    runs = fit_runs_dir(args.runs, fit)
     values = {s: v for s, v, _, _ in COSTS}
     if args.start:
         with open(args.start) as f:
@@ -229,13 +231,17 @@ def main():
         setting, _, value = start.partition("=")
         if setting not in values:
             ap.error(f"--start-at {start}: fit.py does not fit {setting}")
-        values[setting] = float(value)
+        try:
+            values[setting] = float(value)
+        except ValueError:
+            ap.error(f"--start-at {start}: the value must be a number (µs, bytes a second or a share)")
     unknown = set(args.only or []) - set(values)
     if unknown:
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
-    moving = [s for s in (args.only or list(values)) if ratio is None or s != "scheduler.owner_push_cost"]
+    moving = [s for s in (args.only or list(values)) if s not in fixed and (ratio is None or s != "scheduler.owner_push_cost")]
     floor = {s: lo for s, _, lo, _ in COSTS}
     values = tied(values, ratio, submit_us)
+    runs = fit_runs_dir(args.runs, fit)
     loss, errors = evaluate(args.rayscope, runs, values, fit, args.set)
     step, evaluations = 0.5, 1
     while step >= args.min_step:
@@ -261,7 +267,7 @@ def main():
         "fixed": args.set,
         "moved": moving,
         "owner_ratio": ratio,
-        "values": {s: (round(v) if UNIT[s] in ("us", "B") else round(v, 6)) for s, v in values.items()},
+        "values": {s: (round(v) if UNIT[s] in ("us", "B") else round(v, 6)) for s, v in values.items() if s not in fixed},
         "units": UNIT,
         "errors": errors,
         "loss": loss,
