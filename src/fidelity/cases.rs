@@ -116,7 +116,7 @@ pub fn leaves_out(workload: &str) -> &'static str {
              10,000 in turn on one cluster, no trend, task events on or off) or by how many a driver holds \
              outstanding (outstanding.py: 30,000 or 50,000 at once cost what windows of 1,000 did), where the \
              model's is one figure (fitted to an Intel Xeon VM's own runs of this matrix, the same form put that \
-             VM's 100,000-task rows within 2.6-3.9 % and its 1,000-task rows at 2 and 4 CPUs 6.6 and 7.3 % out, \
+             VM's 100,000-task rows within 2.6-3.9 % and left its 1,000-task rows at 2 and 4 CPUs at +6.6 and -7.3 %, \
              with a push latency of 102 µs where the fit here has 2 µs: runs/other-cpu/README.md, intel-noop); \
              at 4 CPUs on 2 cores, while the two workers beyond the \
              prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
