@@ -114,16 +114,30 @@ COSTS = [
 UNIT = {s: u for s, _, _, u in COSTS}
 
 
+def fixed_numbers(sets):
+    """The `--set`s of the costs fit.py reads (those it fits, and `call_submit_cost`) as
+    numbers in its units, as `setting_value` writes them (µs as `<n>us`); other settings
+    pass to the model as given."""
+    units = dict(UNIT, **{"scheduler.call_submit_cost": "us"})
+    numbers = {}
+    for setting in sets:
+        key, _, value = setting.partition("=")
+        if key not in units:
+            continue
+        text = value[:-2] if units[key] == "us" and value.endswith("us") else value
+        try:
+            numbers[key] = float(text)
+        except ValueError:
+            raise SystemExit(f"fit.py: --set {setting}: give {key} as {'<n>us' if units[key] == 'us' else 'a number'}")
+    return numbers
+
+
 def call_submit_us(fixed):
     """`call_submit_cost` in µs, as src/config/defaults.rs sets it: measured from the 1-CPU
     submit loops, not fitted, so it is read from the one place that holds it (or from a
-    `--set` of it)."""
-    for setting in fixed:
-        key, _, value = setting.partition("=")
-        if key == "scheduler.call_submit_cost":
-            if not value.endswith("us"):
-                raise SystemExit(f"fit.py: --set {setting}: give call_submit_cost in us")
-            return float(value[:-2])
+    `--set` of it, in `fixed`: `fixed_numbers`)."""
+    if "scheduler.call_submit_cost" in fixed:
+        return fixed["scheduler.call_submit_cost"]
     path = os.path.join(HERE, "../../src/config/defaults.rs")
     with open(path) as f:
         for line in f:
@@ -217,10 +231,11 @@ def main():
     args = ap.parse_args()
     fit = args.row or FIT
     fixed = {s.partition("=")[0] for s in args.set}
+    numbers = fixed_numbers(args.set)
     ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
     if ratio is not None and "scheduler.owner_push_cost" in fixed:
         ap.error("--owner-ratio ties owner_push_cost, which --set fixes: give one of them")
-    submit_us = call_submit_us(args.set) if ratio is not None else None
+    submit_us = call_submit_us(numbers) if ratio is not None else None
 
     values = {s: v for s, v, _, _ in COSTS}
     if args.start:
@@ -235,6 +250,8 @@ def main():
             values[setting] = float(value)
         except ValueError:
             ap.error(f"--start-at {start}: the value must be a number (µs, bytes a second or a share)")
+    # A fixed cost holds its value in the search's arithmetic too (the owner's tie).
+    values.update({s: v for s, v in numbers.items() if s in values})
     unknown = set(args.only or []) - set(values)
     if unknown:
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")
