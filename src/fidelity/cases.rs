@@ -144,7 +144,11 @@ pub fn leaves_out(workload: &str) -> &'static str {
              loop_share.py on an Intel Xeon VM gave the loop's thread 0.87-0.92 of a core at 2 CPUs and \
              0.52-0.60 at 4 (10,000 calls; 0.77 at 100,000), with Ray's processes at 1.8-2.0 of the 2 cores \
              throughout: the driver and a starting worker run at nice 0 and share the cores, the task workers \
-             at nice 15 take what is left (see `noop_tasks`)"
+             at nice 15 take what is left (see `noop_tasks`); fitted to an Intel Xeon VM's own runs (every cost: \
+             runs/other-cpu/README.md, intel-suite), the same form missed that VM's 2-CPU 1,000-call loop and \
+             4-CPU 10,000- and 100,000-call loops the same way (-6.0, +35.4, -8.7 %) and held its 2-CPU \
+             10,000-call loop (-0.7 %), which Ray there ran 10 % slower than the 1-CPU one, where these runs \
+             have it 8 % faster"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
