@@ -26,8 +26,6 @@ This probe measures, on one node:
 import argparse
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
 import time
