@@ -35,7 +35,12 @@ def spent(before, after):
     return {r: round((after.get(r, 0.0) - before.get(r, 0.0)) * 1e3, 1) for r in sorted(set(before) | set(after))}
 
 
-def one(cpus, tasks, run):
+def cold_loop(cpus, tasks, run, read):
+    """The suite's cold `noop_tasks` body on a fresh local cluster of `cpus` CPUs, with
+    `read(phase)` called on the loop's thread right before its loop of `tasks` calls
+    ("before"), right after it ("after") and after the `ray.get` of them all ("end"):
+    (the three readings, the row's common part: its parameters, the loop's seconds and
+    the whole run's, as the suite's `noop_tasks` times it)."""
     ray_stop()
     ray = suite.local_cluster(cpus)
     try:
@@ -45,25 +50,45 @@ def one(cpus, tasks, run):
             return None
 
         assert threading.current_thread() is threading.main_thread()
-        at_start = cpu_by_role()
+        before = read("before")
         t0 = time.perf_counter()
-        c0 = time.thread_time()
         refs = [noop.remote() for _ in range(tasks)]
-        loop_cpu = time.thread_time() - c0
         loop = time.perf_counter() - t0
-        at_loop_end = cpu_by_role()
+        after = read("after")
         ray.get(refs)
         seconds = time.perf_counter() - t0
-        at_end = cpu_by_role()
+        end = read("end")
     finally:
         ray.shutdown()
         ray_stop()
+    return (before, after, end), {"cpus": cpus, "tasks": tasks, "run": run, "seconds": seconds, "loop_seconds": loop}
+
+
+def every_run(one, describe):
+    """`one(cpus, tasks, run)` over the matrix (TASKS, RUNS, CPUS), a line each on stderr."""
+    out = []
+    for tasks in TASKS:
+        for run in range(RUNS[tasks]):
+            for cpus in CPUS:
+                out.append(one(cpus, tasks, run))
+                print(f"cpus={cpus} tasks={tasks} run {run}: {describe(out[-1])}", file=sys.stderr, flush=True)
+    return out
+
+
+def one(cpus, tasks, run):
+    def read(phase):
+        # The loop thread's CPU (`time.thread_time()`) read nearest the loop, and each
+        # Ray process group's.
+        if phase == "before":
+            roles = cpu_by_role()
+            return time.thread_time(), roles
+        return time.thread_time(), cpu_by_role()
+
+    ((c0, at_start), (c1, at_loop_end), (_, at_end)), row = cold_loop(cpus, tasks, run, read)
+    loop_cpu = c1 - c0
+    loop = row["loop_seconds"]
     return {
-        "cpus": cpus,
-        "tasks": tasks,
-        "run": run,
-        "seconds": seconds,
-        "loop_seconds": loop,
+        **row,
         "loop_thread_seconds": loop_cpu,
         "loop_share": loop_cpu / loop,
         "cpu_ms_during_loop": spent(at_start, at_loop_end),
@@ -72,14 +97,7 @@ def one(cpus, tasks, run):
 
 
 def rows():
-    out = []
-    for tasks in TASKS:
-        for run in range(RUNS[tasks]):
-            for cpus in CPUS:
-                out.append(one(cpus, tasks, run))
-                print(f"cpus={cpus} tasks={tasks} run {run}: loop {out[-1]['loop_seconds']:.3f} s, "
-                      f"share {out[-1]['loop_share']:.2f}", file=sys.stderr, flush=True)
-    return out
+    return every_run(one, lambda r: f"loop {r['loop_seconds']:.3f} s, share {r['loop_share']:.2f}")
 
 
 def summary(row):

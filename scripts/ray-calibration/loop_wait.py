@@ -23,16 +23,11 @@ driver's threads' CPU. Per run:
 import os
 import sys
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, run_probe  # noqa: E402
-
-CPUS = (1, 2, 4)
-TASKS = (10_000, 100_000)
-RUNS = {10_000: 3, 100_000: 1}
+from loop_share import cold_loop, every_run  # noqa: E402
+from suite import run_probe  # noqa: E402
 
 
 def schedstat():
@@ -78,36 +73,24 @@ def by_name(before, after, skip):
 
 
 def one(cpus, tasks, run):
-    ray_stop()
-    ray = suite.local_cluster(cpus)
-    try:
+    me = str(threading.get_native_id())
 
-        @ray.remote(num_cpus=1)
-        def noop():
-            return None
+    def read(phase):
+        # The loop thread's own counters read nearest the loop.
+        if phase == "before":
+            threads = thread_cpu_ns()
+            return threads, schedstat(), switches()
+        if phase == "after":
+            stat, switched = schedstat(), switches()
+            return thread_cpu_ns(), stat, switched
+        return None
 
-        assert threading.current_thread() is threading.main_thread()
-        me = str(threading.get_native_id())
-        threads_before = thread_cpu_ns()
-        s0, v0 = schedstat(), switches()
-        t0 = time.perf_counter()
-        refs = [noop.remote() for _ in range(tasks)]
-        loop = time.perf_counter() - t0
-        s1, v1 = schedstat(), switches()
-        threads_after = thread_cpu_ns()
-        ray.get(refs)
-        seconds = time.perf_counter() - t0
-    finally:
-        ray.shutdown()
-        ray_stop()
+    ((threads_before, s0, v0), (threads_after, s1, v1), _), row = cold_loop(cpus, tasks, run, read)
     on_cpu = (s1[0] - s0[0]) / 1e9
     waiting = (s1[1] - s0[1]) / 1e9
+    loop = row["loop_seconds"]
     return {
-        "cpus": cpus,
-        "tasks": tasks,
-        "run": run,
-        "seconds": seconds,
-        "loop_seconds": loop,
+        **row,
         "on_cpu_share": on_cpu / loop,
         "runqueue_share": waiting / loop,
         "blocked_share": max(0.0, loop - on_cpu - waiting) / loop,
@@ -118,16 +101,8 @@ def one(cpus, tasks, run):
 
 
 def rows():
-    out = []
-    for tasks in TASKS:
-        for run in range(RUNS[tasks]):
-            for cpus in CPUS:
-                out.append(one(cpus, tasks, run))
-                r = out[-1]
-                print(f"cpus={cpus} tasks={tasks} run {run}: loop {r['loop_seconds']:.3f} s, on cpu "
-                      f"{r['on_cpu_share']:.2f}, run queue {r['runqueue_share']:.2f}, blocked {r['blocked_share']:.2f}",
-                      file=sys.stderr, flush=True)
-    return out
+    return every_run(one, lambda r: f"loop {r['loop_seconds']:.3f} s, on cpu {r['on_cpu_share']:.2f}, run queue "
+                                    f"{r['runqueue_share']:.2f}, blocked {r['blocked_share']:.2f}")
 
 
 def summary(row):
