@@ -230,12 +230,12 @@ def main():
     ap.add_argument("--start-at", action="append", default=[], metavar="SETTING=VALUE", help="start this cost here (repeatable)")
     args = ap.parse_args()
     fit = args.row or FIT
-    fixed = {s.partition("=")[0] for s in args.set}
-    numbers = fixed_numbers(args.set)
+    # The fixed costs by name (a fixed setting fit.py does not fit only passes to the model).
+    fixed = fixed_numbers(args.set)
     ratio = owner_ratio(args.owner_ratio) if args.owner_ratio else None
     if ratio is not None and "scheduler.owner_push_cost" in fixed:
         ap.error("--owner-ratio ties owner_push_cost, which --set fixes: give one of them")
-    submit_us = call_submit_us(numbers) if ratio is not None else None
+    submit_us = call_submit_us(fixed) if ratio is not None else None
 
     values = {s: v for s, v, _, _ in COSTS}
     if args.start:
@@ -251,7 +251,7 @@ def main():
         except ValueError:
             ap.error(f"--start-at {start}: the value must be a number (µs, bytes a second or a share)")
     # A fixed cost holds its value in the search's arithmetic too (the owner's tie).
-    values.update({s: v for s, v in numbers.items() if s in values})
+    values.update({s: v for s, v in fixed.items() if s in values})
     unknown = set(args.only or []) - set(values)
     if unknown:
         ap.error(f"--only names costs fit.py does not fit: {sorted(unknown)}")

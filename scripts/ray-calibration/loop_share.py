@@ -100,9 +100,13 @@ def rows():
     return every_run(one, lambda r: f"loop {r['loop_seconds']:.3f} s, share {r['loop_share']:.2f}")
 
 
-def summary(row):
-    keys = ("cpus", "tasks", "run", "seconds", "loop_seconds", "loop_thread_seconds", "loop_share")
+def rounded(row, keys):
+    """A row's `keys` for its line on stdout, seconds and shares to three places."""
     return {k: (round(row[k], 3) if isinstance(row[k], float) else row[k]) for k in keys}
+
+
+def summary(row):
+    return rounded(row, ("cpus", "tasks", "run", "seconds", "loop_seconds", "loop_thread_seconds", "loop_share"))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loop_share import cold_loop, every_run  # noqa: E402
+from loop_share import cold_loop, every_run, rounded  # noqa: E402
 from suite import run_probe  # noqa: E402
 
 
@@ -106,9 +106,8 @@ def rows():
 
 
 def summary(row):
-    keys = ("cpus", "tasks", "run", "seconds", "loop_seconds", "on_cpu_share", "runqueue_share", "blocked_share",
-            "voluntary_switches", "involuntary_switches")
-    return {k: (round(row[k], 3) if isinstance(row[k], float) else row[k]) for k in keys}
+    return rounded(row, ("cpus", "tasks", "run", "seconds", "loop_seconds", "on_cpu_share", "runqueue_share",
+                         "blocked_share", "voluntary_switches", "involuntary_switches"))
 
 
 if __name__ == "__main__":
