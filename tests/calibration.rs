@@ -29,6 +29,25 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The rows of a probe's record under `runs/` (`file`), which ran on Ray 2.60.
+fn probe_rows(file: &str) -> Vec<Value> {
+    let probe = read_json(&runs_dir().join(file));
+    assert_eq!(probe["ray_version"], "2.60.0", "{file}");
+    probe["rows"].as_array().unwrap_or_else(|| panic!("{file} has rows")).clone()
+}
+
+/// The median of `values` (the mean of the middle two of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    assert!(!values.is_empty(), "a median of nothing");
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
 /// Each shape measured on real Ray: its name (the seed it was drawn from), its first run
 /// (`seed-tree-<shape>.json`: the tree and sleeps), and real Ray's figure for it as
 /// `rayscope fidelity` takes it: the median of the shape's runs
@@ -174,17 +193,11 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
 /// (fit.py ties `owner_push_cost` to it and records the ratio it used).
 #[test]
 fn the_owner_side_is_the_recorded_share_of_the_workers() {
-    let probe = read_json(&runs_dir().join("other-cpu/cpu-by-process.json"));
-    assert_eq!(probe["ray_version"], "2.60.0");
-    let mut ratios: Vec<f64> = probe["rows"]
-        .as_array()
-        .expect("cpu-by-process.json has rows")
+    let ratios = probe_rows("other-cpu/cpu-by-process.json")
         .iter()
         .map(|r| r["cpu_ms_per_task"]["driver"].as_f64().unwrap() / r["cpu_ms_per_task"]["workers"].as_f64().unwrap())
         .collect();
-    ratios.sort_by(f64::total_cmp);
-    let mid = ratios.len() / 2;
-    let median = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
+    let median = median(ratios);
     let fit = read_json(&runs_dir().join("fit.json"));
     assert!((fit["owner_ratio"].as_f64().expect("fit.json has owner_ratio") - median).abs() < 1e-9);
     let s = config::SchedulerConfig::default();
@@ -194,9 +207,30 @@ fn the_owner_side_is_the_recorded_share_of_the_workers() {
     assert!((owner / worker - median).abs() < 0.005, "owner {owner} µs over worker {worker} µs is not {median}");
 }
 
+/// `driver_slowdown_per_busy_worker` is measured, not fitted: loop_wait.py's 100,000-call
+/// loops, each at as many busy task workers as CPUs, stretched by (1 / on-CPU share − 1)
+/// per worker; the median of them.
+#[test]
+fn the_drivers_slowdown_is_the_recorded_loops_median() {
+    let each: Vec<f64> = probe_rows("other-cpu/loop-wait.json")
+        .iter()
+        .filter(|r| r["tasks"] == 100_000)
+        .map(|r| (1.0 / r["on_cpu_share"].as_f64().unwrap() - 1.0) / r["cpus"].as_f64().unwrap())
+        .collect();
+    assert!(each.len() >= 3, "a 100,000-call loop at three CPU counts");
+    let median = median(each);
+    let s = config::SchedulerConfig::default();
+    assert!(
+        (s.driver_slowdown_per_busy_worker - median).abs() < 0.001,
+        "{} vs {median}",
+        s.driver_slowdown_per_busy_worker
+    );
+}
+
 /// `call_submit_cost` and `first_submit_cost` are measured, not fitted: the slope and
 /// the intercept of the 1-CPU no-op runs' submit loops against their task counts (each
 /// size's median, each size weighed alike: least squares of the relative residuals).
+/// The slope is a call's CPU stretched by the 1-CPU run's one busy task worker.
 #[test]
 fn the_submit_costs_are_the_recorded_loops_slope_and_intercept() {
     let mut loops: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
@@ -223,7 +257,11 @@ fn the_submit_costs_are_the_recorded_loops_slope_and_intercept() {
     let slope_us = (s11 * r2 - s12 * r1) / det * 1e6;
     let s = config::SchedulerConfig::default();
     let (each, first) = (s.call_submit_cost.as_micros() as f64, s.first_submit_cost.as_micros() as f64);
-    assert!((each - slope_us).abs() <= 1.0, "call_submit_cost {each} µs vs the loops' slope {slope_us:.1} µs");
+    let stretched = each * (1.0 + s.driver_slowdown_per_busy_worker);
+    assert!(
+        (stretched - slope_us).abs() <= 1.0,
+        "call_submit_cost {each} µs, stretched by one busy worker to {stretched:.1} µs, vs the loops' slope {slope_us:.1} µs"
+    );
     assert!(
         (first - intercept_us).abs() <= 1000.0,
         "first_submit_cost {first} µs vs the intercept {intercept_us:.0} µs"

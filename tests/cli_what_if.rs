@@ -255,7 +255,7 @@ sim: {seed: 7}
 ";
 
 #[test]
-fn a_run_whose_drivers_wait_for_queued_work_says_so() {
+fn a_driver_does_not_wait_for_another_drivers_queued_pushes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two-drivers.yaml");
     std::fs::write(&path, TWO_DRIVERS).unwrap();
@@ -268,30 +268,13 @@ fn a_run_whose_drivers_wait_for_queued_work_says_so() {
         let job = r["jobs"].as_array().unwrap().iter().find(|j| j["name"] == name).expect("the job ran");
         job["makespan"].as_f64().expect("it finished")
     };
-    // At 0 the map's queued pushes hold the head's cores, and the actor pool's driver
-    // waits for them; at 15 the drivers outrank the workers and share the cores.
+    // The map's queued pushes hold the head's cores first come, first served at 0; the
+    // actor pool's driver is time-sliced beside them (as Linux runs it), so it takes
+    // about what it takes at 15, where the drivers also outrank the workers. When a
+    // driver's own work queued with the rest, the pool took 2.3 times as long at 0.
     let (alike, ranked) = (run("0"), run("15"));
-    assert!(
-        makespan(&alike, "actors") > 1.5 * makespan(&ranked, "actors"),
-        "the actor pool: {} s at 0, {} s at 15",
-        makespan(&alike, "actors"),
-        makespan(&ranked, "actors")
-    );
-    let warning = alike["model_warning"].as_str().expect("a warning at 0");
-    assert!(warning.contains("node 10.0.0.1") && warning.contains("its 2 driver(s)"), "{warning}");
-    assert!(warning.contains("scheduler.worker_niceness 0"), "{warning}");
-    assert!(ranked.get("model_warning").is_none(), "nothing to warn of at 15: {ranked}");
-    // An ended job leaves a table that keeps one; its driver's time is still counted.
-    let forgetful = report(&["simulate", "-c", path, "--report", "json", "--set", "sim.finished_job_capacity=1"]);
-    assert_eq!(forgetful["jobs"].as_array().unwrap().len(), 1, "one ended job is kept: {forgetful}");
-    assert_eq!(forgetful["model_warning"].as_str(), Some(warning), "the same drivers, the same time");
-
-    // The text report says it on a line of its own; a run whose driver hardly waits says
-    // nothing.
-    let out = rayscope(&["simulate", "-c", path]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.contains("WARNING: drivers' own work")).count(), 1, "{stdout}");
-    let (_dir, small) = config_file();
-    assert!(report(&["simulate", "-c", &small, "--report", "json"]).get("model_warning").is_none());
+    let (at_0, at_15) = (makespan(&alike, "actors"), makespan(&ranked, "actors"));
+    assert!(at_0 < 1.1 * at_15, "the actor pool: {at_0} s at 0, {at_15} s at 15");
+    assert!(at_0 >= at_15, "at 15 the pool's driver outranks the map's workers: {at_0} s at 0, {at_15} s at 15");
+    assert!(alike.get("model_warning").is_none(), "nothing left to warn of: {alike}");
 }

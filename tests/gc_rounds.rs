@@ -12,9 +12,14 @@ use rayscope::sim::Engine;
 /// each holding the CPU 4.5 s (1 s of it the start's CPU work). With default resources
 /// the other creations wait for that CPU from 0 s to 40.5 s.
 fn run(num_cpus: &str, gc_cpu: &str) -> Engine {
+    run_with_call_start(num_cpus, gc_cpu, "0s")
+}
+
+/// The same, each creation's call doing `call_start` of queued work on the core.
+fn run_with_call_start(num_cpus: &str, gc_cpu: &str, call_start: &str) -> Engine {
     let yaml = format!(
         "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
-         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
+         scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: {call_start}, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 3.5s, sleep_overshoot: 0s, \
          idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: false, \
          worker_gc_cpu: {gc_cpu}}}\n\
@@ -57,10 +62,16 @@ fn actors_that_wait_for_nothing_pay_no_round() {
 }
 
 #[test]
-fn a_round_is_cpu_work_that_the_next_start_waits_for() {
-    // At 20 s six processes collect for 2 s each on the one core, until 32 s: the start
-    // due at 22.5 s waits for the core, and every later creation with it.
-    let (free, paid) = (makespan_s(&run("", "0s")), makespan_s(&run("", "2s")));
+fn a_round_is_cpu_work_that_queued_work_waits_for_and_a_start_does_not() {
+    // At 20 s six processes collect for 2 s each on the one core, until 32 s. A worker
+    // start is time-sliced (Ray starts it at nice 0, the collecting actors run at 15):
+    // it does not wait for them, so with nothing else on the core the rounds cost
+    // nothing.
+    assert_eq!(makespan_s(&run("", "2s")), makespan_s(&run("", "0s")));
+    // Each creation's call does 10 ms of queued work: the one due at 22.5 s waits for
+    // the core until 32 s, and every later creation with it.
+    let free = makespan_s(&run_with_call_start("", "0s", "10ms"));
+    let paid = makespan_s(&run_with_call_start("", "2s", "10ms"));
     assert!(paid > free + 9.0, "the rounds cost {} s, not the 9.5 s the first one holds the core", paid - free);
     // With no cost the rounds are not simulated at all.
     assert_eq!(rounds(&run("", "0s")), vec![]);

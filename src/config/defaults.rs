@@ -85,13 +85,23 @@ pub(super) fn default_idle_worker_cpu() -> f64 {
 pub(super) fn default_worker_niceness() -> u8 {
     0
 }
+// Measured, not fitted: loop_wait.py read the schedstat of Ray's driver loop thread over
+// 100,000 no-op submits at 1, 2 and 4 CPUs (as many busy task workers): on a CPU 0.925,
+// 0.857 and 0.775 of its time, the rest runnable, waiting. Each busy worker stretched
+// the loop by (1 / on-CPU − 1) / workers: 0.081, 0.083 and 0.073; the median is kept
+// (runs/other-cpu/loop-wait.json; tests/calibration.rs recomputes it).
+pub(super) fn default_driver_slowdown_per_busy_worker() -> f64 {
+    DRIVER_SLOWDOWN_PER_BUSY_WORKER
+}
 pub(super) fn default_dispatch_cost() -> DurationSpec {
     DurationSpec::secs(DISPATCH_S)
 }
 // `call_submit_cost` and `first_submit_cost` are measured, not fitted: the slope and
 // the intercept of the 1-CPU no-op runs' submit loops (1,000, 10,000 and 100,000 tasks,
 // the median of each size's runs) against their task counts, each size weighed alike
-// (tests/calibration.rs recomputes them). first_submit.py on an Intel Xeon VM put the
+// (tests/calibration.rs recomputes them). The slope (60.3 µs) is a call's CPU stretched
+// by the one busy task worker of a 1-CPU run: `call_submit_cost` is it over
+// `1 + driver_slowdown_per_busy_worker`. first_submit.py on an Intel Xeon VM put the
 // one-time part on the driver's first `.remote()`, before it returns: 78-92 ms, then
 // 2.5-3.7 ms for each later function's first (runs/other-cpu/first-submit.json).
 pub(super) fn default_call_submit_cost() -> DurationSpec {
@@ -171,16 +181,17 @@ pub(super) fn default_sleep_overshoot() -> DurationSpec {
 const LEASE_S: f64 = 0.000_370;
 const WORKER_START_S: f64 = 0.004_972;
 const WORKER_START_CPU_S: f64 = 0.508_791;
-const CALL_SUBMIT_S: f64 = 0.000_060;
+const CALL_SUBMIT_S: f64 = 0.000_056;
+const DRIVER_SLOWDOWN_PER_BUSY_WORKER: f64 = 0.0815;
 const FIRST_SUBMIT_S: f64 = 0.066;
-const OWNER_PUSH_S: f64 = 0.000_276;
+const OWNER_PUSH_S: f64 = 0.000_279;
 const ACTOR_CALL_SUBMIT_S: f64 = 0.000_205;
 const DISPATCH_S: f64 = 0.000_155;
-const TASK_PUSH_S: f64 = 0.000_002;
+const TASK_PUSH_S: f64 = 0.000_001;
 const IDLE_WORKER_CPU: f64 = 0.008_166;
 const CALL_START_S: f64 = 0.000_191;
 const TASK_WORKER_S: f64 = 0.000_203;
-const TASK_REPLY_S: f64 = 0.000_168;
+const TASK_REPLY_S: f64 = 0.000_165;
 const SLEEP_OVERSHOOT_S: f64 = 0.000_12;
 const TASK_ERROR_S: f64 = 0.001_027;
 const ASYNC_CALL_S: f64 = 0.000_194;

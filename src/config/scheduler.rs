@@ -44,10 +44,17 @@ pub struct SchedulerConfig {
     /// Ray's `worker_niceness`: the niceness Ray gives each worker process once it is up
     /// (task workers and actors; Ray's default is 15). Above 0, the raylet, the drivers
     /// and the starting workers take a loaded node's cores first, sharing them among
-    /// themselves, and the workers' own work gets what is left. 0, the default: all work
-    /// shares the cores alike, first come first served, as the costs were fitted.
+    /// themselves, and the workers' own work gets what is left. 0, the default: only a
+    /// driver's own work and the starts share the cores (time-sliced); all other work
+    /// takes them first come, first served, as the costs were fitted.
     #[serde(default = "default_worker_niceness")]
     pub worker_niceness: u8,
+    /// The part of a core a driver's own work (its submit loop) loses to each task worker
+    /// busy on its node: that work takes `1 + this × busy workers` times as long. Ray's
+    /// driver loop waits runnable while its reniced workers run. Measured, not fitted:
+    /// loop_wait.py's 100,000-call loops.
+    #[serde(default = "default_driver_slowdown_per_busy_worker")]
+    pub driver_slowdown_per_busy_worker: f64,
     /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;
     /// default: the fewer of the node's logical CPUs and its cores, as Ray 2.60's
     /// raylet ran here: 1, 2 and 2 at 1, 2 and 4 CPUs on 2 cores, prestart.py).
@@ -167,6 +174,7 @@ impl Default for SchedulerConfig {
             worker_start_cpu: default_worker_start_cpu(),
             idle_worker_cpu: default_idle_worker_cpu(),
             worker_niceness: default_worker_niceness(),
+            driver_slowdown_per_busy_worker: default_driver_slowdown_per_busy_worker(),
             maximum_startup_concurrency: None,
             prestart_worker_first_driver: true,
             worker_first_call_latency: default_worker_first_call_latency(),

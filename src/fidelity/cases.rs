@@ -122,33 +122,32 @@ pub fn leaves_out(workload: &str) -> &'static str {
              prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
              490-800 ms after it (the started two 270-490 ms after theirs, when no start ran, where the model's \
              first call is 82 ms of work): the machine's cores shared among everything runnable, where the \
-             model's cores serve one piece of work at a time, first come first served, so its starts hold both \
-             cores for their 0.51 s and the driver's loop past its first thousand calls, the pushes and the first \
-             calls' work (`scheduler.worker_first_call_latency`) wait for them \
+             model's cores serve one piece of work at a time, first come first served, but for the driver's \
+             loop and the starts, which are time-sliced: its starts hold both cores for their 0.51 s and the \
+             pushes and the first calls' work (`scheduler.worker_first_call_latency`) wait for them \
              (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a worker (task worker or actor) at nice \
              15 once it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
              driver, the raylet and the starts take the cores ahead of the task workers (first_call.py on an Intel \
              Xeon VM: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms at 1 and 2 CPUs and up to \
              877 ms beside two starts), where the model's cores have no priority by default \
-             (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it, and at 15 a \
-             driver's loop is not held back by its own io thread's queue, so examples/scale.yaml holds 780,000 \
-             tasks pending: BENCHMARKS.md, \"Two priorities on a node's cores\")"
+             (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it: BENCHMARKS.md, \
+             \"Two priorities on a node's cores\")"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
              measured on the 1-CPU runs (first_submit.py on an Intel Xeon VM: the driver's first `.remote()` took \
              78-92 ms and returned before its task ran; another function's first took 2.5-3.7 ms); the model's loop hands \
              its calls over a thousand at a time, each thousand's work placed before the raylet's worker starts \
-             for them; at 4 CPUs Ray's loop shares the 2 cores with two worker starts and slows by a part, where \
-             the model's second thousand on waits for a core until the starts end (first come, first served): \
-             loop_share.py on an Intel Xeon VM gave the loop's thread 0.87-0.92 of a core at 2 CPUs and \
-             0.52-0.60 at 4 (10,000 calls; 0.77 at 100,000), with Ray's processes at 1.8-2.0 of the 2 cores \
-             throughout: the driver and a starting worker run at nice 0 and share the cores, the task workers \
-             at nice 15 take what is left (see `noop_tasks`); fitted to an Intel Xeon VM's own runs (every cost: \
-             runs/other-cpu/README.md, intel-suite), the same form missed that VM's 2-CPU 1,000-call loop and \
-             4-CPU 10,000- and 100,000-call loops the same way (-6.0, +35.4, -8.7 %) and held its 2-CPU \
-             10,000-call loop (-0.7 %), which Ray there ran 10 % slower than the 1-CPU one, where these runs \
-             have it 8 % faster"
+             for them; the loop is time-sliced with the starts (at 4 CPUs Ray's loop shares the 2 cores with two \
+             starts: loop_share.py on an Intel Xeon VM gave its thread 0.52-0.60 of a core over 10,000 calls) and \
+             loses `scheduler.driver_slowdown_per_busy_worker` of a core to each busy task worker, a share \
+             measured on that VM (loop_wait.py: over 100,000 calls Ray's loop was on a CPU 0.925, 0.857 and \
+             0.775 of its time at 1, 2 and 4 CPUs and waited runnable the rest); with that VM's own costs the \
+             form holds its 2- and 4-CPU loops of 10,000 and 100,000 calls within 3.5 % \
+             (runs/other-cpu/README.md), where these runs' 2-CPU loops lost less of a core (their 10,000-call \
+             loop was 8 % faster than the 1-CPU one, that VM's 10 % slower), so here those and the 4-CPU \
+             100,000-call loop come out slow; a 1,000-call loop is mostly the first call's one-time cost, and \
+             Ray's spread over it is the widest (its range)"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \

@@ -139,17 +139,6 @@ pub struct Counters {
     pub backlog: Backlog,
     /// Nodes forgotten past the dead-node cache, by node type: what utilization needs.
     pub forgotten_nodes: BTreeMap<String, ForgottenNodes>,
-    /// Ended jobs' drivers, by the node (slot) they ran on: how many, and how long they
-    /// ran in all (µs). The report weighs drivers' waits for cores against this and the
-    /// running jobs, as an ended job's record may have left the table.
-    pub ended_drivers: BTreeMap<NodeIdx, DriverTime>,
-}
-
-/// Drivers of ended jobs on one node (see [`Counters::ended_drivers`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DriverTime {
-    pub drivers: u64,
-    pub ran_us: u64,
 }
 
 impl Counters {
@@ -455,9 +444,6 @@ impl Model {
         if next.is_terminal() {
             j.end_time = Some(now);
             self.counters.jobs_finished += 1;
-            let ended = self.counters.ended_drivers.entry(j.driver_node).or_default();
-            ended.drivers += 1;
-            ended.ran_us += now.saturating_sub(j.start_time);
             self.finished_jobs.push_back(id);
             while self.finished_jobs.len() > self.finished_job_capacity {
                 if let Some(old) = self.finished_jobs.pop_front() {

@@ -14,10 +14,18 @@
 //! what those processes leave. A node's workload bodies (`task_duration`, sleeps) are
 //! not CPU work here; only Ray's overheads are.
 //!
+//! Two kinds of work are not queued but time-sliced, as Linux shares a core among
+//! runnable threads: a driver's own work (its Python: the submit loop) and a worker
+//! process's start. Each runs as long as it takes with the other such work running
+//! beside it, and never waits for a worker's work; the worker work placed after it
+//! waits for it. A driver's own work also loses part of its core to each task worker
+//! busy on its node (`scheduler.driver_slowdown_per_busy_worker`): Ray's driver loop
+//! waits runnable while reniced workers run (loop_wait.py).
+//!
 //! Ray renices each worker process once it is up (`scheduler.worker_niceness`). When
-//! that is set above 0, work has two priorities ([`Priority`]): the raylet's, a
-//! driver's and a starting worker's work shares the cores among itself and never waits
-//! for a worker's, and a worker's work gets the cores that work leaves.
+//! that is set above 0, work has two priorities ([`Priority`]): the raylet's and the
+//! drivers' threads share the cores with the work above too, and a worker's work gets
+//! the cores that work leaves.
 //!
 //! Owns: each live node's cores (when each comes free), its raylet's thread, its
 //! processes' single threads (an async actor's event loop, an owner's io thread) and its
@@ -37,17 +45,18 @@ pub(crate) use priority::Priority;
 #[derive(Default)]
 pub(crate) struct NodeCpus {
     nodes: Vec<NodeCpu>,
-    /// Where a node's worker processes run reniced (`scheduler.worker_niceness` above
-    /// 0), by node slot: the work at normal priority placed there and not over by now,
-    /// as stretches of busy time. It shares the cores among itself and never waits for
-    /// a worker process's work. None, or no entry: all work shares the cores alike,
-    /// first come first served. Apart from `nodes`, so a node (a dead one kept for the
-    /// views included) costs nothing for it unless its workers are reniced.
-    normal: Vec<Option<NormalWork>>,
-    /// How long drivers' own work waited for a core, by node slot, where all work shares
-    /// the cores alike (grown only where some did): the report warns when that is much
-    /// of their time (`sim::report`).
-    driver_waits: Vec<u64>,
+    /// The scheduler's settings, alike on every node (set as each node joins): kept once
+    /// here, so a node slot (a dead node's kept for the views included) stays small.
+    settings: Settings,
+}
+
+/// What every node's cores are run by (`NodeMachine`'s settings that are the
+/// scheduler's, not a node type's).
+#[derive(Clone, Copy, Default)]
+struct Settings {
+    idle_cpu: f64,
+    reniced_workers: bool,
+    driver_slowdown: f64,
 }
 
 #[derive(Default)]
@@ -56,6 +65,10 @@ struct NodeCpu {
     /// costs are all zero (nothing is ever pushed). All work is charged here, so the
     /// worker processes' work waits for everything placed before it.
     cores: BinaryHeap<Reverse<u64>>,
+    /// The time-sliced work placed here and not over by now, as stretches of busy time
+    /// (a driver's own work, the starts, and at `worker_niceness` above 0 every piece
+    /// at normal priority): it shares the cores among itself. Boxed when first used.
+    shared: Option<Box<NormalWork>>,
     /// When the raylet's thread comes free.
     raylet_free: u64,
     /// When each of a process's single threads ([`Thread`]) comes free; an entry in the
@@ -77,7 +90,6 @@ struct NodeCpu {
     /// Idle task workers that have not run a call yet (prestarted ones): their first
     /// call's reply comes late (`scheduler.worker_first_call_latency`).
     fresh_workers: u32,
-    idle_cpu: f64,
 }
 
 /// However many idle processes a node holds, work still gets this share of its cores
@@ -90,19 +102,16 @@ impl NodeCpus {
     /// used by each idle worker process, and `prestarted` idle task workers already up
     /// (Ray's raylet starts them for the first driver, before its first call).
     pub(crate) fn joined(&mut self, n: NodeIdx, machine: NodeMachine) {
-        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted, reniced_workers } = machine;
+        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted, reniced_workers, driver_slowdown } =
+            machine;
+        self.settings = Settings { idle_cpu, reniced_workers, driver_slowdown };
         let i = n.index();
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeCpu::default);
         }
-        if reniced_workers && i >= self.normal.len() {
-            self.normal.resize_with(i + 1, || None);
-        }
-        if let Some(normal) = self.normal.get_mut(i) {
-            *normal = reniced_workers.then(NormalWork::default);
-        }
         self.nodes[i] = NodeCpu {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
+            shared: None,
             raylet_free: 0,
             threads: HashMap::new(),
             fresh_actors: HashMap::new(),
@@ -111,7 +120,6 @@ impl NodeCpus {
             task_leases: 0,
             task_workers: prestarted,
             fresh_workers: prestarted,
-            idle_cpu,
         };
     }
 
@@ -193,47 +201,23 @@ impl NodeCpus {
         if let Some(node) = self.nodes.get_mut(n.index()) {
             *node = NodeCpu::default();
         }
-        if let Some(normal) = self.normal.get_mut(n.index()) {
-            *normal = None;
-        }
-    }
-
-    /// `n`'s cores, with its normal work where its workers are reniced (for
-    /// [`NodeCpu::run`]).
-    fn node_mut(&mut self, n: NodeIdx) -> Option<(&mut NodeCpu, Option<&mut NormalWork>)> {
-        let node = self.nodes.get_mut(n.index())?;
-        Some((node, self.normal.get_mut(n.index()).and_then(Option::as_mut)))
     }
 
     /// `cost` µs of work by a process of `priority` arriving on `n` at `now`: when it
     /// ends. Zero work ends at once and takes no core. Normal work placed here is a
-    /// driver's own; where all work shares the cores alike, how long it waited is kept
-    /// ([`Self::longest_driver_wait`]).
+    /// driver's own: it is time-sliced, and slowed by the node's busy task workers.
     pub(crate) fn work(&mut self, n: NodeIdx, priority: Priority, now: u64, cost: u64) -> u64 {
         if cost == 0 {
             return now;
         }
-        let Some((node, normal)) = self.node_mut(n) else { return now + cost };
-        let alike = normal.is_none();
-        let end = node.run(now, now, cost, priority, normal);
-        let waited = end.saturating_sub(now + cost);
-        if alike && priority == Priority::Normal && waited > 0 {
-            if n.index() >= self.driver_waits.len() {
-                self.driver_waits.resize(n.index() + 1, 0);
-            }
-            self.driver_waits[n.index()] += waited;
+        let settings = self.settings;
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        if priority == Priority::Worker {
+            return node.run(&settings, now, now, cost, Slicing::Queued);
         }
-        end
-    }
-
-    /// The node where drivers' own work waited longest for a core (or was slowed by the
-    /// idle processes' share) while all work shared the cores alike, and for how long
-    /// in all (µs). There a thread's queued work (an owner's pushes, the raylet's
-    /// dispatches) holds a core from when it is queued, so a driver waits for work that
-    /// has not begun; Ray's drivers also outrank their workers (`worker_niceness`).
-    pub(crate) fn longest_driver_wait(&self) -> Option<(NodeIdx, u64)> {
-        let (i, &waited) = self.driver_waits.iter().enumerate().max_by_key(|&(i, w)| (*w, std::cmp::Reverse(i)))?;
-        (waited > 0).then_some((NodeIdx(i as u32), waited))
+        let end = node.run(&settings, now, now, cost, Slicing::Sliced);
+        let slowdown = 1.0 + settings.driver_slowdown * node.task_leases as f64;
+        now + ((end - now) as f64 * slowdown).round() as u64
     }
 
     /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a
@@ -252,9 +236,10 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let Some((node, normal)) = self.node_mut(n) else { return now + cost };
+        let settings = self.settings;
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
         let start = now.max(node.raylet_free);
-        let end = node.run(now, start, cost, Priority::Normal, normal);
+        let end = node.run(&settings, now, start, cost, settings.slicing_at(Priority::Normal));
         node.raylet_free = end;
         end
     }
@@ -273,14 +258,15 @@ impl NodeCpus {
         if cost == 0 {
             return at;
         }
-        let Some((node, normal)) = self.node_mut(n) else { return at + cost };
+        let settings = self.settings;
+        let Some(node) = self.nodes.get_mut(n.index()) else { return at + cost };
         if node.threads.len() >= 1024 {
             // Free by now, a thread holds back no work placed from now on; one free by
             // `at` only may still hold back work arriving before `at`.
             node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
-        let end = node.run(now, start, cost, priority, normal);
+        let end = node.run(&settings, now, start, cost, settings.slicing_at(priority));
         node.threads.insert(thread, end);
         end
     }
@@ -298,13 +284,14 @@ impl NodeCpus {
             }
             return now + latency;
         }
-        let Some((node, normal)) = self.node_mut(n) else { return now + cpu + latency };
+        let settings = self.settings;
+        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cpu + latency };
         let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
         let start = now.max(slot_free);
         // Counted from now: the starts queued after this one run while it is alive. Ray
-        // renices a worker once it is up: its start runs at normal priority.
+        // renices a worker once it is up: its start runs at normal priority, time-sliced.
         node.processes += 1;
-        let end = node.run(now, start, cpu, Priority::Normal, normal);
+        let end = node.run(&settings, now, start, cpu, Slicing::Sliced);
         node.startups.push(Reverse(end));
         end + latency
     }
@@ -323,6 +310,28 @@ pub(crate) enum Thread {
     OwnerOfActor(ActorId),
 }
 
+impl Settings {
+    /// How a thread's piece at `priority` is placed: where workers are reniced, the
+    /// raylet's and the drivers' threads are time-sliced with the rest of normal work;
+    /// else they queue with the workers' work.
+    fn slicing_at(&self, priority: Priority) -> Slicing {
+        if self.reniced_workers && priority == Priority::Normal {
+            Slicing::Sliced
+        } else {
+            Slicing::Queued
+        }
+    }
+}
+
+/// How a piece of work takes a node's cores ([`NodeCpu::run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slicing {
+    /// First come, first served: it waits for the work placed before it.
+    Queued,
+    /// Time-sliced with the other such work running (Linux's share of a core).
+    Sliced,
+}
+
 /// What a node is made of, for [`NodeCpus::joined`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NodeMachine {
@@ -332,6 +341,8 @@ pub(crate) struct NodeMachine {
     pub prestarted: u32,
     /// Whether worker processes run at a lower priority (`worker_niceness` above 0).
     pub reniced_workers: bool,
+    /// The part of a core a driver's own work loses to each busy task worker.
+    pub driver_slowdown: f64,
 }
 
 impl NodeMachine {
@@ -345,7 +356,15 @@ impl NodeMachine {
         let startup_concurrency = s.maximum_startup_concurrency.unwrap_or(whole_cpus.min(cores).max(1));
         let prestarted = if s.prestart_worker_first_driver { startup_concurrency.min(whole_cpus) } else { 0 };
         let reniced_workers = s.worker_niceness > 0;
-        NodeMachine { cores, startup_concurrency, idle_cpu: s.idle_worker_cpu, prestarted, reniced_workers }
+        let driver_slowdown = s.driver_slowdown_per_busy_worker;
+        NodeMachine {
+            cores,
+            startup_concurrency,
+            idle_cpu: s.idle_worker_cpu,
+            prestarted,
+            reniced_workers,
+            driver_slowdown,
+        }
     }
 }
 
@@ -376,28 +395,25 @@ impl NodeCpu {
         true
     }
 
-    /// `cost`, stretched by the idle processes' share, at `priority`, placed at `now` and
-    /// arriving at `arrives`. Every piece is charged to all the cores, so a worker's work
-    /// waits for what came before it. Where workers are reniced (`normal`: the node's
-    /// normal work), a piece at normal
-    /// priority instead shares the cores with the normal work running when it arrives:
-    /// it gets a whole core if one is left, else its share (Linux shares a core among
-    /// equals; a long start does not hold a driver's loop back for its whole length).
-    /// A piece is not slowed by normal work that arrives after it, nor a worker's piece
-    /// placed before a normal one pushed back by it: the worker work placed after is,
-    /// by as much.
-    fn run(&mut self, now: u64, arrives: u64, cost: u64, priority: Priority, normal: Option<&mut NormalWork>) -> u64 {
-        let cost = self.loaded(cost);
+    /// `cost`, stretched by the idle processes' share, placed at `now` and arriving at
+    /// `arrives`. Every piece is charged to all the cores, so a queued piece waits for
+    /// what came before it. A time-sliced piece instead shares the cores with the
+    /// time-sliced work running when it arrives: it gets a whole core if one is left,
+    /// else its share (Linux shares a core among equals; a long start does not hold a
+    /// driver's loop back for its whole length). A piece is not slowed by sliced work
+    /// that arrives after it, nor a queued piece placed before a sliced one pushed back
+    /// by it: the queued work placed after is, by as much.
+    fn run(&mut self, settings: &Settings, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
+        let cost = self.loaded(settings.idle_cpu, cost);
         let end = self.run_as_is(arrives, cost);
-        let cores = self.cores.len().max(1) as u64;
-        match (priority, normal) {
-            (Priority::Normal, Some(normal)) => {
-                let running = normal.running_at(now, arrives);
-                let stretched = if running < cores { cost } else { cost * (running + 1) / cores };
-                normal.place(arrives, arrives + stretched)
-            }
-            _ => end,
+        if slicing == Slicing::Queued {
+            return end;
         }
+        let cores = self.cores.len().max(1) as u64;
+        let shared = self.shared.get_or_insert_with(Box::default);
+        let running = shared.running_at(now, arrives);
+        let stretched = if running < cores { cost } else { cost * (running + 1) / cores };
+        shared.place(arrives, arrives + stretched)
     }
 
     /// `cost` on the core that comes free first, no sooner than it arrives.
@@ -411,12 +427,12 @@ impl NodeCpu {
 
 impl NodeCpu {
     /// `cost` stretched by what the idle processes take of the cores.
-    fn loaded(&self, cost: u64) -> u64 {
-        if self.processes == 0 || self.idle_cpu <= 0.0 {
+    fn loaded(&self, idle_cpu: f64, cost: u64) -> u64 {
+        if self.processes == 0 || idle_cpu <= 0.0 {
             return cost;
         }
         let cores = self.cores.len().max(1) as f64;
-        let left = (cores - self.idle_cpu * self.processes as f64).max(cores * MIN_SHARE);
+        let left = (cores - idle_cpu * self.processes as f64).max(cores * MIN_SHARE);
         (cost as f64 * cores / left).round() as u64
     }
 }

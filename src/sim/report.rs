@@ -69,10 +69,6 @@ pub struct Report {
     /// How far the model was from real Ray on the recorded workloads like this config's
     /// (`config::calibration::measured_for`): the error its answer carries.
     pub measured: Vec<calibration::Measured>,
-    /// Where the run leaned on a known limit of the model's default, in one line (absent:
-    /// nowhere): drivers that waited much of their time for cores held by queued work.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_warning: Option<String>,
     /// Set when writing the `--events` file failed part way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_file_error: Option<String>,
@@ -142,7 +138,6 @@ impl Report {
             calibration: CALIBRATION.line(),
             calibration_beyond: beyond,
             measured: calibration::measured_for(&e.cfg),
-            model_warning: driver_wait_warning(e),
             events_file_error,
         }
     }
@@ -193,47 +188,11 @@ impl Report {
         if let Some(w) = calibration::warning_of(&self.calibration_beyond) {
             let _ = writeln!(s, "  WARNING: {w}");
         }
-        if let Some(w) = &self.model_warning {
-            let _ = writeln!(s, "  WARNING: {w}");
-        }
         if let Some(e) = &self.events_file_error {
             let _ = writeln!(s, "  WARNING: writing the events file failed: {e}");
         }
         s
     }
-}
-
-/// Drivers that waited this share of their time for a core are worth a warning.
-const DRIVER_WAIT_SHARE: f64 = 0.10;
-
-/// The report's line when drivers' own work on a node waited for cores for a tenth of
-/// the time they ran there or more, at `worker_niceness` 0 (`NodeCpus::
-/// longest_driver_wait`): scale.yaml's two drivers waited 495 s, and its actor pool
-/// took 288 s where it takes 27 s at 15; every other example waited under a second.
-fn driver_wait_warning(e: &Engine) -> Option<String> {
-    let (node, waited) = e.cpus.longest_driver_wait()?;
-    let m = &e.model;
-    let now = e.now_us();
-    // Ended jobs from the counters (their records may have left the table), running
-    // ones from the table, which keeps every job that has not ended.
-    let ended = m.counters.ended_drivers.get(&node).copied().unwrap_or_default();
-    let running: Vec<&Job> = m.jobs.values().filter(|j| j.driver_node == node && j.end_time.is_none()).collect();
-    let ran = ended.ran_us + running.iter().map(|j| now.saturating_sub(j.start_time)).sum::<u64>();
-    let drivers = ended.drivers + running.len() as u64;
-    if waited < 1_000_000 || (waited as f64) < DRIVER_WAIT_SHARE * ran as f64 {
-        return None;
-    }
-    let ip = m.nodes.get(node.index()).map_or_else(|| "?".to_string(), |n| n.ip.to_string());
-    Some(format!(
-        "drivers' own work on node {ip} waited {:.1} s in all for a core, over the {:.1} s its {} driver(s) ran: \
-         at scheduler.worker_niceness 0 a thread's queued work (an owner's pushes, the raylet's dispatches) holds \
-         the node's cores from when it is queued, and Ray's drivers outrank their workers, so those jobs' times \
-         are likely too long (BENCHMARKS.md, \"Two priorities on a node's cores\"; 15 models Ray's priorities, \
-         at a cost in memory)",
-        waited as f64 / 1e6,
-        ran as f64 / 1e6,
-        drivers,
-    ))
 }
 
 /// Peak resident set size of this process (VmHWM), 0 where unknown.

@@ -34,9 +34,6 @@ pub struct SweepRun {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub calibration_beyond: Vec<String>,
-    /// Where this run leaned on a known limit of the model (see [`Report`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_warning: Option<String>,
 }
 
 impl SweepRun {
@@ -56,7 +53,6 @@ impl SweepRun {
             utilization: r.utilization.clone(),
             event_log_sha256: r.event_log_sha256.clone(),
             calibration_beyond: r.calibration_beyond.clone(),
-            model_warning: r.model_warning.clone(),
         }
     }
 }
@@ -156,11 +152,6 @@ impl Sweep {
                 format!("from {}={}", self.key, values.join(", "))
             };
             let _ = writeln!(s, "  WARNING: {line} ({which})");
-        }
-        for r in &self.runs {
-            if let Some(w) = &r.model_warning {
-                let _ = writeln!(s, "  WARNING: {w} (from {}={})", self.key, r.value);
-            }
         }
         let _ = write!(s, "  {:<label_width$}", self.key);
         for (run, w) in self.runs.iter().zip(&widths) {

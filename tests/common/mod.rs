@@ -114,7 +114,7 @@ pub fn serving_address(
 /// (`costs`, `key: value` pairs, which win over the ones turned off).
 pub fn only_costs(costs: &str) -> String {
     let given: Vec<&str> = costs.split(',').filter_map(|kv| kv.split(':').next()).map(str::trim).collect();
-    let off: Vec<String> = [
+    let mut off: Vec<String> = [
         "call_submit_cost",
         "first_submit_cost",
         "owner_push_cost",
@@ -132,6 +132,9 @@ pub fn only_costs(costs: &str) -> String {
     .filter(|key| !given.contains(key))
     .map(|key| format!("{key}: 0s"))
     .collect();
+    if !given.contains(&"driver_slowdown_per_busy_worker") {
+        off.push("driver_slowdown_per_busy_worker: 0".to_string());
+    }
     format!(
         "cluster:\n  host_node: false\n  head: {{cpu: 8, cores: 8, memory: 16GiB}}\n\
          scheduler: {{{}, idle_worker_cpu: 0, {costs}}}\n",

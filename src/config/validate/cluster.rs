@@ -206,6 +206,7 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     p.fraction("scheduler.top_k_fraction".into(), s.top_k_fraction, true);
     p.at_least("scheduler.top_k_absolute".into(), s.top_k_absolute as u64, 1);
     p.fraction("scheduler.idle_worker_cpu".into(), s.idle_worker_cpu, false);
+    p.fraction("scheduler.driver_slowdown_per_busy_worker".into(), s.driver_slowdown_per_busy_worker, false);
     if s.worker_niceness > 19 {
         p.push("scheduler.worker_niceness", "must be 0 to 19 (a Linux niceness; Ray's default is 15)");
     }

@@ -1,13 +1,14 @@
-//! Which priority a node's work runs at, and the normal-priority work a node where
-//! workers are reniced keeps (`scheduler.worker_niceness`; [`super::NodeCpus`]).
+//! Which priority a node's work runs at (`scheduler.worker_niceness`), and the
+//! time-sliced normal-priority work a node keeps ([`super::NodeCpus`]).
 //!
-//! Owns: the rule that says whose work is reniced, and the stretches of normal work
+//! Owns: the rule that says whose work is reniced, and the stretches of time-sliced work
 //! placed and not over. Must never: place work itself (`super` does), or be read for
 //! anything but timing.
 
 use crate::model::{Task, TaskType};
 
-/// The normal-priority work placed on a node and not over yet, as stretches of busy
+/// The time-sliced normal-priority work placed on a node and not over yet (a driver's
+/// own and the starts; at `worker_niceness` above 0, all of it), as stretches of busy
 /// time: a piece that starts when a stretch ends (the next piece of the same thread, or
 /// work that waited for it) extends that stretch. A stretch's pieces follow each other,
 /// so the stretches running at a time are as many as the pieces; and they stay few

@@ -7,7 +7,7 @@ fn node() -> NodeIdx {
 }
 
 fn machine(cores: u32, startup_concurrency: u32, idle_cpu: f64) -> NodeMachine {
-    NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0, reniced_workers: false }
+    NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0, reniced_workers: false, driver_slowdown: 0.0 }
 }
 
 #[test]
@@ -85,9 +85,11 @@ fn the_raylet_is_one_thread() {
 fn worker_starts_wait_for_a_slot_and_for_the_cores() {
     let mut cpus = NodeCpus::default();
     cpus.joined(node(), machine(2, 4, 0.0));
-    // Four slots, two cores: starts of 100 µs of CPU end two at a time.
+    // Four slots, two cores: starts of 100 µs of CPU share the cores (Linux time-slices
+    // them), each slowed by those running when it begins; a fifth waits for a slot.
     let ends: Vec<u64> = (0..8).map(|_| cpus.start_worker(node(), 0, 100, 5)).collect();
-    assert_eq!(ends, vec![105, 105, 205, 205, 305, 305, 405, 405]);
+    assert_eq!(ends, vec![105, 105, 155, 205, 255, 305, 355, 405]);
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 410, "a worker's work waits for the CPU they took");
     // One slot: starts go one after another even with cores free.
     let mut one = NodeCpus::default();
     one.joined(node(), machine(8, 1, 0.0));
@@ -183,22 +185,21 @@ fn a_dead_node_forgets_its_queue() {
 }
 
 #[test]
-fn a_drivers_wait_for_a_core_is_kept_where_all_work_is_alike() {
+fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
     for reniced_workers in [false, true] {
         let mut cpus = NodeCpus::default();
-        cpus.joined(node(), NodeMachine { reniced_workers, ..machine(1, 1, 0.0) });
-        assert_eq!(cpus.longest_driver_wait(), None);
-        // A worker's piece holds the one core until 100; a driver's piece arrives at 0.
-        cpus.work(node(), Priority::Worker, 0, 100);
-        let driver = cpus.work(node(), Priority::Normal, 0, 10);
-        // A worker's later wait is not a driver's.
-        cpus.work(node(), Priority::Worker, 0, 10);
-        if reniced_workers {
-            assert_eq!(driver, 10, "the driver outranks the worker");
-            assert_eq!(cpus.longest_driver_wait(), None);
-        } else {
-            assert_eq!(driver, 110);
-            assert_eq!(cpus.longest_driver_wait(), Some((node(), 100)));
-        }
+        cpus.joined(node(), NodeMachine { reniced_workers, driver_slowdown: 0.5, ..machine(1, 1, 0.0) });
+        // A worker's piece holds the one core until 100; a driver's piece arriving at 0
+        // does not wait for it, and the worker's next piece waits for both.
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 100), 100);
+        assert_eq!(cpus.work(node(), Priority::Normal, 0, 10), 10, "the driver is time-sliced");
+        assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 120);
+        // Two busy task workers: the driver's piece takes 1 + 2 × 0.5 times as long.
+        cpus.task_lease_granted(node());
+        cpus.task_lease_granted(node());
+        assert_eq!(cpus.work(node(), Priority::Normal, 1_000, 10), 1_020);
+        cpus.task_lease_returned(node());
+        cpus.task_lease_returned(node());
+        assert_eq!(cpus.work(node(), Priority::Normal, 2_000, 10), 2_010, "none busy: as it is");
     }
 }
