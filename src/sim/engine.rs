@@ -20,7 +20,7 @@ use super::faults::FaultState;
 use super::follow::cx;
 use super::follow::Follow;
 use super::jobs::JobManager;
-use super::node_cpu::{NodeCpus, NodeMachine};
+use super::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
 use super::node_manager::GcsNodeManager;
 use super::node_runtime::Raylets;
 use super::objects::PlasmaStores;
@@ -128,7 +128,7 @@ impl Engine {
             plasma: PlasmaStores::new(cfg.object_store.spill_threshold),
             node_views: Default::default(),
             raylets: Raylets::default(),
-            cpus: NodeCpus::default(),
+            cpus: NodeCpus::new(CpuSettings::of(&cfg)),
             actor_manager: ActorManager::default(),
             queues: ClusterQueues::default(),
             pg_manager: PlacementGroupManager::default(),

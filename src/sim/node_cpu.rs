@@ -42,21 +42,34 @@ use priority::NormalWork;
 pub(crate) use priority::Priority;
 
 /// Every node's cores, by node slot.
-#[derive(Default)]
 pub(crate) struct NodeCpus {
     nodes: Vec<NodeCpu>,
-    /// The scheduler's settings, alike on every node (set as each node joins): kept once
-    /// here, so a node slot (a dead node's kept for the views included) stays small.
-    settings: Settings,
+    /// The scheduler's settings, alike on every node: kept once here, so a node slot (a
+    /// dead node's kept for the views included) stays small.
+    settings: CpuSettings,
 }
 
-/// What every node's cores are run by (`NodeMachine`'s settings that are the
-/// scheduler's, not a node type's).
-#[derive(Clone, Copy, Default)]
-struct Settings {
-    idle_cpu: f64,
-    reniced_workers: bool,
-    driver_slowdown: f64,
+/// What every node's cores are run by: the scheduler's settings, not a node type's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CpuSettings {
+    /// The share of a core each live worker process uses while idle.
+    pub idle_cpu: f64,
+    /// Whether worker processes run at a lower priority (`worker_niceness` above 0).
+    pub reniced_workers: bool,
+    /// The part of a core a driver's own work loses to each busy task worker.
+    pub driver_slowdown: f64,
+}
+
+impl CpuSettings {
+    /// Those of `cfg`'s scheduler.
+    pub(crate) fn of(cfg: &Config) -> Self {
+        let s = &cfg.scheduler;
+        CpuSettings {
+            idle_cpu: s.idle_worker_cpu,
+            reniced_workers: s.worker_niceness > 0,
+            driver_slowdown: s.driver_slowdown_per_busy_worker,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -97,14 +110,17 @@ struct NodeCpu {
 const MIN_SHARE: f64 = 0.05;
 
 impl NodeCpus {
+    /// No node yet; every node's cores run by `settings`.
+    pub(crate) fn new(settings: CpuSettings) -> Self {
+        NodeCpus { nodes: Vec::new(), settings }
+    }
+
     /// A node joined (or came back in a reused slot) with `cores` physical cores, room
-    /// to start `startup_concurrency` worker processes at once, `idle_cpu` of a core
-    /// used by each idle worker process, and `prestarted` idle task workers already up
-    /// (Ray's raylet starts them for the first driver, before its first call).
+    /// to start `startup_concurrency` worker processes at once, and `prestarted` idle
+    /// task workers already up (Ray's raylet starts them for the first driver, before
+    /// its first call).
     pub(crate) fn joined(&mut self, n: NodeIdx, machine: NodeMachine) {
-        let NodeMachine { cores, startup_concurrency, idle_cpu, prestarted, reniced_workers, driver_slowdown } =
-            machine;
-        self.settings = Settings { idle_cpu, reniced_workers, driver_slowdown };
+        let NodeMachine { cores, startup_concurrency, prestarted } = machine;
         let i = n.index();
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeCpu::default);
@@ -310,7 +326,7 @@ pub(crate) enum Thread {
     OwnerOfActor(ActorId),
 }
 
-impl Settings {
+impl CpuSettings {
     /// How a thread's piece at `priority` is placed: where workers are reniced, the
     /// raylet's and the drivers' threads are time-sliced with the rest of normal work;
     /// else they queue with the workers' work.
@@ -337,12 +353,7 @@ enum Slicing {
 pub(crate) struct NodeMachine {
     pub cores: u32,
     pub startup_concurrency: u32,
-    pub idle_cpu: f64,
     pub prestarted: u32,
-    /// Whether worker processes run at a lower priority (`worker_niceness` above 0).
-    pub reniced_workers: bool,
-    /// The part of a core a driver's own work loses to each busy task worker.
-    pub driver_slowdown: f64,
 }
 
 impl NodeMachine {
@@ -355,16 +366,7 @@ impl NodeMachine {
         let whole_cpus = cpu.floor() as u32;
         let startup_concurrency = s.maximum_startup_concurrency.unwrap_or(whole_cpus.min(cores).max(1));
         let prestarted = if s.prestart_worker_first_driver { startup_concurrency.min(whole_cpus) } else { 0 };
-        let reniced_workers = s.worker_niceness > 0;
-        let driver_slowdown = s.driver_slowdown_per_busy_worker;
-        NodeMachine {
-            cores,
-            startup_concurrency,
-            idle_cpu: s.idle_worker_cpu,
-            prestarted,
-            reniced_workers,
-            driver_slowdown,
-        }
+        NodeMachine { cores, startup_concurrency, prestarted }
     }
 }
 
@@ -403,7 +405,7 @@ impl NodeCpu {
     /// driver's loop back for its whole length). A piece is not slowed by sliced work
     /// that arrives after it, nor a queued piece placed before a sliced one pushed back
     /// by it: the queued work placed after is, by as much.
-    fn run(&mut self, settings: &Settings, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
+    fn run(&mut self, settings: &CpuSettings, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
         let cost = self.loaded(settings.idle_cpu, cost);
         let end = self.run_as_is(arrives, cost);
         if slicing == Slicing::Queued {

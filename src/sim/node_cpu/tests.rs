@@ -6,14 +6,20 @@ fn node() -> NodeIdx {
     NodeIdx(0)
 }
 
-fn machine(cores: u32, startup_concurrency: u32, idle_cpu: f64) -> NodeMachine {
-    NodeMachine { cores, startup_concurrency, idle_cpu, prestarted: 0, reniced_workers: false, driver_slowdown: 0.0 }
+fn machine(cores: u32, startup_concurrency: u32) -> NodeMachine {
+    NodeMachine { cores, startup_concurrency, prestarted: 0 }
+}
+
+/// Cores run by `settings`, with one node of `machine` joined.
+fn cpus_on(settings: CpuSettings, machine: NodeMachine) -> NodeCpus {
+    let mut cpus = NodeCpus::new(settings);
+    cpus.joined(node(), machine);
+    cpus
 }
 
 #[test]
 fn work_shares_the_cores_first_come_first_served() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(2, 4, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 4));
     // Two cores: two pieces run at once, the third waits for the first to end.
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
@@ -24,16 +30,15 @@ fn work_shares_the_cores_first_come_first_served() {
     assert_eq!(cpus.work(node(), Priority::Worker, 100, 10), 110);
 }
 
-fn reniced(cores: u32, startup_concurrency: u32) -> NodeMachine {
-    NodeMachine { reniced_workers: true, ..machine(cores, startup_concurrency, 0.0) }
+fn reniced() -> CpuSettings {
+    CpuSettings { reniced_workers: true, ..CpuSettings::default() }
 }
 
 #[test]
 fn reniced_workers_leave_the_cores_to_normal_work() {
     // Both cores are busy with workers' work until 100.
     for reniced_workers in [false, true] {
-        let mut cpus = NodeCpus::default();
-        cpus.joined(node(), NodeMachine { reniced_workers, ..machine(2, 2, 0.0) });
+        let mut cpus = cpus_on(CpuSettings { reniced_workers, ..CpuSettings::default() }, machine(2, 2));
         cpus.work(node(), Priority::Worker, 0, 100);
         cpus.work(node(), Priority::Worker, 0, 100);
         let dispatched = cpus.raylet_work(node(), 0, 10);
@@ -50,8 +55,7 @@ fn reniced_workers_leave_the_cores_to_normal_work() {
 
 #[test]
 fn normal_work_shares_the_cores_among_itself() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), reniced(2, 3));
+    let mut cpus = cpus_on(reniced(), machine(2, 3));
     // Three starts at once on two cores: the third shares them (Linux), where first
     // come, first served would have it wait for a whole start.
     let ends: Vec<u64> = (0..3).map(|_| cpus.start_worker(node(), 0, 100, 0)).collect();
@@ -62,8 +66,7 @@ fn normal_work_shares_the_cores_among_itself() {
 
 #[test]
 fn a_queue_behind_one_thread_counts_as_one_runner() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), reniced(2, 2));
+    let mut cpus = cpus_on(reniced(), machine(2, 2));
     // Ten dispatches queue on the raylet's one thread until 100: one stretch of work.
     for _ in 0..10 {
         cpus.raylet_work(node(), 0, 10);
@@ -74,8 +77,7 @@ fn a_queue_behind_one_thread_counts_as_one_runner() {
 
 #[test]
 fn the_raylet_is_one_thread() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(4, 4, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(4, 4));
     assert_eq!(cpus.raylet_work(node(), 0, 10), 10);
     assert_eq!(cpus.raylet_work(node(), 0, 10), 20, "the second dispatch waits for the first");
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10, "other work uses the other cores meanwhile");
@@ -83,24 +85,21 @@ fn the_raylet_is_one_thread() {
 
 #[test]
 fn worker_starts_wait_for_a_slot_and_for_the_cores() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(2, 4, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 4));
     // Four slots, two cores: starts of 100 µs of CPU share the cores (Linux time-slices
     // them), each slowed by those running when it begins; a fifth waits for a slot.
     let ends: Vec<u64> = (0..8).map(|_| cpus.start_worker(node(), 0, 100, 5)).collect();
     assert_eq!(ends, vec![105, 105, 155, 205, 255, 305, 355, 405]);
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 410, "a worker's work waits for the CPU they took");
     // One slot: starts go one after another even with cores free.
-    let mut one = NodeCpus::default();
-    one.joined(node(), machine(8, 1, 0.0));
+    let mut one = cpus_on(CpuSettings::default(), machine(8, 1));
     assert_eq!(one.start_worker(node(), 0, 100, 0), 100);
     assert_eq!(one.start_worker(node(), 0, 100, 0), 200);
 }
 
 #[test]
 fn idle_processes_leave_less_of_the_cores() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(2, 2, 0.5));
+    let mut cpus = cpus_on(CpuSettings { idle_cpu: 0.5, ..CpuSettings::default() }, machine(2, 2));
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 100), 100);
     // Two idle processes take half the machine: work takes twice as long.
     cpus.start_worker(node(), 0, 0, 0);
@@ -119,8 +118,7 @@ fn idle_processes_leave_less_of_the_cores() {
 
 #[test]
 fn task_workers_start_once_and_are_reused() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(2, 2, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
     let started = |w| w == TaskWorker::Started;
     assert!(started(cpus.task_lease_granted(node())), "the first lease starts a worker");
     assert!(started(cpus.task_lease_granted(node())), "two at once need two");
@@ -135,8 +133,7 @@ fn task_workers_start_once_and_are_reused() {
 
 #[test]
 fn prestarted_workers_serve_the_first_leases_and_actors_take_idle_ones() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+    let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
     assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "a prestarted worker, no start");
     cpus.task_lease_returned(node());
     // One warm and one fresh idle: the warm one goes first.
@@ -152,8 +149,7 @@ fn prestarted_workers_serve_the_first_leases_and_actors_take_idle_ones() {
 
 #[test]
 fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), NodeMachine { prestarted: 2, ..machine(2, 2, 0.0) });
+    let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
     assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
     cpus.task_lease_returned(node());
     assert!(cpus.actor_takes_idle_worker(node()), "the warm one");
@@ -162,8 +158,7 @@ fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
 
 #[test]
 fn an_actor_answers_no_call_before_its_first_work_window_ends() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(2, 2, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 5), 5, "nothing known: at once");
     cpus.actor_up(node(), ActorId(1), 100);
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 10), 100, "within its first work's window");
@@ -176,19 +171,18 @@ fn an_actor_answers_no_call_before_its_first_work_window_ends() {
 
 #[test]
 fn a_dead_node_forgets_its_queue() {
-    let mut cpus = NodeCpus::default();
-    cpus.joined(node(), machine(1, 1, 0.0));
+    let mut cpus = cpus_on(CpuSettings::default(), machine(1, 1));
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 1_000), 1_000);
     cpus.lost(node());
-    cpus.joined(node(), machine(1, 1, 0.0));
+    cpus.joined(node(), machine(1, 1));
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 10);
 }
 
 #[test]
 fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
     for reniced_workers in [false, true] {
-        let mut cpus = NodeCpus::default();
-        cpus.joined(node(), NodeMachine { reniced_workers, driver_slowdown: 0.5, ..machine(1, 1, 0.0) });
+        let mut cpus =
+            cpus_on(CpuSettings { reniced_workers, driver_slowdown: 0.5, ..CpuSettings::default() }, machine(1, 1));
         // A worker's piece holds the one core until 100; a driver's piece arriving at 0
         // does not wait for it, and the worker's next piece waits for both.
         assert_eq!(cpus.work(node(), Priority::Worker, 0, 100), 100);
