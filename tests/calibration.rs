@@ -193,7 +193,7 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
 /// (fit.py ties `owner_push_cost` to it and records the ratio it used).
 #[test]
 fn the_owner_side_is_the_recorded_share_of_the_workers() {
-    let ratios = probe_rows("other-cpu/cpu-by-process.json")
+    let ratios = probe_rows("cpu-by-process.json")
         .iter()
         .map(|r| r["cpu_ms_per_task"]["driver"].as_f64().unwrap() / r["cpu_ms_per_task"]["workers"].as_f64().unwrap())
         .collect();
@@ -212,7 +212,7 @@ fn the_owner_side_is_the_recorded_share_of_the_workers() {
 /// per worker; the median of them.
 #[test]
 fn the_drivers_slowdown_is_the_recorded_loops_median() {
-    let each: Vec<f64> = probe_rows("other-cpu/loop-wait.json")
+    let each: Vec<f64> = probe_rows("loop-wait.json")
         .iter()
         .filter(|r| r["tasks"] == 100_000)
         .map(|r| (1.0 / r["on_cpu_share"].as_f64().unwrap() - 1.0) / r["cpus"].as_f64().unwrap())

@@ -10,7 +10,7 @@ for the batch; `gc.collect()` before every batch either way). Per batch: its sec
 its submit loop's, the driver's CPU seconds (`time.process_time()`), and the collector's
 runs per generation while it was on.
 
-  python batch_growth.py --out runs/other-cpu/batch-growth.json
+  python batch_growth.py --out runs/batch-growth.json
 """
 import argparse
 import gc

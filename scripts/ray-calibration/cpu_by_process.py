@@ -10,7 +10,7 @@ Ray process's CPU time (user + system, from /proc/PID/stat) read before and afte
 the driver (this process), the raylet, the GCS, the task workers (`ray::` processes)
 and the rest (the agents and monitors), each in ms per task.
 
-  python cpu_by_process.py --out runs/other-cpu/cpu-by-process.json
+  python cpu_by_process.py --out runs/cpu-by-process.json
 """
 import argparse
 import os

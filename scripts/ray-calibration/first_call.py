@@ -22,7 +22,7 @@ user's Ray processes by role (`suite.process_role`: driver, raylet, gcs, workers
 workers still starting, other) with its nice value (Ray renices its task workers:
 `RAY_worker_niceness`).
 
-  python first_call.py --out runs/other-cpu/first-call.json
+  python first_call.py --out runs/first-call.json
 """
 import os
 import sys

@@ -19,7 +19,7 @@ record's rows of the driver's CPU over the task workers'): the owner's side
 (`call_submit_cost` + `owner_push_cost`) is that ratio of the worker's
 (`call_start_cost` + `task_worker_cost` + `task_reply_cost`).
 
-  python fit.py --start runs/fit.json --owner-ratio runs/other-cpu/cpu-by-process.json \
+  python fit.py --start runs/fit.json --owner-ratio runs/cpu-by-process.json \
       --only scheduler.task_worker_cost --only scheduler.task_reply_cost \
       --only scheduler.task_push_latency --out runs/fit.json
 
@@ -32,7 +32,7 @@ names the fit rows instead of the FIT set, --set fixes a setting for every model
 --start-at moves one cost's starting point (the search is local: a cost started near
 zero can stay there where a larger value fits better):
 
-  python fit.py --runs runs/other-cpu/intel-noop --row "noop_tasks cpus=1 tasks=10000" ... \
+  python fit.py --runs runs/epyc --row "noop_tasks cpus=1 tasks=10000" ... \
       --set scheduler.call_submit_cost=58us --start-at scheduler.task_push_latency=200 ...
 """
 import argparse

@@ -3,7 +3,7 @@
 part of a pull (the owner's location lookup, the pull request) is paid once per get or
 once per object. Its runs settled that: once per object, so the model pays
 `object_store.transfer_latency` for each object a pull moves, a task's arguments or a
-get's (ARCHITECTURE.md, Calibration; runs/other-cpu/README.md).
+get's (ARCHITECTURE.md, Calibration; runs/README.md).
 
 Two nodes (ray.cluster_utils.Cluster, 1 CPU each, 512 MiB stores). For each count N and
 size S, N objects of S bytes are made on the worker node (or, for the baseline, on the
@@ -16,7 +16,7 @@ fetch_local=False)`), then times:
 
 Each the median of REPEAT rounds.
 
-  python get_pull.py --out runs/other-cpu/get-pull.json
+  python get_pull.py --out runs/get-pull.json
 """
 import os
 import sys

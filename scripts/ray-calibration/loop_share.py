@@ -16,7 +16,7 @@ loop, then one `ray.get` of all. Per run:
   cpu_ms_after_loop      the same from the loop's end to the get's
   seconds                the whole run, as the suite's `noop_tasks` times it
 
-  python loop_share.py --out runs/other-cpu/loop-share.json
+  python loop_share.py --out runs/loop-share.json
 """
 import os
 import sys

@@ -18,7 +18,7 @@ driver's threads' CPU. Per run:
   driver_threads_cpu_ms  each of the driver's other threads' CPU over the loop, by name
   seconds                the whole run, as the suite's `noop_tasks` times it
 
-  python loop_wait.py --out runs/other-cpu/loop-wait.json
+  python loop_wait.py --out runs/loop-wait.json
 """
 import os
 import sys

@@ -10,7 +10,7 @@ as the suite's `object_local`); for each size, after one untimed put and get of 
 (`uint8`), the get timed right after its put, in the same process. A row has the
 medians (`bytes_get_seconds`, `numpy_get_seconds`, with the puts' too) and the samples.
 
-  python numpy_get.py --out runs/other-cpu/numpy-get.json
+  python numpy_get.py --out runs/numpy-get.json
 """
 import os
 import sys

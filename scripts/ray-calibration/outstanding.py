@@ -9,7 +9,7 @@ windows of W: W submitted, W got, again, until N. Per run: its seconds, the subm
 loops' seconds, ms a task. If all-at-once costs more a task than the windows, the
 growth is what the driver holds outstanding.
 
-  python outstanding.py --out runs/other-cpu/outstanding.json [--tasks 30000 --rounds 4]
+  python outstanding.py --out runs/outstanding.json [--tasks 30000 --rounds 4]
 """
 import argparse
 import os

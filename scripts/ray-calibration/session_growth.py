@@ -12,7 +12,7 @@ its start), and once more with them on. If the cost grows batch by batch with ev
 on and not with them off, the growth is the task events' (the GCS keeps up to
 `RAY_task_events_max_num_task_in_gcs`, 100,000 by default).
 
-  python session_growth.py --out runs/other-cpu/session-growth.json
+  python session_growth.py --out runs/session-growth.json
 """
 import argparse
 import os

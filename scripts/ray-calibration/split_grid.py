@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Can the model fit the no-op runs with Ray's own split of a task's CPU between the
 driver and the worker? cpu_by_process.py measured the driver's process at about 0.58
-of the task workers' CPU per task (runs/other-cpu/cpu-by-process.json). This holds the
+of the task workers' CPU per task (runs/cpu-by-process.json). This holds the
 model's owner side (`call_submit_cost` + `owner_push_cost`) at that ratio to its worker
 side (`call_start_cost`) and walks a grid of the worker's cost and the push latency
 (`task_push_latency`), printing the best by the three 10,000-task fit rows with every

@@ -13,7 +13,7 @@ own first `.remote()`, timed), then asks three fresh processes to submit:
   * a task: its first `.remote()` of a task and a second, timed in it.
 Each figure is the time the `.remote()` call itself took in the submitting process.
 
-  python worker_first_submit.py --out runs/other-cpu/worker-first-submit.json [--runs 3]
+  python worker_first_submit.py --out runs/worker-first-submit.json [--runs 3]
 """
 import os
 import sys

@@ -9,7 +9,7 @@ constructor and again in a call a second later. Then every Ray process of this u
 role (`suite.process_role`) with its nice value, and the autogroups they are in (Linux
 weighs nice values only among the processes of one autogroup).
 
-  python worker_nice.py --out runs/other-cpu/worker-nice.json
+  python worker_nice.py --out runs/worker-nice.json
 """
 import os
 import sys

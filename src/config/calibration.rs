@@ -7,7 +7,7 @@
 //! `simulate` and `--sweep` name the calibration and print one warning line then. So
 //! does a config whose task returns are bigger than the largest put and get measured
 //! (`object_local`, `object_get`, 100 MB): their costs are extrapolated, one whose returns
-//! are numpy arrays (their get was measured on another machine only), and one whose
+//! are numpy arrays (their get comes from one probe, not the suite's runs), and one whose
 //! cluster can grow far past the two nodes the suite ran: the GCS's own work (actor and
 //! placement group scheduling, the resource broadcasts, the health checks), which grows
 //! with the nodes it serves, is not charged at all.
@@ -40,18 +40,16 @@ pub struct Calibration {
 }
 
 /// The calibration the defaults come from (runs in `scripts/ray-calibration/runs/`).
-/// `scheduler.worker_gc_cpu` alone was measured on an Intel Xeon VM of the same size
-/// (2026-11-28, `gc_rounds.py`), whose worker starts cost what the EPYC's fitted ones do;
-/// the ratio `scheduler.owner_push_cost` is tied at (the driver's CPU over the task
-/// workers', `cpu_by_process.py`) was measured there too, and so was the one
-/// `object_store.zero_copy_get_latency` is (a numpy get over a 1 KB `bytes` one,
-/// `numpy_get.py`).
+/// Two defaults were measured on the AMD EPYC VM of the same size the calibration ran
+/// on before (its runs: `runs/epyc/`): `scheduler.worker_first_call_latency`
+/// (`runs/lease-traces.json`) and `object_store.put_reused_bandwidth`
+/// (`runs/put-release.json`).
 pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",
-    machine: "2-core x86-64 VM (AMD EPYC), 24 GiB, Python 3.11",
+    machine: "2-core x86-64 VM (Intel Xeon), 24 GiB, Python 3.11",
     cores: 2,
     nodes: 2,
-    measured: "2026-11-23 to 2026-11-28",
+    measured: "2026-11-28 to 2026-11-29",
     report: "docs/fidelity.md",
 };
 
@@ -137,8 +135,8 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
     }
     if cfg.workloads.iter().any(numpy_values) {
         beyond.push(
-            "numpy return values (value_type: numpy), whose get, a view of the store's memory, was measured only on \
-             an Intel Xeon VM (numpy_get.py) and is taken at its ratio there to a 1 KB bytes get"
+            "numpy return values (value_type: numpy), whose get, a view of the store's memory, is no suite workload: \
+             it is taken at one probe's ratio to a 1 KB bytes get (numpy_get.py)"
                 .to_string(),
         );
     }
@@ -264,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn numpy_values_are_named_as_measured_elsewhere() {
+    fn numpy_values_are_named_as_measured_apart() {
         let c = cfg("workloads:\n  - {kind: actor_pool, actors: 1, return_size: 1MB, value_type: numpy}\n");
         let w = warning(&c).expect("a warning");
         assert!(w.contains("value_type: numpy") && !w.contains('\n'), "{w}");

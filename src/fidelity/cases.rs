@@ -108,89 +108,86 @@ pub fn leaves_out(workload: &str) -> &'static str {
              part is `scheduler.call_start_cost` and `scheduler.task_worker_cost` before the body and \
              `scheduler.task_reply_cost` after its reply (the owner does not wait for that, the lease's next task \
              does), the owner's side held at the share of the workers' CPU that Ray's driver burned \
-             (cpu_by_process.py on an Intel Xeon VM: 0.43-0.53 ms a task against 0.72-0.89, the raylet's \
-             0.01-0.02); Ray's per-task cost rises with the run (at 1 CPU, beyond the setup and the first call: \
-             0.61 ms a task at 1,000, 0.68 at 10,000, 0.70 at 100,000; at 2 CPUs 0.455 ms at 10,000, 0.500 at \
-             100,000), not by its driver's garbage collector (batch_growth.py: warm batches alike with it on and \
-             off) nor, on an Intel Xeon VM, by the tasks its cluster ran before (session_growth.py: twelve batches of \
-             10,000 in turn on one cluster, no trend, task events on or off) or by how many a driver holds \
-             outstanding (outstanding.py: 30,000 or 50,000 at once cost what windows of 1,000 did), where the \
-             model's is one figure (fitted to an Intel Xeon VM's own runs of this matrix, the same form put that \
-             VM's 100,000-task rows within 2.6-3.9 % and left its 1,000-task rows at 2 and 4 CPUs at +6.6 and -7.3 %, \
-             with a push latency of 102 µs where the fit here has 2 µs: runs/other-cpu/README.md, intel-noop); \
-             at 4 CPUs on 2 cores, while the two workers beyond the \
-             prestarted two start, Ray's prestarted ones began their first task 55-103 ms in and sat idle \
-             490-800 ms after it (the started two 270-490 ms after theirs, when no start ran, where the model's \
-             first call is 82 ms of work): the machine's cores shared among everything runnable, where the \
-             model's cores serve one piece of work at a time, first come first served, but for the driver's \
-             loop and the starts, which are time-sliced: its starts hold both cores for their 0.51 s and the \
-             pushes and the first calls' work (`scheduler.worker_first_call_latency`) wait for them \
-             (scripts/ray-calibration/lease_traces.py); Linux's priorities: Ray runs a worker (task worker or actor) at nice \
-             15 once it is up (`RAY_worker_niceness`) and everything else at nice 0, a starting worker included, so the \
-             driver, the raylet and the starts take the cores ahead of the task workers (first_call.py on an Intel \
-             Xeon VM: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms at 1 and 2 CPUs and up to \
-             877 ms beside two starts), where the model's cores have no priority by default \
+             (cpu_by_process.py: 0.43-0.53 ms a task against 0.72-0.89, the raylet's 0.01-0.02); Ray's per-task \
+             cost rises a little with the run (at 1 CPU 0.780 ms a task at 10,000, 0.800 at 100,000), not by its \
+             driver's garbage collector (batch_growth.py: warm batches alike with it on and off) nor by the tasks \
+             its cluster ran before (session_growth.py: twelve batches of 10,000 in turn on one cluster, no trend, \
+             task events on or off) or by how many a driver holds outstanding (outstanding.py: 30,000 or 50,000 at \
+             once cost what windows of 1,000 did), where the model's is one figure; at 4 CPUs on 2 cores, while \
+             the two workers beyond the prestarted two start, Ray's prestarted ones began their first task \
+             55-103 ms in and sat idle 490-800 ms after it (the started two 270-490 ms after theirs, when no start \
+             ran, where the model's first call is 82 ms of work; lease_traces.py on the AMD EPYC VM the \
+             calibration ran on before): the machine's cores shared among everything runnable, where the model's \
+             cores serve one piece of work at a time, first come first served, but for the driver's loop and the \
+             starts, which are time-sliced: its starts hold both cores for their 0.47 s and the pushes and the \
+             first calls' work (`scheduler.worker_first_call_latency`) wait for them; Linux's priorities: Ray runs \
+             a worker (task worker or actor) at nice 15 once it is up (`RAY_worker_niceness`) and everything else \
+             at nice 0, a starting worker included, so the driver, the raylet and the starts take the cores ahead \
+             of the task workers (first_call.py: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms \
+             at 1 and 2 CPUs and up to 877 ms beside two starts), where the model's cores have no priority by default \
              (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it: BENCHMARKS.md, \
              \"Two priorities on a node's cores\")"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
-             measured on the 1-CPU runs (first_submit.py on an Intel Xeon VM: the driver's first `.remote()` took \
-             78-92 ms and returned before its task ran; another function's first took 2.5-3.7 ms); the model's loop hands \
-             its calls over a thousand at a time, each thousand's work placed before the raylet's worker starts \
-             for them; the loop is time-sliced with the starts (at 4 CPUs Ray's loop shares the 2 cores with two \
-             starts: loop_share.py on an Intel Xeon VM gave its thread 0.52-0.60 of a core over 10,000 calls) and \
-             loses `scheduler.driver_slowdown_per_busy_worker` of a core to each busy task worker, a share \
-             measured on that VM (loop_wait.py: over 100,000 calls Ray's loop was on a CPU 0.925, 0.857 and \
-             0.775 of its time at 1, 2 and 4 CPUs and waited runnable the rest); with that VM's own costs the \
-             form holds its 2- and 4-CPU loops of 10,000 and 100,000 calls within 3.5 % \
-             (runs/other-cpu/README.md), where these runs' 2-CPU loops lost less of a core (their 10,000-call \
-             loop was 8 % faster than the 1-CPU one, that VM's 10 % slower), so here those and the 4-CPU \
-             100,000-call loop come out slow; a 1,000-call loop is mostly the first call's one-time cost, and \
-             Ray's spread over it is the widest (its range)"
+             measured on the 1-CPU runs (first_submit.py: the driver's first `.remote()` took 78-92 ms and \
+             returned before its task ran; another function's first took 2.5-3.7 ms); the model's loop hands its \
+             calls over a thousand at a time, each thousand's work placed before the raylet's worker starts for \
+             them; the loop is time-sliced with the starts (at 4 CPUs Ray's loop shares the 2 cores with two \
+             starts: loop_share.py gave its thread 0.52-0.60 of a core over 10,000 calls) and loses \
+             `scheduler.driver_slowdown_per_busy_worker` of a core to each busy task worker (loop_wait.py: over \
+             100,000 calls Ray's loop was on a CPU 0.925, 0.857 and 0.775 of its time at 1, 2 and 4 CPUs and \
+             waited runnable the rest); a 1,000-call loop is mostly the first call's one-time cost, and Ray's \
+             spread over it is the widest (its range); on the AMD EPYC VM the calibration ran on before, the \
+             2-CPU loops lost less of a core (its 10,000-call loop was 8 % faster than its 1-CPU one, this VM's \
+             10 % slower), which the share does not follow"
         }
         "actor_creation" => {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
-             node answered its first call 0.48-0.53 s after its creation (lease_traces.py), where the model's \
-             start alone is 0.51 s of CPU; memory pressure of hundreds of processes; which looks of the \
+             node answered its first call 0.36-0.45 s after its creation in four of call_costs.py's five samples \
+             (the fifth 0.09 s; 0.48-0.53 s on the AMD EPYC VM the calibration ran on before, lease_traces.py), where the model's start alone is 0.47 s of \
+             CPU; memory pressure of hundreds of processes; which looks of the \
              raylet see progress: default actors wait for a CPU, so from the second look in a row that sees \
              leases waiting and no worker progressing, every 10 s (`scheduler.debug_dump_period`), each \
              process on the node collects garbage (`scheduler.worker_gc_cpu`); Ray's looks sometimes see a \
-             worker between its start and its actor's creation and skip: 200 default actors on an Intel \
-             Xeon VM got 6 rounds in 154 s, to 62-194 processes (gc_rounds.py; `num_cpus=0` ones: none), where \
+             worker between its start and its actor's creation and skip: 200 default actors got 6 rounds in \
+             154 s, to 62-194 processes (gc_rounds.py; `num_cpus=0` ones: none), where \
              the model's looks see none and it runs a round every 10 s from 20 s (12, to 71-199 \
              processes), `worker_start_cpu` and `idle_worker_cpu` refitted with them"
         }
         "actor_calls" => {
-            "why a batch's time spreads: Ray's 1,000 sync calls took 161-276 ms in four quiet runs (a probe of \
-             eight batches in one process: 172-292 ms, about 180 or about 260), where each of the model's calls \
-             costs the same; an async actor's calls start one at a time on its event loop \
-             (`scheduler.async_call_cost` with `call_start_cost`)"
+            "why a batch's time spreads: Ray's 1,000 sync calls took 145-206 ms in three quiet runs, where each of \
+             the model's calls costs the same; an async actor's calls start one at a time on its event loop \
+             (`scheduler.async_call_cost` with `call_start_cost`), one figure a call, where Ray's 1,000 async calls \
+             took 238 µs a call (226-246 ms in three runs) and its 10,000 309 µs (on the AMD EPYC VM the \
+             calibration ran on before: 385 and 388)"
         }
         "object_local" => {
             "why a put costs what it does: the model's into fresh pages is `object_store.put_latency`, plus the \
              size at `object_store.put_bandwidth`, plus `object_store.put_sqrt_cost` times the square root of the \
              size in MB, a form chosen after seeing all five sizes (latency plus bandwidth alone misses some size \
              by 20 %) and fitted on three; no mechanism is claimed for its last term; bytes into pages the store \
-             held before move at `object_store.put_reused_bandwidth` (put_release.py's 11.2 GB/s); a put waiting \
-             on the release of the object dropped just before it (put_release.py); on an Intel Xeon VM of the \
-             same size, a fresh one, 1 MB and 10 MB puts took 3.2 and 4.7 times these (4.4-4.5 ms, 27.6-27.8 \
-             ms), where first touches of the VM's memory cost 0.6-2.5 ms a MiB"
+             held before move at `object_store.put_reused_bandwidth` (put_release.py's 11.2 GB/s, on the AMD \
+             EPYC VM the calibration ran on before); a put waiting on the release of the object dropped just \
+             before it (put_release.py); on a fresh Intel Xeon VM of the same size (runs/first-look/), 1 MB and \
+             10 MB puts took 3.7 and 5.7 times these (4.4-4.5 ms, 27.6-27.8 ms), where first touches of that VM's \
+             memory cost 0.6-2.5 ms a MiB"
         }
         "object_get" => {
-            "why the copy's rate falls with size below 32 MiB: the model's get is `object_store.get_latency` plus \
-             the size at `object_store.get_bandwidth`, or at `get_fresh_bandwidth` above `get_fresh_threshold` \
-             (glibc's largest mmap threshold, 32 MiB: a new `bytes` that big lands in freshly mapped pages), \
-             fitted on 1 KB, 1 MB and 100 MB; Ray's 10 MB get cost 100 µs a MB where its 1 MB one cost 60 \
-             (CPython's copy of an mmap'd buffer alone on an Intel Xeon VM, copy_probe.py: 37-78 µs a MB at \
-             1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); a get of an object on another node pulls it first, as a \
-             task's arguments (`object_transfer`), with no suite figure of its own (get_pull.py on an Intel Xeon \
-             VM: one object 2.7 ms at 256 KiB and 8.1 ms at 1 MB beyond a local get, 100 together 1.1 and 2.1 ms \
-             each, where the model's pull is 0.9 and 1.9 ms an object); the suite's values are `bytes`, and a \
-             numpy array comes back as a view of the store's memory, no copy (`value_type: numpy`, at \
-             `object_store.zero_copy_get_latency`: numpy_get.py on an Intel Xeon VM, 0.14-0.39 ms a get from 1 KB \
-             to 100 MB, with no run on this machine)"
+            "a copy's rate that changes with its size below 32 MiB: the model's get is \
+             `object_store.get_latency` plus the size at `object_store.get_bandwidth`, or at \
+             `get_fresh_bandwidth` above `get_fresh_threshold` (glibc's largest mmap threshold, 32 MiB: a new \
+             `bytes` that big lands in freshly mapped pages), fitted on 1 KB, 1 MB and 100 MB; Ray's 1 MB and \
+             10 MB gets cost 111 and 108 µs a MB beyond its 1 KB one, where on the AMD EPYC VM the calibration \
+             ran on before they cost 60 and 95, which one rate did not follow (CPython's copy of an mmap'd buffer \
+             alone, copy_probe.py: 37-78 µs a MB at 1 MB, 74-88 at 10 MB, 604-770 at 34 MiB); a get of an object \
+             on another node pulls it first, as a task's arguments (`object_transfer`), with no suite figure of \
+             its own (get_pull.py: one object 2.7 ms at 256 KiB and 8.1 ms at 1 MB beyond a local get, 100 \
+             together 1.1 and 2.1 ms each, where the model's pull is 0.9 and 1.9 ms an object); the suite's values \
+             are `bytes`, and a numpy array comes back as a view of the store's memory, no copy (`value_type: \
+             numpy`, at `object_store.zero_copy_get_latency`: numpy_get.py, 0.14-0.39 ms a get from 1 KB to 100 \
+             MB, no suite run)"
         }
         "object_transfer" => {
             "the object manager's 5 MiB chunks and their pipelining: a transfer is `object_store.transfer_latency` \
@@ -214,13 +211,15 @@ pub fn leaves_out(workload: &str) -> &'static str {
         }
         "placement_group" => {
             "the commit is one latency (`scheduler.placement_group_commit_latency`) however many raylets the group \
-             spans; a removed group's CPUs come back at once, where Ray returns them asynchronously (the suite \
+             spans (Ray's SPREAD groups over two nodes took 10 % longer than its PACK ones, 3.27 against 2.98 ms); \
+             a removed group's CPUs come back at once, where Ray returns them asynchronously (the suite \
              waits for them before the next group)"
         }
         "spillback" => {
             "which node runs the last tasks: both keep their leases for 500 ms \
              (`scheduler.worker_lease_timeout`), and the head hears of the worker node's CPUs freed at a lease's \
-             end at that node's next report (`scheduler.resource_report_period`); in lease_traces.py's runs each \
+             end at that node's next report (`scheduler.resource_report_period`); in lease_traces.py's runs (on \
+             the AMD EPYC VM the calibration ran on before) each \
              of the worker node's workers then sat idle 92-95 ms once, and the head ran 20-22 of the 40 tasks (the \
              suite's runs: 21-22, 11 waves of 100 ms), where the model's workers there sit idle once for what is \
              left of a report period and it splits the tasks 20 and 20; as for task_retries, the timed job's \
@@ -229,9 +228,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
         "seed_tree" => {
             "nothing beyond the per-call costs above: the trees are dominated by their sleeps; each actor that \
              creates children sets up its submitting first, as a driver does (`scheduler.first_submit_cost`: \
-             worker_first_submit.py on an Intel Xeon VM, an actor's first creation 82-89 ms against its driver's \
-             first call 67-98 ms), which moved the fit shape 8 from +0.11 to +0.37 %, shape 1 from -0.07 to \
-             -0.03 % and shape 9 not beyond +0.08 %"
+             worker_first_submit.py, an actor's first creation 82-89 ms against its driver's first call \
+             67-98 ms)"
         }
         _ => "",
     }

@@ -259,12 +259,14 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
         counts.join("; ")
     );
     let outside: Vec<&Row> = rows.iter().filter(|r| r.error().is_some() && !r.within_bound()).collect();
+    let in_spread = outside.iter().filter(|r| r.within_spread()).count();
     let _ = writeln!(
         out,
         "`runs' range` is real Ray's lowest and highest run against their median: how far Ray disagrees with \
-         itself. Of the {} rows outside their bound, {} have the model's figure within that range.\n",
+         itself. Of the {} {} outside their bound, {in_spread} {} the model's figure within that range.\n",
         outside.len(),
-        outside.iter().filter(|r| r.within_spread()).count(),
+        if outside.len() == 1 { "row" } else { "rows" },
+        if in_spread == 1 { "has" } else { "have" },
     );
     let _ = writeln!(
         out,

@@ -40,7 +40,7 @@ impl NormalWork {
 /// Which priority a piece of work runs at on its node's cores. Ray renices each worker
 /// process once it is up (Ray's `worker_niceness`, 15): on a loaded node the raylet, the
 /// drivers and the workers still starting take the cores first, and the workers (task
-/// workers and actors alike) get what they leave (runs/other-cpu/README.md, first_call.py).
+/// workers and actors alike) get what they leave (runs/README.md, first_call.py).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Priority {
     /// The raylet, a driver, a worker process's start.
