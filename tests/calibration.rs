@@ -268,6 +268,27 @@ fn the_submit_costs_are_the_recorded_loops_slope_and_intercept() {
     );
 }
 
+/// `placement_group_node_latency` is measured, not fitted: in pg_nodes.py's cluster of
+/// four nodes, a group of two bundles over two nodes against the same group on one (the
+/// medians of their time to ready). Its groups over three and four nodes are recorded
+/// too, but not used: there the raylets outnumber the machine's 2 cores.
+#[test]
+fn the_placement_groups_node_latency_is_the_recorded_step_to_a_second_node() {
+    let rows = probe_rows("pg-nodes.json");
+    let ready = |strategy: &str, nodes: u64| {
+        let row = rows
+            .iter()
+            .find(|r| r["strategy"] == strategy && r["bundles"] == 2)
+            .unwrap_or_else(|| panic!("pg-nodes.json has two bundles {strategy}"));
+        assert_eq!(row["nodes"], serde_json::json!([nodes]), "{strategy}: its groups spanned {nodes} node(s)");
+        secs(row, "ready_seconds")
+    };
+    let step_us = (ready("STRICT_SPREAD", 2) - ready("PACK", 1)) * 1e6;
+    let s = config::SchedulerConfig::default();
+    let node = s.placement_group_node_latency.as_micros() as f64;
+    assert!((node - step_us).abs() <= 5.0, "placement_group_node_latency {node} µs vs the step {step_us:.1} µs");
+}
+
 /// `worker_gc_cpu` is measured, not fitted: the median of `gc_rounds.py`'s per-process
 /// CPU of Ray's global GC of idle actors (`runs/gc-rounds.json`, its "cost" row).
 #[test]

@@ -1,8 +1,9 @@
 //! The per-call costs issue 19's suite added, each checked where the engine charges it
 //! (the object store's, a put's, a get's and a pull's, are tests/object_costs.rs): a
-//! raised error's cost, a placement group's commit, an async actor's one event loop,
-//! a warmed-up actor pool, a node's prestarted workers and a worker's late first answer,
-//! the count of the processes a pool starts, and reniced workers yielding the cores. Each
+//! raised error's cost, a placement group's commit and its nodes, an async actor's one
+//! event loop, a warmed-up actor pool, a node's prestarted workers and a worker's late
+//! first answer, the count of the processes a pool starts, and reniced workers yielding
+//! the cores. Each
 //! runs end to end with the invariants checked, and compares the same config with the
 //! cost on and off, so the test fails if the engine stops charging it.
 
@@ -52,6 +53,27 @@ fn a_placement_group_is_prepared_then_created_a_commit_later() {
     let without = run(&yaml("0s"));
     let slower = makespan_s(&e) - makespan_s(&without);
     assert!((slower - 0.04).abs() < 1e-3, "the job took {slower} s longer, not the commit's 40 ms");
+}
+
+#[test]
+fn a_group_commits_a_node_latency_later_for_each_node_beyond_its_first() {
+    // Three 1-CPU bundles: on one node (STRICT_PACK) or on three (STRICT_SPREAD).
+    let created_ms = |strategy: &str, node_latency: &str| {
+        let e = run(&format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 4, memory: 16GiB}}\n  \
+             node_types: [{{name: w, count: 2, cpu: 4, memory: 16GiB, ip_range: 10.0.1.0/24}}]\n\
+             scheduler: {{placement_group_node_latency: {node_latency}}}\n\
+             workloads:\n  - {{kind: training, workers: 3, bundle_cpu: 1, bundle_gpu: 0, \
+             placement_strategy: {strategy}, steps: 1, step_duration: 0s}}\n"
+        ));
+        let created = &e.model.placement_ms[2];
+        assert_eq!(created.count, 1, "one group, created once");
+        created.sum
+    };
+    let spread = created_ms("STRICT_SPREAD", "5ms") - created_ms("STRICT_SPREAD", "0s");
+    assert!((spread - 10.0).abs() < 0.01, "over three nodes the group took {spread} ms more, not 2 × 5 ms");
+    let packed = created_ms("STRICT_PACK", "5ms") - created_ms("STRICT_PACK", "0s");
+    assert!(packed.abs() < 0.01, "on one node it took {packed} ms more, not none");
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub const CALIBRATION: Calibration = Calibration {
     machine: "2-core x86-64 VM (Intel Xeon), 24 GiB, Python 3.11",
     cores: 2,
     nodes: 2,
-    measured: "2026-11-28 to 2026-11-29",
+    measured: "2026-11-28 to 2026-11-30",
     report: "docs/fidelity.md",
 };
 

@@ -120,6 +120,10 @@ pub struct SchedulerConfig {
     /// raylets (prepare, then commit), from creation to ready.
     #[serde(default = "default_placement_group_commit_latency")]
     pub placement_group_commit_latency: DurationSpec,
+    /// More of that for each node beyond the first a group's bundles span: the GCS
+    /// prepares and commits with each of their raylets.
+    #[serde(default = "default_placement_group_node_latency")]
+    pub placement_group_node_latency: DurationSpec,
     /// How late a worker's `time.sleep()` returns (Python's timer slack), paid by every
     /// sleep in a workload.
     #[serde(default = "default_sleep_overshoot")]
@@ -192,6 +196,7 @@ impl Default for SchedulerConfig {
             task_error_cost: default_task_error_cost(),
             async_call_cost: default_async_call_cost(),
             placement_group_commit_latency: default_placement_group_commit_latency(),
+            placement_group_node_latency: default_placement_group_node_latency(),
             sleep_overshoot: default_sleep_overshoot(),
             core_worker_internal_heartbeat: default_core_worker_internal_heartbeat(),
             worker_lease_timeout: default_worker_lease_timeout(),

@@ -210,9 +210,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              (`cluster.health_check`); its objects and actors stay until the GCS marks it dead"
         }
         "placement_group" => {
-            "the commit is one latency (`scheduler.placement_group_commit_latency`) however many raylets the group \
-             spans (Ray's SPREAD groups over two nodes took 10 % longer than its PACK ones, 3.27 against 2.98 ms); \
-             a removed group's CPUs come back at once, where Ray returns them asynchronously (the suite \
+            "the commit is `scheduler.placement_group_commit_latency` and `placement_group_node_latency` more for \
+             each node beyond the first, at every number of nodes, where on this 2-core machine Ray's third and \
+             fourth node each added about 1 ms (pg_nodes.py: 3.54 ms on one node, 3.79 on two, 4.85 on three, \
+             5.80 on four), when its raylets outnumbered the cores; a removed group's CPUs come back at once, where Ray returns them asynchronously (the suite \
              waits for them before the next group)"
         }
         "spillback" => {

@@ -288,7 +288,9 @@ fn register(m: &mut Model, creator: TaskId, bundles: Vec<ResourceRequest>, strat
 
 /// Try to place group `id`; `None` while it must wait, else what follows (nothing when
 /// it is gone). A placed group's reservations are made here (Ray's prepare phase); it
-/// is CREATED once the commit is done, `placement_group_commit_latency` later.
+/// is CREATED once the commit is done: `placement_group_commit_latency` later, and
+/// `placement_group_node_latency` more for each node beyond the first its bundles span
+/// (the GCS prepares and commits with each of their raylets).
 fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
     let now = cx.now();
     let reserve = match place(cx.model, cx.sched, id, now) {
@@ -299,7 +301,13 @@ fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
     for (n, req) in &reserve {
         cx.local_resources().reserve(*n, req);
     }
-    let latency = cx.cfg.scheduler.placement_group_commit_latency.as_micros();
+    let mut nodes: Vec<NodeIdx> = reserve.iter().map(|(n, _)| *n).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let s = &cx.cfg.scheduler;
+    let beyond_first = nodes.len().saturating_sub(1) as u64;
+    let latency =
+        s.placement_group_commit_latency.as_micros() + beyond_first * s.placement_group_node_latency.as_micros();
     if latency > 0 {
         cx.clock.schedule_in(latency, Event::PgCommitted(id));
         return Some(Follows::new());
