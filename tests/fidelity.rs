@@ -162,6 +162,10 @@ fn a_row_is_within_its_bound_only_when_its_error_is() {
     let unresolved = Row { resolution: Some(12.0), ..row(Some(10.0)) };
     assert_eq!(unresolved.error(), None);
     assert!(!unresolved.within_bound());
+    // It says only whether the model's figure is within that resolution of Ray's too.
+    assert!(unresolved.unresolved_alike());
+    assert!(!Row { resolution: Some(12.0), ..row(Some(23.0)) }.unresolved_alike(), "13 from Ray's, resolving 12");
+    assert!(!row(Some(10.0)).unresolved_alike(), "a resolved row is compared by its error");
     assert_eq!(Row { resolution: Some(8.0), ..row(Some(10.4)) }.error().map(|e| (e * 100.0).round()), Some(4.0));
 }
 

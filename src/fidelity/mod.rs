@@ -61,6 +61,15 @@ impl Row {
         (self.runs > 1 && self.real > 0.0)
             .then(|| ((self.real_low - self.real) / self.real, (self.real_high - self.real) / self.real))
     }
+    /// Where real Ray's figure is below what its runs resolve: whether the model's is
+    /// within that resolution of it too (Ray and the model cannot be told apart), which
+    /// says nothing of a relative error.
+    pub fn unresolved_alike(&self) -> bool {
+        match (self.error(), self.model, self.resolution) {
+            (None, Some(m), Some(res)) => (m - self.real).abs() <= res,
+            _ => false,
+        }
+    }
     /// Whether the model's figure lies between Ray's lowest and highest run.
     pub fn within_spread(&self) -> bool {
         self.error().is_some() && self.model.is_some_and(|m| self.runs > 1 && self.real_low <= m && m <= self.real_high)
@@ -250,7 +259,11 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
         counts.push(format!("{unmodeled} have no model yet"));
     }
     if unresolved > 0 {
-        counts.push(format!("{unresolved} measured less than their runs resolve"));
+        let alike = rows.iter().filter(|r| r.unresolved_alike()).count();
+        counts.push(format!(
+            "{unresolved} measured less than their runs resolve ({alike} with the model's figure within that \
+             resolution of Ray's)"
+        ));
     }
     let _ = writeln!(
         out,
@@ -280,6 +293,9 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
                 format!("{:+.1} %", e * 100.0),
                 if r.within_bound() { "within" } else { "**outside**" }.to_string(),
             ),
+            (Some(m), None) if r.unresolved_alike() => {
+                (seconds(m), "—".into(), "below what the run resolves; the model within it".into())
+            }
             (Some(m), None) => (seconds(m), "—".into(), "below what the run resolves".into()),
             _ => ("—".into(), "—".into(), "not modeled".into()),
         };
