@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, in_ms, ray_stop, run_probe, with_medians  # noqa: E402
+from suite import begin_probe, in_ms, ray_stop, run_probe, wait_for_cpus_back, with_medians  # noqa: E402
 
 # (strategy, bundles): the nodes each spans on four nodes of 2 CPUs.
 WAYS = (("PACK", 1), ("PACK", 2), ("STRICT_SPREAD", 2), ("STRICT_SPREAD", 3), ("STRICT_SPREAD", 4))
@@ -33,11 +33,7 @@ def one_group(ray, make_group, remove, table, strategy, bundles, total_cpus):
     seconds = time.perf_counter() - t0
     nodes = len(set(table(pg)["bundles_to_node_id"].values()))
     remove(pg)
-    deadline = time.time() + 30
-    while ray.available_resources().get("CPU", 0) < total_cpus:
-        if time.time() > deadline:
-            raise TimeoutError("the removed group's CPUs never came back")
-        time.sleep(0.01)
+    wait_for_cpus_back(ray, total_cpus)
     return seconds, nodes
 
 

@@ -533,6 +533,17 @@ def node_death(p, repeat=3):
     return {"seconds": sorted(samples)[repeat // 2], "samples": samples, "kill_lateness_seconds": lateness}
 
 
+def wait_for_cpus_back(ray, total_cpus, deadline_s=30):
+    """Wait until the cluster has `total_cpus` available again. Removing a placement
+    group returns its bundles' CPUs asynchronously: a group created before they are back
+    waits for them (about a second), which is the release, not the creation."""
+    deadline = time.time() + deadline_s
+    while ray.available_resources().get("CPU", 0) < total_cpus:
+        if time.time() > deadline:
+            raise TimeoutError("the removed group's CPUs never came back")
+        time.sleep(0.01)
+
+
 def placement_group(p):
     ray, cluster, _ = two_nodes(2, 2)
     from ray.util.placement_group import placement_group as make_group, remove_placement_group
@@ -545,13 +556,7 @@ def placement_group(p):
         ray.get(pg.ready(), timeout=120)
         samples.append(time.perf_counter() - t0)
         remove_placement_group(pg)
-        # Removal returns the bundles' CPUs asynchronously: a group created before they
-        # are back waits for them (about a second), which is the release, not creation.
-        deadline = time.time() + 30
-        while ray.available_resources().get("CPU", 0) < total_cpus:
-            if time.time() > deadline:
-                raise TimeoutError("the removed group's CPUs never came back")
-            time.sleep(0.01)
+        wait_for_cpus_back(ray, total_cpus)
     ray.shutdown()
     cluster.shutdown()
     return {"seconds_per_group": sorted(samples)[len(samples) // 2], "samples": samples}
