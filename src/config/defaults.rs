@@ -102,8 +102,9 @@ pub(super) fn default_dispatch_cost() -> DurationSpec {
 // (tests/calibration.rs recomputes them). The slope (57.7 µs) is a call's CPU stretched
 // by the one busy task worker of a 1-CPU run: `call_submit_cost` is it over
 // `1 + driver_slowdown_per_busy_worker`. The intercept is 66.7 ms (66 ms is kept: the
-// fit ran with it, and the test allows 1 ms). first_submit.py put the one-time part on the driver's first `.remote()`, before it returns: 78-92 ms, then
-// 2.5-3.7 ms for each later function's first (runs/first-submit.json).
+// fit ran with it, and the test allows 1 ms). first_submit.py put the one-time part on
+// the driver's first `.remote()`, before it returns: 78-92 ms, then 2.5-3.7 ms for each
+// later function's first (runs/first-submit.json).
 pub(super) fn default_call_submit_cost() -> DurationSpec {
     DurationSpec::secs(CALL_SUBMIT_S)
 }
