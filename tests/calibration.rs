@@ -36,16 +36,12 @@ fn probe_rows(file: &str) -> Vec<Value> {
     probe["rows"].as_array().unwrap_or_else(|| panic!("{file} has rows")).clone()
 }
 
-/// The median of `values` (the mean of the middle two of an even count).
+/// The median of `values`, as `rayscope fidelity` takes a row's (the mean of the middle
+/// two of an even count).
 fn median(mut values: Vec<f64>) -> f64 {
     assert!(!values.is_empty(), "a median of nothing");
     values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
+    fidelity::median(&values)
 }
 
 /// Each shape measured on real Ray: its name (the seed it was drawn from), its first run

@@ -71,6 +71,13 @@ fn every_noop_run_gives_its_submit_loop_a_row_of_its_own() {
     }
 }
 
+#[test]
+fn a_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+    assert_eq!(fidelity::median(&[1.0, 2.0, 7.0]), 2.0);
+    assert_eq!(fidelity::median(&[1.0, 2.0, 4.0, 7.0]), 3.0);
+    assert_eq!(fidelity::median(&[5.0]), 5.0);
+}
+
 /// Each row of `first` (a kind of run) has a row of `second` with the same parameters,
 /// whose real figure is the median of those runs' `field`.
 fn second_rows_are_their_runs_medians(first: &str, second: &str, field: &str) {
@@ -89,9 +96,7 @@ fn second_rows_are_their_runs_medians(first: &str, second: &str, field: &str) {
             .collect();
         figures.sort_by(f64::total_cmp);
         assert_eq!(other.runs, figures.len(), "{}", one.params);
-        let mid = figures.len() / 2;
-        let median = if figures.len() % 2 == 1 { figures[mid] } else { (figures[mid - 1] + figures[mid]) / 2.0 };
-        assert_eq!(other.real, median, "the median {field} of {}", one.params);
+        assert_eq!(other.real, fidelity::median(&figures), "the median {field} of {}", one.params);
         assert_ne!(other.real, one.real, "{}: the {second} figure, not the {first} one", one.params);
     }
 }

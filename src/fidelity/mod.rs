@@ -92,6 +92,17 @@ pub fn rows_json(rows: &[Row]) -> String {
     serde_json::to_string_pretty(&judged).expect("rows serialize") + "\n"
 }
 
+/// The median of `sorted` (ascending, not empty): of an even count, the mean of the
+/// middle two. How a row's real figure is taken from its runs.
+pub fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
 /// Why the report cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum FidelityError {
@@ -138,9 +149,7 @@ pub fn rows(dir: &Path, overrides: &[Override]) -> Result<(Vec<Run>, Vec<Row>), 
             figures.push(figure);
         }
         figures.sort_by(f64::total_cmp);
-        let mid = figures.len() / 2;
-        // The median; of an even count, the mean of the middle two.
-        let real = if figures.len() % 2 == 0 { (figures[mid - 1] + figures[mid]) / 2.0 } else { figures[mid] };
+        let real = median(&figures);
         let (real_low, real_high) = (figures[0], figures[figures.len() - 1]);
         let first = members[0];
         if !predicted.contains_key(first.file.as_str()) {
