@@ -70,6 +70,17 @@ impl CpuSettings {
             driver_slowdown: s.driver_slowdown_per_busy_worker,
         }
     }
+
+    /// How a thread's piece at `priority` is placed: where workers are reniced, the
+    /// raylet's and the drivers' threads are time-sliced with the rest of normal work;
+    /// else they queue with the workers' work.
+    fn slicing_at(&self, priority: Priority) -> Slicing {
+        if self.reniced_workers && priority == Priority::Normal {
+            Slicing::Sliced
+        } else {
+            Slicing::Queued
+        }
+    }
 }
 
 #[derive(Default)]
@@ -324,19 +335,6 @@ pub(crate) enum Thread {
     OwnerOfTask(TaskId),
     /// The same, of an actor's process (its calls submit as one owner).
     OwnerOfActor(ActorId),
-}
-
-impl CpuSettings {
-    /// How a thread's piece at `priority` is placed: where workers are reniced, the
-    /// raylet's and the drivers' threads are time-sliced with the rest of normal work;
-    /// else they queue with the workers' work.
-    fn slicing_at(&self, priority: Priority) -> Slicing {
-        if self.reniced_workers && priority == Priority::Normal {
-            Slicing::Sliced
-        } else {
-            Slicing::Queued
-        }
-    }
 }
 
 /// How a piece of work takes a node's cores ([`NodeCpu::run`]).
