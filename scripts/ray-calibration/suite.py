@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -342,7 +343,22 @@ def actor_creation(p):
     actors = [Pinger.options(**opts).remote() for _ in range(p["actors"])]
     ray.get([a.ping.remote() for a in actors])
     total = time.perf_counter() - t0
-    return {"seconds": total, "actors_per_second": p["actors"] / total}
+    # The raylet's GC rounds (gc_rounds.py) vary from run to run and account for much of
+    # default actors' spread: each run says how many it got, and to how many workers.
+    return {"seconds": total, "actors_per_second": p["actors"] / total, "gc_rounds": raylet_gc_rounds(ray)}
+
+
+def raylet_gc_rounds(ray):
+    """The workers each GC round the raylet sent so far reached ("Sending Python GC
+    request" lines in raylet.out), in order."""
+    logs = ray._private.worker._global_node.get_logs_dir_path()
+    rounds = []
+    with open(os.path.join(logs, "raylet.out"), errors="replace") as f:
+        for line in f:
+            m = re.search(r"Sending Python GC request to (\d+) local workers", line)
+            if m:
+                rounds.append(int(m.group(1)))
+    return rounds
 
 
 def actor_calls(p):
