@@ -20,8 +20,10 @@ sys.path.insert(0, HERE)
 from suite import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
-import json, os, time
+import json, os, sys, time
+sys.path.insert(0, HERE)
 import ray
+from suite import timed_batch
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
 
 @ray.remote
@@ -41,13 +43,8 @@ def batches(actor, pid, n, calls=1000):
     out = []
     for _ in range(n):
         d0, a0 = time.process_time(), cpu_of(pid)
-        t0 = time.perf_counter()
-        refs = [actor.noop.remote() for _ in range(calls)]
-        t1 = time.perf_counter()
-        ray.get(refs)
-        t2 = time.perf_counter()
-        del refs
-        out.append({"seconds": t2 - t0, "submit_seconds": t1 - t0,
+        seconds, submit_seconds = timed_batch(ray, actor.noop.remote, calls)
+        out.append({"seconds": seconds, "submit_seconds": submit_seconds,
                     "driver_cpu": time.process_time() - d0, "actor_cpu": cpu_of(pid) - a0})
     return out
 
@@ -63,4 +60,4 @@ print(json.dumps({"actor_a": first, "actor_b": fresh_actor, "actor_a_again": aga
 """
 
 if __name__ == "__main__":
-    run_program_probe(__doc__, ONE_RUN)
+    run_program_probe(__doc__, ONE_RUN.replace("sys.path.insert(0, HERE)", f"sys.path.insert(0, {HERE!r})"))

@@ -14,11 +14,10 @@ the way, the median batch time and the driver's submit loop alone, with the samp
 """
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, in_ms, local_cluster, ray_stop, run_probe, with_medians  # noqa: E402
+from suite import begin_probe, in_ms, local_cluster, ray_stop, run_probe, timed_batch, with_medians  # noqa: E402
 
 # (max_concurrency, calls)
 WAYS = ((1000, 1000), (1000, 3000), (1000, 10000), (10000, 10000), (100, 1000))
@@ -41,16 +40,10 @@ def rows():
         submit = {way: [] for way in WAYS}
         for i in range(UNTIMED + TIMED):
             for concurrency, calls in WAYS:
-                actor = actors[concurrency]
-                t0 = time.perf_counter()
-                refs = [actor.noop.remote() for _ in range(calls)]
-                t1 = time.perf_counter()
-                ray.get(refs)
-                t2 = time.perf_counter()
-                del refs
+                seconds, submit_seconds = timed_batch(ray, actors[concurrency].noop.remote, calls)
                 if i >= UNTIMED:
-                    batch[(concurrency, calls)].append(t2 - t0)
-                    submit[(concurrency, calls)].append(t1 - t0)
+                    batch[(concurrency, calls)].append(seconds)
+                    submit[(concurrency, calls)].append(submit_seconds)
         out = []
         for concurrency, calls in WAYS:
             row = with_medians({"max_concurrency": concurrency, "calls": calls},

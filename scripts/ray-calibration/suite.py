@@ -292,6 +292,18 @@ def timed_noops(ray, noop, n, window=None):
     return {"seconds": seconds, "submit_seconds": submit, "ms_per_task": seconds * 1000 / n}
 
 
+def timed_batch(ray, call, n):
+    """`n` of `call()` submitted in one loop, then one `ray.get` of them all: (the batch's
+    seconds, its submit loop's)."""
+    t0 = time.perf_counter()
+    refs = [call() for _ in range(n)]
+    t1 = time.perf_counter()
+    ray.get(refs)
+    t2 = time.perf_counter()
+    del refs
+    return t2 - t0, t1 - t0
+
+
 def two_nodes(head_cpus, worker_cpus, store=200 * 1024 * 1024):
     """A head and a worker node in this process's view (ray.cluster_utils.Cluster)."""
     import ray
