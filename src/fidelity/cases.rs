@@ -152,8 +152,8 @@ pub fn leaves_out(workload: &str) -> &'static str {
              leases waiting and no worker progressing, every 10 s (`scheduler.debug_dump_period`), each \
              process on the node collects garbage (`scheduler.worker_gc_cpu`); Ray's looks sometimes see a \
              worker between its start and its actor's creation and skip: 200 default actors got 6 rounds in \
-             154 s, to 62-194 processes (gc_rounds.py; `num_cpus=0` ones: none), where \
-             the model's looks see none and it runs a round every 10 s from 20 s (12, to 71-199 \
+             154 s, to 62-194 processes, and on another day 3 in 112 s (gc_rounds.py; `num_cpus=0` ones: none), \
+             where the model's looks see none and it runs a round every 10 s from 20 s (10, to 77-200 \
              processes), `worker_start_cpu` and `idle_worker_cpu` refitted with them; so Ray's 200 default \
              actors took 95-141 s over six runs on two days, one of them as fast as the `num_cpus=0` ones, \
              where the model gives one figure (suite.py records each run's rounds from 2026-11-30 on)"
@@ -161,10 +161,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
         "actor_calls" => {
             "why a batch's time spreads: Ray's 1,000 sync calls took 145-206 ms in three quiet runs, where each of \
              the model's calls costs the same; an async actor's calls start one at a time on its event loop \
-             (`scheduler.async_call_cost` with `call_start_cost`), one figure a call, where each Ray process's \
-             calls cost more after its first thousand: a fresh cluster's first 1,000 async calls took 226-346 ms \
-             over six runs on two days, and the batches after them 256-509 ms (async_history.py); neither the \
-             batch's size nor `max_concurrency` changed the cost a call (async_scale.py)"
+             (`scheduler.async_call_cost` with `call_start_cost`), one figure a call, where Ray's spreads: a \
+             fresh cluster's first 1,000 async calls took 226-346 ms over six runs on two days, and batches of \
+             1,000 in a row on one actor 256-509 ms (async_history.py); neither the batch's size nor \
+             `max_concurrency` changed the cost a call (async_scale.py)"
         }
         "object_local" => {
             "why a put costs what it does: the model's into fresh pages is `object_store.put_latency`, plus the \
