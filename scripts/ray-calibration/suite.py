@@ -282,11 +282,7 @@ def timed_noops(ray, noop, n, window=None):
     done = 0
     while done < n:
         k = min(window, n - done)
-        s0 = time.perf_counter()
-        refs = [noop.remote() for _ in range(k)]
-        submit += time.perf_counter() - s0
-        ray.get(refs)
-        del refs
+        submit += timed_batch(ray, noop.remote, k)[1]
         done += k
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "submit_seconds": submit, "ms_per_task": seconds * 1000 / n}
@@ -334,11 +330,7 @@ def noop_tasks(p):
     def noop():
         return None
 
-    t0 = time.perf_counter()
-    refs = [noop.remote() for _ in range(p["tasks"])]
-    submitted = time.perf_counter() - t0
-    ray.get(refs)
-    total = time.perf_counter() - t0
+    total, submitted = timed_batch(ray, noop.remote, p["tasks"])
     return {"seconds": total, "submit_seconds": submitted, "tasks_per_second": p["tasks"] / total}
 
 
