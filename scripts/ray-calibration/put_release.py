@@ -10,8 +10,9 @@ puts (after one untimed) in three ways:
   paused        drop the last object, wait 200 ms, then put
   held          keep every object (no release in flight), up to 400 MB live
 
-and how long the driver's serializer takes (zero-copy for `bytes`: pickle 5 keeps the
-buffer out of band, so a put's size-dependent cost is the store's).
+and how long the driver's serializer takes (nothing for `bytes`: Ray writes the value
+raw, `RawSerializedObject`, so a put's size-dependent cost is its copy into the store,
+put_threshold.py).
 
   python put_release.py --out runs/put-release.json
 """
