@@ -168,7 +168,7 @@ fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     for (setting, default) in [
         ("put_latency", store.put_latency.as_micros()),
         ("put_bandwidth", store.put_bandwidth.0),
-        ("put_sqrt_cost", store.put_sqrt_cost.as_micros()),
+        ("put_parallel_bandwidth", store.put_parallel_bandwidth.0),
         ("get_latency", store.get_latency.as_micros()),
         ("get_bandwidth", store.get_bandwidth.0),
         ("get_fresh_bandwidth", store.get_fresh_bandwidth.0),

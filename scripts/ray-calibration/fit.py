@@ -106,7 +106,7 @@ COSTS = [
     ("object_store.transfer_bandwidth", 700_000_000, 1_000_000, "B"),
     ("object_store.put_latency", 450, 1, "us"),
     ("object_store.put_bandwidth", 2_600_000_000, 1_000_000, "B"),
-    ("object_store.put_sqrt_cost", 500, 1, "us"),
+    ("object_store.put_parallel_bandwidth", 2_600_000_000, 1_000_000, "B"),
     ("object_store.get_latency", 50, 1, "us"),
     ("object_store.get_bandwidth", 16_000_000_000, 1_000_000, "B"),
     ("object_store.get_fresh_bandwidth", 2_000_000_000, 1_000_000, "B"),
@@ -281,6 +281,7 @@ def main():
     shutil.rmtree(runs)
     result = {
         "fitted_on": fit,
+        "started_from": args.start,
         "fixed": args.set,
         "moved": moving,
         "owner_ratio": ratio,

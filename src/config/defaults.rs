@@ -229,8 +229,19 @@ pub(super) fn default_put_latency() -> DurationSpec {
 pub(super) fn default_put_bandwidth() -> ByteSize {
     ByteSize(PUT_BYTES_PER_S)
 }
-pub(super) fn default_put_sqrt_cost() -> DurationSpec {
-    DurationSpec::secs(PUT_SQRT_S)
+// Ray's `kMemcopyDefaultThreshold` (serialization.pxi): a raw `bytes` value over it is
+// copied by `parallel_memcopy` on `MEMCOPY_THREADS` (6) threads.
+pub(super) fn default_put_parallel_threshold() -> ByteSize {
+    ByteSize(1024 * 1024)
+}
+// `put_threshold.py` (runs/put-threshold.json): the intercept of the puts over the
+// threshold (1.06 to 30 MB) less that of the puts under it (0.5 and 1.04 MB), each a line
+// through its sizes' medians: 0.866 - 0.578 ms. Measured, not fitted.
+pub(super) fn default_put_parallel_start() -> DurationSpec {
+    DurationSpec::secs(0.000_289)
+}
+pub(super) fn default_put_parallel_bandwidth() -> ByteSize {
+    ByteSize(PUT_PARALLEL_BYTES_PER_S)
 }
 // The slope of `put_release.py`'s held puts from 1 MB to 100 MB (0.69 to 9.53 ms), on the
 // AMD EPYC VM the calibration ran on before (runs/put-release.json; not re-measured).
@@ -261,9 +272,9 @@ pub(super) fn default_zero_copy_get_latency() -> DurationSpec {
 const GET_S: f64 = 0.000_057;
 const GET_BYTES_PER_S: u64 = 8_958_333_334;
 const GET_FRESH_BYTES_PER_S: u64 = 1_911_764_706;
-const PUT_S: f64 = 0.000_499;
-const PUT_BYTES_PER_S: u64 = 2_773_625_171;
-const PUT_SQRT_S: f64 = 0.000_325;
+const PUT_S: f64 = 0.000_507;
+const PUT_BYTES_PER_S: u64 = 1_472_921_864;
+const PUT_PARALLEL_BYTES_PER_S: u64 = 2_580_000_000;
 pub(super) fn default_inline_threshold() -> ByteSize {
     ByteSize(100 * 1024)
 }

@@ -245,14 +245,21 @@ pub struct ObjectStoreConfig {
     /// work, with the next two (`sim::put_micros`).
     #[serde(default = "default_put_latency")]
     pub put_latency: DurationSpec,
-    /// What a put copies per second into fresh pages of the store.
+    /// What a put of up to `put_parallel_threshold` copies per second into fresh pages
+    /// of the store: one `memcpy` on the writer's thread.
     #[serde(default = "default_put_bandwidth")]
     pub put_bandwidth: ByteSize,
-    /// A put's cost that grows with the square root of its size: this much at 1 MB.
-    /// Empirical: Ray's puts cost more a byte when small than when large, which no
-    /// latency plus bandwidth matches (docs/fidelity.md: object_local).
-    #[serde(default = "default_put_sqrt_cost")]
-    pub put_sqrt_cost: DurationSpec,
+    /// Ray's `kMemcopyDefaultThreshold` (1 MiB, fixed in Ray): a `bytes` value over it
+    /// is copied into the store by `parallel_memcopy`, on threads started for that put.
+    #[serde(default = "default_put_parallel_threshold")]
+    pub put_parallel_threshold: ByteSize,
+    /// What a put over `put_parallel_threshold` works once to start and join its copy
+    /// threads (`put_threshold.py`: the step across the threshold).
+    #[serde(default = "default_put_parallel_start")]
+    pub put_parallel_start: DurationSpec,
+    /// What such a put copies per second into fresh pages, all its threads together.
+    #[serde(default = "default_put_parallel_bandwidth")]
+    pub put_parallel_bandwidth: ByteSize,
     /// What a put copies per second into pages of the store that held objects before
     /// (measured, not fitted: `put_release.py`).
     #[serde(default = "default_put_reused_bandwidth")]
@@ -291,7 +298,9 @@ impl Default for ObjectStoreConfig {
             transfer_latency: default_transfer_latency(),
             put_latency: default_put_latency(),
             put_bandwidth: default_put_bandwidth(),
-            put_sqrt_cost: default_put_sqrt_cost(),
+            put_parallel_threshold: default_put_parallel_threshold(),
+            put_parallel_start: default_put_parallel_start(),
+            put_parallel_bandwidth: default_put_parallel_bandwidth(),
             put_reused_bandwidth: default_put_reused_bandwidth(),
             get_latency: default_get_latency(),
             get_bandwidth: default_get_bandwidth(),

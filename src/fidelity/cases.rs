@@ -167,15 +167,17 @@ pub fn leaves_out(workload: &str) -> &'static str {
              `max_concurrency` changed the cost a call (async_scale.py)"
         }
         "object_local" => {
-            "why a put costs what it does: the model's into fresh pages is `object_store.put_latency`, plus the \
-             size at `object_store.put_bandwidth`, plus `object_store.put_sqrt_cost` times the square root of the \
-             size in MB, a form chosen after seeing all five sizes (latency plus bandwidth alone misses some size \
-             by 20 %) and fitted on three; no mechanism is claimed for its last term; bytes into pages the store \
-             held before move at `object_store.put_reused_bandwidth` (put_release.py's 11.2 GB/s, on the AMD \
-             EPYC VM the calibration ran on before); a put waiting on the release of the object dropped just \
-             before it (put_release.py); on a fresh Intel Xeon VM of the same size (runs/first-look/), 1 MB and \
-             10 MB puts took 3.7 and 5.7 times these (4.4-4.5 ms, 27.6-27.8 ms), where first touches of that VM's \
-             memory cost 0.6-2.5 ms a MiB"
+            "how the copy's rate depends on the machine: a `bytes` value up to 1 MiB \
+             (`object_store.put_parallel_threshold`, Ray's `kMemcopyDefaultThreshold`) is copied by one \
+             `memcpy` at `object_store.put_bandwidth`, a bigger one by `parallel_memcopy`'s 6 threads, started \
+             for that put (`put_parallel_start`, measured by put_threshold.py as the step across the \
+             threshold), at `put_parallel_bandwidth`, each after `put_latency`; the threads' rate was \
+             measured on 2 cores only, and the model does not scale it with a node's cores; bytes into pages \
+             the store held before move at `object_store.put_reused_bandwidth` (put_release.py's 11.2 GB/s, \
+             on the AMD EPYC VM the calibration ran on before); a put waiting on the release of the object \
+             dropped just before it (put_release.py); on a fresh Intel Xeon VM of the same size \
+             (runs/first-look/), 1 MB and 10 MB puts took 3.7 and 5.7 times these (4.4-4.5 ms, 27.6-27.8 \
+             ms), where first touches of that VM's memory cost 0.6-2.5 ms a MiB"
         }
         "object_get" => {
             "a copy's rate that changes with its size below 32 MiB: the model's get is \

@@ -23,17 +23,23 @@ use smallvec::smallvec;
 use std::collections::VecDeque;
 
 /// How long the writer of one object of `size` bytes into its node's store works (µs),
-/// `fresh` of them into pages the store never touched: the store's round trips, the
-/// fresh bytes at `object_store.put_bandwidth` plus the empirical term that grows with
-/// the square root of their size (`put_sqrt_cost` at 1 MB), the others at
-/// `put_reused_bandwidth`.
+/// `fresh` of them into pages the store never touched: the store's round trips, then the
+/// copy. Up to `object_store.put_parallel_threshold` that is one `memcpy`, its fresh bytes
+/// at `put_bandwidth`; over it Ray starts `parallel_memcopy`'s threads
+/// (`put_parallel_start`) and the fresh bytes move at `put_parallel_bandwidth`. Bytes
+/// into pages the store held before move at `put_reused_bandwidth` either way.
 pub fn put_micros(cfg: &crate::config::Config, size: u64, fresh: u64) -> f64 {
     let s = &cfg.object_store;
     let fresh = fresh.min(size);
     let reused = size - fresh;
+    let (start, fresh_rate) = if size > s.put_parallel_threshold.0 {
+        (s.put_parallel_start.as_micros() as f64, s.put_parallel_bandwidth)
+    } else {
+        (0.0, s.put_bandwidth)
+    };
     s.put_latency.as_micros() as f64
-        + fresh as f64 / s.put_bandwidth.0.max(1) as f64 * 1e6
-        + s.put_sqrt_cost.as_micros() as f64 * (fresh as f64 / 1e6).sqrt()
+        + start
+        + fresh as f64 / fresh_rate.0.max(1) as f64 * 1e6
         + reused as f64 / s.put_reused_bandwidth.0.max(1) as f64 * 1e6
 }
 

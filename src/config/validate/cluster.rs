@@ -224,6 +224,9 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
     if c.object_store.put_bandwidth.0 == 0 {
         p.push("object_store.put_bandwidth", "must be greater than 0 (e.g. 2660MB)");
     }
+    if c.object_store.put_parallel_bandwidth.0 == 0 {
+        p.push("object_store.put_parallel_bandwidth", "must be greater than 0 (e.g. 2577MB)");
+    }
     if c.object_store.put_reused_bandwidth.0 == 0 {
         p.push("object_store.put_reused_bandwidth", "must be greater than 0 (e.g. 11200MB)");
     }
