@@ -190,8 +190,8 @@ pub(super) fn default_sleep_overshoot() -> DurationSpec {
     DurationSpec::secs(SLEEP_OVERSHOOT_S)
 }
 const LEASE_S: f64 = 0.000_564;
-const WORKER_START_S: f64 = 0.001_263;
-const WORKER_START_CPU_S: f64 = 0.465_963;
+const WORKER_START_S: f64 = 0.001_507;
+const WORKER_START_CPU_S: f64 = 0.458_373;
 const CALL_SUBMIT_S: f64 = 0.000_053;
 const DRIVER_SLOWDOWN_PER_BUSY_WORKER: f64 = 0.0815;
 const FIRST_SUBMIT_S: f64 = 0.066;
@@ -199,7 +199,7 @@ const OWNER_PUSH_S: f64 = 0.000_310;
 const ACTOR_CALL_SUBMIT_S: f64 = 0.000_001;
 const DISPATCH_S: f64 = 0.000_328;
 const TASK_PUSH_S: f64 = 0.000_137;
-const IDLE_WORKER_CPU: f64 = 0.007_579;
+const IDLE_WORKER_CPU: f64 = 0.007_816;
 const CALL_START_S: f64 = 0.000_180;
 const TASK_WORKER_S: f64 = 0.000_130;
 const TASK_REPLY_S: f64 = 0.000_297;
@@ -222,7 +222,7 @@ pub(super) fn default_transfer_latency() -> DurationSpec {
     DurationSpec::secs(TRANSFER_S)
 }
 const TRANSFER_BYTES_PER_S: u64 = 732_481_061;
-const TRANSFER_S: f64 = 0.000_002;
+const TRANSFER_S: f64 = 0.000_021;
 pub(super) fn default_put_latency() -> DurationSpec {
     DurationSpec::secs(PUT_S)
 }
