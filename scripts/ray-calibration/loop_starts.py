@@ -21,7 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import TICK, local_cluster, ray_stop, run_probe  # noqa: E402
+from suite import TICK, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
 
 CALLS = 1000
 STEP = 100
@@ -35,20 +35,7 @@ def workers_now(loop_start_boot):
     """Each Ray worker process (not the driver, raylet or agents): its start against the
     loop's start and its CPU so far, in seconds."""
     out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if "default_worker.py" not in cmd and not cmd.startswith("ray::"):
-            continue
-        if "DashboardAgent" in cmd or "RuntimeEnvAgent" in cmd:
-            continue
+    for _, cmd, fields in worker_processes():
         utime, stime, starttime = int(fields[11]), int(fields[12]), int(fields[19])
         out.append({"title": cmd.split()[0][:40], "started_s": round(starttime / TICK - loop_start_boot, 3),
                     "cpu_s": (utime + stime) / TICK})

@@ -19,25 +19,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, ray_stop, run_probe  # noqa: E402
+from suite import local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
 
 MARKS_MS = (5, 20, 100)
 
 
 def worker_pids():
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "default_worker.py" in cmd or cmd.startswith("ray::"):
-            if "DashboardAgent" not in cmd and "RuntimeEnvAgent" not in cmd:
-                out[int(pid)] = cmd.split()[0][:30]
-    return out
+    """{PID: title} of the Ray worker processes now."""
+    return {pid: cmdline.split()[0][:30] for pid, cmdline, _ in worker_processes()}
 
 
 def on_cpu_ms(pid):

@@ -172,6 +172,23 @@ def process_role(pid, cmdline):
 def ray_processes():
     """(role, the fields of /proc/PID/stat after the command's name, PID) of each of
     this user's Ray processes (`process_role`)."""
+    for pid, cmdline, fields in user_processes():
+        role = process_role(pid, cmdline)
+        if role is not None:
+            yield role, fields, pid
+
+
+def worker_processes():
+    """(PID, command line, the fields of /proc/PID/stat after the command's name) of each
+    of this user's Ray worker processes, up (titled `ray::`) or starting."""
+    for pid, cmdline, fields in user_processes():
+        if process_role(pid, cmdline) in ("workers", "starting_workers"):
+            yield pid, cmdline, fields
+
+
+def user_processes():
+    """(PID, command line, the fields of /proc/PID/stat after the command's name) of each
+    of this user's processes."""
     uid = os.getuid()
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -185,9 +202,7 @@ def ray_processes():
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        role = process_role(int(name), cmdline)
-        if role is not None:
-            yield role, fields, int(name)
+        yield int(name), cmdline, fields
 
 
 def cpu_by_role():
