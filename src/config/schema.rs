@@ -242,7 +242,7 @@ pub struct ObjectStoreConfig {
     pub transfer_latency: DurationSpec,
     /// A put into the store (a `ray.put`, or a task return over `inline_threshold`),
     /// before its bytes: the create and seal round trips to the store. The writer's CPU
-    /// work, with the next two (`sim::put_micros`).
+    /// work, with the copy's settings below (`sim::put_micros`).
     #[serde(default = "default_put_latency")]
     pub put_latency: DurationSpec,
     /// What a put of up to `put_parallel_threshold` copies per second into fresh pages

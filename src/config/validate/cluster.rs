@@ -222,10 +222,10 @@ pub(crate) fn check_engine(p: &mut Problems, c: &Config) {
         p.push("object_store.transfer_bandwidth", "must be greater than 0 (e.g. 700MB)");
     }
     if c.object_store.put_bandwidth.0 == 0 {
-        p.push("object_store.put_bandwidth", "must be greater than 0 (e.g. 2660MB)");
+        p.push("object_store.put_bandwidth", "must be greater than 0 (e.g. 1473MB)");
     }
     if c.object_store.put_parallel_bandwidth.0 == 0 {
-        p.push("object_store.put_parallel_bandwidth", "must be greater than 0 (e.g. 2577MB)");
+        p.push("object_store.put_parallel_bandwidth", "must be greater than 0 (e.g. 2580MB)");
     }
     if c.object_store.put_reused_bandwidth.0 == 0 {
         p.push("object_store.put_reused_bandwidth", "must be greater than 0 (e.g. 11200MB)");
