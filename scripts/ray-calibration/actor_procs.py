@@ -9,13 +9,12 @@ fourth field of /proc/loadavg) sampled every 0.5 s while the actors start.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 DRIVER = r"""
 import json, os, sys, threading, time
@@ -63,11 +62,9 @@ def one(actors, mode):
     ray_stop()
     wait_quiet(1.0, 300)
     try:
-        out = subprocess.run([sys.executable, "-c", DRIVER, str(actors), mode], capture_output=True, text=True,
-                             check=True, timeout=900)
+        row = fresh_process_row(DRIVER, actors, mode, timeout=900)
     finally:
         ray_stop()
-    row = json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
     row.update({"actors": actors, "num_cpus": mode})
     return row
 

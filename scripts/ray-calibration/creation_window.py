@@ -20,19 +20,13 @@ import glob
 import os
 import sys
 import time
-from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, median, ray_stop, run_probe  # noqa: E402
+from suite import local_cluster, log_time, median, raylet_gc_requests, ray_stop, run_probe  # noqa: E402
 
 ACTORS = 200
 BUCKET_S = 10
-
-
-def log_time(line):
-    """A Ray log line's own time ("[2026-11-30 05:40:42,320 I ...")."""
-    return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def windows(logs, t0):
@@ -75,10 +69,8 @@ def rows():
         actors = [Pinger.remote() for _ in range(ACTORS)]
         ray.get([a.ping.remote() for a in actors])
         seconds = time.time() - t0
-        logs = ray._private.worker._global_node.get_logs_dir_path()
-        with open(os.path.join(logs, "raylet.out"), errors="replace") as f:
-            gc_at = [round(log_time(l) - t0, 1) for l in f if "Sending Python GC request" in l]
-        spans = windows(logs, t0)
+        gc_at = [round(at - t0, 1) for at, _ in raylet_gc_requests(ray)]
+        spans = windows(ray._private.worker._global_node.get_logs_dir_path(), t0)
     finally:
         ray.shutdown()
         ray_stop()

@@ -26,13 +26,12 @@ This probe measures, on one node:
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 COMMON = r"""
 import json, os, sys, time
@@ -110,11 +109,9 @@ def one(program, *args):
     ray_stop()
     wait_quiet(1.0, 300)
     try:
-        out = subprocess.run([sys.executable, "-c", "import statistics\n" + program, *map(str, args)],
-                             capture_output=True, text=True, check=True, timeout=900)
+        return fresh_process_row("import statistics\n" + program, *args, timeout=900)
     finally:
         ray_stop()
-    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def main():

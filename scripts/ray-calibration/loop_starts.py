@@ -13,15 +13,13 @@ first batch pays one-time costs its later ones do not.
 
   python loop_starts.py --out runs/loop-starts.json
 """
-import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import TICK, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
+from suite import TICK, fresh_process_row, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
 
 CALLS = 1000
 STEP = 100
@@ -69,23 +67,21 @@ def measure(cpus, round_):
     return {"cpus": cpus, "round": round_, "loop_seconds": marks[-1], "each_100_seconds": steps, "workers_at_loop_end": workers}
 
 
-def fresh_driver(cpus, round_):
-    """`measure` in a new Python process."""
-    code = f"import json, loop_starts; print(json.dumps(loop_starts.measure({cpus}, {round_})))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+FRESH_DRIVER = "import json, sys, loop_starts; print(json.dumps(loop_starts.measure(int(sys.argv[1]), int(sys.argv[2]))))"
 
 
 def rows():
-    return [fresh_driver(c, r) for r in (1, 2, 3) for c in (2, 4)]
+    return [fresh_process_row(FRESH_DRIVER, c, r) for r in (1, 2, 3) for c in (2, 4)]
 
 
 def summary(row):
-    started = [w["started_s"] for w in row["workers_at_loop_end"] if w["started_s"] > -0.5]
+    # This cluster's workers: the prestarted ones (up to about 0.45 s before the loop) and
+    # any the loop set off.
+    new = [w for w in row["workers_at_loop_end"] if w["started_s"] > -0.5]
     return {"cpus": row["cpus"], "round": row["round"], "loop_ms": round(row["loop_seconds"] * 1e3, 1),
             "first_100_ms": round(row["each_100_seconds"][0] * 1e3, 1),
-            "workers_started_since_loop": started,
-            "their_cpu_s": [w["cpu_s"] for w in row["workers_at_loop_end"] if w["started_s"] > -0.5]}
+            "workers_started_since_loop": [w["started_s"] for w in new],
+            "their_cpu_s": [w["cpu_s"] for w in new]}
 
 
 if __name__ == "__main__":

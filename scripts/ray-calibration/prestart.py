@@ -11,14 +11,13 @@ default_worker.py), and the raylet's `--maximum_startup_concurrency`.
 
   python prestart.py --out runs/prestart.json
 """
-import json
 import os
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, run_probe  # noqa: E402
+from suite import fresh_process_row, ray_stop, run_probe  # noqa: E402
 
 DRIVER = r"""
 import collections, json, os, sys, time
@@ -70,11 +69,9 @@ def one(cpus, mode):
         subprocess.run([ray_bin, "start", "--head", f"--num-cpus={cpus}", "--include-dashboard=false"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     try:
-        out = subprocess.run([sys.executable, "-c", DRIVER, str(cpus), mode], capture_output=True, text=True,
-                             check=True, timeout=120)
+        row = fresh_process_row(DRIVER, cpus, mode, timeout=120)
     finally:
         ray_stop()
-    row = json.loads(out.stdout.strip().splitlines()[-1])
     row.update({"cpus": cpus, "how": "ray.init(address='local')" if mode == "init" else "ray start --head, then a driver"})
     row["idle_workers_at_connect"] = row["at_connect"].get("ray::IDLE", 0)
     return row

@@ -11,15 +11,13 @@ per worker, when it had used 5, 20 and 100 ms of CPU, and its CPU when it ran it
 
   python start_phases.py --out runs/start-phases.json
 """
-import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
+from suite import fresh_process_row, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
 
 MARKS_MS = (5, 20, 100)
 
@@ -80,14 +78,11 @@ def measure(round_):
     return {"round": round_, "workers": workers}
 
 
-def fresh_driver(round_):
-    code = f"import json, start_phases; print(json.dumps(start_phases.measure({round_})))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+FRESH_DRIVER = "import json, sys, start_phases; print(json.dumps(start_phases.measure(int(sys.argv[1]))))"
 
 
 def rows():
-    return [fresh_driver(r) for r in (1, 2, 3)]
+    return [fresh_process_row(FRESH_DRIVER, r) for r in (1, 2, 3)]
 
 
 def summary(row):

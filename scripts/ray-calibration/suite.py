@@ -36,6 +36,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNS = os.path.join(HERE, "runs", "suite")
@@ -239,6 +240,15 @@ def run_probe(description, make_rows, summary, max_load=None):
     write_probe(args.out, started, load_before, rows)
 
 
+def fresh_process_row(program, *args, timeout=300):
+    """Run `program` (Python source) with `args` in a new Python process, in this folder
+    (so it can import the probes), and return the last line it printed that is a JSON
+    object, parsed."""
+    out = subprocess.run([sys.executable, "-c", program, *map(str, args)], cwd=os.path.dirname(os.path.abspath(__file__)),
+                         capture_output=True, text=True, timeout=timeout, check=True)
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+
+
 def run_program_probe(description, program, runs=3):
     """A probe's whole `main()` where each run is `program` (Python source that prints
     one JSON row as its last line) in a fresh process of its own on a fresh Ray: its
@@ -253,8 +263,7 @@ def run_program_probe(description, program, runs=3):
     rows = []
     for run in range(args.runs):
         ray_stop()
-        out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, check=True)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row = fresh_process_row(program)
         row["run"] = run
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -368,16 +377,26 @@ def actor_creation(p):
 
 
 def raylet_gc_rounds(ray):
-    """The workers each GC round the raylet sent so far reached ("Sending Python GC
-    request" lines in raylet.out), in order."""
+    """The workers each GC round the raylet sent so far reached, in order."""
+    return [workers for _, workers in raylet_gc_requests(ray)]
+
+
+def raylet_gc_requests(ray):
+    """(when, in Unix seconds, how many workers) of each GC round the raylet sent so far
+    ("Sending Python GC request" lines in raylet.out), in order."""
     logs = ray._private.worker._global_node.get_logs_dir_path()
     rounds = []
     with open(os.path.join(logs, "raylet.out"), errors="replace") as f:
         for line in f:
             m = re.search(r"Sending Python GC request to (\d+) local workers", line)
             if m:
-                rounds.append(int(m.group(1)))
+                rounds.append((log_time(line), int(m.group(1))))
     return rounds
+
+
+def log_time(line):
+    """A Ray log line's own time, in Unix seconds ("[2026-11-30 05:40:42,320 I ...")."""
+    return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def actor_calls(p):
