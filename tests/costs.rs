@@ -318,10 +318,13 @@ fn a_drivers_loop_is_not_held_back_by_its_workers_but_slowed_by_them() {
         assert_eq!(submitted(niceness, "0", 1_999_999), 2_001, "at {niceness}");
         assert_eq!(submitted(niceness, "0", 2_000_000), 3_001, "at {niceness}: the loop does not wait");
     }
-    // Its one task worker busy from the first task on, the loop's second thousand calls
-    // take 1.5 times as long at a slowdown of 0.5: the third thousand goes at 2.5 s.
-    assert_eq!(submitted(0, "0.5", 2_499_000), 2_001);
-    assert_eq!(submitted(0, "0.5", 2_500_000), 3_001);
+    // At a slowdown of 0.5 every thousand calls take 1.5 times as long: the first too,
+    // since its first call leases the node's one prestarted worker, busy beside the loop
+    // from then on. The second thousand goes at 1.5 s, the third at 3 s.
+    assert_eq!(submitted(0, "0.5", 1_499_999), 1_001);
+    assert_eq!(submitted(0, "0.5", 1_500_000), 2_001);
+    assert_eq!(submitted(0, "0.5", 2_999_999), 2_001);
+    assert_eq!(submitted(0, "0.5", 3_000_000), 3_001);
     // Either way the core does the same work: the last task ends at about the same time.
     let end = |niceness: u8| {
         let e = common::run_until(load(&yaml(niceness, "0")), u64::MAX);
@@ -376,15 +379,24 @@ fn a_callers_loop_goes_ahead_of_the_worker_starts_its_calls_ask_for() {
     // 4 CPUs on 2 cores: 2 prestarted workers, and 2 started (1 s of CPU each) for the
     // first thousand calls' leases. The driver's loop over those thousand (40 µs each)
     // was on its core before the raylet heard of them: it ends at 40 ms and the last call
-    // goes then. Placed after the starts, it would wait for a core until 1 s.
-    let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
-         scheduler: {call_submit_cost: 40us, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
+    // goes then. Placed after the starts, it would wait for a core until 1 s. With
+    // `driver_slowdown_per_busy_worker`, the two prestarted workers its calls lease slow
+    // it from its start, the starting ones not.
+    let yaml = |slowdown: &str| {
+        format!(
+            "cluster:\n  host_node: false\n  head: {{cpu: 4, cores: 2, memory: 16GiB}}\n\
+         scheduler: {{driver_slowdown_per_busy_worker: {slowdown}, call_submit_cost: 40us, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
          lease_latency: 0s, dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 0s, \
-         sleep_overshoot: 0s, idle_worker_cpu: 0, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
-         workloads:\n  - {kind: fan_out, tasks: 1001, task_duration: 1s}\n";
-    let submitted = |t: u64| at(yaml, t).0;
-    assert_eq!(submitted(39_999), 1_001, "the driver and the first thousand calls");
-    assert_eq!(submitted(40_000), 1_002, "the loop's first thousand paid, its last call goes");
+         sleep_overshoot: 0s, idle_worker_cpu: 0, task_push_latency: 0s, worker_first_call_latency: 0s}}\n\
+         workloads:\n  - {{kind: fan_out, tasks: 1001, task_duration: 1s}}\n"
+        )
+    };
+    let submitted = |slowdown: &str, t: u64| at(&yaml(slowdown), t).0;
+    assert_eq!(submitted("0", 39_999), 1_001, "the driver and the first thousand calls");
+    assert_eq!(submitted("0", 40_000), 1_002, "the loop's first thousand paid, its last call goes");
+    // 40 ms × (1 + 2 × 0.25): two busy, not four.
+    assert_eq!(submitted("0.25", 59_999), 1_001);
+    assert_eq!(submitted("0.25", 60_000), 1_002);
 }
 
 #[test]

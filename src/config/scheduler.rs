@@ -50,7 +50,8 @@ pub struct SchedulerConfig {
     #[serde(default = "default_worker_niceness")]
     pub worker_niceness: u8,
     /// The part of a core a driver's own work (its submit loop) loses to each task worker
-    /// busy on its node: that work takes `1 + this × busy workers` times as long. Ray's
+    /// busy on its node: that work takes `1 + this × busy workers` times as long, a
+    /// submit loop counting the idle workers its own calls lease from its start. Ray's
     /// driver loop waits runnable while its reniced workers run. Measured, not fitted:
     /// loop_wait.py's 100,000-call loops.
     #[serde(default = "default_driver_slowdown_per_busy_worker")]

@@ -137,8 +137,12 @@ pub fn leaves_out(workload: &str) -> &'static str {
              starts: loop_share.py gave its thread 0.52-0.60 of a core over 10,000 calls) and loses \
              `scheduler.driver_slowdown_per_busy_worker` of a core to each busy task worker (loop_wait.py: over \
              100,000 calls Ray's loop was on a CPU 0.925, 0.857 and 0.775 of its time at 1, 2 and 4 CPUs and \
-             waited runnable the rest); a 1,000-call loop is mostly the first call's one-time cost, and Ray's \
-             spread over it is the widest (its range); on the AMD EPYC VM the calibration ran on before, the \
+             waited runnable the rest), counting from a thousand's start the idle workers its calls lease (Ray's \
+             first task ran 7-8 ms after the first `.remote()` returned), not the ones they start; at 4 CPUs \
+             Ray's two starts begin after the first call returns and do not slow a 1,000-call loop \
+             (loop_starts.py: past its first 100 calls it went at the 2-CPU pace), as the model's first \
+             thousand, placed ahead of them, is not; a 1,000-call loop is mostly the \
+             first call's one-time cost, and Ray's spread over it is the widest (its range); on the AMD EPYC VM the calibration ran on before, the \
              2-CPU loops lost less of a core (its 10,000-call loop was 8 % faster than its 1-CPU one, this VM's \
              10 % slower), which the share does not follow"
         }
@@ -165,8 +169,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              the model's calls costs the same; an async actor's calls start one at a time on its event loop \
              (`scheduler.async_call_cost` with `call_start_cost`), one figure a call, where Ray's spreads: a \
              fresh cluster's first 1,000 async calls took 226-346 ms over six runs on two days, and batches of \
-             1,000 in a row on one actor 256-509 ms (async_history.py); neither the batch's size nor \
-             `max_concurrency` changed the cost a call (async_scale.py)"
+             1,000 in a row on one actor 256-509 ms (async_history.py), and on a third day 316-436 ms over 1,000 \
+             and 330-374 µs a call over 10,000; neither the batch's size nor `max_concurrency` changed the cost a \
+             call (async_scale.py), nor did task events, sent once a second after a short batch ends \
+             (async_events.py: with them off 1,000 calls took 206-316 ms and 10,000 286-391 µs a call)"
         }
         "object_local" => {
             "how the copy's rate depends on the machine: a `bytes` value up to 1 MiB \

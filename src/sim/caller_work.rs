@@ -23,10 +23,33 @@ impl Engine {
 
     /// The caller's work for submitting `calls` of `spec`, placed on its node's cores
     /// now, for a step that hands its calls over after placing it: when it ends (None for
-    /// no work).
+    /// no work). The idle task workers those calls will lease on its node count as busy
+    /// beside it from its start (`NodeCpus::work_leasing`).
     pub(super) fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
         let busy = self.submit_cost(spec, calls);
-        (busy > 0).then(|| self.place_work(tid, busy))
+        if busy == 0 {
+            return None;
+        }
+        let now = self.clock.now;
+        let Some(t) = self.model.tasks.get(&tid) else { return Some(now + busy) };
+        let Some(node) = t.node else { return Some(now + busy) };
+        let leasing = self.leasable_on(node, spec, calls);
+        Some(self.cpus.work_leasing(node, Priority::of_process_running(t), now, busy, leasing))
+    }
+
+    /// How many of `calls` normal tasks of `spec` the caller's node `n` has the resources
+    /// to lease now (the local-first raylet grants those there); none for actor calls.
+    fn leasable_on(&self, n: NodeIdx, spec: u32, calls: u32) -> u32 {
+        let s = &self.specs[spec as usize];
+        if s.kind != TaskType::NormalTask {
+            return 0;
+        }
+        let available = &self.model.nodes[n.index()].available;
+        let mut room = calls as i64;
+        for &(id, q) in s.request.0.iter().filter(|(_, q)| q.0 > 0) {
+            room = room.min(available.get(id).0 / q.0);
+        }
+        room.max(0) as u32
     }
 
     /// What submitting `calls` of `spec` costs its caller: `actor_call_submit_cost` each

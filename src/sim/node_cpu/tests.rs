@@ -197,3 +197,19 @@ fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
         assert_eq!(cpus.work(node(), Priority::Normal, 2_000, 10), 2_010, "none busy: as it is");
     }
 }
+
+#[test]
+fn a_submit_loop_counts_the_idle_workers_its_calls_will_lease() {
+    let settings = CpuSettings { driver_slowdown: 0.5, ..CpuSettings::default() };
+    let mut cpus = cpus_on(settings, NodeMachine { cores: 2, startup_concurrency: 2, prestarted: 2 });
+    // Two idle prestarted workers: a loop handing over 1 call makes one busy beside it,
+    // 5 calls both; none handed over, none.
+    assert_eq!(cpus.work_leasing(node(), Priority::Normal, 0, 10, 0), 10);
+    assert_eq!(cpus.work_leasing(node(), Priority::Normal, 100, 10, 1), 115);
+    assert_eq!(cpus.work_leasing(node(), Priority::Normal, 200, 10, 5), 220);
+    // One leased already: it is busy, and only the other idle one is added.
+    cpus.task_lease_granted(node());
+    assert_eq!(cpus.work_leasing(node(), Priority::Normal, 300, 10, 5), 320);
+    // A worker's own work is queued, never stretched.
+    assert_eq!(cpus.work_leasing(node(), Priority::Worker, 400, 10, 5), 410);
+}
