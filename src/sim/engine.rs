@@ -257,7 +257,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Pulled(t, a) => {
-                let follows = super::exec::pulled(cx!(self), t, a);
+                let follows = super::futures::pulled(cx!(self), t, a);
                 self.follow_all(follows);
             }
             Event::Begin(t, a) => {

@@ -26,7 +26,7 @@ use super::objects::{self, PlasmaStores};
 use super::placement_groups::PlacementGroupManager;
 use super::pull::Pull;
 use super::task_runs::TaskRuns;
-use super::{exec, retries, task_run, tasks};
+use super::{futures, retries, task_run, tasks};
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;
@@ -355,9 +355,9 @@ impl Engine {
             }
             Follow::ReconstructOrFail(o) => objects::reconstruct_or_fail(cx!(self), self.node_manager.head(), o),
             Follow::HoldFutures(t, attempt, returns) => {
-                exec::hold_futures(&mut self.model, &mut self.runs, t, attempt, returns)
+                futures::hold_futures(&mut self.model, &mut self.runs, t, attempt, returns)
             }
-            Follow::FutureResolved(t, failed) => exec::future_resolved(cx!(self), t, failed),
+            Follow::FutureResolved(t, failed) => futures::future_resolved(cx!(self), t, failed),
             Follow::TaskReady(t) => tasks::task_ready(cx!(self), t),
             Follow::TrySchedule(t) => self.queues.try_schedule(cx!(self), &self.node_manager, t),
             Follow::TryScheduleInBundle(t, pg, b) => {

@@ -33,6 +33,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod follow;
+mod futures;
 mod gc_rounds;
 mod invariants;
 mod jobs;
