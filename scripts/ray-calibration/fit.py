@@ -10,6 +10,13 @@ on a copy of the runs folder that holds the fit set's files only.
   python fit.py --rayscope ../../target/release/rayscope --out runs/fit.json
   python fit.py --start runs/fit.json --only scheduler.async_call_cost --out runs/fit.json
 
+The search is local. With --restarts N it searches N more times, each from the start
+scaled at random (each moving cost by a factor between 1 / (1 + --spread) and
+1 + --spread, log-uniform, drawn with --seed), and keeps the lowest loss; the record
+lists each restart's loss:
+
+  python fit.py --start runs/fit.json --restarts 3 --seed 1 --out /tmp/fit-restarts.json
+
 With --only, the search moves only the costs named; the others stay at --start's
 values (a cost a workload's new mechanism adds is fitted without refitting the rest).
 
@@ -37,6 +44,8 @@ zero can stay there where a larger value fits better):
 """
 import argparse
 import json
+import math
+import random
 import os
 import shutil
 import subprocess
@@ -228,7 +237,12 @@ def main():
     ap.add_argument("--row", action="append", metavar="ROW", help="fit to this row instead of the FIT set (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting fixed in every model run, over any value fitted or started (repeatable)")
     ap.add_argument("--start-at", action="append", default=[], metavar="SETTING=VALUE", help="start this cost here (repeatable)")
+    ap.add_argument("--restarts", type=int, default=0, help="searches more, each from the start with its costs scaled at random (the lowest loss wins)")
+    ap.add_argument("--spread", type=float, default=0.3, help="a restart scales each cost by up to 1 + this, up or down (default 0.3)")
+    ap.add_argument("--seed", type=int, default=1, help="the restarts' draw (default 1)")
     args = ap.parse_args()
+    if args.restarts < 0 or args.spread <= 0:
+        ap.error("--restarts must be 0 or more and --spread above 0")
     fit = args.row or FIT
     # The fixed costs by name (a fixed setting fit.py does not fit only passes to the model).
     fixed = fixed_numbers(args.set)
@@ -258,26 +272,46 @@ def main():
     moving = [s for s in (args.only or list(values)) if s not in fixed and (ratio is None or s != "scheduler.owner_push_cost")]
     floor = {s: lo for s, _, lo, _ in COSTS}
     values = tied(values, ratio, submit_us)
+    first_start = dict(values)
     runs = fit_runs_dir(args.runs, fit)
-    loss, errors = evaluate(args.rayscope, runs, values, fit, args.set)
-    step, evaluations = 0.5, 1
-    while step >= args.min_step:
-        improved = False
-        for setting in moving:
-            for factor in (1 + step, 1 / (1 + step)):
-                trial = dict(values)
-                trial[setting] = max(floor[setting], values[setting] * factor)
-                if trial[setting] == values[setting]:
-                    continue
-                trial = tied(trial, ratio, submit_us)
-                trial_loss, trial_errors = evaluate(args.rayscope, runs, trial, fit, args.set)
-                evaluations += 1
-                if trial_loss < loss:
-                    values, loss, errors, improved = trial, trial_loss, trial_errors, True
-                    break
-        if not improved:
-            step /= 2
-        print(f"step {step:.3f} loss {loss:.6f} " + " ".join(f"{s.split('.')[-1]}={v:.6g}" for s, v in values.items()), flush=True)
+    def search(values):
+        """The pattern search from `values`: (values, loss, errors, evaluations)."""
+        loss, errors = evaluate(args.rayscope, runs, values, fit, args.set)
+        step, evaluations = 0.5, 1
+        while step >= args.min_step:
+            improved = False
+            for setting in moving:
+                for factor in (1 + step, 1 / (1 + step)):
+                    trial = dict(values)
+                    trial[setting] = max(floor[setting], values[setting] * factor)
+                    if trial[setting] == values[setting]:
+                        continue
+                    trial = tied(trial, ratio, submit_us)
+                    trial_loss, trial_errors = evaluate(args.rayscope, runs, trial, fit, args.set)
+                    evaluations += 1
+                    if trial_loss < loss:
+                        values, loss, errors, improved = trial, trial_loss, trial_errors, True
+                        break
+            if not improved:
+                step /= 2
+            print(f"step {step:.3f} loss {loss:.6f} " + " ".join(f"{s.split('.')[-1]}={v:.6g}" for s, v in values.items()), flush=True)
+        return values, loss, errors, evaluations
+
+    values, loss, errors, evaluations = search(values)
+    # The search is local: each restart begins from the start point with every moving
+    # cost scaled by a factor drawn log-uniformly within 1 + --spread either way, and the
+    # lowest loss wins.
+    draw = random.Random(args.seed)
+    restarts = []
+    for restart in range(args.restarts):
+        start = tied({s: max(floor[s], v * math.exp(draw.uniform(-1, 1) * math.log(1 + args.spread))) if s in moving else v
+                      for s, v in first_start.items()}, ratio, submit_us)
+        print(f"restart {restart + 1} of {args.restarts}", flush=True)
+        r_values, r_loss, r_errors, r_evaluations = search(start)
+        evaluations += r_evaluations
+        restarts.append({"loss": r_loss, "evaluations": r_evaluations})
+        if r_loss < loss:
+            values, loss, errors = r_values, r_loss, r_errors
     shutil.rmtree(runs)
     result = {
         "fitted_on": fit,
@@ -290,6 +324,7 @@ def main():
         "errors": errors,
         "loss": loss,
         "evaluations": evaluations,
+        "restarts": {"seed": args.seed, "spread": args.spread, "runs": restarts} if args.restarts else None,
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     with open(args.out, "w") as f:
