@@ -12,17 +12,18 @@ not in its time; a batch of several seconds pays for most of its own.
 Each row is the suite's `actor_calls` body (a fresh local cluster of 4 CPUs, one warm
 actor, N calls submitted at once, one `ray.get`) in a fresh process, with task events
 on (Ray's default) or off, for sync and async actors and 1,000 and 10,000 calls, in
-turn; per row also the driver's and the actor's CPU over the batch and over the 1.5 s
+turn, three rounds (`--runs`); per row also the driver's and the actor's CPU over the batch and over the 1.5 s
 after it (what was left to do once the batch's `ray.get` returned).
 
   python async_events.py --out runs/async-events.json
+  python async_events.py --runs 1 --out DIR/async-events.json
 """
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
@@ -30,6 +31,7 @@ events, mode, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if events == "off":
     os.environ["RAY_task_events_report_interval_ms"] = "0"
 import ray
+from suite import process_cpu as cpu_of
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
 
 @ray.remote
@@ -45,12 +47,6 @@ class Async:
         return None
     async def pid(self):
         return os.getpid()
-
-TICK = os.sysconf("SC_CLK_TCK")
-def cpu_of(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 actor = (Sync if mode == "sync" else Async).remote()
 pid = ray.get(actor.pid.remote())
@@ -70,30 +66,5 @@ print(json.dumps({"events": events, "mode": mode, "calls": calls, "seconds": sec
 
 WAYS = [(events, mode, calls) for events in ("on", "off") for mode in ("async", "sync") for calls in (1000, 10000)]
 
-
-def main():
-    import argparse
-    import time
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    load_before = wait_quiet(1.0, 120)
-    rows = []
-    for round_ in range(args.rounds):
-        for way in WAYS:
-            ray_stop()
-            row = fresh_process_row(ONE_RUN, *way)
-            row["round"] = round_
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    ray_stop()
-    write_probe(args.out, started, list(load_before), rows)
-
-
 if __name__ == "__main__":
-    import json
-
-    main()
+    run_program_probe(__doc__, ONE_RUN, ways=WAYS, numbered="round")

@@ -23,7 +23,7 @@ ONE_RUN = r"""
 import json, os, sys, time
 sys.path.insert(0, HERE)
 import ray
-from suite import timed_batch
+from suite import process_cpu as cpu_of, timed_batch
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
 
 @ray.remote
@@ -33,11 +33,6 @@ class Async:
     async def pid(self):
         return os.getpid()
 
-TICK = os.sysconf("SC_CLK_TCK")
-def cpu_of(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 def batches(actor, pid, n, calls=1000):
     out = []

@@ -9,7 +9,7 @@ Each row is the suite's `noop_tasks` body (a fresh local cluster, N no-op tasks 
 Ray's processes' CPU seconds over it (`suite.cpu_by_role`: the driver, the raylet, the
 GCS, the task workers up and those still starting, the rest), and their sum against
 the cores times the wall time: how much of the machine the run left idle. At 2 and 4
-CPUs, in turn, three rounds.
+CPUs, in turn, three rounds (`--runs`).
 
   python cold_cpu.py --out runs/cold-cpu.json
 """
@@ -18,7 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
@@ -43,30 +43,6 @@ print(json.dumps({"cpus": cpus, "tasks": tasks, "seconds": seconds, "submit_seco
 """
 
 
-def main():
-    import argparse
-    import json
-    import time
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--tasks", type=int, default=1000)
-    args = ap.parse_args()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    load_before = wait_quiet(1.0, 120)
-    program = ONE_RUN.replace("sys.path.insert(0, HERE)", f"sys.path.insert(0, {HERE!r})")
-    rows = []
-    for round_ in range(args.rounds):
-        for cpus in (2, 4):
-            ray_stop()
-            row = fresh_process_row(program, cpus, args.tasks)
-            row["round"] = round_
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    ray_stop()
-    write_probe(args.out, started, list(load_before), rows)
-
-
 if __name__ == "__main__":
-    main()
+    run_program_probe(__doc__, ONE_RUN.replace("sys.path.insert(0, HERE)", f"sys.path.insert(0, {HERE!r})"),
+                      ways=((2, 1000), (4, 1000)), numbered="round")

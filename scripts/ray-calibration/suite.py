@@ -150,6 +150,13 @@ def median(xs):
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu(pid):
+    """The CPU seconds (user + system) process `pid` has used so far, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 def process_role(pid, cmdline):
     """What a process is to Ray: driver (this process), raylet, gcs, workers (task and
     actor workers, titled `ray::`), starting_workers (default_worker.py not yet titled),
@@ -249,11 +256,13 @@ def fresh_process_row(program, *args, timeout=300):
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
-def run_program_probe(description, program, runs=3):
+def run_program_probe(description, program, runs=3, ways=((),), numbered="run"):
     """A probe's whole `main()` where each run is `program` (Python source that prints
     one JSON row as its last line) in a fresh process of its own on a fresh Ray: its
     `--out` and `--runs` arguments, a wait for a quiet machine, the runs (each after
-    `ray stop`, each row printed and numbered), then the record (`write_probe`)."""
+    `ray stop`, each row printed and numbered under `numbered`), then the record
+    (`write_probe`). With `ways`, each run is a round of the program once for each way,
+    in turn, given the way's items as its arguments."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=runs)
@@ -262,11 +271,12 @@ def run_program_probe(description, program, runs=3):
     load_before = wait_quiet(1.0, 120)
     rows = []
     for run in range(args.runs):
-        ray_stop()
-        row = fresh_process_row(program)
-        row["run"] = run
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        for way in ways:
+            ray_stop()
+            row = fresh_process_row(program, *way)
+            row[numbered] = run
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     ray_stop()
     write_probe(args.out, started, list(load_before), rows)
 
