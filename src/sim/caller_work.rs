@@ -27,14 +27,7 @@ impl Engine {
     /// beside it from its start (`NodeCpus::work_leasing`).
     pub(super) fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
         let busy = self.submit_cost(spec, calls);
-        if busy == 0 {
-            return None;
-        }
-        let now = self.clock.now;
-        let Some(t) = self.model.tasks.get(&tid) else { return Some(now + busy) };
-        let Some(node) = t.node else { return Some(now + busy) };
-        let leasing = self.leasable_on(node, spec, calls);
-        Some(self.cpus.work_leasing(node, Priority::of_process_running(t), now, busy, leasing))
+        (busy > 0).then(|| self.place_work_leasing(tid, busy, |engine, node| engine.leasable_on(node, spec, calls)))
     }
 
     /// How many of `calls` normal tasks of `spec` the caller's node `n` has the resources
@@ -136,11 +129,16 @@ impl Engine {
     /// `busy` µs of the task's work placed on its node's cores now: when it ends. A
     /// driver's work runs at normal priority, a worker process's reniced.
     fn place_work(&mut self, tid: TaskId, busy: u64) -> u64 {
+        self.place_work_leasing(tid, busy, |_, _| 0)
+    }
+
+    /// As [`Engine::place_work`], for work that hands `leasing(node)` normal tasks to the
+    /// task's node as it starts (`NodeCpus::work_leasing`).
+    fn place_work_leasing(&mut self, tid: TaskId, busy: u64, leasing: impl FnOnce(&Self, NodeIdx) -> u32) -> u64 {
         let now = self.clock.now;
         let Some(t) = self.model.tasks.get(&tid) else { return now + busy };
-        match t.node {
-            Some(node) => self.cpus.work(node, Priority::of_process_running(t), now, busy),
-            None => now + busy,
-        }
+        let Some(node) = t.node else { return now + busy };
+        let (priority, leasing) = (Priority::of_process_running(t), leasing(self, node));
+        self.cpus.work_leasing(node, priority, now, busy, leasing)
     }
 }
