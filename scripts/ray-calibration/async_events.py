@@ -23,7 +23,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import run_program_probe  # noqa: E402
+from suite import NOOP_ACTORS, run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
@@ -33,20 +33,7 @@ if events == "off":
 import ray
 from suite import process_cpu as cpu_of
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
-
-@ray.remote
-class Sync:
-    def noop(self):
-        return None
-    def pid(self):
-        return os.getpid()
-
-@ray.remote
-class Async:
-    async def noop(self):
-        return None
-    async def pid(self):
-        return os.getpid()
+NOOP_ACTORS
 
 actor = (Sync if mode == "sync" else Async).remote()
 pid = ray.get(actor.pid.remote())
@@ -67,4 +54,4 @@ print(json.dumps({"events": events, "mode": mode, "calls": calls, "seconds": sec
 WAYS = [(events, mode, calls) for events in ("on", "off") for mode in ("async", "sync") for calls in (1000, 10000)]
 
 if __name__ == "__main__":
-    run_program_probe(__doc__, ONE_RUN, ways=WAYS, numbered="round")
+    run_program_probe(__doc__, ONE_RUN.replace("NOOP_ACTORS", NOOP_ACTORS), ways=WAYS, numbered="round")

@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import run_program_probe  # noqa: E402
+from suite import NOOP_ACTORS, run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
@@ -25,13 +25,7 @@ sys.path.insert(0, HERE)
 import ray
 from suite import process_cpu as cpu_of, timed_batch
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
-
-@ray.remote
-class Async:
-    async def noop(self):
-        return None
-    async def pid(self):
-        return os.getpid()
+NOOP_ACTORS
 
 
 def batches(actor, pid, n, calls=1000):
@@ -55,4 +49,4 @@ print(json.dumps({"actor_a": first, "actor_b": fresh_actor, "actor_a_again": aga
 """
 
 if __name__ == "__main__":
-    run_program_probe(__doc__, ONE_RUN.replace("sys.path.insert(0, HERE)", f"sys.path.insert(0, {HERE!r})"))
+    run_program_probe(__doc__, ONE_RUN.replace("sys.path.insert(0, HERE)", f"sys.path.insert(0, {HERE!r})").replace("NOOP_ACTORS", NOOP_ACTORS))

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import TICK, fresh_process_row, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
+from suite import TICK, fresh_process_row, local_cluster, ray_stop, run_probe, stat_cpu, worker_processes  # noqa: E402
 
 CALLS = 1000
 STEP = 100
@@ -34,9 +34,8 @@ def workers_now(loop_start_boot):
     loop's start and its CPU so far, in seconds."""
     out = []
     for _, cmd, fields in worker_processes():
-        utime, stime, starttime = int(fields[11]), int(fields[12]), int(fields[19])
-        out.append({"title": cmd.split()[0][:40], "started_s": round(starttime / TICK - loop_start_boot, 3),
-                    "cpu_s": (utime + stime) / TICK})
+        out.append({"title": cmd.split()[0][:40], "started_s": round(int(fields[19]) / TICK - loop_start_boot, 3),
+                    "cpu_s": stat_cpu(fields)})
     return sorted(out, key=lambda w: w["started_s"])
 
 

@@ -150,11 +150,36 @@ def median(xs):
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu(pid):
-    """The CPU seconds (user + system) process `pid` has used so far, in clock ticks."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+def stat_cpu(fields):
+    """The CPU seconds (user + system, to a clock tick) in a process's /proc/PID/stat
+    `fields` after its command's name: utime and stime, fields 14 and 15 of stat."""
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def process_cpu(pid):
+    """The CPU seconds (user + system, to a clock tick) process `pid` has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        return stat_cpu(f.read().rsplit(")", 1)[1].split())
+
+
+# The no-op actors the actor-call probes define in their programs: source to put in a
+# program, so that each class is its `__main__`'s (Ray then ships it by value, as the
+# suite's `actor_calls` does its own, and no worker has to import this module).
+NOOP_ACTORS = """
+@ray.remote
+class Sync:
+    def noop(self):
+        return None
+    def pid(self):
+        return os.getpid()
+
+@ray.remote
+class Async:
+    async def noop(self):
+        return None
+    async def pid(self):
+        return os.getpid()
+"""
 
 
 def process_role(pid, cmdline):
@@ -217,8 +242,7 @@ def cpu_by_role():
     """{role: CPU seconds so far (user + system)} over this user's Ray processes."""
     out = {}
     for role, fields, _ in ray_processes():
-        # utime and stime, fields 14 and 15 of stat (12 and 13 after the name).
-        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
+        out[role] = out.get(role, 0.0) + stat_cpu(fields)
     return out
 
 
