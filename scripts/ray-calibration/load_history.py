@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Whether a machine loaded a few minutes before makes the suite's short runs faster.
+
+The suite waits for the 1-minute load average to fall below the cores before a run,
+not the 5-minute one. The three suite runs of 1,000 async actor calls made on
+2026-11-29 (226-246 ms) each began some four minutes after a run of 200 `num_cpus=0`
+actors, with the 5-minute load at 7.9-8.1; the three made on 2026-11-30 on a machine
+quiet for minutes took 306-346 ms. The row's median is between the two groups.
+
+Each round runs two arms, in turn, through `suite.py run` (one process a run, its
+quiet wait and all, as `suite.py all` runs them; the records go to a scratch folder,
+not runs/suite/):
+- after: the suite's 200 `num_cpus=0` actors, then the measured runs at once (each
+  still waits for a 1-minute load below 1, as the suite does);
+- quiet: a wait for the 5-minute load average to fall below 1 (at most 15 minutes),
+  then the same measured runs.
+The measured runs: 1,000 and 10,000 async actor calls, and 1,000 no-op tasks on 4 CPUs.
+Each row has the run's figure and the load averages (1, 5, 15 minutes) as it began.
+
+  python load_history.py --out runs/load-history.json
+  python load_history.py --rounds 1 --out /tmp/load-history.json
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+
+LOAD = ("actor_creation", {"actors": 200, "num_cpus": "0"})
+MEASURED = [
+    ("actor_calls", {"calls": 1000, "mode": "async"}),
+    ("actor_calls", {"calls": 10000, "mode": "async"}),
+    ("noop_tasks", {"tasks": 1000, "cpus": 4}),
+]
+
+
+def suite_run(out_dir, workload, params):
+    """One `suite.py run` in its own process; its record, read back from `out_dir`."""
+    before = set(os.listdir(out_dir))
+    cmd = [sys.executable, os.path.join(HERE, "suite.py"), "--out-dir", out_dir, "run", workload]
+    for k, v in params.items():
+        cmd += [f"--{k.replace('_', '-')}", str(v)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    (name,) = set(os.listdir(out_dir)) - before
+    with open(os.path.join(out_dir, name)) as f:
+        return json.load(f)
+
+
+def wait_quiet_5min(below, deadline_s):
+    """Wait (up to a deadline) for the 5-minute load average to fall below `below`."""
+    end = time.time() + deadline_s
+    while os.getloadavg()[1] > below and time.time() < end:
+        time.sleep(5)
+    return os.getloadavg()
+
+
+def arm(out_dir, name, round_no):
+    rows = []
+    if name == "after":
+        load = suite_run(out_dir, *LOAD)
+        rows.append({"round": round_no, "arm": name, "workload": LOAD[0], "params": LOAD[1],
+                     "seconds": load["result"]["seconds"], "load_before": load["load_average_before"]})
+    else:
+        wait_quiet_5min(1.0, 900)
+    for workload, params in MEASURED:
+        rec = suite_run(out_dir, workload, params)
+        rows.append({"round": round_no, "arm": name, "workload": workload, "params": params,
+                     "seconds": rec["result"]["seconds"], "load_before": rec["load_average_before"]})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    ray_stop()
+    load_before = wait_quiet(1.0, 120)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_no in range(args.rounds):
+            for name in ("after", "quiet"):
+                rows += arm(scratch, name, round_no)
+    write_probe(args.out, started, load_before, rows)
+
+
+if __name__ == "__main__":
+    main()
