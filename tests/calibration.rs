@@ -330,3 +330,23 @@ fn without_the_costs_the_model_misses_real_ray() {
     let predicted = predicted_makespan(cfg);
     assert!((predicted - real).abs() / real > TOLERANCE, "{predicted} vs {real}");
 }
+
+/// `worker_first_call_latency` is measured, not fitted: the median of the CPU each task
+/// worker burned between its first and second task in `first_call.py`'s cold runs
+/// (`runs/first-call.json`).
+#[test]
+fn the_first_call_cost_is_the_recorded_median() {
+    let gaps: Vec<f64> = probe_rows("first-call.json")
+        .iter()
+        .flat_map(|row| row["workers"].as_array().expect("a first-call row has workers").clone())
+        .map(|w| w["gap_cpu_ms"].as_f64().expect("a worker has gap_cpu_ms"))
+        .collect();
+    assert_eq!(gaps.len(), 21, "first-call.json's three runs at 1, 2 and 4 CPUs had 21 task workers");
+    let median_us = median(gaps) * 1000.0;
+    let s = config::SchedulerConfig::default();
+    assert!(
+        (s.worker_first_call_latency.as_micros() as f64 - median_us).abs() <= 100.0,
+        "worker_first_call_latency {} µs vs the recorded median {median_us:.0} µs",
+        s.worker_first_call_latency.as_micros()
+    );
+}

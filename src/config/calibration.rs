@@ -40,9 +40,8 @@ pub struct Calibration {
 }
 
 /// The calibration the defaults come from (runs in `scripts/ray-calibration/runs/`).
-/// Two defaults were measured on the AMD EPYC VM of the same size the calibration ran
-/// on before (its runs: `runs/epyc/`): `scheduler.worker_first_call_latency`
-/// (`runs/lease-traces.json`) and `object_store.put_reused_bandwidth`
+/// One default was measured on the AMD EPYC VM of the same size the calibration ran on
+/// before (its runs: `runs/epyc/`): `object_store.put_reused_bandwidth`
 /// (`runs/put-release.json`).
 pub const CALIBRATION: Calibration = Calibration {
     ray_version: "2.60.0",

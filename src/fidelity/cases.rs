@@ -116,10 +116,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              once cost what windows of 1,000 did), where the model's is one figure; at 4 CPUs on 2 cores, while \
              the two workers beyond the prestarted two start, Ray's prestarted ones began their first task \
              55-103 ms in and sat idle 490-800 ms after it (the started two 270-490 ms after theirs, when no start \
-             ran, where the model's first call is 82 ms of work; lease_traces.py on the AMD EPYC VM the \
+             ran, where the model's first call is 90.8 ms of work; lease_traces.py on the AMD EPYC VM the \
              calibration ran on before): the machine's cores shared among everything runnable, where the model's \
              cores serve one piece of work at a time, first come first served, but for the driver's loop and the \
-             starts, which are time-sliced: its starts hold both cores for their 0.46 s and the pushes and the \
+             starts, which are time-sliced: its starts hold both cores for their 0.45 s and the pushes and the \
              first calls' work (`scheduler.worker_first_call_latency`) wait for them; Linux's priorities: Ray runs \
              a worker (task worker or actor) at nice 15 once it is up (`RAY_worker_niceness`) and everything else \
              at nice 0, a starting worker included, so the driver, the raylet and the starts take the cores ahead \
@@ -150,7 +150,7 @@ pub fn leaves_out(workload: &str) -> &'static str {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
              node answered its first call 0.36-0.45 s after its creation in four of call_costs.py's five samples \
-             (the fifth 0.09 s; 0.48-0.53 s on the AMD EPYC VM the calibration ran on before, lease_traces.py), where the model's start alone is 0.46 s of \
+             (the fifth 0.09 s; 0.48-0.53 s on the AMD EPYC VM the calibration ran on before, lease_traces.py), where the model's start alone is 0.45 s of \
              CPU; memory pressure of hundreds of processes; which looks of the \
              raylet see progress: default actors wait for a CPU, so from the second look in a row that sees \
              leases waiting and no worker progressing, every 10 s (`scheduler.debug_dump_period`), each \
