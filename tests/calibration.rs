@@ -350,3 +350,25 @@ fn the_first_call_cost_is_the_recorded_median() {
         s.worker_first_call_latency.as_micros()
     );
 }
+
+/// `actor_creation_window` is measured, not fitted: the median of `creation_window.py`'s
+/// windows, each from an actor worker's registration to its creation's end
+/// (`runs/creation-window.json`).
+#[test]
+fn the_creation_window_is_the_recorded_median() {
+    let rows = probe_rows("creation-window.json");
+    let windows: Vec<f64> = rows[0]["samples"]
+        .as_array()
+        .expect("creation-window.json has samples")
+        .iter()
+        .map(|pair| pair[1].as_f64().expect("an end") - pair[0].as_f64().expect("a start"))
+        .collect();
+    assert_eq!(windows.len(), 200, "one window an actor");
+    let median_us = median(windows) * 1e6;
+    let s = config::SchedulerConfig::default();
+    assert!(
+        (s.actor_creation_window.as_micros() as f64 - median_us).abs() <= 1000.0,
+        "actor_creation_window {} µs vs the recorded median {median_us:.0} µs",
+        s.actor_creation_window.as_micros()
+    );
+}

@@ -12,17 +12,22 @@ use rayscope::sim::Engine;
 /// each holding the CPU 4.5 s (1 s of it the start's CPU work). With default resources
 /// the other creations wait for that CPU from 0 s to 40.5 s.
 fn run(num_cpus: &str, gc_cpu: &str) -> Engine {
-    run_with_call_start(num_cpus, gc_cpu, "0s")
+    run_with(num_cpus, gc_cpu, "0s", "0s")
 }
 
 /// The same, each creation's call doing `call_start` of queued work on the core.
 fn run_with_call_start(num_cpus: &str, gc_cpu: &str, call_start: &str) -> Engine {
+    run_with(num_cpus, gc_cpu, call_start, "0s")
+}
+
+/// The same, a look seeing a creation as progress for `window` after its run began.
+fn run_with(num_cpus: &str, gc_cpu: &str, call_start: &str, window: &str) -> Engine {
     let yaml = format!(
         "cluster:\n  host_node: false\n  head: {{cpu: 1, cores: 1, memory: 16GiB}}\n\
          scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: {call_start}, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 1s, worker_start_latency: 3.5s, sleep_overshoot: 0s, \
          idle_worker_cpu: 0, worker_first_call_latency: 0s, prestart_worker_first_driver: false, \
-         worker_gc_cpu: {gc_cpu}}}\n\
+         worker_gc_cpu: {gc_cpu}, actor_creation_window: {window}}}\n\
          workloads:\n  - {{kind: actor_pool, actors: 10, calls_per_actor: 1, call_duration: 0s{num_cpus}}}\n"
     );
     run_checked(load(&yaml), Limits::default()).unwrap_or_else(|m| panic!("{m}"))
@@ -52,6 +57,20 @@ fn waiting_default_actors_set_off_a_gc_round_from_the_second_look_in_a_row() {
     assert_eq!(rounds(&e), vec![(20.0, 5 + 1), (30.0, 7 + 1), (40.0, 9 + 1)]);
     // Nothing waits after 40.5 s: the looks stop, so the run ends.
     assert!(e.workloads_done());
+}
+
+#[test]
+fn a_look_that_sees_a_creation_within_its_window_sees_progress() {
+    // The creations begin their runs at 4.5, 9, 13.5, ... 36 and 40.5 s. With a window of
+    // 1.2 s the look at 10 s sees the one of 9 s (progress: the count starts again), the
+    // one at 20 s sees none (18 s is 2 s before): its first; 30 s (27) and 40 s (36) none.
+    let e = run_with("", "1ms", "0s", "1.2s");
+    assert_eq!(rounds(&e), vec![(30.0, 7 + 1), (40.0, 9 + 1)]);
+    // A window of 4.5 s covers every look: the creations of 9, 18, 27 and 36 s are 1-4 s
+    // before the looks at 10, 20, 30 and 40 s.
+    let wide = run_with("", "1ms", "0s", "4.5s");
+    assert_eq!(rounds(&wide), vec![], "every look sees a creation's window");
+    assert!(wide.workloads_done());
 }
 
 #[test]

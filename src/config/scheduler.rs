@@ -164,6 +164,12 @@ pub struct SchedulerConfig {
     /// asks, on the node's cores. Zero: the rounds cost nothing and are not simulated.
     #[serde(default = "default_worker_gc_cpu")]
     pub worker_gc_cpu: DurationSpec,
+    /// How long a raylet's look sees an actor's creation as progress: Ray's does from
+    /// the creation's worker registering to the creation's end. The model's creation
+    /// ends as its worker comes up, so a look sees progress where a creation began its
+    /// run less than this long before. Zero: a creation is never seen so.
+    #[serde(default = "default_actor_creation_window")]
+    pub actor_creation_window: DurationSpec,
 }
 
 impl Default for SchedulerConfig {
@@ -186,6 +192,7 @@ impl Default for SchedulerConfig {
             debug_dump_period: default_debug_dump_period(),
             local_gc_min_interval: default_local_gc_min_interval(),
             worker_gc_cpu: default_worker_gc_cpu(),
+            actor_creation_window: default_actor_creation_window(),
             call_submit_cost: default_call_submit_cost(),
             first_submit_cost: default_first_submit_cost(),
             owner_push_cost: default_owner_push_cost(),

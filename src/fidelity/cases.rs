@@ -119,7 +119,7 @@ pub fn leaves_out(workload: &str) -> &'static str {
              ran, where the model's first call is 90.8 ms of work; lease_traces.py on the AMD EPYC VM the \
              calibration ran on before): the machine's cores shared among everything runnable, where the model's \
              cores serve one piece of work at a time, first come first served, but for the driver's loop and the \
-             starts, which are time-sliced: its starts hold both cores for their 0.45 s and the pushes and the \
+             starts, which are time-sliced: its starts hold both cores for their 0.47 s and the pushes and the \
              first calls' work (`scheduler.worker_first_call_latency`) wait for them; Linux's priorities: Ray runs \
              a worker (task worker or actor) at nice 15 once it is up (`RAY_worker_niceness`) and everything else \
              at nice 0, a starting worker included, so the driver, the raylet and the starts take the cores ahead \
@@ -150,17 +150,20 @@ pub fn leaves_out(workload: &str) -> &'static str {
             "a start is fixed CPU work stretched by an idle share per live process, counted from its reservation, \
              and fitted to starts that share 2 cores with Ray's own processes: a lone actor started on a quiet \
              node answered its first call 0.36-0.45 s after its creation in four of call_costs.py's five samples \
-             (the fifth 0.09 s; 0.48-0.53 s on the AMD EPYC VM the calibration ran on before, lease_traces.py), where the model's start alone is 0.45 s of \
+             (the fifth 0.09 s; 0.48-0.53 s on the AMD EPYC VM the calibration ran on before, lease_traces.py), where the model's start alone is 0.47 s of \
              CPU; memory pressure of hundreds of processes; which looks of the \
              raylet see progress: default actors wait for a CPU, so from the second look in a row that sees \
              leases waiting and no worker progressing, every 10 s (`scheduler.debug_dump_period`), each \
              process on the node collects garbage (`scheduler.worker_gc_cpu`); Ray's looks sometimes see a \
              worker between its registration and its creation's end and skip (creation_window.py: that span \
-             was 136 ms at the median and open 21-48 % of each 10 s): 200 default actors got 6 rounds in 154 \
+             was 135 ms at the median and open 21-48 % of each 10 s): 200 default actors got 6 rounds in 154 \
              s, to 62-194 processes, and on another day 3 and 4 in 111-112 s (gc_rounds.py, \
              creation_window.py; `num_cpus=0` ones: none), where the model's creations end as they begin, \
-             its looks see none, and it runs a round every 10 s from 20 s (9, to 77-194 processes), \
-             `worker_start_cpu` and `idle_worker_cpu` refitted with them; so Ray's 200 default \
+             so its looks take that median span after a creation's run begins \
+             (`scheduler.actor_creation_window`), not the span's growth with the processes up (a median of \
+             56-64 ms in the first 20 s, 430-590 ms after 90 s), and it runs 7 rounds, at 20, 30, 40 and \
+             70-100 s (to 75-194 processes), `worker_start_cpu` and `idle_worker_cpu` refitted with them; \
+             so Ray's 200 default \
              actors took 95-141 s over six runs on two days, one of them as fast as the `num_cpus=0` ones, \
              where the model gives one figure (suite.py records each run's rounds from 2026-11-30 on)"
         }

@@ -261,7 +261,10 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
     );
     let mut counts = vec![
         format!("{within} of {} workloads are within their bound", rows.len()),
-        format!("{} are outside it", modeled - within),
+        match modeled - within {
+            1 => "1 is outside it".to_string(),
+            n => format!("{n} are outside it"),
+        },
     ];
     let unmodeled = rows.len() - modeled - unresolved;
     if unmodeled > 0 {
@@ -285,9 +288,9 @@ pub fn report(dir_label: &str, runs: &[Run], rows: &[Row]) -> String {
     let _ = writeln!(
         out,
         "`runs' range` is real Ray's lowest and highest run against their median: how far Ray disagrees with \
-         itself. Of the {} {} outside their bound, {in_spread} {} the model's figure within that range.\n",
-        outside.len(),
-        if outside.len() == 1 { "row" } else { "rows" },
+         itself. {} outside {} bound, {in_spread} {} the model's figure within that range.\n",
+        if outside.len() == 1 { "Of the 1 row".to_string() } else { format!("Of the {} rows", outside.len()) },
+        if outside.len() == 1 { "its" } else { "their" },
         if in_spread == 1 { "has" } else { "have" },
     );
     let _ = writeln!(

@@ -12,9 +12,14 @@
 //! would never drain.
 //!
 //! A default actor holds a CPU while it is created, so hundreds created at once keep
-//! leases waiting for tens of seconds and pay a round every 10 s, one that grows with
-//! the actors already up; `num_cpus=0` actors wait for nothing and pay none
-//! (scripts/ray-calibration/gc_rounds.py).
+//! leases waiting for tens of seconds and pay rounds that grow with the actors already
+//! up; `num_cpus=0` actors wait for nothing and pay none
+//! (scripts/ray-calibration/gc_rounds.py). Ray's look sees a creation as progress from
+//! its worker's registration to the creation's end, and skips a round then
+//! (creation_window.py: 3-6 rounds for 200 default actors, not one every 10 s). The
+//! model's creation ends as its worker comes up, so the look takes the window after the
+//! creation's run begins instead (`scheduler.actor_creation_window`): the same share
+//! of the looks' chances, and no creation waits for it.
 //!
 //! A waiting task's lease is taken to wait at its owner's raylet, where Ray's owner
 //! asks first. The looks tick on one clock for every node, from time 0, and only while
@@ -114,11 +119,16 @@ impl GcRounds {
 
 /// Which of the `pending` nodes show progress: a normal task's lease held by a worker
 /// that is not blocked in `ray.get`, or an actor's creation whose worker is up (Ray marks
-/// the worker an actor's once the creation is done).
+/// the worker an actor's once the creation is done), or one that began its run less
+/// than `scheduler.actor_creation_window` ago.
 fn progress_by_node(cx: &Cx, pending: &[bool]) -> Vec<bool> {
     let mut progress = vec![false; pending.len()];
     if !pending.contains(&true) {
         return progress;
+    }
+    let (now, window) = (cx.now(), cx.cfg.scheduler.actor_creation_window.as_micros());
+    for (i, seen) in progress.iter_mut().enumerate() {
+        *seen = pending[i] && cx.cpus.last_actor_up(NodeIdx(i as u32)).is_some_and(|at| now < at + window);
     }
     // Only the tasks leased on a node hold resources there (the invariants hold every
     // such task to one lease list): read those, not every live task.

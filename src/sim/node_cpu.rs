@@ -103,6 +103,9 @@ struct NodeCpu {
     fresh_actors: HashMap<ActorId, u64>,
     /// When each worker-start slot comes free, earliest on top.
     startups: BinaryHeap<Reverse<u64>>,
+    /// When an actor's creation last began its run here, which the raylet's look reads
+    /// as progress for a while (`gc_rounds.rs`).
+    last_actor_up: Option<u64>,
     /// Worker processes alive here (actors' own and the task workers' pool), and the
     /// core each uses while idle.
     processes: u32,
@@ -143,6 +146,7 @@ impl NodeCpus {
             threads: HashMap::new(),
             fresh_actors: HashMap::new(),
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
+            last_actor_up: None,
             processes: prestarted,
             task_leases: 0,
             task_workers: prestarted,
@@ -188,12 +192,18 @@ impl NodeCpus {
         }
     }
 
-    /// `actor`'s process on `n` began its creation: it answers no call before
+    /// `actor`'s process on `n` began its creation at `now`: it answers no call before
     /// `answers_from`.
-    pub(crate) fn actor_up(&mut self, n: NodeIdx, actor: ActorId, answers_from: u64) {
+    pub(crate) fn actor_up(&mut self, n: NodeIdx, actor: ActorId, now: u64, answers_from: u64) {
         if let Some(node) = self.nodes.get_mut(n.index()) {
             node.fresh_actors.insert(actor, answers_from);
+            node.last_actor_up = Some(now);
         }
+    }
+
+    /// When an actor's creation last began on `n`, if one has since it joined.
+    pub(crate) fn last_actor_up(&self, n: NodeIdx) -> Option<u64> {
+        self.nodes.get(n.index()).and_then(|node| node.last_actor_up)
     }
 
     /// A call to `actor` on `n` starts at `now`: the earliest it may begin (`now` once

@@ -205,7 +205,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
             a.node = Some(node);
             a.pid = pid;
             a.submitted = false;
-            cx.cpus.actor_up(node, a.id, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
+            cx.cpus.actor_up(node, a.id, now, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
         }
     }
     if heap > 0 {

@@ -160,11 +160,13 @@ fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
 fn an_actor_answers_no_call_before_its_first_work_window_ends() {
     let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 5), 5, "nothing known: at once");
-    cpus.actor_up(node(), ActorId(1), 100);
+    assert_eq!(cpus.last_actor_up(node()), None);
+    cpus.actor_up(node(), ActorId(1), 3, 100);
+    assert_eq!(cpus.last_actor_up(node()), Some(3), "the raylet's look reads when it began");
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 10), 100, "within its first work's window");
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 60), 100, "every call in it waits");
     assert_eq!(cpus.actor_answers_from(node(), ActorId(1), 150), 150, "after it, at once");
-    cpus.actor_up(node(), ActorId(2), 100);
+    cpus.actor_up(node(), ActorId(2), 4, 100);
     cpus.process_exited(node(), ActorId(2));
     assert_eq!(cpus.actor_answers_from(node(), ActorId(2), 10), 10, "an exited process is forgotten");
 }
