@@ -28,8 +28,9 @@
 //! the cores that work leaves.
 //!
 //! Owns: each live node's cores (when each comes free), its raylet's thread, its
-//! processes' single threads (an async actor's event loop, an owner's io thread) and its
-//! worker-start slots. Must never: be read for anything but timing (the event log
+//! processes' single threads (an async actor's event loop, an owner's io thread), its
+//! worker-start slots and when an actor's creation last began there (which the raylet's
+//! look reads: `gc_rounds.rs`). Must never: be read for anything but timing (the event log
 //! sees only the times it gives), or change a node's resources.
 
 use crate::config::Config;
