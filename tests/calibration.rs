@@ -303,11 +303,7 @@ fn the_gc_round_cost_is_the_recorded_median() {
     per_process.sort_by(f64::total_cmp);
     let median_us = per_process[per_process.len() / 2] * 1e6;
     let s = config::SchedulerConfig::default();
-    assert!(
-        (s.worker_gc_cpu.as_micros() as f64 - median_us).abs() <= 1000.0,
-        "worker_gc_cpu {} µs vs the recorded median {median_us:.0} µs",
-        s.worker_gc_cpu.as_micros()
-    );
+    assert_recorded("worker_gc_cpu", s.worker_gc_cpu.as_micros(), median_us, 1000.0);
 }
 
 #[test]
@@ -344,11 +340,7 @@ fn the_first_call_cost_is_the_recorded_median() {
     assert_eq!(gaps.len(), 21, "first-call.json's three runs at 1, 2 and 4 CPUs had 21 task workers");
     let median_us = median(gaps) * 1000.0;
     let s = config::SchedulerConfig::default();
-    assert!(
-        (s.worker_first_call_latency.as_micros() as f64 - median_us).abs() <= 100.0,
-        "worker_first_call_latency {} µs vs the recorded median {median_us:.0} µs",
-        s.worker_first_call_latency.as_micros()
-    );
+    assert_recorded("worker_first_call_latency", s.worker_first_call_latency.as_micros(), median_us, 100.0);
 }
 
 /// `actor_creation_window` is measured, not fitted: the median of `creation_window.py`'s
@@ -366,9 +358,13 @@ fn the_creation_window_is_the_recorded_median() {
     assert_eq!(windows.len(), 200, "one window an actor");
     let median_us = median(windows) * 1e6;
     let s = config::SchedulerConfig::default();
+    assert_recorded("actor_creation_window", s.actor_creation_window.as_micros(), median_us, 1000.0);
+}
+
+/// A measured default (`setting`, µs) is its recorded median, within `tolerance_us`.
+fn assert_recorded(setting: &str, default_us: u64, median_us: f64, tolerance_us: f64) {
     assert!(
-        (s.actor_creation_window.as_micros() as f64 - median_us).abs() <= 1000.0,
-        "actor_creation_window {} µs vs the recorded median {median_us:.0} µs",
-        s.actor_creation_window.as_micros()
+        (default_us as f64 - median_us).abs() <= tolerance_us,
+        "{setting} {default_us} µs vs the recorded median {median_us:.0} µs"
     );
 }

@@ -30,7 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import begin_probe, write_probe  # noqa: E402
 
 LOAD = ("actor_creation", {"actors": 200, "num_cpus": "0"})
 MEASURED = [
@@ -81,9 +81,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    ray_stop()
-    load_before = wait_quiet(1.0, 120)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before, started = begin_probe(1.0, 120)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for round_no in range(args.rounds):
