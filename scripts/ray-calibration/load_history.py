@@ -26,11 +26,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, write_probe  # noqa: E402
+from suite import begin_probe, wait_quiet, write_probe  # noqa: E402
 
 LOAD = ("actor_creation", {"actors": 200, "num_cpus": "0"})
 MEASURED = [
@@ -52,26 +51,21 @@ def suite_run(out_dir, workload, params):
         return json.load(f)
 
 
-def wait_quiet_5min(below, deadline_s):
-    """Wait (up to a deadline) for the 5-minute load average to fall below `below`."""
-    end = time.time() + deadline_s
-    while os.getloadavg()[1] > below and time.time() < end:
-        time.sleep(5)
-    return os.getloadavg()
-
-
 def arm(out_dir, name, round_no):
+    """One arm's rows: `suite.py run` records of the load (arm "after") and the measured
+    runs, each with its figure and the load as it began."""
+    def row(workload, params):
+        rec = suite_run(out_dir, workload, params)
+        return {"round": round_no, "arm": name, "workload": workload, "params": params,
+                "seconds": rec["result"]["seconds"], "load_before": rec["load_average_before"]}
+
     rows = []
     if name == "after":
-        load = suite_run(out_dir, *LOAD)
-        rows.append({"round": round_no, "arm": name, "workload": LOAD[0], "params": LOAD[1],
-                     "seconds": load["result"]["seconds"], "load_before": load["load_average_before"]})
+        rows.append(row(*LOAD))
     else:
-        wait_quiet_5min(1.0, 900)
+        wait_quiet(1.0, 900, minutes=5)
     for workload, params in MEASURED:
-        rec = suite_run(out_dir, workload, params)
-        rows.append({"round": round_no, "arm": name, "workload": workload, "params": params,
-                     "seconds": rec["result"]["seconds"], "load_before": rec["load_average_before"]})
+        rows.append(row(workload, params))
         print(json.dumps(rows[-1]), flush=True)
     return rows
 

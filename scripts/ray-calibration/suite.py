@@ -688,10 +688,12 @@ def run_name(workload, params):
     return "-".join(parts)
 
 
-def wait_quiet(max_load, deadline_s):
-    """Wait (up to a deadline) for the 1-minute load average to fall below max_load."""
+def wait_quiet(max_load, deadline_s, minutes=1):
+    """Wait (up to a deadline) for the load average over `minutes` (1, 5 or 15) to fall
+    below max_load."""
+    which = {1: 0, 5: 1, 15: 2}[minutes]
     end = time.time() + deadline_s
-    while os.getloadavg()[0] > max_load and time.time() < end:
+    while os.getloadavg()[which] > max_load and time.time() < end:
         time.sleep(2)
     return os.getloadavg()
 
