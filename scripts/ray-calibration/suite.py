@@ -11,6 +11,7 @@ stale /tmp/ray from an earlier run cannot point it at dead ports.
   python suite.py run noop_tasks --tasks 10000 --cpus 2 # one run
   python suite.py all                                   # the whole matrix, one process a run
   python suite.py all --only actor_creation --max-load 0.8
+  python suite.py top-up --spread 0.2 --runs 12          # more runs where Ray disagrees with itself
 
 Workloads (figures in seconds unless named otherwise):
   noop_tasks       N no-op tasks submitted by the driver, then ray.get of all; C logical CPUs
@@ -750,6 +751,43 @@ def warn_if_another_cpu(out_dir):
         print(f"suite: WARNING: this machine's CPU ({here}) is not the one the runs in {out_dir} were recorded "
               f"on ({', '.join(others)}); its figures are not comparable with theirs", file=sys.stderr)
 
+# A report row measured from another workload's runs: its runs are that workload's.
+ROW_OF_RUN = {"noop_submit": "noop_tasks", "object_get": "object_local"}
+
+
+def noisy_rows(report, spread, runs):
+    """The suite runs that the report's rows need more of: every row whose runs' range
+    (highest less lowest, against the median) is wider than `spread` and that has fewer
+    than `runs` runs, as (workload, params, runs to add). The rule looks only at how far
+    Ray disagrees with itself, never at the model's error, so a row gets no more chances
+    for being outside its bound. A run two rows share (a no-op run gives the task row and
+    the submit row) is added once, for the row that needs most."""
+    need = {}
+    for row in report:
+        if row.get("real_low") is None or not row.get("real"):
+            continue
+        if (row["real_high"] - row["real_low"]) / row["real"] <= spread or row["runs"] >= runs:
+            continue
+        workload = ROW_OF_RUN.get(row["workload"], row["workload"])
+        _, kinds = WORKLOADS[workload]
+        params = {}
+        for pair in row["params"].split():
+            name, value = pair.split("=", 1)
+            params[name] = kinds[name](value)
+        key = run_name(workload, params)
+        if key not in need or need[key][2] < runs - row["runs"]:
+            need[key] = (workload, params, runs - row["runs"])
+    return sorted(need.values(), key=lambda w: MATRIX.index((w[0], w[1])))
+
+
+def run_in_child(args, workload, params):
+    """One run in its own process (as `all` makes them); whether it succeeded."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--out-dir", args.out_dir, "--max-load", str(args.max_load),
+           "--quiet-deadline", str(args.quiet_deadline), "run", workload]
+    for k, v in params.items():
+        cmd += [f"--{k.replace('_', '-')}", str(v)]
+    return subprocess.run(cmd, check=False).returncode == 0
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -764,6 +802,13 @@ def main():
         one.add_argument(f"--{name.replace('_', '-')}", dest=name)
     every = sub.add_parser("all", help="run the matrix, each run in its own process")
     every.add_argument("--only", action="append", help="only these workloads (repeatable)")
+    more = sub.add_parser("top-up", help="more runs of the rows whose runs disagree most, in rounds")
+    more.add_argument("--report", default=os.path.join(HERE, "..", "..", "docs", "fidelity.json"),
+                      help="the fidelity report's JSON whose rows are read (default: docs/fidelity.json)")
+    more.add_argument("--spread", type=float, default=0.2,
+                      help="a row whose runs' range is wider than this share of its median gets more runs")
+    more.add_argument("--runs", type=int, default=12, help="until it has this many")
+    more.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     args = ap.parse_args()
 
     if args.cmd == "list":
@@ -781,15 +826,32 @@ def main():
             params[name] = kind(value)
         run_one(args.workload, params, args.out_dir, args.max_load, args.quiet_deadline)
         return
+    if args.cmd == "top-up":
+        try:
+            with open(args.report) as f:
+                report = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(f"suite: cannot read the report {args.report}: {e}")
+        wanted = noisy_rows(report, args.spread, args.runs)
+        for workload, params, more_runs in wanted:
+            print(f"{run_name(workload, params)}: {more_runs} more", flush=True)
+        if args.dry_run:
+            return
+        # Rounds, each row once a round, so the hour's speed falls on every row alike.
+        failed = []
+        for round_no in range(max((m for _, _, m in wanted), default=0)):
+            for workload, params, more_runs in wanted:
+                if round_no < more_runs and not run_in_child(args, workload, params):
+                    failed.append(run_name(workload, params))
+                    ray_stop()
+        if failed:
+            sys.exit("suite: these runs failed: " + ", ".join(failed))
+        return
     failed = []
     for workload, params in MATRIX:
         if args.only and workload not in args.only:
             continue
-        cmd = [sys.executable, os.path.abspath(__file__), "--out-dir", args.out_dir, "--max-load", str(args.max_load),
-               "--quiet-deadline", str(args.quiet_deadline), "run", workload]
-        for k, v in params.items():
-            cmd += [f"--{k.replace('_', '-')}", str(v)]
-        if subprocess.run(cmd, check=False).returncode != 0:
+        if not run_in_child(args, workload, params):
             failed.append(run_name(workload, params))
             ray_stop()
     if failed:
