@@ -240,6 +240,32 @@ fn a_run_without_its_fields_is_an_error_naming_the_file_and_field() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Runs from two CPUs in one folder are refused by name, before any row is made from them.
+#[test]
+fn runs_from_two_cpus_in_one_folder_are_an_error_naming_each() {
+    let dir = std::env::temp_dir().join(format!("rayscope-fidelity-cpus-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("suite")).unwrap();
+    let run = |cpu: &str| {
+        format!(
+            r#"{{"workload": "noop_tasks", "params": {{"tasks": 1000, "cpus": 2}}, "result": {{"seconds": 0.7, "submit_seconds": 0.12}},
+                "ray_version": "2.60.0", "measured_at": "2026-11-30T14:27:30Z",
+                "machine": {{"cores": 2, "cpu_model": "{cpu}"}}, "load_average_before": [0.2, 0.5, 0.7]}}"#
+        )
+    };
+    std::fs::write(dir.join("suite/a.json"), run("Intel(R) Xeon(R) Processor")).unwrap();
+    std::fs::write(dir.join("suite/b.json"), run("Intel(R) Xeon(R) Processor")).unwrap();
+    fidelity::rows(&dir, &[]).expect("one CPU's runs are read");
+    std::fs::write(dir.join("suite/c.json"), run("AMD EPYC")).unwrap();
+    let err = fidelity::rows(&dir, &[]).expect_err("two CPUs' runs").to_string();
+    assert!(
+        err.contains("runs from 2 CPUs")
+            && err.contains("AMD EPYC (1 run, as suite/c.json)")
+            && err.contains("Intel(R) Xeon(R) Processor (2 runs, as suite/a.json)"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_rows_marked_fit_are_exactly_the_ones_fit_json_names() {
     // fit.py writes its FIT rows as the report labels them: a label that drifted would

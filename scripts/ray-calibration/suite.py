@@ -734,10 +734,11 @@ def run_one(workload, params, out_dir, max_load, quiet_deadline):
     return path
 
 
-def warn_if_another_cpu(out_dir):
+def refuse_another_cpu(out_dir):
     """Figures from another CPU are not comparable (on an AMD EPYC VM of the same size,
-    runs/epyc/, 10,000 no-op tasks on 2 CPUs took 4.55 s against this Intel Xeon VM's 5.79 s):
-    say so before recording beside them."""
+    runs/epyc/, 10,000 no-op tasks on 2 CPUs took 4.55 s against this Intel Xeon VM's 5.79 s),
+    and `rayscope fidelity` refuses a folder that mixes them: stop before recording beside
+    them. Another CPU's runs go in a folder of their own (--out-dir)."""
     here = machine()["cpu_model"]
     recorded = set()
     for name in os.listdir(out_dir) if os.path.isdir(out_dir) else []:
@@ -748,8 +749,9 @@ def warn_if_another_cpu(out_dir):
             continue
     others = sorted(m for m in recorded if m and m != here)
     if others:
-        print(f"suite: WARNING: this machine's CPU ({here}) is not the one the runs in {out_dir} were recorded "
-              f"on ({', '.join(others)}); its figures are not comparable with theirs", file=sys.stderr)
+        sys.exit(f"suite: this machine's CPU ({here}) is not the one the runs in {out_dir} were recorded on "
+                 f"({', '.join(others)}); their figures are not comparable: record elsewhere with --out-dir")
+
 
 # A report row measured from another workload's runs: its runs are that workload's.
 ROW_OF_RUN = {"noop_submit": "noop_tasks", "object_get": "object_local"}
@@ -815,8 +817,8 @@ def main():
         for workload, params in MATRIX:
             print(run_name(workload, params))
         return
+    refuse_another_cpu(args.out_dir)
     if args.cmd == "run":
-        warn_if_another_cpu(args.out_dir)
         _, kinds = WORKLOADS[args.workload]
         params = {}
         for name, kind in kinds.items():

@@ -16,6 +16,18 @@ pub enum RunsError {
     Unreadable { path: PathBuf, message: String },
     #[error("{path}: field `{field}`: {message}")]
     Field { path: PathBuf, field: String, message: String },
+    /// Figures from different CPUs are not comparable (10,000 no-op tasks on 2 CPUs took
+    /// 4.55 s on an AMD EPYC VM and 5.79 s on an Intel Xeon VM of the same size).
+    #[error(
+        "{path}: runs from {} CPUs, whose figures are not comparable: {}; keep each CPU's runs in a \
+         folder of its own (as runs/epyc/)",
+        cpus.len(),
+        cpus.iter()
+            .map(|(cpu, n, file)| format!("{cpu} ({n} run{}, as {file})", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )]
+    MixedCpus { path: PathBuf, cpus: Vec<(String, usize, String)> },
 }
 
 /// One run of one workload on real Ray.
@@ -105,7 +117,24 @@ pub fn load(dir: &Path) -> Result<Vec<Run>, RunsError> {
         }
     }
     runs.sort_by(|a, b| a.file.cmp(&b.file));
+    one_cpu(dir, &runs)?;
     Ok(runs)
+}
+
+/// An error unless every run that names its CPU names the same one: each CPU, how many
+/// runs it made and the first of them.
+fn one_cpu(dir: &Path, runs: &[Run]) -> Result<(), RunsError> {
+    let mut cpus: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
+    for run in runs {
+        if let Some(cpu) = run.cpu_model.as_deref() {
+            cpus.entry(cpu).or_insert((0, run.file.as_str())).0 += 1;
+        }
+    }
+    if cpus.len() <= 1 {
+        return Ok(());
+    }
+    let cpus = cpus.into_iter().map(|(cpu, (n, file))| (cpu.to_string(), n, file.to_string())).collect();
+    Err(RunsError::MixedCpus { path: dir.to_path_buf(), cpus })
 }
 
 fn list(dir: &Path) -> Result<Vec<PathBuf>, RunsError> {
