@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub(super) struct FidelityArgs {
-    /// The recorded runs: seed-tree-*.json and suite/*.json (scripts/ray-calibration/suite.py).
+    /// The recorded runs: seed-tree-*.json and suite/*.json (scripts/ray-calibration/suite.py), all from one
+    /// CPU: a folder that mixes CPUs is refused, as their figures are not comparable.
     #[arg(long, default_value = "scripts/ray-calibration/runs")]
     runs: PathBuf,
     /// Write the report here instead of to standard output.
