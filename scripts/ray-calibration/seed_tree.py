@@ -35,6 +35,26 @@ def cpu_model():
         return ""
 
 
+def refuse_another_cpu(out):
+    """Stop before writing beside seed trees recorded on another CPU: their makespans are
+    not comparable, and `rayscope fidelity` refuses a folder that mixes CPUs."""
+    here, folder = cpu_model(), os.path.dirname(os.path.abspath(out))
+    others = set()
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if not (name.startswith("seed-tree-") and name.endswith(".json")):
+            continue
+        try:
+            with open(os.path.join(folder, name)) as f:
+                cpu = json.load(f).get("cpu_model")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if cpu and cpu != here:
+            others.add(cpu)
+    if others:
+        raise SystemExit(f"seed_tree: this machine's CPU ({here}) is not the one the seed trees in {folder} were "
+                         f"recorded on ({', '.join(sorted(others))}); write elsewhere with --out")
+
+
 def draw(rng, depth, bottleneck):
     """The seed's draw order: the count, then each child's flag, depth first."""
     node = {"bottleneck": bottleneck, "children": []}
@@ -82,6 +102,7 @@ def main():
     ap.add_argument("--tree", help="replay the tree of an earlier run's JSON instead of drawing")
     ap.add_argument("--out", required=True, help="where to write the result JSON")
     args = ap.parse_args()
+    refuse_another_cpu(args.out)
 
     if args.tree:
         with open(args.tree) as f:
