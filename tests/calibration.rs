@@ -368,3 +368,45 @@ fn assert_recorded(setting: &str, default_us: u64, median_us: f64, tolerance_us:
         "{setting} {default_us} µs vs the recorded median {median_us:.0} µs"
     );
 }
+
+/// `suite.py top-up` picks the rows that get more runs by how far Ray's runs disagree,
+/// never by the model's error: a wide row within its bound gets runs, a tight row outside
+/// it gets none, and a run two rows share (a no-op run's task and submit rows) is added
+/// once, for the row that needs most.
+#[test]
+fn the_suites_top_up_picks_rows_by_their_runs_spread_not_the_models_error() {
+    let row = |workload: &str, params: &str, runs: u32, low: f64, high: f64, within: bool| {
+        serde_json::json!({"workload": workload, "params": params, "runs": runs, "real": 1.0,
+            "real_low": low, "real_high": high, "model": 1.0, "within_bound": within})
+    };
+    let report = serde_json::json!([
+        row("actor_calls", "calls=1000 mode=async", 6, 0.8, 1.25, false),
+        row("actor_calls", "calls=1000 mode=sync", 3, 0.81, 1.15, true),
+        row("actor_calls", "calls=10000 mode=sync", 3, 0.99, 1.01, false),
+        row("noop_tasks", "cpus=2 tasks=1000", 6, 0.95, 1.05, true),
+        row("noop_submit", "cpus=2 tasks=1000", 6, 0.9, 1.3, true),
+        row("actor_calls", "calls=10000 mode=async", 12, 0.8, 1.2, true),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fidelity.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let Ok(out) = std::process::Command::new("python3")
+        .arg(runs_dir().join("../suite.py"))
+        .args(["top-up", "--dry-run", "--spread", "0.2", "--runs", "12", "--report"])
+        .arg(&path)
+        .output()
+    else {
+        panic!("python3 runs suite.py");
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        plan.lines().collect::<Vec<_>>(),
+        [
+            "noop_tasks-cpus2-tasks1000: 6 more",
+            "actor_calls-calls1000-modesync: 9 more",
+            "actor_calls-calls1000-modeasync: 6 more"
+        ],
+        "in the suite's order: the wide rows short of 12 runs, whatever their error"
+    );
+}
