@@ -56,20 +56,87 @@ pub fn at_most_one_cpu(req: &ResourceRequest) -> bool {
 /// One node set (with GPUs, or without), in policy order.
 #[derive(Default)]
 struct ScoreSet {
-    /// (CPU full, score bucket) → node indices, ascending. No group is empty.
-    groups: BTreeMap<(bool, u32), Vec<u32>>,
+    /// (CPU full, score bucket) → its nodes. No group is empty.
+    groups: BTreeMap<(bool, u32), NodeBits>,
     len: usize,
     /// Nodes with free CPU (the groups before the first full one).
     with_cpu: usize,
     /// Nodes with some but less than one CPU free.
     fractional: usize,
+    /// Emptied groups' bitsets, all zero, for the next new group: groups come and go
+    /// as nodes' scores move, and a fresh one would be allocated and zeroed each time.
+    spare: Vec<NodeBits>,
+}
+
+/// A group's node indices as a bitset, ascending when read: a node's score changes at
+/// every lease it grants or returns, and a sorted list of a big group (every idle node
+/// shares bucket 0) moved up to a few KB for each.
+#[derive(Default)]
+struct NodeBits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl NodeBits {
+    fn insert(&mut self, idx: u32) -> bool {
+        let (w, bit) = ((idx / 64) as usize, 1u64 << (idx % 64));
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        let fresh = self.words[w] & bit == 0;
+        self.words[w] |= bit;
+        self.len += usize::from(fresh);
+        fresh
+    }
+
+    fn remove(&mut self, idx: u32) -> bool {
+        let (w, bit) = ((idx / 64) as usize, 1u64 << (idx % 64));
+        let held = self.words.get(w).is_some_and(|word| word & bit != 0);
+        if held {
+            self.words[w] &= !bit;
+            self.len -= 1;
+        }
+        held
+    }
+
+    fn contains(&self, idx: u32) -> bool {
+        self.words.get((idx / 64) as usize).is_some_and(|word| word & (1u64 << (idx % 64)) != 0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    w as u32 * 64 + bit
+                })
+            })
+        })
+    }
+
+    /// The `n`-th node (from 0), ascending.
+    fn nth(&self, mut n: usize) -> Option<u32> {
+        for (w, &word) in self.words.iter().enumerate() {
+            let count = word.count_ones() as usize;
+            if n < count {
+                let mut rest = word;
+                for _ in 0..n {
+                    rest &= rest - 1;
+                }
+                return Some(w as u32 * 64 + rest.trailing_zeros());
+            }
+            n -= count;
+        }
+        None
+    }
 }
 
 impl ScoreSet {
     fn insert(&mut self, (full, bucket, idx): Key, fractional: bool) {
-        let nodes = self.groups.entry((full, bucket)).or_default();
-        if let Err(pos) = nodes.binary_search(&idx) {
-            nodes.insert(pos, idx);
+        let spare = &mut self.spare;
+        if self.groups.entry((full, bucket)).or_insert_with(|| spare.pop().unwrap_or_default()).insert(idx) {
             self.len += 1;
             self.with_cpu += usize::from(!full);
             self.fractional += usize::from(fractional);
@@ -78,10 +145,9 @@ impl ScoreSet {
 
     fn remove(&mut self, (full, bucket, idx): Key, fractional: bool) {
         if let Entry::Occupied(mut group) = self.groups.entry((full, bucket)) {
-            if let Ok(pos) = group.get().binary_search(&idx) {
-                group.get_mut().remove(pos);
-                if group.get().is_empty() {
-                    group.remove();
+            if group.get_mut().remove(idx) {
+                if group.get().len == 0 {
+                    self.spare.push(group.remove());
                 }
                 self.len -= 1;
                 self.with_cpu -= usize::from(!full);
@@ -91,11 +157,11 @@ impl ScoreSet {
     }
 
     fn contains(&self, (full, bucket, idx): Key) -> bool {
-        self.groups.get(&(full, bucket)).is_some_and(|nodes| nodes.binary_search(&idx).is_ok())
+        self.groups.get(&(full, bucket)).is_some_and(|nodes| nodes.contains(idx))
     }
 
     fn keys(&self) -> impl Iterator<Item = Key> + '_ {
-        self.groups.iter().flat_map(|(&(full, bucket), nodes)| nodes.iter().map(move |&i| (full, bucket, i)))
+        self.groups.iter().flat_map(|(&(full, bucket), nodes)| nodes.iter().map(move |i| (full, bucket, i)))
     }
 
     /// The `n`-th node (from 0) with free CPU, in policy order.
@@ -104,10 +170,10 @@ impl ScoreSet {
             if full {
                 break;
             }
-            if n < nodes.len() {
-                return Some(nodes[n]);
+            if n < nodes.len {
+                return nodes.nth(n);
             }
-            n -= nodes.len();
+            n -= nodes.len;
         }
         None
     }
@@ -289,5 +355,34 @@ impl<A: Iterator<Item = Key>, B: Iterator<Item = Key>> Iterator for MergeByKey<A
         };
         let item = if take_a { self.a.next() } else { self.b.next() };
         item.map(|(f, _, i)| (NodeIdx(i), f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeBits;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// A group's bitset reads as the sorted set of its nodes: the policy's order
+        /// within a group is node order, and its n-th node is the set's n-th.
+        #[test]
+        fn a_groups_bits_read_as_its_sorted_nodes(ops in prop::collection::vec((any::<bool>(), 0u32..3000), 1..400)) {
+            let (mut bits, mut set) = (NodeBits::default(), BTreeSet::new());
+            for (add, idx) in ops {
+                if add {
+                    prop_assert_eq!(bits.insert(idx), set.insert(idx));
+                } else {
+                    prop_assert_eq!(bits.remove(idx), set.remove(&idx));
+                }
+                prop_assert_eq!(bits.len, set.len());
+                prop_assert_eq!(bits.contains(idx), set.contains(&idx));
+            }
+            prop_assert_eq!(bits.iter().collect::<Vec<_>>(), set.iter().copied().collect::<Vec<_>>());
+            for n in 0..=set.len() {
+                prop_assert_eq!(bits.nth(n), set.iter().nth(n).copied());
+            }
+        }
     }
 }

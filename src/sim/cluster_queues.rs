@@ -107,8 +107,9 @@ impl ClusterQueues {
         self.infeasible_count += 1;
     }
 
-    /// Every class with waiting tasks, starting after the one served last.
-    pub(crate) fn classes_from_cursor(&self) -> Vec<SchedulingClass> {
+    /// Every class with waiting tasks, starting after the one served last (held inline:
+    /// a node serving its queue asks at every lease it frees, and there are few classes).
+    pub(crate) fn classes_from_cursor(&self) -> smallvec::SmallVec<[SchedulingClass; 8]> {
         match self.cursor {
             Some(c) => self
                 .by_class
