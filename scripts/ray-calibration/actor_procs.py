@@ -10,11 +10,10 @@ import argparse
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
+from suite import begin_probe, fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 DRIVER = r"""
 import json, os, sys, threading, time
@@ -74,9 +73,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--actors", type=int, default=200)
     args = ap.parse_args()
-    wait_quiet(1.0, 300)
-    load_before = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before, started = begin_probe(1.0, 300)
     rows = [one(args.actors, m) for m in ("default", "0")]
     for r in rows:
         print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}))

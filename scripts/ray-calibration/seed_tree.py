@@ -21,38 +21,13 @@ import json
 import os
 import platform
 import random
+import sys
 import time
 
 import ray
 
-
-def cpu_model():
-    """The machine's CPU as /proc/cpuinfo names it ("" where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        return ""
-
-
-def refuse_another_cpu(out):
-    """Stop before writing beside seed trees recorded on another CPU: their makespans are
-    not comparable, and `rayscope fidelity` refuses a folder that mixes CPUs."""
-    here, folder = cpu_model(), os.path.dirname(os.path.abspath(out))
-    others = set()
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if not (name.startswith("seed-tree-") and name.endswith(".json")):
-            continue
-        try:
-            with open(os.path.join(folder, name)) as f:
-                cpu = json.load(f).get("cpu_model")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if cpu and cpu != here:
-            others.add(cpu)
-    if others:
-        raise SystemExit(f"seed_tree: this machine's CPU ({here}) is not the one the seed trees in {folder} were "
-                         f"recorded on ({', '.join(sorted(others))}); write elsewhere with --out")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from suite import cpu_model, refuse_another_cpu  # noqa: E402
 
 
 def draw(rng, depth, bottleneck):
@@ -102,7 +77,7 @@ def main():
     ap.add_argument("--tree", help="replay the tree of an earlier run's JSON instead of drawing")
     ap.add_argument("--out", required=True, help="where to write the result JSON")
     args = ap.parse_args()
-    refuse_another_cpu(args.out)
+    refuse_another_cpu(os.path.dirname(os.path.abspath(args.out)), "seed_tree", "seed-tree-", "--out")
 
     if args.tree:
         with open(args.tree) as f:

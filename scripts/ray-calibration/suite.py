@@ -86,14 +86,17 @@ def caches():
     return out
 
 
-def machine():
-    """What the figures were measured on."""
-    model = ""
+def cpu_model():
+    """The machine's CPU as /proc/cpuinfo names it ("" where it cannot be read)."""
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
-        pass
+        return ""
+
+
+def machine():
+    """What the figures were measured on."""
     mem = 0
     try:
         with open("/proc/meminfo") as f:
@@ -102,7 +105,7 @@ def machine():
         pass
     return {
         "cores": os.cpu_count(),
-        "cpu_model": model,
+        "cpu_model": cpu_model(),
         "caches": caches(),
         "memory_bytes": mem,
         "kernel": platform.release(),
@@ -734,23 +737,28 @@ def run_one(workload, params, out_dir, max_load, quiet_deadline):
     return path
 
 
-def refuse_another_cpu(out_dir):
+def refuse_another_cpu(out_dir, who="suite", prefix="", option="--out-dir"):
     """Figures from another CPU are not comparable (on an AMD EPYC VM of the same size,
     runs/epyc/, 10,000 no-op tasks on 2 CPUs took 4.55 s against this Intel Xeon VM's 5.79 s),
-    and `rayscope fidelity` refuses a folder that mixes them: stop before recording beside
-    them. Another CPU's runs go in a folder of their own (--out-dir)."""
-    here = machine()["cpu_model"]
+    and `rayscope fidelity` refuses a folder that mixes them: stop (as `who`) before
+    recording beside the runs in `out_dir` (those whose file names start with `prefix`)
+    from another CPU. A run names its CPU under `machine` (the suite's) or at its top
+    (a seed tree's). Another CPU's runs go in a folder of their own (`option`)."""
+    here = cpu_model()
     recorded = set()
-    for name in os.listdir(out_dir) if os.path.isdir(out_dir) else []:
+    for name in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
+        if not (name.startswith(prefix) and name.endswith(".json")):
+            continue
         try:
             with open(os.path.join(out_dir, name)) as f:
-                recorded.add(json.load(f)["machine"]["cpu_model"])
-        except (OSError, ValueError, KeyError, TypeError):
+                run = json.load(f)
+            recorded.add(run["machine"]["cpu_model"] if "machine" in run else run.get("cpu_model"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     others = sorted(m for m in recorded if m and m != here)
     if others:
-        sys.exit(f"suite: this machine's CPU ({here}) is not the one the runs in {out_dir} were recorded on "
-                 f"({', '.join(others)}); their figures are not comparable: record elsewhere with --out-dir")
+        sys.exit(f"{who}: this machine's CPU ({here}) is not the one the runs in {out_dir} were recorded on "
+                 f"({', '.join(others)}); their figures are not comparable: record elsewhere with {option}")
 
 
 # A report row measured from another workload's runs: its runs are that workload's.
