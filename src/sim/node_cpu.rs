@@ -35,8 +35,9 @@
 
 use crate::config::Config;
 use crate::model::{ActorId, NodeIdx, TaskId};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 mod priority;
 use priority::NormalWork;
@@ -98,10 +99,10 @@ struct NodeCpu {
     raylet_free: u64,
     /// When each of a process's single threads ([`Thread`]) comes free; an entry in the
     /// past is as good as none, so those are dropped as the map grows.
-    threads: HashMap<Thread, u64>,
+    threads: FxHashMap<Thread, u64>,
     /// Actors up here whose process answers no call before a time (its first work's
     /// `scheduler.worker_first_call_latency`), until a call starts after it.
-    fresh_actors: HashMap<ActorId, u64>,
+    fresh_actors: FxHashMap<ActorId, u64>,
     /// When each worker-start slot comes free, earliest on top.
     startups: BinaryHeap<Reverse<u64>>,
     /// When an actor's creation last began its run here, which the raylet's look reads
@@ -144,8 +145,8 @@ impl NodeCpus {
             cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
             shared: None,
             raylet_free: 0,
-            threads: HashMap::new(),
-            fresh_actors: HashMap::new(),
+            threads: FxHashMap::default(),
+            fresh_actors: FxHashMap::default(),
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
             last_actor_up: None,
             processes: prestarted,
