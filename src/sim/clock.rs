@@ -88,6 +88,12 @@ impl Clock {
         Some(event)
     }
 
+    /// The event most likely to be taken next, if one is cheap to find (a guess:
+    /// events scheduled meanwhile may come first).
+    pub(crate) fn likely_next(&self) -> Option<&Event> {
+        self.queue.likely_next()
+    }
+
     /// Nothing is due before `t`: time moves on to it.
     pub(crate) fn advance_to(&mut self, t: u64) {
         self.now = self.now.max(t);

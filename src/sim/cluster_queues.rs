@@ -35,6 +35,9 @@ pub(crate) type SchedulingClass = (u32, Option<NodeIdx>);
 pub(crate) struct ClusterQueues {
     /// Tasks waiting for resources, by scheduling class.
     by_class: BTreeMap<SchedulingClass, VecDeque<TaskId>>,
+    /// `by_class`'s keys, in order, held inline: a node serving the queues lists them at
+    /// every lease it frees, and there are few.
+    class_keys: smallvec::SmallVec<[SchedulingClass; 8]>,
     waiting_count: usize,
     /// Of those, how many each node's processes own, by node slot: the raylets' look
     /// needs only which nodes own any, and reading a million waiting tasks for that
@@ -79,7 +82,12 @@ impl ClusterQueues {
 
     /// Queue a task that some alive node could hold once resources free up.
     pub(crate) fn wait(&mut self, class: SchedulingClass, tid: TaskId, owner: NodeIdx) {
-        self.by_class.entry(class).or_default().push_back(tid);
+        let q = self.by_class.entry(class).or_insert_with(|| {
+            let at = self.class_keys.partition_point(|k| *k < class);
+            self.class_keys.insert(at, class);
+            VecDeque::new()
+        });
+        q.push_back(tid);
         self.waiting_count += 1;
         let i = owner.index();
         if i >= self.waiting_by_owner.len() {
@@ -107,17 +115,17 @@ impl ClusterQueues {
         self.infeasible_count += 1;
     }
 
-    /// Every class with waiting tasks, starting after the one served last (held inline:
-    /// a node serving its queue asks at every lease it frees, and there are few classes).
+    /// Every class with waiting tasks, starting after the one served last.
     pub(crate) fn classes_from_cursor(&self) -> smallvec::SmallVec<[SchedulingClass; 8]> {
-        match self.cursor {
-            Some(c) => self
-                .by_class
-                .range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
-                .chain(self.by_class.range(..=c))
-                .map(|(k, _)| *k)
-                .collect(),
-            None => self.by_class.keys().copied().collect(),
+        let keys = &self.class_keys;
+        let after = self.cursor.map_or(0, |c| keys.partition_point(|k| *k <= c));
+        keys[after..].iter().chain(&keys[..after]).copied().collect()
+    }
+
+    /// `class`'s queue is gone from `by_class`: its key goes too.
+    fn forget_class(&mut self, class: SchedulingClass) {
+        if let Ok(at) = self.class_keys.binary_search(&class) {
+            self.class_keys.remove(at);
         }
     }
 
@@ -126,8 +134,12 @@ impl ClusterQueues {
     pub(crate) fn pop(&mut self, m: &Model, class: SchedulingClass) -> Option<TaskId> {
         let q = self.by_class.get_mut(&class)?;
         let tid = q.pop_front()?;
+        if let Some(next) = q.front() {
+            m.tasks.prefetch(next);
+        }
         if q.is_empty() {
             self.by_class.remove(&class);
+            self.forget_class(class);
         }
         self.left_waiting(m, tid);
         self.cursor = Some(class);
@@ -145,6 +157,7 @@ impl ClusterQueues {
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             if let Some(q) = self.by_class.remove(&key) {
+                self.forget_class(key);
                 for &tid in &q {
                     self.left_waiting(m, tid);
                 }
@@ -205,6 +218,9 @@ impl ClusterQueues {
 
     /// Whether each count matches its queues, of tasks of `m` (for the invariant checks).
     pub(crate) fn check_counts(&self, m: &Model) -> Result<(), String> {
+        if !self.by_class.keys().eq(self.class_keys.iter()) {
+            return Err(format!("class keys {:?} but queues of {:?}", self.class_keys, self.by_class.keys()));
+        }
         let waiting: usize = self.by_class.values().map(|q| q.len()).sum();
         if waiting != self.waiting_count {
             return Err(format!("waiting_count {} but {} queued", self.waiting_count, waiting));

@@ -72,6 +72,12 @@ pub(crate) struct TaskRuns {
 }
 
 impl TaskRuns {
+    /// Bring `id`'s run into cache ahead of its use ([`IdTable::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, id: &TaskId) {
+        self.runs.prefetch(id);
+    }
+
     #[inline]
     pub(crate) fn get(&self, id: &TaskId) -> Option<&Run> {
         self.runs.get(id)
