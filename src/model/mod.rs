@@ -8,6 +8,7 @@
 //! kept in rings.
 
 pub mod actor;
+pub(crate) mod cache_hint;
 pub mod cluster_events;
 pub mod event_log;
 pub mod ids;

@@ -179,18 +179,11 @@ impl<K: DenseId, V> IdTable<K, V> {
     #[inline]
     pub fn prefetch(&self, id: &K) {
         let k = id.dense();
-        let Some(slot) = self.page_of(k).and_then(|i| self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize))
-        else {
-            return;
-        };
-        let at = slot as *const Option<V> as *const u8;
-        #[cfg(target_arch = "x86_64")]
-        for line in (0..std::mem::size_of::<Option<V>>()).step_by(64) {
-            // SAFETY: a prefetch reads nothing and cannot fault; the address is inside `slot`.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.add(line) as *const i8) };
+        if let Some(slot) =
+            self.page_of(k).and_then(|i| self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize))
+        {
+            super::cache_hint::prefetch(slot);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = at;
     }
 
     #[inline]

@@ -236,32 +236,8 @@ impl Engine {
         true
     }
 
-    /// Bring the records the next event will most likely read first into cache while
-    /// this one is handled: a task's record is cold by its next event (a map task's
-    /// `OpDone` comes thousands of events after its `Begin`), and that miss was the
-    /// largest single cost of handling one. A hint only: nothing is read or changed.
-    #[inline]
-    fn prefetch_next(&self) {
-        let tid = match self.clock.likely_next() {
-            Some(
-                Event::Push(t, _)
-                | Event::Dispatch(t, _)
-                | Event::ArgsFetched(t, _)
-                | Event::Pulled(t, _)
-                | Event::Begin(t, _)
-                | Event::Raised(t, _)
-                | Event::OpDone(t, _)
-                | Event::Resume(t, _)
-                | Event::Resubmit(t, _),
-            ) => *t,
-            _ => return,
-        };
-        self.model.tasks.prefetch(&tid);
-        self.runs.prefetch(&tid);
-    }
-
     fn handle(&mut self, ev: Event) {
-        self.prefetch_next();
+        self.prefetch_ahead(&ev);
         match ev {
             Event::StartJob(t) => {
                 self.jobs.start_reached();

@@ -22,6 +22,7 @@
 
 mod actors;
 mod autoscaler;
+mod cache_ahead;
 mod caller_work;
 mod clock;
 mod cluster_events;

@@ -156,6 +156,15 @@ impl NodeCpus {
         };
     }
 
+    /// Bring `n`'s cores into cache ahead of work placed there (`cache_hint`).
+    #[inline]
+    pub(crate) fn prefetch(&self, n: NodeIdx) {
+        if let Some(node) = self.nodes.get(n.index()) {
+            crate::model::cache_hint::prefetch(node);
+            crate::model::cache_hint::prefetch_slice(node.cores.as_slice());
+        }
+    }
+
     /// A normal task's lease on `n` is granted: which worker runs it. A new one is
     /// started when every task worker there is leased; else an idle one that has run a
     /// call before goes first (Ray's pool hands out its most recently used worker).

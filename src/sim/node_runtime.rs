@@ -141,6 +141,15 @@ impl Raylets {
         (r.leased.capacity(), r.resuming.capacity())
     }
 
+    /// Bring `n`'s lists into cache ahead of a lease's step there (`cache_hint`).
+    #[inline]
+    pub(crate) fn prefetch(&self, n: NodeIdx) {
+        if let Some(r) = self.nodes.get(n.index()) {
+            crate::model::cache_hint::prefetch(r);
+            crate::model::cache_hint::prefetch_slice(&r.leased);
+        }
+    }
+
     /// `tid` holds a lease on `n` now (a driver counts, to die with its node).
     #[inline]
     pub(crate) fn lease_granted(&mut self, n: NodeIdx, tid: TaskId) {
