@@ -14,13 +14,6 @@ pub(crate) fn prefetch<T>(value: *const T) {
     prefetch_bytes(value as *const u8, std::mem::size_of::<T>());
 }
 
-/// Bring the first lines of a slice's elements (up to `MAX_BYTES`) into cache: the
-/// buffer a `Vec` points at, which is a second miss after its owner's.
-#[inline]
-pub(crate) fn prefetch_slice<T>(slice: &[T]) {
-    prefetch_bytes(slice.as_ptr() as *const u8, std::mem::size_of_val(slice));
-}
-
 #[inline]
 fn prefetch_bytes(at: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]

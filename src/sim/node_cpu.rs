@@ -156,12 +156,11 @@ impl NodeCpus {
         };
     }
 
-    /// Bring `n`'s cores into cache ahead of work placed there (`cache_hint`).
+    /// Bring `n`'s record into cache ahead of work placed there (`cache_hint`).
     #[inline]
     pub(crate) fn prefetch(&self, n: NodeIdx) {
         if let Some(node) = self.nodes.get(n.index()) {
             crate::model::cache_hint::prefetch(node);
-            crate::model::cache_hint::prefetch_slice(node.cores.as_slice());
         }
     }
 

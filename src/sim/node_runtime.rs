@@ -141,12 +141,11 @@ impl Raylets {
         (r.leased.capacity(), r.resuming.capacity())
     }
 
-    /// Bring `n`'s lists into cache ahead of a lease's step there (`cache_hint`).
+    /// Bring `n`'s record into cache ahead of a lease's step there (`cache_hint`).
     #[inline]
     pub(crate) fn prefetch(&self, n: NodeIdx) {
         if let Some(r) = self.nodes.get(n.index()) {
             crate::model::cache_hint::prefetch(r);
-            crate::model::cache_hint::prefetch_slice(&r.leased);
         }
     }
 
