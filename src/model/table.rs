@@ -156,11 +156,18 @@ impl<K: DenseId, V> IdTable<K, V> {
         (k >> PAGE_BITS).checked_sub(self.first_page).map(|i| i as usize)
     }
 
+    /// The slot of dense id `k` in the window's page `i`, if that page is held and
+    /// written that far.
+    #[inline]
+    fn slot(&self, i: usize, k: u64) -> Option<&Option<V>> {
+        self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize)
+    }
+
     #[inline]
     pub fn get(&self, id: &K) -> Option<&V> {
         let k = id.dense();
         match self.page_of(k) {
-            Some(i) => self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize)?.as_ref(),
+            Some(i) => self.slot(i, k)?.as_ref(),
             None => self.old.get(id),
         }
     }
@@ -179,9 +186,7 @@ impl<K: DenseId, V> IdTable<K, V> {
     #[inline]
     pub fn prefetch(&self, id: &K) {
         let k = id.dense();
-        if let Some(slot) =
-            self.page_of(k).and_then(|i| self.pages.get(i)?.as_ref()?.slots.get((k & SLOT_MASK) as usize))
-        {
+        if let Some(slot) = self.page_of(k).and_then(|i| self.slot(i, k)) {
             super::cache_hint::prefetch(slot);
         }
     }

@@ -16,17 +16,16 @@
 
 use super::clock::Event;
 use super::engine::Engine;
-use crate::model::TaskId;
 
 impl Engine {
     /// Ask for the records `ev` (now being handled) and the next event will read.
     #[inline]
     pub(super) fn prefetch_ahead(&self, ev: &Event) {
-        if let Some(next) = self.clock.likely_next().and_then(task_of) {
+        if let Some(next) = self.clock.likely_next().and_then(Event::task) {
             self.model.tasks.prefetch(&next);
             self.runs.prefetch(&next);
         }
-        let Some(t) = task_of(ev).and_then(|tid| self.model.tasks.get(&tid)) else { return };
+        let Some(t) = ev.task().and_then(|tid| self.model.tasks.get(&tid)) else { return };
         self.model.objects.prefetch(&t.returns);
         if let Some(n) = t.node {
             if let Some(node) = self.model.nodes.get(n.index()) {
@@ -35,21 +34,5 @@ impl Engine {
             self.raylets.prefetch(n);
             self.cpus.prefetch(n);
         }
-    }
-}
-
-/// The task an event is a step of, if it is one.
-fn task_of(ev: &Event) -> Option<TaskId> {
-    match ev {
-        Event::Push(t, _)
-        | Event::Dispatch(t, _)
-        | Event::ArgsFetched(t, _)
-        | Event::Pulled(t, _)
-        | Event::Begin(t, _)
-        | Event::Raised(t, _)
-        | Event::OpDone(t, _)
-        | Event::Resume(t, _)
-        | Event::Resubmit(t, _) => Some(*t),
-        _ => None,
     }
 }

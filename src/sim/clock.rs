@@ -47,6 +47,24 @@ pub(crate) enum Event {
     GcLook,
 }
 
+impl Event {
+    /// The task this event is a step of, if it is one.
+    pub(crate) fn task(&self) -> Option<TaskId> {
+        match self {
+            Event::Push(t, _)
+            | Event::Dispatch(t, _)
+            | Event::ArgsFetched(t, _)
+            | Event::Pulled(t, _)
+            | Event::Begin(t, _)
+            | Event::Raised(t, _)
+            | Event::OpDone(t, _)
+            | Event::Resume(t, _)
+            | Event::Resubmit(t, _) => Some(*t),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) struct Clock {
     /// Virtual time now, in µs.
     pub(crate) now: u64,
