@@ -35,9 +35,6 @@ pub(crate) type SchedulingClass = (u32, Option<NodeIdx>);
 pub(crate) struct ClusterQueues {
     /// Tasks waiting for resources, by scheduling class.
     by_class: BTreeMap<SchedulingClass, VecDeque<TaskId>>,
-    /// `by_class`'s keys, in order, held inline: a node serving the queues lists them at
-    /// every lease it frees, and there are few.
-    class_keys: smallvec::SmallVec<[SchedulingClass; 8]>,
     waiting_count: usize,
     /// Of those, how many each node's processes own, by node slot: the raylets' look
     /// needs only which nodes own any, and reading a million waiting tasks for that
@@ -82,12 +79,7 @@ impl ClusterQueues {
 
     /// Queue a task that some alive node could hold once resources free up.
     pub(crate) fn wait(&mut self, class: SchedulingClass, tid: TaskId, owner: NodeIdx) {
-        let q = self.by_class.entry(class).or_insert_with(|| {
-            let at = self.class_keys.partition_point(|k| *k < class);
-            self.class_keys.insert(at, class);
-            VecDeque::new()
-        });
-        q.push_back(tid);
+        self.by_class.entry(class).or_default().push_back(tid);
         self.waiting_count += 1;
         let i = owner.index();
         if i >= self.waiting_by_owner.len() {
@@ -117,16 +109,10 @@ impl ClusterQueues {
 
     /// Every class with waiting tasks, starting after the one served last.
     pub(crate) fn classes_from_cursor(&self) -> smallvec::SmallVec<[SchedulingClass; 8]> {
-        let keys = &self.class_keys;
+        let mut keys: smallvec::SmallVec<[SchedulingClass; 8]> = self.by_class.keys().copied().collect();
         let after = self.cursor.map_or(0, |c| keys.partition_point(|k| *k <= c));
-        keys[after..].iter().chain(&keys[..after]).copied().collect()
-    }
-
-    /// `class`'s queue is gone from `by_class`: its key goes too.
-    fn forget_class(&mut self, class: SchedulingClass) {
-        if let Ok(at) = self.class_keys.binary_search(&class) {
-            self.class_keys.remove(at);
-        }
+        keys.rotate_left(after);
+        keys
     }
 
     /// Take the oldest task of `class` (a task of `m`) to serve it now; the class becomes
@@ -139,7 +125,6 @@ impl ClusterQueues {
         }
         if q.is_empty() {
             self.by_class.remove(&class);
-            self.forget_class(class);
         }
         self.left_waiting(m, tid);
         self.cursor = Some(class);
@@ -157,7 +142,6 @@ impl ClusterQueues {
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             if let Some(q) = self.by_class.remove(&key) {
-                self.forget_class(key);
                 for &tid in &q {
                     self.left_waiting(m, tid);
                 }
@@ -218,9 +202,6 @@ impl ClusterQueues {
 
     /// Whether each count matches its queues, of tasks of `m` (for the invariant checks).
     pub(crate) fn check_counts(&self, m: &Model) -> Result<(), String> {
-        if !self.by_class.keys().eq(self.class_keys.iter()) {
-            return Err(format!("class keys {:?} but queues of {:?}", self.class_keys, self.by_class.keys()));
-        }
         let waiting: usize = self.by_class.values().map(|q| q.len()).sum();
         if waiting != self.waiting_count {
             return Err(format!("waiting_count {} but {} queued", self.waiting_count, waiting));
