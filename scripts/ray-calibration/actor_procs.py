@@ -13,7 +13,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
+from ray_kit import begin_probe, fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 DRIVER = r"""
 import json, os, sys, threading, time

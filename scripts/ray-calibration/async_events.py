@@ -23,7 +23,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import NOOP_ACTORS, run_program_probe  # noqa: E402
+from ray_kit import NOOP_ACTORS, run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
@@ -31,7 +31,7 @@ events, mode, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if events == "off":
     os.environ["RAY_task_events_report_interval_ms"] = "0"
 import ray
-from suite import process_cpu as cpu_of
+from ray_kit import process_cpu as cpu_of
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
 NOOP_ACTORS
 

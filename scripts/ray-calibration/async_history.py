@@ -17,13 +17,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import NOOP_ACTORS, run_program_probe  # noqa: E402
+from ray_kit import NOOP_ACTORS, run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
 sys.path.insert(0, HERE)
 import ray
-from suite import process_cpu as cpu_of, timed_batch
+from ray_kit import process_cpu as cpu_of, timed_batch
 ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR")
 NOOP_ACTORS
 

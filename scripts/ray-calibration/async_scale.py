@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, in_ms, local_cluster, ray_stop, run_probe, timed_batch, with_medians  # noqa: E402
+from ray_kit import begin_probe, in_ms, local_cluster, ray_stop, run_probe, timed_batch, with_medians  # noqa: E402
 
 # (max_concurrency, calls)
 WAYS = ((1000, 1000), (1000, 3000), (1000, 10000), (10000, 10000), (100, 1000))

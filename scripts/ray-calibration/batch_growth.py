@@ -20,8 +20,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, write_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import ray_stop, write_probe  # noqa: E402
 
 
 def batch(ray, noop, n, collector_on):
@@ -58,8 +58,8 @@ def main():
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    load_before, started = suite.begin_probe()
-    ray, noop = suite.warm_noop_cluster(1)
+    load_before, started = ray_kit.begin_probe()
+    ray, noop = ray_kit.warm_noop_cluster(1)
     rows = []
     for r in range(args.rounds):
         for n in sizes:

@@ -6,7 +6,7 @@ runs, while its 2-CPU run is within 1.4 %; Ray's 4-CPU 1,000-task figure also li
 
 Each row is the suite's `noop_tasks` body (a fresh local cluster, N no-op tasks of
 `num_cpus=1` submitted in one loop, one `ray.get`) in a fresh process, with each group of
-Ray's processes' CPU seconds over it (`suite.cpu_by_role`: the driver, the raylet, the
+Ray's processes' CPU seconds over it (`ray_kit.cpu_by_role`: the driver, the raylet, the
 GCS, the task workers up and those still starting, the rest), and their sum against
 the cores times the wall time: how much of the machine the run left idle. At 2 and 4
 CPUs, in turn, three rounds (`--runs`).
@@ -18,14 +18,14 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import run_program_probe  # noqa: E402
+from ray_kit import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, os, sys, time
 sys.path.insert(0, HERE)
 cpus, tasks = int(sys.argv[1]), int(sys.argv[2])
 import ray
-from suite import cpu_by_role, local_cluster, timed_batch
+from ray_kit import cpu_by_role, local_cluster, timed_batch
 local_cluster(cpus)
 
 @ray.remote(num_cpus=1)

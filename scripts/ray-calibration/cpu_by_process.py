@@ -19,8 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import cpu_by_role, ray_stop, wait_quiet, write_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import cpu_by_role, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -37,7 +37,7 @@ def main():
     for run in range(args.runs):
         for cpus in [int(c) for c in args.cpus.split(",")]:
             ray_stop()
-            ray = suite.local_cluster(cpus)
+            ray = ray_kit.local_cluster(cpus)
 
             @ray.remote(num_cpus=1)
             def noop():

@@ -23,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import local_cluster, log_time, median, raylet_gc_requests, ray_stop, run_probe  # noqa: E402
+from ray_kit import local_cluster, log_time, median, raylet_gc_requests, ray_stop, run_probe  # noqa: E402
 
 ACTORS = 200
 BUCKET_S = 10

@@ -18,7 +18,7 @@ and notes when it returned. Per worker, between its first and second task:
 and, for the first task's worker, `first_reply_seen_ms`: when the driver saw that task's
 result (if that is long before the worker's second task, the wait is the owner's push,
 not the worker's reply). Right after the loop, `niceness_after_loop`: each of this
-user's Ray processes by role (`suite.process_role`: driver, raylet, gcs, workers, the
+user's Ray processes by role (`ray_kit.process_role`: driver, raylet, gcs, workers, the
 workers still starting, other) with its nice value (Ray renices its task workers:
 `RAY_worker_niceness`).
 
@@ -30,8 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, run_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import ray_stop, run_probe  # noqa: E402
 
 CPUS = (1, 2, 4)
 RUNS = 3
@@ -39,9 +39,9 @@ TASKS = 1000
 
 
 def niceness_by_role():
-    """{role: sorted nice values} over this user's Ray processes (`suite.process_role`)."""
+    """{role: sorted nice values} over this user's Ray processes (`ray_kit.process_role`)."""
     out = {}
-    for role, fields, _ in suite.ray_processes():
+    for role, fields, _ in ray_kit.ray_processes():
         # nice is field 19 of stat (16 after the name).
         out.setdefault(role, []).append(int(fields[16]))
     return {r: sorted(v) for r, v in sorted(out.items())}
@@ -49,7 +49,7 @@ def niceness_by_role():
 
 def one(cpus, run):
     ray_stop()
-    ray = suite.local_cluster(cpus)
+    ray = ray_kit.local_cluster(cpus)
     try:
 
         @ray.remote(num_cpus=1)

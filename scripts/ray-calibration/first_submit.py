@@ -18,7 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import run_program_probe  # noqa: E402
+from ray_kit import run_program_probe  # noqa: E402
 
 ONE_RUN = r"""
 import json, time

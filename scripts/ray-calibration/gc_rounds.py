@@ -31,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
+from ray_kit import fresh_process_row, ray_stop, wait_quiet, write_probe  # noqa: E402
 
 COMMON = r"""
 import json, os, sys, time

@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import in_ms, ray_stop, run_probe, two_nodes, with_medians  # noqa: E402
+from ray_kit import in_ms, ray_stop, run_probe, two_nodes, with_medians  # noqa: E402
 
 COUNTS = (1, 10, 100)
 SIZES = (262_144, 1_000_000)

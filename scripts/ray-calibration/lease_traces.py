@@ -26,8 +26,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, write_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import ray_stop, write_probe  # noqa: E402
 
 IDLE_MS = 20.0
 
@@ -52,7 +52,7 @@ def idle_stretches(runs):
 
 
 def spillback(run):
-    ray, cluster, _ = suite.two_nodes(2, 2)
+    ray, cluster, _ = ray_kit.two_nodes(2, 2)
 
     @ray.remote(num_cpus=1)
     def where(seconds):
@@ -86,7 +86,7 @@ def spillback(run):
 
 
 def cold_noop(cpus, run):
-    ray = suite.local_cluster(cpus)
+    ray = ray_kit.local_cluster(cpus)
 
     @ray.remote(num_cpus=1)
     def noop():
@@ -123,7 +123,7 @@ def cold_noop(cpus, run):
 
 
 def actor_first_call(run):
-    ray = suite.local_cluster(2)
+    ray = ray_kit.local_cluster(2)
 
     @ray.remote
     class Pinger:
@@ -158,7 +158,7 @@ def main():
     ap.add_argument("--max-load", type=float, default=1.0, help="wait for a 1-minute load below this first")
     args = ap.parse_args()
 
-    load_before = suite.wait_quiet(args.max_load, 120)
+    load_before = ray_kit.wait_quiet(args.max_load, 120)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rows = []
     for run in range(args.runs):

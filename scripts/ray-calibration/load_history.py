@@ -29,7 +29,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, wait_quiet, write_probe  # noqa: E402
+from ray_kit import begin_probe, wait_quiet, write_probe  # noqa: E402
 
 LOAD = ("actor_creation", {"actors": 200, "num_cpus": "0"})
 MEASURED = [

@@ -25,8 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import cpu_by_role, ray_stop, run_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import cpu_by_role, ray_stop, run_probe  # noqa: E402
 
 CPUS = (1, 2, 4)
 TASKS = (10_000, 100_000)
@@ -42,7 +42,7 @@ def cold_loop(cpus, tasks, run, read):
     (the three readings, the row's common part: its parameters, the loop's seconds and
     the whole run's, as the suite's `noop_tasks` times it)."""
     ray_stop()
-    ray = suite.local_cluster(cpus)
+    ray = ray_kit.local_cluster(cpus)
     try:
 
         @ray.remote(num_cpus=1)

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import TICK, fresh_process_row, local_cluster, ray_stop, run_probe, stat_cpu, worker_processes  # noqa: E402
+from ray_kit import TICK, fresh_process_row, local_cluster, ray_stop, run_probe, stat_cpu, worker_processes  # noqa: E402
 
 CALLS = 1000
 STEP = 100

@@ -27,7 +27,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loop_share import cold_loop, every_run, rounded  # noqa: E402
-from suite import run_probe  # noqa: E402
+from ray_kit import run_probe  # noqa: E402
 
 
 def schedstat():

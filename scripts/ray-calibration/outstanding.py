@@ -17,12 +17,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, write_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import ray_stop, write_probe  # noqa: E402
 
 
 def run(ray, noop, n, window):
-    return {"tasks": n, "window": window, **suite.timed_noops(ray, noop, n, window)}
+    return {"tasks": n, "window": window, **ray_kit.timed_noops(ray, noop, n, window)}
 
 
 def main():
@@ -33,8 +33,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     windows = [args.tasks] + [int(w) for w in args.windows.split(",")]
-    load_before, started = suite.begin_probe()
-    ray, noop = suite.warm_noop_cluster(1)
+    load_before, started = ray_kit.begin_probe()
+    ray, noop = ray_kit.warm_noop_cluster(1)
     rows = []
     for r in range(args.rounds):
         order = windows if r % 2 == 0 else list(reversed(windows))

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import begin_probe, in_ms, ray_stop, run_probe, wait_for_cpus_back, with_medians  # noqa: E402
+from ray_kit import begin_probe, in_ms, ray_stop, run_probe, wait_for_cpus_back, with_medians  # noqa: E402
 
 # (strategy, bundles): the nodes each spans on four nodes of 2 CPUs.
 WAYS = (("PACK", 1), ("PACK", 2), ("STRICT_SPREAD", 2), ("STRICT_SPREAD", 3), ("STRICT_SPREAD", 4))

@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, ray_stop, run_probe  # noqa: E402
+from ray_kit import fresh_process_row, ray_stop, run_probe  # noqa: E402
 
 DRIVER = r"""
 import collections, json, os, sys, time

@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import in_ms, local_cluster, median, ray_stop, run_probe, with_medians  # noqa: E402
+from ray_kit import in_ms, local_cluster, median, ray_stop, run_probe, with_medians  # noqa: E402
 
 SIZES = (1_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)
 REPEAT = 15

@@ -17,7 +17,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import in_ms, object_local, ray_stop, run_probe  # noqa: E402
+from ray_kit import in_ms, ray_stop, run_probe  # noqa: E402
+from suite import object_local  # noqa: E402
 
 # Either side of 1 MiB by about 1 %, then the single copy's and the parallel copy's rates.
 SIZES = (500_000, 1_040_000, 1_060_000, 2_000_000, 4_000_000, 30_000_000)

@@ -27,7 +27,7 @@ import time
 import ray
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from suite import cpu_model, refuse_another_cpu  # noqa: E402
+from ray_kit import cpu_model, refuse_another_cpu  # noqa: E402
 
 
 def draw(rng, depth, bottleneck):

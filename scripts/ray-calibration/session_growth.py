@@ -20,8 +20,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from suite import ray_stop, write_probe  # noqa: E402
+import ray_kit  # noqa: E402
+from ray_kit import ray_stop, write_probe  # noqa: E402
 
 
 def session(events_on, batches, n):
@@ -30,11 +30,11 @@ def session(events_on, batches, n):
     else:
         os.environ["RAY_task_events_report_interval_ms"] = "0"
     ray_stop()
-    ray, noop = suite.warm_noop_cluster(1)
+    ray, noop = ray_kit.warm_noop_cluster(1)
     rows = []
     for b in range(batches):
         row = {"task_events": "on" if events_on else "off", "batch": b, "tasks": n,
-               "tasks_before": 1000 + b * n, **suite.timed_noops(ray, noop, n)}
+               "tasks_before": 1000 + b * n, **ray_kit.timed_noops(ray, noop, n)}
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         rows.append(row)
     ray.shutdown()
@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--tasks", type=int, default=10000)
     args = ap.parse_args()
-    load_before, started = suite.begin_probe()
+    load_before, started = ray_kit.begin_probe()
     rows = []
     for on in (True, False, True):
         rows += session(on, args.batches, args.tasks)

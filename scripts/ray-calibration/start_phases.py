@@ -17,7 +17,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from suite import fresh_process_row, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
+from ray_kit import fresh_process_row, local_cluster, ray_stop, run_probe, worker_processes  # noqa: E402
 
 MARKS_MS = (5, 20, 100)
 

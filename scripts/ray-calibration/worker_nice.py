@@ -6,7 +6,7 @@ after a loop of calls; this reads it in actors too.
 A fresh local cluster of 2 logical CPUs. Four no-op tasks, an actor with default
 resources and one with `num_cpus=0` each report `os.nice(0)`: the actors in their
 constructor and again in a call a second later. Then every Ray process of this user by
-role (`suite.process_role`) with its nice value, and the autogroups they are in (Linux
+role (`ray_kit.process_role`) with its nice value, and the autogroups they are in (Linux
 weighs nice values only among the processes of one autogroup).
 
   python worker_nice.py --out runs/worker-nice.json
@@ -17,9 +17,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import suite  # noqa: E402
+import ray_kit  # noqa: E402
 from first_call import niceness_by_role  # noqa: E402
-from suite import ray_stop, run_probe  # noqa: E402
+from ray_kit import ray_stop, run_probe  # noqa: E402
 
 
 def autogroup(pid):
@@ -32,7 +32,7 @@ def autogroup(pid):
 
 def rows():
     ray_stop()
-    ray = suite.local_cluster(2)
+    ray = ray_kit.local_cluster(2)
     try:
 
         @ray.remote
@@ -53,7 +53,7 @@ def rows():
         time.sleep(1)
         actors = {"default": ray.get(default.nice.remote()), "num_cpus=0": ray.get(zero.nice.remote())}
         by_role = niceness_by_role()
-        groups = sorted({autogroup(pid) for _, _, pid in suite.ray_processes()} - {None})
+        groups = sorted({autogroup(pid) for _, _, pid in ray_kit.ray_processes()} - {None})
     finally:
         ray.shutdown()
         ray_stop()
