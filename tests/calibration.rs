@@ -50,7 +50,8 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// (`seed-tree-<shape>[-<anything>].json`).
 fn tree_shapes() -> Vec<(String, Value, f64)> {
     static ROWS: OnceLock<(Vec<fidelity::Run>, Vec<fidelity::Row>)> = OnceLock::new();
-    let (runs, rows) = ROWS.get_or_init(|| fidelity::rows(&runs_dir(), &[]).unwrap_or_else(|e| panic!("{e}")));
+    let (runs, rows) =
+        ROWS.get_or_init(|| fidelity::rows(&runs_dir(), &fidelity::Costs::default()).unwrap_or_else(|e| panic!("{e}")));
     let shapes: Vec<(String, Value, f64)> = rows
         .iter()
         .filter(|r| r.workload == "seed_tree")

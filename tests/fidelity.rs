@@ -11,13 +11,14 @@ fn runs_dir() -> PathBuf {
 }
 
 fn rows() -> (Vec<fidelity::Run>, Vec<Row>) {
-    fidelity::rows(&runs_dir(), &[]).unwrap_or_else(|e| panic!("the recorded runs put to the model: {e}"))
+    fidelity::rows(&runs_dir(), &fidelity::Costs::default())
+        .unwrap_or_else(|e| panic!("the recorded runs put to the model: {e}"))
 }
 
 #[test]
 fn the_shipped_report_is_what_the_command_writes_from_the_recorded_runs() {
     let (runs, rows) = rows();
-    let now = fidelity::report("scripts/ray-calibration/runs", &runs, &rows);
+    let now = fidelity::report("scripts/ray-calibration/runs", &fidelity::Costs::default(), &runs, &rows);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fidelity.md");
     let shipped = std::fs::read_to_string(&path).expect("docs/fidelity.md is in the repo");
     assert!(
@@ -44,11 +45,29 @@ fn the_shipped_rows_are_what_the_command_writes_from_the_recorded_runs() {
 #[test]
 fn the_report_names_every_cpu_its_runs_came_from() {
     let (mut runs, rows) = rows();
-    let one = fidelity::report("runs", &runs, &rows);
+    let one = fidelity::report("runs", &fidelity::Costs::default(), &runs, &rows);
     assert!(one.contains("cores (Intel(R) Xeon(R) Processor);"), "the recorded runs' CPU is named");
     runs[0].cpu_model = Some("AMD EPYC".into());
-    let mixed = fidelity::report("runs", &runs, &rows);
+    let mixed = fidelity::report("runs", &fidelity::Costs::default(), &runs, &rows);
     assert!(mixed.contains("(AMD EPYC, Intel(R) Xeon(R) Processor)"), "a mixed set shows both CPUs");
+}
+
+/// `rayscope fidelity --costs` with the shipped fit's own record gives the shipped rows:
+/// the defaults are that fit's values and its fixed settings (`tests/calibration.rs`), and
+/// the rows it marks fitted are the record's. The report names the record it ran with.
+#[test]
+fn the_shipped_fits_record_given_as_costs_gives_the_shipped_rows_and_says_so() {
+    let record = runs_dir().join("fit.json");
+    let fit = fidelity::fit::read(&record).unwrap_or_else(|e| panic!("the shipped fit's record: {e}"));
+    let costs = fidelity::Costs { fit: Some(fit), set: Vec::new() };
+    let (runs, with_record) = fidelity::rows(&runs_dir(), &costs).expect("the runs put to the model");
+    let (_, shipped) = rows();
+    assert_eq!(fidelity::rows_json(&with_record), fidelity::rows_json(&shipped));
+    let report = fidelity::report("runs", &costs, &runs, &with_record);
+    let named = format!("`rayscope fidelity --runs runs --costs {}`", record.display());
+    assert!(report.contains(&named), "the report gives the command with its --costs");
+    assert!(report.contains("every cost at its default but the costs of the fit recorded in"), "{report}");
+    assert!(!report.contains("do not edit by hand"), "only the shipped report is held to the command");
 }
 
 /// A put run timed the get after each put too: that figure has its own row, beside the
@@ -232,10 +251,10 @@ fn a_run_without_its_fields_is_an_error_naming_the_file_and_field() {
     let dir = std::env::temp_dir().join(format!("rayscope-fidelity-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("suite")).unwrap();
     std::fs::write(dir.join("suite/broken.json"), r#"{"workload": "noop_tasks", "params": {}}"#).unwrap();
-    let err = fidelity::rows(&dir, &[]).expect_err("a run without a result").to_string();
+    let err = fidelity::rows(&dir, &fidelity::Costs::default()).expect_err("a run without a result").to_string();
     assert!(err.contains("broken.json") && err.contains("`result`"), "{err}");
     std::fs::write(dir.join("suite/broken.json"), "not json").unwrap();
-    let err = fidelity::rows(&dir, &[]).expect_err("not JSON").to_string();
+    let err = fidelity::rows(&dir, &fidelity::Costs::default()).expect_err("not JSON").to_string();
     assert!(err.contains("broken.json") && err.contains("not JSON"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -254,9 +273,9 @@ fn runs_from_two_cpus_in_one_folder_are_an_error_naming_each() {
     };
     std::fs::write(dir.join("suite/a.json"), run("Intel(R) Xeon(R) Processor")).unwrap();
     std::fs::write(dir.join("suite/b.json"), run("Intel(R) Xeon(R) Processor")).unwrap();
-    fidelity::rows(&dir, &[]).expect("one CPU's runs are read");
+    fidelity::rows(&dir, &fidelity::Costs::default()).expect("one CPU's runs are read");
     std::fs::write(dir.join("suite/c.json"), run("AMD EPYC")).unwrap();
-    let err = fidelity::rows(&dir, &[]).expect_err("two CPUs' runs").to_string();
+    let err = fidelity::rows(&dir, &fidelity::Costs::default()).expect_err("two CPUs' runs").to_string();
     assert!(
         err.contains("runs from 2 CPUs")
             && err.contains("AMD EPYC (1 run, as suite/c.json)")

@@ -31,7 +31,9 @@ record's rows of the driver's CPU over the task workers'): the owner's side
       --only scheduler.task_push_latency --out runs/fit.json
 
 The result names the values found; they become the defaults in src/config/defaults.rs
-by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit.
+by hand; `rayscope fidelity` marks the rows in its `fitted_on` as fit. Before that (or
+for another machine's runs, whose costs are not the defaults), `rayscope fidelity --runs
+DIR --costs FILE` reports the model with the record's values and its fixed settings.
 
 For a fit of part of the model to other runs (another machine's, under --runs), --row
 names the fit rows instead of the FIT set, --set fixes a setting for every model run

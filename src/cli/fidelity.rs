@@ -2,7 +2,8 @@
 //! the report (`docs/fidelity.md`).
 //!
 //! Owns: the command's flags and its exit statuses: 0 done, 2 bad input (a runs folder
-//! that cannot be read, a run without its fields), 1 a file that cannot be written.
+//! that cannot be read, a run without its fields, a fit's record that cannot be used),
+//! 1 a file that cannot be written.
 //! Must never: write a half-made report under its final name.
 
 use anyhow::{Context, Result};
@@ -24,8 +25,14 @@ pub(super) struct FidelityArgs {
     /// error; `docs/fidelity.json`, which `simulate`'s report quotes).
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
+    /// Run the model with the costs of a fit's record (`scripts/ray-calibration/fit.py --out
+    /// FILE`) instead of the defaults, and mark the rows that fit was fitted to: how runs
+    /// recorded on another machine are put to the model with that machine's own costs.
+    #[arg(long, value_name = "FILE")]
+    costs: Option<PathBuf>,
     /// Override a setting of every model run (repeatable), as `simulate --set`, e.g.
-    /// `--set scheduler.call_submit_cost=400us`: how a cost is tried before it becomes a default.
+    /// `--set scheduler.call_submit_cost=400us`: how a cost is tried before it becomes a
+    /// default. Wins over `--costs`.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     set: Vec<Override>,
 }
@@ -37,7 +44,15 @@ enum Format {
 }
 
 pub(super) fn fidelity(args: FidelityArgs) -> ExitCode {
-    let (runs, rows) = match fidelity::rows(&args.runs, &args.set) {
+    let fit = match args.costs.as_deref().map(fidelity::fit::read).transpose() {
+        Ok(fit) => fit,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let costs = fidelity::Costs { fit, set: args.set };
+    let (runs, rows) = match fidelity::rows(&args.runs, &costs) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -45,7 +60,7 @@ pub(super) fn fidelity(args: FidelityArgs) -> ExitCode {
         }
     };
     let report = match args.format {
-        Format::Markdown => fidelity::report(&args.runs.display().to_string(), &runs, &rows),
+        Format::Markdown => fidelity::report(&args.runs.display().to_string(), &costs, &runs, &rows),
         Format::Json => fidelity::rows_json(&rows),
     };
     match write(args.out, &report) {

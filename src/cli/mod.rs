@@ -80,7 +80,9 @@ suite.py, seed-tree-*.json from seed_tree.py) to the model, on the same cluster 
 and write the report: real Ray's figure, the model's, the error against its bound (5 % for a hold-out workload, \
 0.5 % for a seed tree) and what the model leaves out. `rayscope fidelity --out docs/fidelity.md` writes the \
 report the repository ships, and `--format json --out docs/fidelity.json` its rows, which `simulate`'s report \
-quotes (rebuild after). Exit status: 0 done, 2 bad input (the runs), 1 anything else."
+quotes (rebuild after). Runs recorded on your own machine go in a folder of their own: fit its costs with \
+fit.py --runs DIR --out DIR/fit.json, then `rayscope fidelity --runs DIR --costs DIR/fit.json` reports the \
+model with them. Exit status: 0 done, 2 bad input (the runs, the fit's record), 1 anything else."
     )]
     Fidelity(fidelity::FidelityArgs),
     /// Validate config files; exit 0 when all are valid, 2 otherwise.

@@ -73,31 +73,6 @@ impl Run {
     }
 }
 
-/// The rows (`workload` and parameters, as the report writes them) the cost defaults
-/// were fitted to: `fit.json`'s `fitted_on` under `dir`, written by `fit.py` from its
-/// FIT list (none without the file).
-pub fn fitted_on(dir: &Path) -> Result<Vec<String>, RunsError> {
-    let path = dir.join("fit.json");
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let v = read_json(&path)?;
-    let rows = field(&path, &v, "fitted_on")?.as_array().ok_or_else(|| RunsError::Field {
-        path: path.clone(),
-        field: "fitted_on".into(),
-        message: "must be a list of rows".into(),
-    })?;
-    rows.iter()
-        .map(|r| {
-            r.as_str().map(str::to_string).ok_or_else(|| RunsError::Field {
-                path: path.clone(),
-                field: "fitted_on".into(),
-                message: "each row must be a string".into(),
-            })
-        })
-        .collect()
-}
-
 /// Every run under `dir`: the suite's (in `suite/`) and the seed trees', sorted by file.
 pub fn load(dir: &Path) -> Result<Vec<Run>, RunsError> {
     let mut runs = Vec::new();
@@ -147,14 +122,14 @@ fn list(dir: &Path) -> Result<Vec<PathBuf>, RunsError> {
     Ok(paths)
 }
 
-fn read_json(path: &Path) -> Result<Value, RunsError> {
+pub(super) fn read_json(path: &Path) -> Result<Value, RunsError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| RunsError::Unreadable { path: path.to_path_buf(), message: e.to_string() })?;
     serde_json::from_str(&text)
         .map_err(|e| RunsError::Unreadable { path: path.to_path_buf(), message: format!("not JSON: {e}") })
 }
 
-fn field<'a>(path: &Path, v: &'a Value, name: &str) -> Result<&'a Value, RunsError> {
+pub(super) fn field<'a>(path: &Path, v: &'a Value, name: &str) -> Result<&'a Value, RunsError> {
     v.get(name).ok_or_else(|| RunsError::Field {
         path: path.to_path_buf(),
         field: name.to_string(),
