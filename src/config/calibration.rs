@@ -10,12 +10,15 @@
 //! are numpy arrays (their get comes from one probe, not the suite's runs), and one whose
 //! cluster can grow far past the two nodes the suite ran: the GCS's own work (actor and
 //! placement group scheduling, the resource broadcasts, the health checks), which grows
-//! with the nodes it serves, is not charged at all.
+//! with the nodes it serves, is not charged at all. A config that sets a calibrated cost
+//! to another value is named too: the errors the report quotes were the calibrated
+//! costs'.
 //!
 //! Owns: the calibration's description and the checks of a config against it.
 //! Must never: change a config (a warning informs; it neither refuses nor adjusts).
 
-use super::schema::{Config, ValueType, WorkloadConfig};
+use super::scheduler::SchedulerConfig;
+use super::schema::{Config, ObjectStoreConfig, ValueType, WorkloadConfig};
 use super::units::ByteSize;
 use serde::Serialize;
 
@@ -54,6 +57,47 @@ pub const CALIBRATION: Calibration = Calibration {
 
 /// Cores, or nodes, beyond this many times the calibration's are named in the warning.
 const FAR_MORE: u32 = 8;
+
+/// The costs the calibration measured or fitted (`src/config/defaults.rs`; ARCHITECTURE.md,
+/// "Calibration"), by section. Ray's own settings beside them (health checks, report
+/// periods, thresholds) are not: setting one is a what-if the model runs as Ray would.
+const CALIBRATED_SCHEDULER_COSTS: &[&str] = &[
+    "lease_latency",
+    "worker_start_latency",
+    "worker_start_cpu",
+    "idle_worker_cpu",
+    "driver_slowdown_per_busy_worker",
+    "worker_first_call_latency",
+    "call_submit_cost",
+    "first_submit_cost",
+    "owner_push_cost",
+    "actor_call_submit_cost",
+    "dispatch_cost",
+    "call_start_cost",
+    "task_worker_cost",
+    "task_reply_cost",
+    "task_error_cost",
+    "async_call_cost",
+    "placement_group_commit_latency",
+    "placement_group_node_latency",
+    "sleep_overshoot",
+    "task_push_latency",
+    "worker_gc_cpu",
+    "actor_creation_window",
+];
+const CALIBRATED_OBJECT_STORE_COSTS: &[&str] = &[
+    "transfer_latency",
+    "transfer_bandwidth",
+    "put_latency",
+    "put_bandwidth",
+    "put_parallel_start",
+    "put_parallel_bandwidth",
+    "put_reused_bandwidth",
+    "get_latency",
+    "get_bandwidth",
+    "get_fresh_bandwidth",
+    "zero_copy_get_latency",
+];
 
 /// Workload kinds that recorded runs cover (see `docs/fidelity.md`): the seed tree,
 /// no-op and sleeping tasks, actor starts and calls. Others extrapolate.
@@ -125,6 +169,13 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
                 .to_string(),
         );
     }
+    let changed = changed_costs(cfg);
+    if !changed.is_empty() {
+        beyond.push(format!(
+            "calibrated costs set to other values ({}): the errors measured on Ray are the calibrated costs'",
+            changed.join(", ")
+        ));
+    }
     let mut kinds: Vec<&'static str> = Vec::new();
     for w in &cfg.workloads {
         uncalibrated_kinds(w, &mut kinds);
@@ -149,6 +200,32 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
         ));
     }
     beyond
+}
+
+/// The calibrated costs `cfg` sets to other values than their defaults, as config paths.
+fn changed_costs(cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let sections = [
+        ("scheduler", CALIBRATED_SCHEDULER_COSTS, to_value(&cfg.scheduler), to_value(&SchedulerConfig::default())),
+        (
+            "object_store",
+            CALIBRATED_OBJECT_STORE_COSTS,
+            to_value(&cfg.object_store),
+            to_value(&ObjectStoreConfig::default()),
+        ),
+    ];
+    for (section, costs, now, default) in sections {
+        for cost in costs {
+            if now.get(cost) != default.get(cost) {
+                out.push(format!("{section}.{cost}"));
+            }
+        }
+    }
+    out
+}
+
+fn to_value(section: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(section).unwrap_or_default()
 }
 
 /// The largest object the suite put and got (`object_local`, `object_get`): their costs
@@ -284,6 +361,30 @@ mod tests {
         let c = cfg("workloads:\n  - kind: job_mix\n    arrivals_per_minute: 1\n    until: 1m\n    templates:\n\
              \x20     - workload: {kind: actor_pool, actors: 1, return_size: 1GiB}\n");
         assert!(warning(&c).expect("a warning").contains("largest put and get measured"), "a template's returns count");
+    }
+
+    #[test]
+    fn a_calibrated_cost_set_elsewhere_is_named_and_rays_own_settings_are_not() {
+        let c = cfg("scheduler: {dispatch_cost: 900us}\nobject_store: {put_bandwidth: 10GB}\n\
+             workloads:\n  - {kind: fan_out, tasks: 10}\n");
+        let w = warning(&c).expect("a warning");
+        assert!(w.contains("(scheduler.dispatch_cost, object_store.put_bandwidth)"), "{w}");
+        assert!(!w.contains('\n'), "one line: {w}");
+        // The default written out is no change; Ray's own settings are what-ifs it runs.
+        let same = SchedulerConfig::default().dispatch_cost;
+        let c = cfg(&format!(
+            "scheduler: {{dispatch_cost: {}us, worker_lease_timeout: 2s}}\nworkloads:\n  - {{kind: fan_out, tasks: 10}}\n",
+            same.as_micros()
+        ));
+        assert_eq!(warning(&c), None);
+        // Every cost named is a field of its section (a renamed field would drop out silently).
+        let (sched, store) = (to_value(&SchedulerConfig::default()), to_value(&ObjectStoreConfig::default()));
+        for cost in CALIBRATED_SCHEDULER_COSTS {
+            assert!(sched.get(cost).is_some(), "scheduler.{cost}");
+        }
+        for cost in CALIBRATED_OBJECT_STORE_COSTS {
+            assert!(store.get(cost).is_some(), "object_store.{cost}");
+        }
     }
 
     #[test]
