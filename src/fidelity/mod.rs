@@ -6,7 +6,8 @@
 //! figure, the model's, the error against its bound, and what the model leaves out.
 //!
 //! Owns: reading the runs (`runs.rs`) and a fit's record (`fit.rs`), the
-//! workload-to-model mapping and the bounds (`cases.rs`), and the report. Sits above `sim` (it runs the model), below `cli`.
+//! workload-to-model mapping and the bounds (`cases.rs`), and the report. Sits above
+//! `sim` (it runs the model), below `cli`.
 //! Must never: tune a cost to a run (a fitted run is named in `runs/fit.json`'s
 //! `fitted_on` and reported as such), or leave a measured workload out of the report.
 
