@@ -134,6 +134,37 @@ fn every_shape_measured_on_real_ray_lands_within_half_a_percent() {
     }
 }
 
+/// Every cost the shipped fit found or held fixed is one `simulate` warns about when a
+/// config sets it elsewhere (`config::calibration`'s list of calibrated costs, which
+/// would otherwise drift from the costs `fit.py` fits).
+#[test]
+fn every_fitted_or_fixed_cost_set_elsewhere_gets_the_calibration_warning() {
+    let fit = read_json(&runs_dir().join("fit.json"));
+    let values = fit["values"].as_object().expect("fit.json has values");
+    let fixed = fit["fixed"].as_array().expect("fit.json has fixed settings");
+    let mut costs: Vec<(String, String)> = values
+        .iter()
+        .map(|(key, v)| {
+            let (unit, v) = (fit["units"][key].as_str().unwrap_or(""), v.as_f64().expect("a fitted number"));
+            // Another value in its range: a share stays below 1, a whole unit stays whole.
+            let other = if unit.is_empty() { v * 1.5 } else { (v * 1.5).round() + 1.0 };
+            (key.clone(), format!("{other}{unit}"))
+        })
+        .collect();
+    for setting in fixed {
+        let key = setting.as_str().and_then(|s| s.split_once('=')).expect("KEY=VALUE").0;
+        costs.push((key.to_string(), "987us".to_string()));
+    }
+    assert!(costs.len() > 20, "the fit's costs: {costs:?}");
+    for (key, value) in costs {
+        let changed = config::Override::parse(&format!("{key}={value}")).expect("a setting");
+        let cfg = config::load_str_with("workloads:\n  - {kind: fan_out, tasks: 1}\n", "t.yaml", &[changed])
+            .unwrap_or_else(|e| panic!("{key}={value}: {e}"));
+        let warning = config::calibration::warning(&cfg).unwrap_or_default();
+        assert!(warning.contains(&key), "{key}={value} gets no calibration warning: {warning:?}");
+    }
+}
+
 #[test]
 fn the_cost_defaults_are_the_fitted_values_and_the_recorded_overshoot() {
     let fit = read_json(&runs_dir().join("fit.json"));
