@@ -3,7 +3,7 @@
 //!
 //! A driver that submits faster than its cluster runs holds its calls pending, as Ray's
 //! owner does: at `scheduler.worker_niceness` 15, `examples/scale.yaml`'s map driver
-//! holds 782,839 of them at once (BENCHMARKS.md, "Two priorities on a node's cores").
+//! holds 782,839 of them at once (docs/benchmarks-history.md, "Two priorities on a node's cores").
 //! This binary counts the live heap bytes of its own test thread with a counting global
 //! allocator (the engine runs on that thread), and compares two runs that differ only in
 //! how many no-op calls one driver has submitted onto a node where one runs at a time.
@@ -65,7 +65,7 @@ fn a_pending_task_costs_what_its_records_hold() {
     // in pages of 1,024 (`model/table.rs`), and its 8-byte places in its class's queue
     // and in the driver's futures, in vectors that grow by doubling. It was 478 while the
     // task and run tables were one ring each that doubled. Making this small is what
-    // `worker_niceness` 15 as the default waits on (BENCHMARKS.md, "What a pending task
-    // costs"); until then it must not grow.
+    // `worker_niceness` 15 as the default waits on (docs/benchmarks-history.md, "What a
+    // pending task costs"); until then it must not grow.
     assert!(footprint < 440.0, "a pending task costs ~{footprint:.0} bytes of live heap");
 }
