@@ -1,5 +1,5 @@
 //! The model against real Ray 2.60, measured on a 2-core machine of this kind and kept
-//! in `scripts/ray-calibration/runs/` (how: ARCHITECTURE.md, "Calibration").
+//! in `scripts/ray-calibration/runs/` (how: docs/calibration.md).
 //!
 //! * The defaults of the per-call costs are what `fit.py` fitted to the suite's FIT runs
 //!   (`runs/fit.json`); `sleep_overshoot` is the recorded micro-benchmark's median, and
