@@ -327,11 +327,9 @@ fn errors(results: &[serde_json::Value]) -> BTreeMap<String, String> {
 
 /// A Kubernetes PodTemplate wrapping a RayCluster's pod template, for the core schema.
 fn pod_template(at: &str, template: &Value) -> (String, Value) {
-    let wrapped = serde_yaml::from_str::<Value>(&format!(
-        "{{apiVersion: v1, kind: PodTemplate, metadata: {{name: ray}}, template: {}}}",
-        serde_json::to_string(&serde_json::to_value(template).unwrap()).unwrap()
-    ))
-    .unwrap();
+    let mut wrapped: Value =
+        serde_yaml::from_str("{apiVersion: v1, kind: PodTemplate, metadata: {name: ray}}").unwrap();
+    wrapped["template"] = template.clone();
     (at.to_string(), wrapped)
 }
 
