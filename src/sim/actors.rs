@@ -7,8 +7,8 @@
 //! change a node's resources except through the node runtime.
 
 use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
-use super::objects::{new_return_object, unref_object, PlasmaStores};
+use super::follow::{Cx, Dying, Follow, Follows};
+use super::objects::{new_return_object, unref_object, ActorsOn, PlasmaStores};
 use super::task_runs::Run;
 use super::tasks::Call;
 use crate::log_event;
@@ -23,6 +23,12 @@ use std::borrow::Cow;
 #[derive(Default)]
 pub(crate) struct ActorManager {
     on_node: Vec<Vec<ActorId>>,
+}
+
+impl ActorsOn for ActorManager {
+    fn on(&self, n: NodeIdx) -> &[ActorId] {
+        ActorManager::on(self, n)
+    }
 }
 
 /// What the creating code says of a new actor, beside its constructor's options.
@@ -316,16 +322,6 @@ impl ActorManager {
         m.counters.tasks_retried += 1;
         smallvec![Follow::TrySchedule(tid)]
     }
-}
-
-/// An actor on its way out, between the steps of [`ActorManager::died`].
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Dying {
-    aid: ActorId,
-    cause: Cow<'static, str>,
-    restart: bool,
-    node: Option<NodeIdx>,
-    running: Vec<TaskId>,
 }
 
 /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits

@@ -10,7 +10,6 @@
 use super::actors::ActorManager;
 use super::clock::Event;
 use super::cluster_queues::ClusterQueues;
-use super::engine::Engine;
 use super::follow::{Cx, Follow, Follows};
 use super::jobs::JobManager;
 use super::placement_groups::PlacementGroupManager;
@@ -223,13 +222,6 @@ fn alive_per_type(nodes: &[Node], types: usize) -> Vec<u32> {
         }
     }
     alive
-}
-
-impl Engine {
-    /// The autoscaler's state: per node type, bounds, launches in flight and totals.
-    pub fn autoscaler(&self) -> &Autoscaler {
-        &self.autoscaler
-    }
 }
 
 impl Autoscaler {

@@ -22,7 +22,7 @@ use super::follow::Follow;
 use super::jobs::JobManager;
 use super::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
 use super::node_manager::GcsNodeManager;
-use super::node_runtime::Raylets;
+use super::node_runtime::{LocalResources, Raylets};
 use super::objects::PlasmaStores;
 use super::placement_groups::PlacementGroupManager;
 use super::task_run;
@@ -52,7 +52,7 @@ pub struct Engine {
     pub(crate) plasma: PlasmaStores,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
-    pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
+    pub(crate) node_views: std::cell::RefCell<super::publish::nodes::NodeViewCache>,
     /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
     pub(crate) raylets: Raylets,
     /// Each node's physical cores, which Ray's per-call work shares (`node_cpu.rs`).
@@ -194,6 +194,16 @@ impl Engine {
         let follows = self.queues.node_added();
         self.follow_all(follows);
         idx
+    }
+
+    /// The autoscaler's state: per node type, bounds, launches in flight and totals.
+    pub fn autoscaler(&self) -> &Autoscaler {
+        &self.autoscaler
+    }
+
+    /// The node runtime, for a change whose request is not borrowed from the engine.
+    pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
+        LocalResources::of(&mut self.model.nodes, &mut self.sched)
     }
 
     /// Virtual time now, in µs.

@@ -49,6 +49,7 @@ mod pull;
 mod replay_slots;
 mod report;
 mod retries;
+mod router;
 pub mod runner;
 pub mod sweep;
 mod task_run;
