@@ -63,7 +63,7 @@ impl Available {
     /// In-place access for the node runtime: the key proves the caller is the one
     /// component that also keeps the scheduler's index current.
     #[inline]
-    pub(crate) fn get_mut(&mut self, _: &crate::sim::node_runtime::Key) -> &mut ResVec {
+    pub(crate) fn get_mut(&mut self, _: &crate::sim::raylet::node_runtime::Key) -> &mut ResVec {
         &mut self.0
     }
 }

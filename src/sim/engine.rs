@@ -12,21 +12,21 @@
 //! times run in insertion order (the clock's sequence number breaks ties), so the same
 //! config and seed always produce the same event log.
 
-use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::{Clock, Event};
-use super::cluster_queues::ClusterQueues;
+use super::core_worker::task_runs::TaskRuns;
 use super::faults::FaultState;
 use super::follow::cx;
 use super::follow::Follow;
-use super::jobs::JobManager;
-use super::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
-use super::node_manager::GcsNodeManager;
-use super::node_runtime::{LocalResources, Raylets};
+use super::gcs::actors::ActorManager;
+use super::gcs::jobs::JobManager;
+use super::gcs::node_manager::GcsNodeManager;
+use super::gcs::placement_groups::PlacementGroupManager;
 use super::objects::PlasmaStores;
-use super::placement_groups::PlacementGroupManager;
-use super::task_run;
-use super::task_runs::TaskRuns;
+use super::raylet::cluster_queues::ClusterQueues;
+use super::raylet::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
+use super::raylet::node_runtime::{LocalResources, Raylets};
+use super::raylet::task_run;
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
@@ -75,7 +75,7 @@ pub struct Engine {
     /// running them allocates nothing once it has grown.
     pub(crate) follow_stack: Vec<Follow>,
     /// Replayed jobs' actors and argument returns (`replay_slots.rs`).
-    pub(crate) replay: super::replay_slots::ReplaySlots,
+    pub(crate) replay: super::core_worker::replay_slots::ReplaySlots,
 }
 
 impl Engine {
@@ -258,7 +258,7 @@ impl Engine {
                 let follows = self.jobs.arrival(cx!(self), &mut self.flow, self.node_manager.head(), m);
                 self.follow_all(follows);
             }
-            Event::Push(t, a) => super::cluster_queues::push(cx!(self), t, a),
+            Event::Push(t, a) => super::raylet::cluster_queues::push(cx!(self), t, a),
             Event::Dispatch(t, a) => {
                 let follows = task_run::dispatch(cx!(self), &mut self.plasma, &self.actor_manager, t, a);
                 self.follow_all(follows);
@@ -268,7 +268,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Pulled(t, a) => {
-                let follows = super::futures::pulled(cx!(self), t, a);
+                let follows = super::core_worker::futures::pulled(cx!(self), t, a);
                 self.follow_all(follows);
             }
             Event::Begin(t, a) => {
@@ -276,7 +276,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::PgCommitted(id) => {
-                let follows = super::placement_groups::commit(cx!(self), id);
+                let follows = super::gcs::placement_groups::commit(cx!(self), id);
                 self.follow_all(follows);
             }
             Event::Raised(t, a) => {
@@ -292,7 +292,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Resubmit(t, a) => {
-                let follows = super::retries::resubmit(cx!(self), &mut self.queues, t, a);
+                let follows = super::core_worker::retries::resubmit(cx!(self), &mut self.queues, t, a);
                 self.follow_all(follows);
             }
             Event::Fault(i) => {

@@ -4,15 +4,15 @@
 //! state in the task's run (`task_runs.rs`). Must never: change a task's state other
 //! than through the model's transitions, or run a task whose attempt is no longer running.
 
-use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
+use super::core_worker::futures::{block_in_get, hold_futures};
+use super::core_worker::task_runs::TaskRuns;
 use super::engine::Engine;
 use super::follow::{cx, Follow};
-use super::futures::{block_in_get, hold_futures};
+use super::gcs::actors::{ActorManager, NewActor};
+use super::objects::pull::must_pull;
 use super::objects::{get_cost, put_cost_on, unref_object};
-use super::pull::must_pull;
-use super::task_run::running_attempt;
-use super::task_runs::TaskRuns;
+use super::raylet::task_run::running_attempt;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
@@ -238,11 +238,11 @@ impl Engine {
                 args.extend_from_slice(&inputs[lo..hi]);
             }
             let args: Box<[ObjectId]> = args.into();
-            let (_, ret, follows) = super::tasks::submit(
+            let (_, ret, follows) = super::core_worker::tasks::submit(
                 cx!(self),
                 &mut self.flow,
                 self.node_manager.head(),
-                super::tasks::Call { spec, parent: tid, args, actor: None, bundle: None },
+                super::core_worker::tasks::Call { spec, parent: tid, args, actor: None, bundle: None },
             );
             self.follow_all(follows);
             returns.push(ret);
@@ -404,11 +404,11 @@ impl Engine {
             .filter_map(|d| self.replay.output(job, *d))
             .filter(|o| self.model.objects.contains_key(o))
             .collect();
-        let (_, ret, follows) = super::tasks::submit(
+        let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
             self.node_manager.head(),
-            super::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
+            super::core_worker::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
         );
         self.follow_all(follows);
         self.replay.set_output(job, call, ret);
@@ -455,11 +455,17 @@ impl Engine {
             r.exec.j = 0;
             r.exec.i += 1;
         }
-        let (_, ret, follows) = super::tasks::submit(
+        let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
             self.node_manager.head(),
-            super::tasks::Call { spec: method, parent: tid, args: Box::new([]), actor: Some(child), bundle: None },
+            super::core_worker::tasks::Call {
+                spec: method,
+                parent: tid,
+                args: Box::new([]),
+                actor: Some(child),
+                bundle: None,
+            },
         );
         self.follow_all(follows);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);

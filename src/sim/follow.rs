@@ -15,9 +15,9 @@
 
 use super::clock::Clock;
 use super::cluster_events::EventWriter;
-use super::node_cpu::NodeCpus;
-use super::node_runtime::{LocalResources, Raylets};
-use super::task_runs::TaskRuns;
+use super::core_worker::task_runs::TaskRuns;
+use super::raylet::node_cpu::NodeCpus;
+use super::raylet::node_runtime::{LocalResources, Raylets};
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::Scheduler;

@@ -20,46 +20,33 @@
 //! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS node manager: membership
 //! and the dead-node cache (`node_manager.rs`); cluster events (`cluster_events.rs`).
 
-mod actors;
 mod autoscaler;
 mod cache_ahead;
-mod caller_work;
 mod clock;
 mod cluster_events;
-mod cluster_queues;
 pub mod control;
+mod core_worker;
 mod engine;
 mod event_queue;
 mod exec;
 mod faults;
 mod flow_recorder;
 mod follow;
-mod futures;
-mod gc_rounds;
+mod gcs;
 mod invariants;
-mod jobs;
-mod node_cpu;
-mod node_manager;
-pub(crate) mod node_runtime;
 mod objects;
 pub use objects::{get_micros, put_micros};
-mod placement_groups;
 mod publish;
-mod pull;
-mod replay_slots;
+pub(crate) mod raylet;
 mod report;
-mod retries;
 mod router;
 pub mod runner;
 pub mod sweep;
-mod task_run;
-mod task_runs;
-mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};
 pub use engine::{session_name_at, session_name_for, Engine};
+pub use objects::pull::transfer_micros;
 pub use publish::PublishOptions;
-pub use pull::transfer_micros;
 pub use report::Report;
 
 use crate::config::Config;

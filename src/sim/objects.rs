@@ -11,11 +11,13 @@
 //! resolve an owner's future or ready a task itself (it asks, [`Follow::FutureResolved`]
 //! and [`Follow::TaskReady`]), or fail a task (it asks, [`Follow::FailTask`]).
 
+pub(super) mod pull;
+
 use super::clock::Event;
+use super::core_worker::task_runs::TaskRuns;
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
-use super::node_runtime::Raylets;
-use super::task_runs::TaskRuns;
+use super::raylet::node_runtime::Raylets;
 use crate::log_event;
 use crate::model::*;
 use smallvec::smallvec;

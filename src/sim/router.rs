@@ -6,16 +6,17 @@
 //! reorder the log). It stands above every component: they return [`Follow`] values
 //! and never call it.
 
-use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
-use super::cluster_queues::ClusterQueues;
+use super::core_worker::{futures, retries, tasks};
 use super::engine::Engine;
 use super::faults::FaultState;
 use super::follow::{cx, Follow, Follows};
-use super::jobs::JobManager;
+use super::gcs::actors::ActorManager;
+use super::gcs::jobs::JobManager;
+use super::gcs::placement_groups::PlacementGroupManager;
 use super::objects::{self, PlasmaStores};
-use super::placement_groups::PlacementGroupManager;
-use super::{futures, retries, task_run, tasks};
+use super::raylet::cluster_queues::ClusterQueues;
+use super::raylet::task_run;
 use smallvec::smallvec;
 
 impl Engine {

@@ -17,7 +17,6 @@ mod jobs;
 pub(super) mod nodes;
 mod tables;
 
-
 use super::engine::Engine;
 use crate::model::LoggedEvent;
 use crate::snapshot::{Snapshot, Tables};

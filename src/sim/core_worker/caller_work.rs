@@ -6,18 +6,18 @@
 //! Owns: placing that work and scheduling the step's `Resume`. Must never: change a
 //! task's state, or move a task's program counter except past the step it pays for.
 
-use super::clock::Event;
-use super::engine::Engine;
-use super::node_cpu::Priority;
-use super::objects::put_cost_on;
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::engine::Engine;
+use crate::sim::objects::put_cost_on;
+use crate::sim::raylet::node_cpu::Priority;
 
 impl Engine {
     /// The caller just submitted `calls` of `spec`: it stays busy for their submit cost of
     /// work on its node's cores (`actor_call_submit_cost` each for actor calls, else
     /// `call_submit_cost`), and goes on with its program on `Resume`. Returns true when
     /// it must wait.
-    pub(super) fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, spec: u32, calls: u32) -> bool {
+    pub(in crate::sim) fn pay_submit_cost(&mut self, tid: TaskId, attempt: u32, spec: u32, calls: u32) -> bool {
         self.work_then_resume(tid, attempt, self.submit_cost(spec, calls))
     }
 
@@ -25,7 +25,7 @@ impl Engine {
     /// now, for a step that hands its calls over after placing it: when it ends (None for
     /// no work). The idle task workers those calls will lease on its node count as busy
     /// beside it from its start (`NodeCpus::work_leasing`).
-    pub(super) fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
+    pub(in crate::sim) fn place_submit_cost(&mut self, tid: TaskId, spec: u32, calls: u32) -> Option<u64> {
         let busy = self.submit_cost(spec, calls);
         (busy > 0).then(|| self.place_work_leasing(tid, busy, |engine, node| engine.leasable_on(node, spec, calls)))
     }
@@ -63,7 +63,7 @@ impl Engine {
     /// 67-98 ms for its driver's first call); a restarted actor is a new process. A task
     /// worker's first `.remote()` there cost 0.4-4 ms, and is not charged. Returns true
     /// when it must wait.
-    pub(super) fn pay_first_submit(&mut self, tid: TaskId, attempt: u32) -> bool {
+    pub(in crate::sim) fn pay_first_submit(&mut self, tid: TaskId, attempt: u32) -> bool {
         let Some(t) = self.model.tasks.get(&tid) else { return false };
         match (t.kind, t.actor) {
             (TaskType::DriverTask, _) => {
@@ -87,7 +87,7 @@ impl Engine {
     /// worker puts the return into its node's store (`put_micros` of work), and goes on
     /// past its program's end on `Resume`, unless its program's stretches hold the put
     /// already (a replayed call). Returns true when it must wait.
-    pub(super) fn pay_return_put(&mut self, tid: TaskId, attempt: u32, spec: u32) -> bool {
+    pub(in crate::sim) fn pay_return_put(&mut self, tid: TaskId, attempt: u32, spec: u32) -> bool {
         let s = &self.specs[spec as usize];
         let size = s.return_size;
         if size <= self.cfg.object_store.inline_threshold.0 || s.put_in_body {
@@ -102,7 +102,7 @@ impl Engine {
     /// A task worker's first call: before its reply the worker works
     /// `worker_first_call_latency` on its node's cores (`Run::first_call`, spent here).
     /// Returns true when it must wait.
-    pub(super) fn pay_first_call(&mut self, tid: TaskId, attempt: u32) -> bool {
+    pub(in crate::sim) fn pay_first_call(&mut self, tid: TaskId, attempt: u32) -> bool {
         let run = self.runs.get_mut(&tid).expect("a running task has a run");
         if !std::mem::take(&mut run.first_call) {
             return false;
@@ -113,14 +113,14 @@ impl Engine {
 
     /// The task works `busy` µs on its node's cores, then goes on with its program on
     /// `Resume`. Returns true when it must wait (false for no work).
-    pub(super) fn work_then_resume(&mut self, tid: TaskId, attempt: u32, busy: u64) -> bool {
+    pub(in crate::sim) fn work_then_resume(&mut self, tid: TaskId, attempt: u32, busy: u64) -> bool {
         let done = (busy > 0).then(|| self.place_work(tid, busy));
         self.resume_at(tid, attempt, done)
     }
 
     /// The task goes on with its program on `Resume` when its work placed ends (`done`).
     /// Returns true when it must wait (false for no work placed).
-    pub(super) fn resume_at(&mut self, tid: TaskId, attempt: u32, done: Option<u64>) -> bool {
+    pub(in crate::sim) fn resume_at(&mut self, tid: TaskId, attempt: u32, done: Option<u64>) -> bool {
         let Some(done) = done else { return false };
         self.clock.schedule_at(done, Event::Resume(tid, attempt));
         true

@@ -11,10 +11,10 @@
 //! [`Event::Pulled`]) or run the memory monitor (a store that grew asks for a look,
 //! [`Follow::CheckMemory`]).
 
-use super::clock::Event;
-use super::follow::{Cx, Ending, Follow, Follows, Pull};
-use super::objects::{ActorsOn, PlasmaStores};
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::follow::{Cx, Ending, Follow, Follows, Pull};
+use crate::sim::objects::{ActorsOn, PlasmaStores};
 use smallvec::smallvec;
 
 impl Pull {

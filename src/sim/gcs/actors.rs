@@ -6,13 +6,13 @@
 //! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
 //! change a node's resources except through the node runtime.
 
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Dying, Follow, Follows};
-use super::objects::{new_return_object, unref_object, ActorsOn, PlasmaStores};
-use super::task_runs::Run;
-use super::tasks::Call;
 use crate::log_event;
 use crate::model::*;
+use crate::sim::core_worker::task_runs::Run;
+use crate::sim::core_worker::tasks::Call;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Dying, Follow, Follows};
+use crate::sim::objects::{new_return_object, unref_object, ActorsOn, PlasmaStores};
 use crate::workload::ActorOptions;
 use smallvec::smallvec;
 use std::borrow::Cow;
@@ -147,7 +147,7 @@ impl ActorManager {
         let (spec, parent, bundle) = (new.spec_id, new.creator, new.bundle);
         let aid = ActorManager::register(cx.model, opts, new, cx.clock.now);
         let call = Call { spec, parent, args: Box::new([]), actor: Some(aid), bundle };
-        let (tid, ret, mut follows) = super::tasks::submit(cx, flow, head, call);
+        let (tid, ret, mut follows) = crate::sim::core_worker::tasks::submit(cx, flow, head, call);
         follows.push(Follow::ActorCreationSubmitted(aid, tid, ret));
         (aid, follows)
     }

@@ -12,12 +12,12 @@
 //! except through the node runtime, or run, fail or retry a task (it returns follow-ups
 //! for that).
 
-use super::follow::{Cx, Follow, Follows};
 use super::gc_rounds::GcRounds;
-use super::node_manager::GcsNodeManager;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Decision, Strategy};
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::gcs::node_manager::GcsNodeManager;
 use crate::workload::StrategySpec;
 use smallvec::smallvec;
 use std::collections::{BTreeMap, VecDeque};
