@@ -32,7 +32,7 @@ impl Engine {
     /// this again) pushes above `base` and drains back to it before this goes on.
     pub(crate) fn follow_all(&mut self, follows: Follows) {
         let base = self.follow_stack.len();
-        self.push_follows(follows);
+        push_follows(&mut self.follow_stack, follows);
         while self.follow_stack.len() > base {
             let mut f = self.follow_stack.pop().expect("the stack is above its base");
             // Most follow-ups ask for one more or none: run a chain of single ones
@@ -43,20 +43,11 @@ impl Engine {
                     0 => break,
                     1 => next.pop().expect("one follow-up"),
                     _ => {
-                        self.push_follows(next);
+                        push_follows(&mut self.follow_stack, next);
                         self.follow_stack.pop().expect("just pushed")
                     }
                 };
             }
-        }
-    }
-
-    /// Put follow-ups on the stack so that the first comes off first. Popping the list
-    /// rather than iterating it: a list's iterator moves the whole inline buffer.
-    fn push_follows(&mut self, mut follows: Follows) {
-        self.follow_stack.reserve(follows.len());
-        while let Some(f) = follows.pop() {
-            self.follow_stack.push(f);
         }
     }
 
@@ -189,5 +180,14 @@ impl Engine {
             Follow::ReuseOrReleaseLease(t) => self.queues.reuse_or_release_lease(cx!(self), t),
             Follow::FinishReleased(t) => task_run::finish_released(cx!(self), &mut self.flow, t),
         }
+    }
+}
+
+/// Put follow-ups on the stack so that the first comes off first. Popping the list
+/// rather than iterating it: a list's iterator moves the whole inline buffer.
+fn push_follows(stack: &mut Vec<Follow>, mut follows: Follows) {
+    stack.reserve(follows.len());
+    while let Some(f) = follows.pop() {
+        stack.push(f);
     }
 }
