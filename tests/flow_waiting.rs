@@ -22,7 +22,7 @@ const SEEDS: &[u64] = &[1, 2, 3, 5, 42];
 
 fn seed_config(seed: u64) -> rayscope::config::Config {
     let mut cfg = common::seed_example(seed);
-    // Idle actors' share of a core stretches every submit a little (`sim/node_cpu.rs`);
+    // Idle actors' share of a core stretches every submit a little (`sim/raylet/node_cpu.rs`);
     // without it, and with each node's 8 cores never all busy here, a submit takes
     // exactly `actor_call_submit_cost`, so a worker's execution can be checked to the µs.
     cfg.scheduler.idle_worker_cpu = 0.0;

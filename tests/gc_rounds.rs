@@ -1,4 +1,4 @@
-//! The raylet's resource-deadlock look and the GC rounds it sets off (`sim/gc_rounds.rs`):
+//! The raylet's resource-deadlock look and the GC rounds it sets off (`sim/raylet/gc_rounds.rs`):
 //! leases waiting on resources with no worker free, seen twice in a row, make every
 //! process on the node do `scheduler.worker_gc_cpu` of work; actors that wait for
 //! nothing pay none.

@@ -2,7 +2,7 @@
 //! scheduler's index and the nodes agree after every event (`Engine::check_scheduler_index`),
 //! through leases, CPU lent back in `ray.get`, actors, placement-group bundles, node
 //! death and restore, and the memory monitor's kills. The compiler keeps other code off
-//! that path (`model::Available` changes in place only with `sim::node_runtime::Key`);
+//! that path (`model::Available` changes in place only with `sim::raylet::node_runtime::Key`);
 //! this proves the path itself keeps the index current.
 
 mod common;

@@ -412,7 +412,7 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
     if let Some(s) = seed {
         text = text.replace("seed: 42", &format!("seed: {s}"));
     }
-    // Idle actors' share of a core stretches each submit a little (`sim/node_cpu.rs`);
+    // Idle actors' share of a core stretches each submit a little (`sim/raylet/node_cpu.rs`);
     // without it a submit on these 8-core nodes takes exactly its submit cost.
     let mut cfg = load(&text);
     cfg.scheduler.idle_worker_cpu = 0.0;

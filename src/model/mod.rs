@@ -350,7 +350,7 @@ impl Model {
 
     /// Start a new attempt: the old attempt is counted as it ends and kept as a FAILED
     /// record with `error` (Ray lists every attempt); the new one starts pending. (The
-    /// engine restarts its run beside it: `sim::task_runs`.)
+    /// engine restarts its run beside it: `sim::core_worker::task_runs`.)
     pub fn begin_retry(&mut self, id: TaskId, next: TaskState, now: u64, error: ErrorType) {
         let Some(t) = self.tasks.get_mut(&id) else { return };
         bump(&mut self.task_counts, &mut self.counters.backlog, t.counts_row, t, -1);

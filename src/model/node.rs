@@ -47,7 +47,7 @@ pub struct Node {
 }
 
 /// A node's available resources. Reads go through `Deref` to the `ResVec`; there is no
-/// `DerefMut`: changing them in place takes the key that only `sim::node_runtime` can
+/// `DerefMut`: changing them in place takes the key that only `sim::raylet::node_runtime` can
 /// make, and that component updates the scheduler's index in the same call. So the
 /// compiler, not a convention, keeps every change of availability on one path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ impl Available {
     /// In-place access for the node runtime: the key proves the caller is the one
     /// component that also keeps the scheduler's index current.
     #[inline]
-    pub(crate) fn get_mut(&mut self, _: &crate::sim::node_runtime::Key) -> &mut ResVec {
+    pub(crate) fn get_mut(&mut self, _: &crate::sim::raylet::node_runtime::Key) -> &mut ResVec {
         &mut self.0
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Owns: what Ray's GCS and State API know of a task (identity, state, placement,
 //! lifecycle times). Must never: hold what only the simulation needs while a task runs
-//! (its program counter, interpreter state, Flow Insight tag: `sim::task_runs`), so
+//! (its program counter, interpreter state, Flow Insight tag: `sim::core_worker::task_runs`), so
 //! the model's readers never see the engine's bookkeeping.
 
 use super::ids::{ActorId, JobId, NameId, NodeIdx, ObjectId, PgId, TaskId};

@@ -3,7 +3,7 @@
 //! Owns: the policies (DEFAULT hybrid, SPREAD, NodeAffinity, placement groups) and an
 //! ordered index of nodes by utilization score, kept up to date incrementally so a
 //! decision never sorts the cluster. Must never: write the model. The engine applies
-//! the decisions (counts spillbacks); the node runtime (`sim::node_runtime`) reserves
+//! the decisions (counts spillbacks); the node runtime (`sim::raylet::node_runtime`) reserves
 //! resources and tells the index, in the same call, that a node's availability changed.
 
 mod index;

@@ -7,13 +7,12 @@
 //! or kill a node itself (a launched node joins through the engine, which tells every
 //! component; a terminated one dies through [`Follow::KillNode`]).
 
-use super::actors::ActorManager;
 use super::clock::Event;
-use super::cluster_queues::ClusterQueues;
-use super::engine::Engine;
 use super::follow::{Cx, Follow, Follows};
-use super::jobs::JobManager;
-use super::placement_groups::PlacementGroupManager;
+use super::gcs::actors::ActorManager;
+use super::gcs::jobs::JobManager;
+use super::gcs::placement_groups::PlacementGroupManager;
+use super::raylet::cluster_queues::ClusterQueues;
 use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;
@@ -223,13 +222,6 @@ fn alive_per_type(nodes: &[Node], types: usize) -> Vec<u32> {
         }
     }
     alive
-}
-
-impl Engine {
-    /// The autoscaler's state: per node type, bounds, launches in flight and totals.
-    pub fn autoscaler(&self) -> &Autoscaler {
-        &self.autoscaler
-    }
 }
 
 impl Autoscaler {

@@ -9,7 +9,7 @@
 
 use super::engine::Engine;
 use super::follow::{cx, Follow};
-use super::node_manager::GcsNodeManager;
+use super::gcs::node_manager::GcsNodeManager;
 use crate::config::WorkloadConfig;
 use crate::model::*;
 use std::sync::Arc;

@@ -12,21 +12,21 @@
 //! times run in insertion order (the clock's sequence number breaks ties), so the same
 //! config and seed always produce the same event log.
 
-use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::{Clock, Event};
-use super::cluster_queues::ClusterQueues;
+use super::core_worker::task_runs::TaskRuns;
 use super::faults::FaultState;
 use super::follow::cx;
 use super::follow::Follow;
-use super::jobs::JobManager;
-use super::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
-use super::node_manager::GcsNodeManager;
-use super::node_runtime::Raylets;
+use super::gcs::actors::ActorManager;
+use super::gcs::jobs::JobManager;
+use super::gcs::node_manager::GcsNodeManager;
+use super::gcs::placement_groups::PlacementGroupManager;
 use super::objects::PlasmaStores;
-use super::placement_groups::PlacementGroupManager;
-use super::task_run;
-use super::task_runs::TaskRuns;
+use super::raylet::cluster_queues::ClusterQueues;
+use super::raylet::node_cpu::{CpuSettings, NodeCpus, NodeMachine};
+use super::raylet::node_runtime::{LocalResources, Raylets};
+use super::raylet::task_run;
 use crate::config::Config;
 use crate::model::*;
 use crate::scheduler::{Params, Scheduler};
@@ -52,7 +52,7 @@ pub struct Engine {
     pub(crate) plasma: PlasmaStores,
     /// Views of dead nodes, built by the first snapshot after they died and shared by
     /// every later one (see `Snapshot::nodes`), and what views share (`publish/nodes.rs`).
-    pub(crate) node_views: std::cell::RefCell<super::publish::NodeViewCache>,
+    pub(crate) node_views: std::cell::RefCell<super::publish::nodes::NodeViewCache>,
     /// Each raylet's lists: leases held and getters waiting to resume (`node_runtime.rs`).
     pub(crate) raylets: Raylets,
     /// Each node's physical cores, which Ray's per-call work shares (`node_cpu.rs`).
@@ -75,7 +75,7 @@ pub struct Engine {
     /// running them allocates nothing once it has grown.
     pub(crate) follow_stack: Vec<Follow>,
     /// Replayed jobs' actors and argument returns (`replay_slots.rs`).
-    pub(crate) replay: super::replay_slots::ReplaySlots,
+    pub(crate) replay: super::core_worker::replay_slots::ReplaySlots,
 }
 
 impl Engine {
@@ -196,6 +196,16 @@ impl Engine {
         idx
     }
 
+    /// The autoscaler's state: per node type, bounds, launches in flight and totals.
+    pub fn autoscaler(&self) -> &Autoscaler {
+        &self.autoscaler
+    }
+
+    /// The node runtime, for a change whose request is not borrowed from the engine.
+    pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
+        LocalResources::of(&mut self.model.nodes, &mut self.sched)
+    }
+
     /// Virtual time now, in µs.
     pub fn now_us(&self) -> u64 {
         self.clock.now
@@ -248,7 +258,7 @@ impl Engine {
                 let follows = self.jobs.arrival(cx!(self), &mut self.flow, self.node_manager.head(), m);
                 self.follow_all(follows);
             }
-            Event::Push(t, a) => super::cluster_queues::push(cx!(self), t, a),
+            Event::Push(t, a) => super::raylet::cluster_queues::push(cx!(self), t, a),
             Event::Dispatch(t, a) => {
                 let follows = task_run::dispatch(cx!(self), &mut self.plasma, &self.actor_manager, t, a);
                 self.follow_all(follows);
@@ -258,7 +268,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Pulled(t, a) => {
-                let follows = super::futures::pulled(cx!(self), t, a);
+                let follows = super::core_worker::futures::pulled(cx!(self), t, a);
                 self.follow_all(follows);
             }
             Event::Begin(t, a) => {
@@ -266,7 +276,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::PgCommitted(id) => {
-                let follows = super::placement_groups::commit(cx!(self), id);
+                let follows = super::gcs::placement_groups::commit(cx!(self), id);
                 self.follow_all(follows);
             }
             Event::Raised(t, a) => {
@@ -282,7 +292,7 @@ impl Engine {
                 self.follow_all(follows);
             }
             Event::Resubmit(t, a) => {
-                let follows = super::retries::resubmit(cx!(self), &mut self.queues, t, a);
+                let follows = super::core_worker::retries::resubmit(cx!(self), &mut self.queues, t, a);
                 self.follow_all(follows);
             }
             Event::Fault(i) => {

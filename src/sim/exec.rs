@@ -4,15 +4,16 @@
 //! state in the task's run (`task_runs.rs`). Must never: change a task's state other
 //! than through the model's transitions, or run a task whose attempt is no longer running.
 
-use super::actors::{ActorManager, NewActor};
 use super::clock::Event;
+use super::core_worker::caller_work;
+use super::core_worker::futures::{block_in_get, hold_futures};
+use super::core_worker::task_runs::TaskRuns;
 use super::engine::Engine;
 use super::follow::{cx, Follow};
-use super::futures::{block_in_get, hold_futures};
+use super::gcs::actors::{ActorManager, NewActor};
+use super::objects::pull::must_pull;
 use super::objects::{get_cost, put_cost_on, unref_object};
-use super::pull::must_pull;
-use super::task_run::running_attempt;
-use super::task_runs::TaskRuns;
+use super::raylet::task_run::running_attempt;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
 use crate::workload::{FlagRule, LevelRule, Op, Shape};
@@ -37,10 +38,10 @@ impl Engine {
             let pc = run.pc as usize;
             let program = &self.specs[spec_id as usize].program;
             let Some(op) = program.get(pc) else {
-                if pc == program.len() && self.pay_return_put(tid, attempt, spec_id) {
+                if pc == program.len() && caller_work::pay_return_put(cx!(self), tid, attempt, spec_id) {
                     return;
                 }
-                if self.pay_first_call(tid, attempt) {
+                if caller_work::pay_first_call(cx!(self), tid, attempt) {
                     return;
                 }
                 self.follow(Follow::FinishTask(tid));
@@ -72,7 +73,7 @@ impl Engine {
                 }
                 Op::Submit { spec, count, take_futures, with_puts } => {
                     let (spec, count, take, with_puts) = (*spec, *count, *take_futures, *with_puts);
-                    if count > 0 && self.pay_first_submit(tid, attempt) {
+                    if count > 0 && caller_work::pay_first_submit(cx!(self), tid, attempt) {
                         return;
                     }
                     // The caller's loop of `.remote()` calls is on its core before the
@@ -80,9 +81,11 @@ impl Engine {
                     // placed behind it): its work is placed first, its tasks handed over
                     // at once, and it goes on once that work ends.
                     if take {
-                        let paid = self.place_submit_cost(tid, spec, count);
+                        let paid = caller_work::place_submit_cost(cx!(self), tid, spec, count);
                         self.op_submit(tid, attempt, spec, count, true, with_puts);
-                        if !advance(&self.model, &mut self.runs, tid, attempt) || self.resume_at(tid, attempt, paid) {
+                        if !advance(&self.model, &mut self.runs, tid, attempt)
+                            || caller_work::resume_at(cx!(self), tid, attempt, paid)
+                        {
                             return;
                         }
                         continue;
@@ -90,7 +93,7 @@ impl Engine {
                     // A caller submits at a finite rate: a chunk at a time.
                     let done = self.runs.get(&tid).expect("a running task has a run").exec.i;
                     let chunk = (count - done.min(count)).min(SUBMIT_CHUNK);
-                    let paid = self.place_submit_cost(tid, spec, chunk);
+                    let paid = caller_work::place_submit_cost(cx!(self), tid, spec, chunk);
                     self.op_submit(tid, attempt, spec, chunk, false, with_puts);
                     if !running_attempt(&self.model, tid, attempt) {
                         return;
@@ -101,17 +104,21 @@ impl Engine {
                         r.exec.i = 0;
                         r.pc += 1;
                     }
-                    if self.resume_at(tid, attempt, paid) {
+                    if caller_work::resume_at(cx!(self), tid, attempt, paid) {
                         return;
                     }
                 }
                 Op::CreateActors { spec, level, shape } => {
                     let (spec, level, shape) = (*spec, *level, shape.clone());
-                    if self.creates_any(tid, level, &shape) && self.pay_first_submit(tid, attempt) {
+                    if creates_any(&self.model, tid, level, &shape)
+                        && caller_work::pay_first_submit(cx!(self), tid, attempt)
+                    {
                         return;
                     }
                     let paid = self.op_create_actors(tid, spec, level, &shape);
-                    if !advance(&self.model, &mut self.runs, tid, attempt) || self.resume_at(tid, attempt, paid) {
+                    if !advance(&self.model, &mut self.runs, tid, attempt)
+                        || caller_work::resume_at(cx!(self), tid, attempt, paid)
+                    {
                         return;
                     }
                 }
@@ -150,7 +157,7 @@ impl Engine {
                         .sum();
                     r.pc += 1;
                     self.follow(Follow::ReleaseTaskRefs(tid, false));
-                    if self.work_then_resume(tid, attempt, cost.round() as u64) {
+                    if caller_work::work_then_resume(cx!(self), tid, attempt, cost.round() as u64) {
                         return;
                     }
                 }
@@ -161,7 +168,8 @@ impl Engine {
                     let follows = self.plasma.put(cx!(self), &self.actor_manager, head, tid, attempt, size);
                     self.follow_all(follows);
                     // Sealed at once; the caller then works for the put's cost.
-                    if !advance(&self.model, &mut self.runs, tid, attempt) || self.work_then_resume(tid, attempt, cost)
+                    if !advance(&self.model, &mut self.runs, tid, attempt)
+                        || caller_work::work_then_resume(cx!(self), tid, attempt, cost)
                     {
                         return;
                     }
@@ -238,11 +246,11 @@ impl Engine {
                 args.extend_from_slice(&inputs[lo..hi]);
             }
             let args: Box<[ObjectId]> = args.into();
-            let (_, ret, follows) = super::tasks::submit(
+            let (_, ret, follows) = super::core_worker::tasks::submit(
                 cx!(self),
                 &mut self.flow,
                 self.node_manager.head(),
-                super::tasks::Call { spec, parent: tid, args, actor: None, bundle: None },
+                super::core_worker::tasks::Call { spec, parent: tid, args, actor: None, bundle: None },
             );
             self.follow_all(follows);
             returns.push(ret);
@@ -287,44 +295,10 @@ impl Engine {
         true
     }
 
-    /// Whether a `CreateActors` step of `tid` creates any actor, known before the count
-    /// is drawn: a leaf creates none (and pays no first-submit setup), nor a `max` of 0;
-    /// no other draw gives 0 (validation holds `min_children` at 1 or more).
-    fn creates_any(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
-        self.children_of(tid, level, shape).is_some_and(|c| match shape {
-            Shape::Given(_) => !c.given.is_empty(),
-            Shape::Drawn { max, .. } => *max > 0,
-        })
-    }
-
-    /// What a `CreateActors` step of `tid` creates, before any count is drawn; None for
-    /// a leaf (`BelowParent` at level 0). An explicit tree names the children; otherwise
-    /// their number is drawn, and each one's flag just before it is created, as the
-    /// seed's Python does (`Worker.remote(..., is_bottleneck=random.randint(0, 1) == 1)`).
-    fn children_of(&self, tid: TaskId, level: LevelRule, shape: &Shape) -> Option<Children> {
-        let creator = self
-            .model
-            .tasks
-            .get(&tid)
-            .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
-            .and_then(|t| t.actor);
-        let parent = creator.and_then(|a| self.model.actors.get(&a));
-        let level = match level {
-            LevelRule::Fixed(l) => l,
-            LevelRule::BelowParent => parent.map_or(0, |a| a.level).checked_sub(1)?,
-        };
-        let given = match (shape, parent.and_then(|a| a.tree_node)) {
-            (Shape::Given(tree), Some(n)) => tree.nodes[n as usize].children.clone(),
-            (Shape::Given(_), None) => vec![0],
-            (Shape::Drawn { .. }, _) => Vec::new(),
-        };
-        Some(Children { creator, level, given })
-    }
-
     /// Create the step's actors, their caller's submit cost placed on its cores first:
     /// when that work ends (None for none, or no actors).
     fn op_create_actors(&mut self, tid: TaskId, spec: u32, level: LevelRule, shape: &Shape) -> Option<u64> {
-        let Children { creator: self_actor, level: child_level, given } = self.children_of(tid, level, shape)?;
+        let Children { creator: self_actor, level: child_level, given } = children_of(&self.model, tid, level, shape)?;
         let count = match shape {
             Shape::Drawn { min, max, .. } if max > min => self.rng.random_range(*min..=*max),
             Shape::Drawn { min, .. } => *min,
@@ -332,7 +306,7 @@ impl Engine {
         };
         // As for `Submit`: the caller's loop of creations is on its core before the
         // worker starts they ask for.
-        let paid = self.place_submit_cost(tid, spec, count);
+        let paid = caller_work::place_submit_cost(cx!(self), tid, spec, count);
         let pg = self.runs[&tid].exec.pg;
         let in_pg = matches!(self.specs[spec as usize].strategy, crate::workload::StrategySpec::CallerPlacementGroup);
         for i in 0..count {
@@ -404,11 +378,11 @@ impl Engine {
             .filter_map(|d| self.replay.output(job, *d))
             .filter(|o| self.model.objects.contains_key(o))
             .collect();
-        let (_, ret, follows) = super::tasks::submit(
+        let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
             self.node_manager.head(),
-            super::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
+            super::core_worker::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
         );
         self.follow_all(follows);
         self.replay.set_output(job, call, ret);
@@ -455,17 +429,56 @@ impl Engine {
             r.exec.j = 0;
             r.exec.i += 1;
         }
-        let (_, ret, follows) = super::tasks::submit(
+        let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
             self.node_manager.head(),
-            super::tasks::Call { spec: method, parent: tid, args: Box::new([]), actor: Some(child), bundle: None },
+            super::core_worker::tasks::Call {
+                spec: method,
+                parent: tid,
+                args: Box::new([]),
+                actor: Some(child),
+                bundle: None,
+            },
         );
         self.follow_all(follows);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
-        self.pay_submit_cost(tid, attempt, method, 1)
+        caller_work::pay_submit_cost(cx!(self), tid, attempt, method, 1)
     }
+}
+
+/// Whether a `CreateActors` step of `tid` creates any actor, known before the count
+/// is drawn: a leaf creates none (and pays no first-submit setup), nor a `max` of 0;
+/// no other draw gives 0 (validation holds `min_children` at 1 or more).
+fn creates_any(m: &Model, tid: TaskId, level: LevelRule, shape: &Shape) -> bool {
+    children_of(m, tid, level, shape).is_some_and(|c| match shape {
+        Shape::Given(_) => !c.given.is_empty(),
+        Shape::Drawn { max, .. } => *max > 0,
+    })
+}
+
+/// What a `CreateActors` step of `tid` creates, before any count is drawn; None for
+/// a leaf (`BelowParent` at level 0). An explicit tree names the children; otherwise
+/// their number is drawn, and each one's flag just before it is created, as the
+/// seed's Python does (`Worker.remote(..., is_bottleneck=random.randint(0, 1) == 1)`).
+fn children_of(m: &Model, tid: TaskId, level: LevelRule, shape: &Shape) -> Option<Children> {
+    let creator = m
+        .tasks
+        .get(&tid)
+        .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
+        .and_then(|t| t.actor);
+    let parent = creator.and_then(|a| m.actors.get(&a));
+    let level = match level {
+        LevelRule::Fixed(l) => l,
+        LevelRule::BelowParent => parent.map_or(0, |a| a.level).checked_sub(1)?,
+    };
+    let given = match (shape, parent.and_then(|a| a.tree_node)) {
+        (Shape::Given(tree), Some(n)) => tree.nodes[n as usize].children.clone(),
+        (Shape::Given(_), None) => vec![0],
+        (Shape::Drawn { .. }, _) => Vec::new(),
+    };
+    Some(Children { creator, level, given })
 }
 
 /// A duration drawn from `d` (uniform between its bounds).

@@ -11,14 +11,14 @@
 //! change another component's state when a follow-up can ask it to, or add a node
 //! (a restored node joins through the engine, which tells every component).
 
-use super::actors::ActorManager;
 use super::autoscaler::Autoscaler;
 use super::clock::Event;
-use super::cluster_queues::ClusterQueues;
 use super::follow::{Cx, Follow, Follows};
-use super::node_manager::GcsNodeManager;
-use super::node_runtime::Raylets;
+use super::gcs::actors::ActorManager;
+use super::gcs::node_manager::GcsNodeManager;
 use super::objects::PlasmaStores;
+use super::raylet::cluster_queues::ClusterQueues;
+use super::raylet::node_runtime::Raylets;
 use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;

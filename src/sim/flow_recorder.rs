@@ -14,7 +14,7 @@
 //! RNG or log events
 //! (recording must not change the run), or keep anything per call beyond the cap.
 
-use super::task_runs::{Run, TaskRuns};
+use super::core_worker::task_runs::{Run, TaskRuns};
 use crate::model::{ActorId, Histogram, JobId, Model, NodeIdx, ObjectStatus, TaskId, TaskType};
 use crate::snapshot::flow::{
     Chunked, EdgeAgg, JobRecord, Rec, Recorded, Target, TargetKind, DRIVER_NAME, DURATION_BUCKETS,

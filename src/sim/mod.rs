@@ -5,60 +5,48 @@
 //! a channel), read wall-clock time inside event handling, or iterate a hash map where
 //! order could leak into the event log.
 //!
-//! Ray's components, by file (ARCHITECTURE.md, "The engine's components"): the clock
-//! and event queue (`clock.rs`); follow-ups, the requests between components, and the
-//! narrow context they run with (`follow.rs`); each raylet's local resource manager,
-//! the one path that changes a node's availability and the scheduler's index, and its
-//! lists of leases and getters waiting to resume (`node_runtime.rs`); the cluster task
-//! queues: scheduling, leases, waiting classes (`cluster_queues.rs`); the owner side:
-//! submission and references (`tasks.rs`), failures and retries (`retries.rs`); the run
-//! on a worker (`task_run.rs`), pulling objects to a task's node (`pull.rs`), the worker's program
-//! (`exec.rs`) and each live task's run state (`task_runs.rs`);
-//! the GCS actor manager (`actors.rs`); jobs and the Jobs API's definitions
-//! (`jobs.rs`); objects, object stores and lineage reconstruction (`objects.rs`); the
-//! GCS placement group manager (`placement_groups.rs`); faults and the memory monitor
-//! (`faults.rs`); the autoscaler (`autoscaler.rs`); the GCS node manager: membership
-//! and the dead-node cache (`node_manager.rs`); cluster events (`cluster_events.rs`).
+//! Ray's components, by folder (ARCHITECTURE.md, "The engine's components"). At the
+//! top, reaching every component: the engine (`engine.rs`), the router that hands each
+//! follow-up to its component (`router.rs`), the worker's program (`exec.rs`), faults
+//! and the memory monitor (`faults.rs`), the autoscaler (`autoscaler.rs`), publishing,
+//! control and the invariants. The GCS's managers (`gcs/`): jobs, actors, placement
+//! groups, node membership. The core worker (`core_worker/`): submission and
+//! references, futures, failures and retries, the caller's work on its cores, each
+//! live task's run state. Objects, the plasma stores and pulls (`objects.rs`,
+//! `objects/`). Each raylet (`raylet/`): the cluster task queues and leases, a leased
+//! task's run on its worker, the resource-deadlock check, the local resource manager
+//! and the node's cores. On the ground, below every component: the shared vocabulary
+//! (`follow.rs`: follow-ups and the narrow context they run with), the clock and event
+//! queue, the cluster-event writer and Flow Insight's recorder. No file imports one
+//! that imports it back.
 
-mod actors;
 mod autoscaler;
 mod cache_ahead;
-mod caller_work;
 mod clock;
 mod cluster_events;
-mod cluster_queues;
 pub mod control;
+mod core_worker;
 mod engine;
 mod event_queue;
 mod exec;
 mod faults;
 mod flow_recorder;
 mod follow;
-mod futures;
-mod gc_rounds;
+mod gcs;
 mod invariants;
-mod jobs;
-mod node_cpu;
-mod node_manager;
-pub(crate) mod node_runtime;
 mod objects;
 pub use objects::{get_micros, put_micros};
-mod placement_groups;
 mod publish;
-mod pull;
-mod replay_slots;
+pub(crate) mod raylet;
 mod report;
-mod retries;
+mod router;
 pub mod runner;
 pub mod sweep;
-mod task_run;
-mod task_runs;
-mod tasks;
 
 pub use autoscaler::{Autoscaler, TypeState};
 pub use engine::{session_name_at, session_name_for, Engine};
+pub use objects::pull::transfer_micros;
 pub use publish::PublishOptions;
-pub use pull::transfer_micros;
 pub use report::Report;
 
 use crate::config::Config;

@@ -11,12 +11,13 @@
 //! resolve an owner's future or ready a task itself (it asks, [`Follow::FutureResolved`]
 //! and [`Follow::TaskReady`]), or fail a task (it asks, [`Follow::FailTask`]).
 
-use super::actors::ActorManager;
+pub(super) mod pull;
+
 use super::clock::Event;
+use super::core_worker::task_runs::TaskRuns;
 use super::flow_recorder::FlowRecorder;
 use super::follow::{Cx, Follow, Follows};
-use super::node_runtime::Raylets;
-use super::task_runs::TaskRuns;
+use super::raylet::node_runtime::Raylets;
 use crate::log_event;
 use crate::model::*;
 use smallvec::smallvec;
@@ -86,7 +87,14 @@ pub(crate) struct PlasmaStores {
 /// there and the actors placed there, whose arguments are in use.
 pub(crate) struct InUse<'a> {
     pub(crate) raylets: &'a Raylets,
-    pub(crate) actors: &'a ActorManager,
+    pub(crate) actors: &'a dyn ActorsOn,
+}
+
+/// Which actors live on a node: all plasma asks of the GCS actor manager, which sits
+/// above it (it creates objects) and implements this.
+pub(crate) trait ActorsOn {
+    /// The actors on `n`, in no particular order.
+    fn on(&self, n: NodeIdx) -> &[ActorId];
 }
 
 impl PlasmaStores {
@@ -248,7 +256,7 @@ impl PlasmaStores {
     pub(super) fn store(
         &mut self,
         cx: &mut Cx,
-        actors: &ActorManager,
+        actors: &dyn ActorsOn,
         node: NodeIdx,
         id: ObjectId,
         size: u64,
@@ -262,7 +270,7 @@ impl PlasmaStores {
 
     /// The producer finished on `node`: the value exists, inline or in that node's plasma
     /// store. Its readers wake once the memory monitor has looked at the store it grew.
-    pub(crate) fn seal(&mut self, cx: &mut Cx, actors: &ActorManager, id: ObjectId, node: NodeIdx) -> Follows {
+    pub(crate) fn seal(&mut self, cx: &mut Cx, actors: &dyn ActorsOn, id: ObjectId, node: NodeIdx) -> Follows {
         let m = &mut *cx.model;
         let Some(o) = m.objects.get_mut(&id) else { return Follows::new() };
         if o.status == ObjectStatus::Ready {
@@ -291,7 +299,7 @@ impl PlasmaStores {
     pub(crate) fn put(
         &mut self,
         cx: &mut Cx,
-        actors: &ActorManager,
+        actors: &dyn ActorsOn,
         head: NodeIdx,
         tid: TaskId,
         attempt: u32,
@@ -314,7 +322,7 @@ impl PlasmaStores {
     /// A node died: copies there are gone. Objects left without any copy are
     /// reconstructed from lineage when their producer can run again, else lost for good
     /// ([`Follow::ReconstructOrFail`], one at a time: each reads what the last one left).
-    pub(crate) fn lose_objects_on(&mut self, cx: &mut Cx, actors: &ActorManager, node: NodeIdx) -> Follows {
+    pub(crate) fn lose_objects_on(&mut self, cx: &mut Cx, actors: &dyn ActorsOn, node: NodeIdx) -> Follows {
         let m = &mut *cx.model;
         let mut lost = Vec::new();
         let mut ids: Vec<ObjectId> =

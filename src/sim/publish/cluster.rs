@@ -6,9 +6,9 @@
 
 use crate::model::*;
 use crate::sim::autoscaler::Autoscaler;
-use crate::sim::cluster_queues::ClusterQueues;
-use crate::sim::node_runtime::Raylets;
-use crate::sim::placement_groups::PlacementGroupManager;
+use crate::sim::gcs::placement_groups::PlacementGroupManager;
+use crate::sim::raylet::cluster_queues::ClusterQueues;
+use crate::sim::raylet::node_runtime::Raylets;
 use crate::snapshot::{AutoscalerTypeView, AutoscalerView, SchedulerView};
 
 /// Work waiting in the scheduler, and per alive node the leases dispatched but not

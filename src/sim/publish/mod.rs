@@ -14,10 +14,8 @@
 mod cluster;
 mod counts;
 mod jobs;
-mod nodes;
+pub(super) mod nodes;
 mod tables;
-
-pub(crate) use nodes::NodeViewCache;
 
 use super::engine::Engine;
 use crate::model::LoggedEvent;

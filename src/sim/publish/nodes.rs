@@ -9,8 +9,8 @@
 //! O(nodes + their leases).
 
 use crate::model::*;
-use crate::sim::actors::ActorManager;
-use crate::sim::node_runtime::Raylets;
+use crate::sim::gcs::actors::ActorManager;
+use crate::sim::raylet::node_runtime::Raylets;
 use crate::snapshot::{NodeResources, NodeView};
 use std::cell::RefCell;
 use std::sync::Arc;

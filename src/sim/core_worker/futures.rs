@@ -5,10 +5,10 @@
 //! state. Must never: step its program (it asks for `RunProgram`), or change another
 //! task's state.
 
-use super::follow::{Cx, Follow, Follows};
-use super::objects::unref_object;
 use super::task_runs::TaskRuns;
 use crate::model::*;
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::objects::unref_object;
 use crate::workload::Op;
 use smallvec::smallvec;
 
@@ -49,7 +49,7 @@ pub(crate) fn hold_futures(
 
 /// `ray.get` with futures outstanding: the worker blocks; a normal task lends its CPU
 /// back, and the node's freed CPU goes to others.
-pub(super) fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
+pub(in crate::sim) fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
     cx.model.set_task_state(tid, TaskState::RunningInRayGet, cx.clock.now);
     let t = cx.model.tasks.get_mut(&tid).expect("task exists");
     if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {

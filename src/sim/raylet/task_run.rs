@@ -8,16 +8,16 @@
 //! node (`cluster_queues.rs` leases), decide a retry (`retries.rs`), or call another
 //! component (what they must do is returned as follow-ups).
 
-use super::actors::ActorManager;
-use super::clock::Event;
 use super::cluster_queues::release_lease;
-use super::faults::FaultState;
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
 use super::node_cpu::{Priority, Thread};
-use super::objects::PlasmaStores;
-use super::tasks::release_refs;
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::core_worker::tasks::release_refs;
+use crate::sim::faults::FaultState;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::gcs::actors::ActorManager;
+use crate::sim::objects::PlasmaStores;
 use smallvec::smallvec;
 
 /// The lease reached the node: the task's arguments are fetched there (or it waits

@@ -7,11 +7,11 @@
 //! and the count of live jobs. The job records live in the model's job table. Must
 //! never: run a job's program (the driver is a task like any other, `exec.rs`).
 
-use super::clock::Event;
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
-use super::task_runs::Run;
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::core_worker::task_runs::Run;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Follow, Follows};
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
 use smallvec::smallvec;

@@ -11,50 +11,17 @@
 //! [`Event::Pulled`]) or run the memory monitor (a store that grew asks for a look,
 //! [`Follow::CheckMemory`]).
 
-use super::actors::ActorManager;
-use super::clock::Event;
-use super::follow::{Cx, Follow, Follows};
-use super::objects::PlasmaStores;
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::follow::{Cx, Ending, Follow, Follows, Pull};
+use crate::sim::objects::{ActorsOn, PlasmaStores};
 use smallvec::smallvec;
-
-/// Objects on their way to a task's node: where the pull stands while the memory
-/// monitor looks at a store it grew.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Pull {
-    tid: TaskId,
-    attempt: u32,
-    node: NodeIdx,
-    /// What the task does once the bytes are there.
-    ending: Ending,
-    /// The objects as the pull began: its arguments, or what its `ray.get` asks for.
-    args: Box<[ObjectId]>,
-    /// The next object to look at.
-    next: usize,
-    /// An argument just restored from disk whose transfer is still to come: its id, size
-    /// and primary as the restore found them.
-    transfer: Option<(ObjectId, u64, Option<NodeIdx>)>,
-    /// The virtual time the pull takes so far (µs).
-    micros: f64,
-    /// The bytes moved to the node so far.
-    fetched: u64,
-}
 
 impl Pull {
     /// A pull of `objects` to `node` for attempt `attempt` of task `tid`, not begun.
     fn new(tid: TaskId, attempt: u32, node: NodeIdx, ending: Ending, objects: Box<[ObjectId]>) -> Pull {
         Pull { tid, attempt, node, ending, args: objects, next: 0, transfer: None, micros: 0.0, fetched: 0 }
     }
-}
-
-/// What a pull is for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Ending {
-    /// A task's arguments: it waits in this state (a leased task's, an actor call's),
-    /// then starts.
-    Start(TaskState),
-    /// A `ray.get`: the getter, already in `RUNNING_IN_RAY_GET`, goes on.
-    Get,
 }
 
 /// Whether a `ray.get` on `node` must pull object `o` first: its value is in plasma,
@@ -100,7 +67,7 @@ impl PlasmaStores {
     pub(crate) fn fetch_args(
         &mut self,
         cx: &mut Cx,
-        actors: &ActorManager,
+        actors: &dyn ActorsOn,
         tid: TaskId,
         attempt: u32,
         node: NodeIdx,
@@ -116,7 +83,7 @@ impl PlasmaStores {
     pub(crate) fn pull_for_get(
         &mut self,
         cx: &mut Cx,
-        actors: &ActorManager,
+        actors: &dyn ActorsOn,
         tid: TaskId,
         attempt: u32,
         node: NodeIdx,
@@ -127,7 +94,7 @@ impl PlasmaStores {
 
     /// Fetch from where `f` stands to the end, or to the next store the monitor must see
     /// (then [`Follow::GoOnPulling`] goes on after its look).
-    pub(crate) fn go_on_pulling(&mut self, cx: &mut Cx, actors: &ActorManager, mut f: Pull) -> Follows {
+    pub(crate) fn go_on_pulling(&mut self, cx: &mut Cx, actors: &dyn ActorsOn, mut f: Pull) -> Follows {
         if let Some((a, size, primary)) = f.transfer.take() {
             if let Some(look) = self.transfer(cx, actors, &mut f, a, size, primary) {
                 return smallvec![look, Follow::GoOnPulling(Box::new(f))];
@@ -172,7 +139,7 @@ impl PlasmaStores {
     fn transfer(
         &mut self,
         cx: &mut Cx,
-        actors: &ActorManager,
+        actors: &dyn ActorsOn,
         f: &mut Pull,
         a: ObjectId,
         size: u64,

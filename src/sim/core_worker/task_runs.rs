@@ -149,7 +149,7 @@ pub(crate) struct Exec {
     /// Actor handles this task created (when it is not itself an actor).
     pub(crate) handles: Vec<ActorId>,
     pub(crate) pg: Option<PgId>,
-    /// Its `ray.get`'s objects are on their way to its node ([`super::clock::Event::Pulled`]
+    /// Its `ray.get`'s objects are on their way to its node ([`crate::sim::clock::Event::Pulled`]
     /// resumes it), or, back in its program, have arrived: the get copies them out and
     /// pulls nothing more.
     pub(crate) pulling: bool,
@@ -207,7 +207,7 @@ mod tests {
     /// tasks: through all of them the runs table holds exactly the live tasks.
     #[test]
     fn a_run_entry_lives_exactly_as_long_as_its_task() {
-        let cfg = crate::config::load_str(include_str!("../../examples/faults.yaml"), "faults.yaml").expect("valid");
+        let cfg = crate::config::load_str(include_str!("../../../examples/faults.yaml"), "faults.yaml").expect("valid");
         let mut e = Engine::new(cfg);
         let (mut steps, mut peak) = (0u64, 0usize);
         while !e.workloads_done() && e.step() {

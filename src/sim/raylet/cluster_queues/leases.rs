@@ -12,8 +12,8 @@ use super::SchedulingClass;
 use crate::model::*;
 use crate::sim::clock::Event;
 use crate::sim::follow::{Cx, Follow, Follows};
-use crate::sim::node_cpu::{Priority, TaskWorker, Thread};
-use crate::sim::node_runtime::LocalResources;
+use crate::sim::raylet::node_cpu::{Priority, TaskWorker, Thread};
+use crate::sim::raylet::node_runtime::LocalResources;
 use smallvec::smallvec;
 
 impl ClusterQueues {
@@ -147,7 +147,7 @@ pub(crate) fn after_grant(
 /// pushes the task to the leased worker ([`owner_pushes`]), which then runs it
 /// (`Event::Dispatch`).
 pub(crate) fn push(cx: &mut Cx, tid: TaskId, attempt: u32) {
-    if !cx.model.tasks.get(&tid).is_some_and(|t| crate::sim::task_run::leased_for(t, attempt)) {
+    if !cx.model.tasks.get(&tid).is_some_and(|t| crate::sim::raylet::task_run::leased_for(t, attempt)) {
         return;
     }
     let pushed = owner_pushes(cx, tid, cx.now());

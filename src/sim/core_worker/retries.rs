@@ -4,13 +4,13 @@
 //! Functions of the task table, as the owner's task manager runs them; they return what
 //! other components must do. Must never: grant or place (the cluster task queues do).
 
-use super::clock::Event;
-use super::cluster_queues::{release_lease, ClusterQueues};
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
 use super::tasks::release_refs;
 use crate::log_event;
 use crate::model::*;
+use crate::sim::clock::Event;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::raylet::cluster_queues::{release_lease, ClusterQueues};
 use smallvec::smallvec;
 
 /// A task attempt failed. Retries within its budget (system failures; application

@@ -6,13 +6,13 @@
 //! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
 //! change a node's resources except through the node runtime.
 
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
-use super::objects::{new_return_object, unref_object, PlasmaStores};
-use super::task_runs::Run;
-use super::tasks::Call;
 use crate::log_event;
 use crate::model::*;
+use crate::sim::core_worker::task_runs::Run;
+use crate::sim::core_worker::tasks::Call;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Dying, Follow, Follows};
+use crate::sim::objects::{new_return_object, unref_object, ActorsOn, PlasmaStores};
 use crate::workload::ActorOptions;
 use smallvec::smallvec;
 use std::borrow::Cow;
@@ -23,6 +23,12 @@ use std::borrow::Cow;
 #[derive(Default)]
 pub(crate) struct ActorManager {
     on_node: Vec<Vec<ActorId>>,
+}
+
+impl ActorsOn for ActorManager {
+    fn on(&self, n: NodeIdx) -> &[ActorId] {
+        ActorManager::on(self, n)
+    }
 }
 
 /// What the creating code says of a new actor, beside its constructor's options.
@@ -141,7 +147,7 @@ impl ActorManager {
         let (spec, parent, bundle) = (new.spec_id, new.creator, new.bundle);
         let aid = ActorManager::register(cx.model, opts, new, cx.clock.now);
         let call = Call { spec, parent, args: Box::new([]), actor: Some(aid), bundle };
-        let (tid, ret, mut follows) = super::tasks::submit(cx, flow, head, call);
+        let (tid, ret, mut follows) = crate::sim::core_worker::tasks::submit(cx, flow, head, call);
         follows.push(Follow::ActorCreationSubmitted(aid, tid, ret));
         (aid, follows)
     }
@@ -316,16 +322,6 @@ impl ActorManager {
         m.counters.tasks_retried += 1;
         smallvec![Follow::TrySchedule(tid)]
     }
-}
-
-/// An actor on its way out, between the steps of [`ActorManager::died`].
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Dying {
-    aid: ActorId,
-    cause: Cow<'static, str>,
-    restart: bool,
-    node: Option<NodeIdx>,
-    running: Vec<TaskId>,
 }
 
 /// The owner pushes a call to the actor's worker (SUBMITTED_TO_WORKER), where it waits

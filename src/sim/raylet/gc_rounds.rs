@@ -28,9 +28,9 @@
 //! Owns: each node's looks in a row and its last GC, and whether a look is due. Must
 //! never: place, run or fail a task; a round is CPU work on the node and nothing else.
 
-use super::clock::Event;
-use super::follow::Cx;
 use crate::model::{NodeIdx, TaskState, TaskType};
+use crate::sim::clock::Event;
+use crate::sim::follow::Cx;
 
 #[derive(Default)]
 pub(crate) struct GcRounds {

@@ -214,13 +214,6 @@ impl Raylets {
     }
 }
 
-impl super::engine::Engine {
-    /// The node runtime, for a change whose request is not borrowed from the engine.
-    pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
-        LocalResources::of(&mut self.model.nodes, &mut self.sched)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

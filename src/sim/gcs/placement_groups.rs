@@ -13,12 +13,12 @@
 //! follow-ups. Must never: reserve a bundle except through the node runtime, decide
 //! placement (the scheduler's `place_bundles` does), or call into another component.
 
-use super::clock::Event;
-use super::cluster_queues::ClusterQueues;
-use super::follow::{Cx, Follow, Follows};
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{PgDecision, Scheduler};
+use crate::sim::clock::Event;
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::raylet::cluster_queues::ClusterQueues;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
@@ -189,7 +189,8 @@ impl PlacementGroupManager {
                 );
                 let (dispatch, lease) = (cx.cfg.scheduler.dispatch_cost, cx.cfg.scheduler.lease_latency);
                 let granted = cx.cpus.raylet_work(node, now, dispatch.as_micros()) + lease.as_micros();
-                let (event, at, _) = super::cluster_queues::after_grant(cx, tid, attempt, kind, node, granted);
+                let (event, at, _) =
+                    crate::sim::raylet::cluster_queues::after_grant(cx, tid, attempt, kind, node, granted);
                 cx.clock.schedule_at(at, event);
                 Follows::new()
             }

@@ -12,13 +12,12 @@
 //! except through the node runtime, or run, fail or retry a task (it returns follow-ups
 //! for that).
 
-use super::follow::{Cx, Follow, Follows};
 use super::gc_rounds::GcRounds;
-use super::node_manager::GcsNodeManager;
-use super::placement_groups::PlacementGroupManager;
 use crate::log_event;
 use crate::model::*;
 use crate::scheduler::{Decision, Strategy};
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::gcs::node_manager::GcsNodeManager;
 use crate::workload::StrategySpec;
 use smallvec::smallvec;
 use std::collections::{BTreeMap, VecDeque};
@@ -285,8 +284,9 @@ impl ClusterQueues {
     /// The next task returning from `ray.get` on `node` takes its CPU back and runs on;
     /// the rest resume after it ran. With none left (or no CPU for the next one), pending
     /// groups are placed and the waiting classes served ([`Follow::ServeWaiting`], or at
-    /// once when no group is pending: nothing runs between).
-    pub(crate) fn resume_next(&mut self, cx: &mut Cx, pgs: &PlacementGroupManager, node: NodeIdx) -> Follows {
+    /// once when no group is pending: nothing runs between). `pgs_pending`: whether the
+    /// placement group manager has groups pending (it cannot change while this runs).
+    pub(crate) fn resume_next(&mut self, cx: &mut Cx, pgs_pending: bool, node: NodeIdx) -> Follows {
         while let Some(tid) = cx.raylets.next_to_resume(node) {
             let Some(t) = cx.model.tasks.get(&tid) else {
                 cx.raylets.resumed(node);
@@ -301,7 +301,7 @@ impl ClusterQueues {
             cx.model.set_task_state(tid, TaskState::Running, cx.clock.now);
             return smallvec![Follow::RunProgram(tid), Follow::ResumeGetters(node)];
         }
-        if pgs.has_pending() {
+        if pgs_pending {
             return smallvec![Follow::RetryPendingPgs, Follow::ServeWaiting(node)];
         }
         self.serve_waiting(cx, node);

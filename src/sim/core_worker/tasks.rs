@@ -6,11 +6,11 @@
 //! Must never: place a task or grant a lease (the cluster task queues do,
 //! `cluster_queues.rs`), run one (`task_run.rs`), or fail one (`retries.rs`).
 
-use super::flow_recorder::FlowRecorder;
-use super::follow::{Cx, Follow, Follows};
-use super::objects::{new_return_object, unref_object};
 use super::task_runs::{Run, TaskRuns};
 use crate::model::*;
+use crate::sim::flow_recorder::FlowRecorder;
+use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::objects::{new_return_object, unref_object};
 use smallvec::smallvec;
 
 /// Submit one call on behalf of a running task `parent` (whose owner node is `head`

@@ -1,0 +1,12 @@
+//! The GCS's managers: jobs, actors, placement groups and node membership, as Ray's
+//! Global Control Service keeps them.
+//!
+//! Owns: the cluster-wide records' life cycles (a job's start and end, an actor's
+//! creation, death and restart, a group's reservation, a node's registration and
+//! death). Must never: run a task or hold a node's local state (the raylet's), or call
+//! another component (each asks through a `Follow`).
+
+pub(super) mod actors;
+pub(super) mod jobs;
+pub(super) mod node_manager;
+pub(super) mod placement_groups;
