@@ -5,9 +5,9 @@
 //! Everything here is either immutable after start or behind its own small lock that
 //! is never held across an `.await`.
 
-use super::alerts::AlertStore;
-use super::dashboard_history::DashboardHistory;
-use super::stream::Hub;
+use super::stores::alerts::AlertStore;
+use super::stores::dashboard_history::DashboardHistory;
+use super::stores::hub::Hub;
 use crate::config::Config;
 use crate::host::HostMonitor;
 use crate::metrics::RenderContext;
@@ -105,6 +105,9 @@ impl SubmissionMeta {
     }
 }
 
+/// Workload YAML bodies parsed at once; more get 503 (each may take a core for a while).
+pub(crate) const YAML_PARSES: usize = 2;
+
 /// Snapshots kept for page tokens: each holds its tables alive, so keep few.
 const MAX_PINNED: usize = 4;
 pub(crate) const PIN_SECONDS: u64 = 60;
@@ -136,17 +139,17 @@ pub(crate) struct App {
     /// Rate baselines of the exporter, kept for the server's life.
     pub rate_baselines: crate::metrics::RateBaselines,
     /// The latest `/metrics` render, shared by concurrent scrapes.
-    pub exposition: super::exposition::ExpositionCache,
+    pub exposition: super::stores::exposition::ExpositionCache,
     /// `--state-dir`, with the jobs of earlier sessions it held at start.
     pub state_dir: Option<Arc<super::state_dir::StateDir>>,
-    /// Workload YAML parses in flight (`jobs::YAML_PARSES`).
+    /// Workload YAML parses in flight ([`YAML_PARSES`]).
     pub yaml_parses: tokio::sync::Semaphore,
     /// The memory large responses in flight may take together.
     pub budget: super::budget::ResponseBudget,
     /// The connection cap and header-read timeout, and what they refused.
     pub connections: Arc<super::server::ConnectionStats>,
     /// The last Flow Insight replays, shared by the answers about them.
-    pub flow_cache: super::flow_cache::FlowCache,
+    pub flow_cache: super::stores::flow_cache::FlowCache,
     /// Observe mode (see [`ServeOptions::observe`]).
     pub observing: bool,
     pub observe_inbox: Option<crate::observe::push::Inbox>,
@@ -197,7 +200,7 @@ impl App {
             rate_baselines: crate::metrics::RateBaselines::default(),
             exposition: Default::default(),
             budget,
-            yaml_parses: tokio::sync::Semaphore::new(super::jobs::YAML_PARSES),
+            yaml_parses: tokio::sync::Semaphore::new(YAML_PARSES),
             connections,
             flow_cache: Default::default(),
             observing: opts.observe.is_some(),
@@ -241,7 +244,7 @@ impl App {
                 connections_rejected: self.connections.rejected(),
                 header_read_timeout_seconds: self.connections.header_read_timeout.as_secs_f64(),
                 header_read_timeouts: self.connections.header_timeouts(),
-                stream_message_limit_bytes: super::stream::MAX_CLIENT_MESSAGE as u64,
+                stream_message_limit_bytes: super::stores::hub::MAX_CLIENT_MESSAGE as u64,
                 stream_clients_dropped: self.stream.dropped(),
             }),
         }
@@ -366,11 +369,6 @@ impl App {
 /// every second while they are read, so only the first read after a quiet spell (when
 /// the engine stopped rebuilding) finds them older and waits for a rebuild.
 pub(crate) const FRESH_SECONDS: f64 = 3.0;
-
-/// Resolves when the server starts shutting down (holding no lock across awaits).
-pub(crate) async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
-}
 
 /// Wall seconds between the tables' build and the snapshot (infinite when absent).
 pub(crate) fn tables_age_seconds(s: &Snapshot) -> f64 {

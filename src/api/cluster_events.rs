@@ -18,22 +18,13 @@
 use super::app::AppState;
 use super::error::{json_ok, ApiError};
 use super::query::{paging, ListQuery, MAX_PAGE};
-use super::rows::{col, Cell, Column, Kind::*, Resource};
+use super::rows::{Cell, Resource};
 use crate::model::cluster_events::Severity;
 use crate::snapshot::{ClusterEvent, ClusterEventsView};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
-
-pub(crate) const CLUSTER_EVENT_COLUMNS: &[Column] = &[
-    col("severity", Str, true, false),
-    col("time", Str, false, false),
-    col("source_type", Str, true, false),
-    col("message", Str, false, false),
-    col("event_id", Str, true, false),
-    col("custom_fields", Json, false, true),
-];
 
 /// Ray's event ids are 36 hex characters; rayscope's count the events, so they are
 /// stable across snapshots and runs.

@@ -16,39 +16,11 @@
 //! Must never: write anything, or list a row that the snapshot does not back.
 
 use super::query::{ListQuery, MAX_PAGE};
-use super::rows::{col, worker_hex, Cell, Column, Ctx, Kind::*, Resource};
+use super::rows::{worker_hex, Cell, Ctx, Resource};
 use crate::model::{driver_pid, worker_pid, ActorState, TaskType};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-pub(crate) const WORKER_COLUMNS: &[Column] = &[
-    col("worker_id", Str, true, false),
-    col("is_alive", Bool, true, false),
-    col("worker_type", Str, true, false),
-    col("exit_type", Str, true, false),
-    col("node_id", Str, true, false),
-    col("ip", Str, true, false),
-    col("pid", Int, true, false),
-    col("exit_detail", Str, false, true),
-    col("worker_launch_time_ms", Int, false, true),
-    col("worker_launched_time_ms", Int, false, true),
-    col("start_time_ms", Int, false, true),
-    col("end_time_ms", Int, false, true),
-    col("debugger_port", Int, true, true),
-    col("num_paused_threads", Int, true, true),
-];
-
-pub(crate) const RUNTIME_ENV_COLUMNS: &[Column] = &[
-    // Ray marks `runtime_env` filterable though it is a dict; equality on it never
-    // matches a string, so rayscope leaves it out of filters.
-    col("runtime_env", Json, false, false),
-    col("success", Bool, true, false),
-    col("creation_time_ms", Int, false, false),
-    col("node_id", Str, true, false),
-    col("ref_cnt", Int, false, true),
-    col("error", Str, true, true),
-];
 
 /// Every row of `r` (one of the derived resources) with all its columns.
 pub(crate) fn all_rows(ctx: &Ctx<'_>, r: Resource) -> Vec<Value> {

@@ -13,6 +13,7 @@
 
 use super::app::AppState;
 use super::error::ApiError;
+use super::stores::exposition::Rendered;
 use super::CONTENT_TYPE;
 use crate::model::NodeState;
 use crate::snapshot::NodeView;
@@ -25,19 +26,6 @@ use std::time::{Duration, Instant};
 
 /// How long one render of `/metrics` serves further scrapes.
 pub(crate) const REUSE_FOR: Duration = Duration::from_secs(1);
-
-/// The latest `/metrics` render, shared by scrapes (see the module doc).
-#[derive(Default)]
-pub(crate) struct ExpositionCache {
-    latest: tokio::sync::Mutex<Option<Rendered>>,
-}
-
-struct Rendered {
-    seq: u64,
-    at: Instant,
-    body: Bytes,
-    gzip: Option<Bytes>,
-}
 
 fn wants_gzip(headers: &HeaderMap) -> bool {
     headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(

@@ -148,7 +148,7 @@ async fn follow(app: AppState, id: String, mut socket: WebSocket, _slot: Slot) {
                     continue;
                 }
             },
-            _ = super::app::stopped(&mut stopping) => {
+            _ = super::server::stopped(&mut stopping) => {
                 close(&mut socket, GOING_AWAY, "server shutting down").await;
                 break "the server is shutting down";
             }

@@ -7,7 +7,7 @@
 //! (`metadata`, `runtime_env`, `entrypoint_*`) are kept by the API and shown back in
 //! `JobDetails`; the engine has no use for them.
 
-use super::app::{AppState, SubmissionMeta};
+use super::app::{AppState, SubmissionMeta, YAML_PARSES};
 use super::auth::Authorized;
 use super::entrypoint::{parse_entrypoint, parse_workload_yaml, WorkloadError};
 use super::error::{json_ok, parse_json, ApiError, Body};
@@ -20,9 +20,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-
-/// Workload YAML bodies parsed at once; more get 503 (each may take a core for a while).
-pub(crate) const YAML_PARSES: usize = 2;
 
 /// Ray's `JobSubmitRequest`, plus `workload` (YAML) for custom workloads.
 #[derive(Debug, Deserialize)]

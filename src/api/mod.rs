@@ -39,16 +39,15 @@ mod alerts;
 mod ant;
 mod app;
 mod auth;
+mod background;
 mod budget;
 mod cluster_events;
 mod cluster_rows;
 mod control;
-mod dashboard_history;
 mod entrypoint;
 mod error;
 mod exposition;
 mod flow;
-mod flow_cache;
 mod job_logs;
 mod jobs;
 pub mod logging;
@@ -63,6 +62,7 @@ mod seed_dashboard;
 mod server;
 mod state_api;
 pub mod state_dir;
+mod stores;
 mod stream;
 
 pub use app::{ObserveServe, ServeOptions};
@@ -96,11 +96,11 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let app = Arc::new(app::App::new(handle.clone(), opts, local_addr, stop_rx.clone()));
     let background = [
-        tokio::spawn(dashboard_history::run(app.clone())),
+        tokio::spawn(background::sample_history(app.clone())),
         tokio::spawn(stream::run_ticker(app.clone())),
-        tokio::spawn(flow_cache::run_prewarm(app.clone())),
+        tokio::spawn(background::run_prewarm(app.clone())),
     ];
-    let persist = tokio::spawn(state_dir::run(app.clone()));
+    let persist = tokio::spawn(background::save_state(app.clone()));
     let router = router::build(app.clone());
     let server = server::run(listener, router, app.connections.clone(), stop_rx.clone());
     tokio::pin!(server);

@@ -6,11 +6,11 @@
 //! actor rows in Ray's State API form, so one row shape serves both APIs.
 
 use super::app::AppState;
-use super::dashboard_history::{actor_states, sample_now, task_states};
 use super::error::{json_ok, ApiError};
 use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
+use super::stores::dashboard_history::{actor_states, sample_now, task_states};
 use crate::model::NodeState;
 use crate::snapshot::{NodeView, Snapshot};
 use axum::extract::{RawQuery, State};

@@ -88,7 +88,7 @@ pub(crate) async fn run(
                     continue;
                 }
             },
-            _ = super::app::stopped(&mut stop) => break,
+            _ = stopped(&mut stop) => break,
         };
         let Ok(permit) = stats.permits.clone().try_acquire_owned() else {
             stats.rejected.fetch_add(1, Ordering::Relaxed);
@@ -134,7 +134,7 @@ async fn serve_connection(
     tokio::pin!(conn);
     let result = tokio::select! {
         r = conn.as_mut() => r,
-        _ = super::app::stopped(&mut stop) => {
+        _ = stopped(&mut stop) => {
             conn.as_mut().graceful_shutdown();
             conn.as_mut().await
         }
@@ -178,4 +178,9 @@ async fn refuse(mut tcp: TcpStream, max: usize) {
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+}
+
+/// Resolves when the server starts shutting down (holding no lock across awaits).
+pub(crate) async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }

@@ -13,14 +13,12 @@
 //! Must never: start on a file it cannot read (the error names the file), or keep more
 //! than the in-memory limits allow (`server.limits`).
 
-use super::app::AppState;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-const ALERTS: &str = "alerts.json";
-const JOBS: &str = "jobs.json";
+pub(crate) const ALERTS: &str = "alerts.json";
+pub(crate) const JOBS: &str = "jobs.json";
 /// Previous jobs kept at most, as for the live submissions.
 pub(crate) const MAX_JOBS: usize = 1_000;
 
@@ -68,7 +66,7 @@ impl StateDir {
     }
 
     /// Replace `name` with `value`'s JSON, atomically.
-    fn write(&self, name: &str, value: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write(&self, name: &str, value: &[u8]) -> std::io::Result<()> {
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(value)?;
@@ -77,47 +75,5 @@ impl StateDir {
         std::fs::rename(&tmp, self.dir.join(name))?;
         // The rename itself is durable once the directory is synced.
         std::fs::File::open(&self.dir)?.sync_all()
-    }
-}
-
-/// Write the alerts and jobs whenever they change, at most once a second, until the
-/// server stops; then once more.
-pub(crate) async fn run(app: AppState) {
-    let Some(state) = app.state_dir.clone() else { return };
-    let mut stopping = app.stopping.clone();
-    let (mut alerts_written, mut jobs_written) = (None, None);
-    loop {
-        let stop = tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => false,
-            _ = super::app::stopped(&mut stopping) => true,
-        };
-        let generation = app.alerts.generation();
-        if alerts_written != Some(generation) {
-            let body = app.alerts.export();
-            let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(ALERTS, &body)).await {
-                Ok(Ok(())) => alerts_written = Some(generation),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = ALERTS, "cannot write the state directory"),
-                Err(_) => {}
-            }
-        }
-        let jobs = serde_json::to_vec(&super::jobs::all_submitted(&app)).unwrap_or_default();
-        let digest = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            jobs.hash(&mut h);
-            h.finish()
-        };
-        if jobs_written != Some(digest) {
-            let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(JOBS, &jobs)).await {
-                Ok(Ok(())) => jobs_written = Some(digest),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = JOBS, "cannot write the state directory"),
-                Err(_) => {}
-            }
-        }
-        if stop {
-            return;
-        }
     }
 }

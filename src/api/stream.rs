@@ -25,8 +25,9 @@
 //! no `Origin` (not browsers) are let in: the stream needs no token.
 
 use super::app::{App, AppState};
-use super::dashboard_history::{actor_states, resource_use, task_states};
 use super::error::ApiError;
+use super::stores::dashboard_history::{actor_states, resource_use, task_states};
+use super::stores::hub::{Slot, MAX_CLIENT_MESSAGE};
 use crate::model::NodeState;
 use crate::snapshot::Snapshot;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -35,71 +36,14 @@ use axum::http::StatusCode;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::sync::broadcast::{self, error::RecvError};
-
-/// Messages a client may fall behind before it is dropped.
-pub(crate) const QUEUE: usize = 4;
-
-/// Largest frame or message accepted from a client: pongs and close frames are at most
-/// 125 bytes of payload (RFC 6455 §5.5), so this leaves room for any well-meant client.
-pub(crate) const MAX_CLIENT_MESSAGE: usize = 4 * 1024;
+use tokio::sync::broadcast::error::RecvError;
 
 /// WebSocket close codes (RFC 6455 §7.4.1).
 const GOING_AWAY: u16 = 1001;
 const POLICY_VIOLATION: u16 = 1008;
 const MESSAGE_TOO_BIG: u16 = 1009;
-
-pub(crate) struct Hub {
-    tx: broadcast::Sender<Utf8Bytes>,
-    clients: Arc<AtomicUsize>,
-    /// Clients dropped for a frame or message over the limit (or otherwise invalid).
-    dropped: AtomicU64,
-    pub interval: Duration,
-    pub max_clients: usize,
-}
-
-/// A taken client slot; dropping it frees the slot.
-pub(crate) struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Hub {
-    pub fn new(interval_us: u64, max_clients: usize) -> Hub {
-        let (tx, _) = broadcast::channel(QUEUE);
-        Hub {
-            tx,
-            clients: Arc::new(AtomicUsize::new(0)),
-            dropped: AtomicU64::new(0),
-            interval: Duration::from_micros(interval_us.max(10_000)),
-            max_clients,
-        }
-    }
-
-    fn reserve(&self) -> Option<Slot> {
-        let before = self.clients.fetch_add(1, Ordering::AcqRel);
-        let slot = Slot(self.clients.clone());
-        (before < self.max_clients).then_some(slot)
-    }
-
-    pub fn clients(&self) -> usize {
-        self.clients.load(Ordering::Acquire)
-    }
-
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    fn deadline(&self) -> Duration {
-        (self.interval * 5).max(Duration::from_millis(500))
-    }
-}
 
 /// The summary every client receives.
 pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
@@ -143,7 +87,7 @@ pub(crate) async fn run_ticker(app: AppState) {
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = super::app::stopped(&mut stopping) => return,
+            _ = super::server::stopped(&mut stopping) => return,
         }
         if app.stream.tx.receiver_count() > 0 {
             let _ = app.stream.tx.send(summary_message(&app));
@@ -246,7 +190,7 @@ async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
                         break 'session "a ping did not go out in time";
                     }
                 }
-                _ = super::app::stopped(&mut stopping) => {
+                _ = super::server::stopped(&mut stopping) => {
                     close(&mut socket, GOING_AWAY, "server shutting down").await;
                     break 'session "the server is shutting down";
                 }

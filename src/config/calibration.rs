@@ -154,7 +154,7 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
         ));
     }
     let most = CALIBRATION.nodes * FAR_MORE;
-    if super::limits::cluster_nodes(&cfg.cluster) > u64::from(most) {
+    if super::schema::cluster_nodes(&cfg.cluster) > u64::from(most) {
         beyond.push(format!(
             "a cluster that can hold more than {most} nodes, where the runs measured had at most {}: the GCS's own work, which \
              grows with the nodes (scheduling actors and placement groups, resource broadcasts, health checks), \

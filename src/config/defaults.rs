@@ -1,7 +1,6 @@
 //! Default values of the config schema (Ray's own defaults where Ray has one).
 
-use super::schema::DurationDist;
-use super::units::{ByteSize, DurationSpec};
+use super::units::{ByteSize, DurationDist, DurationSpec};
 
 pub(super) fn yes() -> bool {
     true

@@ -15,6 +15,7 @@ pub mod replay;
 pub mod scheduler;
 pub mod schema;
 pub mod server_limits;
+mod suggest;
 mod tagged;
 pub mod units;
 pub mod validate;
@@ -25,7 +26,7 @@ pub use overrides::Override;
 pub use scheduler::SchedulerConfig;
 pub use schema::*;
 pub use server_limits::ServerLimits;
-pub use units::{ByteSize, DurationSpec};
+pub use units::{ByteSize, DurationDist, DurationSpec};
 pub use validate::{validate, Problem};
 
 use locate::{PosMap, Target};

@@ -444,3 +444,15 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// The nodes a cluster may hold at once (see [`LimitsConfig::max_nodes`]).
+pub fn cluster_nodes(c: &ClusterConfig) -> u64 {
+    1 + c
+        .node_types
+        .iter()
+        .map(|t| {
+            let max = t.autoscaler.as_ref().map_or(0, |a| a.max_workers);
+            u64::from(t.count.unwrap_or(0).max(max))
+        })
+        .sum::<u64>()
+}

@@ -9,9 +9,9 @@
 //! the path inside the variant is handed to the loader through a thread-local.
 //! Must never: accept a key the schema does not name (every mirror denies unknown keys).
 
-use super::diagnose::{unknown_choice_message, unknown_key_message};
 use super::locate::join_path;
 use super::schema::*;
+use super::suggest::{unknown_choice_message, unknown_key_message};
 use super::units::DurationSpec;
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;

@@ -1,7 +1,8 @@
 //! Human units in config files: durations (`250ms`, `5s`, `2m`, `1h`, or a number of
-//! seconds) and byte sizes (`512MiB`, `4GB`, or a number of bytes).
+//! seconds), a duration's range (`{min: 1s, max: 3s}`), and byte sizes (`512MiB`,
+//! `4GB`, or a number of bytes).
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
@@ -181,6 +182,60 @@ impl<'de> Deserialize<'de> for ByteSize {
                     return Err(E::custom(format!("invalid size {v}: must be zero or positive")));
                 }
                 Ok(ByteSize(v.round() as u64))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A duration, fixed (`2s`) or uniform over a range (`{min: 1s, max: 3s}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DurationDist {
+    pub min: DurationSpec,
+    pub max: DurationSpec,
+}
+
+impl DurationDist {
+    pub fn fixed(d: DurationSpec) -> DurationDist {
+        DurationDist { min: d, max: d }
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationDist {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DurationDist;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration (e.g. 2s) or a range {min: 1s, max: 3s}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DurationDist, E> {
+                parse_duration(v).map(DurationDist::fixed).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DurationDist, E> {
+                checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DurationDist, E> {
+                checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DurationDist, E> {
+                checked_secs(v, &v).map(DurationDist::fixed).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DurationDist, A::Error> {
+                let (mut min, mut max) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "min" => min = Some(map.next_value::<DurationSpec>()?),
+                        "max" => max = Some(map.next_value::<DurationSpec>()?),
+                        other => return Err(de::Error::unknown_field(other, &["min", "max"])),
+                    }
+                }
+                let min = min.ok_or_else(|| de::Error::missing_field("min"))?;
+                let max = max.ok_or_else(|| de::Error::missing_field("max"))?;
+                if max < min {
+                    return Err(de::Error::custom(format!("range max {max} is below min {min}")));
+                }
+                Ok(DurationDist { min, max })
             }
         }
         d.deserialize_any(V)

@@ -7,6 +7,7 @@
 
 mod cluster;
 mod faults;
+mod limits;
 mod workloads;
 
 pub use workloads::MAX_TREE_WORKERS;
@@ -34,7 +35,7 @@ pub fn validate(config: &Config) -> Vec<Problem> {
         workloads::check(&mut p, &cluster, w, &join_index("workloads", i), false);
     }
     faults::check(&mut p, &cluster, config);
-    super::limits::check(&mut p, config);
+    limits::check(&mut p, config);
     p.0
 }
 

@@ -1,11 +1,10 @@
 //! The workload and fault parts of the config schema (re-exported by `schema`).
 
 use super::defaults::*;
+pub use super::units::DurationDist;
 use super::units::{ByteSize, DurationSpec};
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
 // ---------------------------------------------------------------- workloads
 
@@ -332,60 +331,6 @@ pub enum PgStrategyConfig {
     Spread,
     StrictPack,
     StrictSpread,
-}
-
-/// A duration, fixed (`2s`) or uniform over a range (`{min: 1s, max: 3s}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct DurationDist {
-    pub min: DurationSpec,
-    pub max: DurationSpec,
-}
-
-impl DurationDist {
-    pub fn fixed(d: DurationSpec) -> DurationDist {
-        DurationDist { min: d, max: d }
-    }
-}
-
-impl<'de> Deserialize<'de> for DurationDist {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = DurationDist;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a duration (e.g. 2s) or a range {min: 1s, max: 3s}")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<DurationDist, E> {
-                super::units::parse_duration(v).map(DurationDist::fixed).map_err(E::custom)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DurationDist, E> {
-                super::units::checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DurationDist, E> {
-                super::units::checked_secs(v as f64, &v).map(DurationDist::fixed).map_err(E::custom)
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DurationDist, E> {
-                super::units::checked_secs(v, &v).map(DurationDist::fixed).map_err(E::custom)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DurationDist, A::Error> {
-                let (mut min, mut max) = (None, None);
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "min" => min = Some(map.next_value::<DurationSpec>()?),
-                        "max" => max = Some(map.next_value::<DurationSpec>()?),
-                        other => return Err(de::Error::unknown_field(other, &["min", "max"])),
-                    }
-                }
-                let min = min.ok_or_else(|| de::Error::missing_field("min"))?;
-                let max = max.ok_or_else(|| de::Error::missing_field("max"))?;
-                if max < min {
-                    return Err(de::Error::custom(format!("range max {max} is below min {min}")));
-                }
-                Ok(DurationDist { min, max })
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 // ---------------------------------------------------------------- faults

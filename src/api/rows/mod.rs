@@ -11,11 +11,13 @@
 //! `i`'s cell of column `c` by handing it to the table's file. Each table's columns
 //! and cells live in a file of their own, named for the table (`nodes`, `jobs`,
 //! `actors`, `tasks`, `objects`, `placement_groups`; the derived workers, runtime envs
-//! and cluster events are in `super::cluster_rows` and `super::cluster_events`); Ray's
+//! and cluster events are built in `api/cluster_rows.rs` and `api/cluster_events.rs`,
+//! their columns declared in `derived`); Ray's
 //! id layouts, and [`parse_actor_id`] for the control API, are in `ids`. Tables never
 //! import each other; what they share is here.
 
 mod actors;
+pub(super) mod derived;
 mod ids;
 mod jobs;
 mod nodes;
@@ -88,9 +90,9 @@ impl Resource {
             Resource::Tasks => tasks::TASK_COLUMNS,
             Resource::Objects => objects::OBJECT_COLUMNS,
             Resource::PlacementGroups => placement_groups::PG_COLUMNS,
-            Resource::Workers => super::cluster_rows::WORKER_COLUMNS,
-            Resource::ClusterEvents => super::cluster_events::CLUSTER_EVENT_COLUMNS,
-            Resource::RuntimeEnvs => super::cluster_rows::RUNTIME_ENV_COLUMNS,
+            Resource::Workers => derived::WORKER_COLUMNS,
+            Resource::ClusterEvents => derived::CLUSTER_EVENT_COLUMNS,
+            Resource::RuntimeEnvs => derived::RUNTIME_ENV_COLUMNS,
         }
     }
 

@@ -1,9 +1,9 @@
 //! Rules for faults: every node, node type and actor class a fault names must exist.
 
 use super::{Cluster, Problems};
-use crate::config::diagnose::did_you_mean;
 use crate::config::locate::{join_index, join_key};
 use crate::config::schema::*;
+use crate::config::suggest::did_you_mean;
 
 pub(crate) fn check(p: &mut Problems, cluster: &Cluster, config: &Config) {
     let classes = actor_classes(&config.workloads);

@@ -7,7 +7,7 @@
 //! (`flow::derived`: the critical path, the wall-time flame graph, the what-ifs), which
 //! only the records decide. A request computes what is missing once; requests for the
 //! same replay meanwhile wait for that one result instead of computing it again.
-//! When a job of [`PREWARM_CALLS`] recorded calls or more ends, [`run_prewarm`] replays
+//! When a job of `background::PREWARM_CALLS` recorded calls or more ends, `background::run_prewarm` replays
 //! it and derives every piece in the background (the newest [`ENTRIES`] such jobs), so that the page's first look at a
 //! finished job (its what-ifs re-run the job a dozen times: ~0.1 s at the recording
 //! cap) finds them made.
@@ -16,13 +16,11 @@
 //! derivations per request), hold more than [`ENTRIES`] replays, or run on an async
 //! worker (callers are on the blocking pool).
 
-use super::app::AppState;
 use crate::flow::derived::Derived;
 use crate::flow::spans::Spans;
 use crate::snapshot::flow::JobRecord;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 /// Replays kept. One of 100,000 recorded calls (a job at the recording cap) takes about
 /// 20 MB, so the cache stays under ~40 MB; two lets the page of one job and a look at
@@ -88,61 +86,6 @@ impl FlowCache {
     }
 }
 
-/// Jobs with at least this many recorded calls are prepared when they end; a smaller
-/// one answers its first look within a few ms anyway.
-pub const PREWARM_CALLS: u64 = 1_000;
-
-/// How often the newest ended job is looked for.
-const PREWARM_EVERY: Duration = Duration::from_millis(500);
-
-/// Prepare the newest ended jobs of [`PREWARM_CALLS`] calls or more (as many as the
-/// cache holds), one at a time, each once, for the server's life.
-pub(crate) async fn run_prewarm(app: AppState) {
-    let mut tick = tokio::time::interval(PREWARM_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut stopping = app.stopping.clone();
-    // The jobs (and their record counts) prepared last: each is prepared once, even
-    // when a look at another job pushes it out of the cache afterwards.
-    let mut prepared: VecDeque<(u32, usize)> = VecDeque::new();
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopping.changed() => return,
-        }
-        let snap = app.handle.snapshot();
-        let mut newest: Vec<Arc<JobRecord>> = snap
-            .flow
-            .jobs
-            .values()
-            .rev()
-            .filter(|j| j.end_us.is_some() && j.recorded_calls >= PREWARM_CALLS)
-            .take(ENTRIES)
-            .cloned()
-            .collect();
-        // The oldest first, so that the newest is the most recently used.
-        newest.reverse();
-        for record in newest {
-            let key = (record.job, record.records.len());
-            if prepared.contains(&key) {
-                continue;
-            }
-            prepared.push_front(key);
-            prepared.truncate(ENTRIES);
-            let (app, at) = (app.clone(), snap.sim_time_us);
-            let _ = tokio::task::spawn_blocking(move || {
-                let started = Instant::now();
-                let (spans, derived) = app.flow_cache.get(&record, at);
-                derived.path(&record, &spans);
-                derived.wall(&record, &spans);
-                derived.impacts(&record, &spans);
-                let ms = started.elapsed().as_millis() as u64;
-                tracing::debug!(job = %record.job_hex, calls = record.recorded_calls, ms, "flow views of the ended job prepared");
-            })
-            .await;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,7 +93,7 @@ mod tests {
     use crate::snapshot::flow::Rec;
 
     fn job() -> Arc<JobRecord> {
-        let cfg = crate::config::load_str(include_str!("../../examples/flow-insight.yaml"), "flow-insight.yaml")
+        let cfg = crate::config::load_str(include_str!("../../../examples/flow-insight.yaml"), "flow-insight.yaml")
             .expect("the example parses");
         let (engine, _) = crate::sim::simulate(cfg, None, None, |_| {}).expect("it runs");
         let snap = engine.publish(crate::sim::PublishOptions::seq(0));

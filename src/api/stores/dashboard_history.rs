@@ -7,7 +7,6 @@
 //! written as JSON only when asked for: kept as a `serde_json::Value` (nine maps of
 //! String keys) one cost ~6 KB, so the ring grew ~75 KB a minute for its first hour.
 
-use super::app::AppState;
 use crate::snapshot::Snapshot;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
@@ -24,7 +23,7 @@ impl DashboardHistory {
         DashboardHistory { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
     }
 
-    fn push(&self, sample: Sample) {
+    pub(crate) fn push(&self, sample: Sample) {
         let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
         if ring.len() >= self.capacity {
             ring.pop_front();
@@ -132,35 +131,11 @@ fn as_map(counts: &[(&'static str, i64)]) -> Map<String, Value> {
 }
 
 /// Counters from the previous sample, for rates.
-struct Previous {
-    at: Instant,
-    finished: u64,
-    failed: u64,
-    submitted: u64,
-}
-
-/// Sample until the server stops.
-pub(crate) async fn run(app: AppState) {
-    let mut tick = tokio::time::interval(app.history_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut previous: Option<Previous> = None;
-    let mut stopping = app.stopping.clone();
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = super::app::stopped(&mut stopping) => return,
-        }
-        let snap = app.handle.snapshot();
-        let now = Instant::now();
-        let sample = sample(&snap, previous.as_ref(), now);
-        previous = Some(Previous {
-            at: now,
-            finished: snap.counters.tasks_finished,
-            failed: snap.counters.tasks_failed,
-            submitted: snap.counters.tasks_submitted,
-        });
-        app.history.push(sample);
-    }
+pub(crate) struct Previous {
+    pub(crate) at: Instant,
+    pub(crate) finished: u64,
+    pub(crate) failed: u64,
+    pub(crate) submitted: u64,
 }
 
 fn rate(now: u64, before: Option<u64>, seconds: f64) -> f64 {
@@ -171,7 +146,7 @@ fn rate(now: u64, before: Option<u64>, seconds: f64) -> f64 {
 }
 
 /// One sample of the cluster now.
-fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) -> Sample {
+pub(crate) fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) -> Sample {
     let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let seconds = previous.map(|p| now.duration_since(p.at).as_secs_f64()).unwrap_or(0.0);
     let alive: Vec<_> = s.nodes.iter().filter(|n| n.state == crate::model::NodeState::Alive).collect();
