@@ -94,7 +94,7 @@ pub(crate) fn pay_return_put(cx: &mut Cx, tid: TaskId, attempt: u32, spec: u32) 
     }
     let Some(node) = cx.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
     cx.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
-    let cost = put_cost_on(cx.cfg, &cx.model, node, size);
+    let cost = put_cost_on(cx.cfg, cx.model, node, size);
     work_then_resume(cx, tid, attempt, cost)
 }
 
