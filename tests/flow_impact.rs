@@ -115,3 +115,76 @@ fn the_replay_gives_back_every_finished_job_of_the_fault_scenario() {
     }
     assert!(checked >= 2, "finished jobs were checked: {checked}");
 }
+
+/// What making an entry instant saves agrees with the ranking on `serve`'s jobs (the
+/// default config's job mix, each job finished): an entry holding X s of the critical
+/// path saves at most X s, and one that saves less than half of what it holds says why.
+#[test]
+fn made_instant_an_entry_saves_at_most_what_it_holds_and_says_why_when_far_less() {
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/default.yaml")).unwrap();
+    let e = common::run_until(common::load(&yaml), 900_000_000);
+    let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
+    let (mut checked, mut explained) = (0, 0);
+    for job in snap.flow.jobs.values() {
+        let spans = Spans::replay(job, snap.sim_time_us);
+        if whatif::Model::of(job, &spans).is_none() {
+            continue;
+        }
+        let v = rayscope::flow::bottleneck::bottlenecks(job, &spans);
+        for e in v["entries"].as_array().unwrap().iter().take(whatif::INSTANT_ENTRIES) {
+            let held = e["self_s"].as_f64().unwrap();
+            let saves = e["saves_s"].as_f64().unwrap_or_else(|| panic!("job {}: no saves_s in {e}", job.name));
+            assert!(saves <= held * 1.01 + 0.002, "job {}: {} holds {held} s, saves {saves} s", job.name, e["name"]);
+            let share = e["share"].as_f64().unwrap();
+            if saves < held / 2.0 && share >= 0.01 {
+                let why =
+                    e["saves_why"].as_str().unwrap_or_else(|| panic!("job {}: saves far less, no why: {e}", job.name));
+                assert!(why.contains("next-longest path"), "{why}");
+                explained += 1;
+            }
+            assert!(e["slowest_call"]["task_id"].as_str().is_some_and(|t| t.len() == 48), "{e}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "entries of finished jobs were checked: {checked}");
+    // The inference pool's actors run side by side: its top actor made instant saves
+    // little, and says so.
+    assert!(explained >= 1, "no entry needed its why");
+}
+
+/// A caller that submits and blocks in the same instant (`ray.get(f.remote())` in a
+/// loop) keeps its submits before its waits in the replay: the model replayed
+/// unchanged takes the recorded time (it had waited for calls never submitted, and
+/// never ended).
+#[test]
+fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
+    use rayscope::config::replay::{ReplayCall, ReplayConfig, ReplayJob, ReplayKind, ReplayStep};
+    let f = |steps| ReplayCall {
+        kind: ReplayKind::Function,
+        name: "f".into(),
+        class: "f".into(),
+        actor: None,
+        resources: vec![("CPU".into(), 1.0)],
+        deps: Vec::new(),
+        return_bytes: 0,
+        steps,
+    };
+    let mut calls =
+        vec![ReplayCall { kind: ReplayKind::Driver, name: "_main".into(), class: "_main".into(), ..f(vec![]) }];
+    calls[0].resources.clear();
+    for k in 1..=5 {
+        calls[0].steps.extend([ReplayStep::Submit(k), ReplayStep::Get]);
+        calls.push(f(vec![ReplayStep::Hold(100_000)]));
+    }
+    let job = std::sync::Arc::new(ReplayJob { source: "test".into(), calls, actors: 0, recorded_makespan_us: 0 });
+    let mut cfg = common::load("cluster:\n  host_node: false\n  head: {cpu: 4, memory: 8GiB}\n");
+    cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "loop".into(), job })];
+    let e = common::run(cfg);
+    let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
+    let job = snap.flow.jobs.values().next().unwrap();
+    let spans = Spans::replay(job, snap.sim_time_us);
+    let root = spans.root().unwrap();
+    let recorded = spans.spans[root].end.unwrap() - spans.spans[root].submit;
+    let replayed = whatif::Model::of(job, &spans).unwrap().makespan(&whatif::Fix::new());
+    assert!(replayed.abs_diff(recorded) <= 1_000, "replay {replayed} µs, recorded {recorded} µs");
+}
