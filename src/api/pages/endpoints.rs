@@ -23,15 +23,17 @@ pub(super) fn render(app: &App) -> String {
     let post = |body: &mut String, path: &str, what: &str| {
         let _ = writeln!(body, "<li><code>POST {path}</code> {what}</li>");
     };
+    // A real cluster read by `rayscope observe` has no seed, speed or virtual clock.
+    let clock = match s.observed {
+        Some(_) => format!("an observed cluster, read for {:.0} s", s.sim_time_us as f64 / 1e6),
+        None => format!("seed {}, virtual time {:.0} s at speed {}", s.seed, s.sim_time_us as f64 / 1e6, s.speed),
+    };
     let _ = write!(
         body,
-        "<h1>Endpoints</h1>\n<p class=\"lead\">Session <code>{}</code>, Ray {}, seed {}, {} nodes, virtual time {:.0} s at speed {}.</p>\n",
+        "<h1>Endpoints</h1>\n<p class=\"lead\">Session <code>{}</code>, Ray {}, {} nodes, {clock}.</p>\n",
         escape(&s.session_name),
         escape(&s.version),
-        s.seed,
         s.nodes.len(),
-        s.sim_time_us as f64 / 1e6,
-        s.speed,
     );
     body.push_str("<div class=\"cols\"><section class=\"card\"><h2>Prometheus</h2><ul class=\"links\">\n");
     link(&mut body, "/metrics", "every node's and the cluster's metrics");
