@@ -253,3 +253,90 @@ fn the_seed_program_has_no_anti_pattern() {
         assert!(found.is_empty(), "job {}: {found:#?}", job.job_hex);
     }
 }
+
+/// A job recorded from a real cluster (`rayscope observe --record`), read back with
+/// `rayscope flow --trace`: `ray.get` in a loop, seen in Ray's task rows alone (each
+/// call submitted 1 ms after the one before ended), is named in the printed text and
+/// in `findings.json`.
+#[test]
+fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
+    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::store::Change;
+    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
+    const JOB: &str = "01000000";
+    const T0: u64 = 1_795_000_000_000;
+    let driver = format!("{}{JOB}", "f".repeat(40));
+    let mut changes = vec![
+        Change::Node(ObservedNode {
+            node_id: "aa".into(),
+            node_ip: "10.0.0.1".into(),
+            is_head_node: true,
+            state: "ALIVE".into(),
+            resources_total: vec![("CPU".into(), 8.0)],
+            start_time_ms: Some(T0),
+            ..Default::default()
+        }),
+        Change::Job(ObservedJob {
+            job_id: JOB.into(),
+            entrypoint: "python loop.py".into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(T0),
+            end_time: Some(T0 + 1_100),
+            ..Default::default()
+        }),
+        Change::Task(ObservedTask {
+            task_id: driver.clone(),
+            job_id: JOB.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "FINISHED".into(),
+            start_time_ms: Some(T0),
+            end_time_ms: Some(T0 + 1_100),
+            ..Default::default()
+        }),
+    ];
+    for k in 0..10u64 {
+        let (submit, end) = (T0 + 1 + k * 102, T0 + 1 + k * 102 + 101);
+        changes.push(Change::Task(ObservedTask {
+            task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
+            job_id: JOB.into(),
+            name: "f".into(),
+            kind: "NORMAL_TASK".into(),
+            state: "FINISHED".into(),
+            parent_task_id: Some(driver.clone()),
+            node_id: Some("aa".into()),
+            required_resources: vec![("CPU".into(), 1.0)],
+            events: vec![
+                ("PENDING_NODE_ASSIGNMENT".into(), submit),
+                ("RUNNING".into(), submit + 1),
+                ("FINISHED".into(), end),
+            ],
+            start_time_ms: Some(submit + 1),
+            end_time_ms: Some(end),
+            ..Default::default()
+        }));
+    }
+    let trace = tempfile::tempdir().unwrap();
+    let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
+    w.append(&changes).unwrap();
+    drop(w);
+    let out = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(printed.contains("[get_in_loop] ray.get in a loop: _main waits on each f"), "{printed}");
+    assert!(
+        printed.contains("(observed)") && printed.contains("the driver's waits in ray.get are inferred"),
+        "{printed}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["kind"], "get_in_loop", "{v}");
+    // The slowest call is named by Ray's own task id.
+    assert!(f["calls"][0]["task_id"].as_str().unwrap().ends_with(&format!("{}{JOB}", "0".repeat(24))), "{f}");
+    // Submitted together on 8 CPUs, the ten 100 ms calls take about 0.1 s, not 1 s.
+    assert!(f["saves_s"].as_f64().unwrap() > 0.7, "{f}");
+}

@@ -188,3 +188,86 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
     let replayed = whatif::Model::of(job, &spans).unwrap().makespan(&whatif::Fix::new());
     assert!(replayed.abs_diff(recorded) <= 1_000, "replay {replayed} µs, recorded {recorded} µs");
 }
+
+/// On an observed job (Ray's task rows, whole-ms times, waits inferred), a slow call
+/// holding most of the critical path, made instant, saves about what it holds: the
+/// driver's inferred waits are waits on its calls in the re-run, not fixed gaps.
+#[test]
+fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
+    use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
+    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::store::{Change, Store};
+    const JOB: &str = "01000000";
+    const T0: u64 = 1_795_000_000_000;
+    let driver = format!("{}{JOB}", "f".repeat(40));
+    let task = |id: String, name: &str, submit: u64, start: u64, end: u64| {
+        Change::Task(ObservedTask {
+            task_id: id,
+            job_id: JOB.into(),
+            name: name.into(),
+            kind: "NORMAL_TASK".into(),
+            state: "FINISHED".into(),
+            parent_task_id: Some(driver.clone()),
+            node_id: Some("aa".into()),
+            required_resources: vec![("CPU".into(), 1.0)],
+            events: vec![
+                ("PENDING_NODE_ASSIGNMENT".into(), T0 + submit),
+                ("RUNNING".into(), T0 + start),
+                ("FINISHED".into(), T0 + end),
+            ],
+            start_time_ms: Some(T0 + start),
+            end_time_ms: Some(T0 + end),
+            ..Default::default()
+        })
+    };
+    let mut changes = vec![
+        Change::Node(ObservedNode {
+            node_id: "aa".into(),
+            node_ip: "10.0.0.1".into(),
+            is_head_node: true,
+            state: "ALIVE".into(),
+            resources_total: vec![("CPU".into(), 64.0)],
+            start_time_ms: Some(T0),
+            ..Default::default()
+        }),
+        Change::Job(ObservedJob {
+            job_id: JOB.into(),
+            entrypoint: "python slow.py".into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(T0),
+            end_time: Some(T0 + 9_102),
+            ..Default::default()
+        }),
+        Change::Task(ObservedTask {
+            task_id: driver.clone(),
+            job_id: JOB.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "FINISHED".into(),
+            start_time_ms: Some(T0),
+            end_time_ms: Some(T0 + 9_102),
+            ..Default::default()
+        }),
+    ];
+    // Forty maps submitted at once, one of them sleeping 8 s; then, right after the
+    // last map returned, a reduce of 1 s, and the driver ends after it.
+    for k in 0..40u64 {
+        let end = if k == 7 { 8_001 } else { 101 + k };
+        changes.push(task(format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)), "map", 1, 1, end));
+    }
+    changes.push(task(format!("{:016x}{}{JOB}", 100, "0".repeat(24)), "reduce", 8_002, 8_002, 9_002));
+    let mut store = Store::new(Default::default());
+    for c in &changes {
+        store.apply(c);
+    }
+    let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 9_200);
+    let job = snap.flow.job(JOB).expect("the job is recorded");
+    let spans = Spans::replay(job, snap.sim_time_us);
+    let v = rayscope::flow::bottleneck::bottlenecks(job, &spans);
+    let map = v["entries"].as_array().unwrap().iter().find(|e| e["name"] == "map").expect("map is on the path").clone();
+    let held = map["self_s"].as_f64().unwrap();
+    let saves = map["saves_s"].as_f64().unwrap();
+    assert!(held > 7.5, "the slow map holds its 8 s: {map}");
+    // Made instant, the job waits for the next-slowest map (0.14 s) instead.
+    assert!(saves > held - 0.5 && saves <= held * 1.01 + 0.002, "holds {held} s, saves {saves} s: {v}");
+    assert_eq!(v["driver_waits_inferred"], true, "{v}");
+}

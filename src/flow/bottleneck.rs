@@ -271,7 +271,9 @@ pub fn text(job: &JobRecord, spans: &Spans) -> String {
 pub fn text_of(job: &JobRecord, spans: &Spans, ranked: &Ranked, instant: Option<&Instant>) -> String {
     let (entries, total, driver) = (&ranked.0, ranked.1, ranked.2);
     let pct = |us: u64| if total > 0 { 100.0 * us as f64 / total as f64 } else { 0.0 };
-    let mut s = format!("critical path of job {}: {:.3} s (virtual)\n", job.job_hex, total as f64 / 1e6);
+    // An observed job's ids are Ray's own: its times are the cluster's, not the model's.
+    let clock = if job.task_ids.is_empty() { "virtual" } else { "observed" };
+    let mut s = format!("critical path of job {}: {:.3} s ({clock})\n", job.job_hex, total as f64 / 1e6);
     s.push_str(&format!(
         "driver's own time on it: {:.3} s executing ({:.1}%)\n",
         driver.executing as f64 / 1e6,
