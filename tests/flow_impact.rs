@@ -139,7 +139,7 @@ fn made_instant_an_entry_saves_at_most_what_it_holds_and_says_why_when_far_less(
             if saves < held / 2.0 && share >= 0.01 {
                 let why =
                     e["saves_why"].as_str().unwrap_or_else(|| panic!("job {}: saves far less, no why: {e}", job.name));
-                assert!(why.contains("next-longest path"), "{why}");
+                assert!(why.contains("next-longest path") && why.contains("executed"), "{why}");
                 explained += 1;
             }
             assert!(e["slowest_call"]["task_id"].as_str().is_some_and(|t| t.len() == 48), "{e}");

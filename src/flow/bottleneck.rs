@@ -209,12 +209,42 @@ pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
 }
 
 /// What an entry made instant saves, and why that is far less than it holds, as JSON.
-fn saves(e: &Entry, instant: Option<&Instant>) -> (Value, Value) {
+fn saves(job: &JobRecord, e: &Entry, instant: Option<&Instant>, busiest: &[(u64, u32)]) -> (Value, Value) {
     let Some(i) = instant else { return (Value::Null, Value::Null) };
     match i.saved(e.target) {
-        Some(s) => (json!(s as f64 / 1e6), json!(whatif::why_less(e.self_us, s, i.base_us))),
+        Some(s) => (
+            json!(s as f64 / 1e6),
+            json!(whatif::why_less(
+                e.self_us,
+                s,
+                i.base_us,
+                beside(job, e, busiest).as_ref().map(|(n, us)| (n.as_str(), *us))
+            )),
+        ),
         None => (Value::Null, Value::Null),
     }
+}
+
+/// Each function's or actor method's executing time over the whole job, the most
+/// first (the driver left out): where the next-longest path likely runs.
+fn busiest(job: &JobRecord, spans: &Spans) -> Vec<(u64, u32)> {
+    let mut by: BTreeMap<u32, u64> = BTreeMap::new();
+    for (i, s) in spans.spans.iter().enumerate() {
+        if job.target(s.target).kind != TargetKind::Driver {
+            *by.entry(s.target).or_default() += spans.times(i).executing;
+        }
+    }
+    let mut v: Vec<(u64, u32)> = by.into_iter().map(|(t, us)| (us, t)).collect();
+    v.sort_by(|a, b| b.cmp(a));
+    v.truncate(whatif::INSTANT_ENTRIES + 1);
+    v
+}
+
+/// The busiest target other than the entry's, by name (with its actor), and its time.
+fn beside(job: &JobRecord, e: &Entry, busiest: &[(u64, u32)]) -> Option<(String, u64)> {
+    let &(us, t) = busiest.iter().find(|(_, t)| *t != e.target)?;
+    let tg = job.target(t);
+    Some((tg.actor_id().map_or_else(|| tg.class_name(), |a| format!("{} on actor {a}", tg.class_name())), us))
 }
 
 /// [`bottlenecks`] of a ranking already made, with what making each of the top
@@ -228,6 +258,7 @@ pub fn bottlenecks_of(
 ) -> Value {
     let (entries, total, driver) = (&ranked.0, ranked.1, ranked.2);
     let secs = |us: u64| us as f64 / 1e6;
+    let busy = busiest(job, spans);
     let list: Vec<Value> = entries
         .iter()
         .enumerate()
@@ -241,7 +272,7 @@ pub fn bottlenecks_of(
                     json!({"name": ct.class_name(), "actor_id": ct.actor_id(), "waiting_calls": n})
                 })
                 .collect();
-            let (saves_s, why) = saves(e, instant);
+            let (saves_s, why) = saves(job, e, instant, &busy);
             json!({"rank": r + 1, "name": t.class_name(), "class": t.class, "method": t.method,
                 "actor_id": t.actor_id(), "level": t.level, "program_flag": t.flag,
                 "self_s": secs(e.self_us), "share": if total > 0 { e.self_us as f64 / total as f64 } else { 0.0 },
@@ -286,6 +317,7 @@ pub fn text_of(job: &JobRecord, spans: &Spans, ranked: &Ranked, instant: Option<
         "rank  exec_s        share   queued_s     calls  saves_s(instant)  actor             level  flag   name\n",
     );
     let mut notes = String::new();
+    let busy = busiest(job, spans);
     for (r, e) in entries.iter().enumerate() {
         let t = job.target(e.target);
         let saved = instant.and_then(|i| i.saved(e.target));
@@ -316,7 +348,10 @@ pub fn text_of(job: &JobRecord, spans: &Spans, ranked: &Ranked, instant: Option<
                 c.return_bytes
             ));
             if let (Some(v), Some(i)) = (saved, instant) {
-                if let Some(why) = whatif::why_less(e.self_us, v, i.base_us) {
+                let next = beside(job, e, &busy);
+                if let Some(why) =
+                    whatif::why_less(e.self_us, v, i.base_us, next.as_ref().map(|(n, us)| (n.as_str(), *us)))
+                {
                     notes.push_str(&format!("     {why}\n"));
                 }
             }

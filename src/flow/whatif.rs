@@ -626,14 +626,20 @@ pub fn instant_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -
 
 /// Why making an entry that holds `held_us` of the path instant saves only `saved_us`
 /// (`None`: it saves at least half of it, or it holds too little to matter).
-pub fn why_less(held_us: u64, saved_us: u64, base_us: u64) -> Option<String> {
+/// `beside`: the longest-executing other function or actor method, named as the
+/// likely next-longest path.
+pub fn why_less(held_us: u64, saved_us: u64, base_us: u64, beside: Option<(&str, u64)>) -> Option<String> {
     if held_us == 0 || saved_us.saturating_mul(2) >= held_us || held_us.saturating_mul(100) < base_us {
         return None;
     }
     let left = base_us.saturating_sub(saved_us) as f64 / 1e6;
+    let next = match beside {
+        Some((name, us)) => format!(": {name} executed {:.3} s of its own", us as f64 / 1e6),
+        None => String::new(),
+    };
     Some(format!(
         "made instant, it saves {:.3} s of the {:.3} s it holds: the job still takes {left:.3} s, as the next-longest path \
-         (calls that did not wait for it) runs beside it and becomes the critical path",
+         (calls that did not wait for it{next}) runs beside it and becomes the critical path",
         saved_us as f64 / 1e6,
         held_us as f64 / 1e6
     ))
