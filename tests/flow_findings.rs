@@ -5,6 +5,8 @@
 //! (a result fetched alone, an argument sent by value), its records are written by hand
 //! as an observed job's would be.
 
+mod common;
+
 use rayscope::config::replay::{ReplayCall, ReplayConfig, ReplayJob, ReplayKind, ReplayStep};
 use rayscope::config::{self, WorkloadConfig};
 use rayscope::flow::findings::{self, Finding, Kind};
@@ -339,4 +341,35 @@ fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
     assert!(f["calls"][0]["task_id"].as_str().unwrap().ends_with(&format!("{}{JOB}", "0".repeat(24))), "{f}");
     // Submitted together on 8 CPUs, the ten 100 ms calls take about 0.1 s, not 1 s.
     assert!(f["saves_s"].as_f64().unwrap() > 0.7, "{f}");
+}
+
+/// The shipped examples' jobs: a training loop that gets each step's results at once, a
+/// map-reduce whose reduces take their maps' returns, reduces that waited long for
+/// CPUs; none is named an anti-pattern. What they do show is real waiting for
+/// resources (more work than CPUs), and only that is named, with what it costs.
+#[test]
+fn the_examples_name_no_anti_pattern_only_their_waits_for_resources() {
+    let mut pending = 0;
+    for (file, until_us) in [
+        ("examples/default.yaml", 900_000_000u64),
+        ("examples/faults.yaml", 600_000_000),
+        ("tests/fixtures/flow-page-scale.yaml", 3_600_000_000),
+    ] {
+        let yaml = std::fs::read_to_string(file).unwrap();
+        let e = common::run_until(common::load(&yaml), until_us);
+        let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
+        for job in snap.flow.jobs.values() {
+            let spans = Spans::replay(job, snap.sim_time_us);
+            let ended = spans.root().is_some_and(|r| spans.spans[r].end.is_some());
+            for f in findings::findings(job, &spans) {
+                assert_eq!(f.kind, Kind::PendingOnResources, "{file} job {} ({}): {f:#?}", job.job_hex, job.name);
+                // A finished job's wait for CPUs, re-run with CPUs free, saves time.
+                if ended && !f.calls.iter().any(|&c| spans.spans[c].start.is_none()) {
+                    assert!(f.saves_us.is_some_and(|s| s > 0), "{file} job {}: {f:#?}", job.name);
+                }
+                pending += 1;
+            }
+        }
+    }
+    assert!(pending >= 3, "the map-reduces larger than their clusters wait for CPUs: {pending}");
 }

@@ -95,6 +95,9 @@ const SLACK_US: u64 = 2_000;
 const MIN_LOOP_CALLS: usize = 5;
 /// Calls of one function before their grain is judged.
 const MIN_FINE_CALLS: usize = 20;
+/// A call executing longer than this is not fine-grained, whatever it waited to start
+/// (a call that waited for CPUs shows a long start latency, not a per-call overhead).
+const FINE_EXEC_US: u64 = 10_000;
 /// An argument this large is worth putting once (Ray inlines arguments below 100 KiB).
 pub const LARGE_ARG_BYTES: u64 = 1 << 20;
 /// Calls sending the same large value before it is named.
@@ -249,7 +252,7 @@ fn fine_grained(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut
         }
         let floor = overhead_floor(model, &calls);
         let exec = median(calls.iter().map(|&c| executing(spans, c)).collect());
-        if floor == 0 || exec > floor.saturating_mul(2) {
+        if floor == 0 || exec > floor.saturating_mul(2) || exec > FINE_EXEC_US {
             continue;
         }
         let name = job.target(target).class_name();
@@ -293,15 +296,18 @@ fn large_args(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], model: Op
     });
     for (caller, kids) in children.iter().enumerate() {
         let put = spans.spans[caller].put_bytes;
-        // (callee frame, argument bytes) → calls sending that many by value.
+        // (callee frame, argument bytes) → calls sending that many by value: more than
+        // the caller put and the returns of the calls it made before (a reduce takes
+        // its maps' returns by reference) explain.
         let mut by: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
+        let mut earlier_returns = 0u64;
         for &c in kids {
             let s = &spans.spans[c];
-            let from_calls: u64 = s.deps.iter().map(|&d| spans.spans[d].return_bytes).sum();
-            let by_value = s.arg_bytes.saturating_sub(from_calls);
-            if s.arg_bytes >= LARGE_ARG_BYTES && by_value >= LARGE_ARG_BYTES && put < s.arg_bytes {
+            let explained = earlier_returns.saturating_add(put);
+            if s.arg_bytes >= LARGE_ARG_BYTES && s.arg_bytes.saturating_sub(explained) >= LARGE_ARG_BYTES {
                 by.entry((job.target(s.target).frame, s.arg_bytes)).or_default().push(c);
             }
+            earlier_returns = earlier_returns.saturating_add(s.return_bytes);
         }
         for ((_, bytes), calls) in by {
             if calls.len() < MIN_REPEATS {
@@ -365,7 +371,13 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
                 .filter(|&c| spans.spans[c].submit <= from)
                 .filter_map(|c| spans.spans[c].end.filter(|&e| e > from && e <= to).map(|e| (e, c)))
                 .max();
-            if let Some((_, c)) = closing {
+            // A wait for one result leaves others it submitted still running (a
+            // `ray.get` of them all leaves none); once one did, the waits after it
+            // are for one result each too, the last of them included.
+            let others_running = kids
+                .iter()
+                .any(|&c| spans.spans[c].submit <= from && spans.spans[c].end.is_none_or(|e| e > to + SLACK_US));
+            if let (Some((_, c)), true) = (closing, others_running || !waits.is_empty()) {
                 waits.push((from, c));
             }
         }
@@ -389,7 +401,11 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
                 idle += end - first.max(from);
             }
         }
-        if stalls == 0 {
+        // The order only costs time when the caller works on each result between its
+        // waits: with nothing to do, in order or not, it ends with the last.
+        let (first, last) = (waits[0].0, spans.end_or_at(waits[waits.len() - 1].1));
+        let worked = s.overlap(Phase::Executing, first, last, spans.end_or_at(caller));
+        if stalls == 0 || worked < SLACK_US {
             continue;
         }
         let calls: Vec<usize> = waits.iter().map(|w| w.1).collect();
@@ -434,9 +450,14 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
     if !never.is_empty() {
         let names: std::collections::BTreeSet<String> =
             never.iter().map(|&i| job.target(spans.spans[i].target).class_name()).collect();
+        let ended = spans.spans[root].end.is_some();
         out.push(Finding {
             kind: Kind::PendingOnResources,
-            title: format!("{} call(s) never started: no node has had the resources they ask for", never.len()),
+            title: if ended {
+                format!("{} call(s) never started: no node had the resources they ask for", never.len())
+            } else {
+                format!("{} call(s) have not started: no node has had the resources they ask for", never.len())
+            },
             place: names.into_iter().collect::<Vec<_>>().join(", "),
             evidence: format!(
                 "queued for {:.3} s and more with nothing to wait for but resources: a shape no node has \
