@@ -84,12 +84,20 @@ pub(super) fn render(app: &App) -> String {
     link(
         &mut body,
         "/flow",
-        "the page: what fixing saves, bottlenecks, call graph, physical view, Gantt, flame graph, stack",
+        "the page: findings (Ray's patterns and anti-patterns), what fixing saves, bottlenecks, call graph, physical view, Gantt, flame graph, stack",
     );
     link(&mut body, "/api/flow/jobs", "jobs with recorded calls");
-    for view in
-        ["graph", "physical", "stack", "flamegraph.folded", "flamegraph.svg", "timeline.json", "bottlenecks", "impact"]
-    {
+    for view in [
+        "graph",
+        "physical",
+        "stack",
+        "flamegraph.folded",
+        "flamegraph.svg",
+        "timeline.json",
+        "bottlenecks",
+        "impact",
+        "findings",
+    ] {
         let _ = writeln!(
             body,
             "<li><code>/api/flow/{view}?job=ID</code> (<code>at</code>{})</li>",
