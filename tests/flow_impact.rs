@@ -189,11 +189,10 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
     assert!(replayed.abs_diff(recorded) <= 1_000, "replay {replayed} µs, recorded {recorded} µs");
 }
 
-/// On an observed job (Ray's task rows, whole-ms times, waits inferred), a slow call
-/// holding most of the critical path, made instant, saves about what it holds: the
-/// driver's inferred waits are waits on its calls in the re-run, not fixed gaps.
-#[test]
-fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
+/// An observed job (Ray's task rows, whole-ms times, waits inferred): forty maps, one
+/// of them 8 s, then a reduce submitted `reduce_after` ms after the slow map ended;
+/// the slow map's bottleneck entry and the whole answer.
+fn observed_slow_map(reduce_after: u64) -> (serde_json::Value, serde_json::Value) {
     use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
     use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
     use rayscope::observe::store::{Change, Store};
@@ -235,7 +234,7 @@ fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
             entrypoint: "python slow.py".into(),
             status: "SUCCEEDED".into(),
             start_time: Some(T0),
-            end_time: Some(T0 + 9_102),
+            end_time: Some(T0 + 9_202),
             ..Default::default()
         }),
         Change::Task(ObservedTask {
@@ -244,7 +243,7 @@ fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
             kind: "DRIVER_TASK".into(),
             state: "FINISHED".into(),
             start_time_ms: Some(T0),
-            end_time_ms: Some(T0 + 9_102),
+            end_time_ms: Some(T0 + 9_202),
             ..Default::default()
         }),
     ];
@@ -254,20 +253,43 @@ fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
         let end = if k == 7 { 8_001 } else { 101 + k };
         changes.push(task(format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)), "map", 1, 1, end));
     }
-    changes.push(task(format!("{:016x}{}{JOB}", 100, "0".repeat(24)), "reduce", 8_002, 8_002, 9_002));
+    let r = 8_001 + reduce_after;
+    changes.push(task(format!("{:016x}{}{JOB}", 100, "0".repeat(24)), "reduce", r, r, r + 1_000));
     let mut store = Store::new(Default::default());
     for c in &changes {
         store.apply(c);
     }
-    let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 9_200);
+    let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 9_300);
     let job = snap.flow.job(JOB).expect("the job is recorded");
     let spans = Spans::replay(job, snap.sim_time_us);
     let v = rayscope::flow::bottleneck::bottlenecks(job, &spans);
     let map = v["entries"].as_array().unwrap().iter().find(|e| e["name"] == "map").expect("map is on the path").clone();
+    (map, v)
+}
+
+/// The reduce submitted 1 ms after the slow map ended: the driver's wait is inferred,
+/// and the slow map made instant saves about what it holds (the driver's inferred
+/// waits are waits on its calls in the re-run, not fixed gaps).
+#[test]
+fn on_an_observed_job_the_slow_call_made_instant_saves_what_it_holds() {
+    let (map, v) = observed_slow_map(1);
     let held = map["self_s"].as_f64().unwrap();
     let saves = map["saves_s"].as_f64().unwrap();
     assert!(held > 7.5, "the slow map holds its 8 s: {map}");
     // Made instant, the job waits for the next-slowest map (0.14 s) instead.
     assert!(saves > held - 0.5 && saves <= held * 1.01 + 0.002, "holds {held} s, saves {saves} s: {v}");
     assert_eq!(v["driver_waits_inferred"], true, "{v}");
+}
+
+/// The reduce submitted 10 ms after: no wait can be read from the times, the driver
+/// reads as executing while the slow map ran, so the re-run holds the driver's time
+/// and the map made instant saves little; the answer says why, not "another path".
+#[test]
+fn a_slow_call_its_caller_was_not_seen_waiting_for_says_why_it_saves_little() {
+    let (map, v) = observed_slow_map(10);
+    let held = map["self_s"].as_f64().unwrap();
+    let saves = map["saves_s"].as_f64().unwrap();
+    assert!(held > 7.5 && saves < held / 2.0, "holds {held} s, saves {saves} s: {v}");
+    let why = map["saves_why"].as_str().unwrap_or_else(|| panic!("no why: {map}"));
+    assert!(why.contains("its caller _main was executing, not waiting in ray.get"), "{why}");
 }

@@ -209,20 +209,43 @@ pub fn bottlenecks(job: &JobRecord, spans: &Spans) -> Value {
 }
 
 /// What an entry made instant saves, and why that is far less than it holds, as JSON.
-fn saves(job: &JobRecord, e: &Entry, instant: Option<&Instant>, busiest: &[(u64, u32)]) -> (Value, Value) {
+fn saves(
+    job: &JobRecord,
+    spans: &Spans,
+    e: &Entry,
+    instant: Option<&Instant>,
+    busiest: &[(u64, u32)],
+) -> (Value, Value) {
     let Some(i) = instant else { return (Value::Null, Value::Null) };
     match i.saved(e.target) {
-        Some(s) => (
-            json!(s as f64 / 1e6),
-            json!(whatif::why_less(
-                e.self_us,
-                s,
-                i.base_us,
-                beside(job, e, busiest).as_ref().map(|(n, us)| (n.as_str(), *us))
-            )),
-        ),
+        Some(s) => (json!(s as f64 / 1e6), json!(why(job, spans, e, s, i.base_us, busiest))),
         None => (Value::Null, Value::Null),
     }
+}
+
+/// Why an entry made instant saves far less than the `held` it holds (`None`: it
+/// does not). Either its slowest call ended while its caller was executing, not
+/// waiting in `ray.get` (a wait neither recorded nor inferred: the path steps into
+/// the call, the re-run holds the caller's time fixed), or another path runs beside it.
+fn why(job: &JobRecord, spans: &Spans, e: &Entry, saved: u64, base: u64, busiest: &[(u64, u32)]) -> Option<String> {
+    let next = beside(job, e, busiest);
+    let generic = whatif::why_less(e.self_us, saved, base, next.as_ref().map(|(n, us)| (n.as_str(), *us)))?;
+    let c = &spans.spans[e.slowest];
+    if let (Some(p), Some(end)) = (c.parent, c.end) {
+        let caller_end = spans.end_or_at(p);
+        let waiting = spans.spans[p].overlap(Phase::Blocked, end.saturating_sub(1), end, caller_end) > 0;
+        if end < caller_end && !waiting {
+            return Some(format!(
+                "made instant, it saves {:.3} s of the {:.3} s it holds: its caller {} was executing, not waiting in \
+                 ray.get, when it ended (a wait Ray did not record and the times did not show), so the re-run cannot \
+                 start what the caller did next any earlier",
+                saved as f64 / 1e6,
+                e.self_us as f64 / 1e6,
+                job.target(spans.spans[p].target).class_name()
+            ));
+        }
+    }
+    Some(generic)
 }
 
 /// Each function's or actor method's executing time over the whole job, the most
@@ -272,7 +295,7 @@ pub fn bottlenecks_of(
                     json!({"name": ct.class_name(), "actor_id": ct.actor_id(), "waiting_calls": n})
                 })
                 .collect();
-            let (saves_s, why) = saves(job, e, instant, &busy);
+            let (saves_s, why) = saves(job, spans, e, instant, &busy);
             json!({"rank": r + 1, "name": t.class_name(), "class": t.class, "method": t.method,
                 "actor_id": t.actor_id(), "level": t.level, "program_flag": t.flag,
                 "self_s": secs(e.self_us), "share": if total > 0 { e.self_us as f64 / total as f64 } else { 0.0 },
@@ -348,10 +371,7 @@ pub fn text_of(job: &JobRecord, spans: &Spans, ranked: &Ranked, instant: Option<
                 c.return_bytes
             ));
             if let (Some(v), Some(i)) = (saved, instant) {
-                let next = beside(job, e, &busy);
-                if let Some(why) =
-                    whatif::why_less(e.self_us, v, i.base_us, next.as_ref().map(|(n, us)| (n.as_str(), *us)))
-                {
+                if let Some(why) = why(job, spans, e, v, i.base_us, &busy) {
                     notes.push_str(&format!("     {why}\n"));
                 }
             }
