@@ -91,6 +91,9 @@ pub struct Finding {
 
 /// Ray's task rows are in whole ms: a submit this close to an end is "right after" it.
 const SLACK_US: u64 = 2_000;
+/// A submit this soon after the previous call's end, with no wait recorded, still
+/// reads as the loop's next turn.
+const LOOP_GAP_US: u64 = 5_000;
 /// Calls one at a time before a loop is named: a handful of waits is no loop.
 const MIN_LOOP_CALLS: usize = 5;
 /// Calls of one function before their grain is judged.
@@ -147,6 +150,7 @@ fn loops(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out: &mut Vec<
             }
             let mut one_at_a_time = 0usize;
             let mut waited_us = 0u64;
+            let mut unrecorded = BTreeMap::new();
             for w in calls.windows(2) {
                 let (a, b) = (&spans.spans[w[0]], &spans.spans[w[1]]);
                 let Some(a_end) = a.end else { continue };
@@ -157,10 +161,17 @@ fn loops(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out: &mut Vec<
                 let took = a_end.saturating_sub(a.submit);
                 let caller_span = &spans.spans[caller];
                 let blocked = caller_span.overlap(Phase::Blocked, a.submit, a_end, spans.end_or_at(caller));
-                let right_after = b.submit <= a_end + SLACK_US.max(took / 10);
+                // Ray's rows put a few ms between a call's end and the caller's next
+                // submit (the return's trip back, whole-ms clocks).
+                let right_after = b.submit <= a_end + LOOP_GAP_US.max(took / 10);
                 if right_after || blocked.saturating_mul(2) >= took.max(1) {
                     one_at_a_time += 1;
                     waited_us += took;
+                    // Read as executing while its call ran: a wait nothing recorded.
+                    let executing = caller_span.overlap(Phase::Executing, a.submit, a_end, spans.end_or_at(caller));
+                    if executing > 0 {
+                        unrecorded.insert(w[0], executing);
+                    }
                 }
             }
             let pairs = calls.len() - 1;
@@ -205,7 +216,7 @@ fn loops(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out: &mut Vec<
                 calls: slowest(spans, calls),
                 saves_us: None,
                 fix,
-                change: Change { together: vec![(caller, calls.clone())], ..Change::default() },
+                change: Change { together: vec![(caller, calls.clone())], unrecorded, ..Change::default() },
             });
         }
     }

@@ -152,7 +152,7 @@ impl Model {
             }
         }
         for (caller, calls) in &change.together {
-            m.submit_together(*caller, calls);
+            m.submit_together(*caller, calls, &change.unrecorded);
         }
         for (caller, order) in &change.wait_order {
             m.reorder_waits(*caller, order);
@@ -163,12 +163,17 @@ impl Model {
     /// `caller` submits `calls` together where it submitted the first of them, and waits
     /// for them all where it waited for the last of them alone: its calls pipelined
     /// instead of waited on one at a time. Waits on other calls stay where they were.
-    fn submit_together(&mut self, caller: usize, calls: &[usize]) {
+    /// `unrecorded`: per call, how much of the caller's executing after its submit was
+    /// in truth a wait for it that nothing recorded (whole-ms rows): that much of it
+    /// becomes part of the one wait too.
+    fn submit_together(&mut self, caller: usize, calls: &[usize], unrecorded: &BTreeMap<usize, u64>) {
         let Some(old) = self.steps.get(caller) else { return };
         let set: std::collections::BTreeSet<usize> = calls.iter().copied().collect();
         let mut steps = Vec::with_capacity(old.len());
         let mut submitted = false;
         let (mut waited, mut resume, mut at) = (Vec::new(), 0, None);
+        // The call submitted last, and how much of the caller's executing is its wait.
+        let mut owed: Option<(usize, u64)> = None;
         for step in old {
             match step {
                 Step::Submit(c) if set.contains(c) => {
@@ -179,12 +184,26 @@ impl Model {
                             _ => None,
                         }));
                     }
+                    owed = unrecorded.get(c).map(|&us| (*c, us));
                 }
                 Step::Wait(w, r) if !w.is_empty() && w.iter().all(|c| set.contains(c)) => {
                     waited.extend(w.iter().copied());
                     resume = *r;
                     at = Some(steps.len());
                     steps.push(Step::Gap(0));
+                }
+                Step::Exec(d) if owed.is_some_and(|(_, us)| us > 0) => {
+                    let (c, us) = owed.expect("checked above");
+                    let w = us.min(*d);
+                    owed = Some((c, us - w));
+                    if !waited.contains(&c) {
+                        waited.push(c);
+                    }
+                    at = Some(steps.len());
+                    steps.push(Step::Gap(0));
+                    if *d > w {
+                        steps.push(Step::Exec(*d - w));
+                    }
                 }
                 s => steps.push(s.clone()),
             }
@@ -234,6 +253,9 @@ pub struct Change {
     pub latency: Vec<(usize, u64)>,
     /// (caller, calls): the calls submitted together and waited for once.
     pub together: Vec<(usize, Vec<usize>)>,
+    /// Per call of `together`: how much of its caller's executing after its submit
+    /// was a wait for it that nothing recorded, µs.
+    pub unrecorded: BTreeMap<usize, u64>,
     /// (caller, calls): its one-call waits take the calls in this order.
     pub wait_order: Vec<(usize, Vec<usize>)>,
 }
