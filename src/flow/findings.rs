@@ -86,6 +86,8 @@ pub struct Finding {
     pub saves_us: Option<u64>,
     /// How the fix was made in the re-run.
     pub fix: String,
+    /// The time it is about (waits, overhead), µs: the order within a kind.
+    weight_us: u64,
     change: Change,
 }
 
@@ -94,6 +96,8 @@ const SLACK_US: u64 = 2_000;
 /// A submit this soon after the previous call's end, with no wait recorded, still
 /// reads as the loop's next turn.
 const LOOP_GAP_US: u64 = 5_000;
+/// Findings of one kind kept (the weightiest): each is a re-run of the job.
+pub const MAX_PER_KIND: usize = 5;
 /// Calls one at a time before a loop is named: a handful of waits is no loop.
 const MIN_LOOP_CALLS: usize = 5;
 /// Calls of one function before their grain is judged.
@@ -117,7 +121,15 @@ pub fn findings(job: &JobRecord, spans: &Spans) -> Vec<Finding> {
     large_args(job, spans, &children, model.as_ref(), &mut out);
     submission_order(job, spans, &children, &mut out);
     pending(job, spans, model.as_ref(), &mut out);
-    out.sort_by_key(|f| f.kind);
+    // Each finding is a re-run of the whole job: at most a few of each kind, the
+    // weightiest (a tree of a thousand actors can loop in every one of them).
+    out.sort_by_key(|f| (f.kind, std::cmp::Reverse(f.weight_us)));
+    let mut kept: BTreeMap<Kind, usize> = BTreeMap::new();
+    out.retain(|f| {
+        let n = kept.entry(f.kind).or_default();
+        *n += 1;
+        *n <= MAX_PER_KIND
+    });
     if let Some(m) = model {
         let base = m.makespan(&Fix::new());
         let saved = whatif::par_runs(&out, |f| base.saturating_sub(m.makespan_changed(&f.change)));
@@ -216,6 +228,7 @@ fn loops(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out: &mut Vec<
                 calls: slowest(spans, calls),
                 saves_us: None,
                 fix,
+                weight_us: waited_us,
                 change: Change { together: vec![(caller, calls.clone())], unrecorded, ..Change::default() },
             });
         }
@@ -284,6 +297,7 @@ fn fine_grained(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut
             fix: "the calls batched, so that a batch pays the per-call overhead once (re-run with none per call: \
                   what batching saves at most)"
                 .into(),
+            weight_us: floor.saturating_mul(calls.len() as u64),
             change: Change {
                 latency: calls.iter().map(|&c| (c, model.latency(c).saturating_sub(floor))).collect(),
                 ..Change::default()
@@ -355,6 +369,7 @@ fn large_args(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], model: Op
                 fix: "the value put once: every call but the first starts as the job's calls without a large \
                       argument did"
                     .into(),
+                weight_us: bytes.saturating_mul(calls.len() as u64),
                 change: Change { latency, ..Change::default() },
             });
         }
@@ -439,6 +454,7 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
             calls: slowest(spans, &calls),
             saves_us: None,
             fix: "the results taken in the order they finished (ray.wait)".into(),
+            weight_us: idle,
             change: Change { wait_order: vec![(caller, by_end)], ..Change::default() },
         });
     }
@@ -479,6 +495,7 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
             calls: never.iter().copied().take(5).collect(),
             saves_us: None,
             fix: "none re-run: the calls never ran".into(),
+            weight_us: u64::MAX,
             change: Change::default(),
         });
     }
@@ -550,6 +567,7 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
         },
         saves_us: None,
         fix: "resources free when the calls were ready (each started as fast as its fastest siblings)".into(),
+        weight_us: waited_path,
         change,
     });
 }
