@@ -47,6 +47,7 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
         ("flamegraph.svg", "image/svg+xml"),
         ("timeline.json", "application/json"),
         ("bottlenecks", "application/json"),
+        ("findings", "application/json"),
     ] {
         let (name, extra) = view.split_once('&').map(|(a, b)| (a, format!("&{b}"))).unwrap_or((view, String::new()));
         let r = s.get(&format!("/api/flow/{name}?job={id}{extra}")).await;
@@ -152,6 +153,16 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
     let process = class["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "Worker.process").unwrap();
     assert_eq!(count.rsplit(' ').next().unwrap().parse::<u64>().unwrap(), process["calls"].as_u64().unwrap());
 
+    // Findings: the seed's tree is written the documented way, so none is named; the
+    // answer has the documented shape.
+    let f = s.get(&format!("/api/flow/findings?job={id}")).await.json();
+    assert_eq!((f["job_id"].as_str(), f["finished"].as_bool()), (Some(id.as_str()), Some(true)), "{f}");
+    assert_eq!(f["findings"].as_array().map(Vec::len), Some(0), "{f}");
+    // Each of the top entries made instant: what it saves, from a re-run, and its slowest call.
+    let top = &b["entries"][0];
+    assert!(top["saves_s"].as_f64().is_some_and(|v| v > 0.0 && v <= top["self_s"].as_f64().unwrap() * 1.01), "{top}");
+    assert!(top["slowest_call"]["task_id"].as_str().is_some_and(|t| t.len() == 48), "{top}");
+
     // Errors: 400 naming the parameter, 404 for a job without records, JSON always.
     for (path, status, names) in [
         (format!("/api/flow/graph?job={id}&levle=class"), 400, "levle"),
@@ -162,6 +173,9 @@ async fn views_answer_for_a_recorded_job_and_refuse_bad_queries() {
         ("/api/flow/graph".to_string(), 400, "job"),
         ("/api/flow/jobs?job=1".to_string(), 400, "job"),
         ("/api/flow/graph?job=ffffffff".to_string(), 404, "job"),
+        ("/api/flow/findings".to_string(), 400, "job"),
+        (format!("/api/flow/findings?job={id}&kind=get_in_loop"), 400, "kind"),
+        ("/api/flow/findings?job=ffffffff".to_string(), 404, "job"),
     ] {
         let r = s.get(&path).await;
         assert_eq!(r.status, status, "{path}: {}", r.text());

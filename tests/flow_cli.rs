@@ -30,6 +30,7 @@ fn writes_every_view_and_prints_the_bottlenecks() {
         "flame-wall.folded",
         "flame-wall.svg",
         "timeline.json",
+        "findings.json",
         "bottlenecks.txt",
     ] {
         let body = std::fs::read(dir.path().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -39,6 +40,8 @@ fn writes_every_view_and_prints_the_bottlenecks() {
         }
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("bottlenecks.txt")).unwrap(), printed);
+    // The seed's actor tree is written the documented way: no anti-pattern is named.
+    assert!(printed.contains("findings (Ray's design patterns and anti-patterns): none"), "{printed}");
     // The file is the whole timeline: no window, no limit, nothing cut.
     let tl: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("timeline.json")).unwrap()).unwrap();

@@ -6,6 +6,7 @@
 //! endpoint.
 
 mod api_support;
+mod browser;
 
 use api_support::{request, Resp, Server, Tokens};
 use base64::Engine as _;
@@ -106,6 +107,59 @@ async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Result<T, String>
             }
         }
     }
+}
+
+/// Waits Ray's rows do not record are inferred, and say so in the API and on the
+/// page; the pages speak of an observed cluster, not of a simulation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inferred_waits_are_marked_and_the_pages_speak_of_a_cluster() {
+    let s = Observed::start().await;
+    assert_eq!(s.push(batch().to_string().as_bytes()).await.status, 200);
+    let b = eventually("the pushed job's bottlenecks", async || {
+        let r = s.get("/api/flow/bottlenecks?job=01000000").await;
+        (r.status == 200 && r.json()["entries"].as_array().is_some_and(|e| !e.is_empty()))
+            .then(|| r.json())
+            .ok_or(r.text())
+    })
+    .await;
+    // The driver outlived its calls after its last submit: a wait in ray.get, read from
+    // the times, not measured.
+    assert_eq!(b["driver_waits_inferred"], true, "{b}");
+    let f = b["entries"].as_array().unwrap().iter().find(|e| e["name"] == "f").expect("f is on the path");
+    assert_eq!(f["inferred"], true, "{f}");
+    let tl = s.get("/api/flow/timeline.json?job=01000000").await.json();
+    let waits: Vec<&Value> = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "blocked").collect();
+    assert!(!waits.is_empty() && waits.iter().all(|e| e["args"]["inferred"] == true), "{tl}");
+    let cluster = s.get("/api/cluster").await.json();
+    assert_eq!(cluster["mode"], "observed", "{cluster}");
+    let endpoints = s.get("/endpoints").await.text();
+    assert!(endpoints.contains("an observed cluster") && !endpoints.contains("virtual time"), "{endpoints}");
+
+    let Some(exe) = browser::chromium_or_skip("inferred_waits_are_marked_and_the_pages_speak_of_a_cluster") else {
+        return;
+    };
+    let chrome = browser::Browser::launch(&exe).await;
+    let page = chrome.page().await;
+    page.goto(&format!("http://{}/", s.addr)).await;
+    let text = page
+        .wait_for(
+            "the overview's clock",
+            "document.body.dataset.mode ? document.querySelector('#session').textContent + ' | ' + document.querySelector('#clock').textContent : null",
+            Duration::from_secs(30),
+        )
+        .await;
+    let text = text.as_str().unwrap();
+    assert!(text.contains("observed cluster") && !text.contains("seed") && !text.contains("Virtual time"), "{text}");
+    page.goto(&format!("http://{}/flow?job=01000000", s.addr)).await;
+    let note = page
+        .wait_for(
+            "the bottlenecks",
+            "document.querySelector('#bottlenecks').dataset.loaded ? document.querySelector('#bottlenecks').textContent : null",
+            Duration::from_secs(30),
+        )
+        .await;
+    let note = note.as_str().unwrap();
+    assert!(note.contains("inferred from the calls' times") && note.contains("INFERRED"), "{note}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -88,6 +88,10 @@ pub(crate) async fn run_prewarm(app: AppState) {
                 let (spans, derived) = app.flow_cache.get(&record, at);
                 derived.path(&record, &spans);
                 derived.wall(&record, &spans);
+                // The bottlenecks' made-instant re-runs and the findings' before the
+                // what-ifs: the what-ifs are the last piece, which `prepared` looks for.
+                derived.instant(&record, &spans);
+                derived.findings(&record, &spans);
                 derived.impacts(&record, &spans);
                 let ms = started.elapsed().as_millis() as u64;
                 tracing::debug!(job = %record.job_hex, calls = record.recorded_calls, ms, "flow views of the ended job prepared");

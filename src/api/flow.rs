@@ -42,7 +42,7 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
 /// `GET /api/flow/{view}`: graph, physical, stack, flamegraph.folded, flamegraph.svg
 /// (`mode`: execution, the default, or wall), timeline.json (windowed: `from`, `to`,
 /// `limit`), gantt (the timeline's overview: `from`, `to`, `buckets`, `by`),
-/// bottlenecks, impact.
+/// bottlenecks, impact, findings.
 pub(crate) async fn view(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -67,9 +67,10 @@ pub(crate) async fn view(
         "gantt" => View::Lanes(lanes::Ask::default()),
         "bottlenecks" => View::Bottlenecks,
         "impact" => View::Impact,
+        "findings" => View::Findings,
         _ => {
             return Err(ApiError::not_found(format!(
-                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, gantt, bottlenecks, impact"
+                "no flow view {name:?}: the views are graph, physical, stack, flamegraph.folded, flamegraph.svg, timeline.json, gantt, bottlenecks, impact, findings"
             )))
         }
     };

@@ -55,6 +55,8 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     }
     Ok(json_ok(json!({
         "session_name": s.session_name,
+        // A real cluster read by `rayscope observe`, or the model's run.
+        "mode": if s.observed.is_some() { "observed" } else { "simulated" },
         "ray_version": s.version,
         "seed": s.seed,
         "speed": s.speed,

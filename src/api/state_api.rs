@@ -146,7 +146,10 @@ async fn with_snapshot<T: Send + 'static>(
         };
         let age = tables_age_seconds(&snap);
         if uses_tables && snap.tables.is_some() && age > 2.0 * super::app::FRESH_SECONDS {
-            warnings.push(format!("rows are {age:.1} s old: the engine is rebuilding its tables"));
+            warnings.push(match snap.observed {
+                Some(_) => format!("rows are {age:.1} s old: the observer is reading the cluster again"),
+                None => format!("rows are {age:.1} s old: the engine is rebuilding its tables"),
+            });
         }
         let job_extra = |j: &JobView| job_extra(&app, j);
         let ctx = Ctx { snap: &snap, tables, epoch_ms_at_zero: app.epoch_zero(), job_extra: &job_extra };

@@ -6,8 +6,8 @@
 //! a finished run's snapshot, as the API reads a live one); choosing the job (the
 //! first with records, or `--job`); writing `graph.json`, `physical.json`,
 //! `stack.json`, `flame.folded` and `flame.svg` (execution time), `flame-wall.folded`
-//! and `flame-wall.svg` (wall time), `timeline.json` and `bottlenecks.txt`
-//! into the output directory (the timeline whole: no window, no limit); and posting
+//! and `flame-wall.svg` (wall time), `timeline.json`, `impact.json`, `findings.json`
+//! and `bottlenecks.txt` (with the findings) into the output directory (the timeline whole: no window, no limit); and posting
 //! the records with `--emit`. Exit statuses: 0 done, 2 bad input (config, `--at`,
 //! `--job`, the `--emit` URL, a run that never ends), 1 anything else.
 //! Must never: leave a half-written view behind under its final name (each file is
@@ -19,7 +19,7 @@ use rayscope::flow::flame::Mode;
 use rayscope::flow::graph::Level;
 use rayscope::flow::spans::Spans;
 use rayscope::flow::timeline::Window;
-use rayscope::flow::{ant, bottleneck, emit, render, whatif, View};
+use rayscope::flow::{ant, bottleneck, emit, findings, render, whatif, View};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -212,9 +212,17 @@ fn run(
         serde_json::to_vec(&whatif::impact_json_of(&record, &spans, ranked.as_ref().as_ref())).unwrap_or_default();
     write(out, "impact.json", &impact)?;
     timings.insert("impact.json_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
+    // Ray's patterns and anti-patterns found in the job, each with its fix re-run.
     let t = Instant::now();
-    let mut text = bottleneck::text_of(&record, &path);
+    let found = derived.findings(&record, &spans);
+    let body = serde_json::to_vec(&findings::findings_json(&record, &spans, &found, &snap.nodes)).unwrap_or_default();
+    write(out, "findings.json", &body)?;
+    timings.insert("findings.json_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
+    let t = Instant::now();
+    let instant = derived.instant(&record, &spans);
+    let mut text = bottleneck::text_of(&record, &spans, &path, instant.as_ref().as_ref());
     text.push_str(&whatif::text_of(&record, ranked.as_ref().as_ref()));
+    text.push_str(&findings::text_of(&record, &spans, &found));
     write(out, "bottlenecks.txt", text.as_bytes())?;
     timings.insert("bottlenecks.txt_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("total_ms".into(), json!(started.elapsed().as_secs_f64() * 1e3));

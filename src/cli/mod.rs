@@ -65,9 +65,10 @@ from a real Ray cluster by `rayscope observe --record DIR`), then write Flow Ins
 (calls in flight at --at), flame.folded and flame.svg (execution time per call path), flame-wall.folded and \
 flame-wall.svg (the driver's wall time down the calls it waited on, with [queued] and [blocked] frames), \
 timeline.json (Chrome trace events: open in Perfetto; every execution up to --at, not windowed or limited as \
-/api/flow/timeline.json answers), impact.json (what fixing each candidate saves, the job re-run in the model) and \
-bottlenecks.txt (ranked by execution on the critical path, waiting shown beside it, then what fixing saves; also \
-printed). \
+/api/flow/timeline.json answers), impact.json (what fixing each candidate saves, the job re-run in the model), \
+findings.json (Ray's documented patterns and anti-patterns found in the job, each with what its fix saves) and \
+bottlenecks.txt (ranked by execution on the critical path, waiting shown beside it, what each top entry made \
+instant saves and its slowest call, then what fixing saves, then the findings; also printed). \
 With --emit, also post the job's call records, the driver's end and the physical stats to a running \
 flow-insight server (POST URL/emit), under --flow-id (default: unique per run). \
 Exit status: 0 done, 2 bad input (config, --job, --emit URL), 1 anything else."

@@ -1,6 +1,7 @@
 //! What several views derive from one replay and only its records decide: the
 //! critical-path ranking (bottlenecks, and the what-ifs' candidates), the wall-time
-//! flame graph's folded stacks, and the what-if ranking. Each is computed on first
+//! flame graph's folded stacks, the what-if ranking, what making each of the path's
+//! top entries instant saves, and the findings. Each is computed on first
 //! need and then shared, so a server answering the page's six views (and its refresh
 //! every 3 s) computes each once per set of records, and `rayscope flow` ranks once for
 //! two files.
@@ -12,7 +13,7 @@
 //! owner decides that.
 
 use super::spans::Spans;
-use super::{bottleneck, flame, whatif};
+use super::{bottleneck, findings, flame, whatif};
 use crate::snapshot::flow::JobRecord;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -25,6 +26,8 @@ pub struct Derived {
     path: OnceLock<Arc<bottleneck::Ranked>>,
     wall: OnceLock<Arc<BTreeMap<String, u64>>>,
     impacts: OnceLock<Arc<Impacts>>,
+    instant: OnceLock<Arc<Option<whatif::Instant>>>,
+    findings: OnceLock<Arc<Vec<findings::Finding>>>,
 }
 
 impl Derived {
@@ -41,6 +44,16 @@ impl Derived {
     /// Whether the what-ifs were ranked already (the last piece a prewarm makes).
     pub fn has_impacts(&self) -> bool {
         self.impacts.get().is_some()
+    }
+
+    /// What making each of the path's top entries instant saves (`whatif::instant_with`).
+    pub fn instant(&self, job: &JobRecord, spans: &Spans) -> Arc<Option<whatif::Instant>> {
+        self.instant.get_or_init(|| Arc::new(whatif::instant_with(job, spans, &self.path(job, spans)))).clone()
+    }
+
+    /// The findings, each with what its fix saves (`findings::findings`).
+    pub fn findings(&self, job: &JobRecord, spans: &Spans) -> Arc<Vec<findings::Finding>> {
+        self.findings.get_or_init(|| Arc::new(findings::findings(job, spans))).clone()
     }
 
     /// The what-if ranking (`whatif::rank`).

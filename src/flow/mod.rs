@@ -12,6 +12,7 @@ pub mod ant;
 pub mod bottleneck;
 pub mod derived;
 pub mod emit;
+pub mod findings;
 pub mod flame;
 pub mod graph;
 pub mod lanes;
@@ -45,6 +46,8 @@ pub enum View {
     Bottlenecks,
     /// What fixing each candidate saves, from re-runs of the job in the replay model.
     Impact,
+    /// Ray's documented patterns and anti-patterns found in the job (`findings`).
+    Findings,
 }
 
 /// A rendered view: its body and content type.
@@ -94,7 +97,14 @@ pub fn render(
         View::Lanes(ask) => {
             Rendered { body: lanes::lanes_json(job, spans, nodes, &ask), content_type: "application/json", cut: None }
         }
-        View::Bottlenecks => json(bottleneck::bottlenecks_of(job, spans, &derived.path(job, spans))),
+        View::Bottlenecks => json(bottleneck::bottlenecks_of(
+            job,
+            spans,
+            &derived.path(job, spans),
+            derived.instant(job, spans).as_ref().as_ref(),
+            nodes,
+        )),
+        View::Findings => json(findings::findings_json(job, spans, &derived.findings(job, spans), nodes)),
         View::Impact => json(whatif::impact_json_of(job, spans, derived.impacts(job, spans).as_ref().as_ref())),
         View::Folded(mode) => text(flame::folded_text(&folded(mode)), "text/plain; charset=utf-8"),
         View::Svg(mode) => text(

@@ -8,7 +8,8 @@
 //! metadata events naming rows, one complete (`"ph": "X"`) event per execution
 //! (`pid` = node index, `tid` = worker pid, times in virtual µs: its last attempt's
 //! start to its end), and inside it one `"cat": "blocked"` event named `ray.get` per
-//! interval it spent blocked in `ray.get` (not executing).
+//! interval it spent blocked in `ray.get` (not executing), its `args.inferred` true
+//! where the wait was read from other times rather than measured (observe mode).
 //! Written straight into one pre-sized string, each callee's name quoted once (a
 //! recorded job can have 100,000 executions: building a JSON tree first would cost
 //! more than the answer's budget).
@@ -186,12 +187,15 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         push_int(&mut events, s.submit);
         events.push_str(if s.ok { ",\"ok\":true" } else { ",\"ok\":false" });
         events.push_str(if s.end.is_none() { ",\"running\":true}}" } else { ",\"running\":false}}" });
+        // An observed call's waits without Ray's profile events are read from other
+        // times: each says so.
+        let close = if job.waits_inferred(s.span) { "\",\"inferred\":true}}" } else { "\",\"inferred\":false}}" };
         for (_, from, to) in
             s.intervals(spans.end_or_at(i)).filter(|(p, from, _)| *p == Phase::Blocked && *from >= start)
         {
             events.push_str(",{\"name\":\"ray.get\",\"cat\":\"blocked\",\"ph\":\"X\",\"ts\":");
             push_placed(&mut events, from, to - from, s.node, s.pid, s.span);
-            events.push_str("\"}}");
+            events.push_str(close);
         }
     }
     let returned = sel.kept.len();

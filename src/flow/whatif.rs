@@ -37,6 +37,7 @@ pub(crate) enum Step {
 }
 
 /// The replay's picture of a job: each call's steps and what gates its start.
+#[derive(Clone)]
 pub struct Model {
     steps: Vec<Vec<Step>>,
     /// Calls that must end before it starts: argument producers, the call before it on
@@ -132,6 +133,131 @@ impl Model {
     pub fn makespan(&self, fix: &Fix) -> u64 {
         Replay::new(self, fix).run()
     }
+
+    /// The latency call `i` showed between being able to start and starting, µs.
+    pub fn latency(&self, i: usize) -> u64 {
+        self.latency.get(i).copied().unwrap_or(0)
+    }
+
+    /// The makespan (µs) with a [`Change`] to the job: a copy of the model is changed
+    /// and re-run, so that the model itself stays the recorded job's.
+    pub fn makespan_changed(&self, change: &Change) -> u64 {
+        if change.latency.is_empty() && change.together.is_empty() && change.wait_order.is_empty() {
+            return self.makespan(&change.exec);
+        }
+        let mut m = self.clone();
+        for &(i, l) in &change.latency {
+            if let Some(x) = m.latency.get_mut(i) {
+                *x = (*x).min(l);
+            }
+        }
+        for (caller, calls) in &change.together {
+            m.submit_together(*caller, calls, &change.unrecorded);
+        }
+        for (caller, order) in &change.wait_order {
+            m.reorder_waits(*caller, order);
+        }
+        m.makespan(&change.exec)
+    }
+
+    /// `caller` submits `calls` together where it submitted the first of them, and waits
+    /// for them all where it waited for the last of them alone: its calls pipelined
+    /// instead of waited on one at a time. Waits on other calls stay where they were.
+    /// `unrecorded`: per call, how much of the caller's executing after its submit was
+    /// in truth a wait for it that nothing recorded (whole-ms rows): that much of it
+    /// becomes part of the one wait too.
+    fn submit_together(&mut self, caller: usize, calls: &[usize], unrecorded: &BTreeMap<usize, u64>) {
+        let Some(old) = self.steps.get(caller) else { return };
+        let set: std::collections::BTreeSet<usize> = calls.iter().copied().collect();
+        let mut steps = Vec::with_capacity(old.len());
+        let mut submitted = false;
+        let (mut waited, mut resume, mut at) = (Vec::new(), 0, None);
+        // The call submitted last, and how much of the caller's executing is its wait.
+        let mut owed: Option<(usize, u64)> = None;
+        for step in old {
+            match step {
+                Step::Submit(c) if set.contains(c) => {
+                    if !submitted {
+                        submitted = true;
+                        steps.extend(old.iter().filter_map(|s| match s {
+                            Step::Submit(c) if set.contains(c) => Some(Step::Submit(*c)),
+                            _ => None,
+                        }));
+                    }
+                    owed = unrecorded.get(c).map(|&us| (*c, us));
+                }
+                Step::Wait(w, r) if !w.is_empty() && w.iter().all(|c| set.contains(c)) => {
+                    waited.extend(w.iter().copied());
+                    resume = *r;
+                    at = Some(steps.len());
+                    steps.push(Step::Gap(0));
+                }
+                Step::Exec(d) if owed.is_some_and(|(_, us)| us > 0) => {
+                    let (c, us) = owed.expect("checked above");
+                    let w = us.min(*d);
+                    owed = Some((c, us - w));
+                    if !waited.contains(&c) {
+                        waited.push(c);
+                    }
+                    at = Some(steps.len());
+                    steps.push(Step::Gap(0));
+                    if *d > w {
+                        steps.push(Step::Exec(*d - w));
+                    }
+                }
+                s => steps.push(s.clone()),
+            }
+        }
+        if let Some(at) = at {
+            for &c in &waited {
+                if !self.gated[c].contains(&caller) {
+                    self.gated[c].push(caller);
+                }
+            }
+            steps[at] = Step::Wait(waited, resume);
+        }
+        self.steps[caller] = steps;
+    }
+
+    /// `caller`'s waits on one call each take the calls in `order` instead (as
+    /// `ray.wait` hands back whichever is ready first), and it waits for them all
+    /// before it ends (it had every result by its end).
+    fn reorder_waits(&mut self, caller: usize, order: &[usize]) {
+        let Some(steps) = self.steps.get_mut(caller) else { return };
+        let mut next = order.iter();
+        for s in steps.iter_mut() {
+            if let Step::Wait(w, _) = s {
+                if w.len() == 1 {
+                    match next.next() {
+                        Some(&c) => w[0] = c,
+                        None => break,
+                    }
+                }
+            }
+        }
+        steps.push(Step::Wait(order.to_vec(), 0));
+        for &c in order {
+            if !self.gated[c].contains(&caller) {
+                self.gated[c].push(caller);
+            }
+        }
+    }
+}
+
+/// One re-run's change to a job, for a finding's what-if (`findings`).
+#[derive(Clone, Debug, Default)]
+pub struct Change {
+    /// Executing stretches of these targets take no longer than this.
+    pub exec: Fix,
+    /// Calls whose start latency becomes no longer than this, µs.
+    pub latency: Vec<(usize, u64)>,
+    /// (caller, calls): the calls submitted together and waited for once.
+    pub together: Vec<(usize, Vec<usize>)>,
+    /// Per call of `together`: how much of its caller's executing after its submit
+    /// was a wait for it that nothing recorded, µs.
+    pub unrecorded: BTreeMap<usize, u64>,
+    /// (caller, calls): its one-call waits take the calls in this order.
+    pub wait_order: Vec<(usize, Vec<usize>)>,
 }
 
 /// A call's first start (its earliest executing stretch).
@@ -151,6 +277,16 @@ pub(crate) fn timeline(spans: &Spans, i: usize, start: u64, children: &[usize]) 
     let mut steps: Vec<Step> = subs[..next_sub].iter().map(|&(_, c)| Step::Submit(c)).collect();
     for (phase, from, to) in s.intervals(end).filter(|(_, _, to)| *to > start) {
         let from = from.max(start);
+        if phase != Phase::Executing {
+            // Calls submitted by the instant it blocked or was requeued come first: a
+            // caller that submits and blocks in the same instant (`ray.get(f.remote())`)
+            // has an executing stretch of zero between them, which no interval holds,
+            // and its wait would otherwise come before the call it waits for.
+            while next_sub < subs.len() && subs[next_sub].0 <= from {
+                steps.push(Step::Submit(subs[next_sub].1));
+                next_sub += 1;
+            }
+        }
         match phase {
             Phase::Executing => {
                 let mut at = from;
@@ -480,6 +616,62 @@ pub fn rank_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -> O
     Some((out, base))
 }
 
+/// Critical-path entries re-run made instant, at most this many (the top of the path):
+/// each is a whole re-run of the job.
+pub const INSTANT_ENTRIES: usize = 8;
+
+/// What making each of the path's top entries instant saves: one re-run per entry
+/// with its executing stretches at zero.
+#[derive(Clone, Debug, Default)]
+pub struct Instant {
+    /// The recorded job re-run unchanged, µs.
+    pub base_us: u64,
+    /// Per target re-run: the makespan it left, µs.
+    pub makespan_us: BTreeMap<u32, u64>,
+}
+
+impl Instant {
+    /// What making `target` instant saved, µs (`None`: not re-run).
+    pub fn saved(&self, target: u32) -> Option<u64> {
+        self.makespan_us.get(&target).map(|m| self.base_us.saturating_sub(*m))
+    }
+}
+
+/// [`Instant`] for the top of `path` (`None`: the job has not ended).
+pub fn instant_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -> Option<Instant> {
+    let m = Model::of(job, spans)?;
+    let base_us = m.makespan(&Fix::new());
+    let targets: Vec<u32> = path.0.iter().take(INSTANT_ENTRIES).map(|e| e.target).collect();
+    let runs = par_map(&targets, |&t| (t, m.makespan(&Fix::from([(t, 0)]))));
+    Some(Instant { base_us, makespan_us: runs.into_iter().collect() })
+}
+
+/// Why making an entry that holds `held_us` of the path instant saves only `saved_us`
+/// (`None`: it saves at least half of it, or it holds too little to matter).
+/// `beside`: the longest-executing other function or actor method, named as the
+/// likely next-longest path.
+pub fn why_less(held_us: u64, saved_us: u64, base_us: u64, beside: Option<(&str, u64)>) -> Option<String> {
+    if held_us == 0 || saved_us.saturating_mul(2) >= held_us || held_us.saturating_mul(100) < base_us {
+        return None;
+    }
+    let left = base_us.saturating_sub(saved_us) as f64 / 1e6;
+    let next = match beside {
+        Some((name, us)) => format!(": {name} executed {:.3} s of its own", us as f64 / 1e6),
+        None => String::new(),
+    };
+    Some(format!(
+        "made instant, it saves {:.3} s of the {:.3} s it holds: the job still takes {left:.3} s, as the next-longest path \
+         (calls that did not wait for it{next}) runs beside it and becomes the critical path",
+        saved_us as f64 / 1e6,
+        held_us as f64 / 1e6
+    ))
+}
+
+/// Run `f` over `items` in parallel (for the findings' re-runs).
+pub(crate) fn par_runs<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    par_map(items, f)
+}
+
 /// The ranking as JSON (`/api/flow/impact`).
 pub fn impact_json(job: &JobRecord, spans: &Spans) -> Value {
     impact_json_of(job, spans, rank(job, spans).as_ref())
@@ -522,7 +714,10 @@ pub fn text_of(job: &JobRecord, ranked: Option<&(Vec<Impact>, u64)>) -> String {
     let Some((list, base)) = ranked.map(|(l, b)| (l, *b)) else {
         return "what fixing saves: the job has not ended\n".into();
     };
-    let mut s = format!("what fixing saves (the job re-run in the model, {:.3} s as recorded):\n", base as f64 / 1e6);
+    let mut s = format!(
+        "what fixing saves, each fix made as fast as its siblings (the job re-run in the model, {:.3} s as recorded):\n",
+        base as f64 / 1e6
+    );
     if list.is_empty() {
         s.push_str("  no single fix saves 0.1 % or more\n");
     }

@@ -214,7 +214,12 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             parents.insert(t.id, (parent, depth, submit));
         }
     }
+    // Every wait below is inferred from the rows' times: its span is marked so.
+    let mut inferred = std::collections::BTreeSet::new();
     for dep in argument_waits(&order, &parents) {
+        if let Rec::Dep { span, .. } = dep.3 {
+            inferred.insert(span);
+        }
         pending.push(dep);
     }
     let end = end_ms.map(|ms| store.us(ms).max(pending.iter().map(|p| p.0).max().unwrap_or(start)));
@@ -227,6 +232,9 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         ));
     }
     for wait in get_waits(&pending) {
+        if let Rec::Block { span, .. } | Rec::Unblock { span, .. } = wait.3 {
+            inferred.insert(span);
+        }
         pending.push(wait);
     }
     // Same instant: submits (parents first), starts, argument waits, blocks and
@@ -254,6 +262,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         targets,
         frames: std::sync::Arc::new(frames),
         edges,
+        task_ids: std::sync::Arc::new(
+            tasks.iter().map(|t| (t.id, t.last().task_id.clone())).filter(|(_, id)| !id.is_empty()).collect(),
+        ),
+        inferred: std::sync::Arc::new(inferred),
     })
 }
 

@@ -157,6 +157,8 @@ impl FlowRecorder {
                 targets: Chunked::default(),
                 frames: Arc::new(Vec::new()),
                 edges: BTreeMap::new(),
+                task_ids: Arc::default(),
+                inferred: Arc::default(),
             },
             target_index: FxHashMap::default(),
             frame_index: FxHashMap::default(),
@@ -336,6 +338,8 @@ impl FlowRecorder {
                         name: j.rec.name.clone(),
                         frames: j.rec.frames.clone(),
                         edges,
+                        task_ids: j.rec.task_ids.clone(),
+                        inferred: j.rec.inferred.clone(),
                         ..j.rec
                     })
                 });

@@ -212,6 +212,13 @@ pub struct JobRecord {
     pub frames: Arc<Vec<String>>,
     /// (caller frame, callee frame) → aggregate over every call.
     pub edges: BTreeMap<(u32, u32), EdgeAgg>,
+    /// Task ids as the cluster wrote them, by span, where a span is not the id itself
+    /// (an observed job's); empty for the model, whose span is its task's number.
+    pub task_ids: Arc<BTreeMap<u64, String>>,
+    /// Spans whose waits (in `ray.get`, for an argument) were inferred from other
+    /// times rather than measured (an observed job without Ray's profile events);
+    /// empty for the model, whose waits are all measured.
+    pub inferred: Arc<std::collections::BTreeSet<u64>>,
 }
 
 impl JobRecord {
@@ -221,6 +228,19 @@ impl JobRecord {
 
     pub fn target(&self, i: u32) -> &Target {
         self.targets.get(i as usize).expect("a record names a recorded target")
+    }
+
+    /// A call's task id as Ray's State API writes it.
+    pub fn task_id(&self, span: u64, driver: bool) -> String {
+        match self.task_ids.get(&span) {
+            Some(id) => id.clone(),
+            None => crate::model::task_id_hex(span, self.job, driver),
+        }
+    }
+
+    /// Whether a span's waits were inferred rather than measured.
+    pub fn waits_inferred(&self, span: u64) -> bool {
+        self.inferred.contains(&span)
     }
 }
 

@@ -23,15 +23,17 @@ pub(super) fn render(app: &App) -> String {
     let post = |body: &mut String, path: &str, what: &str| {
         let _ = writeln!(body, "<li><code>POST {path}</code> {what}</li>");
     };
+    // A real cluster read by `rayscope observe` has no seed, speed or virtual clock.
+    let clock = match s.observed {
+        Some(_) => format!("an observed cluster, read for {:.0} s", s.sim_time_us as f64 / 1e6),
+        None => format!("seed {}, virtual time {:.0} s at speed {}", s.seed, s.sim_time_us as f64 / 1e6, s.speed),
+    };
     let _ = write!(
         body,
-        "<h1>Endpoints</h1>\n<p class=\"lead\">Session <code>{}</code>, Ray {}, seed {}, {} nodes, virtual time {:.0} s at speed {}.</p>\n",
+        "<h1>Endpoints</h1>\n<p class=\"lead\">Session <code>{}</code>, Ray {}, {} nodes, {clock}.</p>\n",
         escape(&s.session_name),
         escape(&s.version),
-        s.seed,
         s.nodes.len(),
-        s.sim_time_us as f64 / 1e6,
-        s.speed,
     );
     body.push_str("<div class=\"cols\"><section class=\"card\"><h2>Prometheus</h2><ul class=\"links\">\n");
     link(&mut body, "/metrics", "every node's and the cluster's metrics");
@@ -82,12 +84,20 @@ pub(super) fn render(app: &App) -> String {
     link(
         &mut body,
         "/flow",
-        "the page: what fixing saves, bottlenecks, call graph, physical view, Gantt, flame graph, stack",
+        "the page: findings (Ray's patterns and anti-patterns), what fixing saves, bottlenecks, call graph, physical view, Gantt, flame graph, stack",
     );
     link(&mut body, "/api/flow/jobs", "jobs with recorded calls");
-    for view in
-        ["graph", "physical", "stack", "flamegraph.folded", "flamegraph.svg", "timeline.json", "bottlenecks", "impact"]
-    {
+    for view in [
+        "graph",
+        "physical",
+        "stack",
+        "flamegraph.folded",
+        "flamegraph.svg",
+        "timeline.json",
+        "bottlenecks",
+        "impact",
+        "findings",
+    ] {
         let _ = writeln!(
             body,
             "<li><code>/api/flow/{view}?job=ID</code> (<code>at</code>{})</li>",

@@ -21,10 +21,13 @@
   // The timeline's cut (executions); empty: the server's default.
   const limit = params.get('limit') || '';
   const secs = (s) => `${fixed(s, s < 10 ? 3 : 1)} s`;
+  // What the times are: the model's virtual clock, or an observed cluster's (set below).
+  let clock = 'virtual time';
+  RS.json('/api/cluster').then((c) => { if (c.mode === 'observed') { clock = 'cluster time since rayscope began reading'; atInput.setAttribute('aria-label', 'At (seconds since rayscope began reading)'); } }).catch(() => {});
   const q = (extra) => new URLSearchParams(Object.assign({job}, at ? {at} : {}, extra || {}));
   const body = (id) => $(`#${id} .flow-body`);
   const note = (id, text) => { const n = $(`#${id} .flow-note`); if (n) n.textContent = text; };
-  const BLOCKS = ['impact', 'bottlenecks', 'graph', 'physical', 'gantt', 'flame', 'stack'];
+  const BLOCKS = ['findings', 'impact', 'bottlenecks', 'graph', 'physical', 'gantt', 'flame', 'stack'];
   const done = (id) => {
     const b = $(`#${id}`);
     b.dataset.loaded = String(num(Number(b.dataset.loaded)) + 1);
@@ -49,9 +52,12 @@
   async function jobs() {
     const list = (await RS.json('/api/flow/jobs')).jobs || [];
     if (!job && list.length) {
-      // The newest running job, else the newest.
-      const running = list.filter((j) => j.end_time_s == null);
-      job = (running.length ? running[running.length - 1] : list[list.length - 1]).job_id;
+      // The most telling recent job: the newest running one that made a call, else the
+      // newest that made one, else the newest (a job of one call, its driver, shows nothing).
+      const busy = list.filter((j) => num(j.calls) > 1);
+      const running = busy.filter((j) => j.end_time_s == null);
+      const pick = running.length ? running : busy.length ? busy : list;
+      job = pick[pick.length - 1].job_id;
     }
     jobSel.replaceChildren(...list.map((j) => el('option', {value: j.job_id, selected: j.job_id === job,
       text: `${j.job_id} ${j.name || ''} · ${j.status} · ${int(j.calls)} calls${j.truncated ? ' (capped)' : ''}`})));
@@ -59,12 +65,33 @@
     return list.length > 0;
   }
 
+  // A call as the server names it: its task id, node, worker and sizes.
+  const callText = (c) => c ? `task ${short(c.task_id, 16)} · node ${c.node_id ? short(c.node_id, 8) : (c.node ?? '—')} · worker ${c.worker_pid ?? '—'} · ${secs(num(c.duration_s))} · args ${RS.bytes(c.arg_bytes)} · returns ${RS.bytes(c.return_bytes)}` : '—';
+  const callLink = (c) => c ? el('a', {href: `/tasks?task_id=${encodeURIComponent(c.task_id)}`, class: 'mono', text: callText(c), title: c.task_id}) : '—';
+
+  // ------------------------------------------------------------- findings
+  /** Ray's documented patterns and anti-patterns the server found in the job. */
+  async function findings() {
+    const v = await RS.json(`/api/flow/findings?${q()}`);
+    const list = v.findings || [];
+    body('findings').replaceChildren(list.length
+      ? el('ul', {class: 'flow-findings'}, list.map((f) => el('li', {'data-kind': f.kind},
+        RS.badge(f.kind.toUpperCase()), ' ', el('strong', {text: f.title}),
+        el('div', {class: 'muted', text: `where: ${f.where} · ${f.saves_s == null ? 'saves: computed once the job has ended' : `fixing saves ${secs(num(f.saves_s))}`} (${f.fix})`}),
+        el('div', {text: f.evidence.replace(/ Ray's docs: \S+$/, '')}, ' ', el('a', {href: f.doc, text: "Ray's docs ›", rel: 'noopener'})),
+        el('div', {class: 'muted'}, 'slowest call: ', callLink((f.calls || [])[0])))))
+      : el('p', {class: 'muted', text: v.finished ? "None of Ray's documented anti-patterns shows in this job." : 'None so far; what a fix saves is computed once the job has ended.'}));
+    note('findings', `${int(list.length)} found`);
+    $('#findings').dataset.kinds = list.map((f) => f.kind).join(' ');
+    done('findings');
+  }
+
   // ------------------------------------------------------------- bottlenecks
   async function bottlenecks() {
     const b = await RS.json(`/api/flow/bottlenecks?${q()}`);
     const rows = (b.entries || []).slice(0, 10);
     body('bottlenecks').replaceChildren(
-      el('p', {class: 'muted', text: `Critical path ${secs(num(b.critical_path_s))} at ${secs(num(b.at_s))} · the driver's own execution ${secs(num(b.driver_self_s))}${b.truncated ? ' · recorded calls only' : ''}. Ranked by execution on the path; waiting is given to what was waited for.`}),
+      el('p', {class: 'muted', text: `Critical path ${secs(num(b.critical_path_s))} at ${secs(num(b.at_s))} · the driver's own execution ${secs(num(b.driver_self_s))}${b.driver_waits_inferred ? " · the driver's waits in ray.get are inferred from the calls' times, not measured" : ''}${b.truncated ? ' · recorded calls only' : ''}. Ranked by execution on the path; waiting is given to what was waited for. "Saves" is the job re-run with that entry made instant.`}),
       RS.table([
         {title: '#', cell: (e) => int(e.rank), num: true},
         {title: 'Method', cell: (e) => el('strong', {text: e.name})},
@@ -73,7 +100,9 @@
         {title: 'Executing on path', cell: (e) => secs(num(e.self_s)), num: true},
         {title: 'Queued on path', cell: (e) => secs(num(e.queued_on_path_s)), num: true},
         {title: 'Share', cell: (e) => RS.bar(num(e.share), 1, `${fixed(100 * num(e.share))}%`)},
-        {title: 'Calls', cell: (e) => int(e.calls), num: true},
+        {title: 'Saves (made instant)', cell: (e) => e.saves_s == null ? '—' : el('span', {text: secs(num(e.saves_s)) + (e.saves_why ? ' ⓘ' : ''), title: e.saves_why || ''}), num: true},
+        {title: 'Calls', cell: (e) => [int(e.calls), e.inferred ? ' ' : null, e.inferred ? RS.badge('INFERRED') : null].filter(Boolean), num: true},
+        {title: 'Slowest call', cell: (e) => callLink(e.slowest_call)},
         {title: 'Waiting callers', cell: (e) => (e.callers || []).map((c) => `${c.name} ${actor(c.actor_id)} ×${int(c.waiting_calls)}`).join(', ')},
       ], rows, {empty: 'No call on the critical path yet.', rowAttrs: (e) => ({'data-name': e.name, 'data-actor': e.actor_id || ''})}));
     done('bottlenecks');
@@ -247,7 +276,7 @@
       s.append(p);
     });
     const axis = svg('text', {x: GLW, y: lanes.length * OH + 14, class: 'gantt-label'});
-    axis.textContent = `${secs(span[0])} … ${secs(span[1])} (virtual time): the whole job`;
+    axis.textContent = `${secs(span[0])} … ${secs(span[1])} (${clock}): the whole job`;
     s.append(axis);
     s.append(svg('rect', {class: 'gantt-window', y: 0, height: lanes.length * OH + 2}));
     const brush = svg('rect', {class: 'gantt-brush', y: 0, height: lanes.length * OH + 2, width: 0});
@@ -316,8 +345,11 @@
     for (const [k, ws] of waits) if (rows.has(k)) rows.get(k).busy -= ws.reduce((a, w) => a + num(w.dur), 0);
     const shown = [...rows.values()].sort((a, b) => b.busy - a.busy).slice(0, MAX_ROWS);
     // The x axis is the window asked for (the answer's from/to), not the bars' extent.
-    const t0 = num(cut.from_s) * 1e6 || Math.min(...bars.map((b) => num(b.ts)), Infinity);
-    const t1 = num(cut.to_s) * 1e6 || Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
+    // The x axis is the window picked, or the job's extent the overview drew (not the
+    // instant "now", which runs on past a finished job and squeezes its bars together).
+    const range = win || span;
+    const t0 = range ? range[0] * 1e6 : num(cut.from_s) * 1e6 || Math.min(...bars.map((b) => num(b.ts)), Infinity);
+    const t1 = range ? range[1] * 1e6 : num(cut.to_s) * 1e6 || Math.max(...bars.map((b) => num(b.ts) + num(b.dur)), 0);
     const width = Math.max(1, t1 - (isFinite(t0) ? t0 : 0));
     const x = (t) => GLW + ((Math.max(t, t0) - t0) / width) * (GW - GLW - 4);
     const w = (b) => Math.max(0.6, x(Math.min(num(b.ts) + num(b.dur), t1)) - x(num(b.ts)));
@@ -346,7 +378,9 @@
       }
     });
     const axis = svg('text', {x: GLW, y: shown.length * RH + 18, class: 'gantt-label'});
-    axis.textContent = bars.length ? `${secs(t0 / 1e6)} … ${secs(t1 / 1e6)} (virtual time)` : 'No execution in this window.';
+    axis.textContent = bars.length ? `${secs(t0 / 1e6)} … ${secs(t1 / 1e6)} (${clock})` : 'No execution in this window.';
+    $('#gantt').dataset.axisFrom = String(t0 / 1e6);
+    $('#gantt').dataset.axisTo = String(t1 / 1e6);
     s.append(axis);
     body('gantt-detail').replaceChildren(el('div', {class: 'flow-scroll'}, s),
       el('p', {class: 'muted gantt-cut', text: (cut.truncated
@@ -407,7 +441,7 @@
   async function refresh() {
     if (!job && !(await jobs())) return;
     links();
-    await Promise.all([impact(), bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
+    await Promise.all([findings(), impact(), bottlenecks(), graph(), physical(), gantt(), stack()].map((p) => p.catch(RS.fail)));
   }
   function syncUrl() {
     const w = win ? {from: win[0].toFixed(6), to: win[1].toFixed(6)} : {};

@@ -49,10 +49,17 @@
   }
   async function status() {
     const c = await RS.json('/api/cluster');
-    $('#session').textContent = `${c.session_name || ''} · Ray ${c.ray_version || '?'} · seed ${c.seed ?? '?'}`;
-    $('#clock').textContent = `Virtual time ${duration(c.sim_time_seconds)} (${fixed(c.sim_time_seconds)} s) at ${fixed(c.speed, 2)}× speed` +
-      (num(c.lag_seconds) > 1 ? ` · the engine is ${fixed(c.lag_seconds)} s behind` : '') +
-      ` · ${int(c.events_processed)} events`;
+    // A real cluster read by `rayscope observe` has no seed, speed or virtual clock.
+    const observed = c.mode === 'observed';
+    document.body.dataset.mode = observed ? 'observed' : 'simulated';
+    $('#session').textContent = observed
+      ? `${c.session_name || ''} · Ray ${c.ray_version || '?'} · observed cluster`
+      : `${c.session_name || ''} · Ray ${c.ray_version || '?'} · seed ${c.seed ?? '?'}`;
+    $('#clock').textContent = observed
+      ? `Observed for ${duration(c.sim_time_seconds)} (${fixed(c.sim_time_seconds)} s) · last read ${RS.time(c.timestamp_ms)}`
+      : `Virtual time ${duration(c.sim_time_seconds)} (${fixed(c.sim_time_seconds)} s) at ${fixed(c.speed, 2)}× speed` +
+        (num(c.lag_seconds) > 1 ? ` · the engine is ${fixed(c.lag_seconds)} s behind` : '') +
+        ` · ${int(c.events_processed)} events`;
     $('#clock').dataset.simTime = String(num(c.sim_time_seconds));
     const nodes = c.nodes || {};
     setStat('nodes.alive', nodes.alive);

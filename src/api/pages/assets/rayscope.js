@@ -62,7 +62,12 @@ window.RS = (() => {
   }
 
   // ------------------------------------------------------------- formatting
-  const num = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
+  // Ray's State API writes 64-bit counts as strings ("num_restarts": "1"): a numeric
+  // string is its number, anything else 0.
+  const num = (v) => {
+    if (typeof v === 'string' && v.trim() !== '') v = Number(v);
+    return typeof v === 'number' && isFinite(v) ? v : 0;
+  };
   const int = (v) => Math.round(num(v)).toLocaleString('en-US');
   function fixed(v, digits) {
     const n = num(v);
@@ -140,7 +145,9 @@ window.RS = (() => {
    */
   function table(columns, rows, opts) {
     const o = opts || {};
-    const head = el('tr', null, columns.map((c) => el('th', {class: c.num ? 'num' : null, text: c.title})));
+    // A column with `sort` has a header button that calls it (`aria-sort` says the order shown).
+    const head = el('tr', null, columns.map((c) => el('th', {class: c.num ? 'num' : null, 'aria-sort': c.sorted || null},
+      c.sort ? el('button', {type: 'button', class: 'th-sort', text: `${c.title}${c.sorted === 'descending' ? ' ▼' : c.sorted === 'ascending' ? ' ▲' : ''}`, onclick: c.sort}) : c.title)));
     const body = el('tbody');
     if (!rows.length) body.append(el('tr', null, el('td', {class: 'empty', colspan: columns.length, text: o.empty || 'Nothing to show.'})));
     for (const r of rows) {

@@ -9,6 +9,16 @@
     'RUNNING', 'RUNNING_IN_RAY_GET', 'RUNNING_IN_RAY_WAIT', 'FINISHED', 'FAILED'];
   const params = new URLSearchParams(location.search);
   let state = params.get('state') || '';
+  // One task asked for by id (Flow Insight links its slow calls here).
+  const taskId = params.get('task_id') || '';
+  // Duration order of the page shown: null as listed, true longest first.
+  let sortDesc = params.get('sort') === 'duration' ? true : null;
+  /** A task's start to end (or to now, running) in seconds; null before it starts. */
+  function duration(t) {
+    if (!num(t.start_time_ms)) return null;
+    const end = num(t.end_time_ms) || Date.now();
+    return Math.max(0, end - num(t.start_time_ms)) / 1000;
+  }
 
   async function summary() {
     const s = await RS.summary('tasks');
@@ -40,6 +50,9 @@
     {title: 'Job', cell: (t) => el('span', {class: 'mono', text: t.job_id || ''})},
     {title: 'Node', cell: (t) => el('span', {class: 'mono', text: short(t.node_id)})},
     {title: 'Started', cell: (t) => (t.start_time_ms ? time(t.start_time_ms) : '')},
+    {title: 'Duration', num: true, sort: () => { sortDesc = !sortDesc; p.reload(false); },
+      get sorted() { return sortDesc == null ? null : sortDesc ? 'descending' : 'ascending'; },
+      cell: (t) => { const d = duration(t); return d == null ? '' : el('span', {'data-duration': d, text: d < 10 ? `${d.toFixed(3)} s` : `${d.toFixed(1)} s`, title: t.end_time_ms ? 'start to end' : 'running: start to now'}); }},
     {title: 'Error', cell: (t) => t.error_type || ''},
   ];
   const stateSel = el('select', {'aria-label': 'State', onchange: () => { state = stateSel.value; p.reload(true); }},
@@ -51,7 +64,14 @@
     rowAttrs: (t) => ({'data-id': `${t.task_id}:${t.attempt_number}`}),
     toolbar: [el('h2', {text: 'Task list'}), el('label', null, 'State', stateSel)],
     empty: 'No task matches.',
-    load: (offset, limit) => RS.list('tasks', Object.assign({limit, offset, detail: true}, state ? {state} : {})),
+    load: async (offset, limit) => {
+      const q = new URLSearchParams(Object.assign({limit, offset, detail: true}, state ? {state} : {}));
+      if (taskId) { q.append('filter_keys', 'task_id'); q.append('filter_predicates', '='); q.append('filter_values', taskId); }
+      const r = await RS.list('tasks', q);
+      // The page shown, ordered by duration when asked (a click on the column's header).
+      if (sortDesc != null) r.rows.sort((a, b) => (sortDesc ? -1 : 1) * ((duration(a) ?? -1) - (duration(b) ?? -1)));
+      return r;
+    },
   });
   RS.every(5000, summary);
   p.reload(true);

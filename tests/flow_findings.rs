@@ -1,0 +1,377 @@
+//! Findings named after Ray's documented patterns and anti-patterns (`flow::findings`),
+//! on small programs whose shape is fixed by their source: each anti-pattern program run
+//! in the model gets its finding, with what its fix saves from a re-run, and the same
+//! program written the documented way gets none. Where the model cannot run a program
+//! (a result fetched alone, an argument sent by value), its records are written by hand
+//! as an observed job's would be.
+
+mod common;
+
+use rayscope::config::replay::{ReplayCall, ReplayConfig, ReplayJob, ReplayKind, ReplayStep};
+use rayscope::config::{self, WorkloadConfig};
+use rayscope::flow::findings::{self, Finding, Kind};
+use rayscope::flow::spans::Spans;
+use rayscope::snapshot::flow::{Chunked, JobRecord, Rec, Target, TargetKind};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const MS: u64 = 1_000;
+
+fn call(kind: ReplayKind, name: &str, actor: Option<u32>, cpu: f64, steps: Vec<ReplayStep>) -> ReplayCall {
+    let class = name.split('.').next().unwrap_or(name).to_string();
+    ReplayCall {
+        kind,
+        name: name.into(),
+        class,
+        actor,
+        resources: if cpu > 0.0 { vec![("CPU".into(), cpu)] } else { Vec::new() },
+        deps: Vec::new(),
+        return_bytes: 0,
+        steps,
+    }
+}
+
+/// A driver (call 0) with `driver` steps and `calls` after it; run on a head of `cpus`
+/// CPUs, and the job's findings.
+fn run(cpus: u32, driver: Vec<ReplayStep>, calls: Vec<ReplayCall>) -> (Vec<Finding>, u64) {
+    let mut all = vec![call(ReplayKind::Driver, "_main", None, 0.0, driver)];
+    all.extend(calls);
+    let actors = all.iter().filter_map(|c| c.actor).max().map_or(0, |a| a + 1);
+    let job = Arc::new(ReplayJob { source: "test".into(), calls: all, actors, recorded_makespan_us: 0 });
+    let yaml = format!("cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 64GiB}}\n");
+    let mut cfg = config::load_str(&yaml, "findings.yaml").unwrap_or_else(|e| panic!("{e}"));
+    cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "program".into(), job })];
+    let (engine, _) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
+    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
+    let record = snap.flow.jobs.values().next().expect("the program's job is recorded").clone();
+    let spans = Spans::replay(&record, snap.sim_time_us);
+    let root = spans.root().unwrap();
+    let makespan = spans.spans[root].end.expect("the program ends") - spans.spans[root].submit;
+    (findings::findings(&record, &spans), makespan)
+}
+
+fn kinds(f: &[Finding]) -> Vec<Kind> {
+    f.iter().map(|f| f.kind).collect()
+}
+
+fn hold(ms: u64) -> Vec<ReplayStep> {
+    vec![ReplayStep::Hold(ms * MS)]
+}
+
+/// `f` called `n` times: one at a time (`ray.get` after each submit) or all first.
+fn get_loop_program(n: u32, in_loop: bool) -> (Vec<ReplayStep>, Vec<ReplayCall>) {
+    let calls = (0..n).map(|_| call(ReplayKind::Function, "f", None, 1.0, hold(200))).collect();
+    let mut driver = Vec::new();
+    for k in 1..=n {
+        driver.push(ReplayStep::Submit(k));
+        if in_loop {
+            driver.push(ReplayStep::Get);
+        }
+    }
+    if !in_loop {
+        driver.push(ReplayStep::Get);
+    }
+    (driver, calls)
+}
+
+#[test]
+fn ray_get_in_a_loop_is_named_and_its_fix_saves_what_parallel_calls_save() {
+    let (driver, calls) = get_loop_program(10, true);
+    let (found, makespan) = run(16, driver, calls);
+    assert_eq!(kinds(&found), vec![Kind::GetInLoop], "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.place, "_main → f");
+    // Ten 200 ms calls one after another, or side by side on 16 CPUs: about 1.8 s.
+    let saved = f.saves_us.expect("the job ended: its fix was re-run");
+    assert!(saved >= 1_500_000 && saved < makespan, "saves {saved} µs of {makespan} µs");
+    let (driver, calls) = get_loop_program(10, false);
+    let (found, _) = run(16, driver, calls);
+    assert!(found.is_empty(), "all submitted, then one ray.get: {found:#?}");
+}
+
+#[test]
+fn an_actor_called_one_call_at_a_time_is_named_and_a_pipelined_one_is_not() {
+    let program = |pipelined: bool| {
+        let mut calls = vec![call(ReplayKind::ActorCreation, "Queue.__init__", Some(0), 0.0, hold(1))];
+        calls.extend((0..8).map(|_| call(ReplayKind::Method, "Queue.put", Some(0), 0.0, hold(50))));
+        let mut driver = vec![ReplayStep::Submit(1)];
+        for k in 2..=9 {
+            driver.push(ReplayStep::Submit(k));
+            if !pipelined {
+                driver.push(ReplayStep::Get);
+            }
+        }
+        driver.push(ReplayStep::Get);
+        run(4, driver, calls)
+    };
+    let (found, makespan) = program(false);
+    assert_eq!(kinds(&found), vec![Kind::BlockedActorCalls], "{found:#?}");
+    assert_eq!(found[0].place, "_main → Queue.put");
+    assert!(found[0].saves_us.is_some_and(|s| s < makespan), "{found:#?}");
+    let (found, _) = program(true);
+    assert!(found.is_empty(), "pipelined: {found:#?}");
+}
+
+#[test]
+fn calls_shorter_than_their_own_start_are_too_fine_grained_and_long_ones_are_not() {
+    let program = |hold_us: u64| {
+        // On 4 CPUs, so that the calls reuse the workers the first ones started.
+        let calls =
+            (0..100).map(|_| call(ReplayKind::Function, "tiny", None, 1.0, vec![ReplayStep::Hold(hold_us)])).collect();
+        let mut driver: Vec<ReplayStep> = (1..=100).map(ReplayStep::Submit).collect();
+        driver.push(ReplayStep::Get);
+        run(4, driver, calls)
+    };
+    let (found, _) = program(10);
+    assert_eq!(kinds(&found), vec![Kind::TooFineGrained], "{found:#?}");
+    assert!(found[0].saves_us.is_some_and(|s| s > 0), "{found:#?}");
+    let (found, _) = program(500_000);
+    assert!(!kinds(&found).contains(&Kind::TooFineGrained), "500 ms calls: {found:#?}");
+}
+
+#[test]
+fn a_job_that_waits_for_cpus_is_pending_on_resources_and_one_that_fits_is_not() {
+    let program = |cpus: u32| {
+        let calls = (0..10).map(|_| call(ReplayKind::Function, "work", None, 1.0, hold(1_000))).collect();
+        let mut driver: Vec<ReplayStep> = (1..=10).map(ReplayStep::Submit).collect();
+        driver.push(ReplayStep::Get);
+        run(cpus, driver, calls)
+    };
+    let (found, makespan) = program(2);
+    assert_eq!(kinds(&found), vec![Kind::PendingOnResources], "{found:#?}");
+    // Five rounds of two 1 s calls, or one round with enough CPUs: about 4 s saved.
+    let saved = found[0].saves_us.unwrap();
+    assert!(saved >= 3_000_000 && saved < makespan, "saves {saved} µs of {makespan} µs");
+    let (found, _) = program(16);
+    assert!(found.is_empty(), "ten calls on 16 CPUs: {found:#?}");
+}
+
+/// A job written by hand, as an observed one reads: the driver (span 1) submits calls
+/// (span 2...) at `submits`, each starting 1 ms later and ending at `ends`, each taking
+/// `arg_bytes`; `driver_recs` adds the driver's own puts and waits.
+fn handmade(ends: &[u64], arg_bytes: u64, driver_recs: Vec<Rec>, driver_end: u64) -> JobRecord {
+    let mut targets = Chunked::default();
+    let t = |kind, name: &str, frame| Target {
+        kind,
+        class: name.into(),
+        method: name.into(),
+        actor: None,
+        job: 1,
+        level: 0,
+        flag: false,
+        frame,
+    };
+    targets.push(t(TargetKind::Driver, "_main", 0));
+    targets.push(t(TargetKind::Function, "g", 1));
+    let mut recs = vec![
+        Rec::Submit { span: 1, parent: 0, target: 0, t: 0, arg_bytes: 0 },
+        Rec::Begin { span: 1, t: 0, node: 0, pid: 10 },
+    ];
+    for (k, &end) in ends.iter().enumerate() {
+        let span = k as u64 + 2;
+        let at = k as u64 * MS;
+        recs.push(Rec::Submit { span, parent: 1, target: 1, t: at, arg_bytes });
+        recs.push(Rec::Begin { span, t: at + MS, node: 0, pid: 20 + k as u32 });
+        recs.push(Rec::End { span, t: end, ok: true, return_bytes: 8 });
+    }
+    recs.extend(driver_recs);
+    recs.push(Rec::End { span: 1, t: driver_end, ok: true, return_bytes: 0 });
+    recs.sort_by_key(|r| r.time());
+    let mut records = Chunked::default();
+    for r in recs {
+        records.push(r);
+    }
+    JobRecord {
+        job: 1,
+        job_hex: "01000000".into(),
+        name: "handmade".into(),
+        start_us: 0,
+        end_us: Some(driver_end),
+        driver: 1,
+        calls: ends.len() as u64 + 1,
+        recorded_calls: ends.len() as u64 + 1,
+        records,
+        targets,
+        frames: Arc::new(vec!["_main".into(), "g".into()]),
+        edges: BTreeMap::new(),
+        task_ids: Arc::default(),
+        inferred: Arc::default(),
+    }
+}
+
+fn findings_of(job: &JobRecord) -> Vec<Finding> {
+    let spans = Spans::replay(job, job.end_us.unwrap());
+    findings::findings(job, &spans)
+}
+
+#[test]
+fn results_got_in_submission_order_while_later_ones_were_ready_are_named() {
+    const S: u64 = 1_000_000;
+    // Six calls ending at 4, 1, 7, 2, 10, 3 s; the driver gets each in submission order
+    // and works 1 s on each result: it blocks on the 1st, 3rd and 5th while later ones
+    // are ready.
+    let ends = [4 * S, S, 7 * S, 2 * S, 10 * S, 3 * S];
+    let waits = |pairs: &[(u64, u64)]| -> Vec<Rec> {
+        pairs
+            .iter()
+            .flat_map(|&(from, to)| [Rec::Block { span: 1, t: from }, Rec::Unblock { span: 1, t: to }])
+            .collect()
+    };
+    let job = handmade(&ends, 0, waits(&[(6 * MS, 4 * S), (6 * S, 7 * S), (9 * S, 10 * S)]), 12 * S);
+    let found = findings_of(&job);
+    assert_eq!(kinds(&found), vec![Kind::GetInSubmissionOrder], "{found:#?}");
+    let saved = found[0].saves_us.unwrap();
+    assert!(saved > 0 && saved < 12 * S, "saves {saved} µs");
+    // The same calls got as they finish (ray.wait): each wait is for the next to end.
+    let job = handmade(&ends, 0, waits(&[(6 * MS, S)]), 12 * S);
+    assert!(findings_of(&job).is_empty());
+}
+
+#[test]
+fn the_same_large_value_sent_by_value_is_named_and_one_put_once_is_not() {
+    const S: u64 = 1_000_000;
+    let ends = [S, S + MS, S + 2 * MS, S + 3 * MS];
+    let wait = vec![Rec::Block { span: 1, t: 4 * MS }, Rec::Unblock { span: 1, t: S + 3 * MS }];
+    let job = handmade(&ends, 64 << 20, wait.clone(), S + 4 * MS);
+    let found = findings_of(&job);
+    assert_eq!(kinds(&found), vec![Kind::LargeArgByValue], "{found:#?}");
+    assert!(found[0].evidence.contains("4 calls each took a 67108864 byte argument"), "{}", found[0].evidence);
+    let mut put_once = wait;
+    put_once.push(Rec::Put { span: 1, t: 0, bytes: 64 << 20 });
+    let job = handmade(&ends, 64 << 20, put_once, S + 4 * MS);
+    assert!(findings_of(&job).is_empty());
+}
+
+/// The examples' jobs are written the documented way: no anti-pattern is named in the
+/// seed's actor tree.
+#[test]
+fn the_seed_program_has_no_anti_pattern() {
+    let cfg = config::load_file(std::path::Path::new("examples/flow-insight.yaml")).unwrap();
+    let (engine, _) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
+    let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
+    for job in snap.flow.jobs.values() {
+        let spans = Spans::replay(job, snap.sim_time_us);
+        let found = findings::findings(job, &spans);
+        assert!(found.is_empty(), "job {}: {found:#?}", job.job_hex);
+    }
+}
+
+/// A job recorded from a real cluster (`rayscope observe --record`), read back with
+/// `rayscope flow --trace`: `ray.get` in a loop, seen in Ray's task rows alone (each
+/// call submitted 4 ms after the one before ended, so no wait is inferred), is named
+/// in the printed text and in `findings.json`, and its fix saves what the waits cost.
+#[test]
+fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
+    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::store::Change;
+    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
+    const JOB: &str = "01000000";
+    const T0: u64 = 1_795_000_000_000;
+    let driver = format!("{}{JOB}", "f".repeat(40));
+    let mut changes = vec![
+        Change::Node(ObservedNode {
+            node_id: "aa".into(),
+            node_ip: "10.0.0.1".into(),
+            is_head_node: true,
+            state: "ALIVE".into(),
+            resources_total: vec![("CPU".into(), 8.0)],
+            start_time_ms: Some(T0),
+            ..Default::default()
+        }),
+        Change::Job(ObservedJob {
+            job_id: JOB.into(),
+            entrypoint: "python loop.py".into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(T0),
+            end_time: Some(T0 + 1_100),
+            ..Default::default()
+        }),
+        Change::Task(ObservedTask {
+            task_id: driver.clone(),
+            job_id: JOB.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "FINISHED".into(),
+            start_time_ms: Some(T0),
+            end_time_ms: Some(T0 + 1_100),
+            ..Default::default()
+        }),
+    ];
+    for k in 0..10u64 {
+        // Each submitted 4 ms after the one before ended: too late for a wait to be
+        // inferred (the driver reads as executing), soon enough for the loop.
+        let (submit, end) = (T0 + 1 + k * 105, T0 + 1 + k * 105 + 101);
+        changes.push(Change::Task(ObservedTask {
+            task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
+            job_id: JOB.into(),
+            name: "f".into(),
+            kind: "NORMAL_TASK".into(),
+            state: "FINISHED".into(),
+            parent_task_id: Some(driver.clone()),
+            node_id: Some("aa".into()),
+            required_resources: vec![("CPU".into(), 1.0)],
+            events: vec![
+                ("PENDING_NODE_ASSIGNMENT".into(), submit),
+                ("RUNNING".into(), submit + 1),
+                ("FINISHED".into(), end),
+            ],
+            start_time_ms: Some(submit + 1),
+            end_time_ms: Some(end),
+            ..Default::default()
+        }));
+    }
+    let trace = tempfile::tempdir().unwrap();
+    let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
+    w.append(&changes).unwrap();
+    drop(w);
+    let out = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(printed.contains("[get_in_loop] ray.get in a loop: _main waits on each f"), "{printed}");
+    assert!(
+        printed.contains("(observed)") && printed.contains("the driver's waits in ray.get are inferred"),
+        "{printed}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["kind"], "get_in_loop", "{v}");
+    // The slowest call is named by Ray's own task id.
+    assert!(f["calls"][0]["task_id"].as_str().unwrap().ends_with(&format!("{}{JOB}", "0".repeat(24))), "{f}");
+    // Submitted together on 8 CPUs, the ten 100 ms calls take about 0.1 s, not 1 s.
+    assert!(f["saves_s"].as_f64().unwrap() > 0.7, "{f}");
+}
+
+/// The shipped examples' jobs: a training loop that gets each step's results at once, a
+/// map-reduce whose reduces take their maps' returns, reduces that waited long for
+/// CPUs; none is named an anti-pattern. What they do show is real waiting for
+/// resources (more work than CPUs), and only that is named, with what it costs.
+#[test]
+fn the_examples_name_no_anti_pattern_only_their_waits_for_resources() {
+    let mut pending = 0;
+    for (file, until_us) in [
+        ("examples/default.yaml", 900_000_000u64),
+        ("examples/faults.yaml", 600_000_000),
+        ("tests/fixtures/flow-page-scale.yaml", 3_600_000_000),
+    ] {
+        let yaml = std::fs::read_to_string(file).unwrap();
+        let e = common::run_until(common::load(&yaml), until_us);
+        let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
+        for job in snap.flow.jobs.values() {
+            let spans = Spans::replay(job, snap.sim_time_us);
+            let ended = spans.root().is_some_and(|r| spans.spans[r].end.is_some());
+            for f in findings::findings(job, &spans) {
+                assert_eq!(f.kind, Kind::PendingOnResources, "{file} job {} ({}): {f:#?}", job.job_hex, job.name);
+                // A finished job's wait for CPUs, re-run with CPUs free, saves time.
+                if ended && !f.calls.iter().any(|&c| spans.spans[c].start.is_none()) {
+                    assert!(f.saves_us.is_some_and(|s| s > 0), "{file} job {}: {f:#?}", job.name);
+                }
+                pending += 1;
+            }
+        }
+    }
+    assert!(pending >= 3, "the map-reduces larger than their clusters wait for CPUs: {pending}");
+}
