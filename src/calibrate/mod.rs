@@ -581,3 +581,45 @@ fn figure_text(f: &Figure) -> String {
         format!("{:.3} ms", f.value / 1000.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::rows::ObservedJob;
+    use crate::observe::store::Change;
+
+    fn store(jobs: &[&str]) -> Store {
+        let mut s = Store::new(StoreLimits::default());
+        for j in jobs {
+            s.apply(&Change::Job(ObservedJob {
+                job_id: (*j).into(),
+                status: "SUCCEEDED".into(),
+                ..Default::default()
+            }));
+        }
+        s
+    }
+
+    #[test]
+    fn the_job_is_the_only_one_or_the_one_named_and_an_error_lists_those_there_are() {
+        let dir = Path::new("trace");
+        assert_eq!(pick_job(&store(&["01000000"]), dir, None).unwrap(), "01000000");
+        let two = store(&["01000000", "02000000"]);
+        assert_eq!(pick_job(&two, dir, Some("02000000")).unwrap(), "02000000");
+        let e = pick_job(&two, dir, None).unwrap_err().to_string();
+        assert_eq!(e, "--trace trace: it holds several jobs: name one with --job (jobs: 01000000, 02000000)");
+        let e = pick_job(&two, dir, Some("03000000")).unwrap_err().to_string();
+        assert_eq!(e, "--job 03000000: the trace has no such job (jobs: 01000000, 02000000)");
+        let e = pick_job(&store(&[]), dir, None).unwrap_err().to_string();
+        assert!(e.contains("holds no job"), "{e}");
+    }
+
+    #[test]
+    fn a_mean_of_whole_ms_stamps_keeps_their_resolution_and_drops_a_queued_call() {
+        // 0 and 1 ms stamps of a 0.25 ms cost, and one call queued 50 ms.
+        let mut values = vec![0.0, 0.0, 0.0, 1_000.0, 0.0, 0.0, 0.0, 1_000.0];
+        values.push(50_000.0);
+        let (mean, kept) = robust_mean(values).unwrap();
+        assert_eq!((mean, kept), (250.0, 8));
+    }
+}

@@ -120,6 +120,11 @@ impl Plan {
     pub fn line(&self) -> String {
         match &self.origin {
             Origin::Reference => CALIBRATION.line(),
+            Origin::Trace(t) if t.derived.is_empty() => format!(
+                "the reference machine's: {} shows none of its costs cleanly (rayscope calibrate); {}",
+                t.source,
+                CALIBRATION.line()
+            ),
             Origin::Trace(t) => format!(
                 "this trace's, {} (rayscope calibrate: {} of its costs; the rest the reference machine's: {})",
                 t.source,
