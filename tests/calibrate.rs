@@ -300,6 +300,14 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert!(text.contains("prediction        predicted makespan") && text.contains("more or fewer CPUs"), "{text}");
     assert!(text.contains("WARNING: 100.000× the recorded CPUs (400 against 4)"), "{text}");
     assert!(text.contains("costs             ") && text.contains("from this trace:"), "{text}");
+    // A sweep bands each value's prediction and warns where a value is far out.
+    let sweep = json(&["--sweep", "cluster.head.cpu=2,398"]);
+    let predictions = sweep["predictions"].as_array().unwrap_or_else(|| panic!("{sweep}"));
+    assert_eq!(predictions[0]["prediction"]["change"], "same_shape");
+    assert_eq!(predictions[0]["replay_warnings"], serde_json::json!([]));
+    assert_eq!(predictions[1]["prediction"]["change"], "shape");
+    assert!(predictions[1]["replay_warnings"][0].as_str().unwrap().contains("the recorded CPUs"), "{sweep}");
+    assert_eq!(source_of(&sweep, "scheduler.call_submit_cost"), "trace");
     let (code, _, err) = rayscope(&["simulate", "--config", &same, "--costs", "trace"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--costs trace: only a replay has a trace"), "{err}");
