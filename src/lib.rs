@@ -8,6 +8,7 @@
 pub mod config;
 
 pub mod api;
+pub mod calibrate;
 pub mod fidelity;
 pub mod flow;
 pub mod host;

@@ -47,6 +47,14 @@ fn the_report_names_every_cpu_its_runs_came_from() {
     let (mut runs, rows) = rows();
     let one = fidelity::report("runs", &fidelity::Costs::default(), &runs, &rows);
     assert!(one.contains("cores (Intel(R) Xeon(R) Processor);"), "the recorded runs' CPU is named");
+    // The rows are labelled as one machine's record before any row, naming it and the costs.
+    let label = one.find(
+        "**One reference machine's record.** Every row below was measured on the machine its runs \
+                          were made on (Intel(R) Xeon(R) Processor, 2 cores), and the model ran with the reference \
+                          machine's costs (the shipped defaults: ",
+    );
+    assert!(label.is_some_and(|at| at < one.find("| workload |").unwrap()), "{one}");
+    assert!(one.contains(rayscope::config::calibration::CALIBRATION.machine));
     runs[0].cpu_model = Some("AMD EPYC".into());
     let mixed = fidelity::report("runs", &fidelity::Costs::default(), &runs, &rows);
     assert!(mixed.contains("(AMD EPYC, Intel(R) Xeon(R) Processor)"), "a mixed set shows both CPUs");

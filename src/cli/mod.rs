@@ -1,5 +1,5 @@
 //! The `rayscope` binary's command line: `serve` (the default), `observe`, `simulate`,
-//! `flow`, `fidelity` and `check`.
+//! `flow`, `fidelity`, `calibrate` and `check`.
 //!
 //! Owns: the clap types of the top level and the dispatch to one file per command
 //! (`serve.rs`, `simulate.rs` with `--sweep` and `--openmetrics`, `flow.rs` with
@@ -10,6 +10,8 @@
 //! module of the library, and holds only wiring: what a test of the library would
 //! want belongs in the module it concerns.
 
+mod calibrate;
+mod costs;
 mod fidelity;
 mod flow;
 mod observe;
@@ -86,6 +88,22 @@ fit.py --runs DIR --out DIR/fit.json, then `rayscope fidelity --runs DIR --costs
 model with them. Exit status: 0 done, 2 bad input (the runs, the fit's record), 1 anything else."
     )]
     Fidelity(fidelity::FidelityArgs),
+    /// Read a recorded job's own costs from its trace and write them as a costs fragment.
+    #[command(
+        long_about = "Read the costs of the Ray cluster a job was recorded on (`rayscope observe --record DIR`) from \
+the job's timestamps, and write them as a costs fragment: a config's `scheduler:` and `object_store:` sections. Each \
+figure is read between Ray's state stamps (whole ms), over every call of the job that shows it cleanly: a lease \
+(PENDING_NODE_ASSIGNMENT to SUBMITTED_TO_WORKER on an idle worker: lease_latency, dispatch_cost), the push and the \
+worker's start of a call (SUBMITTED_TO_WORKER to RUNNING: owner_push_cost, task_push_latency, call_start_cost, \
+task_worker_cost), the caller's `.remote()` loops (call_submit_cost, actor_call_submit_cost), a worker process's \
+start (worker_start_cpu, worker_start_latency) and an argument's transfer from another node (transfer_bandwidth). \
+A figure sets its costs in the reference machine's proportions. Every other cost, and any whose figure the job \
+does not show, keeps the reference machine's value: the fragment names each one and why (a sleep's overshoot, \
+for one, is in no stamp). `simulate --replay DIR` reads the same costs from its trace by default; `--costs FILE` \
+runs with a fragment (see docs/observe.md, \"What-ifs on a recorded job\"). \
+Exit status: 0 done, 2 bad input (no trace, no such job), 1 a file that cannot be written."
+    )]
+    Calibrate(calibrate::CalibrateArgs),
     /// Validate config files; exit 0 when all are valid, 2 otherwise.
     Check {
         /// Config files to validate.
@@ -108,6 +126,7 @@ pub fn main() -> ExitCode {
         },
         Some(Command::Flow(args)) => flow::flow(args),
         Some(Command::Fidelity(args)) => fidelity::fidelity(args),
+        Some(Command::Calibrate(args)) => calibrate::calibrate(args),
         Some(Command::Serve(args)) => serve::serve(args),
         Some(Command::Observe(args)) => observe::observe(args),
         None => serve::serve(cli.serve),

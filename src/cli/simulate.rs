@@ -2,15 +2,21 @@
 //! `--sweep`, once per value of one setting and a comparison table; with
 //! `--openmetrics`, also the cluster's metrics at every scrape instant of virtual time.
 //!
+//! With `--replay`, a recorded job runs at its trace's own costs (`--costs`, `costs.rs`)
+//! and its predicted makespan is printed with the error band of its kind of change
+//! (`calibrate::bands`).
+//!
 //! Owns: the command's flags, the progress bar, and the files it writes (`--events`,
 //! `--openmetrics`). Exit statuses: 0 done, 2 bad input (config, an unbounded run), 1
 //! anything else (a file that cannot be written).
 //! Must never: change the run it reports on: the progress bar and the OpenMetrics
 //! writer only look at the engine between events.
 
+use super::costs::{CostsArg, Plan};
 use super::process::{disable_transparent_huge_pages, set_purge_delay, PURGE_NEVER};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
+use rayscope::calibrate::bands;
 use rayscope::config::{self, Config, Override};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -67,6 +73,13 @@ pub(super) struct SimulateArgs {
     /// most DURATION, e.g. `--fix Worker.process@<actor id>=50ms` (a sleep removed).
     #[arg(long = "fix", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::Fix::parse)]
     fix: Vec<rayscope::flow::replay::Fix>,
+    /// The costs the model runs with, beneath any the config sets itself: `trace` (the
+    /// replayed job's own, read from its trace as `rayscope calibrate` reads them; the
+    /// default with --replay), `reference` (the shipped defaults, one reference machine's;
+    /// the default without), or a costs FILE (`rayscope calibrate --out`, or a fit's
+    /// `fit.json`). The report says where each cost came from.
+    #[arg(long, value_name = "trace|reference|FILE", value_parser = super::costs::parse)]
+    costs: Option<super::costs::CostsArg>,
     /// Unix time (seconds) that virtual time zero maps to in the --openmetrics file
     /// [default: so that the run ends now, browsable as "the last N hours"].
     #[arg(long, value_name = "UNIX_SECONDS", requires = "openmetrics")]
@@ -98,28 +111,49 @@ fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A replayed job: its calls, and the shape it was recorded on.
+struct Replayed {
+    job: std::sync::Arc<rayscope::config::replay::ReplayJob>,
+    shape: bands::Shape,
+}
+
 pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     set_purge_delay(PURGE_NEVER);
     disable_transparent_huge_pages();
-    let replay = match &args.replay {
+    let (replay, trace_costs) = match &args.replay {
         Some(dir) => match recorded_job(dir, args.job.as_deref(), &args.fix) {
-            Ok(job) => Some(job),
+            Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
         },
-        None => None,
+        None => (None, None),
     };
+    let default_costs = if replay.is_some() { CostsArg::Trace } else { CostsArg::Reference };
+    let plan = match Plan::new(args.costs.as_ref().unwrap_or(&default_costs), trace_costs) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    // The costs' account is printed where the costs were chosen: a replay, or --costs.
+    let account = replay.is_some() || args.costs.is_some();
     if let Some(sweep) = &args.sweep {
-        return sweep_runs(&args, &sweep.0, replay.as_ref());
+        return sweep_runs(&args, &sweep.0, replay.as_ref(), &plan, account);
     }
-    let mut cfg = match super::load_config(args.config.as_ref(), args.seed, &args.set) {
+    let (mut cfg, sourced, by_config) = match plan.load(|costs| {
+        let overrides: Vec<Override> = costs.iter().chain(&args.set).cloned().collect();
+        super::load_config(args.config.as_ref(), args.seed, &overrides)
+    }) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    if let Some(job) = &replay {
+    let mut change = None;
+    if let Some(Replayed { job, shape }) = &replay {
         replace_workloads(&mut cfg, job);
+        change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), bands::warnings(shape, &cfg)));
         eprintln!(
             "replaying {}: {} calls, {} actors; recorded makespan {:.3} s",
             job.source,
@@ -180,16 +214,42 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         },
         sampler,
     );
-    let (_, report) = match result {
+    let (_, mut report) = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
+    plan.adjust(&mut report, &by_config);
+    let prediction = change.as_ref().and_then(|(kind, warnings)| {
+        let makespan = report.jobs.first()?.makespan?;
+        Some((bands::Prediction::new(makespan, *kind), warnings.clone()))
+    });
     match args.report {
+        ReportFormat::Json if account => {
+            let mut json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
+            json["costs"] = serde_json::json!(sourced);
+            json["costs_origin"] = plan.line().into();
+            if let Some((p, warnings)) = &prediction {
+                json["prediction"] = serde_json::json!(p);
+                json["replay_warnings"] = serde_json::json!(warnings);
+            }
+            println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
+        }
         ReportFormat::Json => println!("{}", report.to_json()),
-        ReportFormat::Text => print!("{}", report.to_text()),
+        ReportFormat::Text => {
+            print!("{}", report.to_text());
+            if account {
+                print!("{}", super::costs::text(&sourced));
+            }
+            if let Some((p, warnings)) = &prediction {
+                println!("  prediction        {}", p.line());
+                for w in warnings {
+                    println!("  WARNING: {w}");
+                }
+            }
+        }
     }
     if let Some(w) = writer {
         let path = args.openmetrics.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
@@ -209,12 +269,13 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The job `--replay DIR [--job ID] [--fix ...]` names, as a workload.
+/// The job `--replay DIR [--job ID] [--fix ...]` names, as a workload, with the shape
+/// it was recorded on and the costs its trace shows.
 fn recorded_job(
     dir: &std::path::Path,
     job: Option<&str>,
     fixes: &[rayscope::flow::replay::Fix],
-) -> Result<std::sync::Arc<rayscope::config::replay::ReplayJob>, String> {
+) -> Result<(Option<Replayed>, Option<rayscope::calibrate::TraceCosts>), String> {
     let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default())?;
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
@@ -243,7 +304,10 @@ fn recorded_job(
         })
         .unwrap_or_default();
     let source = dir.display().to_string();
-    rayscope::flow::replay::replay_job(&record, &source, &requests, fixes).map(std::sync::Arc::new)
+    let job = rayscope::flow::replay::replay_job(&record, &source, &requests, fixes).map(std::sync::Arc::new)?;
+    let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
+    let shape = bands::recorded_shape(&store, &costs.job);
+    Ok((Some(Replayed { job, shape }), Some(costs)))
 }
 
 /// The config's workloads replaced by the recorded job.
@@ -258,24 +322,35 @@ fn replace_workloads(cfg: &mut Config, job: &std::sync::Arc<rayscope::config::re
 fn sweep_runs(
     args: &SimulateArgs,
     values: &[Override],
-    replay: Option<&std::sync::Arc<rayscope::config::replay::ReplayJob>>,
+    replay: Option<&Replayed>,
+    plan: &Plan,
+    account: bool,
 ) -> Result<ExitCode> {
     let mut configs = Vec::with_capacity(values.len());
+    let mut sourced = Vec::new();
     for value in values {
-        let overrides: Vec<Override> = args.set.iter().cloned().chain([value.clone()]).collect();
-        match super::load_config(args.config.as_ref(), args.seed, &overrides) {
-            Ok(mut c) => {
-                if let Some(job) = replay {
+        let loaded = plan.load(|costs| {
+            let overrides: Vec<Override> = costs.iter().chain(&args.set).cloned().chain([value.clone()]).collect();
+            super::load_config(args.config.as_ref(), args.seed, &overrides)
+        });
+        match loaded {
+            Ok((mut c, costs, by_config)) => {
+                let mut change = None;
+                if let Some(Replayed { job, shape }) = replay {
                     replace_workloads(&mut c, job);
+                    change = Some((bands::Change::classify(shape, &c, args.fix.len()), bands::warnings(shape, &c)));
                 }
-                configs.push((value.raw_value.clone(), c))
+                if sourced.is_empty() {
+                    sourced = costs;
+                }
+                configs.push((value.raw_value.clone(), c, by_config, change))
             }
             Err(code) => return Ok(code),
         }
     }
-    let seed = configs.first().map_or(0, |(_, c)| c.sim.seed);
+    let seed = configs.first().map_or(0, |(_, c, _, _)| c.sim.seed);
     let mut measured: Vec<rayscope::config::calibration::Measured> = Vec::new();
-    for m in configs.iter().flat_map(|(_, c)| rayscope::config::calibration::measured_for(c)) {
+    for m in configs.iter().flat_map(|(_, c, _, _)| rayscope::config::calibration::measured_for(c)) {
         if !measured.iter().any(|known| known.workload == m.workload) {
             measured.push(m);
         }
@@ -283,17 +358,25 @@ fn sweep_runs(
     let mut sweep = rayscope::sim::sweep::Sweep {
         key: values[0].key.clone(),
         seed,
-        calibration: rayscope::config::calibration::CALIBRATION.line(),
+        calibration: plan.line(),
         measured,
         runs: Vec::new(),
     };
     let on_terminal = !args.quiet && std::io::stderr().is_terminal();
-    for (i, (value, cfg)) in configs.into_iter().enumerate() {
+    let mut predictions = Vec::new();
+    for (i, (value, cfg, by_config, change)) in configs.into_iter().enumerate() {
         if on_terminal {
             eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
         }
         match rayscope::sim::simulate(cfg, args.until, None, |_| {}) {
-            Ok((_, report)) => sweep.runs.push(rayscope::sim::sweep::SweepRun::new(&value, &report)),
+            Ok((_, mut report)) => {
+                plan.adjust(&mut report, &by_config);
+                if let (Some((kind, warnings)), Some(makespan)) = (change, report.jobs.first().and_then(|j| j.makespan))
+                {
+                    predictions.push((value.clone(), bands::Prediction::new(makespan, kind), warnings));
+                }
+                sweep.runs.push(rayscope::sim::sweep::SweepRun::new(&value, &report))
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
@@ -301,8 +384,31 @@ fn sweep_runs(
         }
     }
     match args.report {
+        ReportFormat::Json if account => {
+            let mut json: serde_json::Value = serde_json::from_str(&sweep.to_json()).expect("the sweep is JSON");
+            json["costs"] = serde_json::json!(sourced);
+            json["costs_origin"] = plan.line().into();
+            if replay.is_some() {
+                json["predictions"] = predictions
+                    .iter()
+                    .map(|(value, p, warnings)| serde_json::json!({"value": value, "prediction": p, "replay_warnings": warnings}))
+                    .collect();
+            }
+            println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
+        }
         ReportFormat::Json => println!("{}", sweep.to_json()),
-        ReportFormat::Text => print!("{}", sweep.to_text()),
+        ReportFormat::Text => {
+            print!("{}", sweep.to_text());
+            if account {
+                print!("{}", super::costs::text(&sourced));
+            }
+            for (value, p, warnings) in &predictions {
+                println!("  {}={value}: {}", sweep.key, p.line());
+                for w in warnings {
+                    println!("    WARNING: {w}");
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -61,7 +61,7 @@ const FAR_MORE: u32 = 8;
 /// The costs the calibration measured or fitted (`src/config/defaults.rs`; ARCHITECTURE.md,
 /// "Calibration"), by section. Ray's own settings beside them (health checks, report
 /// periods, thresholds) are not: setting one is a what-if the model runs as Ray would.
-const CALIBRATED_SCHEDULER_COSTS: &[&str] = &[
+pub const CALIBRATED_SCHEDULER_COSTS: &[&str] = &[
     "lease_latency",
     "worker_start_latency",
     "worker_start_cpu",
@@ -85,7 +85,7 @@ const CALIBRATED_SCHEDULER_COSTS: &[&str] = &[
     "worker_gc_cpu",
     "actor_creation_window",
 ];
-const CALIBRATED_OBJECT_STORE_COSTS: &[&str] = &[
+pub const CALIBRATED_OBJECT_STORE_COSTS: &[&str] = &[
     "transfer_latency",
     "transfer_bandwidth",
     "put_latency",
@@ -169,13 +169,7 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
                 .to_string(),
         );
     }
-    let changed = changed_costs(cfg);
-    if !changed.is_empty() {
-        beyond.push(format!(
-            "calibrated costs set to other values ({}): the errors measured on Ray are the calibrated costs'",
-            changed.join(", ")
-        ));
-    }
+    beyond.extend(changed_costs_reason(&changed_costs(cfg)));
     let mut kinds: Vec<&'static str> = Vec::new();
     for w in &cfg.workloads {
         uncalibrated_kinds(w, &mut kinds);
@@ -202,8 +196,20 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
     beyond
 }
 
+/// The reason [`beyond`] gives for calibrated costs set to other values (`keys`, as
+/// config paths); None for none. A replay that takes its costs from its own trace
+/// (`calibrate`) names only those the config set beside them.
+pub fn changed_costs_reason(keys: &[String]) -> Option<String> {
+    (!keys.is_empty()).then(|| {
+        format!("{CHANGED_COSTS_REASON} ({}): the errors measured on Ray are the calibrated costs'", keys.join(", "))
+    })
+}
+
+/// How [`changed_costs_reason`]'s line begins.
+pub const CHANGED_COSTS_REASON: &str = "calibrated costs set to other values";
+
 /// The calibrated costs `cfg` sets to other values than their defaults, as config paths.
-fn changed_costs(cfg: &Config) -> Vec<String> {
+pub fn changed_costs(cfg: &Config) -> Vec<String> {
     let mut out = Vec::new();
     let sections = [
         ("scheduler", CALIBRATED_SCHEDULER_COSTS, to_value(&cfg.scheduler), to_value(&SchedulerConfig::default())),

@@ -308,6 +308,30 @@ pub fn report(dir_label: &str, costs: &Costs, runs: &[Run], rows: &[Row]) -> Str
             costs.flags()
         );
     }
+    // The rows are one machine's: said before any figure, with the machine named.
+    let _ = writeln!(
+        out,
+        "\n**One reference machine's record.** Every row below was measured on the machine its runs were made on \
+         ({}{} cores), and the model ran with {}. Ray's own figures move from one machine to the next, even between \
+         VMs of one kind, by more than these bounds (`scripts/ray-calibration/README.md`), so the rows hold the model \
+         to this machine and promise nothing for another. A what-if on your own cluster takes its costs from a job \
+         recorded there (`rayscope calibrate`, `rayscope simulate --replay`: docs/observe.md, \"What-ifs on a \
+         recorded job\").",
+        if cpus.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", cpus.iter().copied().collect::<Vec<_>>().join(", "))
+        },
+        cores.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+        if costs.is_default() {
+            format!(
+                "the reference machine's costs (the shipped defaults: {})",
+                crate::config::calibration::CALIBRATION.machine
+            )
+        } else {
+            costs.describe()
+        },
+    );
     let set_aside = runs.iter().filter(|r| busy(r)).count();
     let _ = writeln!(
         out,
