@@ -47,11 +47,19 @@ pub struct ObserveOptions {
     pub limits: StoreLimits,
     /// `--record DIR`: append what changed to a trace there.
     pub record: Option<(PathBuf, TraceLimits)>,
+    /// How long a pushed body may take to arrive (`push::BODY_DEADLINE`).
+    pub push_body_deadline: Duration,
 }
 
 impl ObserveOptions {
     pub fn new(source: Source) -> ObserveOptions {
-        ObserveOptions { source, poll_every: Duration::from_secs(2), limits: StoreLimits::default(), record: None }
+        ObserveOptions {
+            source,
+            poll_every: Duration::from_secs(2),
+            limits: StoreLimits::default(),
+            record: None,
+            push_body_deadline: super::push::BODY_DEADLINE,
+        }
     }
 }
 
@@ -93,7 +101,8 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
             state.poll();
             let out = Arc::new(ArcSwap::from_pointee(state.publish()));
             let (tx, rx) = mpsc::sync_channel(super::push::QUEUED_BATCHES);
-            let inbox = Inbox::new(tx, state.push.clone());
+            let mut inbox = Inbox::new(tx, state.push.clone());
+            inbox.body_deadline = opts.push_body_deadline;
             let (out2, stop2) = (out.clone(), stop.clone());
             let every = opts.poll_every;
             std::thread::Builder::new()
@@ -124,18 +133,28 @@ pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snap
     let info =
         ClusterInfo { session_name: read.header.session_name.clone(), ray_version: read.header.ray_version.clone() };
     let mut snap = snapshot(&store, &info, &mut FlowCache::default(), 0, read.last_ms);
-    snap.observed = Some(Arc::new(ObservedView {
+    let mut view = ObservedView {
         mode: "trace",
         source: dir.display().to_string(),
-        zero_unix_ms: store.zero_ms,
         rows_read: read.lines,
         bad_rows: read.bad_count,
-        tasks_held: store.attempts() as u64,
-        tasks_dropped: store.dropped_by_job.values().sum(),
-        tasks_forgotten: store.forgotten_tasks,
         ..Default::default()
-    }));
+    };
+    fill_store_counters(&store, &mut view);
+    snap.observed = Some(Arc::new(view));
     Ok(snap)
+}
+
+/// What the store says of its caps and what it refused, into `v`.
+fn fill_store_counters(store: &Store, v: &mut ObservedView) {
+    v.zero_unix_ms = store.zero_ms;
+    v.tasks_held = store.attempts() as u64;
+    v.tasks_dropped = store.dropped_by_job.values().sum();
+    v.tasks_forgotten = store.forgotten_tasks;
+    v.transitions_dropped = store.transitions_dropped;
+    v.bad_job_ids = store.bad_job_ids;
+    v.jobs_held = store.jobs_held() as u64;
+    v.max_jobs = store.limits.max_jobs as u64;
 }
 
 struct Loop {
@@ -256,11 +275,8 @@ impl Loop {
         let info = self.puller.info.clone().unwrap_or_default();
         let mut snap = snapshot(&self.store, &info, &mut self.cache, self.seq, super::now_ms());
         let mut view = self.view.clone();
+        fill_store_counters(&self.store, &mut view);
         self.push.fill(&mut view);
-        view.zero_unix_ms = self.store.zero_ms;
-        view.tasks_held = self.store.attempts() as u64;
-        view.tasks_dropped = self.store.dropped_by_job.values().sum();
-        view.tasks_forgotten = self.store.forgotten_tasks;
         if let Some(w) = &self.writer {
             view.trace_bytes = w.bytes();
             view.trace_lines = w.lines;

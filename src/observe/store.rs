@@ -98,7 +98,15 @@ pub struct Store {
     /// Jobs and tasks forgotten to stay under the caps.
     pub forgotten_jobs: u64,
     pub forgotten_tasks: u64,
+    /// State transitions dropped by the per-attempt cap (`merge::cap_transitions`).
+    pub transitions_dropped: u64,
+    /// Records refused because their job id was not Ray's 4 bytes.
+    pub bad_job_ids: u64,
 }
+
+/// Attempts kept of one task: Ray retries a task 3 times by default; a client posting
+/// attempt after attempt of one task gets no further.
+pub const MAX_ATTEMPTS: usize = 64;
 
 /// A Ray job id's number: its 4 bytes, little-endian (`01000000` is job 1), as Ray and
 /// the model number jobs alike.
@@ -157,6 +165,11 @@ impl Store {
         self.attempts
     }
 
+    /// Jobs held: those with a job record or tasks (the job cap counts these).
+    pub fn jobs_held(&self) -> usize {
+        self.jobs.len()
+    }
+
     /// Merge one record (a whole State API row, or the part of one a pushed event
     /// carries); the merged record if it changed what the store holds.
     pub fn apply(&mut self, change: &Change) -> Option<Change> {
@@ -205,8 +218,17 @@ impl Store {
         Some(n.clone())
     }
 
+    /// A record's job number; a job id that is not Ray's 4 bytes is counted.
+    fn job_of(&mut self, job_id: &str) -> Option<u32> {
+        let num = job_number(job_id);
+        if num.is_none() {
+            self.bad_job_ids += 1;
+        }
+        num
+    }
+
     fn apply_job(&mut self, j: &ObservedJob) -> Option<ObservedJob> {
-        let num = job_number(&j.job_id)?;
+        let num = self.job_of(&j.job_id)?;
         if let Some(ms) = j.start_time {
             self.anchor(ms);
         }
@@ -250,28 +272,36 @@ impl Store {
     }
 
     fn apply_task(&mut self, t: &ObservedTask) -> Option<ObservedTask> {
-        let job = job_number(&t.job_id)?;
+        let job = self.job_of(&t.job_id)?;
         if let Some(ms) = t.submitted_ms() {
             self.anchor(ms);
         }
         if let Some(&id) = self.task_index.get(&t.task_id) {
             let entry = self.tasks.get_mut(&id).expect("indexed tasks are kept");
+            let full = entry.attempts.len() >= MAX_ATTEMPTS;
             match entry.attempts.iter_mut().find(|a| a.attempt_number == t.attempt_number) {
                 Some(old) => {
-                    let merged = merge::task(old, t);
+                    let (merged, dropped) = merge::task_capped(old, t);
+                    self.transitions_dropped += dropped;
                     if *old == merged {
                         return None;
                     }
                     *old = merged.clone();
                     return Some(merged);
                 }
+                None if full || self.attempts >= self.limits.max_tasks => {
+                    *self.dropped_by_job.entry(job).or_insert(0) += 1;
+                    return None;
+                }
                 None => {
-                    entry.attempts.push(t.clone());
-                    entry.attempts.sort_by_key(|a| a.attempt_number);
+                    let mut t = t.clone();
+                    self.transitions_dropped += merge::cap_transitions(&mut t.events);
+                    let at = entry.attempts.partition_point(|a| a.attempt_number < t.attempt_number);
+                    entry.attempts.insert(at, t.clone());
                     self.attempts += 1;
+                    return Some(t);
                 }
             }
-            return Some(t.clone());
         }
         if self.attempts >= self.limits.max_tasks {
             self.forget_over_caps(Some(job));
@@ -282,6 +312,8 @@ impl Store {
         }
         let id = self.next_task;
         self.next_task += 1;
+        let mut t = t.clone();
+        self.transitions_dropped += merge::cap_transitions(&mut t.events);
         self.task_index.insert(t.task_id.clone(), id);
         self.tasks.insert(id, TaskEntry { id, job, attempts: vec![t.clone()] });
         self.tasks_by_job.entry(job).or_default().push(id);
