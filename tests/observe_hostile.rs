@@ -13,6 +13,7 @@ use api_support::{raw, request, Resp};
 use base64::Engine as _;
 use rayscope::api::{self, ObserveServe, ServeOptions};
 use rayscope::config;
+use rayscope::observe::store::StoreLimits;
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -211,4 +212,22 @@ async fn one_task_pushed_with_ever_new_state_names_stays_within_the_cap() {
         s.status_until("the dropped transitions counted", |v| v["transitions_dropped"].as_u64() >= Some(19 * 32)).await;
     assert_eq!(v["transitions_dropped"], 19 * 32, "one attempt keeps 32: {v}");
     assert_eq!(s.metric("rayscope_observe_transitions_dropped_total").await, (19 * 32) as f64);
+}
+
+/// A driver job's definition event for job number `n`.
+fn job_def(n: u32) -> Value {
+    let id = base64::engine::general_purpose::STANDARD.encode(n.to_le_bytes());
+    json!({"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": id, "entrypoint": "x"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_jobs_past_the_cap_are_refused_counted_and_said() {
+    let s = Observed::start(|o| o.limits = StoreLimits { max_jobs: 5, ..StoreLimits::default() }).await;
+    let r = s.push(&Value::Array((1..=20).map(job_def).collect())).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = s.status_until("the refused jobs counted", |v| v["jobs_refused"] == 15).await;
+    assert_eq!((v["jobs_held"].as_u64(), v["jobs_full_of_running"].as_bool()), (Some(5), Some(true)), "{v}");
+    assert_eq!(s.metric("rayscope_observe_jobs_cap_full").await, 1.0);
+    let jobs = s.get("/api/jobs/").await.json();
+    assert_eq!(jobs.as_array().map(Vec::len), Some(5), "{jobs}");
 }

@@ -133,7 +133,7 @@ fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     for (name, help, v) in counters {
         Family::counter(enc, name, help).sample(&NO_LABELS, v)?;
     }
-    let gauges: [(&'static str, &'static str, f64); 11] = [
+    let gauges: [(&'static str, &'static str, f64); 12] = [
         ("rayscope_observe_last_poll_seconds", "Wall-clock seconds the last poll round took.", o.last_poll_seconds),
         (
             "rayscope_observe_unlisted_tasks",
@@ -164,6 +164,11 @@ fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         ),
         ("rayscope_observe_jobs_held", "Jobs held in memory.", o.jobs_held as f64),
         ("rayscope_observe_max_jobs", "The cap on jobs held.", o.max_jobs as f64),
+        (
+            "rayscope_observe_jobs_cap_full",
+            "1 while the job cap is full of jobs still running (new jobs are refused), else 0.",
+            if o.jobs_full_of_running { 1.0 } else { 0.0 },
+        ),
         (
             "rayscope_observe_record_failing",
             "1 while the --record trace cannot be written (the error is on /api/observe), else 0.",

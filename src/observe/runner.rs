@@ -155,6 +155,8 @@ fn fill_store_counters(store: &Store, v: &mut ObservedView) {
     v.bad_job_ids = store.bad_job_ids;
     v.jobs_held = store.jobs_held() as u64;
     v.max_jobs = store.limits.max_jobs as u64;
+    v.jobs_refused = store.jobs_refused;
+    v.jobs_full_of_running = store.jobs_full_of_running();
 }
 
 struct Loop {

@@ -4,16 +4,19 @@
 //! Owns: the observed records by Ray's ids, the dense numbers readers index them by
 //! (a node's slot, a job's number, a task's and an actor's id), which records changed
 //! (only those go to a trace), and the bounds: at most `max_tasks` task attempts and
-//! `max_jobs` jobs in memory. Past the task cap, the oldest ended jobs are forgotten
-//! whole (a trace keeps them); a job still running that alone passes it keeps its
-//! first tasks and counts the rest, as the model's Flow Insight cap does.
+//! `max_jobs` jobs in memory (a job counts once it has a record or a task). Past
+//! either cap, the oldest ended jobs are forgotten whole (a trace keeps them), each in
+//! O(log n) from an index of ended jobs by end time; a job still running that alone
+//! passes the task cap keeps its first tasks and counts the rest, as the model's Flow
+//! Insight cap does; and when the job cap is full of running jobs, a new job's records
+//! are refused and counted (`jobs_refused`), so the page can say so.
 //! Must never: grow past its caps, renumber what it numbered (a reader holding a
 //! snapshot's ids must find them again), or take a record's time from the wall clock.
 
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The store's bounds.
 #[derive(Clone, Copy, Debug)]
@@ -75,13 +78,17 @@ pub struct Store {
     /// Actors by dense id.
     pub actors: BTreeMap<u64, ObservedActor>,
     actor_index: FxHashMap<String, u64>,
+    /// Dead actors' ids, oldest first: the next to forget past the actor cap.
+    dead_actors: BTreeSet<u64>,
     next_actor: u64,
     /// Tasks by dense id (first seen first).
     pub tasks: BTreeMap<u64, TaskEntry>,
     task_index: FxHashMap<String, u64>,
-    /// Per job, its tasks' ids in the order first seen: a job's trace and its
-    /// forgetting read its own tasks, not every task held.
+    /// Per job held (one with a record or a task), its tasks' ids in the order first
+    /// seen: a job's trace and its forgetting read its own tasks, not every task held.
     tasks_by_job: BTreeMap<u32, Vec<u64>>,
+    /// Ended jobs by (end time, number): the next to forget is the first.
+    ended: BTreeSet<(u64, u32)>,
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
@@ -102,6 +109,8 @@ pub struct Store {
     pub transitions_dropped: u64,
     /// Records refused because their job id was not Ray's 4 bytes.
     pub bad_job_ids: u64,
+    /// Records of new jobs refused because `max_jobs` jobs, all running, were held.
+    pub jobs_refused: u64,
 }
 
 /// Attempts kept of one task: Ray retries a task 3 times by default; a client posting
@@ -167,7 +176,31 @@ impl Store {
 
     /// Jobs held: those with a job record or tasks (the job cap counts these).
     pub fn jobs_held(&self) -> usize {
-        self.jobs.len()
+        self.tasks_by_job.len()
+    }
+
+    /// Whether the job cap is full of jobs still running (new jobs are refused).
+    pub fn jobs_full_of_running(&self) -> bool {
+        self.tasks_by_job.len() >= self.limits.max_jobs && self.ended.is_empty()
+    }
+
+    /// Hold `job`, forgetting the oldest ended job if the cap is full; `false` (and
+    /// counted) when every job held still runs.
+    fn admit_job(&mut self, job: u32) -> bool {
+        if self.tasks_by_job.contains_key(&job) {
+            return true;
+        }
+        if self.tasks_by_job.len() >= self.limits.max_jobs {
+            match self.ended.iter().next().map(|&(_, n)| n) {
+                Some(oldest) => self.forget_job(oldest),
+                None => {
+                    self.jobs_refused += 1;
+                    return false;
+                }
+            }
+        }
+        self.tasks_by_job.insert(job, Vec::new());
+        true
     }
 
     /// Merge one record (a whole State API row, or the part of one a pushed event
@@ -188,7 +221,7 @@ impl Store {
                 Change::Task(t) => job_number(&t.job_id),
                 Change::Node(_) | Change::PlacementGroup(_) => None,
             };
-            if let Some(job) = job {
+            if let Some(job) = job.filter(|j| self.tasks_by_job.contains_key(j)) {
                 self.job_generation.insert(job, self.generation);
             }
         }
@@ -232,15 +265,25 @@ impl Store {
         if let Some(ms) = j.start_time {
             self.anchor(ms);
         }
+        if !self.admit_job(num) {
+            return None;
+        }
         let merged = match self.jobs.get(&num) {
             Some(old) => merge::job(old, j),
             None => j.clone(),
         };
-        if self.jobs.get(&num) == Some(&merged) {
-            return None;
+        if let Some(old) = self.jobs.get(&num) {
+            if *old == merged {
+                return None;
+            }
+            if is_terminal_job(&old.status) {
+                self.ended.remove(&(old.end_time.unwrap_or(0), num));
+            }
+        }
+        if is_terminal_job(&merged.status) {
+            self.ended.insert((merged.end_time.unwrap_or(0), num));
         }
         self.jobs.insert(num, merged.clone());
-        self.forget_over_caps(None);
         Some(merged)
     }
 
@@ -252,11 +295,13 @@ impl Store {
                 return None;
             }
             *old = merged.clone();
+            if merged.state == "DEAD" {
+                self.dead_actors.insert(id);
+            }
             return Some(merged);
         }
         if self.actors.len() >= self.limits.max_actors {
-            let dead = self.actors.iter().find(|(_, a)| a.state == "DEAD").map(|(&k, _)| k);
-            match dead {
+            match self.dead_actors.pop_first() {
                 Some(k) => {
                     let gone = self.actors.remove(&k).expect("found above");
                     self.actor_index.remove(&gone.actor_id);
@@ -266,6 +311,9 @@ impl Store {
         }
         let id = self.next_actor;
         self.next_actor += 1;
+        if a.state == "DEAD" {
+            self.dead_actors.insert(id);
+        }
         self.actor_index.insert(a.actor_id.clone(), id);
         self.actors.insert(id, a.clone());
         Some(a.clone())
@@ -273,6 +321,9 @@ impl Store {
 
     fn apply_task(&mut self, t: &ObservedTask) -> Option<ObservedTask> {
         let job = self.job_of(&t.job_id)?;
+        if !self.admit_job(job) {
+            return None;
+        }
         if let Some(ms) = t.submitted_ms() {
             self.anchor(ms);
         }
@@ -304,7 +355,7 @@ impl Store {
             }
         }
         if self.attempts >= self.limits.max_tasks {
-            self.forget_over_caps(Some(job));
+            self.forget_over_caps(job);
             if self.attempts >= self.limits.max_tasks {
                 *self.dropped_by_job.entry(job).or_insert(0) += 1;
                 return None;
@@ -373,23 +424,20 @@ impl Store {
         parts.iter().filter_map(|c| self.apply(c)).collect()
     }
 
-    /// Forget the oldest ended jobs, whole, while a cap is passed; never `keep`, the job
-    /// whose task is being added (it keeps its first tasks and counts the rest).
-    fn forget_over_caps(&mut self, keep: Option<u32>) {
-        while self.attempts >= self.limits.max_tasks || self.jobs.len() > self.limits.max_jobs {
-            let oldest_ended = self
-                .jobs
-                .iter()
-                .filter(|(n, j)| is_terminal_job(&j.status) && Some(**n) != keep)
-                .min_by_key(|(&n, j)| (j.end_time.unwrap_or(0), n))
-                .map(|(&n, _)| n);
-            let Some(job) = oldest_ended else { return };
+    /// Forget the oldest ended jobs, whole, while the task cap is reached; never `keep`,
+    /// the job whose task is being added (it keeps its first tasks and counts the rest).
+    /// Each job forgotten is found in O(log n).
+    fn forget_over_caps(&mut self, keep: u32) {
+        while self.attempts >= self.limits.max_tasks {
+            let Some(job) = self.ended.iter().map(|&(_, n)| n).find(|&n| n != keep) else { return };
             self.forget_job(job);
         }
     }
 
     fn forget_job(&mut self, job: u32) {
-        self.jobs.remove(&job);
+        if let Some(j) = self.jobs.remove(&job) {
+            self.ended.remove(&(j.end_time.unwrap_or(0), job));
+        }
         self.dropped_by_job.remove(&job);
         self.job_generation.remove(&job);
         for id in self.tasks_by_job.remove(&job).unwrap_or_default() {
@@ -486,6 +534,61 @@ mod tests {
         let listed: Vec<u64> = s.job_tasks(2).map(|e| e.id).collect();
         let held: Vec<u64> = s.tasks.values().filter(|e| e.job == 2).map(|e| e.id).collect();
         assert_eq!(listed, held, "the per-job index lists what is held, first seen first");
+    }
+
+    #[test]
+    fn running_jobs_past_the_job_cap_are_refused_and_counted_and_an_ended_one_makes_room() {
+        let mut s = Store::new(StoreLimits { max_jobs: 3, ..StoreLimits::default() });
+        for n in 1..=3u32 {
+            let id = format!("{:08x}", n.swap_bytes());
+            assert!(s.apply(&Change::Job(job(&id, "RUNNING", None))).is_some());
+        }
+        // 100,000 more running jobs, by job record or by task: none is held.
+        for n in 4..100_004u32 {
+            let id = format!("{:08x}", n.swap_bytes());
+            if n % 2 == 0 {
+                s.apply(&Change::Job(job(&id, "RUNNING", None)));
+            } else {
+                s.apply(&Change::Task(task(&format!("t{n}"), &id, "RUNNING", 1_000)));
+            }
+        }
+        assert_eq!((s.jobs_held(), s.jobs_refused), (3, 100_000));
+        assert!(s.jobs_full_of_running());
+        assert!(s.job_generation.len() <= 3, "nothing kept of a refused job");
+        assert_eq!(s.attempts(), 0);
+        s.apply(&Change::Job(job("02000000", "SUCCEEDED", Some(5_000))));
+        assert!(!s.jobs_full_of_running());
+        s.apply(&Change::Task(task("late", "09000000", "RUNNING", 6_000)));
+        assert!(s.jobs.contains_key(&1) && !s.jobs.contains_key(&2), "the ended job made room");
+        assert_eq!((s.jobs_held(), s.forgotten_jobs), (3, 1));
+        assert_eq!(s.job_tasks(9).count(), 1);
+    }
+
+    #[test]
+    fn a_job_id_not_of_4_bytes_is_counted() {
+        let mut s = Store::new(StoreLimits::default());
+        assert!(s.apply(&Change::Task(task("aa", "0100", "RUNNING", 1_000))).is_none());
+        assert!(s.apply(&Change::Job(job("0100000000", "RUNNING", None))).is_none());
+        assert_eq!(s.bad_job_ids, 2);
+    }
+
+    #[test]
+    fn past_the_actor_cap_the_oldest_dead_actor_goes() {
+        let mut s = Store::new(StoreLimits { max_actors: 2, ..StoreLimits::default() });
+        let actor = |id: &str, state: &str| {
+            Change::Actor(ObservedActor {
+                actor_id: id.into(),
+                job_id: "01000000".into(),
+                state: state.into(),
+                ..Default::default()
+            })
+        };
+        s.apply(&actor("a1", "ALIVE"));
+        s.apply(&actor("a2", "ALIVE"));
+        assert!(s.apply(&actor("a3", "ALIVE")).is_none(), "no dead actor to forget");
+        s.apply(&actor("a1", "DEAD"));
+        assert!(s.apply(&actor("a3", "ALIVE")).is_some());
+        assert!(s.actor_number("a1").is_none() && s.actor_number("a3").is_some());
     }
 
     #[test]
