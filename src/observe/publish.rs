@@ -291,10 +291,8 @@ fn recorded(store: &Store, cache: &mut FlowCache, names: &mut Names) -> Recorded
     let mut calls: BTreeMap<(u32, u32), u64> = BTreeMap::new();
     let mut durations: BTreeMap<u32, Histogram> = BTreeMap::new();
     let mut jobs = BTreeMap::new();
-    let mut nums: Vec<u32> = store.jobs.keys().copied().collect();
-    nums.extend(store.tasks.values().map(|t| t.job));
-    nums.sort_unstable();
-    nums.dedup();
+    // Every job held has a record or tasks (a task-less, record-less one has neither).
+    let nums: Vec<u32> = store.held_jobs().collect();
     for job in nums {
         let mark = store.job_generation.get(&job).copied().unwrap_or(0);
         let (rec, totals) = match cache.jobs.get(&job) {
