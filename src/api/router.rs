@@ -119,8 +119,14 @@ async fn healthy() -> &'static str {
 
 /// Ready once the engine has published a snapshot (the engine publishes its first
 /// before the server starts, so in practice as soon as the port answers).
+/// An observer whose `--record` trace cannot be written is not ready (503, with why):
+/// it would take events and keep no history of them.
 async fn ready(State(app): State<AppState>) -> Response {
     let s = app.handle.snapshot();
+    if let Some(e) = s.observed.as_ref().and_then(|o| o.record_error.as_ref()) {
+        let body = json!({"ready": false, "reason": format!("recording fails: {e}"), "snapshot_seq": s.seq});
+        return (StatusCode::SERVICE_UNAVAILABLE, json_ok(body)).into_response();
+    }
     let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us as f64 / 1e6});
     (StatusCode::OK, json_ok(body)).into_response()
 }

@@ -10,8 +10,13 @@
 //! passes the task cap keeps its first tasks and counts the rest, as the model's Flow
 //! Insight cap does; and when the job cap is full of running jobs, a new job's records
 //! are refused and counted (`jobs_refused`), so the page can say so.
+//! Times must be plausible: a record naming a time after `now_ms` plus
+//! [`TIME_MARGIN_MS`], or before the observed cluster's first node started minus that
+//! margin, is refused and counted (`implausible_times`), so one bad clock (or one
+//! hostile push) never becomes time zero.
 //! Must never: grow past its caps, renumber what it numbered (a reader holding a
-//! snapshot's ids must find them again), or take a record's time from the wall clock.
+//! snapshot's ids must find them again), or take a record's time from the wall clock
+//! (the wall clock only bounds which times are plausible).
 
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
@@ -71,6 +76,14 @@ pub struct Store {
     pub limits: StoreLimits,
     /// The Unix ms that time 0 of the snapshots stands for (set by the first record).
     pub zero_ms: Option<u64>,
+    /// The wall clock's Unix ms as the caller last said (0: unknown, no upper bound):
+    /// records naming times past it plus [`TIME_MARGIN_MS`] are refused.
+    pub now_ms: u64,
+    /// The earliest start of a node held: records naming times before it minus
+    /// [`TIME_MARGIN_MS`] are refused.
+    cluster_start_ms: Option<u64>,
+    /// Records refused for a time outside that window.
+    pub implausible_times: u64,
     /// Nodes by slot; a slot is never reused.
     pub nodes: Vec<ObservedNode>,
     node_index: FxHashMap<String, u32>,
@@ -112,6 +125,10 @@ pub struct Store {
     /// Records of new jobs refused because `max_jobs` jobs, all running, were held.
     pub jobs_refused: u64,
 }
+
+/// How far a record's time may lie after now, or before the cluster's first node
+/// started: Ray's nodes' clocks differ by seconds, not a day.
+pub const TIME_MARGIN_MS: u64 = 24 * 3600 * 1000;
 
 /// Attempts kept of one task: Ray retries a task 3 times by default; a client posting
 /// attempt after attempt of one task gets no further.
@@ -179,6 +196,11 @@ impl Store {
         self.tasks_by_job.len()
     }
 
+    /// The jobs held, by number.
+    pub fn held_jobs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tasks_by_job.keys().copied()
+    }
+
     /// Whether the job cap is full of jobs still running (new jobs are refused).
     pub fn jobs_full_of_running(&self) -> bool {
         self.tasks_by_job.len() >= self.limits.max_jobs && self.ended.is_empty()
@@ -206,6 +228,10 @@ impl Store {
     /// Merge one record (a whole State API row, or the part of one a pushed event
     /// carries); the merged record if it changed what the store holds.
     pub fn apply(&mut self, change: &Change) -> Option<Change> {
+        if !self.plausible(change) {
+            self.implausible_times += 1;
+            return None;
+        }
         let merged = match change {
             Change::Node(n) => self.apply_node(n).map(Change::Node),
             Change::Job(j) => self.apply_job(j).map(Change::Job),
@@ -228,9 +254,28 @@ impl Store {
         merged
     }
 
+    /// Whether every time `change` names lies in the plausible window.
+    fn plausible(&self, change: &Change) -> bool {
+        let latest = if self.now_ms == 0 { u64::MAX } else { self.now_ms.saturating_add(TIME_MARGIN_MS) };
+        let earliest = self.cluster_start_ms.map_or(0, |s| s.saturating_sub(TIME_MARGIN_MS));
+        let ok = |t: &u64| (earliest..=latest).contains(t);
+        match change {
+            Change::Task(t) => {
+                [t.creation_time_ms, t.start_time_ms, t.end_time_ms].iter().flatten().all(ok)
+                    && t.events.iter().all(|e| ok(&e.1))
+            }
+            Change::Job(j) => [j.start_time, j.end_time].iter().flatten().all(ok),
+            Change::Actor(a) => [a.start_time_ms, a.end_time_ms].iter().flatten().all(ok),
+            // A node's start is what sets the lower bound: only the upper one holds it.
+            Change::Node(n) => [n.start_time_ms, n.end_time_ms].iter().flatten().all(|t| *t <= latest),
+            Change::PlacementGroup(_) => true,
+        }
+    }
+
     fn apply_node(&mut self, n: &ObservedNode) -> Option<ObservedNode> {
         if let Some(ms) = n.start_time_ms {
             self.anchor(ms);
+            self.cluster_start_ms = Some(self.cluster_start_ms.map_or(ms, |s| s.min(ms)));
         }
         if let Some(&slot) = self.node_index.get(&n.node_id) {
             let old = &mut self.nodes[slot as usize];
@@ -562,6 +607,21 @@ mod tests {
         assert!(s.jobs.contains_key(&1) && !s.jobs.contains_key(&2), "the ended job made room");
         assert_eq!((s.jobs_held(), s.forgotten_jobs), (3, 1));
         assert_eq!(s.job_tasks(9).count(), 1);
+    }
+
+    #[test]
+    fn a_time_outside_the_plausible_window_is_refused_and_never_time_zero() {
+        let now = 1_795_000_000_000;
+        let mut s = Store { now_ms: now, ..Store::new(StoreLimits::default()) };
+        let year_9999 = 253_402_300_799_000;
+        assert!(s.apply(&Change::Task(task("aa", "01000000", "RUNNING", year_9999))).is_none());
+        assert_eq!((s.implausible_times, s.zero_ms), (1, None), "refused, not time zero");
+        let node = ObservedNode { node_id: "n1".into(), start_time_ms: Some(now - 60_000), ..Default::default() };
+        assert!(s.apply(&Change::Node(node)).is_some());
+        let long_before = now - 60_000 - TIME_MARGIN_MS - 1;
+        assert!(s.apply(&Change::Task(task("bb", "01000000", "RUNNING", long_before))).is_none());
+        assert!(s.apply(&Change::Task(task("cc", "01000000", "RUNNING", now - 1_000))).is_some());
+        assert_eq!((s.implausible_times, s.zero_ms), (2, Some(now - 60_000)));
     }
 
     #[test]
