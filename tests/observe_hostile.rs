@@ -14,6 +14,7 @@ use base64::Engine as _;
 use rayscope::api::{self, ObserveServe, ServeOptions};
 use rayscope::config;
 use rayscope::observe::store::StoreLimits;
+use rayscope::observe::trace::TraceLimits;
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -230,4 +231,52 @@ async fn running_jobs_past_the_cap_are_refused_counted_and_said() {
     assert_eq!(s.metric("rayscope_observe_jobs_cap_full").await, 1.0);
     let jobs = s.get("/api/jobs/").await.json();
     assert_eq!(jobs.as_array().map(Vec::len), Some(5), "{jobs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamp_in_year_9999_is_refused_and_never_time_zero() {
+    let s = Observed::start(|_| {}).await;
+    let task = format!("{:016x}{}01000000", 1, "0".repeat(24));
+    let far = lifecycle(&task, vec![json!({"state": "PENDING_ARGS_AVAIL", "timestamp": "9999-12-31T23:59:59Z"})]);
+    assert_eq!(s.push(&json!([far])).await.status, 200);
+    let near = lifecycle(&task, vec![json!({"state": "PENDING_ARGS_AVAIL", "timestamp": at(0)})]);
+    assert_eq!(s.push(&json!([near])).await.status, 200);
+    let v = s.status_until("the plausible record taken", |v| v["tasks_held"] == 1).await;
+    assert_eq!(v["implausible_times"], 1, "{v}");
+    let zero = v["zero_unix_ms"].as_u64().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert!(zero < now, "time zero is the plausible record's, not year 9999: {v}");
+    assert_eq!(s.metric("rayscope_observe_implausible_times_total").await, 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_trace_write_is_said_counted_and_recording_resumes() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("rec");
+    let record = dir.clone();
+    // A segment per line: each record opens a new file, so a lost directory fails at once.
+    let limits = TraceLimits { segment_bytes: 1, max_bytes: 1 << 30 };
+    let s = Observed::start(move |o| o.record = Some((record, limits))).await;
+    assert_eq!(s.push(&json!([job_def(1)])).await.status, 200);
+    s.status_until("the first record written", |v| v["trace_lines"].as_u64() >= Some(1)).await;
+    // The disk goes away under the recorder (as a full one fails its writes).
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(s.push(&json!([job_def(2), job_def(3)])).await.status, 200);
+    let v = s.status_until("the failure said", |v| v["unrecorded_records"].as_u64() >= Some(2)).await;
+    assert!(v["record_error"].as_str().is_some_and(|e| e.contains("rec")), "{v}");
+    assert!(v["record_failures"].as_u64() >= Some(1), "{v}");
+    let ready = s.get("/-/ready").await;
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    assert!(ready.json()["reason"].as_str().unwrap().starts_with("recording fails"), "{}", ready.text());
+    assert_eq!(s.metric("rayscope_observe_record_failing").await, 1.0);
+    assert!(s.metric("rayscope_observe_unrecorded_records_total").await >= 2.0);
+    // Space returns: recording resumes by itself, in a new segment.
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = s.status_until("recording resumed", |v| v["record_error"].is_null()).await;
+    assert!(v["unrecorded_records"].as_u64() >= Some(2), "what was lost stays counted: {v}");
+    assert_eq!(s.get("/-/ready").await.status, 200);
+    assert_eq!(s.push(&json!([job_def(4)])).await.status, 200);
+    s.status_until("the next record written", |v| v["trace_lines"].as_u64() >= Some(2)).await;
+    let (store, _) = rayscope::observe::trace::read(&dir, StoreLimits::default()).unwrap();
+    assert!(store.jobs.contains_key(&4), "the record after the failure is in the new segments");
 }
