@@ -10,7 +10,11 @@
 //! again from its config): it comes back `FAILED`, saying so. Jobs are matched by
 //! `submission_id` first, since a new session numbers its jobs from `01000000` again.
 //!
-//! Must never: start on a file it cannot read (the error names the file), or keep more
+//! A directory that cannot be written (read-only, full) is retried each second and said
+//! once when writes start failing and once when they succeed again, not every second.
+//!
+//! Must never: start on a file it cannot read (the error names the file and, for an
+//! entry that is not an object, its index), panic on what a file holds, or keep more
 //! than the in-memory limits allow (`server.limits`).
 
 use super::app::AppState;
@@ -44,12 +48,19 @@ impl StateDir {
             match std::fs::read(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
                 Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-                Ok(bytes) => serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| {
-                    format!(
-                        "{}: not a state file rayscope wrote ({e}); move it away to start without it",
-                        path.display()
-                    )
-                }),
+                Ok(bytes) => {
+                    let not_ours = |why: String| {
+                        format!(
+                            "{}: not a state file rayscope wrote ({why}); move it away to start without it",
+                            path.display()
+                        )
+                    };
+                    let list = serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| not_ours(e.to_string()))?;
+                    if let Some(i) = list.iter().position(|v| !v.is_object()) {
+                        return Err(not_ours(format!("entry {i} is not a JSON object")));
+                    }
+                    Ok(list)
+                }
             }
         };
         let alerts = read(ALERTS)?;
@@ -86,6 +97,7 @@ pub(crate) async fn run(app: AppState) {
     let Some(state) = app.state_dir.clone() else { return };
     let mut stopping = app.stopping.clone();
     let (mut alerts_written, mut jobs_written) = (None, None);
+    let (mut alerts_failing, mut jobs_failing) = (Failing::default(), Failing::default());
     loop {
         let stop = tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => false,
@@ -95,10 +107,11 @@ pub(crate) async fn run(app: AppState) {
         if alerts_written != Some(generation) {
             let body = app.alerts.export();
             let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(ALERTS, &body)).await {
-                Ok(Ok(())) => alerts_written = Some(generation),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = ALERTS, "cannot write the state directory"),
-                Err(_) => {}
+            if let Ok(result) = tokio::task::spawn_blocking(move || state.write(ALERTS, &body)).await {
+                if result.is_ok() {
+                    alerts_written = Some(generation);
+                }
+                alerts_failing.note(ALERTS, result);
             }
         }
         let jobs = serde_json::to_vec(&super::jobs::all_submitted(&app)).unwrap_or_default();
@@ -110,14 +123,66 @@ pub(crate) async fn run(app: AppState) {
         };
         if jobs_written != Some(digest) {
             let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(JOBS, &jobs)).await {
-                Ok(Ok(())) => jobs_written = Some(digest),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = JOBS, "cannot write the state directory"),
-                Err(_) => {}
+            if let Ok(result) = tokio::task::spawn_blocking(move || state.write(JOBS, &jobs)).await {
+                if result.is_ok() {
+                    jobs_written = Some(digest);
+                }
+                jobs_failing.note(JOBS, result);
             }
         }
         if stop {
             return;
         }
+    }
+}
+
+/// Whether a file's writes fail now, so a failing directory is said once, not each second.
+#[derive(Default)]
+struct Failing(bool);
+
+impl Failing {
+    /// Log a write's outcome if it changes whether writes fail; `true` if it logged.
+    fn note(&mut self, file: &str, result: std::io::Result<()>) -> bool {
+        let failed = result.is_err();
+        if failed == self.0 {
+            return false;
+        }
+        self.0 = failed;
+        match result {
+            Err(e) => tracing::warn!(error = %e, file, "cannot write the state directory; retrying each second"),
+            Ok(()) => tracing::info!(file, "the state directory takes writes again"),
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_of_entries_that_are_not_objects_is_a_clear_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(JOBS), b"[5]").unwrap();
+        let e = StateDir::open(dir.path()).unwrap_err();
+        assert!(e.contains("jobs.json") && e.contains("entry 0 is not a JSON object"), "{e}");
+        std::fs::write(dir.path().join(JOBS), b"[{\"status\": \"RUNNING\"}]").unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        assert_eq!(state.jobs[0]["status"], "FAILED");
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_written_is_said_once_until_it_can() {
+        let dir = tempfile::tempdir().unwrap();
+        // The temporary file's name taken by a directory: every write fails (as for a
+        // read-only directory, which root could still write).
+        std::fs::create_dir(dir.path().join(format!(".{JOBS}.tmp"))).unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let mut failing = Failing::default();
+        let logged: Vec<bool> = (0..5).map(|_| failing.note(JOBS, state.write(JOBS, b"[]"))).collect();
+        assert_eq!(logged, [true, false, false, false, false]);
+        std::fs::remove_dir(dir.path().join(format!(".{JOBS}.tmp"))).unwrap();
+        assert!(failing.note(JOBS, state.write(JOBS, b"[]")), "said once when it writes again");
+        assert!(!failing.note(JOBS, state.write(JOBS, b"[]")));
     }
 }
