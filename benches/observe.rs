@@ -67,18 +67,19 @@ fn main() {
         start_time: Some(T0),
         ..Default::default()
     }));
-    let end_of_job = T0 + 10 * callers + 20 * per_caller + 1_000;
+    let end_of_job = T0 + 10 * callers + 31 * (per_caller / 2 + 1) + 1_000;
     changes.extend(call(0, 0, "driver", T0, T0, end_of_job));
     let mut n = 1;
     for c in 0..callers {
         let caller = n;
         let at = T0 + 10 * c;
-        let caller_end = at + 20 * per_caller + 500;
+        let caller_end = at + 2 + 31 * (per_caller / 2 + 1) + 100;
         changes.extend(call(caller, 0, "caller", at, at + 1, caller_end));
         n += 1;
         for k in 0..per_caller {
-            // Submitted in pairs, each pair waited for: `ray.get` between them.
-            let submit = at + 2 + 20 * (k / 2) * 2;
+            // Submitted in pairs, the next pair 1 ms after the last ended: the caller
+            // waited for each pair in `ray.get`.
+            let submit = at + 2 + 31 * (k / 2);
             changes.extend(call(n, caller, "leaf", submit, submit + 1, submit + 30));
             n += 1;
         }

@@ -280,3 +280,118 @@ async fn a_failing_trace_write_is_said_counted_and_recording_resumes() {
     let (store, _) = rayscope::observe::trace::read(&dir, StoreLimits::default()).unwrap();
     assert!(store.jobs.contains_key(&4), "the record after the failure is in the new segments");
 }
+
+/// The process's resident memory, bytes (Linux; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The bound the soak holds the whole test process (server, observer and clients) to:
+/// 64 MiB of bodies in flight, 64 MiB queued, two batches parsed, 1,000 jobs held.
+const SOAK_RSS_BOUND: u64 = 768 << 20;
+
+/// State-name growth, slow bodies and 100,000 running jobs, all at once, for a few
+/// seconds: memory stays under [`SOAK_RSS_BOUND`] and `/-/healthy` answers each probe
+/// within 100 ms throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soak_of_hostile_pushes_keeps_memory_bounded_and_health_answering() {
+    let s = Observed::start(|o| o.push_body_deadline = Duration::from_secs(2)).await;
+    let addr = s.addr;
+    // Every body made before the clock starts: the clients' own work is not the server's.
+    let task = format!("{:016x}{}01000000", 7, "0".repeat(24));
+    let names: Vec<Vec<u8>> = (0..200u64)
+        .map(|round| {
+            let ts: Vec<Value> =
+                (0..32).map(|i| json!({"state": format!("GROW_{round}_{i}"), "timestamp": at(round * 32 + i)})).collect();
+            json!([lifecycle(&task, ts)]).to_string().into_bytes()
+        })
+        .collect();
+    let jobs: Vec<Vec<u8>> = (0..20u32)
+        .map(|b| Value::Array((0..5_000).map(|i| job_def(2 + b * 5_000 + i)).collect()).to_string().into_bytes())
+        .collect();
+    let baseline = rss_bytes();
+
+    // Health probes from a thread of their own, each on a fresh connection.
+    let probing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let probe = {
+        let probing = probing.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let (mut worst, mut probes, mut peak) = (Duration::ZERO, 0u32, 0u64);
+            while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                let started = Instant::now();
+                let r = rt.block_on(request(addr, "GET", "/-/healthy", &[], None));
+                assert_eq!(r.status, 200);
+                worst = worst.max(started.elapsed());
+                probes += 1;
+                peak = peak.max(rss_bytes());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (worst, probes, peak)
+        })
+    };
+
+    // Slow bodies: 12 connections each promising 15 MiB and sending 64 KiB; at most 4
+    // are read at once, the rest are refused unread, and the deadline lets go of them.
+    let promise = format!("Content-Length: {}\r\n", 15 << 20);
+    let slow = async {
+        let mut conns = Vec::new();
+        for _ in 0..12 {
+            conns.push(open_push(addr, &promise, &[b' '; 64 << 10]).await);
+        }
+        let mut statuses = Vec::new();
+        for c in conns {
+            statuses.push(answer(c, Duration::from_secs(10)).await.0);
+        }
+        statuses
+    };
+    // State-name growth on one task, and 100,000 running jobs in batches of 5,000.
+    let grow = async {
+        for body in &names {
+            let r = request(addr, "POST", "/api/observe/events", &[], Some(body)).await;
+            assert!(r.status == 200 || r.status == 503, "{}", r.text());
+        }
+    };
+    let flood = async {
+        for body in &jobs {
+            // A 503 (the observer behind, or bytes in flight) is sent again, as Ray's agent does.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let r = request(addr, "POST", "/api/observe/events", &[], Some(body)).await;
+                if r.status == 200 {
+                    break;
+                }
+                assert_eq!(r.status, 503, "{}", r.text());
+                assert!(Instant::now() < deadline, "a batch never taken");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let (statuses, (), ()) = tokio::join!(slow, grow, flood);
+    let v = s
+        .status_until("every job pushed seen", |v| {
+            v["jobs_held"].as_u64().unwrap_or(0) + v["jobs_refused"].as_u64().unwrap_or(0) >= 100_000
+        })
+        .await;
+    probing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (worst, probes, peak) = probe.join().unwrap();
+
+    assert!(statuses.iter().all(|s| *s == 408 || *s == 503), "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == 503).count() >= 8, "at most 4 read at once: {statuses:?}");
+    assert_eq!(v["jobs_held"], 1_000, "{v}");
+    assert_eq!(v["jobs_full_of_running"], true, "{v}");
+    assert!(v["transitions_dropped"].as_u64() > Some(0), "{v}");
+    eprintln!(
+        "soak: {probes} health probes, the slowest {worst:?}; RSS {} MiB at start, {} MiB at peak",
+        baseline >> 20,
+        peak >> 20
+    );
+    assert!(probes >= 10, "probed throughout: {probes}");
+    assert!(worst < Duration::from_millis(100), "/-/healthy took {worst:?}");
+    assert!(peak < SOAK_RSS_BOUND, "RSS peaked at {} MiB", peak >> 20);
+}
