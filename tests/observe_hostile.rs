@@ -306,8 +306,9 @@ async fn a_soak_of_hostile_pushes_keeps_memory_bounded_and_health_answering() {
     let task = format!("{:016x}{}01000000", 7, "0".repeat(24));
     let names: Vec<Vec<u8>> = (0..200u64)
         .map(|round| {
-            let ts: Vec<Value> =
-                (0..32).map(|i| json!({"state": format!("GROW_{round}_{i}"), "timestamp": at(round * 32 + i)})).collect();
+            let ts: Vec<Value> = (0..32)
+                .map(|i| json!({"state": format!("GROW_{round}_{i}"), "timestamp": at(round * 32 + i)}))
+                .collect();
             json!([lifecycle(&task, ts)]).to_string().into_bytes()
         })
         .collect();

@@ -5,7 +5,9 @@
 //! as they come and published at most every [`PUSH_PUBLISH_EVERY`]), the counters
 //! behind `rayscope_observe_*`, and the handle readers hold
 //! ([`EngineHandle::producer`]). Logs a failing poll once per change of its error, not
-//! once per round.
+//! once per round. With `--record`, holds the trace directory's lock from start to
+//! exit, and keeps recording through failed writes: each is said and counted, and a
+//! new segment is tried until one takes the records again.
 //! Must never: block a reader (snapshots go through the same `ArcSwap` the engine's
 //! do), or hold more than the store's caps.
 
