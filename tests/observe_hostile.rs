@@ -150,6 +150,16 @@ async fn a_chunked_body_past_the_limit_is_refused_naming_the_push_limit() {
     let (status, text) = answer(c, Duration::from_secs(10)).await;
     assert_eq!(status, 413, "{text}");
     assert!(text.contains(&format!("\"limit_bytes\":{}", 16 << 20)), "the push limit, not the API's: {text}");
+    // Declared past the limit: refused before a byte of it is read.
+    let wire = format!(
+        "POST /api/observe/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        64 << 20
+    );
+    let r = raw(s.addr, wire.as_bytes()).await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["limit_bytes"], 16 << 20);
+    s.status_until("both counted", |v| v["push_bodies_too_large"] == 2).await;
+    assert_eq!(s.metric("rayscope_observe_push_too_large_total").await, 2.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,8 @@ fn not_observing() -> ApiError {
     )
 }
 
-fn too_large() -> ApiError {
+fn too_large(inbox: &Inbox) -> ApiError {
+    inbox.counters.too_large.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("an event batch is at most {PUSH_MAX_BODY_BYTES} bytes; send fewer events a batch"),
@@ -55,7 +56,7 @@ async fn read_body(inbox: &Inbox, headers: &HeaderMap, mut body: Body) -> Result
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > PUSH_MAX_BODY_BYTES as u64) {
-        return Err(too_large());
+        return Err(too_large(inbox));
     }
     let mut held = inbox.reserve(declared.unwrap_or(0)).ok_or_else(in_flight_full)?;
     let mut out = Vec::with_capacity(declared.unwrap_or(0) as usize);
@@ -65,7 +66,7 @@ async fn read_body(inbox: &Inbox, headers: &HeaderMap, mut body: Body) -> Result
                 .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read the request body: {e}")))?;
             let Ok(chunk) = frame.into_data() else { continue };
             if out.len() + chunk.len() > PUSH_MAX_BODY_BYTES {
-                return Err(too_large());
+                return Err(too_large(inbox));
             }
             let need = (out.len() + chunk.len()) as u64;
             if need > held.bytes() && !held.grow(need - held.bytes()) {

@@ -83,7 +83,7 @@ fn encode_http(h: &HttpServerStats, enc: &mut DescriptorEncoder<'_>) -> fmt::Res
 fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     Family::gauge(enc, "rayscope_observe_info", "What rayscope observes (mode: pull or trace); always 1.")
         .sample(&[("mode", o.mode), ("source", o.source.as_str())], 1u64)?;
-    let counters: [(&'static str, &'static str, u64); 17] = [
+    let counters: [(&'static str, &'static str, u64); 18] = [
         ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", o.polls),
         ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", o.poll_failures),
         ("rayscope_observe_requests_total", "Requests sent to Ray's dashboard.", o.requests),
@@ -101,6 +101,11 @@ fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "rayscope_observe_push_in_flight_refused_total",
             "Pushed bodies refused unread (503) because the bytes being read across connections were at their cap.",
             o.pushes_over_in_flight,
+        ),
+        (
+            "rayscope_observe_push_too_large_total",
+            "Pushed bodies refused (413) past the batch size limit, declared or as they came.",
+            o.push_bodies_too_large,
         ),
         (
             "rayscope_observe_push_body_timeouts_total",

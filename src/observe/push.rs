@@ -59,6 +59,8 @@ pub struct PushCounters {
     pub over_in_flight: AtomicU64,
     /// Bodies not sent whole within the body deadline.
     pub body_timeouts: AtomicU64,
+    /// Bodies past the size limit (declared, or counted as they came).
+    pub too_large: AtomicU64,
 }
 
 impl PushCounters {
@@ -68,6 +70,7 @@ impl PushCounters {
         v.batches_refused = self.refused_batches.load(Ordering::Relaxed);
         v.pushes_over_in_flight = self.over_in_flight.load(Ordering::Relaxed);
         v.push_body_timeouts = self.body_timeouts.load(Ordering::Relaxed);
+        v.push_bodies_too_large = self.too_large.load(Ordering::Relaxed);
         v.push_in_flight_bytes = self.in_flight_bytes.load(Ordering::Relaxed);
     }
 }

@@ -45,6 +45,8 @@ pub struct ObservedView {
     /// Bytes of pushed bodies being read now.
     pub push_in_flight_bytes: u64,
     pub push_body_timeouts: u64,
+    /// Pushed bodies refused past the size limit (413).
+    pub push_bodies_too_large: u64,
     /// Jobs held, the cap, and new jobs refused because the cap was full of jobs
     /// still running (none ended to forget).
     pub jobs_held: u64,
