@@ -267,6 +267,18 @@ fn a_run_without_its_fields_is_an_error_naming_the_file_and_field() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_negative_figure_is_an_error_naming_the_file_and_field() {
+    let dir = std::env::temp_dir().join(format!("rayscope-fidelity-negative-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("suite")).unwrap();
+    let run = r#"{"workload": "noop_tasks", "params": {"tasks": 1000, "cpus": 2}, "result": {"seconds": -5},
+        "ray_version": "2.60.0", "measured_at": "2026-11-30T14:27:30Z", "machine": {"cores": 2}}"#;
+    std::fs::write(dir.join("suite/negative.json"), run).unwrap();
+    let err = fidelity::rows(&dir, &fidelity::Costs::default()).expect_err("a negative time").to_string();
+    assert!(err.contains("negative.json") && err.contains("`result.seconds`") && err.contains("-5"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Runs from two CPUs in one folder are refused by name, before any row is made from them.
 #[test]
 fn runs_from_two_cpus_in_one_folder_are_an_error_naming_each() {

@@ -10,7 +10,7 @@
 use super::app::AppState;
 use super::jobs::all_submitted;
 use super::server::stopped;
-use super::state_dir::{ALERTS, JOBS};
+use super::state_dir::{Failing, ALERTS, JOBS};
 use super::stores::dashboard_history::{sample, Previous};
 use super::stores::flow_cache::ENTRIES;
 use crate::snapshot::flow::JobRecord;
@@ -107,6 +107,7 @@ pub(crate) async fn save_state(app: AppState) {
     let Some(state) = app.state_dir.clone() else { return };
     let mut stopping = app.stopping.clone();
     let (mut alerts_written, mut jobs_written) = (None, None);
+    let (mut alerts_failing, mut jobs_failing) = (Failing::default(), Failing::default());
     loop {
         let stop = tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => false,
@@ -116,10 +117,11 @@ pub(crate) async fn save_state(app: AppState) {
         if alerts_written != Some(generation) {
             let body = app.alerts.export();
             let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(ALERTS, &body)).await {
-                Ok(Ok(())) => alerts_written = Some(generation),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = ALERTS, "cannot write the state directory"),
-                Err(_) => {}
+            if let Ok(result) = tokio::task::spawn_blocking(move || state.write(ALERTS, &body)).await {
+                if result.is_ok() {
+                    alerts_written = Some(generation);
+                }
+                alerts_failing.note(ALERTS, result);
             }
         }
         let jobs = serde_json::to_vec(&all_submitted(&app)).unwrap_or_default();
@@ -131,10 +133,11 @@ pub(crate) async fn save_state(app: AppState) {
         };
         if jobs_written != Some(digest) {
             let state = state.clone();
-            match tokio::task::spawn_blocking(move || state.write(JOBS, &jobs)).await {
-                Ok(Ok(())) => jobs_written = Some(digest),
-                Ok(Err(e)) => tracing::warn!(error = %e, file = JOBS, "cannot write the state directory"),
-                Err(_) => {}
+            if let Ok(result) = tokio::task::spawn_blocking(move || state.write(JOBS, &jobs)).await {
+                if result.is_ok() {
+                    jobs_written = Some(digest);
+                }
+                jobs_failing.note(JOBS, result);
             }
         }
         if stop {

@@ -1,17 +1,22 @@
 //! Observe mode's own endpoints: where Ray's Event Export posts (`POST
 //! /api/observe/events`), and what the observer says of its work (`GET /api/observe`).
 //!
-//! Owns: answering a pushed batch (200 with what was taken, 400 naming what is wrong
-//! with it, 413 past [`PUSH_MAX_BODY_BYTES`], 503 with `Retry-After` while the observer
-//! is behind, which Ray's agent retries), and 404 for both when rayscope runs the model.
-//! Must never: parse a batch on an async worker (it goes to `spawn_blocking`), or
-//! change anything but the observer's store (through its bounded queue).
+//! Owns: reading a pushed body under the bounds that hold before it is read (the bytes
+//! being read across connections, `push::IN_FLIGHT_BYTES`, and the body deadline) and
+//! answering it: 200 with what was taken, 400 naming what is wrong with it, 408 past
+//! the deadline, 413 past [`PUSH_MAX_BODY_BYTES`] (declared or chunked), 503 with
+//! `Retry-After` while the observer is behind or the bytes in flight are at their cap
+//! (Ray's agent retries both), and 404 for both endpoints when rayscope runs the model.
+//! Must never: read a body before its bytes are counted, parse a batch on an async
+//! worker (it goes to `spawn_blocking`), or change anything but the observer's store
+//! (through its bounded queue).
 
 use super::app::AppState;
-use super::error::{internal, json_ok, ApiError, Body};
-use crate::observe::push::Refused;
+use super::error::{internal, json_ok, ApiError};
+use crate::observe::push::{Inbox, Refused, Reservation};
+use axum::body::{Body, HttpBody};
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -25,8 +30,67 @@ fn not_observing() -> ApiError {
     )
 }
 
+fn too_large(inbox: &Inbox) -> ApiError {
+    inbox.counters.too_large.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("an event batch is at most {PUSH_MAX_BODY_BYTES} bytes; send fewer events a batch"),
+    )
+    .with("limit_bytes", PUSH_MAX_BODY_BYTES)
+}
+
+fn in_flight_full() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "{} bytes of pushed bodies are being read already (the cap across connections); send this one again",
+            crate::observe::push::IN_FLIGHT_BYTES
+        ),
+    )
+    .retry_after(1)
+}
+
+/// Read a pushed body whole, its bytes counted before they are read, within the
+/// inbox's body deadline.
+async fn read_body(inbox: &Inbox, headers: &HeaderMap, mut body: Body) -> Result<(Vec<u8>, Reservation), ApiError> {
+    let declared =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > PUSH_MAX_BODY_BYTES as u64) {
+        return Err(too_large(inbox));
+    }
+    let mut held = inbox.reserve(declared.unwrap_or(0)).ok_or_else(in_flight_full)?;
+    let mut out = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    let read = async {
+        while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+            let frame = frame
+                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read the request body: {e}")))?;
+            let Ok(chunk) = frame.into_data() else { continue };
+            if out.len() + chunk.len() > PUSH_MAX_BODY_BYTES {
+                return Err(too_large(inbox));
+            }
+            let need = (out.len() + chunk.len()) as u64;
+            if need > held.bytes() && !held.grow(need - held.bytes()) {
+                return Err(in_flight_full());
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(inbox.body_deadline, read).await {
+        Ok(Ok(())) => Ok((out, held)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => {
+            inbox.counters.body_timeouts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the body did not arrive whole within {} s", inbox.body_deadline.as_secs_f64()),
+            ))
+        }
+    }
+}
+
 /// `POST /api/observe/events`: one batch of Ray's exported events (a JSON array).
-pub(crate) async fn receive(State(app): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
+pub(crate) async fn receive(State(app): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let Some(inbox) = app.observe_inbox.clone() else {
         if app.observing {
             return Err(ApiError::new(
@@ -36,7 +100,14 @@ pub(crate) async fn receive(State(app): State<AppState>, Body(body): Body) -> Re
         }
         return Err(not_observing());
     };
-    let taken = tokio::task::spawn_blocking(move || inbox.accept(&body)).await.map_err(internal)?;
+    let (body, held) = read_body(&inbox, &headers, body).await?;
+    let taken = tokio::task::spawn_blocking(move || {
+        let taken = inbox.accept(&body);
+        drop((body, held));
+        taken
+    })
+    .await
+    .map_err(internal)?;
     match taken {
         Ok(a) => Ok(json_ok(json!({
             "events": a.events, "records": a.records, "ignored": a.ignored, "refused": a.refused, "errors": a.errors,

@@ -87,16 +87,10 @@ async fn limit_and_log_inner(req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let declared =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    // Ray's pushed event batches may be larger than any other body.
-    let limit = if path == "/api/observe/events" { observe::PUSH_MAX_BODY_BYTES } else { MAX_BODY_BYTES };
-    if declared.is_some_and(|n| n > limit as u64) {
+    // Ray's pushed event batches may be larger than any other body: their handler
+    // applies (and counts) its own limit before reading.
+    if path != "/api/observe/events" && declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         tracing::info!(%method, %path, status = 413, "request body over the limit");
-        if limit != MAX_BODY_BYTES {
-            let message = format!("request body is larger than the {limit} byte limit");
-            return super::error::ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
-                .with("limit_bytes", limit)
-                .into_response();
-        }
         return too_large().into_response();
     }
     let started = Instant::now();
@@ -119,8 +113,14 @@ async fn healthy() -> &'static str {
 
 /// Ready once the engine has published a snapshot (the engine publishes its first
 /// before the server starts, so in practice as soon as the port answers).
+/// An observer whose `--record` trace cannot be written is not ready (503, with why):
+/// it would take events and keep no history of them.
 async fn ready(State(app): State<AppState>) -> Response {
     let s = app.handle.snapshot();
+    if let Some(e) = s.observed.as_ref().and_then(|o| o.record_error.as_ref()) {
+        let body = json!({"ready": false, "reason": format!("recording fails: {e}"), "snapshot_seq": s.seq});
+        return (StatusCode::SERVICE_UNAVAILABLE, json_ok(body)).into_response();
+    }
     let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us as f64 / 1e6});
     (StatusCode::OK, json_ok(body)).into_response()
 }

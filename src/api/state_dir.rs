@@ -10,7 +10,11 @@
 //! again from its config): it comes back `FAILED`, saying so. Jobs are matched by
 //! `submission_id` first, since a new session numbers its jobs from `01000000` again.
 //!
-//! Must never: start on a file it cannot read (the error names the file), or keep more
+//! A directory that cannot be written (read-only, full) is retried each second and said
+//! once when writes start failing and once when they succeed again, not every second.
+//!
+//! Must never: start on a file it cannot read (the error names the file and, for an
+//! entry that is not an object, its index), panic on what a file holds, or keep more
 //! than the in-memory limits allow (`server.limits`).
 
 use serde_json::Value;
@@ -42,12 +46,19 @@ impl StateDir {
             match std::fs::read(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
                 Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-                Ok(bytes) => serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| {
-                    format!(
-                        "{}: not a state file rayscope wrote ({e}); move it away to start without it",
-                        path.display()
-                    )
-                }),
+                Ok(bytes) => {
+                    let not_ours = |why: String| {
+                        format!(
+                            "{}: not a state file rayscope wrote ({why}); move it away to start without it",
+                            path.display()
+                        )
+                    };
+                    let list = serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| not_ours(e.to_string()))?;
+                    if let Some(i) = list.iter().position(|v| !v.is_object()) {
+                        return Err(not_ours(format!("entry {i} is not a JSON object")));
+                    }
+                    Ok(list)
+                }
             }
         };
         let alerts = read(ALERTS)?;
@@ -75,5 +86,56 @@ impl StateDir {
         std::fs::rename(&tmp, self.dir.join(name))?;
         // The rename itself is durable once the directory is synced.
         std::fs::File::open(&self.dir)?.sync_all()
+    }
+}
+
+/// Whether a file's writes fail now, so a failing directory is said once, not each second.
+#[derive(Default)]
+pub(crate) struct Failing(bool);
+
+impl Failing {
+    /// Log a write's outcome if it changes whether writes fail; `true` if it logged.
+    pub(crate) fn note(&mut self, file: &str, result: std::io::Result<()>) -> bool {
+        let failed = result.is_err();
+        if failed == self.0 {
+            return false;
+        }
+        self.0 = failed;
+        match result {
+            Err(e) => tracing::warn!(error = %e, file, "cannot write the state directory; retrying each second"),
+            Ok(()) => tracing::info!(file, "the state directory takes writes again"),
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_of_entries_that_are_not_objects_is_a_clear_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(JOBS), b"[5]").unwrap();
+        let e = StateDir::open(dir.path()).unwrap_err();
+        assert!(e.contains("jobs.json") && e.contains("entry 0 is not a JSON object"), "{e}");
+        std::fs::write(dir.path().join(JOBS), b"[{\"status\": \"RUNNING\"}]").unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        assert_eq!(state.jobs[0]["status"], "FAILED");
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_written_is_said_once_until_it_can() {
+        let dir = tempfile::tempdir().unwrap();
+        // The temporary file's name taken by a directory: every write fails (as for a
+        // read-only directory, which root could still write).
+        std::fs::create_dir(dir.path().join(format!(".{JOBS}.tmp"))).unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let mut failing = Failing::default();
+        let logged: Vec<bool> = (0..5).map(|_| failing.note(JOBS, state.write(JOBS, b"[]"))).collect();
+        assert_eq!(logged, [true, false, false, false, false]);
+        std::fs::remove_dir(dir.path().join(format!(".{JOBS}.tmp"))).unwrap();
+        assert!(failing.note(JOBS, state.write(JOBS, b"[]")), "said once when it writes again");
+        assert!(!failing.note(JOBS, state.write(JOBS, b"[]")));
     }
 }

@@ -138,6 +138,7 @@ fn run(
 ) -> Result<Summary, Failure> {
     let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
     let started = Instant::now();
+    let from_trace = matches!(source, Source::Trace(_));
     let snap = match source {
         Source::Config(cfg) => {
             if cfg.workloads.iter().any(|w| matches!(w, WorkloadConfig::JobMix(_))) && cfg.sim.until.is_none() {
@@ -164,6 +165,9 @@ fn run(
             snap.flow.jobs.values().next().cloned().ok_or_else(|| fail(2, "the run made no jobs: nothing to show"))?
         }
     };
+    if from_trace {
+        rayscope::observe::flow::check_span(&record).map_err(|e| fail(2, e))?;
+    }
     let now = snap.sim_time_us;
     let at = at_s.map(|s| ((s * 1e6) as u64).min(now)).unwrap_or(now);
     let latest = at == now;

@@ -86,6 +86,9 @@ pub(super) fn serve(args: ServeArgs) -> ExitCode {
     })
 }
 
+/// How long after SIGINT or SIGTERM a server that has not stopped on its own exits anyway.
+const FORCED_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(1_500);
+
 /// Bind `listen`, start the snapshot producer `start` makes, and serve until SIGINT or
 /// SIGTERM: `serve`'s and `observe`'s shared tail. Exit statuses: 0 after a signal, 1 a
 /// taken port or a failed server, 2 a producer that could not start.
@@ -114,6 +117,24 @@ pub(super) fn run_server(
             return ExitCode::from(1);
         }
     };
+    // Whatever the process is doing when the signal comes (reading a trace, a first poll
+    // of a slow Ray, serving), it is gone within 2 s: past the grace below it exits from
+    // a runtime worker. Every trace line is written whole with one `write`, so nothing
+    // recorded is lost by not waiting for the rest.
+    match runtime.block_on(async { shutdown_signal() }) {
+        Ok(signal) => {
+            runtime.spawn(async move {
+                signal.await;
+                tokio::time::sleep(FORCED_EXIT_AFTER).await;
+                tracing::warn!("still stopping {FORCED_EXIT_AFTER:?} after the signal: exiting now");
+                std::process::exit(0);
+            });
+        }
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(1);
+        }
+    }
     // Bind before starting the engine, so a taken port fails fast and says so.
     let listener = match runtime.block_on(tokio::net::TcpListener::bind(listen)) {
         Ok(l) => l,

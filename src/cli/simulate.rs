@@ -295,6 +295,7 @@ fn recorded_job(
             }
         },
     };
+    rayscope::observe::flow::check_span(&record).map_err(|e| format!("--replay {}: {e}", dir.display()))?;
     // Each call's resource request, by its span id (the observed task's number).
     let requests: std::collections::BTreeMap<u64, Vec<(String, f64)>> = snap
         .tables

@@ -166,11 +166,19 @@ fn suite_run(path: &Path, file: String) -> Result<Run, RunsError> {
         }
     };
     let result = field(path, &v, "result")?.clone();
-    if !result.is_object() {
+    let Some(figures) = result.as_object() else {
         return Err(RunsError::Field {
             path: path.to_path_buf(),
             field: "result".into(),
             message: "must be an object".into(),
+        });
+    };
+    // A figure is a time, a count or a size: never below zero.
+    if let Some((key, n)) = figures.iter().find_map(|(k, f)| f.as_f64().filter(|n| *n < 0.0).map(|n| (k, n))) {
+        return Err(RunsError::Field {
+            path: path.to_path_buf(),
+            field: format!("result.{key}"),
+            message: format!("{n} is negative; a measured figure is at least 0"),
         });
     }
     let machine = field(path, &v, "machine")?;
@@ -198,6 +206,13 @@ fn cpu_model(v: &Value) -> Option<String> {
 fn seed_tree(path: &Path, file: String) -> Result<Run, RunsError> {
     let v = read_json(path)?;
     let makespan = number(path, &v, "makespan_s")?;
+    if makespan < 0.0 {
+        return Err(RunsError::Field {
+            path: path.to_path_buf(),
+            field: "makespan_s".into(),
+            message: format!("{makespan} is negative; a measured time is at least 0"),
+        });
+    }
     let mut params = BTreeMap::new();
     let stem = file.trim_start_matches("seed-tree-").trim_end_matches(".json");
     let shape = stem.split('-').next().unwrap_or(stem).to_string();

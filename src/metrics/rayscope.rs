@@ -83,7 +83,7 @@ fn encode_http(h: &HttpServerStats, enc: &mut DescriptorEncoder<'_>) -> fmt::Res
 fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     Family::gauge(enc, "rayscope_observe_info", "What rayscope observes (mode: pull or trace); always 1.")
         .sample(&[("mode", o.mode), ("source", o.source.as_str())], 1u64)?;
-    let counters: [(&'static str, &'static str, u64); 9] = [
+    let counters: [(&'static str, &'static str, u64); 18] = [
         ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", o.polls),
         ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", o.poll_failures),
         ("rayscope_observe_requests_total", "Requests sent to Ray's dashboard.", o.requests),
@@ -97,11 +97,48 @@ fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "Pushed batches refused (malformed, or the observer was behind).",
             o.batches_refused,
         ),
+        (
+            "rayscope_observe_push_in_flight_refused_total",
+            "Pushed bodies refused unread (503) because the bytes being read across connections were at their cap.",
+            o.pushes_over_in_flight,
+        ),
+        (
+            "rayscope_observe_push_too_large_total",
+            "Pushed bodies refused (413) past the batch size limit, declared or as they came.",
+            o.push_bodies_too_large,
+        ),
+        (
+            "rayscope_observe_push_body_timeouts_total",
+            "Pushed bodies not sent whole within the body deadline (408).",
+            o.push_body_timeouts,
+        ),
+        (
+            "rayscope_observe_transitions_dropped_total",
+            "Task state transitions dropped past the per-attempt cap (or with a name longer than Ray's).",
+            o.transitions_dropped,
+        ),
+        ("rayscope_observe_bad_job_ids_total", "Records refused: a job id not of Ray's 4 bytes.", o.bad_job_ids),
+        (
+            "rayscope_observe_implausible_times_total",
+            "Records refused: a time before the cluster's start or after now, past the margin.",
+            o.implausible_times,
+        ),
+        (
+            "rayscope_observe_jobs_refused_total",
+            "New jobs refused because the job cap was full of jobs still running.",
+            o.jobs_refused,
+        ),
+        ("rayscope_observe_record_failures_total", "Writes to the --record trace that failed.", o.record_failures),
+        (
+            "rayscope_observe_unrecorded_records_total",
+            "Records the --record trace could not take while its writes failed.",
+            o.unrecorded_records,
+        ),
     ];
     for (name, help, v) in counters {
         Family::counter(enc, name, help).sample(&NO_LABELS, v)?;
     }
-    let gauges: [(&'static str, &'static str, f64); 7] = [
+    let gauges: [(&'static str, &'static str, f64); 12] = [
         ("rayscope_observe_last_poll_seconds", "Wall-clock seconds the last poll round took.", o.last_poll_seconds),
         (
             "rayscope_observe_unlisted_tasks",
@@ -124,6 +161,23 @@ fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
             "rayscope_observe_trace_lines",
             "Records appended to the --record trace by this process.",
             o.trace_lines as f64,
+        ),
+        (
+            "rayscope_observe_push_in_flight_bytes",
+            "Bytes of pushed bodies being read now (capped across connections).",
+            o.push_in_flight_bytes as f64,
+        ),
+        ("rayscope_observe_jobs_held", "Jobs held in memory.", o.jobs_held as f64),
+        ("rayscope_observe_max_jobs", "The cap on jobs held.", o.max_jobs as f64),
+        (
+            "rayscope_observe_jobs_cap_full",
+            "1 while the job cap is full of jobs still running (new jobs are refused), else 0.",
+            if o.jobs_full_of_running { 1.0 } else { 0.0 },
+        ),
+        (
+            "rayscope_observe_record_failing",
+            "1 while the --record trace cannot be written (the error is on /api/observe), else 0.",
+            if o.record_error.is_some() { 1.0 } else { 0.0 },
         ),
     ];
     for (name, help, v) in gauges {

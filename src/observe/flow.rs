@@ -20,6 +20,28 @@ use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
+/// The longest recorded job a replay or `rayscope flow` takes: past it, a time in the
+/// trace is surely wrong (a clock, or a hostile push), and the replay would run for
+/// hours over empty time.
+pub const MAX_JOB_SPAN_US: u64 = 7 * 86_400 * 1_000_000;
+
+/// `Err` naming the job, its span and the limit when the job's records span more than
+/// [`MAX_JOB_SPAN_US`].
+pub fn check_span(record: &JobRecord) -> Result<(), String> {
+    let last = record.records.iter().map(|r| r.time()).max().unwrap_or(record.start_us);
+    let span = last.max(record.end_us.unwrap_or(0)).saturating_sub(record.start_us);
+    if span > MAX_JOB_SPAN_US {
+        return Err(format!(
+            "job {}: its records span {:.0} s, past the limit of {} s (7 days) for a recorded job; \
+             a time in the trace is wrong (a node's clock, or a bad pushed event)",
+            record.job_hex,
+            span as f64 / 1e6,
+            MAX_JOB_SPAN_US / 1_000_000
+        ));
+    }
+    Ok(())
+}
+
 /// The driver's span when Ray listed no driver task for the job.
 fn synthetic_driver(job: u32) -> u64 {
     u64::MAX - u64::from(job)

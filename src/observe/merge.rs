@@ -6,9 +6,11 @@
 //! older one's; a field it leaves empty keeps the older one's; a task's state
 //! transitions are the union of both, and its state is its latest transition's, so an
 //! older listing can never take a finished task back to running.
-//! Must never: drop a transition or a time either side had.
+//! Must never: drop a transition or a time either side had, but for the cap: at most
+//! [`MAX_TRANSITIONS`] per attempt, Ray's own states kept first, so a client that
+//! pushes one task again and again with new state names grows nothing.
 
-use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask};
+use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask, MAX_STATE_NAME, MAX_TRANSITIONS};
 
 fn text(old: &str, new: &str) -> String {
     if new.is_empty() { old } else { new }.to_string()
@@ -37,14 +39,34 @@ pub fn latest_state(events: &[(String, u64)]) -> Option<&str> {
     events.iter().max_by_key(|(s, t)| (rank(s) == 20, *t, rank(s))).map(|(s, _)| s.as_str())
 }
 
+/// Hold `events` to the caps: names past [`MAX_STATE_NAME`] go, and past
+/// [`MAX_TRANSITIONS`] the states Ray does not have go first (then the latest). Returns
+/// how many went.
+pub fn cap_transitions(events: &mut Vec<(String, u64)>) -> u64 {
+    let before = events.len();
+    events.retain(|(s, _)| s.len() <= MAX_STATE_NAME);
+    if events.len() > MAX_TRANSITIONS {
+        // Ray's states first (stable: in time order within each group), then cut.
+        events.sort_by_key(|(s, t)| (rank(s) == 0, *t, rank(s)));
+        events.truncate(MAX_TRANSITIONS);
+    }
+    events.sort_by_key(|(s, t)| (*t, rank(s)));
+    (before - events.len()) as u64
+}
+
 pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
+    task_capped(old, new).0
+}
+
+/// [`task`], and how many transitions the cap dropped.
+pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64) {
     let mut events = old.events.clone();
     for e in &new.events {
         if !events.iter().any(|o| o.0 == e.0) {
             events.push(e.clone());
         }
     }
-    events.sort_by_key(|(s, t)| (*t, rank(s)));
+    let dropped = cap_transitions(&mut events);
     // Within an attempt, states only move forward (a retry is a new attempt): the
     // furthest one either side names, a terminal one first.
     let terminal = |t: &ObservedTask| t.is_terminal().then(|| t.state.clone());
@@ -55,7 +77,7 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
             .unwrap_or("")
             .to_string()
     });
-    ObservedTask {
+    let merged = ObservedTask {
         task_id: old.task_id.clone(),
         attempt_number: old.attempt_number,
         job_id: text(&old.job_id, &new.job_id),
@@ -82,7 +104,8 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         },
-    }
+    };
+    (merged, dropped)
 }
 
 pub fn actor(old: &ObservedActor, new: &ObservedActor) -> ObservedActor {
@@ -174,6 +197,25 @@ mod tests {
         assert_eq!(a.name, "f");
         assert_eq!(a.events.len(), 4);
         assert_eq!((a.submitted_ms(), a.started_ms(), a.ended_ms()), (Some(10), Some(20), Some(30)));
+    }
+
+    #[test]
+    fn new_state_names_pushed_again_and_again_never_grow_a_task_past_the_cap() {
+        let mut held = t("", &[("PENDING_ARGS_AVAIL", 10), ("RUNNING", 20), ("FINISHED", 30)]);
+        let mut dropped = 0;
+        for i in 0..1_000u64 {
+            let name = format!("BOGUS_{i}");
+            let (merged, d) = task_capped(&held, &t("", &[(name.as_str(), 5 + i)]));
+            held = merged;
+            dropped += d;
+        }
+        assert_eq!(held.events.len(), MAX_TRANSITIONS);
+        assert_eq!(dropped, 1_000 - (MAX_TRANSITIONS as u64 - 3));
+        assert_eq!((held.submitted_ms(), held.started_ms(), held.ended_ms()), (Some(5), Some(20), Some(30)));
+        assert_eq!(held.state, "FINISHED", "Ray's own states are kept first");
+        let long = "X".repeat(MAX_STATE_NAME + 1);
+        let (merged, d) = task_capped(&held, &t("", &[(long.as_str(), 1)]));
+        assert_eq!((merged.events.len(), d), (MAX_TRANSITIONS, 1), "a name past the cap is dropped");
     }
 
     #[test]

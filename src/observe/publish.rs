@@ -36,12 +36,28 @@ pub struct ClusterInfo {
 /// a job is rebuilt only when something of it changed.
 #[derive(Default)]
 pub struct FlowCache {
-    jobs: BTreeMap<u32, (u64, Arc<JobRecord>, Arc<Totals>)>,
+    /// Per job: the generation it was built at, its records and totals, and when and
+    /// how long its build took.
+    jobs: BTreeMap<u32, (u64, Arc<JobRecord>, Arc<Totals>, Built)>,
+    /// The last build kept a changed job's older records (`REBUILD_AFTER_COSTS`).
+    stale: bool,
     /// The last snapshot and the store's generation it was made at: while nothing
     /// changes, the next is the same one at a later instant (the row tables of 100,000
     /// tasks are not rebuilt every poll).
     last: Option<(u64, Snapshot)>,
 }
+
+/// When a job's records were built and how long that took.
+#[derive(Clone, Copy)]
+struct Built {
+    at: std::time::Instant,
+    took: std::time::Duration,
+}
+
+/// A job that changed is rebuilt once its last build is this many times its cost old:
+/// while a big job streams in, the observer spends at most about a fifth of its time
+/// rebuilding it (a job of 1M calls takes seconds) and the rest taking records.
+const REBUILD_AFTER_COSTS: u32 = 4;
 
 fn task_type(s: &str) -> TaskType {
     TaskType::parse(s).unwrap_or(TaskType::NormalTask)
@@ -67,8 +83,10 @@ pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u
             return Snapshot { seq, sim_time_us: now, published_at: Some(std::time::Instant::now()), ..last.clone() };
         }
     }
+    cache.stale = false;
     let snap = build(store, info, cache, seq, now);
-    cache.last = Some((store.generation, snap.clone()));
+    // A snapshot holding a job's older records is not the store's as of this generation.
+    cache.last = (!cache.stale).then(|| (store.generation, snap.clone()));
     snap
 }
 
@@ -291,18 +309,23 @@ fn recorded(store: &Store, cache: &mut FlowCache, names: &mut Names) -> Recorded
     let mut calls: BTreeMap<(u32, u32), u64> = BTreeMap::new();
     let mut durations: BTreeMap<u32, Histogram> = BTreeMap::new();
     let mut jobs = BTreeMap::new();
-    let mut nums: Vec<u32> = store.jobs.keys().copied().collect();
-    nums.extend(store.tasks.values().map(|t| t.job));
-    nums.sort_unstable();
-    nums.dedup();
+    // Every job held has a record or tasks (a task-less, record-less one has neither).
+    let nums: Vec<u32> = store.held_jobs().collect();
     for job in nums {
         let mark = store.job_generation.get(&job).copied().unwrap_or(0);
-        let (rec, totals) = match cache.jobs.get(&job) {
-            Some((m, r, t)) if *m == mark => (r.clone(), t.clone()),
+        let (rec, totals, m, built) = match cache.jobs.get(&job) {
+            Some((m, r, t, b)) if *m == mark => (r.clone(), t.clone(), *m, *b),
+            Some((m, r, t, b)) if b.at.elapsed() < b.took * REBUILD_AFTER_COSTS => {
+                // Changed, but rebuilt too recently for its cost: the next snapshot
+                // must not take this one as up to date.
+                cache.stale = true;
+                (r.clone(), t.clone(), *m, *b)
+            }
             _ => {
+                let at = std::time::Instant::now();
                 let mut totals = Totals::default();
                 let Some(rec) = job_record(store, job, &mut totals) else { continue };
-                (Arc::new(rec), Arc::new(totals))
+                (Arc::new(rec), Arc::new(totals), mark, Built { at, took: at.elapsed() })
             }
         };
         for ((caller, callee), n) in &totals.calls {
@@ -317,7 +340,7 @@ fn recorded(store: &Store, cache: &mut FlowCache, names: &mut Names) -> Recorded
             into.sum += h.sum;
             into.count += h.count;
         }
-        cache.jobs.insert(job, (mark, rec.clone(), totals));
+        cache.jobs.insert(job, (m, rec.clone(), totals, built));
         jobs.insert(job, rec);
     }
     cache.jobs.retain(|k, _| jobs.contains_key(k));
@@ -472,4 +495,44 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
         })
         .collect();
     Tables { built_at_us: now, tasks, actors, objects, placement_groups, spec_requests }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::rows::{ObservedJob, ObservedTask};
+    use crate::observe::store::{Change, StoreLimits};
+
+    fn call(id: &str, t: u64) -> Change {
+        Change::Task(ObservedTask {
+            task_id: id.into(),
+            job_id: "01000000".into(),
+            name: "f".into(),
+            kind: "NORMAL_TASK".into(),
+            state: "FINISHED".into(),
+            events: vec![("PENDING_ARGS_AVAIL".into(), t), ("RUNNING".into(), t + 1), ("FINISHED".into(), t + 2)],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_changed_job_is_rebuilt_only_once_its_last_build_is_old_for_its_cost() {
+        let mut store = Store::new(StoreLimits::default());
+        let job = ObservedJob { job_id: "01000000".into(), status: "RUNNING".into(), ..Default::default() };
+        store.apply(&Change::Job(job));
+        store.apply(&call("a1", 1_000));
+        let info = ClusterInfo::default();
+        let mut cache = FlowCache::default();
+        let calls = |s: &Snapshot| s.flow.jobs[&1].calls;
+        assert_eq!(calls(&snapshot(&store, &info, &mut cache, 1, 2_000)), 2);
+        // As if the build had taken an hour: a change now keeps the older records...
+        cache.jobs.get_mut(&1).unwrap().3.took = std::time::Duration::from_secs(3_600);
+        store.apply(&call("a2", 1_100));
+        let snap = snapshot(&store, &info, &mut cache, 2, 2_000);
+        assert_eq!(calls(&snap), 2, "not rebuilt so soon after a costly build");
+        assert!(cache.last.is_none(), "and the snapshot is not taken as up to date");
+        // ...until the last build is old enough for its cost.
+        cache.jobs.get_mut(&1).unwrap().3.took = std::time::Duration::ZERO;
+        assert_eq!(calls(&snapshot(&store, &info, &mut cache, 3, 2_000)), 3);
+    }
 }

@@ -7,17 +7,21 @@
 //! transitions) that the store merges (`merge.rs`); the bounded queue to the observer
 //! thread ([`Inbox`]) and its counters. Event types rayscope does not use (profiles,
 //! workers) are counted and skipped.
+//! The bounds that hold before a body is read are here too, for the server to apply:
+//! [`IN_FLIGHT_BYTES`] across every connection reading a body ([`Inbox::reserve`]), and
+//! [`BODY_DEADLINE`] for a body to arrive whole.
 //! Must never: hold a batch the queue has no room for (it is refused, and Ray's agent
 //! retries it), read more than [`PARSES`] batches at once, stop at a bad event (it is
 //! counted, the rest are read), or take more than [`MAX_EVENTS`] events of one batch.
 
-use super::rows::{cut, ObservedActor, ObservedJob, ObservedNode, ObservedTask};
+use super::rows::{cut, ObservedActor, ObservedJob, ObservedNode, ObservedTask, MAX_STATE_NAME, MAX_TRANSITIONS};
 use super::store::Change;
 use crate::snapshot::ObservedView;
 use base64::Engine as _;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 /// Batches waiting for the observer thread; past this a POST is answered 503.
 pub const QUEUED_BATCHES: usize = 64;
@@ -25,6 +29,14 @@ pub const QUEUED_BATCHES: usize = 64;
 pub const QUEUED_BYTES: u64 = 64 << 20;
 /// Batches read at once (each a JSON document of up to 16 MiB); more are answered 503.
 pub const PARSES: usize = 2;
+
+/// Bytes of bodies being read, every connection together; a body that would pass it
+/// is answered 503 before (or as soon as) its bytes would, so unfinished bodies hold
+/// at most this much, however many connections send them.
+pub const IN_FLIGHT_BYTES: u64 = 64 << 20;
+/// A pushed body must arrive whole within this of its headers; a slower one is
+/// answered 408 and its bytes let go. Ray's agent sends a few MB on a cluster's network.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What travels to the observer thread: a batch's records and its body's size.
 pub type Batch = (Vec<Change>, u64);
@@ -41,6 +53,14 @@ pub struct PushCounters {
     pub ignored_events: AtomicU64,
     /// Bytes of the batches queued and not yet applied (the thread takes them off).
     pub queued_bytes: AtomicU64,
+    /// Bytes of bodies being read now ([`Reservation`]s).
+    pub in_flight_bytes: AtomicU64,
+    /// Bodies refused because [`IN_FLIGHT_BYTES`] were being read.
+    pub over_in_flight: AtomicU64,
+    /// Bodies not sent whole within the body deadline.
+    pub body_timeouts: AtomicU64,
+    /// Bodies past the size limit (declared, or counted as they came).
+    pub too_large: AtomicU64,
 }
 
 impl PushCounters {
@@ -48,6 +68,43 @@ impl PushCounters {
         v.events_received = self.events.load(Ordering::Relaxed);
         v.events_refused = self.refused_events.load(Ordering::Relaxed);
         v.batches_refused = self.refused_batches.load(Ordering::Relaxed);
+        v.pushes_over_in_flight = self.over_in_flight.load(Ordering::Relaxed);
+        v.push_body_timeouts = self.body_timeouts.load(Ordering::Relaxed);
+        v.push_bodies_too_large = self.too_large.load(Ordering::Relaxed);
+        v.push_in_flight_bytes = self.in_flight_bytes.load(Ordering::Relaxed);
+    }
+}
+
+/// Bytes of one body being read, counted against [`IN_FLIGHT_BYTES`] until dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    counters: Arc<PushCounters>,
+    bytes: u64,
+}
+
+impl Reservation {
+    /// Count `more` bytes too; `false` (and nothing counted) past [`IN_FLIGHT_BYTES`].
+    pub fn grow(&mut self, more: u64) -> bool {
+        let held = &self.counters.in_flight_bytes;
+        let taken = held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            (now + more <= IN_FLIGHT_BYTES).then_some(now + more)
+        });
+        if taken.is_err() {
+            self.counters.over_in_flight.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        self.bytes += more;
+        true
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.counters.in_flight_bytes.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -57,6 +114,8 @@ pub struct Inbox {
     tx: mpsc::SyncSender<Batch>,
     pub counters: Arc<PushCounters>,
     parsing: Arc<std::sync::atomic::AtomicUsize>,
+    /// How long a body may take to arrive ([`BODY_DEADLINE`] unless set).
+    pub body_deadline: Duration,
 }
 
 /// What a batch came to.
@@ -81,7 +140,14 @@ pub enum Refused {
 
 impl Inbox {
     pub fn new(tx: mpsc::SyncSender<Batch>, counters: Arc<PushCounters>) -> Inbox {
-        Inbox { tx, counters, parsing: Arc::default() }
+        Inbox { tx, counters, parsing: Arc::default(), body_deadline: BODY_DEADLINE }
+    }
+
+    /// Count `bytes` of a body about to be read against [`IN_FLIGHT_BYTES`] (a body of
+    /// unknown length reserves 0 and grows as its chunks come); `None` past the cap.
+    pub fn reserve(&self, bytes: u64) -> Option<Reservation> {
+        let mut r = Reservation { counters: self.counters.clone(), bytes: 0 };
+        r.grow(bytes).then_some(r)
     }
 
     /// Read a batch and queue its records. Memory stays bounded whatever is posted: at
@@ -156,6 +222,16 @@ fn need_id(v: &Value, key: &str) -> Result<String, String> {
     id(v, key).ok_or_else(|| format!("`{key}` is missing or not a base64 Ray id"))
 }
 
+/// A job id: Ray's are 4 bytes; one of any other length names no job, and the event is
+/// refused (and counted) rather than taken and silently dropped.
+fn need_job_id(v: &Value, key: &str) -> Result<String, String> {
+    let hex = need_id(v, key)?;
+    if hex.len() != 8 {
+        return Err(format!("`{key}` is {} bytes; Ray's job ids are 4", hex.len() / 2));
+    }
+    Ok(hex)
+}
+
 /// An RFC 3339 instant as Unix ms.
 fn time_ms(v: &Value, key: &str) -> Option<u64> {
     let s = field(v, key)?.as_str()?;
@@ -172,8 +248,15 @@ fn resources(v: &Value, key: &str) -> Vec<(String, f64)> {
     map.iter().filter_map(|(k, n)| n.as_f64().filter(|f| f.is_finite()).map(|f| (cut(k), f))).take(64).collect()
 }
 
+/// An event's state transitions, as many as a task attempt keeps, with names no longer
+/// than Ray's.
 fn transitions<'a>(v: &'a Value) -> impl Iterator<Item = &'a Value> + 'a {
-    field(v, "stateTransitions").and_then(Value::as_array).into_iter().flatten().take(64)
+    field(v, "stateTransitions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| field(t, "state").and_then(Value::as_str).is_none_or(|s| s.len() <= MAX_STATE_NAME))
+        .take(MAX_TRANSITIONS)
 }
 
 fn attempt(v: &Value) -> u32 {
@@ -192,7 +275,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             Change::Task(ObservedTask {
                 task_id: need_id(d, "taskId")?,
                 attempt_number: attempt(d),
-                job_id: need_id(d, "jobId")?,
+                job_id: need_job_id(d, "jobId")?,
                 func_or_class_name: name.clone(),
                 name,
                 kind: if actor_task { "ACTOR_TASK".into() } else { text(d, "taskType") },
@@ -212,7 +295,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             Change::Task(ObservedTask {
                 task_id: need_id(d, "taskId")?,
                 attempt_number: attempt(d),
-                job_id: need_id(d, "jobId")?,
+                job_id: need_job_id(d, "jobId")?,
                 node_id: id(d, "nodeId"),
                 worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
                 error_type: field(d, "rayErrorInfo")
@@ -230,7 +313,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             let d = part("actorDefinitionEvent")?;
             Change::Actor(ObservedActor {
                 actor_id: need_id(d, "actorId")?,
-                job_id: need_id(d, "jobId")?,
+                job_id: need_job_id(d, "jobId")?,
                 class_name: text(d, "className"),
                 name: text(d, "name"),
                 placement_group_id: id(d, "placementGroupId"),
@@ -264,7 +347,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
         "DRIVER_JOB_DEFINITION_EVENT" => {
             let d = part("driverJobDefinitionEvent")?;
             Change::Job(ObservedJob {
-                job_id: need_id(d, "jobId")?,
+                job_id: need_job_id(d, "jobId")?,
                 entrypoint: text(d, "entrypoint"),
                 driver_node_id: id(d, "driverNodeId"),
                 ..Default::default()
@@ -277,7 +360,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             let at = |s: &str| list.iter().find(|e| e.0 == s).map(|e| e.1);
             let finished = at("FINISHED");
             Change::Job(ObservedJob {
-                job_id: need_id(d, "jobId")?,
+                job_id: need_job_id(d, "jobId")?,
                 // Ray's driver jobs go CREATED -> FINISHED; the Jobs API calls them
                 // RUNNING and SUCCEEDED.
                 status: if finished.is_some() { "SUCCEEDED" } else { "RUNNING" }.into(),
@@ -399,6 +482,18 @@ mod tests {
     }
 
     #[test]
+    fn job_ids_not_of_4_bytes_are_refused_and_counted() {
+        let def =
+            |job: &str| json!({"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": job}});
+        let body = json!([def(&b64("0100")), def(&b64("0100000000")), def("AQAAAA==")]);
+        let (changes, acc) = parse_batch(body.to_string().as_bytes()).unwrap();
+        assert_eq!((acc.records, acc.refused), (1, 2));
+        assert_eq!(changes.len(), 1);
+        assert!(acc.errors[0].contains("`jobId` is 2 bytes; Ray's job ids are 4"), "{:?}", acc.errors);
+        assert!(acc.errors[1].contains("`jobId` is 5 bytes"), "{:?}", acc.errors);
+    }
+
+    #[test]
     fn a_batch_that_is_not_a_list_is_refused_whole() {
         assert!(parse_batch(b"{}").unwrap_err().contains("JSON array"));
         assert!(parse_batch(b"[{").unwrap_err().starts_with("the body is not JSON"));
@@ -416,6 +511,21 @@ mod tests {
             2,
             "the queued batch's bytes, the refused one's not"
         );
+    }
+
+    #[test]
+    fn bodies_being_read_hold_at_most_the_in_flight_cap() {
+        let (tx, _rx) = mpsc::sync_channel(1);
+        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
+        let a = inbox.reserve(IN_FLIGHT_BYTES - 10).expect("under the cap");
+        assert!(inbox.reserve(11).is_none(), "past the cap");
+        let mut b = inbox.reserve(0).expect("a body of unknown length reserves nothing at first");
+        assert!(b.grow(10) && !b.grow(1), "a chunked body grows to the cap and no further");
+        assert_eq!(inbox.counters.over_in_flight.load(Ordering::Relaxed), 2);
+        drop(a);
+        assert_eq!(inbox.counters.in_flight_bytes.load(Ordering::Relaxed), 10, "a read body's bytes are let go");
+        drop(b);
+        assert_eq!(inbox.counters.in_flight_bytes.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -14,6 +14,13 @@ use serde_json::Value;
 
 /// The longest free text kept of one field (error messages, entrypoints, death causes).
 pub const MAX_TEXT: usize = 2_000;
+/// State transitions kept of one task attempt. Ray's attempts pass through at most a
+/// dozen states; a merge never holds (or copies) more than this.
+pub const MAX_TRANSITIONS: usize = 32;
+/// The longest state name taken (Ray's longest,
+/// `PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY`, has 42 bytes); a longer one is no
+/// Ray state and its transition is dropped.
+pub const MAX_STATE_NAME: usize = 64;
 
 /// One attempt of one task, as `GET /api/v0/tasks?detail=true` lists it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -215,6 +222,15 @@ fn id(v: &Value, key: &str) -> Result<String, String> {
     }
 }
 
+/// A job id: Ray's are 4 bytes (8 hex digits); any other length names no job.
+fn job_id(v: &Value, key: &str) -> Result<String, String> {
+    let s = id(v, key)?;
+    if s.len() != 8 {
+        return Err(format!("`{key}` is {} bytes; Ray's job ids are 4", s.len().div_ceil(2)));
+    }
+    Ok(s)
+}
+
 /// An optional id: absent, null, empty or Ray's nil (all `f`s or all `0`s) is `None`.
 fn opt_id(v: &Value, key: &str) -> Option<String> {
     let s = v.get(key)?.as_str()?;
@@ -248,7 +264,10 @@ fn resources(v: &Value, key: &str) -> Vec<(String, f64)> {
 /// The attempt's state transitions: Ray's `events`, `[{"state": .., "created_ms": ..}]`.
 fn events(v: &Value) -> Vec<(String, u64)> {
     let Some(list) = v.get("events").and_then(Value::as_array) else { return Vec::new() };
-    list.iter().filter_map(|e| Some((text(e, "state")?, num(e, "created_ms")?))).take(32).collect()
+    list.iter()
+        .filter_map(|e| Some((text(e, "state").filter(|s| s.len() <= MAX_STATE_NAME)?, num(e, "created_ms")?)))
+        .take(MAX_TRANSITIONS)
+        .collect()
 }
 
 impl ObservedTask {
@@ -256,7 +275,7 @@ impl ObservedTask {
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
             attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
-            job_id: id(v, "job_id")?,
+            job_id: job_id(v, "job_id")?,
             name: text(v, "name").unwrap_or_default(),
             func_or_class_name: text(v, "func_or_class_name").unwrap_or_default(),
             kind: text(v, "type").unwrap_or_default(),
@@ -311,7 +330,7 @@ impl ObservedActor {
     pub fn from_row(v: &Value) -> Result<ObservedActor, String> {
         Ok(ObservedActor {
             actor_id: id(v, "actor_id")?,
-            job_id: id(v, "job_id")?,
+            job_id: job_id(v, "job_id")?,
             class_name: text(v, "class_name").unwrap_or_default(),
             state: text(v, "state").unwrap_or_default(),
             name: text(v, "name").unwrap_or_default(),
@@ -346,7 +365,7 @@ impl ObservedNode {
 impl ObservedJob {
     pub fn from_row(v: &Value) -> Result<ObservedJob, String> {
         Ok(ObservedJob {
-            job_id: id(v, "job_id")?,
+            job_id: job_id(v, "job_id")?,
             submission_id: text(v, "submission_id"),
             entrypoint: text(v, "entrypoint").unwrap_or_default(),
             status: text(v, "status").unwrap_or_default(),

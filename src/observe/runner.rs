@@ -5,7 +5,9 @@
 //! as they come and published at most every [`PUSH_PUBLISH_EVERY`]), the counters
 //! behind `rayscope_observe_*`, and the handle readers hold
 //! ([`EngineHandle::producer`]). Logs a failing poll once per change of its error, not
-//! once per round.
+//! once per round. With `--record`, holds the trace directory's lock from start to
+//! exit, and keeps recording through failed writes: each is said and counted, and a
+//! new segment is tried until one takes the records again.
 //! Must never: block a reader (snapshots go through the same `ArcSwap` the engine's
 //! do), or hold more than the store's caps.
 
@@ -13,7 +15,7 @@ use super::publish::{snapshot, ClusterInfo, FlowCache};
 use super::pull::{PullOptions, Puller, RayClient};
 use super::push::{Inbox, PushCounters};
 use super::store::{Store, StoreLimits};
-use super::trace::{self, Header, TraceLimits, TraceWriter};
+use super::trace::{self, Header, TraceLimits, TraceLock, TraceWriter};
 use crate::sim::runner::EngineHandle;
 use crate::snapshot::{ObservedView, Snapshot};
 use arc_swap::ArcSwap;
@@ -21,6 +23,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+
+/// While the trace cannot be written, a new segment is tried at most this often.
+pub const RECORD_RETRY_EVERY: Duration = Duration::from_secs(1);
 
 /// Pushed batches are published at most this often.
 pub const PUSH_PUBLISH_EVERY: Duration = Duration::from_millis(500);
@@ -47,11 +52,19 @@ pub struct ObserveOptions {
     pub limits: StoreLimits,
     /// `--record DIR`: append what changed to a trace there.
     pub record: Option<(PathBuf, TraceLimits)>,
+    /// How long a pushed body may take to arrive (`push::BODY_DEADLINE`).
+    pub push_body_deadline: Duration,
 }
 
 impl ObserveOptions {
     pub fn new(source: Source) -> ObserveOptions {
-        ObserveOptions { source, poll_every: Duration::from_secs(2), limits: StoreLimits::default(), record: None }
+        ObserveOptions {
+            source,
+            poll_every: Duration::from_secs(2),
+            limits: StoreLimits::default(),
+            record: None,
+            push_body_deadline: super::push::BODY_DEADLINE,
+        }
     }
 }
 
@@ -78,7 +91,15 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
                 Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base),
                 _ => (None, "push", "Ray's Event Export".to_string()),
             };
+            // The trace directory is held before anything is asked of Ray: a second
+            // recorder, or a path that is no directory, fails the start.
+            let lock = match &opts.record {
+                Some((dir, _)) => Some(TraceLock::acquire(dir)?),
+                None => None,
+            };
             let mut state = Loop {
+                lock,
+                record_failure: None,
                 client,
                 store: Store::new(opts.limits),
                 puller: Puller::default(),
@@ -93,7 +114,8 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
             state.poll();
             let out = Arc::new(ArcSwap::from_pointee(state.publish()));
             let (tx, rx) = mpsc::sync_channel(super::push::QUEUED_BATCHES);
-            let inbox = Inbox::new(tx, state.push.clone());
+            let mut inbox = Inbox::new(tx, state.push.clone());
+            inbox.body_deadline = opts.push_body_deadline;
             let (out2, stop2) = (out.clone(), stop.clone());
             let every = opts.poll_every;
             std::thread::Builder::new()
@@ -124,21 +146,38 @@ pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snap
     let info =
         ClusterInfo { session_name: read.header.session_name.clone(), ray_version: read.header.ray_version.clone() };
     let mut snap = snapshot(&store, &info, &mut FlowCache::default(), 0, read.last_ms);
-    snap.observed = Some(Arc::new(ObservedView {
+    let mut view = ObservedView {
         mode: "trace",
         source: dir.display().to_string(),
-        zero_unix_ms: store.zero_ms,
         rows_read: read.lines,
         bad_rows: read.bad_count,
-        tasks_held: store.attempts() as u64,
-        tasks_dropped: store.dropped_by_job.values().sum(),
-        tasks_forgotten: store.forgotten_tasks,
         ..Default::default()
-    }));
+    };
+    fill_store_counters(&store, &mut view);
+    snap.observed = Some(Arc::new(view));
     Ok(snap)
 }
 
+/// What the store says of its caps and what it refused, into `v`.
+fn fill_store_counters(store: &Store, v: &mut ObservedView) {
+    v.zero_unix_ms = store.zero_ms;
+    v.tasks_held = store.attempts() as u64;
+    v.tasks_dropped = store.dropped_by_job.values().sum();
+    v.tasks_forgotten = store.forgotten_tasks;
+    v.transitions_dropped = store.transitions_dropped;
+    v.bad_job_ids = store.bad_job_ids;
+    v.jobs_held = store.jobs_held() as u64;
+    v.max_jobs = store.limits.max_jobs as u64;
+    v.jobs_refused = store.jobs_refused;
+    v.implausible_times = store.implausible_times;
+    v.jobs_full_of_running = store.jobs_full_of_running();
+}
+
 struct Loop {
+    /// The trace directory's one-writer lock, held while recording.
+    lock: Option<TraceLock>,
+    /// While writes fail: why, and when to try a new segment next.
+    record_failure: Option<(String, Instant)>,
     /// `None`: push only.
     client: Option<RayClient>,
     store: Store,
@@ -166,6 +205,7 @@ impl Loop {
             let wait = next_poll.saturating_duration_since(Instant::now()).min(Duration::from_millis(100));
             match rx.recv_timeout(wait) {
                 Ok((batch, bytes)) => {
+                    self.store.now_ms = super::now_ms();
                     let changed: Vec<_> = batch.iter().filter_map(|c| self.store.apply(c)).collect();
                     drop(batch);
                     self.push.queued_bytes.fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
@@ -196,6 +236,7 @@ impl Loop {
             self.record(&[]);
             return;
         };
+        self.store.now_ms = super::now_ms();
         let r = self.puller.round(client, &mut self.store);
         self.view.polls += 1;
         self.view.requests += r.requests;
@@ -221,12 +262,20 @@ impl Loop {
         self.record(&r.changes);
     }
 
+    /// Append what changed to the trace. A failed write (a full disk) never turns
+    /// recording off: it is said (`/api/observe`, `/-/ready`, the page, a metric), what
+    /// it could not write is counted, and a new segment is tried at most every
+    /// [`RECORD_RETRY_EVERY`] until one takes the records again.
     fn record(&mut self, changes: &[super::store::Change]) {
         let Some((dir, limits)) = &self.record else { return };
-        if changes.is_empty() && self.writer.is_some() {
+        if self.lock.is_none() || (changes.is_empty() && self.writer.is_some()) {
             return;
         }
         if self.writer.is_none() {
+            if self.record_failure.as_ref().is_some_and(|(_, at)| at.elapsed() < RECORD_RETRY_EVERY) {
+                self.view.unrecorded_records += changes.len() as u64;
+                return;
+            }
             let info = self.puller.info.clone().unwrap_or_default();
             let header = Header {
                 ray_version: info.ray_version,
@@ -235,20 +284,44 @@ impl Loop {
                 ..Default::default()
             };
             match TraceWriter::open(dir, *limits, header) {
-                Ok(w) => self.writer = Some(w),
+                Ok(w) => {
+                    if self.record_failure.take().is_some() {
+                        self.view.record_error = None;
+                        tracing::info!(
+                            unrecorded = self.view.unrecorded_records,
+                            "recording resumes in a new segment; the records counted as unrecorded are not in the trace"
+                        );
+                    }
+                    self.writer = Some(w);
+                }
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot record: recording is off");
-                    self.record = None;
+                    self.view.unrecorded_records += changes.len() as u64;
+                    self.failed_to_record(e);
                     return;
                 }
             }
         }
         let Some(w) = self.writer.as_mut() else { return };
+        let before = w.lines;
         if let Err(e) = w.append(changes).and_then(|()| w.sync()) {
-            tracing::error!(error = %e, "cannot record: recording is off");
+            let written = w.lines - before;
+            self.view.unrecorded_records += changes.len() as u64 - written;
+            // The lines this writer did write stay counted.
+            self.view.trace_lines += w.lines;
+            self.view.trace_bytes = w.bytes();
             self.writer = None;
-            self.record = None;
+            self.failed_to_record(e);
         }
+    }
+
+    fn failed_to_record(&mut self, e: String) {
+        self.view.record_failures += 1;
+        // Logged once per failure spell, not once per retry.
+        if self.view.record_error.is_none() {
+            tracing::error!(error = %e, "cannot record: retrying every {RECORD_RETRY_EVERY:?}, counting what is not recorded");
+        }
+        self.view.record_error = Some(e.clone());
+        self.record_failure = Some((e, Instant::now()));
     }
 
     fn publish(&mut self) -> Snapshot {
@@ -256,14 +329,11 @@ impl Loop {
         let info = self.puller.info.clone().unwrap_or_default();
         let mut snap = snapshot(&self.store, &info, &mut self.cache, self.seq, super::now_ms());
         let mut view = self.view.clone();
+        fill_store_counters(&self.store, &mut view);
         self.push.fill(&mut view);
-        view.zero_unix_ms = self.store.zero_ms;
-        view.tasks_held = self.store.attempts() as u64;
-        view.tasks_dropped = self.store.dropped_by_job.values().sum();
-        view.tasks_forgotten = self.store.forgotten_tasks;
         if let Some(w) = &self.writer {
             view.trace_bytes = w.bytes();
-            view.trace_lines = w.lines;
+            view.trace_lines += w.lines;
         }
         snap.observed = Some(Arc::new(view));
         snap

@@ -4,16 +4,24 @@
 //! Owns: the observed records by Ray's ids, the dense numbers readers index them by
 //! (a node's slot, a job's number, a task's and an actor's id), which records changed
 //! (only those go to a trace), and the bounds: at most `max_tasks` task attempts and
-//! `max_jobs` jobs in memory. Past the task cap, the oldest ended jobs are forgotten
-//! whole (a trace keeps them); a job still running that alone passes it keeps its
-//! first tasks and counts the rest, as the model's Flow Insight cap does.
+//! `max_jobs` jobs in memory (a job counts once it has a record or a task). Past
+//! either cap, the oldest ended jobs are forgotten whole (a trace keeps them), each in
+//! O(log n) from an index of ended jobs by end time; a job still running that alone
+//! passes the task cap keeps its first tasks and counts the rest, as the model's Flow
+//! Insight cap does; and when the job cap is full of running jobs, a new job's records
+//! are refused and counted (`jobs_refused`), so the page can say so.
+//! Times must be plausible: a record naming a time after `now_ms` plus
+//! [`TIME_MARGIN_MS`], or before the observed cluster's first node started minus that
+//! margin, is refused and counted (`implausible_times`), so one bad clock (or one
+//! hostile push) never becomes time zero.
 //! Must never: grow past its caps, renumber what it numbered (a reader holding a
-//! snapshot's ids must find them again), or take a record's time from the wall clock.
+//! snapshot's ids must find them again), or take a record's time from the wall clock
+//! (the wall clock only bounds which times are plausible).
 
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The store's bounds.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +76,14 @@ pub struct Store {
     pub limits: StoreLimits,
     /// The Unix ms that time 0 of the snapshots stands for (set by the first record).
     pub zero_ms: Option<u64>,
+    /// The wall clock's Unix ms as the caller last said (0: unknown, no upper bound):
+    /// records naming times past it plus [`TIME_MARGIN_MS`] are refused.
+    pub now_ms: u64,
+    /// The earliest start of a node held: records naming times before it minus
+    /// [`TIME_MARGIN_MS`] are refused.
+    cluster_start_ms: Option<u64>,
+    /// Records refused for a time outside that window.
+    pub implausible_times: u64,
     /// Nodes by slot; a slot is never reused.
     pub nodes: Vec<ObservedNode>,
     node_index: FxHashMap<String, u32>,
@@ -75,13 +91,17 @@ pub struct Store {
     /// Actors by dense id.
     pub actors: BTreeMap<u64, ObservedActor>,
     actor_index: FxHashMap<String, u64>,
+    /// Dead actors' ids, oldest first: the next to forget past the actor cap.
+    dead_actors: BTreeSet<u64>,
     next_actor: u64,
     /// Tasks by dense id (first seen first).
     pub tasks: BTreeMap<u64, TaskEntry>,
     task_index: FxHashMap<String, u64>,
-    /// Per job, its tasks' ids in the order first seen: a job's trace and its
-    /// forgetting read its own tasks, not every task held.
+    /// Per job held (one with a record or a task), its tasks' ids in the order first
+    /// seen: a job's trace and its forgetting read its own tasks, not every task held.
     tasks_by_job: BTreeMap<u32, Vec<u64>>,
+    /// Ended jobs by (end time, number): the next to forget is the first.
+    ended: BTreeSet<(u64, u32)>,
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
@@ -98,7 +118,21 @@ pub struct Store {
     /// Jobs and tasks forgotten to stay under the caps.
     pub forgotten_jobs: u64,
     pub forgotten_tasks: u64,
+    /// State transitions dropped by the per-attempt cap (`merge::cap_transitions`).
+    pub transitions_dropped: u64,
+    /// Records refused because their job id was not Ray's 4 bytes.
+    pub bad_job_ids: u64,
+    /// Records of new jobs refused because `max_jobs` jobs, all running, were held.
+    pub jobs_refused: u64,
 }
+
+/// How far a record's time may lie after now, or before the cluster's first node
+/// started: Ray's nodes' clocks differ by seconds, not a day.
+pub const TIME_MARGIN_MS: u64 = 24 * 3600 * 1000;
+
+/// Attempts kept of one task: Ray retries a task 3 times by default; a client posting
+/// attempt after attempt of one task gets no further.
+pub const MAX_ATTEMPTS: usize = 64;
 
 /// A Ray job id's number: its 4 bytes, little-endian (`01000000` is job 1), as Ray and
 /// the model number jobs alike.
@@ -157,9 +191,47 @@ impl Store {
         self.attempts
     }
 
+    /// Jobs held: those with a job record or tasks (the job cap counts these).
+    pub fn jobs_held(&self) -> usize {
+        self.tasks_by_job.len()
+    }
+
+    /// The jobs held, by number.
+    pub fn held_jobs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tasks_by_job.keys().copied()
+    }
+
+    /// Whether the job cap is full of jobs still running (new jobs are refused).
+    pub fn jobs_full_of_running(&self) -> bool {
+        self.tasks_by_job.len() >= self.limits.max_jobs && self.ended.is_empty()
+    }
+
+    /// Hold `job`, forgetting the oldest ended job if the cap is full; `false` (and
+    /// counted) when every job held still runs.
+    fn admit_job(&mut self, job: u32) -> bool {
+        if self.tasks_by_job.contains_key(&job) {
+            return true;
+        }
+        if self.tasks_by_job.len() >= self.limits.max_jobs {
+            match self.ended.iter().next().map(|&(_, n)| n) {
+                Some(oldest) => self.forget_job(oldest),
+                None => {
+                    self.jobs_refused += 1;
+                    return false;
+                }
+            }
+        }
+        self.tasks_by_job.insert(job, Vec::new());
+        true
+    }
+
     /// Merge one record (a whole State API row, or the part of one a pushed event
     /// carries); the merged record if it changed what the store holds.
     pub fn apply(&mut self, change: &Change) -> Option<Change> {
+        if !self.plausible(change) {
+            self.implausible_times += 1;
+            return None;
+        }
         let merged = match change {
             Change::Node(n) => self.apply_node(n).map(Change::Node),
             Change::Job(j) => self.apply_job(j).map(Change::Job),
@@ -175,16 +247,35 @@ impl Store {
                 Change::Task(t) => job_number(&t.job_id),
                 Change::Node(_) | Change::PlacementGroup(_) => None,
             };
-            if let Some(job) = job {
+            if let Some(job) = job.filter(|j| self.tasks_by_job.contains_key(j)) {
                 self.job_generation.insert(job, self.generation);
             }
         }
         merged
     }
 
+    /// Whether every time `change` names lies in the plausible window.
+    fn plausible(&self, change: &Change) -> bool {
+        let latest = if self.now_ms == 0 { u64::MAX } else { self.now_ms.saturating_add(TIME_MARGIN_MS) };
+        let earliest = self.cluster_start_ms.map_or(0, |s| s.saturating_sub(TIME_MARGIN_MS));
+        let ok = |t: &u64| (earliest..=latest).contains(t);
+        match change {
+            Change::Task(t) => {
+                [t.creation_time_ms, t.start_time_ms, t.end_time_ms].iter().flatten().all(ok)
+                    && t.events.iter().all(|e| ok(&e.1))
+            }
+            Change::Job(j) => [j.start_time, j.end_time].iter().flatten().all(ok),
+            Change::Actor(a) => [a.start_time_ms, a.end_time_ms].iter().flatten().all(ok),
+            // A node's start is what sets the lower bound: only the upper one holds it.
+            Change::Node(n) => [n.start_time_ms, n.end_time_ms].iter().flatten().all(|t| *t <= latest),
+            Change::PlacementGroup(_) => true,
+        }
+    }
+
     fn apply_node(&mut self, n: &ObservedNode) -> Option<ObservedNode> {
         if let Some(ms) = n.start_time_ms {
             self.anchor(ms);
+            self.cluster_start_ms = Some(self.cluster_start_ms.map_or(ms, |s| s.min(ms)));
         }
         if let Some(&slot) = self.node_index.get(&n.node_id) {
             let old = &mut self.nodes[slot as usize];
@@ -205,20 +296,39 @@ impl Store {
         Some(n.clone())
     }
 
+    /// A record's job number; a job id that is not Ray's 4 bytes is counted.
+    fn job_of(&mut self, job_id: &str) -> Option<u32> {
+        let num = job_number(job_id);
+        if num.is_none() {
+            self.bad_job_ids += 1;
+        }
+        num
+    }
+
     fn apply_job(&mut self, j: &ObservedJob) -> Option<ObservedJob> {
-        let num = job_number(&j.job_id)?;
+        let num = self.job_of(&j.job_id)?;
         if let Some(ms) = j.start_time {
             self.anchor(ms);
+        }
+        if !self.admit_job(num) {
+            return None;
         }
         let merged = match self.jobs.get(&num) {
             Some(old) => merge::job(old, j),
             None => j.clone(),
         };
-        if self.jobs.get(&num) == Some(&merged) {
-            return None;
+        if let Some(old) = self.jobs.get(&num) {
+            if *old == merged {
+                return None;
+            }
+            if is_terminal_job(&old.status) {
+                self.ended.remove(&(old.end_time.unwrap_or(0), num));
+            }
+        }
+        if is_terminal_job(&merged.status) {
+            self.ended.insert((merged.end_time.unwrap_or(0), num));
         }
         self.jobs.insert(num, merged.clone());
-        self.forget_over_caps(None);
         Some(merged)
     }
 
@@ -230,11 +340,13 @@ impl Store {
                 return None;
             }
             *old = merged.clone();
+            if merged.state == "DEAD" {
+                self.dead_actors.insert(id);
+            }
             return Some(merged);
         }
         if self.actors.len() >= self.limits.max_actors {
-            let dead = self.actors.iter().find(|(_, a)| a.state == "DEAD").map(|(&k, _)| k);
-            match dead {
+            match self.dead_actors.pop_first() {
                 Some(k) => {
                     let gone = self.actors.remove(&k).expect("found above");
                     self.actor_index.remove(&gone.actor_id);
@@ -244,37 +356,51 @@ impl Store {
         }
         let id = self.next_actor;
         self.next_actor += 1;
+        if a.state == "DEAD" {
+            self.dead_actors.insert(id);
+        }
         self.actor_index.insert(a.actor_id.clone(), id);
         self.actors.insert(id, a.clone());
         Some(a.clone())
     }
 
     fn apply_task(&mut self, t: &ObservedTask) -> Option<ObservedTask> {
-        let job = job_number(&t.job_id)?;
+        let job = self.job_of(&t.job_id)?;
+        if !self.admit_job(job) {
+            return None;
+        }
         if let Some(ms) = t.submitted_ms() {
             self.anchor(ms);
         }
         if let Some(&id) = self.task_index.get(&t.task_id) {
             let entry = self.tasks.get_mut(&id).expect("indexed tasks are kept");
+            let full = entry.attempts.len() >= MAX_ATTEMPTS;
             match entry.attempts.iter_mut().find(|a| a.attempt_number == t.attempt_number) {
                 Some(old) => {
-                    let merged = merge::task(old, t);
+                    let (merged, dropped) = merge::task_capped(old, t);
+                    self.transitions_dropped += dropped;
                     if *old == merged {
                         return None;
                     }
                     *old = merged.clone();
                     return Some(merged);
                 }
+                None if full || self.attempts >= self.limits.max_tasks => {
+                    *self.dropped_by_job.entry(job).or_insert(0) += 1;
+                    return None;
+                }
                 None => {
-                    entry.attempts.push(t.clone());
-                    entry.attempts.sort_by_key(|a| a.attempt_number);
+                    let mut t = t.clone();
+                    self.transitions_dropped += merge::cap_transitions(&mut t.events);
+                    let at = entry.attempts.partition_point(|a| a.attempt_number < t.attempt_number);
+                    entry.attempts.insert(at, t.clone());
                     self.attempts += 1;
+                    return Some(t);
                 }
             }
-            return Some(t.clone());
         }
         if self.attempts >= self.limits.max_tasks {
-            self.forget_over_caps(Some(job));
+            self.forget_over_caps(job);
             if self.attempts >= self.limits.max_tasks {
                 *self.dropped_by_job.entry(job).or_insert(0) += 1;
                 return None;
@@ -282,6 +408,8 @@ impl Store {
         }
         let id = self.next_task;
         self.next_task += 1;
+        let mut t = t.clone();
+        self.transitions_dropped += merge::cap_transitions(&mut t.events);
         self.task_index.insert(t.task_id.clone(), id);
         self.tasks.insert(id, TaskEntry { id, job, attempts: vec![t.clone()] });
         self.tasks_by_job.entry(job).or_default().push(id);
@@ -341,23 +469,20 @@ impl Store {
         parts.iter().filter_map(|c| self.apply(c)).collect()
     }
 
-    /// Forget the oldest ended jobs, whole, while a cap is passed; never `keep`, the job
-    /// whose task is being added (it keeps its first tasks and counts the rest).
-    fn forget_over_caps(&mut self, keep: Option<u32>) {
-        while self.attempts >= self.limits.max_tasks || self.jobs.len() > self.limits.max_jobs {
-            let oldest_ended = self
-                .jobs
-                .iter()
-                .filter(|(n, j)| is_terminal_job(&j.status) && Some(**n) != keep)
-                .min_by_key(|(&n, j)| (j.end_time.unwrap_or(0), n))
-                .map(|(&n, _)| n);
-            let Some(job) = oldest_ended else { return };
+    /// Forget the oldest ended jobs, whole, while the task cap is reached; never `keep`,
+    /// the job whose task is being added (it keeps its first tasks and counts the rest).
+    /// Each job forgotten is found in O(log n).
+    fn forget_over_caps(&mut self, keep: u32) {
+        while self.attempts >= self.limits.max_tasks {
+            let Some(job) = self.ended.iter().map(|&(_, n)| n).find(|&n| n != keep) else { return };
             self.forget_job(job);
         }
     }
 
     fn forget_job(&mut self, job: u32) {
-        self.jobs.remove(&job);
+        if let Some(j) = self.jobs.remove(&job) {
+            self.ended.remove(&(j.end_time.unwrap_or(0), job));
+        }
         self.dropped_by_job.remove(&job);
         self.job_generation.remove(&job);
         for id in self.tasks_by_job.remove(&job).unwrap_or_default() {
@@ -454,6 +579,76 @@ mod tests {
         let listed: Vec<u64> = s.job_tasks(2).map(|e| e.id).collect();
         let held: Vec<u64> = s.tasks.values().filter(|e| e.job == 2).map(|e| e.id).collect();
         assert_eq!(listed, held, "the per-job index lists what is held, first seen first");
+    }
+
+    #[test]
+    fn running_jobs_past_the_job_cap_are_refused_and_counted_and_an_ended_one_makes_room() {
+        let mut s = Store::new(StoreLimits { max_jobs: 3, ..StoreLimits::default() });
+        for n in 1..=3u32 {
+            let id = format!("{:08x}", n.swap_bytes());
+            assert!(s.apply(&Change::Job(job(&id, "RUNNING", None))).is_some());
+        }
+        // 100,000 more running jobs, by job record or by task: none is held.
+        for n in 4..100_004u32 {
+            let id = format!("{:08x}", n.swap_bytes());
+            if n % 2 == 0 {
+                s.apply(&Change::Job(job(&id, "RUNNING", None)));
+            } else {
+                s.apply(&Change::Task(task(&format!("t{n}"), &id, "RUNNING", 1_000)));
+            }
+        }
+        assert_eq!((s.jobs_held(), s.jobs_refused), (3, 100_000));
+        assert!(s.jobs_full_of_running());
+        assert!(s.job_generation.len() <= 3, "nothing kept of a refused job");
+        assert_eq!(s.attempts(), 0);
+        s.apply(&Change::Job(job("02000000", "SUCCEEDED", Some(5_000))));
+        assert!(!s.jobs_full_of_running());
+        s.apply(&Change::Task(task("late", "09000000", "RUNNING", 6_000)));
+        assert!(s.jobs.contains_key(&1) && !s.jobs.contains_key(&2), "the ended job made room");
+        assert_eq!((s.jobs_held(), s.forgotten_jobs), (3, 1));
+        assert_eq!(s.job_tasks(9).count(), 1);
+    }
+
+    #[test]
+    fn a_time_outside_the_plausible_window_is_refused_and_never_time_zero() {
+        let now = 1_795_000_000_000;
+        let mut s = Store { now_ms: now, ..Store::new(StoreLimits::default()) };
+        let year_9999 = 253_402_300_799_000;
+        assert!(s.apply(&Change::Task(task("aa", "01000000", "RUNNING", year_9999))).is_none());
+        assert_eq!((s.implausible_times, s.zero_ms), (1, None), "refused, not time zero");
+        let node = ObservedNode { node_id: "n1".into(), start_time_ms: Some(now - 60_000), ..Default::default() };
+        assert!(s.apply(&Change::Node(node)).is_some());
+        let long_before = now - 60_000 - TIME_MARGIN_MS - 1;
+        assert!(s.apply(&Change::Task(task("bb", "01000000", "RUNNING", long_before))).is_none());
+        assert!(s.apply(&Change::Task(task("cc", "01000000", "RUNNING", now - 1_000))).is_some());
+        assert_eq!((s.implausible_times, s.zero_ms), (2, Some(now - 60_000)));
+    }
+
+    #[test]
+    fn a_job_id_not_of_4_bytes_is_counted() {
+        let mut s = Store::new(StoreLimits::default());
+        assert!(s.apply(&Change::Task(task("aa", "0100", "RUNNING", 1_000))).is_none());
+        assert!(s.apply(&Change::Job(job("0100000000", "RUNNING", None))).is_none());
+        assert_eq!(s.bad_job_ids, 2);
+    }
+
+    #[test]
+    fn past_the_actor_cap_the_oldest_dead_actor_goes() {
+        let mut s = Store::new(StoreLimits { max_actors: 2, ..StoreLimits::default() });
+        let actor = |id: &str, state: &str| {
+            Change::Actor(ObservedActor {
+                actor_id: id.into(),
+                job_id: "01000000".into(),
+                state: state.into(),
+                ..Default::default()
+            })
+        };
+        s.apply(&actor("a1", "ALIVE"));
+        s.apply(&actor("a2", "ALIVE"));
+        assert!(s.apply(&actor("a3", "ALIVE")).is_none(), "no dead actor to forget");
+        s.apply(&actor("a1", "DEAD"));
+        assert!(s.apply(&actor("a3", "ALIVE")).is_some());
+        assert!(s.actor_number("a1").is_none() && s.actor_number("a3").is_some());
     }
 
     #[test]

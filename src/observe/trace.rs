@@ -12,14 +12,72 @@
 //! last line of the last segment torn; a reader skips a torn last line and tells which.
 //! A writer that finds segments already there starts the next one: it never appends
 //! to a file another process may have left torn.
-//! Must never: rewrite a line once written, grow past its bound, or stop a reader at
-//! a bad line (it is counted and named, the rest is read).
+//!
+//! One writer at a time: a recorder holds [`TraceLock`] (an exclusive `flock` of
+//! `DIR/.lock`) for as long as it runs, so a second one fails at start instead of
+//! taking segment numbers (and deleting segments) under the first. Only regular files
+//! are segments: a symlink (to `/dev/zero`, say) or a device is never read, and a line
+//! longer than [`MAX_LINE`] is skipped and counted, not held.
+//! Must never: rewrite a line once written, grow past its bound, delete a segment it
+//! did not write while another writer may hold the directory, or stop a reader at a
+//! bad line (it is counted and named, the rest is read).
 
 use super::store::{Change, Store, StoreLimits};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+
+/// The longest trace line read (a task attempt's line is about a kilobyte).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The one writer's hold on a trace directory, for as long as it records.
+#[derive(Debug)]
+pub struct TraceLock {
+    _file: File,
+}
+
+impl TraceLock {
+    /// Make `dir` if missing and hold it; an error names what is wrong: a path that is
+    /// not a directory, or another rayscope recording there.
+    pub fn acquire(dir: &Path) -> Result<TraceLock, String> {
+        if let Ok(m) = std::fs::metadata(dir) {
+            if !m.is_dir() {
+                return Err(format!(
+                    "--record {}: not a directory (a trace is a directory of segments): give a directory",
+                    dir.display()
+                ));
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: cannot create it: {e}", dir.display()))?;
+        let path = dir.join(".lock");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| format!("--record {}: cannot open {}: {e}", dir.display(), path.display()))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is shared.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let who = if holder.is_empty() { String::new() } else { format!(" (pid {holder})") };
+            return Err(format!(
+                "--record {}: another rayscope is recording into it{who}; a trace has one writer: \
+                 give another directory, or stop that one",
+                dir.display()
+            ));
+        }
+        let _ = file.set_len(0);
+        let _ = file.write_all(std::process::id().to_string().as_bytes());
+        Ok(TraceLock { _file: file })
+    }
+}
 
 /// The trace format this build writes and reads.
 pub const FORMAT: u32 = 1;
@@ -73,11 +131,15 @@ fn segment_name(n: u64) -> String {
     format!("segment-{n:06}.jsonl")
 }
 
-/// The segments in `dir`, oldest first, with their numbers.
+/// The segments in `dir`, oldest first, with their numbers: regular files only (a
+/// symlink is not followed).
 fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         let Some(n) = name.strip_prefix("segment-").and_then(|r| r.strip_suffix(".jsonl")) else { continue };
@@ -105,6 +167,7 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     /// Open `dir` (made if missing) and start a new segment after any already there.
+    /// The caller holds the directory's [`TraceLock`].
     pub fn open(dir: &Path, limits: TraceLimits, header: Header) -> Result<TraceWriter, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: cannot create it: {e}", dir.display()))?;
         let existing = segments(dir).map_err(|e| format!("--record {}: cannot list it: {e}", dir.display()))?;
@@ -203,7 +266,11 @@ fn open_segment(dir: &Path, n: u64, header: &Header) -> Result<(File, u64), Stri
     let line = Line::Header { kind: HeaderTag::Header, header: Header { format: FORMAT, opened_ms, ..header.clone() } };
     let mut text = serde_json::to_vec(&line).map_err(|e| format!("cannot encode a trace header: {e}"))?;
     text.push(b'\n');
-    file.write_all(&text).map_err(|e| format!("--record: cannot write {}: {e}", path.display()))?;
+    if let Err(e) = file.write_all(&text) {
+        // A segment without its header is no segment: a full disk leaves none behind.
+        let _ = std::fs::remove_file(&path);
+        return Err(format!("--record: cannot write {}: {e}", path.display()));
+    }
     Ok((file, text.len() as u64))
 }
 
@@ -231,20 +298,63 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
         ));
     }
     let mut store = Store::new(limits);
+    // A recorded time after now is no time Ray wrote (it is refused and counted).
+    store.now_ms = super::now_ms();
     let mut out = TraceRead { segments: list.len() as u64, ..Default::default() };
     let last_segment = list.last().map(|(n, _)| *n);
     for (n, path) in &list {
-        let file = File::open(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        // No symlink is followed, even one swapped in after the listing.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(format!("--trace {}: not a regular file", path.display()));
+        }
         let mut reader = BufReader::new(file);
         let mut buf = Vec::new();
         let mut lineno = 0u64;
         loop {
             buf.clear();
-            let read = reader.read_until(b'\n', &mut buf).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            let read = (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| format!("--trace {}: {e}", path.display()))?;
             if read == 0 {
                 break;
             }
             lineno += 1;
+            if buf.len() > MAX_LINE {
+                // Skip the rest of the line without holding it.
+                let mut skipped = 0u64;
+                loop {
+                    let chunk = reader.fill_buf().map_err(|e| format!("--trace {}: {e}", path.display()))?;
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    match chunk.iter().position(|b| *b == b'\n') {
+                        Some(i) => {
+                            reader.consume(i + 1);
+                            break;
+                        }
+                        None => {
+                            let len = chunk.len();
+                            skipped += len as u64;
+                            reader.consume(len);
+                        }
+                    }
+                }
+                out.bad_count += 1;
+                if out.bad_lines.len() < 10 {
+                    let total = buf.len() as u64 + skipped;
+                    out.bad_lines.push(format!(
+                        "{}:{lineno}: a line of {total}+ bytes, past the limit of {MAX_LINE}",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
             let torn = buf.last() != Some(&b'\n');
             let parsed = serde_json::from_slice::<Line>(&buf);
             match parsed {
@@ -259,8 +369,11 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
                     out.header = header;
                 }
                 Ok(Line::Change(c)) => {
-                    out.last_ms = out.last_ms.max(latest_ms(&c));
+                    let refused = store.implausible_times;
                     store.apply(&c);
+                    if store.implausible_times == refused {
+                        out.last_ms = out.last_ms.max(latest_ms(&c));
+                    }
                     out.lines += 1;
                 }
                 Err(e) => {
@@ -353,6 +466,41 @@ mod tests {
         assert_eq!(read.bad_count, 0);
         assert!(store.tasks.len() < 100 && !store.tasks.is_empty(), "the newest tasks survive: {}", store.tasks.len());
         assert!(store.task_number(&format!("{:08x}", 99)).is_some());
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_and_a_regular_file_is_no_trace_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = TraceLock::acquire(dir.path()).unwrap();
+        let e = TraceLock::acquire(dir.path()).unwrap_err();
+        assert!(e.contains("another rayscope is recording into it"), "{e}");
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+        drop(first);
+        assert!(TraceLock::acquire(dir.path()).is_ok(), "free again once the first is gone");
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = TraceLock::acquire(&file).unwrap_err();
+        assert!(e.contains("not a directory"), "{e}");
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_an_endless_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
+        w.append(&[task(1)]).unwrap();
+        drop(w);
+        // A segment name pointing at an endless device is not a segment.
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(segment_name(2))).unwrap();
+        // A line with no end in sight, then a good one.
+        let mut text = vec![b'x'; MAX_LINE * 2];
+        text.push(b'\n');
+        text.extend_from_slice(serde_json::to_string(&task(2)).unwrap().as_bytes());
+        text.push(b'\n');
+        std::fs::write(dir.path().join(segment_name(3)), text).unwrap();
+        let (store, read) = read(dir.path(), StoreLimits::default()).unwrap();
+        assert_eq!(read.segments, 2, "the symlink is skipped");
+        assert_eq!((store.tasks.len(), read.bad_count), (2, 1));
+        assert!(read.bad_lines[0].contains("past the limit"), "{:?}", read.bad_lines);
     }
 
     #[test]

@@ -33,4 +33,30 @@ pub struct ObservedView {
     pub tasks_forgotten: u64,
     pub trace_bytes: u64,
     pub trace_lines: u64,
+    /// State transitions dropped past the per-attempt cap.
+    pub transitions_dropped: u64,
+    /// Records refused because their job id was not Ray's 4 bytes.
+    pub bad_job_ids: u64,
+    /// Records refused because a time was outside the plausible window.
+    pub implausible_times: u64,
+    /// Pushed bodies refused before they were read: past the bytes in flight (503) or
+    /// not sent whole within the body deadline (408).
+    pub pushes_over_in_flight: u64,
+    /// Bytes of pushed bodies being read now.
+    pub push_in_flight_bytes: u64,
+    pub push_body_timeouts: u64,
+    /// Pushed bodies refused past the size limit (413).
+    pub push_bodies_too_large: u64,
+    /// Jobs held, the cap, and new jobs refused because the cap was full of jobs
+    /// still running (none ended to forget).
+    pub jobs_held: u64,
+    pub max_jobs: u64,
+    pub jobs_refused: u64,
+    /// The job cap is full and every job held still runs: new jobs are refused.
+    pub jobs_full_of_running: bool,
+    /// Why the `--record` trace cannot be written now (`None`: it is, or is off).
+    pub record_error: Option<String>,
+    /// Trace writes that failed, and the records they did not record.
+    pub record_failures: u64,
+    pub unrecorded_records: u64,
 }

@@ -158,9 +158,33 @@
       })));
   }
 
+  // Observe mode's own trouble, said where the cluster is: a job cap full of running
+  // jobs (new jobs refused), a recording that cannot be written, refused times.
+  async function observer() {
+    let o;
+    try { o = await RS.json('/api/observe'); } catch (e) { if (e.status === 404) return; throw e; }
+    const lines = [];
+    if (o.jobs_full_of_running) {
+      lines.push(`${RS.int(o.jobs_held)} jobs, all still running, fill the cap of ${RS.int(o.max_jobs)}: `
+        + `records of new jobs are refused (${RS.int(o.jobs_refused)} so far).`);
+    }
+    if (o.record_error) {
+      lines.push(`Recording fails: ${o.record_error} (${RS.int(o.unrecorded_records)} records not recorded; `
+        + 'it resumes when the write succeeds).');
+    }
+    if (o.implausible_times) {
+      lines.push(`${RS.int(o.implausible_times)} records refused for a time outside the plausible window.`);
+    }
+    const box = $('#observer');
+    box.hidden = lines.length === 0;
+    box.dataset.lines = String(lines.length);
+    box.replaceChildren(el('ul', null, lines.map((t) => el('li', {text: t}))));
+  }
+
   seedCharts().catch(RS.fail).finally(() => RS.stream('/ws/realtime', onSummary));
   RS.every(2000, status);
   RS.every(3000, tasks);
   RS.every(3000, actors);
   RS.every(5000, alerts);
+  RS.every(5000, observer);
 })();

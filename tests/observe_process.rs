@@ -1,0 +1,136 @@
+//! `rayscope observe` as a process: SIGTERM stops it within 2 s whatever it is doing (a
+//! first poll of a Ray that never answers included), and `--record` fails at start,
+//! with a clear error, where it could not keep the history: a directory another
+//! rayscope records into, or a path that is a regular file.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn observe(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rayscope"));
+    c.arg("observe").args(["--listen", "127.0.0.1:0", "--log-format", "json"]).args(args);
+    c.env_remove("RAYSCOPE_TOKEN").env_remove("RAYSCOPE_LISTEN").env("RUST_LOG", "info");
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    c
+}
+
+fn wait_with_deadline(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Read the child's JSON log until a line whose message is `message` (30 s at most);
+/// the rest of the log is drained on a thread so the child never blocks on the pipe.
+fn wait_for_log(child: &mut Child, message: &str) -> serde_json::Value {
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        assert!(Instant::now() < deadline, "no `{message}` log line within 30 s");
+        let Some(Ok(line)) = lines.next() else { panic!("rayscope exited before logging `{message}`") };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if v["fields"]["message"] == message {
+            break v;
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    found
+}
+
+/// Run to the end (30 s at most): the exit status and what it wrote to stderr.
+fn run(mut c: Command) -> (std::process::ExitStatus, String) {
+    let mut child = c.spawn().unwrap();
+    let status = wait_with_deadline(&mut child, Duration::from_secs(30)).expect("rayscope exits");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (status, stderr)
+}
+
+#[test]
+fn sigterm_stops_observe_within_2s_even_while_ray_never_answers() {
+    // A "dashboard" that takes connections and never answers: the first poll waits on it.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ray = format!("http://{}", silent.local_addr().unwrap());
+    let mut child = observe(&["--ray", &ray]).spawn().unwrap();
+    wait_for_log(&mut child, "observing");
+    // The first poll is under way once Ray's port has a connection.
+    silent.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let _held = loop {
+        if let Ok((conn, _)) = silent.accept() {
+            break conn;
+        }
+        assert!(Instant::now() < deadline, "the observer never asked Ray");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let started = Instant::now();
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = wait_with_deadline(&mut child, Duration::from_secs(5));
+    let took = started.elapsed();
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("rayscope did not exit within 5 s of SIGTERM");
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}
+
+/// A trace whose one job spans 30 days (a clock gone wrong), all of it in the past.
+fn trace_spanning_30_days() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let start = now - 31 * 86_400_000;
+    let header = r#"{"kind":"header","format":1,"ray_version":"2.60.0","session_name":"s","source":"x","opened_ms":0}"#;
+    let job = serde_json::json!({"kind": "job", "job_id": "01000000", "status": "SUCCEEDED", "entrypoint": "python x.py",
+        "start_time": start, "end_time": start + 30 * 86_400_000u64});
+    let task = serde_json::json!({"kind": "task", "task_id": format!("{:016x}{}01000000", 1, "f".repeat(24)),
+        "job_id": "01000000", "name": "f", "type": "NORMAL_TASK", "state": "FINISHED",
+        "events": [["PENDING_ARGS_AVAIL", start + 10], ["RUNNING", start + 20], ["FINISHED", start + 30]],
+        "start_time_ms": start + 20, "end_time_ms": start + 30});
+    let text = format!("{header}\n{job}\n{task}\n");
+    std::fs::write(dir.path().join("segment-000001.jsonl"), text).unwrap();
+    dir
+}
+
+#[test]
+fn replay_and_flow_refuse_a_recorded_job_spanning_past_the_limit() {
+    let trace = trace_spanning_30_days();
+    let out = tempfile::tempdir().unwrap();
+    let mut flow = Command::new(env!("CARGO_BIN_EXE_rayscope"));
+    flow.args(["flow", "--trace"]).arg(trace.path()).arg("--out").arg(out.path());
+    flow.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let (status, stderr) = run(flow);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("past the limit of 604800 s"), "{stderr}");
+    let mut replay = Command::new(env!("CARGO_BIN_EXE_rayscope"));
+    replay.args(["simulate", "--replay"]).arg(trace.path());
+    replay.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let (status, stderr) = run(replay);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--replay") && stderr.contains("past the limit of 604800 s"), "{stderr}");
+}
+
+#[test]
+fn a_second_recorder_on_one_directory_and_a_record_path_that_is_a_file_fail_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    let rec_arg = rec.to_str().unwrap();
+    let mut first = observe(&["--push-only", "--record", rec_arg]).spawn().unwrap();
+    wait_for_log(&mut first, "serving");
+    let (status, stderr) = run(observe(&["--push-only", "--record", rec_arg]));
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("another rayscope is recording into it"), "{stderr}");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let (status, stderr) = run(observe(&["--push-only", "--record", file.to_str().unwrap()]));
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a directory"), "{stderr}");
+}
