@@ -15,6 +15,7 @@ pub mod emit;
 pub mod flame;
 pub mod graph;
 pub mod lanes;
+pub mod observed;
 pub mod physical;
 pub mod replay;
 pub mod spans;

@@ -14,10 +14,12 @@
 //! in ms, so a child's times are raised to its parent's where they read earlier.
 
 use super::inferred::{argument_waits, get_waits};
+use super::outcome::{self, Caller};
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
-use rustc_hash::FxHashMap;
+use crate::snapshot::flow_notes::{EndedWithJob, ObservedNotes};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// The driver's span when Ray listed no driver task for the job.
@@ -114,6 +116,15 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     placed.insert(driver, (start, start, 0, 0));
     let mut edges: BTreeMap<(u32, u32), EdgeAgg> = BTreeMap::new();
     let mut dropped_parents = 0u64;
+    // Calls whose outcome Ray did not report (`outcome`): the callers that went on
+    // past their calls, and each placed call's end.
+    let mut notes = ObservedNotes::default();
+    let job_end_us = end_ms.filter(|_| ended).map(|ms| store.us(ms));
+    let mut went_on: FxHashSet<u64> = FxHashSet::default();
+    if info.is_some_and(|j| j.status == "SUCCEEDED") {
+        went_on.insert(driver);
+    }
+    let mut ends: FxHashMap<u64, u64> = FxHashMap::default();
     // Each placed call's (caller span, depth, submit µs), for the argument waits.
     let mut parents: FxHashMap<u64, (u64, u32, u64)> = FxHashMap::default();
     // Parents first: a child may have been seen before its parent, but was submitted
@@ -188,7 +199,21 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             agg.calls += 1;
             let caller_name = (parent != driver).then(|| frames[p_frame as usize].clone());
             *totals.calls.entry((caller_name, frame_name.clone())).or_insert(0) += 1;
-            if let Some(ms) = last.ended_ms() {
+            let caller = if went_on.contains(&parent) { Caller::WentOn } else { Caller::DidNot };
+            if outcome::ended_with_job(ended, last, caller) {
+                // By its caller's end at the latest: the caller went on past it.
+                let by = ends.get(&parent).copied().or(job_end_us);
+                let at = last.ended_ms().map(|ms| store.us(ms)).into_iter().chain(by).min();
+                if let Some(at) = at.map(|at| at.max(last_t)) {
+                    pending.push((at, 6, depth, Rec::End { span: t.id, t: at, ok: true, return_bytes: 0 }));
+                    ends.insert(t.id, at);
+                }
+                notes.ended_with_job.insert(
+                    t.id,
+                    EndedWithJob { ray_state: last.state.clone(), ray_error_type: last.error_type.clone() },
+                );
+                went_on.insert(t.id);
+            } else if let Some(ms) = last.ended_ms() {
                 let at = store.us(ms).max(last_t);
                 pending.push((
                     at,
@@ -201,6 +226,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                         return_bytes: last.return_bytes.unwrap_or(0),
                     },
                 ));
+                ends.insert(t.id, at);
+                if last.state == "FINISHED" {
+                    went_on.insert(t.id);
+                }
                 agg.completed += 1;
                 agg.bytes += last.return_bytes.unwrap_or(0);
                 agg.total_us += at - submit;
@@ -254,6 +283,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         targets,
         frames: std::sync::Arc::new(frames),
         edges,
+        observed: Some(std::sync::Arc::new(notes)),
     })
 }
 

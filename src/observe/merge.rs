@@ -62,7 +62,7 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
         name: text(&old.name, &new.name),
         func_or_class_name: text(&old.func_or_class_name, &new.func_or_class_name),
         kind: text(&old.kind, &new.kind),
-        state,
+        state: state.clone(),
         parent_task_id: new.parent_task_id.clone().or_else(|| old.parent_task_id.clone()),
         actor_id: new.actor_id.clone().or_else(|| old.actor_id.clone()),
         node_id: new.node_id.clone().or_else(|| old.node_id.clone()),
@@ -78,6 +78,7 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
         start_time_ms: new.start_time_ms.or(old.start_time_ms),
         end_time_ms: new.end_time_ms.or(old.end_time_ms),
         events,
+        killed_with_job: (old.killed_with_job || new.killed_with_job) && state == "FAILED",
         return_bytes: match (old.return_bytes, new.return_bytes) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -16,6 +16,7 @@
 pub mod flow;
 mod inferred;
 pub mod merge;
+pub mod outcome;
 pub mod publish;
 pub mod pull;
 pub mod push;

@@ -55,6 +55,10 @@ pub struct ObservedTask {
     /// Each state the attempt entered, with when: Ray's `events`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<(String, u64)>,
+    /// Ray marked it FAILED because its worker was killed at its job's end
+    /// (`outcome::killed_with_job`, read from `error_message`, which is not kept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed_with_job: bool,
     /// Bytes of its returns, as the object listing showed them while they lived (not a
     /// field of Ray's task rows: `Store::set_objects` fills it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,6 +276,10 @@ impl ObservedTask {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             events: events(v),
+            killed_with_job: super::outcome::killed_with_job(
+                v.get("error_type").and_then(Value::as_str),
+                v.get("error_message").and_then(Value::as_str),
+            ),
             return_bytes: None,
         })
     }

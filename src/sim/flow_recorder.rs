@@ -157,6 +157,7 @@ impl FlowRecorder {
                 targets: Chunked::default(),
                 frames: Arc::new(Vec::new()),
                 edges: BTreeMap::new(),
+                observed: None,
             },
             target_index: FxHashMap::default(),
             frame_index: FxHashMap::default(),
@@ -336,6 +337,7 @@ impl FlowRecorder {
                         name: j.rec.name.clone(),
                         frames: j.rec.frames.clone(),
                         edges,
+                        observed: None,
                         ..j.rec
                     })
                 });

@@ -212,6 +212,8 @@ pub struct JobRecord {
     pub frames: Arc<Vec<String>>,
     /// (caller frame, callee frame) → aggregate over every call.
     pub edges: BTreeMap<(u32, u32), EdgeAgg>,
+    /// What an observer knows of a real job beyond its records (`None`: the model's).
+    pub observed: Option<Arc<super::flow_notes::ObservedNotes>>,
 }
 
 impl JobRecord {
