@@ -16,8 +16,12 @@ use serde_json::Value;
 use std::path::Path;
 
 fn listing(version: &str) -> Vec<ObservedTask> {
+    program_listing(version, "supervisor")
+}
+
+fn program_listing(version: &str, program: &str) -> Vec<ObservedTask> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/fixtures/ray-profile/{version}/supervisor/tasks.json"));
+        .join(format!("tests/fixtures/ray-profile/{version}/{program}/tasks.json"));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (tasks, bad) = read_rows("tasks", v["data"]["result"]["result"].as_array().unwrap(), ObservedTask::from_row);
     assert!(bad.is_empty(), "{bad:?}");
@@ -26,7 +30,11 @@ fn listing(version: &str) -> Vec<ObservedTask> {
 
 /// The job as the store holds it after the listing, ended with `status`.
 fn observed(version: &str, status: &str) -> (Store, u32) {
-    let tasks = listing(version);
+    observed_program(version, "supervisor", status)
+}
+
+fn observed_program(version: &str, program: &str, status: &str) -> (Store, u32) {
+    let tasks = program_listing(version, program);
     let driver = tasks.iter().find(|t| t.is_driver()).expect("listed with exclude_driver=false");
     let mut store = Store::new(StoreLimits::default());
     store.apply(&Change::Job(ObservedJob {
@@ -79,6 +87,7 @@ fn calls_killed_with_their_job_after_their_caller_returned_are_not_failed() {
         let notes = rec.observed.as_deref().unwrap();
         let states: Vec<&str> = notes.ended_with_job.values().map(|e| e.ray_state.as_str()).collect();
         assert!(states.contains(&"FAILED"), "{version}: Ray's state is kept beside each: {states:?}");
+        assert_eq!(notes.lost, [], "{version}: nothing is told lost that is told ended with the job");
     }
 }
 
@@ -90,4 +99,16 @@ fn a_job_whose_driver_failed_keeps_rays_failures() {
     let (edge, _) = train_edge(&store, job);
     assert_eq!(edge["calls"], 6);
     assert!(edge["ended_with_job"].as_u64().unwrap_or(0) > 0, "run() returned, its calls went on: {edge}");
+}
+
+#[test]
+fn a_job_whose_driver_lingered_has_nothing_lost_or_unreported() {
+    // The probe program lingers 2.5 s before ray.shutdown(): Ray's listing is whole.
+    for version in ["2.49", "2.60"] {
+        let (store, job) = observed_program(version, "probe", "SUCCEEDED");
+        let rec = job_record(&store, job, &mut Totals::default()).unwrap();
+        let notes = rec.observed.as_deref().unwrap();
+        assert_eq!((notes.ended_with_job.len(), notes.lost.len()), (0, 0), "{version}: {notes:?}");
+        assert_eq!(rec.recorded_calls, 12, "{version}: 11 calls and the driver");
+    }
 }

@@ -268,6 +268,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     if dropped_parents > 0 {
         tracing::debug!(job, dropped_parents, "observed calls whose caller was not kept hang off the driver");
     }
+    if ended {
+        let unreported = notes.ended_with_job.keys().copied().collect();
+        notes.lost = super::loss::detect(store, job, end_ms, &unreported);
+    }
     let dropped = store.dropped_by_job.get(&job).copied().unwrap_or(0);
     let recorded = order.len() as u64 + 1;
     Some(JobRecord {

@@ -15,6 +15,7 @@
 
 pub mod flow;
 mod inferred;
+pub mod loss;
 pub mod merge;
 pub mod outcome;
 pub mod publish;
