@@ -15,10 +15,11 @@
 
 use super::inferred::{argument_waits, get_waits};
 use super::outcome::{self, Caller};
+use super::profile::measured_waits;
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
-use crate::snapshot::flow_notes::{EndedWithJob, ObservedNotes};
+use crate::snapshot::flow_notes::{EndedWithJob, ObservedNotes, Waits};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
@@ -255,9 +256,35 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             Rec::End { span: driver, t: e, ok: info.is_none_or(|j| j.status != "FAILED"), return_bytes: 0 },
         ));
     }
-    for wait in get_waits(&pending) {
-        pending.push(wait);
+    // A caller Ray profiled has its waits measured (`profile`); the others', inferred.
+    let horizon = pending.iter().map(|p| p.0).max().unwrap_or(start);
+    let to_job_us = |unix_us: u64| store.us(unix_us / 1_000) + unix_us % 1_000;
+    let mut measured: Vec<Pending> = Vec::new();
+    let mut profiled: FxHashSet<u64> = FxHashSet::default();
+    if let Some(d) = driver_task.filter(|d| d.last().profiled) {
+        profiled.insert(driver);
+        measured.extend(measured_waits(d.last(), driver, 0, (start, end.unwrap_or(horizon)), to_job_us));
     }
+    for t in order.iter().filter(|t| t.last().profiled) {
+        let Some(&(_, first_start, depth, _)) = placed.get(&t.id) else { continue };
+        profiled.insert(t.id);
+        let until = ends.get(&t.id).copied().unwrap_or(horizon);
+        measured.extend(measured_waits(t.last(), t.id, depth, (first_start, until), to_job_us));
+    }
+    let callers: FxHashSet<u64> = parents.values().map(|p| p.0).collect();
+    let measured_callers = callers.iter().filter(|c| profiled.contains(c)).count();
+    notes.waits = match measured_callers {
+        0 => Waits::Inferred,
+        n if n == callers.len() => Waits::Measured,
+        _ => Waits::Mixed,
+    };
+    for wait in get_waits(&pending) {
+        let (Rec::Block { span, .. } | Rec::Unblock { span, .. }) = wait.3 else { continue };
+        if !profiled.contains(&span) {
+            pending.push(wait);
+        }
+    }
+    pending.extend(measured);
     // Same instant: submits (parents first), starts, argument waits, blocks and
     // requeues, resumes, then ends (children first).
     pending.sort_by_key(|p| (p.0, p.1, if p.1 == 6 { u32::MAX - p.2 } else { p.2 }));

@@ -10,6 +10,7 @@
 //! * calls whose caller Ray never listed: the caller's record was lost;
 //! * a caller that ran on, up to the job's end, far longer than its recorded calls
 //!   explain: at the pace it made them, about that many more calls were lost.
+//!
 //! Must never: report a loss in a job still running, or count a call twice.
 
 use super::store::{Store, TaskEntry};

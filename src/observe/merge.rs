@@ -79,6 +79,8 @@ pub fn task(old: &ObservedTask, new: &ObservedTask) -> ObservedTask {
         end_time_ms: new.end_time_ms.or(old.end_time_ms),
         events,
         killed_with_job: (old.killed_with_job || new.killed_with_job) && state == "FAILED",
+        profiled: old.profiled || new.profiled,
+        profile: super::profile::merge(&old.profile, &new.profile),
         return_bytes: match (old.return_bytes, new.return_bytes) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

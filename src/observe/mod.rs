@@ -18,6 +18,7 @@ mod inferred;
 pub mod loss;
 pub mod merge;
 pub mod outcome;
+pub mod profile;
 pub mod publish;
 pub mod pull;
 pub mod push;

@@ -5,8 +5,9 @@
 //! Owns: reading a batch (Ray 2.60's event shapes: ids in base64, times in RFC 3339)
 //! into the same records a poll makes, each a part of one (a definition, or some state
 //! transitions) that the store merges (`merge.rs`); the bounded queue to the observer
-//! thread ([`Inbox`]) and its counters. Event types rayscope does not use (profiles,
-//! workers) are counted and skipped.
+//! thread ([`Inbox`]) and its counters. A task's profile events (with
+//! `..._EXPOSABLE_EVENT_TYPES=ALL`) give its `ray.get`/`ray.wait`/`ray.put` spans
+//! (`profile.rs`); event types rayscope does not use (workers) are counted and skipped.
 //! Must never: hold a batch the queue has no room for (it is refused, and Ray's agent
 //! retries it), read more than [`PARSES`] batches at once, stop at a bad event (it is
 //! counted, the rest are read), or take more than [`MAX_EVENTS`] events of one batch.
@@ -226,6 +227,23 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
                 ..Default::default()
             })
         }
+        "TASK_PROFILE_EVENT" => {
+            let d = part("taskProfileEvents")?;
+            let events = field(d, "profileEvents")
+                .and_then(|p| field(p, "events"))
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            Change::Task(ObservedTask {
+                task_id: need_id(d, "taskId")?,
+                attempt_number: field(d, "attemptNumber").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX))
+                    as u32,
+                job_id: need_id(d, "jobId")?,
+                profiled: !events.is_empty(),
+                profile: super::profile::from_push(events, field),
+                ..Default::default()
+            })
+        }
         "ACTOR_DEFINITION_EVENT" => {
             let d = part("actorDefinitionEvent")?;
             Change::Actor(ObservedActor {
@@ -367,12 +385,16 @@ mod tests {
                 {"state": "PENDING_ARGS_AVAIL", "timestamp": "2026-11-27T04:04:21.939432763Z"},
                 {"state": "RUNNING", "timestamp": "2026-11-27T04:04:22.000000000Z"},
                 {"state": "FINISHED", "timestamp": "2026-11-27T04:04:22.500Z"}]}},
-            {"eventType": "TASK_PROFILE_EVENT", "taskProfileEvents": {}},
+            {"eventType": "TASK_PROFILE_EVENT", "taskProfileEvents": {"taskId": b64(task), "jobId": "AQAAAA==",
+                "attemptNumber": 0, "profileEvents": {"componentType": "worker", "events": [
+                {"startTime": "1795752261950000000", "endTime": "1795752262400000000", "extraData": "{}", "eventName": "ray.get"},
+                {"startTime": "1795752261940000000", "endTime": "1795752262450000000", "extraData": "{}", "eventName": "task:execute"}]}}},
+            {"eventType": "WORKER_LIFECYCLE_EVENT", "workerLifecycleEvent": {}},
             {"eventType": "TASK_LIFECYCLE_EVENT"},
         ]);
         let (changes, acc) = parse_batch(body.to_string().as_bytes()).unwrap();
-        assert_eq!((acc.events, acc.records, acc.ignored, acc.refused), (4, 2, 1, 1));
-        assert_eq!(acc.errors, ["event 3: TASK_LIFECYCLE_EVENT: `taskLifecycleEvent` is missing"]);
+        assert_eq!((acc.events, acc.records, acc.ignored, acc.refused), (5, 3, 1, 1));
+        assert_eq!(acc.errors, ["event 4: TASK_LIFECYCLE_EVENT: `taskLifecycleEvent` is missing"]);
         let mut store = super::super::store::Store::new(Default::default());
         for c in &changes {
             store.apply(c);
@@ -383,6 +405,16 @@ mod tests {
         assert_eq!(t.name, "Worker.process");
         assert_eq!(t.placement_group_id, None, "Ray's nil id");
         assert_eq!(t.state, "FINISHED");
+        assert!(t.profiled, "a profile event marks the task profiled");
+        assert_eq!(
+            t.profile,
+            [super::super::profile::ProfiledCall {
+                start_us: 1_795_752_261_950_000,
+                end_us: 1_795_752_262_400_000,
+                name: "ray.get".into()
+            }],
+            "its ray.get is kept, in Unix µs; its phases are not"
+        );
         let base = 1_795_752_261_000u64; // 2026-11-27T04:04:21Z
         assert_eq!(
             (t.submitted_ms(), t.started_ms(), t.ended_ms()),

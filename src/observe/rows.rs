@@ -59,6 +59,13 @@ pub struct ObservedTask {
     /// (`outcome::killed_with_job`, read from `error_message`, which is not kept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub killed_with_job: bool,
+    /// Ray recorded profile spans for it (it ran with `RAY_PROFILING=1`): its waits
+    /// are `profile`, complete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub profiled: bool,
+    /// Its `ray.get`, `ray.wait` and `ray.put` spans (`profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<super::profile::ProfiledCall>,
     /// Bytes of its returns, as the object listing showed them while they lived (not a
     /// field of Ray's task rows: `Store::set_objects` fills it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,6 +264,7 @@ fn events(v: &Value) -> Vec<(String, u64)> {
 
 impl ObservedTask {
     pub fn from_row(v: &Value) -> Result<ObservedTask, String> {
+        let (profiled, profile) = super::profile::from_row(v);
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
             attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
@@ -281,6 +289,8 @@ impl ObservedTask {
                 v.get("error_message").and_then(Value::as_str),
             ),
             return_bytes: None,
+            profiled,
+            profile,
         })
     }
 
