@@ -95,3 +95,38 @@ fn without_profile_spans_the_waits_are_inferred_and_said_so() {
     let json = rayscope::flow::observed::observed_json(&rec);
     assert!(json["profiling_howto"].as_str().unwrap().contains("RAY_PROFILING"), "{json}");
 }
+
+/// The job as a push-only observer holds it after Ray's pushed events.
+fn pushed(version: &str) -> (Store, u32) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/ray-profile/{version}/probe/push.json"));
+    let body = std::fs::read(path).unwrap();
+    let (changes, acc) = rayscope::observe::push::parse_batch(&body).unwrap();
+    assert_eq!(acc.errors, Vec::<String>::new(), "{version}");
+    let mut store = Store::new(StoreLimits::default());
+    for c in &changes {
+        store.apply(c);
+    }
+    let job = store.jobs.keys().next().copied().or_else(|| store.tasks.values().map(|t| t.job).next()).unwrap();
+    (store, job)
+}
+
+fn edges(store: &Store, job: u32) -> Vec<((u32, u32), u64, u64)> {
+    let rec = job_record(store, job, &mut Totals::default()).unwrap();
+    rec.edges.iter().map(|(k, e)| (*k, e.calls, e.completed)).collect()
+}
+
+#[test]
+fn ray_249_and_260_pushes_give_the_job_pull_gives() {
+    for version in ["2.49", "2.60"] {
+        let (pulled, job) = store_of(&listing(version));
+        let (pushed, pushed_job) = pushed(version);
+        assert_eq!(pushed_job, job, "{version}");
+        assert_eq!(edges(&pushed, job), edges(&pulled, job), "{version}: the same calls, all completed");
+        let rec = job_record(&pushed, job, &mut Totals::default()).unwrap();
+        assert!(rec.end_us.is_some(), "{version}: the pushed job ended");
+        // Ray 2.60 pushes the profile spans; 2.49 sends none.
+        let want = if version == "2.60" { Waits::Measured } else { Waits::Inferred };
+        assert_eq!(rec.observed.as_deref().unwrap().waits, want, "{version}");
+    }
+}

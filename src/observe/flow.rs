@@ -72,7 +72,11 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         .min()
         .unwrap_or(0);
     let start = store.us(start_ms);
-    let ended = info.is_some_and(|j| super::store::is_terminal_job(&j.status));
+    // Ray 2.49 pushes no job events: there the driver's own task tells the job's end.
+    let ended = info.map_or_else(
+        || driver_task.is_some_and(|d| d.last().is_terminal()),
+        |j| super::store::is_terminal_job(&j.status),
+    );
     let end_ms = if ended {
         info.and_then(|j| j.end_time).or_else(|| driver_task.and_then(|d| d.last().ended_ms()))
     } else {

@@ -157,9 +157,52 @@ fn need_id(v: &Value, key: &str) -> Result<String, String> {
     id(v, key).ok_or_else(|| format!("`{key}` is missing or not a base64 Ray id"))
 }
 
+/// A task's state transitions, from one process's report, as one partial record.
+fn lifecycle(d: &Value, events: Vec<(String, u64)>, job_id: String) -> Result<Change, String> {
+    let state = super::merge::latest_state(&events).unwrap_or("").to_string();
+    let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
+    Ok(Change::Task(ObservedTask {
+        task_id: need_id(d, "taskId")?,
+        attempt_number: attempt(d),
+        job_id,
+        node_id: id(d, "nodeId"),
+        worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
+        error_type: field(d, "rayErrorInfo").and_then(|r| field(r, "errorType")).and_then(Value::as_str).map(cut),
+        start_time_ms: at("RUNNING"),
+        end_time_ms: at("FINISHED").or_else(|| at("FAILED")),
+        state,
+        events,
+        ..Default::default()
+    }))
+}
+
+/// A state's name from its number in Ray's `common.proto` `TaskStatus` (as Ray 2.49's
+/// `TASK_EXECUTION_EVENT` writes it).
+fn task_status(n: u32) -> Option<&'static str> {
+    Some(match n {
+        1 => "PENDING_ARGS_AVAIL",
+        2 => "PENDING_NODE_ASSIGNMENT",
+        3 => "PENDING_OBJ_STORE_MEM_AVAIL",
+        4 => "PENDING_ARGS_FETCH",
+        5 => "SUBMITTED_TO_WORKER",
+        6 => "PENDING_ACTOR_TASK_ARGS_FETCH",
+        7 => "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY",
+        8 => "RUNNING",
+        9 => "RUNNING_IN_RAY_GET",
+        10 => "RUNNING_IN_RAY_WAIT",
+        11 => "FINISHED",
+        12 => "FAILED",
+        _ => return None,
+    })
+}
+
 /// An RFC 3339 instant as Unix ms.
 fn time_ms(v: &Value, key: &str) -> Option<u64> {
-    let s = field(v, key)?.as_str()?;
+    time_ms_of(field(v, key)?)
+}
+
+fn time_ms_of(v: &Value) -> Option<u64> {
+    let s = v.as_str()?;
     let t = humantime::parse_rfc3339_weak(s).ok()?;
     t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64).filter(|ms| *ms > 0)
 }
@@ -208,24 +251,23 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             let d = part("taskLifecycleEvent")?;
             let events: Vec<(String, u64)> =
                 transitions(d).filter_map(|t| Some((text(t, "state"), time_ms(t, "timestamp")?))).collect();
-            let state = super::merge::latest_state(&events).unwrap_or("").to_string();
-            let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
-            Change::Task(ObservedTask {
-                task_id: need_id(d, "taskId")?,
-                attempt_number: attempt(d),
-                job_id: need_id(d, "jobId")?,
-                node_id: id(d, "nodeId"),
-                worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
-                error_type: field(d, "rayErrorInfo")
-                    .and_then(|r| field(r, "errorType"))
-                    .and_then(Value::as_str)
-                    .map(cut),
-                start_time_ms: at("RUNNING"),
-                end_time_ms: at("FINISHED").or_else(|| at("FAILED")),
-                state,
-                events,
-                ..Default::default()
-            })
+            lifecycle(d, events, need_id(d, "jobId")?)?
+        }
+        // Ray 2.49's shape of the same: `taskState` maps each state's number to its time,
+        // and no job id is sent (it is the task id's last 4 bytes).
+        "TASK_EXECUTION_EVENT" | "ACTOR_TASK_EXECUTION_EVENT" => {
+            let d =
+                part(if kind == "TASK_EXECUTION_EVENT" { "taskExecutionEvent" } else { "actorTaskExecutionEvent" })?;
+            let events: Vec<(String, u64)> = field(d, "taskState")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .take(64)
+                .filter_map(|(n, t)| Some((task_status(n.parse().ok()?)?.to_string(), time_ms_of(t)?)))
+                .collect();
+            let task = need_id(d, "taskId")?;
+            let job = id(d, "jobId").unwrap_or_else(|| task[task.len().saturating_sub(8)..].to_string());
+            lifecycle(d, events, job)?
         }
         "TASK_PROFILE_EVENT" => {
             let d = part("taskProfileEvents")?;
