@@ -106,7 +106,8 @@ def run(name):
         return [["_main", "Root.__init__", 1], ["Root.__init__", "Child.__init__", 2], ["_main", "Root.run", 1],
                 ["Root.run", "Child.work", 6]]
     if name == "nested":
-        assert sum(ray.get([outer.remote(0), outer.remote(10)])) == 2 * (2 * (0 + 1 + 2) + 3) + 2 * (2 * (10 + 11 + 12) + 3)
+        # outer(x) = sum of inner(x + i), i < 3; inner(y) = leaf(y) + leaf(y + 1) = 2y + 1.
+        assert ray.get([outer.remote(0), outer.remote(10)]) == [6 * x + 9 for x in (0, 10)]
         return [["_main", "outer", 2], ["outer", "inner", 6], ["inner", "leaf", 12]]
     raise SystemExit(f"unknown program {name}")
 

@@ -162,6 +162,11 @@ pub const DUTY: u32 = 20;
 /// their task events about once a second, and the last ones land after the end.
 pub const SETTLE_MS: u64 = 5_000;
 
+/// How far apart the reads of a settling job are: two reads that agree must span a
+/// whole report interval of Ray's workers (1 s by default), twice over, so that a
+/// report still on its way under load is not missed.
+pub const SETTLE_REREAD: Duration = Duration::from_secs(2);
+
 /// An ended job's tasks are read until two reads agree, but no longer than this after
 /// its end: then its last read stands (`RoundReport::unsettled_jobs` counts it).
 pub const SETTLE_GIVE_UP_MS: u64 = 60_000;
@@ -284,13 +289,18 @@ impl Puller {
             .collect();
         for (num, hex, settling, give_up) in jobs {
             let key = format!("tasks:{hex}");
-            // A settling job is read again whatever its listing cost: it is nearly the last time.
-            if !settling && !self.is_due(&key) {
+            // A settling job is read every SETTLE_REREAD whatever its listing cost: two
+            // reads that far apart span a whole report interval of Ray's workers.
+            let settle_key = format!("settle:{hex}");
+            if (!settling && !self.is_due(&key)) || (settling && !self.is_due(&settle_key)) {
                 continue;
             }
             let asked = Instant::now();
             let read = self.job_tasks(client, store, &mut r, &hex);
             self.answered(&key, asked);
+            if settling {
+                self.due.insert(settle_key.clone(), Instant::now() + SETTLE_REREAD);
+            }
             let Some(digest) = read else { continue };
             let agrees = self.last_read.insert(num, digest) == Some(digest);
             if settling && (agrees || give_up) {
@@ -301,6 +311,7 @@ impl Puller {
                 self.settled.insert(num);
                 self.last_read.remove(&num);
                 self.due.remove(&key);
+                self.due.remove(&settle_key);
             }
         }
         r.took = started.elapsed();
