@@ -70,7 +70,8 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
     for ((name, node), calls) in unfinished {
         out.push(LostCalls {
             name: Some(name),
-            calls,
+            calls: Some(calls),
+            caller: None,
             node,
             evidence: "left unfinished in Ray's listing after the job ended, their caller not known to have gone \
                        on: Ray lost their end"
@@ -80,7 +81,8 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
     for (_, (children, node)) in orphans {
         out.push(LostCalls {
             name: None,
-            calls: 1,
+            calls: Some(1),
+            caller: None,
             node,
             evidence: format!(
                 "a caller Ray never listed made listed calls ({}): Ray lost the caller's record",
@@ -89,7 +91,37 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
         });
     }
     out.extend(paced_losses(store, &tasks, job_end));
+    out.extend(unreported_runs(&tasks));
     out
+}
+
+/// Calls whose worker's own report never came (it was killed with the job before its
+/// next flush): Ray has their end from their caller, but not that they ran, and so
+/// nothing of the calls they made. Read from a missing RUNNING, or, where the job's
+/// rows carry execution phases (a pull), from a call that has none.
+fn unreported_runs(tasks: &[&TaskEntry]) -> Vec<LostCalls> {
+    let phases_listed = tasks.iter().any(|t| t.last().profiled);
+    let mut by: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+    for t in tasks {
+        let last = t.last();
+        let ran_unreported =
+            last.state == "FINISHED" && (last.started_ms().is_none() || (phases_listed && !last.profiled));
+        if ran_unreported && last.kind != "ACTOR_CREATION_TASK" {
+            *by.entry((name(t), short_node(last.node_id.as_deref()))).or_insert(0) += 1;
+        }
+    }
+    by.into_iter()
+        .map(|((caller, node), n)| LostCalls {
+            name: None,
+            calls: None,
+            caller: Some(caller.clone()),
+            node,
+            evidence: format!(
+                "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the job \
+                 before sending it, so any calls they made are unknown"
+            ),
+        })
+        .collect()
 }
 
 /// Callers that ran on past their recorded calls, into the job's last report interval,
@@ -132,7 +164,8 @@ fn paced_losses(store: &Store, tasks: &[&TaskEntry], job_end: u64) -> Vec<LostCa
         let last_callee = kids.iter().max_by_key(|k| k.attempts[0].submitted_ms()).map(|k| name(k));
         out.push(LostCalls {
             name: last_callee,
-            calls: unexplained / pace,
+            calls: Some(unexplained / pace),
+            caller: Some(name(c)),
             node: short_node(c.last().node_id.as_deref()),
             evidence: format!(
                 "{} ran {:.2} s past its last recorded call, up to the job's end, having made one every {:.3} s: \
@@ -191,7 +224,7 @@ mod tests {
         assert_eq!(lost.len(), 1, "{lost:?}");
         assert_eq!(lost[0].name.as_deref(), Some("Queue.put"));
         // 3.0 s - 1.905 s at one call per 100 ms.
-        assert_eq!(lost[0].calls, 10);
+        assert_eq!(lost[0].calls, Some(10));
         assert_eq!(lost[0].node.as_deref(), Some("abcdef012345"));
     }
 
@@ -227,9 +260,29 @@ mod tests {
         s.apply(&call("o1", "a_caller_never_listed", "leaf", "FINISHED", 1_100, Some(1_200)));
         let lost = detect(&s, 1, Some(9_000), &BTreeSet::new());
         assert_eq!(lost.len(), 2, "{lost:?}");
-        assert_eq!((lost[0].name.as_deref(), lost[0].calls), (Some("Queue.put"), 1));
+        assert_eq!((lost[0].name.as_deref(), lost[0].calls), (Some("Queue.put"), Some(1)));
         assert!(lost[1].evidence.contains("never listed") && lost[1].evidence.contains("leaf"), "{lost:?}");
-        let told = [s.task_number("u1").unwrap()].into();
+        let told: BTreeSet<u64> = [s.task_number("u1").unwrap()].into();
         assert_eq!(detect(&s, 1, Some(9_000), &told).len(), 1, "an ended-with-job call is not a loss too");
+    }
+
+    #[test]
+    fn a_call_whose_worker_never_reported_leaves_its_own_calls_unknown() {
+        // Ray 2.49, a driver that exits at once: the producer's owner (the driver) said
+        // it finished, its worker never said it ran, and its 11 calls are not listed.
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+        let mut producer = match call("pr", DRIVER, "producer", "FINISHED", 1_000, Some(1_700)) {
+            Change::Task(t) => t,
+            _ => unreachable!(),
+        };
+        producer.start_time_ms = None;
+        s.apply(&Change::Task(producer));
+        let lost = detect(&s, 1, Some(1_800), &BTreeSet::new());
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!((lost[0].caller.as_deref(), lost[0].calls), (Some("producer"), None));
+        // Its worker's report came: nothing is said.
+        let s = store(1_950, true);
+        assert_eq!(detect(&s, 1, Some(9_000), &BTreeSet::new()), []);
     }
 }

@@ -26,7 +26,11 @@ pub struct EndedWithJob {
 pub struct LostCalls {
     /// `Class.method` or the function, as the graph names it (`None`: not known).
     pub name: Option<String>,
-    pub calls: u64,
+    /// How many (`None`: not known, only that some may be).
+    pub calls: Option<u64>,
+    /// The caller that made them, where that is what is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     /// The node the caller ran on, if known.
     pub node: Option<String>,
     /// How the loss shows.

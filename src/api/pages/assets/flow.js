@@ -69,7 +69,7 @@
       : 'Waits in ray.get are inferred from task times.');
     if (o.profiling_howto) parts.push(`Measured waits for one job: ${o.profiling_howto}.`);
     if (num(o.ended_with_job)) parts.push(`${int(o.ended_with_job)} calls ended with the job, outcome not reported (Ray marked them failed or left them unfinished when it killed the job's workers; their callers went on).`);
-    for (const l of o.lost || []) parts.push(`${int(l.calls)} calls${l.name ? ` of ${l.name}` : ''} lost${l.node ? ` on node ${l.node}` : ''}: ${l.evidence}.`);
+    for (const l of o.lost || []) parts.push(`${l.calls == null ? 'Calls' : `${int(l.calls)} calls`}${l.name ? ` of ${l.name}` : ''}${l.caller ? ` made by ${l.caller}` : ''} lost${l.node ? ` on node ${l.node}` : ''}: ${l.evidence}.`);
     if (o.loss_prevention) parts.push(o.loss_prevention + '.');
     return parts.join(' ');
   }
