@@ -64,7 +64,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     }
     let driver_task = tasks.iter().find(|t| t.last().is_driver()).copied();
     let driver = driver_task.map(|t| t.id).unwrap_or_else(|| synthetic_driver(job));
-    let calls: Vec<&TaskEntry> = tasks.iter().filter(|t| !t.last().is_driver()).copied().collect();
+    // A call known only from the worker that ran it (its definition was lost with its
+    // caller's worker) has no name and no caller: `loss` tells it, the graph leaves it.
+    let calls: Vec<&TaskEntry> =
+        tasks.iter().filter(|t| !t.last().is_driver() && !super::loss::undefined(t)).copied().collect();
     let first_submit = calls.iter().filter_map(|t| t.attempts[0].submitted_ms()).min();
     let start_ms = [info.and_then(|j| j.start_time), driver_task.and_then(|d| d.last().started_ms()), first_submit]
         .into_iter()

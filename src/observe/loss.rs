@@ -54,7 +54,7 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
     let mut orphans: BTreeMap<String, (BTreeSet<String>, Option<String>)> = BTreeMap::new();
     for t in &tasks {
         let last = t.last();
-        if !last.is_terminal() && !unreported.contains(&t.id) {
+        if !last.is_terminal() && !unreported.contains(&t.id) && !undefined(t) {
             *unfinished.entry((name(t), short_node(last.node_id.as_deref()))).or_insert(0) += 1;
         }
         if let Some(p) = last.parent_task_id.as_deref() {
@@ -92,7 +92,47 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
     }
     out.extend(paced_losses(store, &tasks, job_end));
     out.extend(unreported_runs(&tasks));
+    let mut undefined_calls: BTreeMap<Option<String>, u64> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| undefined(t)) {
+        *undefined_calls.entry(undefined_name(store, t)).or_insert(0) += 1;
+    }
+    for (name, calls) in undefined_calls {
+        out.push(LostCalls {
+            name,
+            calls: Some(calls),
+            caller: None,
+            node: None,
+            evidence: "reported only by the worker that ran them: their definitions (method, caller) were lost \
+                       with their caller's worker"
+                .into(),
+        });
+    }
     out
+}
+
+/// A call Ray told only from the worker that ran it: its definition (name, caller),
+/// sent by its caller's worker, was lost.
+pub fn undefined(t: &TaskEntry) -> bool {
+    let last = t.last();
+    last.name.is_empty() && last.func_or_class_name.is_empty() && last.kind.is_empty()
+}
+
+/// What an undefined call was, from its id: an actor task's id holds its actor's
+/// (`task_id[16..]`), whose class its constructor's row names; a task's holds `f`s.
+fn undefined_name(store: &Store, t: &TaskEntry) -> Option<String> {
+    let id = &t.last().task_id;
+    let actor = id.get(16..).filter(|a| a.len() == 32 && !a[..24].bytes().all(|b| b == b'f'))?;
+    let class = store
+        .actor_number(actor)
+        .and_then(|n| store.actors.get(&n))
+        .map(|a| a.class_name.clone())
+        .filter(|c| !c.is_empty())
+        .or_else(|| {
+            let creation = store.task_number(&format!("ffffffffffffffff{actor}"))?;
+            let name = name(store.tasks.get(&creation)?);
+            name.strip_suffix(".__init__").map(str::to_string)
+        })?;
+    Some(format!("{class}.?"))
 }
 
 /// Calls whose worker's own report never came (it was killed with the job before its
@@ -284,5 +324,27 @@ mod tests {
         // Its worker's report came: nothing is said.
         let s = store(1_950, true);
         assert_eq!(detect(&s, 1, Some(9_000), &BTreeSet::new()), []);
+    }
+
+    #[test]
+    fn a_call_known_only_from_its_worker_is_lost_and_named_by_its_actors_class() {
+        // Ray 2.49's push: the queue actor said it ran 2 calls; their definitions, sent
+        // by the producer's worker, never came.
+        let mut s = store(1_950, true);
+        let actor = "0123456789abcdef0123456701000000";
+        s.apply(&call(&format!("ffffffffffffffff{actor}"), DRIVER, "Queue.__init__", "FINISHED", 900, Some(950)));
+        for k in 0..2 {
+            s.apply(&Change::Task(ObservedTask {
+                task_id: format!("{k:016x}{actor}"),
+                job_id: JOB.into(),
+                state: "RUNNING".into(),
+                events: vec![("RUNNING".into(), 1_500)],
+                ..Default::default()
+            }));
+        }
+        let lost = detect(&s, 1, Some(9_000), &BTreeSet::new());
+        assert_eq!(lost.len(), 1, "told once: {lost:?}");
+        assert!(lost[0].evidence.contains("definitions"), "{lost:?}");
+        assert_eq!((lost[0].name.as_deref(), lost[0].calls), (Some("Queue.?"), Some(2)));
     }
 }
