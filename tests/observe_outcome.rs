@@ -88,6 +88,10 @@ fn calls_killed_with_their_job_after_their_caller_returned_are_not_failed() {
         let states: Vec<&str> = notes.ended_with_job.values().map(|e| e.ray_state.as_str()).collect();
         assert!(states.contains(&"FAILED"), "{version}: Ray's state is kept beside each: {states:?}");
         assert_eq!(notes.lost, [], "{version}: nothing is told lost that is told ended with the job");
+        let json = rayscope::flow::observed::observed_json(&rec);
+        let listed = json["ended_with_job_calls"].as_array().unwrap();
+        assert_eq!(listed.len() as u64, 6 - finished, "{json}");
+        assert!(listed.iter().any(|c| c["ray_state"] == "FAILED" && c["ray_error_type"] == "WORKER_DIED"), "{json}");
     }
 }
 

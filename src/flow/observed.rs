@@ -20,13 +20,25 @@ pub const LOSS_PREVENTION: &str = "Ray's workers send task events every RAY_task
      (or let the driver linger), or lower RAY_task_events_report_interval_ms; raise \
      RAY_task_events_max_num_task_in_gcs where GCS drops events";
 
-/// `{"waits", "profiling_howto"?, "ended_with_job", "lost": [...], "loss_prevention"?}`,
+/// The most calls "ended with the job" listed one by one (all are counted).
+const MAX_LISTED: usize = 100;
+
+/// `{"waits", "profiling_howto"?, "ended_with_job", "ended_with_job_calls": [{"task_id",
+/// "ray_state", "ray_error_type"}], "lost": [...], "loss_prevention"?}`,
 /// or null for a job of the model.
 pub fn observed_json(job: &JobRecord) -> Value {
     let Some(n) = job.observed.as_deref() else { return Value::Null };
+    // Each such call by its id (the State API's in observe mode), Ray's state beside it.
+    let calls: Vec<Value> = n
+        .ended_with_job
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(span, e)| json!({"task_id": span, "ray_state": e.ray_state, "ray_error_type": e.ray_error_type}))
+        .collect();
     let mut v = json!({
         "waits": n.waits,
         "ended_with_job": n.ended_with_job.len(),
+        "ended_with_job_calls": calls,
         "lost": n.lost,
     });
     let m = v.as_object_mut().expect("an object");
