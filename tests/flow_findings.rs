@@ -196,6 +196,7 @@ fn handmade(ends: &[u64], arg_bytes: u64, driver_recs: Vec<Rec>, driver_end: u64
         edges: BTreeMap::new(),
         task_ids: Arc::default(),
         inferred: Arc::default(),
+        observed: None,
     }
 }
 

@@ -16,6 +16,7 @@ Then it reads one command per line on stdin and answers one JSON line per comman
 
   seed ARGS...       run programs.py seed ARGS as its own driver (a new job)
   mapreduce ARGS...  run programs.py mapreduce ARGS as its own driver
+  suite NAME [--linger-s S]  run suite.py NAME as its own driver (no linger by default)
   quit               shut the cluster down
 
 Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
@@ -94,7 +95,17 @@ def main():
             continue
         cmd = words[0]
         try:
-            if cmd in ("seed", "mapreduce"):
+            if cmd == "suite":
+                # A program of suite.py, run as users run them: no linger unless asked.
+                argv = [sys.executable, os.path.join(HERE, "suite.py"), *words[1:], "--address", cluster.address]
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+                if done.returncode != 0:
+                    say(step=cmd, ok=False, why=done.stderr[-2000:])
+                    continue
+                out = json.loads(done.stdout.strip().splitlines()[-1])
+                recorded_times(dashboard, out["job_id"])
+                say(step=cmd, ok=True, **out)
+            elif cmd in ("seed", "mapreduce"):
                 argv = [sys.executable, os.path.join(HERE, "programs.py"), cmd, *words[1:],
                         "--address", cluster.address, "--linger-s", LINGER_S]
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=600)

@@ -33,7 +33,8 @@ pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -
             let status = snap.jobs.iter().find(|v| v.id == j.job_hex).map(|v| v.status.as_str().to_string());
             json!({"job_id": j.job_hex, "name": j.name, "status": status, "start_time_s": j.start_us as f64 / 1e6,
                 "end_time_s": j.end_us.map(|e| e as f64 / 1e6), "calls": j.calls, "recorded_calls": j.recorded_calls,
-                "truncated": j.truncated(), "prepared": app.flow_cache.prepared(j)})
+                "truncated": j.truncated(), "prepared": app.flow_cache.prepared(j),
+                "observed": crate::flow::observed::observed_json(j)})
         })
         .collect();
     Ok(json_ok(json!({"jobs": list})))

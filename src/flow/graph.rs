@@ -63,6 +63,8 @@ struct Stat {
     /// By phase, completed calls (`None`: not known, from the aggregates of a cut job).
     phases: Option<PhaseTimes>,
     bytes: u64,
+    /// Calls of an observed job whose outcome Ray did not report (not completed).
+    ended_with_job: u64,
 }
 
 impl Stat {
@@ -84,6 +86,9 @@ impl Stat {
         let mut m = serde_json::Map::new();
         m.insert("calls".into(), json!(self.calls));
         m.insert("completed".into(), json!(self.completed));
+        if self.ended_with_job > 0 {
+            m.insert("ended_with_job".into(), json!(self.ended_with_job));
+        }
         m.insert("total_s".into(), known(secs(p.executing)));
         m.insert("mean_s".into(), known(mean(p.executing)));
         m.insert("mean_queued_s".into(), known(mean(p.queued)));
@@ -115,17 +120,24 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         .collect();
     let mut stats: Vec<Stat> = (0..key_names.len()).map(|_| Stat::default()).collect();
     let mut by_edge: rustc_hash::FxHashMap<(usize, usize), Stat> = rustc_hash::FxHashMap::default();
+    let unreported = job.observed.as_ref().map(|o| &o.ended_with_job);
     for (i, s) in spans.spans.iter().enumerate() {
         let k = key_of[s.target as usize];
         let n = &mut stats[k];
         n.calls += 1;
-        let phases = s.end.map(|_| spans.times(i));
+        // A call that ended with its job has an end (its caller's) but no outcome.
+        let unreported = unreported.is_some_and(|u| s.end.is_some() && u.contains_key(&s.span));
+        if unreported {
+            n.ended_with_job += 1;
+        }
+        let phases = s.end.filter(|_| !unreported).map(|_| spans.times(i));
         if let (Some(end), Some(p)) = (s.end, phases) {
             n.complete(end - s.submit, p);
         }
         if let Some(p) = s.parent {
             let e = by_edge.entry((key_of[spans.spans[p].target as usize], k)).or_default();
             e.calls += 1;
+            e.ended_with_job += u64::from(unreported);
             e.bytes += s.arg_bytes;
             if let (Some(end), Some(p)) = (s.end, phases) {
                 e.complete(end - s.submit, p);
@@ -157,6 +169,7 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
                     total_us: agg.total_us,
                     phases: None,
                     bytes: agg.bytes,
+                    ended_with_job: 0,
                 },
             );
         }
@@ -249,5 +262,6 @@ pub fn graph(job: &JobRecord, spans: &Spans, level: Level, latest: bool) -> Valu
         "job_id": job.job_hex, "at_s": secs(spans.at), "level": level.as_str(), "truncated": job.truncated(),
         "nodes_total": nodes_total, "edges_total": edges_total,
         "nodes": node_values, "groups": groups.into_values().collect::<Vec<_>>(), "edges": edge_values,
+        "observed": crate::flow::observed::observed_json(job),
     })
 }

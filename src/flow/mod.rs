@@ -16,6 +16,7 @@ pub mod findings;
 pub mod flame;
 pub mod graph;
 pub mod lanes;
+pub mod observed;
 pub mod physical;
 pub mod replay;
 pub mod spans;

@@ -14,10 +14,13 @@
 //! in ms, so a child's times are raised to its parent's where they read earlier.
 
 use super::inferred::{argument_waits, get_waits};
+use super::outcome::{self, Caller};
+use super::profile::measured_waits;
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
-use rustc_hash::FxHashMap;
+use crate::snapshot::flow_notes::{EndedWithJob, ObservedNotes, Waits};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// The longest recorded job a replay or `rayscope flow` takes: past it, a time in the
@@ -83,7 +86,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     }
     let driver_task = tasks.iter().find(|t| t.last().is_driver()).copied();
     let driver = driver_task.map(|t| t.id).unwrap_or_else(|| synthetic_driver(job));
-    let calls: Vec<&TaskEntry> = tasks.iter().filter(|t| !t.last().is_driver()).copied().collect();
+    // A call known only from the worker that ran it (its definition was lost with its
+    // caller's worker) has no name and no caller: `loss` tells it, the graph leaves it.
+    let calls: Vec<&TaskEntry> =
+        tasks.iter().filter(|t| !t.last().is_driver() && !super::loss::undefined(t)).copied().collect();
     let first_submit = calls.iter().filter_map(|t| t.attempts[0].submitted_ms()).min();
     let start_ms = [info.and_then(|j| j.start_time), driver_task.and_then(|d| d.last().started_ms()), first_submit]
         .into_iter()
@@ -91,7 +97,11 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         .min()
         .unwrap_or(0);
     let start = store.us(start_ms);
-    let ended = info.is_some_and(|j| super::store::is_terminal_job(&j.status));
+    // Ray 2.49 pushes no job events: there the driver's own task tells the job's end.
+    let ended = info.map_or_else(
+        || driver_task.is_some_and(|d| d.last().is_terminal()),
+        |j| super::store::is_terminal_job(&j.status),
+    );
     let end_ms = if ended {
         info.and_then(|j| j.end_time).or_else(|| driver_task.and_then(|d| d.last().ended_ms()))
     } else {
@@ -136,6 +146,15 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     placed.insert(driver, (start, start, 0, 0));
     let mut edges: BTreeMap<(u32, u32), EdgeAgg> = BTreeMap::new();
     let mut dropped_parents = 0u64;
+    // Calls whose outcome Ray did not report (`outcome`): the callers that went on
+    // past their calls, and each placed call's end.
+    let mut notes = ObservedNotes::default();
+    let job_end_us = end_ms.filter(|_| ended).map(|ms| store.us(ms));
+    let mut went_on: FxHashSet<u64> = FxHashSet::default();
+    if info.is_some_and(|j| j.status == "SUCCEEDED") {
+        went_on.insert(driver);
+    }
+    let mut ends: FxHashMap<u64, u64> = FxHashMap::default();
     // Each placed call's (caller span, depth, submit µs), for the argument waits.
     let mut parents: FxHashMap<u64, (u64, u32, u64)> = FxHashMap::default();
     // Parents first: a child may have been seen before its parent, but was submitted
@@ -210,7 +229,21 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             agg.calls += 1;
             let caller_name = (parent != driver).then(|| frames[p_frame as usize].clone());
             *totals.calls.entry((caller_name, frame_name.clone())).or_insert(0) += 1;
-            if let Some(ms) = last.ended_ms() {
+            let caller = if went_on.contains(&parent) { Caller::WentOn } else { Caller::DidNot };
+            if outcome::ended_with_job(ended, last, caller) {
+                // By its caller's end at the latest: the caller went on past it.
+                let by = ends.get(&parent).copied().or(job_end_us);
+                let at = last.ended_ms().map(|ms| store.us(ms)).into_iter().chain(by).min();
+                if let Some(at) = at.map(|at| at.max(last_t)) {
+                    pending.push((at, 6, depth, Rec::End { span: t.id, t: at, ok: true, return_bytes: 0 }));
+                    ends.insert(t.id, at);
+                }
+                notes.ended_with_job.insert(
+                    t.id,
+                    EndedWithJob { ray_state: last.state.clone(), ray_error_type: last.error_type.clone() },
+                );
+                went_on.insert(t.id);
+            } else if let Some(ms) = last.ended_ms() {
                 let at = store.us(ms).max(last_t);
                 pending.push((
                     at,
@@ -223,6 +256,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                         return_bytes: last.return_bytes.unwrap_or(0),
                     },
                 ));
+                ends.insert(t.id, at);
+                if last.state == "FINISHED" {
+                    went_on.insert(t.id);
+                }
                 agg.completed += 1;
                 agg.bytes += last.return_bytes.unwrap_or(0);
                 agg.total_us += at - submit;
@@ -253,12 +290,36 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             Rec::End { span: driver, t: e, ok: info.is_none_or(|j| j.status != "FAILED"), return_bytes: 0 },
         ));
     }
-    for wait in get_waits(&pending) {
-        if let Rec::Block { span, .. } | Rec::Unblock { span, .. } = wait.3 {
-            inferred.insert(span);
-        }
-        pending.push(wait);
+    // A caller Ray profiled has its waits measured (`profile`); the others', inferred.
+    let horizon = pending.iter().map(|p| p.0).max().unwrap_or(start);
+    let to_job_us = |unix_us: u64| store.us(unix_us / 1_000) + unix_us % 1_000;
+    let mut measured: Vec<Pending> = Vec::new();
+    let mut profiled: FxHashSet<u64> = FxHashSet::default();
+    if let Some(d) = driver_task.filter(|d| d.last().profiled) {
+        profiled.insert(driver);
+        measured.extend(measured_waits(d.last(), driver, 0, (start, end.unwrap_or(horizon)), to_job_us));
     }
+    for t in order.iter().filter(|t| t.last().profiled) {
+        let Some(&(_, first_start, depth, _)) = placed.get(&t.id) else { continue };
+        profiled.insert(t.id);
+        let until = ends.get(&t.id).copied().unwrap_or(horizon);
+        measured.extend(measured_waits(t.last(), t.id, depth, (first_start, until), to_job_us));
+    }
+    let callers: FxHashSet<u64> = parents.values().map(|p| p.0).collect();
+    let measured_callers = callers.iter().filter(|c| profiled.contains(c)).count();
+    notes.waits = match measured_callers {
+        0 => Waits::Inferred,
+        n if n == callers.len() => Waits::Measured,
+        _ => Waits::Mixed,
+    };
+    for wait in get_waits(&pending) {
+        let (Rec::Block { span, .. } | Rec::Unblock { span, .. }) = wait.3 else { continue };
+        if !profiled.contains(&span) {
+            inferred.insert(span);
+            pending.push(wait);
+        }
+    }
+    pending.extend(measured);
     // Same instant: submits (parents first), starts, argument waits, blocks and
     // requeues, resumes, then ends (children first).
     pending.sort_by_key(|p| (p.0, p.1, if p.1 == 6 { u32::MAX - p.2 } else { p.2 }));
@@ -268,6 +329,10 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     }
     if dropped_parents > 0 {
         tracing::debug!(job, dropped_parents, "observed calls whose caller was not kept hang off the driver");
+    }
+    if ended {
+        let unreported = notes.ended_with_job.keys().copied().collect();
+        notes.lost = super::loss::detect(store, job, end_ms, &unreported);
     }
     let dropped = store.dropped_by_job.get(&job).copied().unwrap_or(0);
     let recorded = order.len() as u64 + 1;
@@ -288,6 +353,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             tasks.iter().map(|t| (t.id, t.last().task_id.clone())).filter(|(_, id)| !id.is_empty()).collect(),
         ),
         inferred: std::sync::Arc::new(inferred),
+        observed: Some(std::sync::Arc::new(notes)),
     })
 }
 

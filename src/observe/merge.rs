@@ -84,7 +84,7 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
         name: text(&old.name, &new.name),
         func_or_class_name: text(&old.func_or_class_name, &new.func_or_class_name),
         kind: text(&old.kind, &new.kind),
-        state,
+        state: state.clone(),
         parent_task_id: new.parent_task_id.clone().or_else(|| old.parent_task_id.clone()),
         actor_id: new.actor_id.clone().or_else(|| old.actor_id.clone()),
         node_id: new.node_id.clone().or_else(|| old.node_id.clone()),
@@ -100,6 +100,9 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
         start_time_ms: new.start_time_ms.or(old.start_time_ms),
         end_time_ms: new.end_time_ms.or(old.end_time_ms),
         events,
+        killed_with_job: (old.killed_with_job || new.killed_with_job) && state == "FAILED",
+        profiled: old.profiled || new.profiled,
+        profile: super::profile::merge(&old.profile, &new.profile),
         return_bytes: match (old.return_bytes, new.return_bytes) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

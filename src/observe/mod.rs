@@ -15,7 +15,10 @@
 
 pub mod flow;
 mod inferred;
+pub mod loss;
 pub mod merge;
+pub mod outcome;
+pub mod profile;
 pub mod publish;
 pub mod pull;
 pub mod push;

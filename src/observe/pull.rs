@@ -3,8 +3,9 @@
 //! Owns: the HTTP client (timeouts, a cap on each answer's bytes, the bearer token of
 //! a cluster in token mode), one poll round, and what it asks. A round lists nodes,
 //! jobs, actors, placement groups and objects; tasks are listed per job, with Ray's
-//! own filter (`job_id=`), for each job still running, and once more [`SETTLE_MS`]
-//! after a job ends (then never again: an ended job's tasks do not change). Each
+//! own filter (`job_id=`), for each job still running, and from [`SETTLE_MS`] after a
+//! job ends until two reads agree (within [`SETTLE_GIVE_UP_MS`]; then never again:
+//! Ray's last reports of an ended job land within seconds). Each
 //! listing is asked again only when due: no sooner than [`DUTY`] times as long as Ray
 //! took to answer it last, so a listing that costs Ray more is asked less often. Every
 //! listing asks for Ray's maximum, 10,000 rows; a job with more is read by state as
@@ -144,6 +145,8 @@ pub struct RoundReport {
     pub changes: Vec<Change>,
     /// Tasks Ray had that no listing returned (past its 10,000 limit).
     pub unlisted_tasks: u64,
+    /// Ended jobs whose listings had not agreed twice by [`SETTLE_GIVE_UP_MS`].
+    pub unsettled_jobs: u64,
     pub took: Duration,
     pub errors: Vec<String>,
 }
@@ -155,14 +158,49 @@ pub struct RoundReport {
 /// asked for less often, and polling costs Ray at most about 1/20 of a core.
 pub const DUTY: u32 = 20;
 
-/// A job's tasks are read one last time this long after it ended: Ray's workers send
+/// A job's tasks are read again from this long after it ended: Ray's workers send
 /// their task events about once a second, and the last ones land after the end.
 pub const SETTLE_MS: u64 = 5_000;
+
+/// How far apart the reads of a settling job are: two reads that agree must span a
+/// whole report interval of Ray's workers (1 s by default), twice over, so that a
+/// report still on its way under load is not missed.
+pub const SETTLE_REREAD: Duration = Duration::from_secs(2);
+
+/// An ended job's tasks are read until two reads agree, but no longer than this after
+/// its end: then its last read stands (`RoundReport::unsettled_jobs` counts it).
+pub const SETTLE_GIVE_UP_MS: u64 = 60_000;
+
+/// What of a task listing may still change after its job ended, digested: each row's
+/// id, attempt, state and how many transitions and profile spans it holds, and Ray's
+/// total. Two reads with the same digest agree.
+pub fn listing_digest(rows: &[Value], total: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut parts: Vec<(&str, u64, &str, usize, usize)> = rows
+        .iter()
+        .map(|v| {
+            let len = |x: Option<&Value>| x.and_then(Value::as_array).map_or(0, Vec::len);
+            (
+                v.get("task_id").and_then(Value::as_str).unwrap_or(""),
+                v.get("attempt_number").and_then(Value::as_u64).unwrap_or(0),
+                v.get("state").and_then(Value::as_str).unwrap_or(""),
+                len(v.get("events")),
+                len(v.get("profiling_data").and_then(|p| p.get("events"))),
+            )
+        })
+        .collect();
+    parts.sort_unstable();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (parts, total).hash(&mut h);
+    h.finish()
+}
 
 #[derive(Default)]
 pub struct Puller {
     /// Jobs whose tasks were read after they settled: never asked again.
     settled: BTreeSet<u32>,
+    /// Each job's last task listing, digested, to tell when two reads agree.
+    last_read: std::collections::BTreeMap<u32, u64>,
     /// When each listing may be asked for again.
     due: std::collections::BTreeMap<String, Instant>,
     pub info: Option<ClusterInfo>,
@@ -240,27 +278,40 @@ impl Puller {
         // Tasks, job by job: the running ones as often as their listing's cost allows,
         // an ended one until it has settled.
         let now = super::now_ms();
-        let jobs: Vec<(u32, String, bool)> = store
+        let jobs: Vec<(u32, String, bool, bool)> = store
             .jobs
             .iter()
             .map(|(&n, j)| {
-                let settled = is_terminal_job(&j.status) && j.end_time.is_some_and(|e| now >= e + SETTLE_MS);
-                (n, j.job_id.clone(), settled)
+                let after = |ms: u64| is_terminal_job(&j.status) && j.end_time.is_some_and(|e| now >= e + ms);
+                (n, j.job_id.clone(), after(SETTLE_MS), after(SETTLE_GIVE_UP_MS))
             })
-            .filter(|(n, _, _)| !self.settled.contains(n))
+            .filter(|(n, _, _, _)| !self.settled.contains(n))
             .collect();
-        for (num, hex, settled) in jobs {
+        for (num, hex, settling, give_up) in jobs {
             let key = format!("tasks:{hex}");
-            // A settled job is read once more whatever its listing cost: it is the last time.
-            if !settled && !self.is_due(&key) {
+            // A settling job is read every SETTLE_REREAD whatever its listing cost: two
+            // reads that far apart span a whole report interval of Ray's workers.
+            let settle_key = format!("settle:{hex}");
+            if (!settling && !self.is_due(&key)) || (settling && !self.is_due(&settle_key)) {
                 continue;
             }
             let asked = Instant::now();
-            let ok = self.job_tasks(client, store, &mut r, &hex);
+            let read = self.job_tasks(client, store, &mut r, &hex);
             self.answered(&key, asked);
-            if ok && settled {
+            if settling {
+                self.due.insert(settle_key.clone(), Instant::now() + SETTLE_REREAD);
+            }
+            let Some(digest) = read else { continue };
+            let agrees = self.last_read.insert(num, digest) == Some(digest);
+            if settling && (agrees || give_up) {
+                if !agrees {
+                    r.unsettled_jobs += 1;
+                    tracing::warn!(job = %hex, "Ray's task listing of an ended job still changed a minute after its end; its last read stands");
+                }
                 self.settled.insert(num);
+                self.last_read.remove(&num);
                 self.due.remove(&key);
+                self.due.remove(&settle_key);
             }
         }
         r.took = started.elapsed();
@@ -268,7 +319,8 @@ impl Puller {
     }
 
     /// A job's tasks: one listing, and by state when Ray has more than one listing holds.
-    fn job_tasks(&mut self, client: &RayClient, store: &mut Store, r: &mut RoundReport, hex: &str) -> bool {
+    /// The listing's digest (`listing_digest`), or `None` where it failed.
+    fn job_tasks(&mut self, client: &RayClient, store: &mut Store, r: &mut RoundReport, hex: &str) -> Option<u64> {
         // Ray leaves the driver's own task out unless asked: it is the call graph's root.
         let filter = format!("&exclude_driver=false&filter_keys=job_id&filter_predicates=%3D&filter_values={hex}");
         r.requests += 1;
@@ -277,9 +329,10 @@ impl Puller {
             Err(e) => {
                 r.failed_requests += 1;
                 r.errors.push(e.to_string());
-                return false;
+                return None;
             }
         };
+        let digest = listing_digest(&rows, total);
         let mut listed = rows.len() as u64;
         self.apply(store, r, "tasks", &rows, |v| ObservedTask::from_row(v).map(Change::Task));
         if total > rows.len() as u64 {
@@ -300,7 +353,7 @@ impl Puller {
             }
             r.unlisted_tasks += total.saturating_sub(listed);
         }
-        job_number(hex).is_some()
+        job_number(hex).map(|_| digest)
     }
 
     fn is_due(&self, key: &str) -> bool {
@@ -366,6 +419,28 @@ impl Puller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_reads_of_a_listing_agree_only_when_nothing_ray_still_reports_changed() {
+        let row = |id: &str, state: &str, events: usize, spans: usize| {
+            serde_json::json!({"task_id": id, "attempt_number": 0, "state": state,
+                "events": vec![serde_json::json!({}); events],
+                "profiling_data": {"events": vec![serde_json::json!({}); spans]}})
+        };
+        let first = [row("a", "FINISHED", 5, 3), row("b", "RUNNING", 4, 0)];
+        let same_in_another_order = [row("b", "RUNNING", 4, 0), row("a", "FINISHED", 5, 3)];
+        assert_eq!(listing_digest(&first, 2), listing_digest(&same_in_another_order, 2));
+        // The executor's late report: a state, a transition, a span, or a row more.
+        for later in [
+            vec![row("a", "FINISHED", 5, 3), row("b", "FINISHED", 4, 0)],
+            vec![row("a", "FINISHED", 5, 3), row("b", "RUNNING", 5, 0)],
+            vec![row("a", "FINISHED", 5, 4), row("b", "RUNNING", 4, 0)],
+            vec![row("a", "FINISHED", 5, 3), row("b", "RUNNING", 4, 0), row("c", "FINISHED", 5, 0)],
+        ] {
+            assert_ne!(listing_digest(&first, 2), listing_digest(&later, later.len() as u64), "{later:?}");
+        }
+        assert_ne!(listing_digest(&first, 2), listing_digest(&first, 3), "Ray's total moved");
+    }
 
     #[test]
     fn a_url_must_be_http_and_name_a_host() {

@@ -5,8 +5,9 @@
 //! Owns: reading a batch (Ray 2.60's event shapes: ids in base64, times in RFC 3339)
 //! into the same records a poll makes, each a part of one (a definition, or some state
 //! transitions) that the store merges (`merge.rs`); the bounded queue to the observer
-//! thread ([`Inbox`]) and its counters. Event types rayscope does not use (profiles,
-//! workers) are counted and skipped.
+//! thread ([`Inbox`]) and its counters. A task's profile events (with
+//! `..._EXPOSABLE_EVENT_TYPES=ALL`) give its `ray.get`/`ray.wait`/`ray.put` spans
+//! (`profile.rs`); event types rayscope does not use (workers) are counted and skipped.
 //! The bounds that hold before a body is read are here too, for the server to apply:
 //! [`IN_FLIGHT_BYTES`] across every connection reading a body ([`Inbox::reserve`]), and
 //! [`BODY_DEADLINE`] for a body to arrive whole.
@@ -232,9 +233,52 @@ fn need_job_id(v: &Value, key: &str) -> Result<String, String> {
     Ok(hex)
 }
 
+/// A task's state transitions, from one process's report, as one partial record.
+fn lifecycle(d: &Value, events: Vec<(String, u64)>, job_id: String) -> Result<Change, String> {
+    let state = super::merge::latest_state(&events).unwrap_or("").to_string();
+    let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
+    Ok(Change::Task(ObservedTask {
+        task_id: need_id(d, "taskId")?,
+        attempt_number: attempt(d),
+        job_id,
+        node_id: id(d, "nodeId"),
+        worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
+        error_type: field(d, "rayErrorInfo").and_then(|r| field(r, "errorType")).and_then(Value::as_str).map(cut),
+        start_time_ms: at("RUNNING"),
+        end_time_ms: at("FINISHED").or_else(|| at("FAILED")),
+        state,
+        events,
+        ..Default::default()
+    }))
+}
+
+/// A state's name from its number in Ray's `common.proto` `TaskStatus` (as Ray 2.49's
+/// `TASK_EXECUTION_EVENT` writes it).
+fn task_status(n: u32) -> Option<&'static str> {
+    Some(match n {
+        1 => "PENDING_ARGS_AVAIL",
+        2 => "PENDING_NODE_ASSIGNMENT",
+        3 => "PENDING_OBJ_STORE_MEM_AVAIL",
+        4 => "PENDING_ARGS_FETCH",
+        5 => "SUBMITTED_TO_WORKER",
+        6 => "PENDING_ACTOR_TASK_ARGS_FETCH",
+        7 => "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY",
+        8 => "RUNNING",
+        9 => "RUNNING_IN_RAY_GET",
+        10 => "RUNNING_IN_RAY_WAIT",
+        11 => "FINISHED",
+        12 => "FAILED",
+        _ => return None,
+    })
+}
+
 /// An RFC 3339 instant as Unix ms.
 fn time_ms(v: &Value, key: &str) -> Option<u64> {
-    let s = field(v, key)?.as_str()?;
+    time_ms_of(field(v, key)?)
+}
+
+fn time_ms_of(v: &Value) -> Option<u64> {
+    let s = v.as_str()?;
     let t = humantime::parse_rfc3339_weak(s).ok()?;
     t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64).filter(|ms| *ms > 0)
 }
@@ -290,22 +334,42 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             let d = part("taskLifecycleEvent")?;
             let events: Vec<(String, u64)> =
                 transitions(d).filter_map(|t| Some((text(t, "state"), time_ms(t, "timestamp")?))).collect();
-            let state = super::merge::latest_state(&events).unwrap_or("").to_string();
-            let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
+            lifecycle(d, events, need_job_id(d, "jobId")?)?
+        }
+        // Ray 2.49's shape of the same: `taskState` maps each state's number to its time,
+        // and no job id is sent (it is the task id's last 4 bytes).
+        "TASK_EXECUTION_EVENT" | "ACTOR_TASK_EXECUTION_EVENT" => {
+            let d =
+                part(if kind == "TASK_EXECUTION_EVENT" { "taskExecutionEvent" } else { "actorTaskExecutionEvent" })?;
+            let events: Vec<(String, u64)> = field(d, "taskState")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .take(64)
+                .filter_map(|(n, t)| Some((task_status(n.parse().ok()?)?.to_string(), time_ms_of(t)?)))
+                .collect();
+            let task = need_id(d, "taskId")?;
+            let job = match id(d, "jobId") {
+                Some(_) => need_job_id(d, "jobId")?,
+                None if task.len() >= 8 => task[task.len() - 8..].to_string(),
+                None => return Err(format!("`taskId` is {} bytes, too short to hold a job id", task.len() / 2)),
+            };
+            lifecycle(d, events, job)?
+        }
+        "TASK_PROFILE_EVENT" => {
+            let d = part("taskProfileEvents")?;
+            let events = field(d, "profileEvents")
+                .and_then(|p| field(p, "events"))
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             Change::Task(ObservedTask {
                 task_id: need_id(d, "taskId")?,
-                attempt_number: attempt(d),
+                attempt_number: field(d, "attemptNumber").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX))
+                    as u32,
                 job_id: need_job_id(d, "jobId")?,
-                node_id: id(d, "nodeId"),
-                worker_pid: field(d, "workerPid").and_then(Value::as_u64).filter(|p| *p > 0).map(|p| p as u32),
-                error_type: field(d, "rayErrorInfo")
-                    .and_then(|r| field(r, "errorType"))
-                    .and_then(Value::as_str)
-                    .map(cut),
-                start_time_ms: at("RUNNING"),
-                end_time_ms: at("FINISHED").or_else(|| at("FAILED")),
-                state,
-                events,
+                profiled: !events.is_empty(),
+                profile: super::profile::from_push(events, field),
                 ..Default::default()
             })
         }
@@ -450,12 +514,16 @@ mod tests {
                 {"state": "PENDING_ARGS_AVAIL", "timestamp": "2026-11-27T04:04:21.939432763Z"},
                 {"state": "RUNNING", "timestamp": "2026-11-27T04:04:22.000000000Z"},
                 {"state": "FINISHED", "timestamp": "2026-11-27T04:04:22.500Z"}]}},
-            {"eventType": "TASK_PROFILE_EVENT", "taskProfileEvents": {}},
+            {"eventType": "TASK_PROFILE_EVENT", "taskProfileEvents": {"taskId": b64(task), "jobId": "AQAAAA==",
+                "attemptNumber": 0, "profileEvents": {"componentType": "worker", "events": [
+                {"startTime": "1795752261950000000", "endTime": "1795752262400000000", "extraData": "{}", "eventName": "ray.get"},
+                {"startTime": "1795752261940000000", "endTime": "1795752262450000000", "extraData": "{}", "eventName": "task:execute"}]}}},
+            {"eventType": "WORKER_LIFECYCLE_EVENT", "workerLifecycleEvent": {}},
             {"eventType": "TASK_LIFECYCLE_EVENT"},
         ]);
         let (changes, acc) = parse_batch(body.to_string().as_bytes()).unwrap();
-        assert_eq!((acc.events, acc.records, acc.ignored, acc.refused), (4, 2, 1, 1));
-        assert_eq!(acc.errors, ["event 3: TASK_LIFECYCLE_EVENT: `taskLifecycleEvent` is missing"]);
+        assert_eq!((acc.events, acc.records, acc.ignored, acc.refused), (5, 3, 1, 1));
+        assert_eq!(acc.errors, ["event 4: TASK_LIFECYCLE_EVENT: `taskLifecycleEvent` is missing"]);
         let mut store = super::super::store::Store::new(Default::default());
         for c in &changes {
             store.apply(c);
@@ -466,6 +534,16 @@ mod tests {
         assert_eq!(t.name, "Worker.process");
         assert_eq!(t.placement_group_id, None, "Ray's nil id");
         assert_eq!(t.state, "FINISHED");
+        assert!(t.profiled, "a profile event marks the task profiled");
+        assert_eq!(
+            t.profile,
+            [super::super::profile::ProfiledCall {
+                start_us: 1_795_752_261_950_000,
+                end_us: 1_795_752_262_400_000,
+                name: "ray.get".into()
+            }],
+            "its ray.get is kept, in Unix µs; its phases are not"
+        );
         let base = 1_795_752_261_000u64; // 2026-11-27T04:04:21Z
         assert_eq!(
             (t.submitted_ms(), t.started_ms(), t.ended_ms()),

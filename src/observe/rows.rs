@@ -62,6 +62,17 @@ pub struct ObservedTask {
     /// Each state the attempt entered, with when: Ray's `events`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<(String, u64)>,
+    /// Ray marked it FAILED because its worker was killed at its job's end
+    /// (`outcome::killed_with_job`, read from `error_message`, which is not kept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed_with_job: bool,
+    /// Ray recorded profile spans for it (it ran with `RAY_PROFILING=1`): its waits
+    /// are `profile`, complete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub profiled: bool,
+    /// Its `ray.get`, `ray.wait` and `ray.put` spans (`profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<super::profile::ProfiledCall>,
     /// Bytes of its returns, as the object listing showed them while they lived (not a
     /// field of Ray's task rows: `Store::set_objects` fills it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,6 +283,7 @@ fn events(v: &Value) -> Vec<(String, u64)> {
 
 impl ObservedTask {
     pub fn from_row(v: &Value) -> Result<ObservedTask, String> {
+        let (profiled, profile) = super::profile::from_row(v);
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
             attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
@@ -291,7 +303,13 @@ impl ObservedTask {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             events: events(v),
+            killed_with_job: super::outcome::killed_with_job(
+                v.get("error_type").and_then(Value::as_str),
+                v.get("error_message").and_then(Value::as_str),
+            ),
             return_bytes: None,
+            profiled,
+            profile,
         })
     }
 

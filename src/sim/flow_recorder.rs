@@ -159,6 +159,7 @@ impl FlowRecorder {
                 edges: BTreeMap::new(),
                 task_ids: Arc::default(),
                 inferred: Arc::default(),
+                observed: None,
             },
             target_index: FxHashMap::default(),
             frame_index: FxHashMap::default(),
@@ -340,6 +341,7 @@ impl FlowRecorder {
                         edges,
                         task_ids: j.rec.task_ids.clone(),
                         inferred: j.rec.inferred.clone(),
+                        observed: None,
                         ..j.rec
                     })
                 });

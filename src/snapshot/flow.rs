@@ -219,6 +219,8 @@ pub struct JobRecord {
     /// times rather than measured (an observed job without Ray's profile events);
     /// empty for the model, whose waits are all measured.
     pub inferred: Arc<std::collections::BTreeSet<u64>>,
+    /// What an observer knows of a real job beyond its records (`None`: the model's).
+    pub observed: Option<Arc<super::flow_notes::ObservedNotes>>,
 }
 
 impl JobRecord {

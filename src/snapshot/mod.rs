@@ -15,6 +15,7 @@
 mod actors;
 mod cluster;
 pub mod flow;
+pub mod flow_notes;
 mod jobs;
 mod nodes;
 mod observed;

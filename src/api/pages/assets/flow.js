@@ -61,7 +61,8 @@
     }
     jobSel.replaceChildren(...list.map((j) => el('option', {value: j.job_id, selected: j.job_id === job,
       text: `${j.job_id} ${j.name || ''} · ${j.status} · ${int(j.calls)} calls${j.truncated ? ' (capped)' : ''}`})));
-    $('#flow-status').textContent = list.length ? '' : 'No job has made a call yet.';
+    const sel = list.find((j) => j.job_id === job);
+    $('#flow-status').textContent = list.length ? observedNote(sel && sel.observed) : 'No job has made a call yet.';
     return list.length > 0;
   }
 
@@ -84,6 +85,20 @@
     note('findings', `${int(list.length)} found`);
     $('#findings').dataset.kinds = list.map((f) => f.kind).join(' ');
     done('findings');
+  }
+
+  // What observing a real job could and could not see (null for the model's jobs).
+  function observedNote(o) {
+    if (!o) return '';
+    const parts = ['Observed on a Ray cluster.'];
+    parts.push(o.waits === 'measured' ? "Waits in ray.get/ray.wait/ray.put are Ray's own profile spans."
+      : o.waits === 'mixed' ? "Waits are Ray's profile spans where Ray sent them, inferred from task times elsewhere."
+      : 'Waits in ray.get are inferred from task times.');
+    if (o.profiling_howto) parts.push(`Measured waits for one job: ${o.profiling_howto}.`);
+    if (num(o.ended_with_job)) parts.push(`${int(o.ended_with_job)} calls ended with the job, outcome not reported (Ray marked them failed or left them unfinished when it killed the job's workers; their callers went on).`);
+    for (const l of o.lost || []) parts.push(`${l.calls == null ? 'Calls' : `${int(l.calls)} calls`}${l.name ? ` of ${l.name}` : ''}${l.caller ? ` made by ${l.caller}` : ''} lost${l.node ? ` on node ${l.node}` : ''}: ${l.evidence}.`);
+    if (o.loss_prevention) parts.push(o.loss_prevention + '.');
+    return parts.join(' ');
   }
 
   // ------------------------------------------------------------- bottlenecks
@@ -166,7 +181,7 @@
       const path = svg('path', {class: 'flow-edge', d,
         'stroke-width': (1 + 3 * Math.sqrt(num(e.calls) / maxCalls)).toFixed(2), 'data-source': e.source, 'data-target': e.target, 'data-calls': num(e.calls)});
       const t = svg('title');
-      t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls, mean execution ${e.mean_s == null ? '—' : secs(num(e.mean_s))}, submit to end ${secs(num(e.mean_wall_s))}, ${RS.bytes(e.bytes)}`;
+      t.textContent = `${e.source} → ${e.target}: ${int(e.calls)} calls${num(e.ended_with_job) ? ` (${int(e.ended_with_job)} ended with the job, outcome not reported)` : ''}, mean execution ${e.mean_s == null ? '—' : secs(num(e.mean_s))}, submit to end ${secs(num(e.mean_wall_s))}, ${RS.bytes(e.bytes)}`;
       path.append(t);
       const loop = e.source === e.target;
       const label = svg('text', {class: 'flow-edge-label', x: loop ? x1 + GX * 0.55 : (x1 + x2) / 2, y: loop ? y1 + 3 : (y1 + y2) / 2 - 3, 'text-anchor': loop ? 'start' : 'middle'});
@@ -182,7 +197,7 @@
       const name = svg('text', {x: 8, y: 16});
       name.textContent = n.kind === 'method' && n.group != null ? `${level === 'instance' ? actor(String(n.group)) : n.group}.${n.name}` : n.name;
       const sub = svg('text', {x: 8, y: 32, class: 'sub'});
-      sub.textContent = `${int(n.calls)} calls · exec ${secs(num(n.mean_s))} · queued ${secs(num(n.mean_queued_s))}${flagged ? ' · flagged' : ''}`;
+      sub.textContent = `${int(n.calls)} calls${num(n.ended_with_job) ? ` (${int(n.ended_with_job)} ended with the job, outcome not reported)` : ''} · exec ${secs(num(n.mean_s))} · queued ${secs(num(n.mean_queued_s))}${flagged ? ' · flagged' : ''}`;
       const t = svg('title');
       t.textContent = `${n.id}${grp && grp.level != null ? ` (level ${grp.level})` : ''}: mean execution ${secs(num(n.mean_s))}, queued ${secs(num(n.mean_queued_s))}, blocked in ray.get ${secs(num(n.mean_blocked_s))}, submit to end ${secs(num(n.mean_wall_s))}`;
       box.append(name, sub, t);

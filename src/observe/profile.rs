@@ -1,0 +1,159 @@
+//! Ray's own profile spans of `ray.get`, `ray.wait` and `ray.put`: the exact waits of
+//! a job run with `RAY_PROFILING=1` (scripts/ray-observe/FINDINGS.md, §2b).
+//!
+//! Ray files each span under the task the calling process was running, beside its
+//! `task:execute` phases: by pull in a row's `profiling_data.events` (Unix ms floats),
+//! by push (Ray 2.60) in `TASK_PROFILE_EVENT`s (ns as strings). A task that has any
+//! profile span at all was profiled: its waits are all there, and a caller so profiled
+//! gets its waits in `ray.get`/`ray.wait` from them, not inferred (`inferred`).
+//!
+//! Owns: reading the spans, merging them, and the blocked phases they give a caller.
+//! Must never: keep more than [`MAX_SPANS`] spans of one attempt, or place a wait
+//! outside its caller's own run.
+
+use super::flow::Pending;
+use super::rows::ObservedTask;
+use crate::snapshot::flow::Rec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The most spans kept of one task attempt (a caller in a long loop of gets).
+pub const MAX_SPANS: usize = 4_096;
+
+/// The spans kept: the calls in which a caller waits, or puts.
+const KEPT: [&str; 3] = ["ray.get", "ray.wait", "ray.put"];
+
+/// One `ray.get`, `ray.wait` or `ray.put`, in Unix µs.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProfiledCall {
+    pub start_us: u64,
+    pub end_us: u64,
+    pub name: String,
+}
+
+fn kept(name: &str) -> Option<String> {
+    KEPT.iter().find(|k| **k == name).map(|k| k.to_string())
+}
+
+/// A pulled row's `profiling_data`: whether it holds any span, and its kept spans.
+pub fn from_row(v: &Value) -> (bool, Vec<ProfiledCall>) {
+    let Some(events) = v.get("profiling_data").and_then(|p| p.get("events")).and_then(Value::as_array) else {
+        return (false, Vec::new());
+    };
+    let ms_to_us = |e: &Value, k: &str| {
+        e.get(k).and_then(Value::as_f64).filter(|f| f.is_finite() && *f > 0.0).map(|f| (f * 1e3).round() as u64)
+    };
+    let spans = events
+        .iter()
+        .filter_map(|e| {
+            let name = kept(e.get("event_name")?.as_str()?)?;
+            let (start_us, end_us) = (ms_to_us(e, "start_time")?, ms_to_us(e, "end_time")?);
+            (end_us >= start_us).then_some(ProfiledCall { start_us, end_us, name })
+        })
+        .take(MAX_SPANS)
+        .collect();
+    (!events.is_empty(), spans)
+}
+
+/// A pushed `TASK_PROFILE_EVENT`'s payload (`taskProfileEvents`, camelCase or
+/// snake_case keys already resolved by `get`): its spans, ns strings.
+pub fn from_push(events: &[Value], get: for<'a> fn(&'a Value, &str) -> Option<&'a Value>) -> Vec<ProfiledCall> {
+    let ns_to_us = |e: &Value, k: &str| {
+        let v = get(e, k)?;
+        v.as_str().and_then(|s| s.parse::<u64>().ok()).or_else(|| v.as_u64()).map(|ns| ns / 1_000)
+    };
+    events
+        .iter()
+        .filter_map(|e| {
+            let name = kept(get(e, "eventName")?.as_str()?)?;
+            let (start_us, end_us) = (ns_to_us(e, "startTime")?, ns_to_us(e, "endTime")?);
+            (end_us >= start_us).then_some(ProfiledCall { start_us, end_us, name })
+        })
+        .take(MAX_SPANS)
+        .collect()
+}
+
+/// Both sides' spans, each once, in time order, under the cap.
+pub fn merge(old: &[ProfiledCall], new: &[ProfiledCall]) -> Vec<ProfiledCall> {
+    if new.is_empty() {
+        return old.to_vec();
+    }
+    let mut all: Vec<ProfiledCall> = old.iter().chain(new).cloned().collect();
+    all.sort_unstable();
+    all.dedup();
+    all.truncate(MAX_SPANS);
+    all
+}
+
+/// A caller's blocked phases from its `ray.get`/`ray.wait` spans, within its own run
+/// `[from, until]` (job µs); `to_job_us` turns Unix µs into the job's µs. Overlapping
+/// spans (a get inside a wait's callback) are one wait.
+pub(super) fn measured_waits(
+    caller: &ObservedTask,
+    span: u64,
+    depth: u32,
+    (from, until): (u64, u64),
+    to_job_us: impl Fn(u64) -> u64,
+) -> Vec<Pending> {
+    let mut waits: Vec<(u64, u64)> = caller
+        .profile
+        .iter()
+        .filter(|p| p.name != "ray.put")
+        .map(|p| (to_job_us(p.start_us).clamp(from, until), to_job_us(p.end_us).clamp(from, until)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    waits.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(waits.len());
+    for (a, b) in waits {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+        .into_iter()
+        .flat_map(|(a, b)| [(a, 3, depth, Rec::Block { span, t: a }), (b, 5, depth, Rec::Unblock { span, t: b })])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_pulled_rows_gets_waits_and_puts_are_kept_and_its_phases_mark_it_profiled() {
+        let row = json!({"profiling_data": {"component_type": "worker", "events": [
+            {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
+            {"event_name": "ray.get", "start_time": 1001.25, "end_time": 1004.0, "extra_data": {}},
+            {"event_name": "ray.put", "start_time": 1004.5, "end_time": 1004.75, "extra_data": {}}]}});
+        let (profiled, spans) = from_row(&row);
+        assert!(profiled);
+        assert_eq!(
+            spans,
+            [
+                ProfiledCall { start_us: 1_001_250, end_us: 1_004_000, name: "ray.get".into() },
+                ProfiledCall { start_us: 1_004_500, end_us: 1_004_750, name: "ray.put".into() },
+            ]
+        );
+        assert_eq!(from_row(&json!({"profiling_data": null})), (false, vec![]));
+    }
+
+    #[test]
+    fn waits_are_clamped_to_the_callers_run_merged_and_puts_are_not_waits() {
+        let caller = ObservedTask {
+            profile: vec![
+                ProfiledCall { start_us: 100, end_us: 300, name: "ray.wait".into() },
+                ProfiledCall { start_us: 250, end_us: 400, name: "ray.get".into() },
+                ProfiledCall { start_us: 500, end_us: 600, name: "ray.put".into() },
+                ProfiledCall { start_us: 700, end_us: 2_000, name: "ray.get".into() },
+            ],
+            ..Default::default()
+        };
+        let recs: Vec<(u64, bool)> = measured_waits(&caller, 7, 1, (150, 900), |u| u)
+            .into_iter()
+            .map(|p| (p.0, matches!(p.3, Rec::Block { .. })))
+            .collect();
+        assert_eq!(recs, [(150, true), (400, false), (700, true), (900, false)]);
+    }
+}
