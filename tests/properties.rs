@@ -363,7 +363,7 @@ fn check_drained(e: &rayscope::sim::Engine) -> Result<(), String> {
     if let Some(a) = m.actors.values().find(|a| a.state() != ActorState::Dead) {
         return Err(format!("actor {:x} is {} after its job ended", a.id.0, a.state()));
     }
-    if let Some(pg) = m.pgs.values().find(|p| p.state() != PgState::Removed) {
+    if let Some(pg) = m.pgs().values().find(|p| p.state() != PgState::Removed) {
         return Err(format!("placement group {} is {} after its job ended", pg.id.0, pg.state()));
     }
     for n in m.nodes.iter().filter(|n| n.is_alive()) {

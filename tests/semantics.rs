@@ -115,7 +115,7 @@ fn strict_spread_group_with_more_bundles_than_nodes_stays_pending() {
     // Enough nodes: one bundle per node, the job runs to the end.
     let e = run_all(TRAINING);
     assert_eq!(job_status(&e), JobStatus::Succeeded);
-    let pg = e.model.pgs.values().next().unwrap();
+    let pg = e.model.pgs().values().next().unwrap();
     let mut nodes: Vec<_> = pg.bundles.iter().map(|b| b.node.unwrap()).collect();
     nodes.dedup();
     assert_eq!(nodes.len(), 3, "each bundle on its own node: {nodes:?}");
@@ -126,7 +126,7 @@ fn strict_spread_group_with_more_bundles_than_nodes_stays_pending() {
     let e = run_checked(cfg, Limits { until_us: 3600 * S, ..Limits::default() }).unwrap();
     assert!(!e.workloads_done());
     assert_eq!(job_status(&e), JobStatus::Running);
-    let pg = e.model.pgs.values().next().unwrap();
+    let pg = e.model.pgs().values().next().unwrap();
     assert_eq!(pg.state(), PgState::Pending);
     assert!(pg.bundles.iter().all(|b| b.node.is_none()), "gang placement: no bundle reserved");
     assert!(e.model.nodes.iter().all(|n| n.available == n.total), "nothing reserved anywhere");

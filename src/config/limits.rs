@@ -87,16 +87,25 @@ pub fn job_tasks(w: &WorkloadConfig) -> f64 {
     }
 }
 
-/// Whether a job of `tasks` fits beside `live` live tasks; the refusal names the setting.
-pub fn admit(limits: &LimitsConfig, live: u64, tasks: u64) -> Result<(), String> {
+/// A job refused because, with the tasks already live, it could take the cluster over
+/// `cluster.limits.max_live_tasks`; the message names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the job creates up to {tasks} tasks and {live} are live: together over the limit of {max_live_tasks} live tasks \
+     (cluster.limits.max_live_tasks); retry when jobs have finished, or raise the limit"
+)]
+pub struct OverLiveLimit {
+    pub tasks: u64,
+    pub live: u64,
+    pub max_live_tasks: u64,
+}
+
+/// Whether a job of `tasks` fits beside `live` live tasks.
+pub fn admit(limits: &LimitsConfig, live: u64, tasks: u64) -> Result<(), OverLiveLimit> {
     if live.saturating_add(tasks) <= limits.max_live_tasks {
         return Ok(());
     }
-    Err(format!(
-        "the job creates up to {tasks} tasks and {live} are live: together over the limit of {} live tasks \
-         (cluster.limits.max_live_tasks); retry when jobs have finished, or raise the limit",
-        limits.max_live_tasks
-    ))
+    Err(OverLiveLimit { tasks, live, max_live_tasks: limits.max_live_tasks })
 }
 
 #[cfg(test)]
@@ -120,8 +129,13 @@ mod tests {
     fn admission_names_the_setting() {
         let l = LimitsConfig { max_live_tasks: 100, ..Default::default() };
         assert!(admit(&l, 50, 50).is_ok());
-        let e = admit(&l, 50, 51).unwrap_err();
+        let e = admit(&l, 50, 51).unwrap_err().to_string();
         assert!(e.contains("cluster.limits.max_live_tasks"), "{e}");
+        assert_eq!(
+            e,
+            "the job creates up to 51 tasks and 50 are live: together over the limit of 100 live tasks \
+             (cluster.limits.max_live_tasks); retry when jobs have finished, or raise the limit"
+        );
         assert!(admit(&l, u64::MAX, 1).is_err());
     }
 }

@@ -3,6 +3,8 @@
 use super::ids::{JobId, NodeIdx, PgId, TaskId};
 use super::resources::ResourceRequest;
 use super::states::{JobStatus, PgState, PgStrategy};
+use super::Model;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -119,4 +121,37 @@ pub struct Bundle {
     pub node: Option<NodeIdx>,
     /// What is left of the bundle's reservation for tasks and actors placed in it.
     pub available: ResourceRequest,
+}
+
+/// The placement group table, sealed: a field of [`Model`] that only the GCS placement
+/// group manager changes (beside the model's transitions).
+impl Model {
+    /// The placement groups by id. Only the GCS placement group manager writes them
+    /// (`sim::gcs::placement_groups`, with its key); code elsewhere cannot:
+    ///
+    /// ```compile_fail
+    /// fn bypass(m: &mut rayscope::model::Model) {
+    ///     m.pgs.clear();
+    /// }
+    /// ```
+    #[inline]
+    pub fn pgs(&self) -> &BTreeMap<PgId, PlacementGroup> {
+        &self.pgs
+    }
+
+    /// The placement groups to change: only with the placement group manager's key.
+    #[inline]
+    pub(crate) fn pgs_mut(
+        &mut self,
+        _: &crate::sim::gcs::placement_groups::Key,
+    ) -> &mut BTreeMap<PgId, PlacementGroup> {
+        &mut self.pgs
+    }
+
+    /// A forgotten node's slot names no bundle any more (the GCS node manager forgets it).
+    pub(crate) fn unplace_bundles_on(&mut self, n: NodeIdx) {
+        for b in self.pgs.values_mut().flat_map(|pg| pg.bundles.iter_mut()).filter(|b| b.node == Some(n)) {
+            b.node = None;
+        }
+    }
 }

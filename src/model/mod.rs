@@ -206,7 +206,9 @@ pub struct Model {
     pub jobs: BTreeMap<JobId, Job>,
     pub finished_jobs: VecDeque<JobId>,
     pub finished_job_capacity: usize,
-    pub pgs: BTreeMap<PgId, PlacementGroup>,
+    /// Placement groups by id: private, so that the GCS placement group manager is
+    /// their only writer (with the model's own transitions); see [`Model::pgs`].
+    pgs: BTreeMap<PgId, PlacementGroup>,
     pub removed_pgs: VecDeque<PgId>,
     /// Tasks per (name, job, retry, state), and running tasks per executing node for the
     /// executor series.

@@ -191,7 +191,7 @@ impl Engine {
                 // The sum of live work must fit, not just this job (cluster.limits).
                 let live = self.model.tasks.len() as u64;
                 crate::config::limits::admit(&self.cfg.cluster.limits, live, self.jobs.template(template).tasks)
-                    .map_err(ControlError::limit_exceeded)?;
+                    .map_err(|e| ControlError::limit_exceeded(e.to_string()))?;
                 let (job, follows) =
                     self.jobs.start(cx!(self), &mut self.flow, self.node_manager.head(), template, submission_id);
                 self.follow_all(follows);

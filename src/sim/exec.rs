@@ -178,7 +178,7 @@ impl Engine {
                     let (bundles, strategy) = (bundles.clone(), *strategy);
                     let (pg, follows) = self.pg_manager.create(cx!(self), tid, bundles, strategy);
                     self.follow_all(follows);
-                    let created = self.model.pgs.get(&pg).is_some_and(|p| p.state() == PgState::Created);
+                    let created = self.model.pgs().get(&pg).is_some_and(|p| p.state() == PgState::Created);
                     let r = self.runs.get_mut(&tid).expect("running task has a run");
                     r.exec.pg = Some(pg);
                     if !created {

@@ -276,7 +276,7 @@ impl Check<'_> {
                 None => add_req(&mut reserved[n.index()], req, 1),
             }
         }
-        for pg in m.pgs.values().filter(|p| p.state() != PgState::Removed) {
+        for pg in m.pgs().values().filter(|p| p.state() != PgState::Removed) {
             for (bi, b) in pg.bundles.iter().enumerate() {
                 let used = in_bundle.remove(&(pg.id, bi as u32)).unwrap_or_else(|| ResVec::zeros(kinds));
                 let Some(n) = b.node else {

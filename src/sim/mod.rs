@@ -32,7 +32,7 @@ mod exec;
 mod faults;
 mod flow_recorder;
 mod follow;
-mod gcs;
+pub(crate) mod gcs;
 mod invariants;
 mod objects;
 pub use objects::{get_micros, put_micros};

@@ -225,7 +225,7 @@ impl JobManager {
     /// the driver drops its references.
     pub(crate) fn end_groups(m: &Model, job: JobId) -> Follows {
         let mut follows: Follows = m
-            .pgs
+            .pgs()
             .values()
             .filter(|p| p.job == job && p.state() != PgState::Removed)
             .map(|p| Follow::RemovePlacementGroup(p.id))

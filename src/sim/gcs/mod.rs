@@ -9,4 +9,4 @@
 pub(super) mod actors;
 pub(super) mod jobs;
 pub(super) mod node_manager;
-pub(super) mod placement_groups;
+pub(crate) mod placement_groups;

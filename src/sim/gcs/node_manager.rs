@@ -228,9 +228,7 @@ impl GcsNodeManager {
             }
             o.copies.retain(|c| *c != n);
         }
-        for b in m.pgs.values_mut().flat_map(|pg| pg.bundles.iter_mut()).filter(|b| b.node == Some(n)) {
-            b.node = None;
-        }
+        m.unplace_bundles_on(n);
         for j in m.jobs.values_mut().filter(|j| j.driver_node == n) {
             j.driver_node = head;
         }

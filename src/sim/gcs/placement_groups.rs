@@ -22,6 +22,12 @@ use crate::sim::raylet::cluster_queues::ClusterQueues;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
+/// The key to `Model::pgs_mut`: only this file can make one, so the placement groups
+/// change only here (and through the model's transitions).
+pub struct Key(());
+
+const KEY: Key = Key(());
+
 /// Placement groups not yet (or no longer fully) placed, in the order they started
 /// waiting. Invariant (checked by `check_invariants`): a group is listed at most once,
 /// only while PENDING or RESCHEDULING.
@@ -64,7 +70,7 @@ impl PlacementGroupManager {
     pub(crate) fn pending_bundles(&self, m: &Model) -> Vec<ResourceRequest> {
         self.pending
             .iter()
-            .filter_map(|id| m.pgs.get(id))
+            .filter_map(|id| m.pgs().get(id))
             .flat_map(|pg| pg.bundles.iter().filter(|b| b.node.is_none()).map(|b| b.request.clone()))
             .collect()
     }
@@ -116,7 +122,7 @@ impl PlacementGroupManager {
     /// alive, nothing waits on it any more, and those nodes' freed resources are offered
     /// to waiting work.
     pub(crate) fn remove(&mut self, cx: &mut Cx, queues: &mut ClusterQueues, id: PgId) -> Follows {
-        let Some(pg) = cx.model.pgs.get_mut(&id) else { return Follows::new() };
+        let Some(pg) = cx.model.pgs_mut(&KEY).get_mut(&id) else { return Follows::new() };
         if pg.state() == PgState::Removed {
             return Follows::new();
         }
@@ -128,7 +134,7 @@ impl PlacementGroupManager {
                 }
             }
         }
-        if let Some(pg) = cx.model.pgs.get_mut(&id) {
+        if let Some(pg) = cx.model.pgs_mut(&KEY).get_mut(&id) {
             pg.bundles = bundles
                 .into_iter()
                 .map(|mut b| {
@@ -141,7 +147,7 @@ impl PlacementGroupManager {
         // Nothing waits on its bundles any more.
         queues.take_bundle_waiters(id);
         cx.model.set_pg_state(id, PgState::Removed, cx.now());
-        cx.model.pgs[&id].bundles.iter().filter_map(|b| b.node).map(Follow::ResourcesFreed).collect()
+        cx.model.pgs()[&id].bundles.iter().filter_map(|b| b.node).map(Follow::ResourcesFreed).collect()
     }
 
     /// A task or actor placed in bundle `b` of `pg`: reserve from the bundle, not the
@@ -158,7 +164,7 @@ impl PlacementGroupManager {
         let spec = cx.model.tasks[&tid].spec;
         let req = cx.specs[spec as usize].request.clone();
         let now = cx.now();
-        let Some(group) = cx.model.pgs.get_mut(&pg) else { return unschedulable() };
+        let Some(group) = cx.model.pgs_mut(&KEY).get_mut(&pg) else { return unschedulable() };
         if group.state() == PgState::Removed {
             return unschedulable();
         }
@@ -211,7 +217,7 @@ impl PlacementGroupManager {
         b: u32,
         req: &ResourceRequest,
     ) -> Follows {
-        if let Some(bd) = m.pgs.get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
+        if let Some(bd) = m.pgs_mut(&KEY).get_mut(&pg).and_then(|g| g.bundles.get_mut(b as usize)) {
             for &(id, q) in &req.0 {
                 match bd.available.0.iter_mut().find(|(i, _)| *i == id) {
                     Some((_, v)) => *v += q,
@@ -281,7 +287,7 @@ fn register(m: &mut Model, creator: TaskId, bundles: Vec<ResourceRequest>, strat
     m.next_pg += 1;
     let job = m.tasks[&creator].job;
     let bundles = bundles.into_iter().map(|r| Bundle { available: r.clone(), request: r, node: None }).collect();
-    m.pgs.insert(id, PlacementGroup::pending(id, job, strategy, bundles, creator, now));
+    m.pgs_mut(&KEY).insert(id, PlacementGroup::pending(id, job, strategy, bundles, creator, now));
     m.counters.pgs_created += 1;
     log_event!(m.log, now, "placement_group", "{} PENDING strategy={}", id.0, strategy.as_str());
     id
@@ -322,7 +328,7 @@ fn try_place(cx: &mut Cx, id: PgId) -> Option<Follows> {
 pub(crate) fn commit(cx: &mut Cx, id: PgId) -> Follows {
     let now = cx.now();
     let m = &mut *cx.model;
-    let Some(pg) = m.pgs.get(&id) else { return Follows::new() };
+    let Some(pg) = m.pgs().get(&id) else { return Follows::new() };
     if pg.state() != PgState::Prepared {
         return Follows::new();
     }
@@ -351,7 +357,7 @@ pub(crate) fn commit(cx: &mut Cx, id: PgId) -> Follows {
 /// success the group is PREPARED and the bundles' reservations are returned for the node
 /// runtime to make.
 fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
-    let Some(pg) = m.pgs.get(&id) else { return Placement::Gone };
+    let Some(pg) = m.pgs().get(&id) else { return Placement::Gone };
     if pg.state() == PgState::Removed {
         return Placement::Gone;
     }
@@ -360,7 +366,7 @@ fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
     match sched.place_bundles(&m.nodes, &requests, pg.strategy) {
         PgDecision::Placed(nodes) => {
             m.set_pg_state(id, PgState::Prepared, now);
-            let pg = m.pgs.get_mut(&id).expect("pg exists");
+            let pg = m.pgs_mut(&KEY).get_mut(&id).expect("pg exists");
             let mut reserve = Vec::with_capacity(unplaced.len());
             for ((&bi, &n), req) in unplaced.iter().zip(&nodes).zip(requests) {
                 pg.bundles[bi].node = Some(n);
@@ -390,7 +396,7 @@ enum Placement {
 
 /// The groups not removed with a bundle on `node`, in id order.
 fn with_bundles_on(m: &Model, node: NodeIdx) -> Vec<PgId> {
-    m.pgs
+    m.pgs()
         .values()
         .filter(|p| p.state() != PgState::Removed && p.bundles.iter().any(|b| b.node == Some(node)))
         .map(|p| p.id)
@@ -399,7 +405,7 @@ fn with_bundles_on(m: &Model, node: NodeIdx) -> Vec<PgId> {
 
 /// `id`'s bundles on the dead `node` are lost: RESCHEDULING until placed again.
 fn bundles_lost(m: &mut Model, id: PgId, node: NodeIdx, now: u64) {
-    let pg = m.pgs.get_mut(&id).expect("pg exists");
+    let pg = m.pgs_mut(&KEY).get_mut(&id).expect("pg exists");
     for b in pg.bundles.iter_mut().filter(|b| b.node == Some(node)) {
         b.node = None;
         b.available = b.request.clone();

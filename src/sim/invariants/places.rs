@@ -249,7 +249,7 @@ impl Check<'_> {
                     let op = self.e.specs[t.spec as usize].program.get(r.pc as usize);
                     let on_get = matches!(op, Some(Op::Get)) && r.exec.unresolved > 0;
                     let on_pg = matches!(op, Some(Op::CreatePlacementGroup { .. }))
-                        && r.exec.pg.and_then(|p| m.pgs.get(&p)).is_some_and(|p| p.state() != PgState::Created);
+                        && r.exec.pg.and_then(|p| m.pgs().get(&p)).is_some_and(|p| p.state() != PgState::Created);
                     let pulled = count(&s.pulled, &key);
                     let pulling =
                         matches!(op, Some(Op::Get)) && r.exec.pulling && r.exec.unresolved == 0 && pulled == 1;
@@ -379,7 +379,7 @@ impl Check<'_> {
         for id in self.e.pg_manager.pending() {
             bump(&mut pending, *id);
         }
-        for pg in m.pgs.values() {
+        for pg in m.pgs().values() {
             let p = count(&pending, &pg.id);
             let unplaced = pg.bundles.iter().any(|b| b.node.is_none());
             match pg.state() {
@@ -410,7 +410,7 @@ impl Check<'_> {
             }
         }
         for id in pending.keys() {
-            ensure!(v, m.pgs.contains_key(id), "pending list names unknown group {}", id.0);
+            ensure!(v, m.pgs().contains_key(id), "pending list names unknown group {}", id.0);
         }
     }
 
@@ -429,7 +429,7 @@ impl Check<'_> {
         for a in m.actors.values().filter(|a| a.state() != ActorState::Dead) {
             ensure!(v, !ended(a.job), "actor {:x} ({}) outlives its job {}", a.id.0, a.state(), a.job.hex());
         }
-        for pg in m.pgs.values().filter(|p| p.state() != PgState::Removed) {
+        for pg in m.pgs().values().filter(|p| p.state() != PgState::Removed) {
             ensure!(v, !ended(pg.job), "group {} outlives its job {}", pg.id.0, pg.job.hex());
         }
     }

@@ -84,7 +84,7 @@ pub(super) fn actor_counts(m: &Model) -> (Vec<ActorCount>, Vec<ActorExecutorCoun
 /// Placement groups per state name.
 pub(super) fn pg_counts(m: &Model) -> BTreeMap<String, i64> {
     let mut pg_counts = BTreeMap::new();
-    for pg in m.pgs.values() {
+    for pg in m.pgs().values() {
         *pg_counts.entry(pg.state().as_str().to_string()).or_insert(0) += 1;
     }
     pg_counts

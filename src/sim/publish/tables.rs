@@ -104,7 +104,7 @@ impl Engine {
             .collect();
         objects.sort_by_key(|o| o.id);
         let placement_groups = m
-            .pgs
+            .pgs()
             .values()
             .map(|p| PgRow {
                 id: p.id.0,
