@@ -9,7 +9,7 @@ mod common;
 use rayscope::flow::graph::Level;
 use rayscope::flow::spans::Spans;
 use rayscope::flow::timeline::{self, Window};
-use rayscope::flow::{bottleneck, flame, graph, render, stack, View};
+use rayscope::flow::{critical_path, flame, graph, render, stack, View};
 use rayscope::model::TaskType;
 use rayscope::snapshot::flow::{actor_hex, span_hex, JobRecord};
 use rayscope::snapshot::{Snapshot, Tables};
@@ -105,7 +105,7 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
             .map(|a| actor_hex(a.id, a.job))
             .collect();
         let spans = Spans::replay(&r.job, u64::MAX);
-        let (entries, total, _) = bottleneck::rank(&r.job, &spans);
+        let (entries, total, _) = critical_path::rank(&r.job, &spans);
         let first = r.job.target(entries[0].target);
         let first_actor = first.actor_id().unwrap_or_default();
         if !flagged.is_empty() {
@@ -122,7 +122,7 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
             assert!(!first.flag || first.level != 1, "seed {seed}: no flagged leaf-parent in the tree");
         }
         // Self times on the path add up to the path (the driver's own share included).
-        let (self_us, path) = bottleneck::critical_self(&spans, &r.job);
+        let (self_us, path) = critical_path::critical_self(&spans, &r.job);
         assert_eq!(self_us.iter().sum::<u64>(), path, "seed {seed}: every instant on exactly one call");
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
         assert_eq!(path, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}: path = driver wall time");

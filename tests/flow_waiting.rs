@@ -11,7 +11,7 @@
 
 mod common;
 
-use rayscope::flow::bottleneck;
+use rayscope::flow::critical_path;
 use rayscope::flow::flame::{self, Mode};
 use rayscope::flow::graph::{self, Level};
 use rayscope::flow::spans::Spans;
@@ -110,7 +110,7 @@ sim: {seed: 7}
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let job = snap.flow.jobs.values().next().unwrap().clone();
     let spans = Spans::replay(&job, u64::MAX);
-    let (entries, total, _) = bottleneck::rank(&job, &spans);
+    let (entries, total, _) = critical_path::rank(&job, &spans);
     let reduce = entries.iter().find(|e| job.target(e.target).class_name() == "reduce").expect("reduce on the path");
     let own = reduce.self_us as f64 / 1e6;
     assert!((5.0..=8.0 + overshoot + 0.01).contains(&own), "one reducer's execution on the path: {own} s");

@@ -13,7 +13,7 @@
 //! owner decides that.
 
 use super::spans::Spans;
-use super::{bottleneck, findings, flame, whatif};
+use super::{critical_path, findings, flame, whatif};
 use crate::snapshot::flow::JobRecord;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -23,7 +23,7 @@ pub type Impacts = Option<(Vec<whatif::Impact>, u64)>;
 
 #[derive(Default)]
 pub struct Derived {
-    path: OnceLock<Arc<bottleneck::Ranked>>,
+    path: OnceLock<Arc<critical_path::Ranked>>,
     wall: OnceLock<Arc<BTreeMap<String, u64>>>,
     impacts: OnceLock<Arc<Impacts>>,
     instant: OnceLock<Arc<Option<whatif::Instant>>>,
@@ -31,9 +31,9 @@ pub struct Derived {
 }
 
 impl Derived {
-    /// The critical-path ranking (`bottleneck::rank`).
-    pub fn path(&self, job: &JobRecord, spans: &Spans) -> Arc<bottleneck::Ranked> {
-        self.path.get_or_init(|| Arc::new(bottleneck::rank(job, spans))).clone()
+    /// The critical-path ranking (`critical_path::rank`).
+    pub fn path(&self, job: &JobRecord, spans: &Spans) -> Arc<critical_path::Ranked> {
+        self.path.get_or_init(|| Arc::new(critical_path::rank(job, spans))).clone()
     }
 
     /// The wall-time flame graph's folded stacks.

@@ -502,7 +502,7 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
     let Some(model) = model else { return };
     // Per function or method: the calls' start latency past the overhead floor, on the
     // critical path only (waiting elsewhere cost the job nothing).
-    let (on_path, total) = super::bottleneck::critical_path(spans, job);
+    let (on_path, total) = super::critical_path::critical_path(spans, job);
     let mut by_target: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (i, s) in spans.spans.iter().enumerate() {
         if i != root && s.start.is_some() {

@@ -10,6 +10,7 @@
 
 pub mod ant;
 pub mod bottleneck;
+pub mod critical_path;
 pub mod derived;
 pub mod emit;
 pub mod findings;

@@ -16,7 +16,7 @@
 //! more, "fix both" is offered too, as parallel twins only save together.
 //! Must never: read anything but the job's records (pure function of records + instant).
 
-use super::bottleneck;
+use super::critical_path;
 use super::spans::{Phase, Spans};
 use crate::snapshot::flow::{JobRecord, TargetKind};
 use serde_json::{json, Value};
@@ -548,11 +548,11 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 /// both" for the two outliers that save most together when that beats either alone.
 /// Also returns the recorded makespan the replay reproduced (µs).
 pub fn rank(job: &JobRecord, spans: &Spans) -> Option<(Vec<Impact>, u64)> {
-    rank_with(job, spans, &bottleneck::rank(job, spans))
+    rank_with(job, spans, &critical_path::rank(job, spans))
 }
 
-/// [`rank`], given the job's critical-path ranking (`bottleneck::rank`).
-pub fn rank_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -> Option<(Vec<Impact>, u64)> {
+/// [`rank`], given the job's critical-path ranking (`critical_path::rank`).
+pub fn rank_with(job: &JobRecord, spans: &Spans, path: &critical_path::Ranked) -> Option<(Vec<Impact>, u64)> {
     let m = Model::of(job, spans)?;
     let base = m.makespan(&Fix::new());
     let st = Stretches::of(job, &m);
@@ -638,7 +638,7 @@ impl Instant {
 }
 
 /// [`Instant`] for the top of `path` (`None`: the job has not ended).
-pub fn instant_with(job: &JobRecord, spans: &Spans, path: &bottleneck::Ranked) -> Option<Instant> {
+pub fn instant_with(job: &JobRecord, spans: &Spans, path: &critical_path::Ranked) -> Option<Instant> {
     let m = Model::of(job, spans)?;
     let base_us = m.makespan(&Fix::new());
     let targets: Vec<u32> = path.0.iter().take(INSTANT_ENTRIES).map(|e| e.target).collect();

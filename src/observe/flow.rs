@@ -13,9 +13,9 @@
 //! its parent's submit (the replay would lose the edge); Ray's clocks are per node and
 //! in ms, so a child's times are raised to its parent's where they read earlier.
 
-use super::inferred::{argument_waits, get_waits};
+use super::inferred::{argument_waits, get_waits, Pending};
+use super::measured::measured_waits;
 use super::outcome::{self, Caller};
-use super::profile::measured_waits;
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
@@ -73,9 +73,6 @@ fn callee(store: &Store, t: &TaskEntry) -> (TargetKind, String, String, Option<u
         _ => (TargetKind::Function, name.to_string(), name.to_string(), None),
     }
 }
-
-/// One span's records, before they are put in time order: (time µs, rank, depth, record).
-pub(super) type Pending = (u64, u8, u32, Rec);
 
 /// Build the records of `job` from the store.
 pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRecord> {

@@ -7,12 +7,14 @@
 //! children did not wait for them all), or read anything but the rows' times and the
 //! call graph already built.
 
-use super::flow::Pending;
 use super::store::TaskEntry;
 use crate::snapshot::flow::Rec;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included};
+
+/// One span's records, before they are put in time order: (time µs, rank, depth, record).
+pub(super) type Pending = (u64, u8, u32, Rec);
 
 /// A caller that submitted again within this of a child's end, with none of its
 /// children still running, was waiting for them.

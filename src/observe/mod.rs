@@ -16,6 +16,7 @@
 pub mod flow;
 mod inferred;
 pub mod loss;
+mod measured;
 pub mod merge;
 pub mod outcome;
 pub mod profile;

@@ -14,14 +14,6 @@
 
 use super::rows::ObservedTask;
 
-/// What Ray writes in `error_message` of a task whose worker it killed at its job's end.
-const KILLED_WITH_JOB: &str = "because its job has finished";
-
-/// Whether Ray's row says its worker was killed because the job ended.
-pub fn killed_with_job(error_type: Option<&str>, error_message: Option<&str>) -> bool {
-    error_type == Some("WORKER_DIED") && error_message.is_some_and(|m| m.contains(KILLED_WITH_JOB))
-}
-
 /// How a call's caller fared, for [`ended_with_job`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caller {
@@ -49,6 +41,7 @@ pub fn ended_with_job(job_ended: bool, call: &ObservedTask, caller: Caller) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::rows::killed_with_job;
 
     fn task(state: &str, killed: bool) -> ObservedTask {
         ObservedTask { state: state.into(), killed_with_job: killed, ..Default::default() }

@@ -63,7 +63,7 @@ pub struct ObservedTask {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<(String, u64)>,
     /// Ray marked it FAILED because its worker was killed at its job's end
-    /// (`outcome::killed_with_job`, read from `error_message`, which is not kept).
+    /// ([`killed_with_job`], read from `error_message`, which is not kept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub killed_with_job: bool,
     /// Ray recorded profile spans for it (it ran with `RAY_PROFILING=1`): its waits
@@ -303,7 +303,7 @@ impl ObservedTask {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             events: events(v),
-            killed_with_job: super::outcome::killed_with_job(
+            killed_with_job: killed_with_job(
                 v.get("error_type").and_then(Value::as_str),
                 v.get("error_message").and_then(Value::as_str),
             ),
@@ -444,6 +444,14 @@ pub fn read_rows<T>(
         }
     }
     (good, bad)
+}
+
+/// What Ray writes in `error_message` of a task whose worker it killed at its job's end.
+const KILLED_WITH_JOB: &str = "because its job has finished";
+
+/// Whether Ray's row says its worker was killed because the job ended.
+pub fn killed_with_job(error_type: Option<&str>, error_message: Option<&str>) -> bool {
+    error_type == Some("WORKER_DIED") && error_message.is_some_and(|m| m.contains(KILLED_WITH_JOB))
 }
 
 #[cfg(test)]
