@@ -263,40 +263,13 @@ fn the_seed_program_has_no_anti_pattern() {
 /// in the printed text and in `findings.json`, and its fix saves what the waits cost.
 #[test]
 fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
-    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::rows::ObservedTask;
     use rayscope::observe::store::Change;
     use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
     const JOB: &str = "01000000";
     const T0: u64 = 1_795_000_000_000;
     let driver = format!("{}{JOB}", "f".repeat(40));
-    let mut changes = vec![
-        Change::Node(ObservedNode {
-            node_id: "aa".into(),
-            node_ip: "10.0.0.1".into(),
-            is_head_node: true,
-            state: "ALIVE".into(),
-            resources_total: vec![("CPU".into(), 8.0)],
-            start_time_ms: Some(T0),
-            ..Default::default()
-        }),
-        Change::Job(ObservedJob {
-            job_id: JOB.into(),
-            entrypoint: "python loop.py".into(),
-            status: "SUCCEEDED".into(),
-            start_time: Some(T0),
-            end_time: Some(T0 + 1_100),
-            ..Default::default()
-        }),
-        Change::Task(ObservedTask {
-            task_id: driver.clone(),
-            job_id: JOB.into(),
-            kind: "DRIVER_TASK".into(),
-            state: "FINISHED".into(),
-            start_time_ms: Some(T0),
-            end_time_ms: Some(T0 + 1_100),
-            ..Default::default()
-        }),
-    ];
+    let mut changes = common::observed_job_opening(JOB, "python loop.py", 8.0, T0, 1_100);
     for k in 0..10u64 {
         // Each submitted 4 ms after the one before ended: too late for a wait to be
         // inferred (the driver reads as executing), soon enough for the loop.

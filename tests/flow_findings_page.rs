@@ -89,6 +89,14 @@ async fn the_flow_page_names_the_finding_and_reaches_the_slow_call_on_the_tasks_
     assert_eq!(api["findings"][0]["kind"], "get_in_loop", "{api}");
     let b = get_json(addr, &format!("/api/flow/bottlenecks?job={job}")).await;
     let slow = b["entries"][0]["slowest_call"]["task_id"].as_str().unwrap().to_string();
+    // The State API's tables are rebuilt only while someone reads them (at most once a
+    // second): wait until they list the slow call, as a user's second look would.
+    let deadline = Instant::now() + WAIT;
+    let filter = format!("/api/v0/tasks?filter_keys=task_id&filter_predicates=%3D&filter_values={slow}");
+    while get_json(addr, &filter).await["data"]["result"]["result"].as_array().is_none_or(|r| r.is_empty()) {
+        assert!(Instant::now() < deadline, "the State API never listed the slow call {slow}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     let browser = Browser::launch(&exe).await;
     let page = browser.page().await;

@@ -194,7 +194,7 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
 /// the slow map's bottleneck entry and the whole answer.
 fn observed_slow_map(reduce_after: u64) -> (serde_json::Value, serde_json::Value) {
     use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
-    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::rows::ObservedTask;
     use rayscope::observe::store::{Change, Store};
     const JOB: &str = "01000000";
     const T0: u64 = 1_795_000_000_000;
@@ -219,34 +219,7 @@ fn observed_slow_map(reduce_after: u64) -> (serde_json::Value, serde_json::Value
             ..Default::default()
         })
     };
-    let mut changes = vec![
-        Change::Node(ObservedNode {
-            node_id: "aa".into(),
-            node_ip: "10.0.0.1".into(),
-            is_head_node: true,
-            state: "ALIVE".into(),
-            resources_total: vec![("CPU".into(), 64.0)],
-            start_time_ms: Some(T0),
-            ..Default::default()
-        }),
-        Change::Job(ObservedJob {
-            job_id: JOB.into(),
-            entrypoint: "python slow.py".into(),
-            status: "SUCCEEDED".into(),
-            start_time: Some(T0),
-            end_time: Some(T0 + 9_202),
-            ..Default::default()
-        }),
-        Change::Task(ObservedTask {
-            task_id: driver.clone(),
-            job_id: JOB.into(),
-            kind: "DRIVER_TASK".into(),
-            state: "FINISHED".into(),
-            start_time_ms: Some(T0),
-            end_time_ms: Some(T0 + 9_202),
-            ..Default::default()
-        }),
-    ];
+    let mut changes = common::observed_job_opening(JOB, "python slow.py", 64.0, T0, 9_202);
     // Forty maps submitted at once, one of them sleeping 8 s; then, right after the
     // last map returned, a reduce of 1 s, and the driver ends after it.
     for k in 0..40u64 {

@@ -141,3 +141,45 @@ pub fn only_costs(costs: &str) -> String {
         off.join(", ")
     )
 }
+
+/// The first records of an observed job, as a trace holds them: its head node (with
+/// `cpus` CPUs, started at `t0_ms`), the job itself and its driver's task, which ran
+/// from `t0_ms` for `run_ms` and succeeded. The job's calls follow them.
+pub fn observed_job_opening(
+    job: &str,
+    entrypoint: &str,
+    cpus: f64,
+    t0_ms: u64,
+    run_ms: u64,
+) -> Vec<rayscope::observe::store::Change> {
+    use rayscope::observe::rows::{ObservedJob, ObservedNode, ObservedTask};
+    use rayscope::observe::store::Change;
+    vec![
+        Change::Node(ObservedNode {
+            node_id: "aa".into(),
+            node_ip: "10.0.0.1".into(),
+            is_head_node: true,
+            state: "ALIVE".into(),
+            resources_total: vec![("CPU".into(), cpus)],
+            start_time_ms: Some(t0_ms),
+            ..Default::default()
+        }),
+        Change::Job(ObservedJob {
+            job_id: job.into(),
+            entrypoint: entrypoint.into(),
+            status: "SUCCEEDED".into(),
+            start_time: Some(t0_ms),
+            end_time: Some(t0_ms + run_ms),
+            ..Default::default()
+        }),
+        Change::Task(ObservedTask {
+            task_id: format!("{}{job}", "f".repeat(40)),
+            job_id: job.into(),
+            kind: "DRIVER_TASK".into(),
+            state: "FINISHED".into(),
+            start_time_ms: Some(t0_ms),
+            end_time_ms: Some(t0_ms + run_ms),
+            ..Default::default()
+        }),
+    ]
+}
