@@ -3,9 +3,10 @@
 //!
 //! Ray files each span under the task the calling process was running, beside its
 //! `task:execute` phases: by pull in a row's `profiling_data.events` (Unix ms floats),
-//! by push (Ray 2.60) in `TASK_PROFILE_EVENT`s (ns as strings). A task that has any
-//! profile span at all was profiled: its waits are all there, and a caller so profiled
-//! gets its waits in `ray.get`/`ray.wait` from them, not inferred (`inferred`).
+//! by push (Ray 2.60) in `TASK_PROFILE_EVENT`s (ns as strings). A task with a span that
+//! only `RAY_PROFILING` writes ([`marks_profiling`]) was profiled: its waits are all
+//! there, and a caller so profiled gets its waits in `ray.get`/`ray.wait` from them, not
+//! inferred (`inferred`). Its phases alone (`task:execute`, ...) Ray files on any cluster.
 //!
 //! Owns: reading the spans and merging them (the blocked phases they give a caller are
 //! `measured.rs`'s).
@@ -29,6 +30,17 @@ pub struct ProfiledCall {
     pub name: String,
 }
 
+/// Spans only Python's `ray._private.profiling` writes, so only with `RAY_PROFILING` set.
+/// The core worker files a task's own phases (`task:execute`, `task::NAME`, ...) on every
+/// cluster, profiled or not: those alone say nothing of whether waits were recorded.
+const PROFILING_ONLY: [&str; 6] =
+    ["ray.get", "ray.wait", "ray.put", "submit_task", "wait_for_function", "ray._wait_generators_bulk"];
+
+/// Whether a span named so shows that its process ran with `RAY_PROFILING`.
+pub fn marks_profiling(name: &str) -> bool {
+    PROFILING_ONLY.contains(&name)
+}
+
 fn kept(name: &str) -> Option<String> {
     KEPT.iter().find(|k| **k == name).map(|k| k.to_string())
 }
@@ -50,7 +62,8 @@ pub fn from_row(v: &Value) -> (bool, Vec<ProfiledCall>) {
         })
         .take(MAX_SPANS)
         .collect();
-    (!events.is_empty(), spans)
+    let profiled = events.iter().any(|e| e.get("event_name").and_then(Value::as_str).is_some_and(marks_profiling));
+    (profiled, spans)
 }
 
 /// A pushed `TASK_PROFILE_EVENT`'s payload (`taskProfileEvents`, camelCase or
@@ -89,7 +102,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_pulled_rows_gets_waits_and_puts_are_kept_and_its_phases_mark_it_profiled() {
+    fn a_pulled_rows_gets_waits_and_puts_are_kept_and_they_mark_it_profiled() {
         let row = json!({"profiling_data": {"component_type": "worker", "events": [
             {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
             {"event_name": "ray.get", "start_time": 1001.25, "end_time": 1004.0, "extra_data": {}},
@@ -104,5 +117,10 @@ mod tests {
             ]
         );
         assert_eq!(from_row(&json!({"profiling_data": null})), (false, vec![]));
+        // Ray files a task's own phases without RAY_PROFILING too: no sign of profiling.
+        let unprofiled = json!({"profiling_data": {"component_type": "worker", "events": [
+            {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
+            {"event_name": "task::Worker.process", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}}]}});
+        assert_eq!(from_row(&unprofiled), (false, vec![]));
     }
 }

@@ -368,7 +368,9 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
                 attempt_number: field(d, "attemptNumber").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX))
                     as u32,
                 job_id: need_job_id(d, "jobId")?,
-                profiled: !events.is_empty(),
+                profiled: events.iter().any(|e| {
+                    field(e, "eventName").and_then(Value::as_str).is_some_and(super::profile::marks_profiling)
+                }),
                 profile: super::profile::from_push(events, field),
                 ..Default::default()
             })
