@@ -88,7 +88,7 @@ fn a_profiled_jobs_waits_are_rays_own_spans() {
 #[test]
 fn without_profile_spans_the_waits_are_inferred_and_said_so() {
     let tasks: Vec<ObservedTask> =
-        listing("2.60").into_iter().map(|t| ObservedTask { profiled: false, profile: Vec::new(), ..t }).collect();
+        listing("2.60").into_iter().map(|t| ObservedTask { ray_profiling: false, profile: Vec::new(), ..t }).collect();
     let (store, job) = store_of(&tasks);
     let rec = job_record(&store, job, &mut Totals::default()).unwrap();
     assert_eq!(rec.observed.as_deref().unwrap().waits, Waits::Inferred);

@@ -292,11 +292,11 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     let to_job_us = |unix_us: u64| store.us(unix_us / 1_000) + unix_us % 1_000;
     let mut measured: Vec<Pending> = Vec::new();
     let mut profiled: FxHashSet<u64> = FxHashSet::default();
-    if let Some(d) = driver_task.filter(|d| d.last().profiled) {
+    if let Some(d) = driver_task.filter(|d| d.last().ray_profiling) {
         profiled.insert(driver);
         measured.extend(measured_waits(d.last(), driver, 0, (start, end.unwrap_or(horizon)), to_job_us));
     }
-    for t in order.iter().filter(|t| t.last().profiled) {
+    for t in order.iter().filter(|t| t.last().ray_profiling) {
         let Some(&(_, first_start, depth, _)) = placed.get(&t.id) else { continue };
         profiled.insert(t.id);
         let until = ends.get(&t.id).copied().unwrap_or(horizon);

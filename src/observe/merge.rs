@@ -102,6 +102,7 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
         events,
         killed_with_job: (old.killed_with_job || new.killed_with_job) && state == "FAILED",
         profiled: old.profiled || new.profiled,
+        ray_profiling: old.ray_profiling || new.ray_profiling,
         profile: super::profile::merge(&old.profile, &new.profile),
         return_bytes: match (old.return_bytes, new.return_bytes) {
             (Some(a), Some(b)) => Some(a.max(b)),

@@ -45,10 +45,11 @@ fn kept(name: &str) -> Option<String> {
     KEPT.iter().find(|k| **k == name).map(|k| k.to_string())
 }
 
-/// A pulled row's `profiling_data`: whether it holds any span, and its kept spans.
-pub fn from_row(v: &Value) -> (bool, Vec<ProfiledCall>) {
+/// A pulled row's `profiling_data`: whether it holds any span, whether one shows
+/// `RAY_PROFILING`, and its kept spans.
+pub fn from_row(v: &Value) -> (bool, bool, Vec<ProfiledCall>) {
     let Some(events) = v.get("profiling_data").and_then(|p| p.get("events")).and_then(Value::as_array) else {
-        return (false, Vec::new());
+        return (false, false, Vec::new());
     };
     let ms_to_us = |e: &Value, k: &str| {
         e.get(k).and_then(Value::as_f64).filter(|f| f.is_finite() && *f > 0.0).map(|f| (f * 1e3).round() as u64)
@@ -63,7 +64,7 @@ pub fn from_row(v: &Value) -> (bool, Vec<ProfiledCall>) {
         .take(MAX_SPANS)
         .collect();
     let profiled = events.iter().any(|e| e.get("event_name").and_then(Value::as_str).is_some_and(marks_profiling));
-    (profiled, spans)
+    (!events.is_empty(), profiled, spans)
 }
 
 /// A pushed `TASK_PROFILE_EVENT`'s payload (`taskProfileEvents`, camelCase or
@@ -107,8 +108,8 @@ mod tests {
             {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
             {"event_name": "ray.get", "start_time": 1001.25, "end_time": 1004.0, "extra_data": {}},
             {"event_name": "ray.put", "start_time": 1004.5, "end_time": 1004.75, "extra_data": {}}]}});
-        let (profiled, spans) = from_row(&row);
-        assert!(profiled);
+        let (phases, profiled, spans) = from_row(&row);
+        assert!(phases && profiled);
         assert_eq!(
             spans,
             [
@@ -116,11 +117,11 @@ mod tests {
                 ProfiledCall { start_us: 1_004_500, end_us: 1_004_750, name: "ray.put".into() },
             ]
         );
-        assert_eq!(from_row(&json!({"profiling_data": null})), (false, vec![]));
+        assert_eq!(from_row(&json!({"profiling_data": null})), (false, false, vec![]));
         // Ray files a task's own phases without RAY_PROFILING too: no sign of profiling.
         let unprofiled = json!({"profiling_data": {"component_type": "worker", "events": [
             {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
             {"event_name": "task::Worker.process", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}}]}});
-        assert_eq!(from_row(&unprofiled), (false, vec![]));
+        assert_eq!(from_row(&unprofiled), (true, false, vec![]));
     }
 }

@@ -368,7 +368,8 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
                 attempt_number: field(d, "attemptNumber").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX))
                     as u32,
                 job_id: need_job_id(d, "jobId")?,
-                profiled: events.iter().any(|e| {
+                profiled: !events.is_empty(),
+                ray_profiling: events.iter().any(|e| {
                     field(e, "eventName").and_then(Value::as_str).is_some_and(super::profile::marks_profiling)
                 }),
                 profile: super::profile::from_push(events, field),
@@ -536,7 +537,7 @@ mod tests {
         assert_eq!(t.name, "Worker.process");
         assert_eq!(t.placement_group_id, None, "Ray's nil id");
         assert_eq!(t.state, "FINISHED");
-        assert!(t.profiled, "a profile event marks the task profiled");
+        assert!(t.profiled && t.ray_profiling, "a ray.get span marks the task profiled");
         assert_eq!(
             t.profile,
             [super::super::profile::ProfiledCall {

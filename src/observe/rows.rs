@@ -66,10 +66,14 @@ pub struct ObservedTask {
     /// ([`killed_with_job`], read from `error_message`, which is not kept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub killed_with_job: bool,
-    /// Ray recorded profile spans for it (it ran with `RAY_PROFILING=1`): its waits
-    /// are `profile`, complete.
+    /// Ray filed profile events for it (its own phases, `task:execute`, ..., at least):
+    /// its worker's report reached Ray.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub profiled: bool,
+    /// It ran with `RAY_PROFILING` (a span only that writes): its waits are `profile`,
+    /// complete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ray_profiling: bool,
     /// Its `ray.get`, `ray.wait` and `ray.put` spans (`profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile: Vec<super::profile::ProfiledCall>,
@@ -283,7 +287,7 @@ fn events(v: &Value) -> Vec<(String, u64)> {
 
 impl ObservedTask {
     pub fn from_row(v: &Value) -> Result<ObservedTask, String> {
-        let (profiled, profile) = super::profile::from_row(v);
+        let (profiled, ray_profiling, profile) = super::profile::from_row(v);
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
             attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
@@ -309,6 +313,7 @@ impl ObservedTask {
             ),
             return_bytes: None,
             profiled,
+            ray_profiling,
             profile,
         })
     }
