@@ -5,11 +5,13 @@
 //! their dependencies are kept, a fix shortens the job by what it removed, and more
 //! CPUs run the maps side by side.
 
+mod common;
+
 use rayscope::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
 use rayscope::config::{self, WorkloadConfig};
 use rayscope::flow::replay::{replay_job, Fix};
 use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
-use rayscope::observe::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask};
+use rayscope::observe::rows::{ObservedActor, ObservedTask};
 use rayscope::observe::store::{Change, Store};
 use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
 use std::collections::BTreeMap;
@@ -56,33 +58,8 @@ fn recorded() -> Store {
 /// The same job, its maps returning `map_return` bytes each.
 fn recorded_with_map_returns(map_return: Option<u64>) -> Store {
     let mut s = Store::new(Default::default());
-    let changes = vec![
-        Change::Node(ObservedNode {
-            node_id: "aa".into(),
-            node_ip: "10.0.0.1".into(),
-            is_head_node: true,
-            state: "ALIVE".into(),
-            resources_total: vec![("CPU".into(), 1.0)],
-            start_time_ms: Some(T0),
-            ..Default::default()
-        }),
-        Change::Job(ObservedJob {
-            job_id: JOB.into(),
-            entrypoint: "python mr.py".into(),
-            status: "SUCCEEDED".into(),
-            start_time: Some(T0),
-            end_time: Some(T0 + 7_100),
-            ..Default::default()
-        }),
-        Change::Task(ObservedTask {
-            task_id: driver(),
-            job_id: JOB.into(),
-            kind: "DRIVER_TASK".into(),
-            state: "FINISHED".into(),
-            start_time_ms: Some(T0),
-            end_time_ms: Some(T0 + 7_100),
-            ..Default::default()
-        }),
+    let mut changes = common::observed_job_opening(JOB, "python mr.py", 1.0, T0, 7_100);
+    changes.extend([
         Change::Actor(ObservedActor {
             actor_id: "cc01".into(),
             job_id: JOB.into(),
@@ -99,7 +76,7 @@ fn recorded_with_map_returns(map_return: Option<u64>) -> Store {
         task("r1", "reduce", "NORMAL_TASK", None, 1.0, [101, 4_100, 4_600, 5_100]),
         task("c0", "Sink.__init__", "ACTOR_CREATION_TASK", Some("cc01"), 0.0, [102, 102, 102, 102]),
         task("c1", "Sink.write", "ACTOR_TASK", Some("cc01"), 0.0, [5_100, 5_100, 5_100, 7_100]),
-    ];
+    ]);
     for mut c in changes {
         if let Change::Task(t) = &mut c {
             if t.name == "map" {
