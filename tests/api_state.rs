@@ -383,3 +383,26 @@ async fn metrics_are_gzipped_when_asked_and_concurrent_scrapes_share_a_render() 
     assert_eq!(line(&a), line(&b));
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_past_the_reuse_window_gets_the_last_render_at_once_and_the_next_is_made_behind_it() {
+    let s = Server::without_token().await;
+    let body = |r: api_support::Resp| r.text();
+    let first = body(s.get("/metrics").await);
+    let seq = s.handle.snapshot().seq;
+    // Past the reuse window, on a newer snapshot: the render is old but still servable.
+    eventually("a newer snapshot past the reuse window", Duration::from_secs(10), || async {
+        (s.handle.snapshot().seq != seq).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let stale = body(s.get("/metrics").await);
+    assert_eq!(stale, first, "the scrape waited for a new render instead of taking the last one");
+    // The render it started lands without anyone waiting for it.
+    eventually("the background render", Duration::from_secs(10), || async {
+        let now = body(s.get("/metrics").await);
+        (now != first).then_some(())
+    })
+    .await;
+    s.stop().await;
+}

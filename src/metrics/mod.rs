@@ -149,6 +149,17 @@ pub fn render_all(snapshot: &Arc<Snapshot>, host: Option<&Arc<HostReading>>, ctx
     scrape::render(snapshot, host, ctx, None, COLLECTORS)
 }
 
+/// [`render_all`] into `out`, cleared first; a server rendering again and again passes
+/// its last buffer back, whose pages are already mapped.
+pub fn render_all_into(
+    out: &mut String,
+    snapshot: &Arc<Snapshot>,
+    host: Option<&Arc<HostReading>>,
+    ctx: &RenderContext,
+) {
+    scrape::render_into(out, snapshot, host, ctx, None, COLLECTORS)
+}
+
 /// One node's endpoint (`/metrics/nodes/<ip>`): `None` if no alive, answering node has that IP.
 /// The head's endpoint also carries the cluster-wide families (GCS, autoscaler,
 /// `ray_cluster_*`, owner-side task counts and `rayscope_*`).

@@ -216,6 +216,23 @@ pub(crate) fn render(
     only: Option<usize>,
     collectors: &[FamilyGroup],
 ) -> String {
+    let mut out = String::new();
+    render_into(&mut out, snap, host, ctx, only, collectors);
+    out
+}
+
+/// [`render`] into `out`, which is cleared first: a caller that renders again and again
+/// can hand back the last buffer, whose pages are already mapped (a page the kernel
+/// must zero on first touch costs more than the encoding written into it).
+pub(crate) fn render_into(
+    out: &mut String,
+    snap: &Arc<Snapshot>,
+    host: Option<&Arc<HostReading>>,
+    ctx: &RenderContext,
+    only: Option<usize>,
+    collectors: &[FamilyGroup],
+) {
+    out.clear();
     let all = only.is_none();
     let input = Arc::new(RenderInput::new(snap.clone(), host.cloned(), ctx.clone(), only, collectors.len()));
     let node_count = input.rates.len();
@@ -234,10 +251,13 @@ pub(crate) fn render(
             input: input.clone(),
         }));
     }
-    let mut out = String::with_capacity(ctx.rate_baselines.size_hint(all, node_count));
-    prometheus_client::encoding::text::encode_registry(&mut out, &registry).expect("writing to a String cannot fail");
+    let hint = ctx.rate_baselines.size_hint(all, node_count);
+    if out.capacity() < hint {
+        // A fresh buffer, not a grown one: growing copies the old capacity's bytes.
+        *out = String::with_capacity(hint);
+    }
+    prometheus_client::encoding::text::encode_registry(out, &registry).expect("writing to a String cannot fail");
     ctx.rate_baselines.record_size(all, node_count, out.len());
-    out
 }
 
 /// One family, written lazily: its `# HELP`/`# TYPE` appear with its first sample,
