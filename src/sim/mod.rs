@@ -34,7 +34,7 @@ mod flow_recorder;
 mod follow;
 pub(crate) mod gcs;
 mod invariants;
-mod objects;
+pub(crate) mod objects;
 pub use objects::{get_micros, put_micros};
 mod publish;
 pub(crate) mod raylet;
