@@ -22,7 +22,7 @@ fn cluster(busy_fraction: f64, whole_cpus: bool) -> (Scheduler, Vec<rayscope::mo
     let cfg = config::load_str(&yaml, "bench").expect("bench config is valid");
     let params = Params::from(&cfg.scheduler);
     let engine = Engine::new(cfg);
-    let mut nodes = engine.model.nodes.clone();
+    let mut nodes = engine.model.nodes().to_vec();
     let mut sched = Scheduler::new(params);
     for (i, n) in nodes.iter_mut().enumerate() {
         // idle: nothing used. busy: every node between 55% and 95% used (all above the

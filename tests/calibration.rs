@@ -86,7 +86,7 @@ fn secs(run: &Value, key: &str) -> f64 {
 /// The model's makespan of the job in `cfg`, in seconds.
 fn predicted_makespan(cfg: Config) -> f64 {
     let e = common::run(cfg);
-    let job = e.model.jobs.values().next().expect("one job");
+    let job = e.model.jobs().values().next().expect("one job");
     job.makespan_s().expect("the job finished")
 }
 

@@ -113,7 +113,7 @@ fn the_engine_records_each_kind_of_cluster_event_and_the_log_stays_the_same() {
     // Ray's raylet writes the OOM event at most once per 10 s: 30 s of pressure from
     // 3 s is at most 4 events, though the monitor kills every 250 ms.
     let ooms = events.iter().filter(|e| e.2 == "Out of Memory").count();
-    let kills: u64 = with.model.nodes.iter().map(|n| n.stats.oom_kills).sum();
+    let kills: u64 = with.model.nodes().iter().map(|n| n.stats.oom_kills).sum();
     assert!((1..=4).contains(&ooms) && kills > ooms as u64, "{ooms} OOM events for {kills} kills");
 }
 

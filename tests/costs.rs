@@ -174,7 +174,7 @@ fn every_worker_process_the_pool_starts_is_counted_prestarted_ones_included() {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 4, cores: 2, memory: 16GiB}}\nworkloads:\n{workloads}"
         ));
-        let head = e.model.nodes.iter().find(|n| n.is_alive()).expect("the head");
+        let head = e.model.nodes().iter().find(|n| n.is_alive()).expect("the head");
         assert_eq!(head.stats.workers_started, e.model.counters.workers_started, "one node: its count is the total");
         head.stats.workers_started
     };
@@ -230,7 +230,7 @@ fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
              resource_report_period: {period}}}\n\
              workloads:\n  - {{kind: fan_out, start: 1050ms, tasks: 40, task_duration: 100ms}}\n"
         ));
-        let on = |head: bool| e.model.nodes.iter().find(|n| n.is_head == head).expect("node").stats.tasks_finished;
+        let on = |head: bool| e.model.nodes().iter().find(|n| n.is_head == head).expect("node").stats.tasks_finished;
         // The head also ran the driver.
         let on = |head: bool| on(head) - u64::from(head);
         (on(true), on(false), makespan_s(&e))
@@ -266,7 +266,7 @@ fn a_drivers_first_submit_sets_it_up_once_before_its_first_task_goes() {
         )
     };
     let (with, without) = (run(&yaml("50ms")), run(&yaml("0s")));
-    let spans = |e: &Engine| -> Vec<f64> { e.model.jobs.values().map(|j| j.makespan_s().unwrap()).collect() };
+    let spans = |e: &Engine| -> Vec<f64> { e.model.jobs().values().map(|j| j.makespan_s().unwrap()).collect() };
     for (w, wo) in spans(&with).iter().zip(spans(&without)) {
         assert!((w - wo - 0.05).abs() < 1e-4, "each job's driver pays 50 ms once: {w} s vs {wo} s");
     }
@@ -328,7 +328,7 @@ fn a_drivers_loop_is_not_held_back_by_its_workers_but_slowed_by_them() {
     // Either way the core does the same work: the last task ends at about the same time.
     let end = |niceness: u8| {
         let e = common::run_until(load(&yaml(niceness, "0")), u64::MAX);
-        e.model.jobs.values().next().and_then(|j| j.makespan_s()).expect("the job finished")
+        e.model.jobs().values().next().and_then(|j| j.makespan_s()).expect("the job finished")
     };
     let (alike, reniced) = (end(0), end(15));
     assert!((alike - reniced).abs() < 0.05, "{alike} s alike vs {reniced} s reniced");

@@ -22,15 +22,15 @@ use std::collections::BTreeSet;
 /// The drawn tree, with the flags of `cleared` actors off.
 fn tree(e: &Engine, cleared: &BTreeSet<u64>) -> WorkerTree {
     fn build(e: &Engine, id: ActorId, cleared: &BTreeSet<u64>) -> WorkerTree {
-        let a = &e.model.actors[&id];
+        let a = &e.model.actors()[&id];
         WorkerTree {
             bottleneck: a.flag && !cleared.contains(&id.0),
             children: a.children.iter().map(|c| build(e, *c, cleared)).collect(),
         }
     }
     // The root: the one actor nobody lists as a child.
-    let children: BTreeSet<ActorId> = e.model.actors.values().flat_map(|a| a.children.iter().copied()).collect();
-    let root = e.model.actors.values().find(|a| !children.contains(&a.id)).expect("the driver created the root");
+    let children: BTreeSet<ActorId> = e.model.actors().values().flat_map(|a| a.children.iter().copied()).collect();
+    let root = e.model.actors().values().find(|a| !children.contains(&a.id)).expect("the driver created the root");
     build(e, root.id, cleared)
 }
 
@@ -45,7 +45,7 @@ fn program_makespan(seed: u64, tree: WorkerTree) -> f64 {
         _ => unreachable!(),
     }
     let e = common::run(cfg);
-    e.model.jobs.values().next().and_then(|j| j.makespan_s()).expect("the job finished")
+    e.model.jobs().values().next().and_then(|j| j.makespan_s()).expect("the job finished")
 }
 
 #[test]
@@ -57,11 +57,11 @@ fn the_first_entry_saves_what_the_program_without_that_delay_saves_for_seeds_0_t
         let job = snap.flow.jobs.values().next().unwrap().clone();
         let spans = Spans::replay(&job, u64::MAX);
         let (entries, base) = whatif::rank(&job, &spans).expect("the job finished");
-        let recorded = e.model.jobs.values().next().and_then(|j| j.makespan_s()).unwrap();
+        let recorded = e.model.jobs().values().next().and_then(|j| j.makespan_s()).unwrap();
         // Unchanged, the replay is the run.
         assert!((base as f64 / 1e6 - recorded).abs() < 1e-3, "seed {seed}: replay {base} µs vs run {recorded} s");
         // Without a flagged worker above leaves, the program has no delay to remove.
-        let delayed = e.model.actors.values().filter(|a| a.flag && a.level <= 1 && !a.children.is_empty()).count();
+        let delayed = e.model.actors().values().filter(|a| a.flag && a.level <= 1 && !a.children.is_empty()).count();
         if delayed == 0 {
             assert!(entries.is_empty(), "seed {seed}: nothing to fix, yet {entries:?}");
             continue;

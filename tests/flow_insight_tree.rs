@@ -19,10 +19,10 @@ fn config_with_tree(tree: &str, seed: u64) -> String {
 
 /// The tree of actors the engine created, read back from the actor table.
 fn simulated_tree(e: &Engine) -> WorkerTree {
-    let actors = &e.model.actors;
+    let actors = e.model.actors();
     let root = actors.values().find(|a| a.tree_node == Some(0)).expect("the driver created the root");
     fn build(e: &Engine, id: ActorId) -> WorkerTree {
-        let a = &e.model.actors[&id];
+        let a = &e.model.actors()[&id];
         WorkerTree { bottleneck: a.flag, children: a.children.iter().map(|c| build(e, *c)).collect() }
     }
     build(e, root.id)
@@ -80,7 +80,7 @@ fn a_bottleneck_above_leaves_costs_its_sleep_per_call_and_nowhere_else() {
     let flagged_root_only = "{bottleneck: true, children: [{children: [{}, {}]}]}";
     let makespan = |shape: &str| {
         let e = common::run(common::load(&config_with_tree(shape, 1)));
-        e.model.jobs.values().next().and_then(|j| j.makespan_s()).expect("the job finished")
+        e.model.jobs().values().next().and_then(|j| j.makespan_s()).expect("the job finished")
     };
     let (a, b, c) = (makespan(plain), makespan(flagged), makespan(flagged_root_only));
     assert!((b - a - 10.0 * 2.0 * 10.0 * (0.3 + overshoot)).abs() < 1e-6, "plain {a}, flagged {b}");

@@ -37,9 +37,9 @@ fn the_index_and_the_nodes_agree_after_every_event_through_faults_and_bundles() 
         // The run went through the paths the property is about.
         assert!(c.node_failures >= 1, "seed {seed}: a node died");
         assert!(c.pgs_created >= 1, "seed {seed}: a placement group reserved bundles");
-        assert!(e.model.nodes.iter().filter(|n| n.is_alive()).count() >= 2, "seed {seed}: nodes left to check");
+        assert!(e.model.nodes().iter().filter(|n| n.is_alive()).count() >= 2, "seed {seed}: nodes left to check");
         // Every job ended: everything reserved was given back through the same path.
-        for n in e.model.nodes.iter().filter(|n| n.is_alive()) {
+        for n in e.model.nodes().iter().filter(|n| n.is_alive()) {
             assert_eq!(*n.available, n.total, "seed {seed}: node {} has everything back", n.idx.0);
         }
     }

@@ -60,7 +60,7 @@ fn a_return_over_the_inline_threshold_costs_its_worker_a_put_and_an_inline_one_d
     };
     let jobs = |size: &str| -> Vec<f64> {
         let e = run(&yaml(size));
-        e.model.jobs.values().map(|j| j.makespan_s().expect("the job finished")).collect()
+        e.model.jobs().values().map(|j| j.makespan_s().expect("the job finished")).collect()
     };
     let cfg = load(&yaml("10MB"));
     let (fresh, reused) = (
@@ -105,7 +105,7 @@ fn a_shared_input_costs_the_driver_one_put_and_each_other_node_one_copy() {
     assert!((extra - put).abs() < 2e-6, "the shared input cost {extra} s, not its put's {put} s");
     // Beside a worker node, spread: the worker node copies the object once for its maps.
     let e = run(&yaml("10MB", true, "SPREAD"));
-    let w = e.model.nodes.iter().find(|n| !n.is_head).expect("a worker node");
+    let w = e.model.nodes().iter().find(|n| !n.is_head).expect("a worker node");
     assert!(w.stats.tasks_started >= 2, "SPREAD put maps on the worker node: {}", w.stats.tasks_started);
     assert_eq!(w.stats.bytes_received, 10_000_000, "one copy for all its maps");
     assert!(!e.model.objects.values().any(|o| o.size == 10_000_000), "what the job put is gone with the job");
@@ -124,8 +124,8 @@ fn a_get_of_returns_made_on_another_node_waits_for_their_pull() {
         run(&yaml)
     };
     let quick = job("transfer_latency: 0s, transfer_bandwidth: 1GB");
-    let w = quick.model.nodes.iter().find(|n| !n.is_head).expect("a worker node");
-    let head = quick.model.nodes.iter().find(|n| n.is_head).expect("the head");
+    let w = quick.model.nodes().iter().find(|n| !n.is_head).expect("a worker node");
+    let head = quick.model.nodes().iter().find(|n| n.is_head).expect("the head");
     let remote = w.stats.tasks_started;
     assert!((1..4).contains(&remote), "SPREAD puts maps on both nodes: {remote} on the worker");
     // The driver, on the head, pulls each return made on the worker into its store.
@@ -230,14 +230,14 @@ fn a_get_bigger_than_the_getters_store_makes_room_as_it_pulls() {
          strategy: {{kind: SPREAD}}}}\n",
         only_costs("task_error_cost: 0s").replace(HEAD, nodes)
     );
-    let head_store = |e: &Engine| e.model.nodes.iter().find(|n| n.is_head).expect("the head").store.used.0;
+    let head_store = |e: &Engine| e.model.nodes().iter().find(|n| n.is_head).expect("the head").store.used.0;
     let mut peak = 0;
     let e = run_checked_watching(load(&yaml), Limits::default(), |e| peak = peak.max(head_store(e)))
         .unwrap_or_else(|m| panic!("{m}"));
     assert!(e.workloads_done(), "the job ended");
     assert_eq!(e.model.counters.tasks_failed, 0, "no task or driver failed");
-    let head = e.model.nodes.iter().find(|n| n.is_head).expect("the head");
-    let worker = e.model.nodes.iter().find(|n| !n.is_head).expect("the worker");
+    let head = e.model.nodes().iter().find(|n| n.is_head).expect("the head");
+    let worker = e.model.nodes().iter().find(|n| !n.is_head).expect("the worker");
     assert_eq!(head.stats.bytes_received, worker.stats.tasks_started * 40_000_000, "each remote output crossed once");
     assert!(
         head.stats.bytes_spilled > 0 && head.stats.bytes_restored > 0,

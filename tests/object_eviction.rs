@@ -20,7 +20,7 @@ fn reducers_killed_for_memory_finish_once_stale_copies_are_evicted() {
         let limits = Limits { every: 5_000, until_us: 3 * 3_600_000_000, max_events: 5_000_000 };
         let e = run_checked(cfg, limits).unwrap_or_else(|m| panic!("seed {seed}: {m}"));
         assert!(e.workloads_done(), "seed {seed}: jobs still running after 3 virtual hours");
-        for n in e.model.nodes.iter().filter(|n| n.is_alive()) {
+        for n in e.model.nodes().iter().filter(|n| n.is_alive()) {
             let s = &n.store;
             assert!(
                 n.memory_used().0 as f64 <= 0.95 * n.memory_bytes.0 as f64,

@@ -360,13 +360,13 @@ fn check_drained(e: &rayscope::sim::Engine) -> Result<(), String> {
     if !m.objects.is_empty() {
         return Err(format!("{} objects still in the table after every job ended", m.objects.len()));
     }
-    if let Some(a) = m.actors.values().find(|a| a.state() != ActorState::Dead) {
+    if let Some(a) = m.actors().values().find(|a| a.state() != ActorState::Dead) {
         return Err(format!("actor {:x} is {} after its job ended", a.id.0, a.state()));
     }
     if let Some(pg) = m.pgs().values().find(|p| p.state() != PgState::Removed) {
         return Err(format!("placement group {} is {} after its job ended", pg.id.0, pg.state()));
     }
-    for n in m.nodes.iter().filter(|n| n.is_alive()) {
+    for n in m.nodes().iter().filter(|n| n.is_alive()) {
         if n.available != n.total {
             return Err(format!(
                 "node {} has {:?} of {:?} available after every job ended",

@@ -25,10 +25,10 @@ fn run(capacity: usize, hours: u64) -> (Engine, usize) {
     let (mut slots, mut most_alive) = (0, 0);
     while engine.next_event_time().is_some_and(|t| t < hours * HOUR_US) {
         engine.step();
-        let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
-        let alive = engine.model.nodes.len() - dead;
+        let dead = engine.model.nodes().iter().filter(|n| !n.is_alive()).count();
+        let alive = engine.model.nodes().len() - dead;
         most_alive = most_alive.max(alive);
-        slots = slots.max(engine.model.nodes.len());
+        slots = slots.max(engine.model.nodes().len());
         // Dead nodes past the capacity are kept only while the cluster has shrunk.
         assert!(
             dead <= capacity + (most_alive - alive),
@@ -45,9 +45,9 @@ fn dead_nodes_beyond_the_capacity_are_forgotten_and_slots_reused_consistently() 
     // The table grows only while fewer than `capacity` nodes are dead: never past the
     // most nodes alive at once plus the dead kept.
     assert!(extra_slots <= 5, "node table holds {extra_slots} slots beyond the most nodes alive");
-    let ids: HashSet<&str> = m.nodes.iter().map(|n| &*n.node_id).collect();
-    assert_eq!(ids.len(), m.nodes.len(), "node ids are unique even in reused slots");
-    for (i, n) in m.nodes.iter().enumerate() {
+    let ids: HashSet<&str> = m.nodes().iter().map(|n| &*n.node_id).collect();
+    assert_eq!(ids.len(), m.nodes().len(), "node ids are unique even in reused slots");
+    for (i, n) in m.nodes().iter().enumerate() {
         assert_eq!(n.idx.index(), i, "a node sits at its own slot");
     }
     engine.check_invariants().expect("the model stays consistent after slots are reused");
@@ -58,7 +58,7 @@ fn with_a_large_capacity_the_same_run_keeps_more_dead_nodes() {
     // The same run without the bound biting keeps more than five dead nodes, so the
     // bounded run above really forgot some.
     let (engine, _) = run(100_000, 2);
-    let dead = engine.model.nodes.iter().filter(|n| !n.is_alive()).count();
+    let dead = engine.model.nodes().iter().filter(|n| !n.is_alive()).count();
     assert!(dead > 5, "the default config replaced only {dead} nodes in 2 virtual hours");
 }
 
@@ -72,7 +72,7 @@ fn forgotten_nodes_still_count_in_the_reports_utilization() {
     let forgotten: u64 = engine.model.counters.forgotten_nodes.values().map(|f| f.nodes).sum();
     assert!(forgotten > 0, "the run forgot no node, so it proves nothing");
     let in_report: u64 = report.utilization.iter().map(|u| u.nodes).sum();
-    assert_eq!(in_report, engine.model.nodes.len() as u64 + forgotten);
+    assert_eq!(in_report, engine.model.nodes().len() as u64 + forgotten);
     for u in &report.utilization {
         assert!((0.0..=1.0).contains(&u.cpu_utilization), "{u:?}");
     }

@@ -32,11 +32,11 @@ fn records<'a>(e: &'a Engine, name: &'a str) -> impl Iterator<Item = &'a TaskRec
 }
 
 fn job_status(e: &Engine) -> JobStatus {
-    e.model.jobs.values().next().expect("one job").status()
+    e.model.jobs().values().next().expect("one job").status()
 }
 
 fn node_at(e: &Engine, ip: &str) -> NodeIdx {
-    e.model.nodes.iter().rev().find(|n| &*n.ip == ip).expect("node with that ip").idx
+    e.model.nodes().iter().rev().find(|n| &*n.ip == ip).expect("node with that ip").idx
 }
 
 fn run_all(yaml: &str) -> Engine {
@@ -52,7 +52,7 @@ const FOUR_NODES: &str = "cluster:
 
 /// Where each live map task holds its lease, by node index.
 fn leases_by_node(e: &Engine) -> Vec<usize> {
-    let mut per = vec![0; e.model.nodes.len()];
+    let mut per = vec![0; e.model.nodes().len()];
     for t in e.model.tasks.values().filter(|t| t.kind == TaskType::NormalTask && t.holds_resources) {
         per[t.node.unwrap().index()] += 1;
     }
@@ -92,8 +92,8 @@ fn spillback_is_counted_once_per_task_leased_away_from_its_owner() {
     let away = leases_by_node(&e)[1..].iter().sum::<usize>() as u64;
     assert_eq!(away, 8);
     assert_eq!(e.model.counters.spillbacks, away, "one spillback per task granted by another raylet");
-    assert_eq!(e.model.nodes[0].stats.spillbacks, away, "counted at the owner's raylet, which redirected them");
-    assert!(e.model.nodes[1..].iter().all(|n| n.stats.spillbacks == 0));
+    assert_eq!(e.model.nodes()[0].stats.spillbacks, away, "counted at the owner's raylet, which redirected them");
+    assert!(e.model.nodes()[1..].iter().all(|n| n.stats.spillbacks == 0));
     let lines = log(&e);
     assert_eq!(lines.iter().filter(|l| l.contains("LEASED") && l.ends_with("spillback")).count() as u64, away);
     // A spilled-back lease pays a second lease round trip.
@@ -129,7 +129,7 @@ fn strict_spread_group_with_more_bundles_than_nodes_stays_pending() {
     let pg = e.model.pgs().values().next().unwrap();
     assert_eq!(pg.state(), PgState::Pending);
     assert!(pg.bundles.iter().all(|b| b.node.is_none()), "gang placement: no bundle reserved");
-    assert!(e.model.nodes.iter().all(|n| n.available == n.total), "nothing reserved anywhere");
+    assert!(e.model.nodes().iter().all(|n| n.available == n.total), "nothing reserved anywhere");
     assert!(log(&e).iter().any(|l| l.ends_with("placement_group 1 INFEASIBLE")));
     assert_eq!(e.model.counters.actors_created, 0, "the driver is still waiting for pg.ready()");
 }
@@ -188,7 +188,7 @@ fn a_task_failing_every_attempt_is_tried_max_retries_plus_one_times() {
         }
         assert_eq!(attempts_failed(&e), max_retries as usize, "worker crashes are retried");
         assert_eq!(e.model.counters.tasks_retried, max_retries as u64);
-        assert_eq!(e.model.nodes[0].stats.tasks_started, max_retries as u64 + 1);
+        assert_eq!(e.model.nodes()[0].stats.tasks_started, max_retries as u64 + 1);
         assert_eq!(e.model.counters.worker_failures.values().sum::<u64>(), max_retries as u64 + 1);
         assert_eq!(job_status(&e), JobStatus::Failed, "ray.get re-raises the error");
     }
@@ -222,7 +222,7 @@ faults: [{}]
 
 #[test]
 fn actor_restarts_honour_max_restarts() {
-    let actor = |e: &Engine| e.model.actors.values().next().unwrap().clone();
+    let actor = |e: &Engine| e.model.actors().values().next().unwrap().clone();
     let mut e = Engine::new(load(&pool_with_kills(2, 4)));
     for (t, state, restarts) in
         [(5, ActorState::Alive, 0), (15, ActorState::Alive, 1), (25, ActorState::Alive, 2), (35, ActorState::Dead, 2)]
@@ -257,7 +257,7 @@ faults: [{kind: task_failures, at: 1s, until: 2s, probability: 1.0}]
     );
     // The first call ends (and crashes) at ~1.7 s (the worker starts in 0.65 s); the
     // restarted actor serves the other two after 2 s.
-    let a = e.model.actors.values().next().unwrap();
+    let a = e.model.actors().values().next().unwrap();
     assert_eq!(a.num_restarts, 1, "the crash took the actor's process with it");
     let calls: Vec<_> = records(&e, "PoolActor.run").collect();
     assert_eq!(
@@ -279,14 +279,14 @@ fn spilling_starts_when_the_store_reaches_80_percent_not_before() {
 workloads: [{kind: fan_out, tasks: 10, task_duration: 1s, output_size: 10MiB}]
 ",
     ));
-    let head = |e: &Engine| e.model.nodes[0].store.clone();
+    let head = |e: &Engine| e.model.nodes()[0].store.clone();
     step_until(&mut e, 7 * S + S / 2);
     assert_eq!((head(&e).used.0, head(&e).num_objects), (70 * Bytes::MIB, 7));
     assert_eq!(e.model.counters.spilled_objects, 0, "70% full: nothing spilled");
     step_until(&mut e, 8 * S + S / 2);
     assert_eq!(e.model.counters.spilled_objects, 1, "the 8th object brings it to 80%: the oldest is spilled");
     assert_eq!((head(&e).used.0, head(&e).spilled.0), (70 * Bytes::MIB, 10 * Bytes::MIB));
-    assert_eq!(e.model.nodes[0].stats.bytes_spilled, 10 * Bytes::MIB);
+    assert_eq!(e.model.nodes()[0].stats.bytes_spilled, 10 * Bytes::MIB);
     assert!(log(&e).iter().any(|l| l.contains("SPILLED 2 ")), "the oldest map output (object 2) goes first");
 }
 
@@ -302,13 +302,13 @@ faults:
 ",
     ));
     step_until(&mut e, 19 * S);
-    let n = &e.model.nodes[0];
+    let n = &e.model.nodes()[0];
     assert_eq!(n.memory_used().0 * 10, 9 * n.memory_bytes.0, "exactly 90% used");
     assert!(e.model.counters.oom_kills.is_empty(), "90% is below the 95% threshold");
     step_until(&mut e, 20 * S);
     let kills = &e.model.counters.oom_kills;
     assert_eq!(kills.get(&("MemoryManager.TaskEviction.Total", "map".to_string())), Some(&1));
-    assert_eq!(e.model.nodes[0].stats.oom_kills, 1);
+    assert_eq!(e.model.nodes()[0].stats.oom_kills, 1);
     // OOM kills retry without touching max_retries, after a backoff.
     let t = e.model.tasks.values().find(|t| t.kind == TaskType::NormalTask).unwrap();
     assert_eq!((t.attempt, t.retries_left, t.state()), (1, 3, TaskState::PendingNodeAssignment));
@@ -336,13 +336,13 @@ workloads:
 fn the_autoscaler_launches_after_the_delay_and_removes_idle_workers_within_bounds() {
     for min in [0u32, 1] {
         let mut e = Engine::new(load(&autoscaled(min)));
-        let workers = |e: &Engine| e.model.nodes.iter().filter(|n| n.is_alive() && !n.is_head).count() as u32;
+        let workers = |e: &Engine| e.model.nodes().iter().filter(|n| n.is_alive() && !n.is_head).count() as u32;
         let mut joined_at = Vec::new();
         let mut peak = 0;
         while !e.workloads_done() && e.step() {
             e.check_invariants().unwrap();
             peak = peak.max(workers(&e));
-            for n in e.model.nodes.iter().filter(|n| !n.is_head) {
+            for n in e.model.nodes().iter().filter(|n| !n.is_head) {
                 if !joined_at.contains(&(n.idx, n.started_at)) {
                     joined_at.push((n.idx, n.started_at));
                 }
@@ -354,7 +354,7 @@ fn the_autoscaler_launches_after_the_delay_and_removes_idle_workers_within_bound
         assert_eq!(launched, vec![35 * S; (2 - min) as usize], "launched at tick 5 s + 30 s delay");
         // Each idle worker is terminated at the first autoscaler tick (every 5 s) at least
         // idle_timeout after its last task, down to min_workers and never below.
-        let stopped: Vec<&Node> = e.model.nodes.iter().filter(|n| n.died_at.is_some()).collect();
+        let stopped: Vec<&Node> = e.model.nodes().iter().filter(|n| n.died_at.is_some()).collect();
         assert_eq!(stopped.len() as u32, 2 - min);
         for n in stopped {
             let tasks = e.model.finished_tasks.iter().filter(|r| r.node == Some(n.idx)).map(|r| r.ended_at);
@@ -418,7 +418,7 @@ fn check_flow_insight_tree(seed: Option<u64>) -> (usize, usize) {
     cfg.scheduler.idle_worker_cpu = 0.0;
     let e = run_checked(cfg, Limits { every: 50, until_us: 48 * 3600 * S, ..Limits::default() }).unwrap();
     assert_eq!(job_status(&e), JobStatus::Succeeded);
-    let actors = &e.model.actors;
+    let actors = e.model.actors();
     // The tree: a root at depth 3; every worker above depth 0 has 1 or 2 children one level down.
     let roots: Vec<_> = actors.values().filter(|a| a.level == 3).collect();
     assert_eq!(roots.len(), 1);

@@ -36,23 +36,28 @@ pub struct StateDir {
     pub jobs: Vec<Value>,
 }
 
+/// Why a state directory cannot be used: each names the path and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StateDirError {
+    #[error("cannot create the state directory {}: {source}", dir.display())]
+    Create { dir: PathBuf, source: std::io::Error },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a state file rayscope wrote ({why}); move it away to start without it", path.display())]
+    NotOurs { path: PathBuf, why: String },
+}
+
 impl StateDir {
     /// Create `dir` if needed and read what it holds.
-    pub fn open(dir: &Path) -> Result<StateDir, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
-        let read = |name: &str| -> Result<Vec<Value>, String> {
+    pub fn open(dir: &Path) -> Result<StateDir, StateDirError> {
+        std::fs::create_dir_all(dir).map_err(|source| StateDirError::Create { dir: dir.to_path_buf(), source })?;
+        let read = |name: &str| -> Result<Vec<Value>, StateDirError> {
             let path = dir.join(name);
             match std::fs::read(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-                Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+                Err(source) => Err(StateDirError::Read { path, source }),
                 Ok(bytes) => {
-                    let not_ours = |why: String| {
-                        format!(
-                            "{}: not a state file rayscope wrote ({why}); move it away to start without it",
-                            path.display()
-                        )
-                    };
+                    let not_ours = |why: String| StateDirError::NotOurs { path: path.clone(), why };
                     let list = serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| not_ours(e.to_string()))?;
                     if let Some(i) = list.iter().position(|v| !v.is_object()) {
                         return Err(not_ours(format!("entry {i} is not a JSON object")));
@@ -117,7 +122,7 @@ mod tests {
     fn a_file_of_entries_that_are_not_objects_is_a_clear_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(JOBS), b"[5]").unwrap();
-        let e = StateDir::open(dir.path()).unwrap_err();
+        let e = StateDir::open(dir.path()).unwrap_err().to_string();
         assert!(e.contains("jobs.json") && e.contains("entry 0 is not a JSON object"), "{e}");
         std::fs::write(dir.path().join(JOBS), b"[{\"status\": \"RUNNING\"}]").unwrap();
         let state = StateDir::open(dir.path()).unwrap();

@@ -136,7 +136,7 @@ fn run(
     emit_url: Option<&str>,
     flow_id: Option<&str>,
 ) -> Result<Summary, Failure> {
-    let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e))?;
+    let target = emit_url.map(emit::parse_url).transpose().map_err(|e| fail(2, e.to_string()))?;
     let started = Instant::now();
     let from_trace = matches!(source, Source::Trace(_));
     let snap = match source {

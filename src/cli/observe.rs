@@ -59,7 +59,7 @@ pub(super) struct ObserveArgs {
 
 /// A duration in the config's units (`500ms`, `2s`), between 100 ms and 1 h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = Duration::from_micros(rayscope::config::units::parse_duration(s)?.as_micros());
+    let d = Duration::from_micros(rayscope::config::units::parse_duration(s).map_err(|e| e.to_string())?.as_micros());
     if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
         return Err(format!("{s:?}: must be between 100ms and 1h"));
     }
@@ -68,7 +68,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// A size in the config's units (`512MiB`, `1GiB`), at least 4 KiB.
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let v = rayscope::config::units::parse_bytes(s)?.0;
+    let v = rayscope::config::units::parse_bytes(s).map_err(|e| e.to_string())?.0;
     if v < 4096 {
         return Err(format!("{s:?}: at least 4KiB"));
     }

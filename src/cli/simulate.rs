@@ -97,11 +97,11 @@ enum ReportFormat {
 struct SweepArg(Vec<Override>);
 
 fn parse_sweep_arg(s: &str) -> Result<SweepArg, String> {
-    config::overrides::parse_sweep(s).map(SweepArg)
+    config::overrides::parse_sweep(s).map(SweepArg).map_err(|e| e.to_string())
 }
 
 fn parse_duration_arg(s: &str) -> Result<u64, String> {
-    config::units::parse_duration(s).map(|d| d.as_micros())
+    config::units::parse_duration(s).map(|d| d.as_micros()).map_err(|e| e.to_string())
 }
 
 fn parse_positive_duration_arg(s: &str) -> Result<u64, String> {
@@ -305,7 +305,9 @@ fn recorded_job(
         })
         .unwrap_or_default();
     let source = dir.display().to_string();
-    let job = rayscope::flow::replay::replay_job(&record, &source, &requests, fixes).map(std::sync::Arc::new)?;
+    let job = rayscope::flow::replay::replay_job(&record, &source, &requests, fixes)
+        .map(std::sync::Arc::new)
+        .map_err(|e| e.to_string())?;
     let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
     let shape = bands::recorded_shape(&store, &costs.job);
     Ok((Some(Replayed { job, shape }), Some(costs)))

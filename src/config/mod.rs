@@ -110,7 +110,7 @@ pub fn load_str_with(text: &str, origin: &str, overrides: &[Override]) -> Result
     let mut doc = diagnose::parse_document(text)
         .map_err(|e| ConfigErrors(vec![in_file(e.line, e.column, e.field, e.message)]))?;
     for o in overrides {
-        o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message)]))?;
+        o.apply(&mut doc).map_err(|message| ConfigErrors(vec![by_override(o, o.key.clone(), message.to_string())]))?;
     }
     let config = diagnose::deserialize(doc, text)
         .map_err(|e| ConfigErrors(vec![attribute(e.line, e.column, e.field, e.message)]))?;

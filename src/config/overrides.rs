@@ -10,6 +10,28 @@
 use serde_yaml::Value;
 use std::fmt;
 
+/// Why a `--set` or `--sweep` argument was refused: each names the argument and what
+/// would be valid.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error("`{0}`: expected KEY=VALUE, e.g. cluster.node_types[0].count=400")]
+    NotKeyValue(String),
+    #[error("`{0}`: expected KEY=V1,V2,..., e.g. cluster.node_types[0].count=100,200,400")]
+    SweepNotKeyValues(String),
+    #[error("`{0}`: every value in the list must be non-empty")]
+    EmptySweepValue(String),
+    #[error("`{key}={raw_value}`: the value is not valid YAML: {source}")]
+    Yaml { key: String, raw_value: String, source: serde_yaml::Error },
+    #[error("`{key}`: {why}; write a dotted path such as cluster.node_types[0].count")]
+    Path { key: String, why: String },
+    #[error("{here} is a list of {len} item(s); index [{index}] does not exist")]
+    IndexPastEnd { here: String, len: usize, index: usize },
+    #[error("{here} is not a mapping, so it has no key `{key}`")]
+    NotAMapping { here: String, key: String },
+    #[error("{here} is not a list, so it has no item [{index}]")]
+    NotAList { here: String, index: usize },
+}
+
 /// One step of a dotted path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Step {
@@ -37,17 +59,18 @@ impl fmt::Display for Override {
 impl Override {
     /// Parse `KEY=VALUE`. The value is read as YAML, so `400`, `2s`, `true`,
     /// `{min: 1s, max: 3s}` and `[a, b]` mean what they mean in a config file.
-    pub fn parse(arg: &str) -> Result<Override, String> {
-        let (key, raw) = arg
-            .split_once('=')
-            .ok_or_else(|| format!("`{arg}`: expected KEY=VALUE, e.g. cluster.node_types[0].count=400"))?;
+    pub fn parse(arg: &str) -> Result<Override, OverrideError> {
+        let (key, raw) = arg.split_once('=').ok_or_else(|| OverrideError::NotKeyValue(arg.to_string()))?;
         Override::new(key.trim(), raw.trim())
     }
 
-    fn new(key: &str, raw_value: &str) -> Result<Override, String> {
+    fn new(key: &str, raw_value: &str) -> Result<Override, OverrideError> {
         let steps = parse_path(key)?;
-        let value: Value = serde_yaml::from_str(raw_value)
-            .map_err(|e| format!("`{key}={raw_value}`: the value is not valid YAML: {e}"))?;
+        let value: Value = serde_yaml::from_str(raw_value).map_err(|source| OverrideError::Yaml {
+            key: key.to_string(),
+            raw_value: raw_value.to_string(),
+            source,
+        })?;
         Ok(Override { key: render_path(&steps), steps, value, raw_value: raw_value.to_string() })
     }
 
@@ -59,7 +82,7 @@ impl Override {
 
     /// Write the value into `doc`, creating missing mappings on the way. Indexing past
     /// the end of a list, or descending into a scalar, is an error that names the step.
-    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), String> {
+    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), OverrideError> {
         let mut cur = doc;
         let mut walked = Vec::new();
         for step in &self.steps {
@@ -72,11 +95,10 @@ impl Override {
                 (Step::Key(k), Value::Mapping(m)) => m.entry(Value::String(k.clone())).or_insert(Value::Null),
                 (Step::Index(i), Value::Sequence(s)) => {
                     let len = s.len();
-                    s.get_mut(*i)
-                        .ok_or_else(|| format!("{here} is a list of {len} item(s); index [{i}] does not exist"))?
+                    s.get_mut(*i).ok_or(OverrideError::IndexPastEnd { here, len, index: *i })?
                 }
-                (Step::Key(k), _) => return Err(format!("{here} is not a mapping, so it has no key `{k}`")),
-                (Step::Index(i), _) => return Err(format!("{here} is not a list, so it has no item [{i}]")),
+                (Step::Key(k), _) => return Err(OverrideError::NotAMapping { here, key: k.clone() }),
+                (Step::Index(i), _) => return Err(OverrideError::NotAList { here, index: *i }),
             };
             walked.push(step.clone());
         }
@@ -87,13 +109,11 @@ impl Override {
 
 /// `--sweep KEY=V1,V2,...`: one override per value, in order. Commas inside `{}` or
 /// `[]` belong to a value (`--sweep a={min: 1s, max: 2s},{min: 2s, max: 4s}`).
-pub fn parse_sweep(arg: &str) -> Result<Vec<Override>, String> {
-    let (key, raw) = arg
-        .split_once('=')
-        .ok_or_else(|| format!("`{arg}`: expected KEY=V1,V2,..., e.g. cluster.node_types[0].count=100,200,400"))?;
+pub fn parse_sweep(arg: &str) -> Result<Vec<Override>, OverrideError> {
+    let (key, raw) = arg.split_once('=').ok_or_else(|| OverrideError::SweepNotKeyValues(arg.to_string()))?;
     let values = split_top_level(raw);
     if values.iter().any(|v| v.is_empty()) || values.is_empty() {
-        return Err(format!("`{arg}`: every value in the list must be non-empty"));
+        return Err(OverrideError::EmptySweepValue(arg.to_string()));
     }
     values.iter().map(|v| Override::new(key.trim(), v)).collect()
 }
@@ -117,8 +137,8 @@ fn split_top_level(s: &str) -> Vec<String> {
     out
 }
 
-fn parse_path(key: &str) -> Result<Vec<Step>, String> {
-    let bad = |why: &str| format!("`{key}`: {why}; write a dotted path such as cluster.node_types[0].count");
+fn parse_path(key: &str) -> Result<Vec<Step>, OverrideError> {
+    let bad = |why: &str| OverrideError::Path { key: key.to_string(), why: why.to_string() };
     if key.is_empty() {
         return Err(bad("empty key"));
     }
@@ -187,12 +207,12 @@ mod tests {
         let mut d = doc("cluster: {}\n");
         Override::parse("sim.speed=5").unwrap().apply(&mut d).unwrap();
         assert_eq!(d["sim"]["speed"], Value::from(5));
-        let e = Override::parse("cluster.node_types[3].count=1").unwrap().apply(&mut d).unwrap_err();
+        let e = Override::parse("cluster.node_types[3].count=1").unwrap().apply(&mut d).unwrap_err().to_string();
         assert!(e.contains("`cluster.node_types` is not a list") || e.contains("does not exist"), "{e}");
         let mut d = doc("cluster:\n  node_types: [{count: 1}]\n");
-        let e = Override::parse("cluster.node_types[3].count=1").unwrap().apply(&mut d).unwrap_err();
+        let e = Override::parse("cluster.node_types[3].count=1").unwrap().apply(&mut d).unwrap_err().to_string();
         assert!(e.contains("list of 1 item(s); index [3] does not exist"), "{e}");
-        let e = Override::parse("cluster.node_types[0].count.x=1").unwrap().apply(&mut d).unwrap_err();
+        let e = Override::parse("cluster.node_types[0].count.x=1").unwrap().apply(&mut d).unwrap_err().to_string();
         assert!(e.contains("`cluster.node_types[0].count` is not a mapping"), "{e}");
     }
 
@@ -206,11 +226,11 @@ mod tests {
 
     #[test]
     fn bad_arguments_say_what_to_write() {
-        assert!(Override::parse("sim.speed").unwrap_err().contains("expected KEY=VALUE"));
-        assert!(Override::parse("sim..speed=1").unwrap_err().contains("empty"));
-        assert!(Override::parse("a[x]=1").unwrap_err().contains("whole number"));
-        assert!(Override::parse("a[1=1").unwrap_err().contains("not closed"));
-        assert!(Override::parse("a b=1").unwrap_err().contains("not a config key"));
+        assert!(Override::parse("sim.speed").unwrap_err().to_string().contains("expected KEY=VALUE"));
+        assert!(Override::parse("sim..speed=1").unwrap_err().to_string().contains("empty"));
+        assert!(Override::parse("a[x]=1").unwrap_err().to_string().contains("whole number"));
+        assert!(Override::parse("a[1=1").unwrap_err().to_string().contains("not closed"));
+        assert!(Override::parse("a b=1").unwrap_err().to_string().contains("not a config key"));
     }
 
     #[test]

@@ -27,27 +27,45 @@ impl DurationSpec {
 /// near its end wrapped the clock and made tasks finish at once.
 pub const MAX_DURATION_US: u64 = 36_500 * 86_400 * 1_000_000;
 
+/// Why a duration or a size was refused. Each names the value as written (`shown`:
+/// quoted when it was text) and what would be valid; the config loader adds the file,
+/// line and field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UnitError {
+    #[error("invalid duration {0}: expected a number with a unit such as 250ms, 5s, 2m or 1h")]
+    DurationNotANumber(String),
+    #[error("invalid duration {0}: must be zero or positive")]
+    NegativeDuration(String),
+    #[error("invalid duration {0}: at most 36500d (100 years), the range of the simulation clock")]
+    DurationTooLong(String),
+    #[error("invalid duration {0}: unknown unit {1:?} (valid units: us, ms, s, m, h, d)")]
+    DurationUnit(String, String),
+    #[error("invalid size {0}: expected a number with a unit such as 512MiB, 4GiB or 100KB")]
+    SizeNotANumber(String),
+    #[error("invalid size {0}: must be zero or positive")]
+    NegativeSize(String),
+    #[error("invalid size {0}: unknown unit {1:?} (valid units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")]
+    SizeUnit(String, String),
+}
+
 /// `secs` seconds as a duration, or why not (`shown`: the value as written).
-pub(crate) fn checked_secs(secs: f64, shown: &dyn fmt::Display) -> Result<DurationSpec, String> {
+pub(crate) fn checked_secs(secs: f64, shown: &dyn fmt::Display) -> Result<DurationSpec, UnitError> {
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("invalid duration {shown}: must be zero or positive"));
+        return Err(UnitError::NegativeDuration(shown.to_string()));
     }
     if secs * 1e6 > MAX_DURATION_US as f64 {
-        return Err(format!("invalid duration {shown}: at most 36500d (100 years), the range of the simulation clock"));
+        return Err(UnitError::DurationTooLong(shown.to_string()));
     }
     Ok(DurationSpec::secs(secs))
 }
 
-pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
+pub fn parse_duration(s: &str) -> Result<DurationSpec, UnitError> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected a number with a unit such as 250ms, 5s, 2m or 1h"))?;
+    let v: f64 = num.trim().parse().map_err(|_| UnitError::DurationNotANumber(format!("{s:?}")))?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("invalid duration {s:?}: must be zero or positive"));
+        return Err(UnitError::NegativeDuration(format!("{s:?}")));
     }
     let scale = match unit.trim() {
         "us" => 1e-6,
@@ -56,9 +74,7 @@ pub fn parse_duration(s: &str) -> Result<DurationSpec, String> {
         "m" => 60.0,
         "h" => 3600.0,
         "d" => 86400.0,
-        other => {
-            return Err(format!("invalid duration {s:?}: unknown unit {other:?} (valid units: us, ms, s, m, h, d)"))
-        }
+        other => return Err(UnitError::DurationUnit(format!("{s:?}"), other.to_string())),
     };
     checked_secs(v * scale, &format_args!("{s:?}"))
 }
@@ -115,16 +131,13 @@ impl<'de> Deserialize<'de> for DurationSpec {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
 pub struct ByteSize(pub u64);
 
-pub fn parse_bytes(s: &str) -> Result<ByteSize, String> {
+pub fn parse_bytes(s: &str) -> Result<ByteSize, UnitError> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid size {s:?}: expected a number with a unit such as 512MiB, 4GiB or 100KB"))?;
+    let v: f64 = num.trim().parse().map_err(|_| UnitError::SizeNotANumber(format!("{s:?}")))?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("invalid size {s:?}: must be zero or positive"));
+        return Err(UnitError::NegativeSize(format!("{s:?}")));
     }
     let scale: f64 = match unit.trim() {
         "" | "B" => 1.0,
@@ -136,11 +149,7 @@ pub fn parse_bytes(s: &str) -> Result<ByteSize, String> {
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
         "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        other => {
-            return Err(format!(
-                "invalid size {s:?}: unknown unit {other:?} (valid units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-            ))
-        }
+        other => return Err(UnitError::SizeUnit(format!("{s:?}"), other.to_string())),
     };
     Ok(ByteSize((v * scale).round() as u64))
 }
@@ -173,13 +182,13 @@ impl<'de> Deserialize<'de> for ByteSize {
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
                 if v < 0 {
-                    return Err(E::custom(format!("invalid size {v}: must be zero or positive")));
+                    return Err(E::custom(UnitError::NegativeSize(v.to_string())));
                 }
                 Ok(ByteSize(v as u64))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
                 if v < 0.0 || !v.is_finite() {
-                    return Err(E::custom(format!("invalid size {v}: must be zero or positive")));
+                    return Err(E::custom(UnitError::NegativeSize(v.to_string())));
                 }
                 Ok(ByteSize(v.round() as u64))
             }
@@ -252,7 +261,7 @@ mod tests {
         assert_eq!(parse_duration("5s").unwrap().0, 5_000_000);
         assert_eq!(parse_duration("2m").unwrap().0, 120_000_000);
         assert_eq!(parse_duration("1.5h").unwrap().0, 5_400_000_000);
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("5 parsecs").unwrap_err().to_string().contains("unknown unit"));
         assert!(parse_duration("-1s").is_err());
     }
 

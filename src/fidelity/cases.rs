@@ -421,7 +421,7 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
             );
             let (engine, _) =
                 sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {}).map_err(|e| e.to_string())?;
-            let worker = engine.model.nodes.iter().find(|n| !n.is_head).ok_or("the model has no worker node")?;
+            let worker = engine.model.nodes().iter().find(|n| !n.is_head).ok_or("the model has no worker node")?;
             match (worker.crashed_at, worker.died_at) {
                 (Some(crashed), Some(died)) => Ok(Prediction::Model((died - crashed) as f64 / 1e6)),
                 _ => Err("the model's worker node was not killed and marked dead".into()),

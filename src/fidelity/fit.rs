@@ -54,7 +54,8 @@ pub fn read(path: &Path) -> Result<FitRecord, RunsError> {
             None => "",
             Some(u) => u.as_str().ok_or_else(|| bad(format!("units.{key}"), "must be a string".into()))?,
         };
-        let cost = Override::parse(&format!("{key}={number}{unit}")).map_err(|e| bad(format!("values.{key}"), e))?;
+        let cost = Override::parse(&format!("{key}={number}{unit}"))
+            .map_err(|e| bad(format!("values.{key}"), e.to_string()))?;
         costs.push(cost);
     }
     if costs.is_empty() {
@@ -64,7 +65,7 @@ pub fn read(path: &Path) -> Result<FitRecord, RunsError> {
         let list = fixed.as_array().ok_or_else(|| bad("fixed".into(), "must be a list of KEY=VALUE".into()))?;
         for setting in list {
             let text = setting.as_str().ok_or_else(|| bad("fixed".into(), "each must be a KEY=VALUE string".into()))?;
-            costs.push(Override::parse(text).map_err(|e| bad("fixed".into(), e))?);
+            costs.push(Override::parse(text).map_err(|e| bad("fixed".into(), e.to_string()))?);
         }
     }
     // Every cost must be a setting the model has: a minimal config takes them all or

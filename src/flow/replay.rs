@@ -26,19 +26,38 @@ pub struct Fix {
     pub at_most_us: u64,
 }
 
+/// Why a job cannot be replayed as asked: a `--fix` that does not parse or matches no
+/// call, or a job that has not ended or recorded nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("--fix {0:?}: write NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms")]
+    FixShape(String),
+    #[error("--fix {0:?}: no method or function named")]
+    FixUnnamed(String),
+    #[error("--fix {0:?}: {1}")]
+    FixDuration(String, crate::config::units::UnitError),
+    #[error(
+        "--fix {0}: no call of job {1} matches (names are Class.method or a function, actors as the API writes them)"
+    )]
+    FixMatchesNothing(String, String),
+    #[error("job {0} has not ended: only a finished job can be replayed")]
+    NotEnded(String),
+    #[error("job {0} has no recorded calls")]
+    NoCalls(String),
+}
+
 impl Fix {
-    pub fn parse(s: &str) -> Result<Fix, String> {
-        let (target, dur) = s
-            .split_once('=')
-            .ok_or_else(|| format!("--fix {s:?}: write NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms"))?;
+    pub fn parse(s: &str) -> Result<Fix, ReplayError> {
+        let (target, dur) = s.split_once('=').ok_or_else(|| ReplayError::FixShape(s.to_string()))?;
         let (name, actor) = match target.split_once('@') {
             Some((n, a)) => (n.trim(), Some(a.trim().to_ascii_lowercase())),
             None => (target.trim(), None),
         };
         if name.is_empty() {
-            return Err(format!("--fix {s:?}: no method or function named"));
+            return Err(ReplayError::FixUnnamed(s.to_string()));
         }
-        let d = crate::config::units::parse_duration(dur.trim()).map_err(|e| format!("--fix {s:?}: {e}"))?;
+        let d =
+            crate::config::units::parse_duration(dur.trim()).map_err(|e| ReplayError::FixDuration(s.to_string(), e))?;
         Ok(Fix { name: name.to_string(), actor, at_most_us: d.as_micros() })
     }
 }
@@ -51,11 +70,10 @@ pub fn replay_job(
     source: &str,
     requests: &BTreeMap<u64, Vec<(String, f64)>>,
     fixes: &[Fix],
-) -> Result<ReplayJob, String> {
-    let at =
-        job.end_us.ok_or_else(|| format!("job {} has not ended: only a finished job can be replayed", job.job_hex))?;
+) -> Result<ReplayJob, ReplayError> {
+    let at = job.end_us.ok_or_else(|| ReplayError::NotEnded(job.job_hex.to_string()))?;
     let spans = Spans::replay(job, at);
-    let root = spans.root().ok_or_else(|| format!("job {} has no recorded calls", job.job_hex))?;
+    let root = spans.root().ok_or_else(|| ReplayError::NoCalls(job.job_hex.to_string()))?;
     let children = spans.children();
     // Call 0 is the driver, then every other call in submit order.
     let mut order: Vec<usize> = vec![root];
@@ -116,12 +134,8 @@ pub fn replay_job(
     }
     if let Some(k) = matched.iter().position(|m| !m) {
         let f = &fixes[k];
-        return Err(format!(
-            "--fix {}{}: no call of job {} matches (names are Class.method or a function, actors as the API writes them)",
-            f.name,
-            f.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default(),
-            job.job_hex
-        ));
+        let actor = f.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default();
+        return Err(ReplayError::FixMatchesNothing(format!("{}{actor}", f.name), job.job_hex.to_string()));
     }
     Ok(ReplayJob {
         source: format!("{source} job {}", job.job_hex),
@@ -142,8 +156,8 @@ mod tests {
             Fix { name: "Worker.process".into(), actor: Some("abc".into()), at_most_us: 50_000 }
         );
         assert_eq!(Fix::parse("f=0s").unwrap().at_most_us, 0);
-        assert!(Fix::parse("Worker.process").unwrap_err().contains("NAME[@ACTOR]=DURATION"));
-        assert!(Fix::parse("=1s").unwrap_err().contains("no method"));
+        assert!(Fix::parse("Worker.process").unwrap_err().to_string().contains("NAME[@ACTOR]=DURATION"));
+        assert!(Fix::parse("=1s").unwrap_err().to_string().contains("no method"));
         assert!(Fix::parse("f=soon").is_err());
     }
 }

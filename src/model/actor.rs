@@ -2,6 +2,8 @@
 
 use super::ids::{ActorId, JobId, NameId, NodeIdx, PgId, TaskId};
 use super::states::ActorState;
+use super::Model;
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 #[derive(Clone, Debug)]
@@ -110,5 +112,35 @@ pub fn death_reason(cause: &str) -> &'static str {
         "OWNER_DIED"
     } else {
         "WORKER_DIED"
+    }
+}
+
+/// The actor table, sealed: a field of [`Model`] that only the GCS actor manager changes
+/// (beside the model's transitions).
+impl Model {
+    /// The actors by id. Only the GCS actor manager writes them (`sim::gcs::actors`, with
+    /// its key); code elsewhere cannot:
+    ///
+    /// ```compile_fail
+    /// fn bypass(m: &mut rayscope::model::Model) {
+    ///     m.actors.clear();
+    /// }
+    /// ```
+    #[inline]
+    pub fn actors(&self) -> &FxHashMap<ActorId, Actor> {
+        &self.actors
+    }
+
+    /// The actors to change: only with the actor manager's key.
+    #[inline]
+    pub(crate) fn actors_mut(&mut self, _: &crate::sim::gcs::actors::Key) -> &mut FxHashMap<ActorId, Actor> {
+        &mut self.actors
+    }
+
+    /// A forgotten node's slot names no actor any more (the GCS node manager forgets it).
+    pub(crate) fn unplace_actors_on(&mut self, n: NodeIdx) {
+        for a in self.actors.values_mut().filter(|a| a.node == Some(n)) {
+            a.node = None;
+        }
     }
 }

@@ -16,7 +16,7 @@ pub struct EventLog {
     digest: LogDigest,
     total: u64,
     sink: Option<Box<dyn Write + Send>>,
-    sink_error: Option<String>,
+    sink_error: Option<std::io::Error>,
     /// Lines not yet fed to `digest`, the one being written last: SHA-256 is a stream,
     /// so hashing them a block of lines at a time gives the same digest for a fraction
     /// of the per-call cost, and each line is written once, in place.
@@ -81,7 +81,7 @@ impl EventLog {
         self.unhashed.push('\n');
         if let Some(sink) = self.sink.as_mut() {
             if let Err(e) = sink.write_all(&self.unhashed.as_bytes()[start..]) {
-                self.sink_error.get_or_insert_with(|| e.to_string());
+                self.sink_error.get_or_insert(e);
                 self.sink = None;
             }
         }
@@ -125,10 +125,10 @@ impl EventLog {
     }
 
     /// Flush the sink; returns the first write error, if any happened.
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> std::io::Result<()> {
         if let Some(sink) = self.sink.as_mut() {
             if let Err(e) = sink.flush() {
-                self.sink_error.get_or_insert_with(|| e.to_string());
+                self.sink_error.get_or_insert(e);
             }
         }
         match self.sink_error.take() {

@@ -123,6 +123,37 @@ pub struct Bundle {
     pub available: ResourceRequest,
 }
 
+/// The job table, sealed: a field of [`Model`] that only the GCS job manager changes
+/// (beside the model's transitions).
+impl Model {
+    /// The jobs by id. Only the GCS job manager writes them (`sim::gcs::jobs`, with its
+    /// key); code elsewhere cannot:
+    ///
+    /// ```compile_fail
+    /// fn bypass(m: &mut rayscope::model::Model) {
+    ///     m.jobs.clear();
+    /// }
+    /// ```
+    #[inline]
+    pub fn jobs(&self) -> &BTreeMap<JobId, Job> {
+        &self.jobs
+    }
+
+    /// The jobs to change: only with the job manager's key.
+    #[inline]
+    pub(crate) fn jobs_mut(&mut self, _: &crate::sim::gcs::jobs::Key) -> &mut BTreeMap<JobId, Job> {
+        &mut self.jobs
+    }
+
+    /// The drivers that lived on forgotten node `n` now count as on `head` (the GCS
+    /// node manager forgets it).
+    pub(crate) fn move_drivers(&mut self, n: NodeIdx, head: NodeIdx) {
+        for j in self.jobs.values_mut().filter(|j| j.driver_node == n) {
+            j.driver_node = head;
+        }
+    }
+}
+
 /// The placement group table, sealed: a field of [`Model`] that only the GCS placement
 /// group manager changes (beside the model's transitions).
 impl Model {

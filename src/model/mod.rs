@@ -194,16 +194,21 @@ pub struct Model {
     pub version: String,
     pub resource_names: ResourceNames,
     pub names: Names,
-    pub nodes: Vec<Node>,
+    /// Nodes by index: private, written only by their owners (see [`Model::nodes`]).
+    nodes: Vec<Node>,
     pub tasks: IdTable<TaskId, Task>,
     pub finished_tasks: VecDeque<TaskRecord>,
     pub finished_task_capacity: usize,
-    pub actors: FxHashMap<ActorId, Actor>,
+    /// Actors by id: private, so that the GCS actor manager is their only writer (with
+    /// the model's own transitions); see [`Model::actors`].
+    actors: FxHashMap<ActorId, Actor>,
     /// Dead actors in order of death; the oldest are evicted past the capacity.
     pub dead_actors: VecDeque<ActorId>,
     pub dead_actor_capacity: usize,
     pub objects: IdTable<ObjectId, Object>,
-    pub jobs: BTreeMap<JobId, Job>,
+    /// Jobs by id: private, so that the GCS job manager is their only writer (with the
+    /// model's own transitions); see [`Model::jobs`].
+    jobs: BTreeMap<JobId, Job>,
     pub finished_jobs: VecDeque<JobId>,
     pub finished_job_capacity: usize,
     /// Placement groups by id: private, so that the GCS placement group manager is

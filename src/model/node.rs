@@ -7,6 +7,7 @@
 use super::ids::NodeIdx;
 use super::resources::{Bytes, ResVec};
 use super::states::NodeState;
+use super::Model;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
@@ -145,5 +146,58 @@ impl Node {
     /// `usage_threshold` of its memory (below it a look changes nothing).
     pub fn over_memory_threshold(&self, usage_threshold: f64) -> bool {
         self.is_alive() && (self.memory_used().0 as f64) > usage_threshold * self.memory_bytes.0 as f64
+    }
+}
+
+/// The node table, sealed: a field of [`Model`] whose parts each have one writer, as
+/// each part has one owner in Ray. The GCS node manager owns the table itself (a node
+/// joins, crashes, dies, is forgotten); the raylet's node runtime owns what a live node
+/// holds (availability, its idle clock, worker heap and memory pressure); the object
+/// manager owns its plasma store. Per-node counters are counted by whoever sees the
+/// event, as [`Model::counters`] are.
+impl Model {
+    /// The nodes by index. Only their owners write them, each with its key; code
+    /// elsewhere cannot:
+    ///
+    /// ```compile_fail
+    /// fn bypass(m: &mut rayscope::model::Model) {
+    ///     m.nodes[0].state = rayscope::model::NodeState::Dead;
+    /// }
+    /// ```
+    #[inline]
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The node table to change (join, crash, death): only with the GCS node manager's key.
+    #[inline]
+    pub(crate) fn nodes_mut(&mut self, _: &crate::sim::gcs::node_manager::Key) -> &mut Vec<Node> {
+        &mut self.nodes
+    }
+
+    /// The live side of each node (availability, idle clock, worker heap, memory
+    /// pressure): only with the node runtime's key. A slice: no node joins or leaves here.
+    #[inline]
+    pub(crate) fn raylet_nodes_mut(&mut self, _: &crate::sim::raylet::node_runtime::Key) -> &mut [Node] {
+        &mut self.nodes
+    }
+
+    /// Node `n`'s plasma store to change: only with the object manager's key.
+    #[inline]
+    pub(crate) fn store_mut(&mut self, n: NodeIdx, _: &crate::sim::objects::Key) -> &mut ObjectStore {
+        &mut self.nodes[n.index()].store
+    }
+
+    /// The object table to change, beside the nodes to read (whether a copy's node is
+    /// reachable), as two borrows.
+    #[inline]
+    pub fn objects_mut_with_nodes(&mut self) -> (&mut super::IdTable<super::ObjectId, super::Object>, &[Node]) {
+        (&mut self.objects, &self.nodes)
+    }
+
+    /// Node `n`'s counters, to count what happened there.
+    #[inline]
+    pub(crate) fn node_stats_mut(&mut self, n: NodeIdx) -> &mut NodeStats {
+        &mut self.nodes[n.index()].stats
     }
 }

@@ -13,6 +13,7 @@ use super::gcs::actors::ActorManager;
 use super::gcs::jobs::JobManager;
 use super::gcs::placement_groups::PlacementGroupManager;
 use super::raylet::cluster_queues::ClusterQueues;
+use super::raylet::node_runtime;
 use crate::config::ClusterConfig;
 use crate::log_event;
 use crate::model::*;
@@ -151,27 +152,35 @@ impl Autoscaler {
     /// The alive workers idle past their type's timeout that may go (their type stays at
     /// or above its min), each counted as stopped. `idle` says whether a node holds
     /// nothing; a node's idle clock starts at the first look that finds it idle.
-    pub(crate) fn scale_down(&mut self, nodes: &mut [Node], idle: impl Fn(&Node) -> bool, now: u64) -> Vec<NodeIdx> {
-        let mut alive_by_type = alive_per_type(nodes, self.types.len());
+    pub(crate) fn scale_down(&mut self, m: &mut Model, idle: impl Fn(&Node) -> bool, now: u64) -> Vec<NodeIdx> {
+        let mut alive_by_type = alive_per_type(m.nodes(), self.types.len());
         let mut victims = Vec::new();
-        for n in nodes.iter_mut() {
+        for i in 0..m.nodes().len() {
+            let n = &m.nodes()[i];
             let Some(t) = n.node_type else { continue };
             let s = &self.types[t as usize];
             if !s.enabled || !n.is_alive() {
                 continue;
             }
+            let (idx, idle_since) = (n.idx, n.idle_since);
             if !idle(n) {
-                n.idle_since = None;
+                node_runtime::set_idle_since(m, idx, None);
                 continue;
             }
-            let since = *n.idle_since.get_or_insert(now);
+            let since = match idle_since {
+                Some(since) => since,
+                None => {
+                    node_runtime::set_idle_since(m, idx, Some(now));
+                    now
+                }
+            };
             if now - since >= s.idle_timeout && alive_by_type[t as usize] > s.min {
                 alive_by_type[t as usize] -= 1;
-                victims.push(n.idx);
+                victims.push(idx);
             }
         }
         for v in &victims {
-            let t = nodes[v.index()].node_type.unwrap_or(0);
+            let t = m.nodes()[v.index()].node_type.unwrap_or(0);
             self.types[t as usize].stopped_total += 1;
         }
         victims
@@ -237,7 +246,7 @@ impl Autoscaler {
         actor_manager: &ActorManager,
     ) -> Follows {
         let demand = unmet_demand(cx.model, cx.specs, queues, pg_manager);
-        let alive = alive_per_type(&cx.model.nodes, self.types().len());
+        let alive = alive_per_type(cx.model.nodes(), self.types().len());
         let cluster = &cx.cfg.cluster;
         for l in self.scale_up(cluster, &cx.model.resource_names, demand, &alive) {
             let name = &cluster.node_types[l.node_type as usize].name;
@@ -254,7 +263,7 @@ impl Autoscaler {
                 && n.store.num_objects == 0
                 && n.available == n.total
         };
-        let victims = self.scale_down(&mut cx.model.nodes, idle, cx.clock.now);
+        let victims = self.scale_down(cx.model, idle, cx.clock.now);
         let mut follows: Follows = victims.into_iter().map(Follow::TerminateIdleNode).collect();
         follows.push(Follow::NextAutoscalerTick);
         follows

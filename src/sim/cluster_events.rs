@@ -71,7 +71,7 @@ impl<'a> EventWriter<'a> {
     }
 
     fn node_fields(&self, n: NodeIdx) -> Vec<(&'static str, String)> {
-        let nd = &self.m.nodes[n.index()];
+        let nd = &self.m.nodes()[n.index()];
         vec![("node_id", nd.node_id.to_string()), ("ip", nd.ip.to_string()), ("node_type", nd.type_name.to_string())]
     }
 
@@ -81,7 +81,7 @@ impl<'a> EventWriter<'a> {
         if !self.m.cluster_events.enabled() {
             return;
         }
-        let nd = &self.m.nodes[n.index()];
+        let nd = &self.m.nodes()[n.index()];
         let message = format!(
             "The node with node id: {} and address: {} and node name: {} has joined the cluster (node type {}).",
             nd.node_id, nd.ip, nd.ip, nd.type_name
@@ -102,7 +102,7 @@ impl<'a> EventWriter<'a> {
         if !self.m.cluster_events.enabled() {
             return;
         }
-        let nd = &self.m.nodes[n.index()];
+        let nd = &self.m.nodes()[n.index()];
         let message = format!(
             "The node with node id: {} and address: {} and node name: {} has been marked dead because the detector \
              has missed too many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, \
@@ -121,7 +121,7 @@ impl<'a> EventWriter<'a> {
         if !self.m.cluster_events.enabled() {
             return;
         }
-        let message = format!("Removing 1 nodes of type {} ({why}).", self.m.nodes[n.index()].type_name);
+        let message = format!("Removing 1 nodes of type {} ({why}).", self.m.nodes()[n.index()].type_name);
         let fields = self.node_fields(n);
         let e = NewEvent { severity: Severity::Info, source: Source::Autoscaler, label: "", message, fields };
         self.record_cluster_event(e);
@@ -160,10 +160,10 @@ impl<'a> EventWriter<'a> {
             return;
         }
         let Some(t) = self.m.tasks.get(&victim) else { return };
-        let nd = &self.m.nodes[n.index()];
+        let nd = &self.m.nodes()[n.index()];
         let actor = t.actor.filter(|_| t.kind != TaskType::NormalTask);
         let task_id = task_id_hex(t.id.0, t.job.0, t.kind == TaskType::DriverTask);
-        let (who, pid) = match actor.and_then(|a| self.m.actors.get(&a)) {
+        let (who, pid) = match actor.and_then(|a| self.m.actors().get(&a)) {
             Some(a) => (format!("actor ID: {}", actor_id_hex(a.id.0, a.job.0)), a.pid),
             None => (format!("task ID: {task_id}"), worker_pid(t.id.0)),
         };
@@ -187,7 +187,7 @@ impl<'a> EventWriter<'a> {
             sig6(threshold),
         );
         let mut fields = vec![("node_id", nd.node_id.to_string()), ("ip", ip.to_string()), ("task_id", task_id)];
-        if let Some(a) = actor.and_then(|a| self.m.actors.get(&a)) {
+        if let Some(a) = actor.and_then(|a| self.m.actors().get(&a)) {
             fields.push(("actor_id", actor_id_hex(a.id.0, a.job.0)));
         }
         fields.extend([("job_id", t.job.hex()), ("worker_id", worker), ("pid", pid.to_string())]);
@@ -196,7 +196,7 @@ impl<'a> EventWriter<'a> {
     }
 
     fn job_fields(&self, job: JobId) -> Option<(String, Vec<(&'static str, String)>)> {
-        let j = self.m.jobs.get(&job)?;
+        let j = self.m.jobs().get(&job)?;
         let fields = vec![("submission_id", j.submission_id.clone()), ("job_id", job.hex())];
         Some((j.submission_id.clone(), fields))
     }
@@ -223,7 +223,7 @@ impl<'a> EventWriter<'a> {
             return;
         }
         let Some((sub, mut fields)) = self.job_fields(job) else { return };
-        let j = &self.m.jobs[&job];
+        let j = &self.m.jobs()[&job];
         let message = format!("Completed a ray job {sub} with a status {}.", j.status().as_str());
         fields.push(("message", j.message.clone()));
         self.record_cluster_event(NewEvent {
@@ -240,9 +240,9 @@ impl<'a> EventWriter<'a> {
         if !self.m.cluster_events.enabled() {
             return;
         }
-        let Some(actor) = self.m.actors.get(&a) else { return };
+        let Some(actor) = self.m.actors().get(&a) else { return };
         // Fate-sharing with an ended job is the job's event, not one per actor.
-        if self.m.jobs.get(&actor.job).is_none_or(|j| j.status().is_terminal()) {
+        if self.m.jobs().get(&actor.job).is_none_or(|j| j.status().is_terminal()) {
             return;
         }
         let id = actor_id_hex(a.0, actor.job.0);
@@ -251,7 +251,7 @@ impl<'a> EventWriter<'a> {
         let node = node.or(actor.last_node);
         let place = match node {
             Some(n) => {
-                let nd = &self.m.nodes[n.index()];
+                let nd = &self.m.nodes()[n.index()];
                 format!("It ran on node {} with IP {}.", nd.node_id, nd.ip)
             }
             None => "It was not placed on a node.".to_string(),
@@ -272,7 +272,7 @@ impl<'a> EventWriter<'a> {
         };
         let mut fields = vec![("actor_id", id), ("job_id", actor.job.hex()), ("class_name", class)];
         if let Some(n) = node {
-            let nd = &self.m.nodes[n.index()];
+            let nd = &self.m.nodes()[n.index()];
             fields.extend([("node_id", nd.node_id.to_string()), ("ip", nd.ip.to_string())]);
         }
         fields.extend([("death_reason", reason.to_string()), ("pid", actor.pid.to_string())]);

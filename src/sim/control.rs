@@ -144,7 +144,7 @@ impl Engine {
             }
             Control::KillActor { actor_id, no_restart } => {
                 let a = ActorId(actor_id);
-                match self.model.actors.get(&a) {
+                match self.model.actors().get(&a) {
                     None => Err(ControlError::not_found(format!("no actor with id {actor_id:x}"))),
                     Some(x) if x.state() == ActorState::Dead => {
                         Err(ControlError::conflict(format!("actor {actor_id:x} is already dead")))
@@ -155,14 +155,14 @@ impl Engine {
                             "killed by ray.kill through the control API".into(),
                             !no_restart,
                         ));
-                        let state = self.model.actors.get(&a).map_or(ActorState::Dead, |x| x.state());
+                        let state = self.model.actors().get(&a).map_or(ActorState::Dead, |x| x.state());
                         Ok(ControlOutcome::ActorKilled { actor_id: a, state })
                     }
                 }
             }
             Control::SubmitJob { workload, entrypoint, submission_id } => {
                 if let Some(sid) = &submission_id {
-                    if self.model.jobs.values().any(|j| &j.submission_id == sid) {
+                    if self.model.jobs().values().any(|j| &j.submission_id == sid) {
                         return Err(ControlError::conflict(format!("a job with submission_id {sid:?} already exists")));
                     }
                 }
@@ -195,13 +195,13 @@ impl Engine {
                 let (job, follows) =
                     self.jobs.start(cx!(self), &mut self.flow, self.node_manager.head(), template, submission_id);
                 self.follow_all(follows);
-                let submission_id = self.model.jobs[&job].submission_id.clone();
+                let submission_id = self.model.jobs()[&job].submission_id.clone();
                 Ok(ControlOutcome::JobSubmitted { job_id: job, submission_id })
             }
             Control::StopJob { id } => {
                 let job = find_job(&self.model, &id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
-                if self.model.jobs[&job].status().is_terminal() {
+                if self.model.jobs()[&job].status().is_terminal() {
                     return Ok(ControlOutcome::JobStopped { stopped: false });
                 }
                 self.follow(Follow::EndJob(job, JobStatus::Stopped, "stopped through the Jobs API".into()));
@@ -210,7 +210,7 @@ impl Engine {
             Control::DeleteJob { id } => {
                 let job = find_job(&self.model, &id)
                     .ok_or_else(|| ControlError::not_found(format!("no job with id or submission_id {id:?}")))?;
-                let status = self.model.jobs[&job].status();
+                let status = self.model.jobs()[&job].status();
                 if !status.is_terminal() {
                     // Ray's words: only an ended job's record may go.
                     return Err(ControlError::invalid(format!(
@@ -235,5 +235,5 @@ fn alive_node_at(nodes: &GcsNodeManager, m: &Model, ip: &str) -> Result<NodeIdx,
 
 /// A job by hex id (`01000000`) or submission id.
 fn find_job(m: &Model, id: &str) -> Option<JobId> {
-    m.jobs.values().find(|j| j.id.hex() == id || j.submission_id == id).map(|j| j.id)
+    m.jobs().values().find(|j| j.id.hex() == id || j.submission_id == id).map(|j| j.id)
 }

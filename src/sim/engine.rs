@@ -203,7 +203,7 @@ impl Engine {
 
     /// The node runtime, for a change whose request is not borrowed from the engine.
     pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
-        LocalResources::of(&mut self.model.nodes, &mut self.sched)
+        LocalResources::of(&mut self.model, &mut self.sched)
     }
 
     /// Virtual time now, in µs.

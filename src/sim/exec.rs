@@ -54,7 +54,7 @@ impl Engine {
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
                     run.pc += 1;
                     if let Some(n) = node {
-                        self.model.nodes[n.index()].stats.cpu_busy_us += (dur as f64 * cpus) as u64;
+                        self.model.node_stats_mut(n).cpu_busy_us += (dur as f64 * cpus) as u64;
                     }
                     self.clock.schedule_in(dur, Event::OpDone(tid, attempt));
                     return;
@@ -322,12 +322,11 @@ impl Engine {
             let new = NewActor { spec_id: spec, creator: tid, level: child_level, flag: child_flag, bundle };
             let (aid, follows) = ActorManager::create(cx!(self), &mut self.flow, self.node_manager.head(), new);
             self.follow_all(follows);
-            if let Some(a) = self.model.actors.get_mut(&aid) {
-                a.tree_node = tree_node;
-            }
-            match self_actor.and_then(|a| self.model.actors.get_mut(&a)) {
-                Some(a) => a.children.push(aid),
-                None => {
+            ActorManager::place_in_tree(&mut self.model, aid, tree_node);
+            // The new handle is its creator's: the actor's when an actor made it, else the task's.
+            match self_actor.is_some_and(|a| ActorManager::child_created(&mut self.model, a, aid)) {
+                true => {}
+                false => {
                     if let Some(r) = self.runs.get_mut(&tid) {
                         r.exec.handles.push(aid);
                     }
@@ -400,7 +399,7 @@ impl Engine {
         let self_actor =
             if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
         let (handle, bottleneck_leaf_parent) = {
-            let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors.get(&a)) {
+            let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors().get(&a)) {
                 // `if self.is_bottleneck and self.depth - 1 <= 0`
                 Some(a) => (&a.children, a.flag && a.level <= 1),
                 None => (&run.exec.handles, false),
@@ -468,7 +467,7 @@ fn children_of(m: &Model, tid: TaskId, level: LevelRule, shape: &Shape) -> Optio
         .get(&tid)
         .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
         .and_then(|t| t.actor);
-    let parent = creator.and_then(|a| m.actors.get(&a));
+    let parent = creator.and_then(|a| m.actors().get(&a));
     let level = match level {
         LevelRule::Fixed(l) => l,
         LevelRule::BelowParent => parent.map_or(0, |a| a.level).checked_sub(1)?,

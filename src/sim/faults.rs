@@ -18,7 +18,7 @@ use super::gcs::actors::ActorManager;
 use super::gcs::node_manager::GcsNodeManager;
 use super::objects::PlasmaStores;
 use super::raylet::cluster_queues::ClusterQueues;
-use super::raylet::node_runtime::Raylets;
+use super::raylet::node_runtime::{self, Raylets};
 use crate::config::FaultConfig;
 use crate::log_event;
 use crate::model::*;
@@ -79,8 +79,7 @@ impl FaultState {
         let ended: Vec<(usize, NodeIdx, u64)> = self.pressure.iter().filter(|(f, _, _)| *f == i).copied().collect();
         self.pressure.retain(|(f, _, _)| *f != i);
         for (_, n, bytes) in ended {
-            let nd = &mut m.nodes[n.index()];
-            nd.pressure_bytes.0 = nd.pressure_bytes.0.saturating_sub(bytes);
+            node_runtime::pressure_ended(m, n, bytes);
         }
         log_event!(m.log, now, "fault", "fault {} ended", i);
     }
@@ -116,7 +115,7 @@ impl FaultState {
             FaultConfig::KillActor { class, no_restart, .. } => {
                 let m = &*cx.model;
                 let mut alive: Vec<ActorId> = m
-                    .actors
+                    .actors()
                     .values()
                     .filter(|a| a.state() == ActorState::Alive && m.names.get(a.class) == class.as_str())
                     .map(|a| a.id)
@@ -146,9 +145,9 @@ impl FaultState {
                 else {
                     return Follows::new();
                 };
-                let bytes = (cx.model.nodes[n.index()].memory_bytes.0 as f64 * fraction) as u64;
+                let bytes = (cx.model.nodes()[n.index()].memory_bytes.0 as f64 * fraction) as u64;
                 log_event!(cx.model.log, cx.now(), "fault", "memory pressure node={} bytes={}", n.0, bytes);
-                cx.model.nodes[n.index()].pressure_bytes.0 += bytes;
+                node_runtime::pressure_added(cx.model, n, bytes);
                 self.pressure.push((i, n, bytes));
                 cx.clock.schedule_in(duration.as_micros(), Event::FaultEnd(i));
                 self.check_memory(cx, actor_manager, n)
@@ -164,7 +163,7 @@ impl FaultState {
     /// is placed there and its normal tasks fail (their owners' calls broke; they retry
     /// on the owner's next heartbeat); its actors, objects and groups wait for the GCS.
     pub(crate) fn crash_node(&mut self, cx: &mut Cx, n: NodeIdx, reason: &'static str) -> Follows {
-        let node = &cx.model.nodes[n.index()];
+        let node = &cx.model.nodes()[n.index()];
         if !node.is_alive() || node.crashed_at.is_some() {
             return Follows::new();
         }
@@ -174,7 +173,7 @@ impl FaultState {
         let now = cx.now();
         let dead_at = cx.cfg.cluster.health_check.dead_at(node.started_at, now);
         log_event!(cx.model.log, now, "node", "{} CRASHED reason={} dead_at={}", n.0, reason, dead_at);
-        cx.model.nodes[n.index()].crashed_at = Some(now);
+        GcsNodeManager::crashed(cx.model, n, now);
         cx.local_resources().unreachable(n);
         self.crashed.push((n, reason, false));
         cx.clock.schedule_at(dead_at, Event::NodeDeathDetected(n));
@@ -197,7 +196,7 @@ impl FaultState {
         let (_, reason, restore) = self.crashed.swap_remove(pos);
         let mut follows: Follows = smallvec![Follow::KillNode(n, reason, true)];
         if restore {
-            follows.push(Follow::RestoreNode(m.nodes[n.index()].ip.to_string()));
+            follows.push(Follow::RestoreNode(m.nodes()[n.index()].ip.to_string()));
         }
         follows
     }
@@ -223,25 +222,19 @@ impl FaultState {
         reason: &'static str,
         failure: bool,
     ) -> Follows {
-        if !cx.model.nodes[n.index()].is_alive() {
+        if !cx.model.nodes()[n.index()].is_alive() {
             return Follows::new();
         }
         let now = cx.now();
         log_event!(cx.model.log, now, "node", "{} DEAD reason={}", n.0, reason);
-        {
-            let nd = &mut cx.model.nodes[n.index()];
-            nd.state = NodeState::Dead;
-            nd.died_at = Some(now);
-            nd.death_reason = Some(reason);
-            nd.worker_heap_used = Bytes(0);
-        }
+        GcsNodeManager::died(cx.model, n, reason, now);
         cx.local_resources().lost(n);
         // Its raylet stops exporting: the per-node kill and failure counts go with it.
         cx.model.counters.forget_node_counts(n.0);
         if failure {
             cx.cluster_events().node_died(n, reason);
             cx.model.counters.node_failures += 1;
-            if let Some(t) = cx.model.nodes[n.index()].node_type {
+            if let Some(t) = cx.model.nodes()[n.index()].node_type {
                 autoscaler.note_failure(t);
             }
         }
@@ -279,15 +272,6 @@ impl FaultState {
         follows
     }
 
-    /// An actor on a node that died dies (and may restart elsewhere); its resources are
-    /// gone with the node. One actor at a time: one's death may take another's with it.
-    pub(crate) fn kill_actor_on_dead_node(m: &mut Model, a: ActorId) -> Follows {
-        if let Some(actor) = m.actors.get_mut(&a) {
-            actor.holds_resources = false;
-        }
-        smallvec![Follow::ActorDied(a, "the node running the actor died".into(), true)]
-    }
-
     /// Once a dead node's actors died: hard affinity to it can never be satisfied now,
     /// and work only it could hold is infeasible: ask again (fail, or join the
     /// infeasible demand). Then its objects are lost and its store emptied.
@@ -305,12 +289,7 @@ impl FaultState {
     /// Once a dead node's objects are lost, its store reads empty; then its groups are
     /// placed again and its lists given back.
     pub(crate) fn empty_dead_store(m: &mut Model, n: NodeIdx) -> Follows {
-        let s = &mut m.nodes[n.index()].store;
-        s.used = Bytes(0);
-        s.spilled = Bytes(0);
-        s.num_objects = 0;
-        s.fallback = Bytes(0);
-        s.worker_heap = Bytes(0);
+        PlasmaStores::empty_dead(m, n);
         smallvec![Follow::ReschedulePgsOn(n), Follow::ForgetDeadNode(n)]
     }
 
@@ -341,7 +320,7 @@ impl FaultState {
             return Follows::new();
         }
         let now = cx.now();
-        if !cx.model.nodes[n.index()].over_memory_threshold(threshold) {
+        if !cx.model.nodes()[n.index()].over_memory_threshold(threshold) {
             return Follows::new();
         }
         if let Some(last) = self.memory_monitor.last_kill[n.index()] {
@@ -358,14 +337,14 @@ impl FaultState {
         let t = &m.tasks[&victim];
         let name = m.names.get(t.name).to_string();
         let (kind, actor, spec) = (t.kind, t.actor, t.spec);
-        m.nodes[n.index()].stats.oom_kills += 1;
+        m.node_stats_mut(n).oom_kills += 1;
         log_event!(m.log, now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
         let heap = cx.specs[spec as usize].heap;
         cx.cluster_events().oom_kill(n, victim, heap, threshold);
         let m = &mut *cx.model;
         let kill = match (kind, actor) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
-                let class = m.actors.get(&a).map(|x| m.names.get(x.class).to_string()).unwrap_or(name);
+                let class = m.actors().get(&a).map(|x| m.names.get(x.class).to_string()).unwrap_or(name);
                 m.counters.count_oom_kill(n.0, "MemoryManager.ActorEviction.Total", class);
                 if kind == TaskType::ActorTask {
                     Follow::ActorDied(a, "killed by the memory monitor (OOM)".into(), true)
@@ -386,7 +365,7 @@ impl FaultState {
     /// the refresh period.
     pub(crate) fn recheck_memory(&mut self, cx: &mut Cx, n: NodeIdx) {
         let threshold = cx.cfg.memory_monitor.usage_threshold;
-        if cx.model.nodes[n.index()].over_memory_threshold(threshold) && self.memory_monitor.schedule_look(n) {
+        if cx.model.nodes()[n.index()].over_memory_threshold(threshold) && self.memory_monitor.schedule_look(n) {
             cx.clock.schedule_in(MEMORY_MONITOR_REFRESH_US, Event::MemoryCheck(n));
         }
     }
@@ -405,7 +384,7 @@ fn resolve_node(
     }
     let t = node_type?;
     let candidates: Vec<NodeIdx> =
-        m.nodes.iter().filter(|n| n.is_alive() && *n.type_name == *t).map(|n| n.idx).collect();
+        m.nodes().iter().filter(|n| n.is_alive() && *n.type_name == *t).map(|n| n.idx).collect();
     if candidates.is_empty() {
         return None;
     }
@@ -416,7 +395,7 @@ fn resolve_node(
 fn oom_victim(m: &Model, raylets: &Raylets, actors: &ActorManager, n: NodeIdx) -> Option<TaskId> {
     let mut best: Option<(bool, u64, TaskId)> = None;
     let leased = raylets.leased_on(n).iter().copied();
-    let actor_tasks = actors.on(n).iter().filter_map(|a| m.actors.get(a)).flat_map(|a| a.running.iter().copied());
+    let actor_tasks = actors.on(n).iter().filter_map(|a| m.actors().get(a)).flat_map(|a| a.running.iter().copied());
     for tid in leased.chain(actor_tasks) {
         let Some(t) = m.tasks.get(&tid) else { continue };
         if !t.state().is_running() || t.kind == TaskType::DriverTask {

@@ -136,7 +136,7 @@ impl FlowRecorder {
         if self.cap == 0 {
             return;
         }
-        let name = m.jobs.get(&job).map(|j| j.name.clone()).unwrap_or_default();
+        let name = m.jobs().get(&job).map(|j| j.name.clone()).unwrap_or_default();
         if self.jobs.len() >= JOBS_KEPT {
             let oldest = self.jobs.iter().find(|(_, j)| j.rec.end_us.is_some()).or_else(|| self.jobs.iter().next());
             if let Some((&k, _)) = oldest {
@@ -241,7 +241,7 @@ impl FlowRecorder {
             return;
         }
         let Some(t) = m.tasks.get(&tid) else { return };
-        let pid = match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
+        let pid = match (t.kind, t.actor.and_then(|a| m.actors().get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             _ => crate::model::worker_pid(tid.0),
         };
@@ -390,7 +390,7 @@ impl JobRec {
             return t;
         }
         let full = m.names.get(crate::model::NameId(spec_name));
-        let target = match actor.and_then(|a| m.actors.get(&a)) {
+        let target = match actor.and_then(|a| m.actors().get(&a)) {
             Some(a) => {
                 let class = m.names.get(a.class).to_string();
                 let method = full.strip_prefix(&format!("{class}.")).unwrap_or(full).to_string();

@@ -54,7 +54,7 @@ impl Cx<'_> {
 
     /// The node runtime: the one way to change a node's availability.
     pub(crate) fn local_resources(&mut self) -> LocalResources<'_> {
-        LocalResources::of(&mut self.model.nodes, self.sched)
+        LocalResources::of(self.model, self.sched)
     }
 
     /// The cluster-event writer, at the current instant.

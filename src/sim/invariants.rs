@@ -108,7 +108,7 @@ impl Engine {
     /// updates the index in the same call: a disagreement means a change went around it.
     pub fn check_scheduler_index(&self) -> Result<(), String> {
         self.sched
-            .check_index(&self.model.nodes)
+            .check_index(self.model.nodes())
             .map_err(|e| format!("scheduler index disagrees with the nodes at t={}us: {e}", self.clock.now))
     }
 }
@@ -203,13 +203,13 @@ impl Check<'_> {
     fn resources(&self, v: &mut Violations) {
         let m = &self.e.model;
         let kinds = m.resource_names.len();
-        let mut reserved = vec![ResVec::zeros(kinds); m.nodes.len()];
+        let mut reserved = vec![ResVec::zeros(kinds); m.nodes().len()];
         let mut in_bundle: FxHashMap<(PgId, u32), ResVec> = FxHashMap::default();
-        let mut heap = vec![0u64; m.nodes.len()];
+        let mut heap = vec![0u64; m.nodes().len()];
         let mut lease_seen: FxHashMap<TaskId, u32> = FxHashMap::default();
         for (i, list) in self.e.raylets.leases().enumerate() {
             let node = NodeIdx(i as u32);
-            ensure!(v, m.nodes[i].is_alive() || list.is_empty(), "dead node {i} still has {} leases", list.len());
+            ensure!(v, m.nodes()[i].is_alive() || list.is_empty(), "dead node {i} still has {} leases", list.len());
             for tid in list {
                 *lease_seen.entry(*tid).or_insert(0) += 1;
                 let Some(t) = m.tasks.get(tid) else {
@@ -264,7 +264,7 @@ impl Check<'_> {
                 heap[n.index()] += self.e.specs[t.spec as usize].heap;
             }
         }
-        for a in m.actors.values().filter(|a| a.holds_resources) {
+        for a in m.actors().values().filter(|a| a.holds_resources) {
             ensure!(v, a.state() == ActorState::Alive, "actor {:x} holds resources while {}", a.id.0, a.state());
             let Some(n) = a.node else {
                 v.push(format!("actor {:x} holds resources but has no node", a.id.0));
@@ -283,7 +283,7 @@ impl Check<'_> {
                     ensure!(v, used.0.iter().all(|q| q.is_zero()), "unplaced bundle {}/{bi} has holders", pg.id.0);
                     continue;
                 };
-                ensure!(v, m.nodes[n.index()].is_alive(), "bundle {}/{bi} placed on dead node {}", pg.id.0, n.0);
+                ensure!(v, m.nodes()[n.index()].is_alive(), "bundle {}/{bi} placed on dead node {}", pg.id.0, n.0);
                 add_req(&mut reserved[n.index()], &b.request, 1);
                 for &(id, q) in &b.request.0 {
                     let avail = b.available.get(id);
@@ -307,7 +307,7 @@ impl Check<'_> {
                 pg.0
             );
         }
-        for (i, n) in m.nodes.iter().enumerate() {
+        for (i, n) in m.nodes().iter().enumerate() {
             if !n.is_alive() {
                 ensure!(v, self.e.actor_manager.on(NodeIdx(i as u32)).is_empty(), "dead node {i} still has actors");
                 ensure!(
@@ -339,7 +339,7 @@ impl Check<'_> {
 
     fn objects(&self, v: &mut Violations) {
         let m = &self.e.model;
-        let nodes = m.nodes.len();
+        let nodes = m.nodes().len();
         let (mut used, mut num, mut spilled, mut inline) =
             (vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes], vec![0u64; nodes]);
         // The owner's handle lives in its futures; each consumer holds one per argument.
@@ -379,7 +379,7 @@ impl Check<'_> {
                         v.push(format!("ready object {id:x} has no primary copy"));
                         continue;
                     };
-                    ensure!(v, m.nodes[p.index()].is_alive(), "object {id:x} primary on dead node {}", p.0);
+                    ensure!(v, m.nodes()[p.index()].is_alive(), "object {id:x} primary on dead node {}", p.0);
                     if o.spilled {
                         spilled[p.index()] += o.size;
                     } else {
@@ -393,7 +393,7 @@ impl Check<'_> {
                             "object {id:x} copy list {:?} repeats a node",
                             o.copies
                         );
-                        ensure!(v, m.nodes[c.index()].is_alive(), "object {id:x} copy on dead node {}", c.0);
+                        ensure!(v, m.nodes()[c.index()].is_alive(), "object {id:x} copy on dead node {}", c.0);
                         used[c.index()] += o.size;
                         num[c.index()] += 1;
                     }
@@ -424,7 +424,7 @@ impl Check<'_> {
                 spillable[p.index()] = true;
             }
         }
-        for (i, n) in m.nodes.iter().enumerate().filter(|(_, n)| n.is_alive()) {
+        for (i, n) in m.nodes().iter().enumerate().filter(|(_, n)| n.is_alive()) {
             let s = &n.store;
             let limit = (s.capacity.0 as f64 * self.e.cfg.object_store.spill_threshold) as u64;
             ensure!(

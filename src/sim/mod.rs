@@ -34,7 +34,7 @@ mod flow_recorder;
 mod follow;
 pub(crate) mod gcs;
 mod invariants;
-mod objects;
+pub(crate) mod objects;
 pub use objects::{get_micros, put_micros};
 mod publish;
 pub(crate) mod raylet;
@@ -144,7 +144,7 @@ pub fn simulate_sampled(
             progress(&engine);
         }
     }
-    let sink_error = engine.model.log.finish().err();
+    let sink_error = engine.model.log.finish().err().map(|e| e.to_string());
     let report = Report::build(&engine, wall.elapsed().as_secs_f64(), sink_error);
     Ok((engine, report))
 }

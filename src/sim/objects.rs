@@ -6,7 +6,9 @@
 //! object lifecycle: sealing a return, `ray.put`, waking or failing an object's readers,
 //! dropping references, and a dead node's lost copies (reconstructed from lineage: the
 //! producer's new record and its resubmission). Pulling a task's arguments, or what a
-//! `ray.get` asks for, to its node is `pull.rs`. The object records live in the model's object table. Must never: run
+//! `ray.get` asks for, to its node is `pull.rs`. The object records live in the model's
+//! object table; each node's store bytes in the node table, changed only here ([`Key`]).
+//! Must never: run
 //! the memory monitor (a store that grew asks for a look, [`Follow::CheckMemory`]),
 //! resolve an owner's future or ready a task itself (it asks, [`Follow::FutureResolved`]
 //! and [`Follow::TaskReady`]), or fail a task (it asks, [`Follow::FailTask`]).
@@ -22,6 +24,12 @@ use crate::log_event;
 use crate::model::*;
 use smallvec::smallvec;
 use std::collections::VecDeque;
+
+/// The key to `Model::store_mut`: only this room (`objects` and its `pull`) can make
+/// one, so the plasma stores' bytes change only here.
+pub struct Key(());
+
+const KEY: Key = Key(());
 
 /// How long the writer of one object of `size` bytes into its node's store works (µs),
 /// `fresh` of them into pages the store never touched: the store's round trips, then the
@@ -68,7 +76,7 @@ pub(crate) fn get_cost(cfg: &crate::config::Config, specs: &[crate::workload::Ca
 /// How long a put of `size` into `node`'s store works now (µs, whole): the bytes beyond
 /// what the store has held at most land in pages it never touched.
 pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx, size: u64) -> u64 {
-    let s = &m.nodes[node.index()].store;
+    let s = &m.nodes()[node.index()].store;
     let fresh = (s.used.0 + size).saturating_sub(s.touched.0).min(size);
     put_micros(cfg, size, fresh).round() as u64
 }
@@ -116,7 +124,7 @@ impl PlasmaStores {
 
     /// Put bytes into a node's plasma store; spill when usage crosses the threshold.
     pub(crate) fn add(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, id: ObjectId, size: u64, now: u64) {
-        let s = &mut m.nodes[node.index()].store;
+        let s = m.store_mut(node, &KEY);
         s.used.0 += size;
         s.touched.0 = s.touched.0.max(s.used.0);
         s.num_objects += 1;
@@ -127,9 +135,19 @@ impl PlasmaStores {
         self.maybe_spill(m, in_use, node, now);
     }
 
+    /// A dead node's store, once its objects are lost, reads empty.
+    pub(crate) fn empty_dead(m: &mut Model, n: NodeIdx) {
+        let s = m.store_mut(n, &KEY);
+        s.used = Bytes(0);
+        s.spilled = Bytes(0);
+        s.num_objects = 0;
+        s.fallback = Bytes(0);
+        s.worker_heap = Bytes(0);
+    }
+
     /// Take `size` bytes of one object out of `node`'s store.
     pub(crate) fn remove(m: &mut Model, node: NodeIdx, size: u64) {
-        let s = &mut m.nodes[node.index()].store;
+        let s = m.store_mut(node, &KEY);
         s.used.0 = s.used.0.saturating_sub(size);
         s.num_objects = s.num_objects.saturating_sub(1);
         if s.fallback.0 > 0 && s.used.0 <= s.capacity.0 {
@@ -151,13 +169,13 @@ impl PlasmaStores {
         }
         if o.inline {
             if let Some(n) = o.primary {
-                let s = &mut m.nodes[n.index()].store;
+                let s = m.store_mut(n, &KEY);
                 s.worker_heap.0 = s.worker_heap.0.saturating_sub(o.size);
             }
             return;
         }
         if let Some(n) = o.primary {
-            let s = &mut m.nodes[n.index()].store;
+            let s = m.store_mut(n, &KEY);
             if o.spilled {
                 s.spilled.0 = s.spilled.0.saturating_sub(o.size);
             } else {
@@ -171,9 +189,9 @@ impl PlasmaStores {
 
     /// Ray spills primary copies once the store is `spill_threshold` full, oldest first.
     pub(crate) fn maybe_spill(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
-        let cap = m.nodes[node.index()].store.capacity.0;
+        let cap = m.store_mut(node, &KEY).capacity.0;
         let limit = (cap as f64 * self.spill_threshold) as u64;
-        while m.nodes[node.index()].store.used.0 >= limit && limit > 0 {
+        while m.store_mut(node, &KEY).used.0 >= limit && limit > 0 {
             let Some(id) = self.primaries[node.index()].pop_front() else { break };
             let Some(o) = m.objects.get_mut(&id) else { continue };
             if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
@@ -181,27 +199,29 @@ impl PlasmaStores {
             }
             o.spilled = true;
             let size = o.size;
-            let n = &mut m.nodes[node.index()];
-            n.store.used.0 = n.store.used.0.saturating_sub(size);
-            n.store.num_objects = n.store.num_objects.saturating_sub(1);
-            n.store.spilled.0 += size;
-            n.stats.bytes_spilled += size;
-            n.stats.objects_spilled += 1;
+            let s = m.store_mut(node, &KEY);
+            s.used.0 = s.used.0.saturating_sub(size);
+            s.num_objects = s.num_objects.saturating_sub(1);
+            s.spilled.0 += size;
+            let stats = m.node_stats_mut(node);
+            stats.bytes_spilled += size;
+            stats.objects_spilled += 1;
             m.counters.spilled_bytes += size;
             m.counters.spilled_objects += 1;
             log_event!(m.log, now, "object_store", "node={} SPILLED {:x} bytes={}", node.0, id.0, size);
         }
         self.evict_secondaries(m, in_use, node, now);
-        let s = &mut m.nodes[node.index()].store;
+        let s = m.store_mut(node, &KEY);
         s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
+        let num_objects = s.num_objects;
         // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
         let q = &mut self.primaries[node.index()];
-        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+        if q.len() > 1024 && q.len() as u64 > 2 * num_objects.max(1) {
             let objects = &m.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
         }
         let q = &mut self.secondaries[node.index()];
-        if q.len() > 1024 && q.len() as u64 > 2 * s.num_objects.max(1) {
+        if q.len() > 1024 && q.len() as u64 > 2 * num_objects.max(1) {
             let objects = &m.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.copies.contains(&node)));
         }
@@ -214,11 +234,11 @@ impl PlasmaStores {
     /// memory threshold for good: every task started there was OOM-killed and retried.
     fn evict_secondaries(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
         let i = node.index();
-        if m.nodes[i].store.used.0 <= m.nodes[i].store.capacity.0 || self.secondaries[i].is_empty() {
+        if m.nodes()[i].store.used.0 <= m.nodes()[i].store.capacity.0 || self.secondaries[i].is_empty() {
             return;
         }
         let running_actor_tasks =
-            in_use.actors.on(node).iter().filter_map(|a| m.actors.get(a)).flat_map(|a| a.running.iter().copied());
+            in_use.actors.on(node).iter().filter_map(|a| m.actors().get(a)).flat_map(|a| a.running.iter().copied());
         let in_use: rustc_hash::FxHashSet<ObjectId> = in_use
             .raylets
             .leased_on(node)
@@ -229,7 +249,7 @@ impl PlasmaStores {
             .flat_map(|t| t.args.iter().copied())
             .collect();
         let mut kept = Vec::new();
-        while m.nodes[i].store.used.0 > m.nodes[i].store.capacity.0 {
+        while m.nodes()[i].store.used.0 > m.nodes()[i].store.capacity.0 {
             let Some(id) = self.secondaries[i].pop_front() else { break };
             let Some(o) = m.objects.get_mut(&id) else { continue };
             let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
@@ -264,7 +284,7 @@ impl PlasmaStores {
         let in_use = InUse { raylets: &*cx.raylets, actors };
         self.add(cx.model, in_use, node, id, size, cx.clock.now);
         let threshold = cx.cfg.memory_monitor.usage_threshold;
-        let look = size > 0 && threshold > 0.0 && cx.model.nodes[node.index()].over_memory_threshold(threshold);
+        let look = size > 0 && threshold > 0.0 && cx.model.nodes()[node.index()].over_memory_threshold(threshold);
         look.then_some(Follow::CheckMemory(node))
     }
 
@@ -282,7 +302,7 @@ impl PlasmaStores {
             // Small returns travel back to the owner's in-process store.
             let owner_node = m.tasks.get(&o.owner).and_then(|t| t.node).unwrap_or(node);
             o.primary = Some(owner_node);
-            m.nodes[owner_node.index()].store.worker_heap.0 += size;
+            m.store_mut(owner_node, &KEY).worker_heap.0 += size;
         } else {
             o.primary = Some(node);
             o.spilled = false;

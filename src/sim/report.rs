@@ -82,7 +82,7 @@ impl Report {
         let beyond = calibration::beyond(&e.cfg);
         let mut util: BTreeMap<String, (u64, f64, f64)> =
             c.forgotten_nodes.iter().map(|(t, f)| (t.clone(), (f.nodes, f.cpu_busy_us, f.cpu_available_us))).collect();
-        for n in &m.nodes {
+        for n in m.nodes() {
             let end = n.died_at.unwrap_or(now);
             let lifetime = end.saturating_sub(n.started_at) as f64;
             let cpus = n.total.get(ResourceId::CPU).to_f64();
@@ -113,12 +113,12 @@ impl Report {
             objects_reconstructed: c.objects_reconstructed,
             oom_kills: c.oom_kills.values().sum(),
             node_failures: c.node_failures,
-            nodes_alive: m.nodes.iter().filter(|n| n.is_alive()).count() as u64,
+            nodes_alive: m.nodes().iter().filter(|n| n.is_alive()).count() as u64,
             peak_rss_bytes: peak_rss_bytes(),
             tasks_per_wall_second: if wall_seconds > 0.0 { c.tasks_finished as f64 / wall_seconds } else { 0.0 },
             event_log_sha256: m.log.sha256_hex(),
             jobs: m
-                .jobs
+                .jobs()
                 .values()
                 .map(|j| JobReport {
                     id: j.id.hex(),

@@ -80,7 +80,7 @@ impl Engine {
             Follow::KillActorsOnDeadNode(n) => {
                 FaultState::kill_actors_on_dead_node(cx!(self), &mut self.actor_manager, n)
             }
-            Follow::KillActorOnDeadNode(a) => FaultState::kill_actor_on_dead_node(&mut self.model, a),
+            Follow::KillActorOnDeadNode(a) => ActorManager::kill_on_dead_node(&mut self.model, a),
             Follow::RequeueStrandedBy(n) => FaultState::requeue_stranded_by(cx!(self), &mut self.queues, n),
             Follow::EmptyDeadStore(n) => FaultState::empty_dead_store(&mut self.model, n),
             Follow::ForgetDeadNode(n) => {

@@ -15,7 +15,7 @@ pub fn load(yaml: &str) -> Config {
 
 /// The last job's makespan in seconds; panics when there is none or it did not finish.
 pub fn makespan_s(e: &Engine) -> f64 {
-    let job = e.model.jobs.values().last().expect("a job");
+    let job = e.model.jobs().values().last().expect("a job");
     job.makespan_s().expect("the job finished")
 }
 

@@ -103,7 +103,7 @@ pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
         let range_path = join_key(&path, "ip_range");
         let addresses = match IpRange::parse(&t.ip_range) {
             Err(e) => {
-                p.push(&range_path, e);
+                p.push(&range_path, e.to_string());
                 Addresses::Invalid
             }
             Ok(range) => {

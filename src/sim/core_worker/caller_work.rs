@@ -9,6 +9,7 @@
 use crate::model::*;
 use crate::sim::clock::Event;
 use crate::sim::follow::Cx;
+use crate::sim::gcs::actors::ActorManager;
 use crate::sim::objects::put_cost_on;
 use crate::sim::raylet::node_cpu::Priority;
 
@@ -36,7 +37,7 @@ fn leasable_on(cx: &Cx, n: NodeIdx, spec: u32, calls: u32) -> u32 {
     if s.kind != TaskType::NormalTask {
         return 0;
     }
-    let available = &cx.model.nodes[n.index()].available;
+    let available = &cx.model.nodes()[n.index()].available;
     let mut room = calls as i64;
     for &(id, q) in s.request.0.iter().filter(|(_, q)| q.0 > 0) {
         room = room.min(available.get(id).0 / q.0);
@@ -72,8 +73,7 @@ pub(crate) fn pay_first_submit(cx: &mut Cx, tid: TaskId, attempt: u32) -> bool {
             }
         }
         (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => {
-            let Some(actor) = cx.model.actors.get_mut(&a) else { return false };
-            if std::mem::replace(&mut actor.submitted, true) {
+            if !ActorManager::first_submit(cx.model, a) {
                 return false;
             }
         }

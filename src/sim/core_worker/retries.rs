@@ -10,7 +10,9 @@ use crate::model::*;
 use crate::sim::clock::Event;
 use crate::sim::flow_recorder::FlowRecorder;
 use crate::sim::follow::{Cx, Follow, Follows};
+use crate::sim::gcs::actors::ActorManager;
 use crate::sim::raylet::cluster_queues::{release_lease, ClusterQueues};
+use crate::sim::raylet::node_runtime;
 use smallvec::smallvec;
 
 /// A task attempt failed. Retries within its budget (system failures; application
@@ -34,7 +36,7 @@ pub(crate) fn fail(
     let retry_exceptions = spec.retry_exceptions;
     let heap = spec.heap;
     let budget_ok = t.retries_left != 0 || err == ErrorType::OutOfMemory;
-    let actor_alive = actor.and_then(|a| cx.model.actors.get(&a)).is_some_and(|a| a.state() != ActorState::Dead);
+    let actor_alive = actor.and_then(|a| cx.model.actors().get(&a)).is_some_and(|a| a.state() != ActorState::Dead);
     let retry = retry_allowed
         && budget_ok
         && match kind {
@@ -46,8 +48,7 @@ pub(crate) fn fail(
     // Undo what this attempt holds.
     if was_running {
         if let Some(n) = node {
-            let nd = &mut cx.model.nodes[n.index()];
-            nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);
+            node_runtime::worker_heap_shrank(cx.model, n, heap);
         }
     }
     unqueue_waiting(queues, cx.model, tid);
@@ -67,13 +68,8 @@ pub(crate) fn fail_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, e
             cx.raylets.lease_returned(n, tid);
         }
     }
-    if let Some(a) = actor.and_then(|a| cx.model.actors.get_mut(&a)) {
-        if let Some(pos) = a.running.iter().position(|x| *x == tid) {
-            a.running.swap_remove(pos);
-        }
-        if let Some(pos) = a.queue.iter().position(|x| *x == tid) {
-            a.queue.remove(pos);
-        }
+    if let Some(a) = actor {
+        ActorManager::call_left(cx.model, a, tid, true);
     }
     release_refs(cx.model, cx.runs, tid, !retry);
     fail_settled(cx, flow, tid, err, retry)
@@ -96,7 +92,7 @@ fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorTyp
             t.retries_left -= 1;
         }
         // The owner's core worker resubmits retries on its internal heartbeat's tick.
-        let job_start = cx.model.jobs.get(&job).map_or(0, |j| j.start_time);
+        let job_start = cx.model.jobs().get(&job).map_or(0, |j| j.start_time);
         let heartbeat = cx.cfg.scheduler.core_worker_internal_heartbeat.as_micros();
         delay += until_tick(now + delay, job_start, heartbeat);
         let next = TaskState::PendingNodeAssignment;
@@ -163,9 +159,9 @@ pub(crate) fn resubmit(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId, att
 fn rewait_for_lost_args(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId) -> Option<Follows> {
     let args = cx.model.tasks[&tid].args.clone();
     let mut missing = 0;
-    let nodes = &cx.model.nodes;
+    let (objects, nodes) = cx.model.objects_mut_with_nodes();
     for a in args.iter() {
-        match cx.model.objects.get_mut(a) {
+        match objects.get_mut(a) {
             Some(o) if matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost) || o.only_on_crashed(nodes) => {
                 o.waiters.push(tid);
                 missing += 1;

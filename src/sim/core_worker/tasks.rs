@@ -26,7 +26,7 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     let tid = cx.model.alloc_task_id();
     let spec = &cx.specs[spec_id as usize];
     let (kind, name, max_retries, return_size) = (spec.kind, spec.name, spec.max_retries, spec.return_size);
-    let actor_retries = actor.and_then(|a| cx.model.actors.get(&a)).map(|a| a.max_task_retries).unwrap_or(0);
+    let actor_retries = actor.and_then(|a| cx.model.actors().get(&a)).map(|a| a.max_task_retries).unwrap_or(0);
     let ret = new_return_object(cx, tid, parent, job, spec_id, return_size, &args);
     let m = &mut *cx.model;
     let mut unresolved = 0u32;

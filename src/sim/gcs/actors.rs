@@ -2,7 +2,9 @@
 //! per-actor call queues, death and restart within `max_restarts`.
 //!
 //! Owns: [`ActorManager`], which actors are placed on each node. The actor records
-//! themselves live in the model's actor table (what the snapshot reads). Must never:
+//! themselves live in the model's actor table (what the snapshot reads), which only
+//! this manager changes ([`Key`]: the other components ask it, as when a worker's
+//! process starts or a call leaves an actor's lists). Must never:
 //! place an actor's creation task (it is scheduled like any task, `tasks.rs`) or
 //! change a node's resources except through the node runtime.
 
@@ -16,6 +18,12 @@ use crate::sim::objects::{new_return_object, unref_object, ActorsOn, PlasmaStore
 use crate::workload::ActorOptions;
 use smallvec::smallvec;
 use std::borrow::Cow;
+
+/// The key to `Model::actors_mut`: only this file can make one, so the actors change
+/// only here (and through the model's transitions).
+pub struct Key(());
+
+const KEY: Key = Key(());
 
 /// The actors placed on each node slot. Invariant (checked by `check_invariants`): an
 /// actor is listed exactly on the node it is ALIVE on, and nowhere while it is not
@@ -93,7 +101,7 @@ impl ActorManager {
         actor.level = new.level;
         actor.flag = new.flag;
         actor.bundle = new.bundle;
-        m.actors.insert(aid, actor);
+        m.actors_mut(&KEY).insert(aid, actor);
         m.counters.actors_created += 1;
         log_event!(
             m.log,
@@ -120,7 +128,7 @@ impl ActorManager {
         holds: bool,
         now: u64,
     ) -> Option<Vec<TaskId>> {
-        let a = m.actors.get_mut(&aid)?;
+        let a = m.actors_mut(&KEY).get_mut(&aid)?;
         if a.state() == ActorState::Dead {
             return None;
         }
@@ -129,7 +137,7 @@ impl ActorManager {
         a.holds_resources = holds;
         self.placed(node, aid);
         m.set_actor_state(aid, ActorState::Alive, now);
-        Some(m.actors[&aid].queue.iter().copied().collect())
+        Some(m.actors()[&aid].queue.iter().copied().collect())
     }
 
     /// Per node slot, its actors (for the invariants).
@@ -152,10 +160,64 @@ impl ActorManager {
         (aid, follows)
     }
 
+    /// Actor `aid`'s place in an explicit workload tree (`tree:`), once it is created.
+    pub(crate) fn place_in_tree(m: &mut Model, aid: ActorId, tree_node: Option<u32>) {
+        if let Some(a) = m.actors_mut(&KEY).get_mut(&aid) {
+            a.tree_node = tree_node;
+        }
+    }
+
+    /// Actor `parent` created `child`'s handle; false when `parent` is not in the table.
+    pub(crate) fn child_created(m: &mut Model, parent: ActorId, child: ActorId) -> bool {
+        let Some(a) = m.actors_mut(&KEY).get_mut(&parent) else { return false };
+        a.children.push(child);
+        true
+    }
+
+    /// Actor `aid`'s process submits for the first time (true), or had already (false,
+    /// or it is not in the table).
+    pub(crate) fn first_submit(m: &mut Model, aid: ActorId) -> bool {
+        let Some(a) = m.actors_mut(&KEY).get_mut(&aid) else { return false };
+        !std::mem::replace(&mut a.submitted, true)
+    }
+
+    /// Actor `aid`'s creation task started its dedicated worker process `pid` on `node`
+    /// (a new process: it has submitted nothing yet); false when it is not in the table.
+    pub(crate) fn process_started(m: &mut Model, aid: ActorId, node: NodeIdx, pid: u32) -> bool {
+        let Some(a) = m.actors_mut(&KEY).get_mut(&aid) else { return false };
+        a.node = Some(node);
+        a.pid = pid;
+        a.submitted = false;
+        true
+    }
+
+    /// Call `tid` of actor `aid` ended: it leaves the running calls, and with `queued`
+    /// the queue too (a failed call may not have started).
+    pub(crate) fn call_left(m: &mut Model, aid: ActorId, tid: TaskId, queued: bool) {
+        let Some(a) = m.actors_mut(&KEY).get_mut(&aid) else { return };
+        if let Some(pos) = a.running.iter().position(|x| *x == tid) {
+            a.running.swap_remove(pos);
+        }
+        if queued {
+            if let Some(pos) = a.queue.iter().position(|x| *x == tid) {
+                a.queue.remove(pos);
+            }
+        }
+    }
+
+    /// An actor on a node that died dies (and may restart elsewhere); its resources are
+    /// gone with the node. One actor at a time: one's death may take another's with it.
+    pub(crate) fn kill_on_dead_node(m: &mut Model, a: ActorId) -> Follows {
+        if let Some(actor) = m.actors_mut(&KEY).get_mut(&a) {
+            actor.holds_resources = false;
+        }
+        smallvec![Follow::ActorDied(a, "the node running the actor died".into(), true)]
+    }
+
     /// The actor's creation task is `tid`; its return `ret` is the handle, which nobody
     /// waits on, so the creator's reference goes.
     pub(crate) fn creation_submitted(m: &mut Model, aid: ActorId, tid: TaskId, ret: ObjectId) -> Follows {
-        if let Some(a) = m.actors.get_mut(&aid) {
+        if let Some(a) = m.actors_mut(&KEY).get_mut(&aid) {
             a.creation_task = tid;
         }
         if let Some(o) = m.objects.get_mut(&ret) {
@@ -181,7 +243,7 @@ impl ActorManager {
     /// once if the actor is alive, else when it is (its address is known then).
     pub(crate) fn enqueue(cx: &mut Cx, tid: TaskId) -> Follows {
         let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor) else { return Follows::new() };
-        match cx.model.actors.get_mut(&aid) {
+        match cx.model.actors_mut(&KEY).get_mut(&aid) {
             Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
                 if a.state() == ActorState::Alive {
@@ -198,7 +260,7 @@ impl ActorManager {
     /// pumped again after it started (starting may run it to its end).
     pub(crate) fn pump(&self, cx: &mut Cx, plasma: &mut PlasmaStores, aid: ActorId) -> Follows {
         loop {
-            let Some(a) = cx.model.actors.get_mut(&aid) else { return Follows::new() };
+            let Some(a) = cx.model.actors_mut(&KEY).get_mut(&aid) else { return Follows::new() };
             if !a.has_free_slot() {
                 return Follows::new();
             }
@@ -225,7 +287,7 @@ impl ActorManager {
     /// its node and gives back what it held; the rest follows once that is handed on
     /// ([`Follow::ActorDiedReleased`]).
     pub(crate) fn died(&mut self, cx: &mut Cx, aid: ActorId, cause: Cow<'static, str>, allow_restart: bool) -> Follows {
-        let Some(a) = cx.model.actors.get_mut(&aid) else { return Follows::new() };
+        let Some(a) = cx.model.actors_mut(&KEY).get_mut(&aid) else { return Follows::new() };
         if a.state() == ActorState::Dead {
             return Follows::new();
         }
@@ -238,7 +300,7 @@ impl ActorManager {
         if let Some(n) = node {
             self.left(n, aid);
             cx.cpus.process_exited(n, aid);
-            if holds && cx.model.nodes[n.index()].is_alive() {
+            if holds && cx.model.nodes()[n.index()].is_alive() {
                 let req = &cx.specs[spec_id as usize].request;
                 match bundle {
                     Some((pg, b)) => follows.push(Follow::ReturnToBundle(pg, b, req.clone())),
@@ -255,7 +317,7 @@ impl ActorManager {
 
     /// A creation task still in flight dies with the worker; then the death is announced.
     pub(crate) fn died_released(m: &Model, dying: Box<Dying>) -> Follows {
-        let creation_task = m.actors[&dying.aid].creation_task;
+        let creation_task = m.actors()[&dying.aid].creation_task;
         if m.tasks.contains_key(&creation_task) {
             smallvec![Follow::FailTask(creation_task, ErrorType::ActorDied, false), Follow::ActorDiedAnnounced(dying)]
         } else {
@@ -271,7 +333,7 @@ impl ActorManager {
         let now = cx.now();
         cx.cluster_events().actor_died(aid, node, &cause, restart);
         let m = &mut *cx.model;
-        let a = m.actors.get_mut(&aid).expect("actor exists");
+        let a = m.actors_mut(&KEY).get_mut(&aid).expect("actor exists");
         a.death_cause = Some(cause.into_owned());
         if restart {
             a.num_restarts += 1;
@@ -297,10 +359,10 @@ impl ActorManager {
     /// Run the constructor again (a new attempt of the creation task), unless the actor
     /// died for good meanwhile.
     pub(crate) fn restart(cx: &mut Cx, head: NodeIdx, aid: ActorId) -> Follows {
-        if cx.model.actors.get(&aid).is_none_or(|a| a.state() != ActorState::Restarting) {
+        if cx.model.actors().get(&aid).is_none_or(|a| a.state() != ActorState::Restarting) {
             return Follows::new();
         }
-        let a = &cx.model.actors[&aid];
+        let a = &cx.model.actors()[&aid];
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
         let owner_node = cx.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(head);

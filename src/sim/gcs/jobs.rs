@@ -4,7 +4,8 @@
 //! job's log, and a job's end (its actors, tasks and groups go with its driver).
 //!
 //! Owns: [`JobManager`]: the templates, the mixes, the jobs still expected to start
-//! and the count of live jobs. The job records live in the model's job table. Must
+//! and the count of live jobs. The job records live in the model's job table, which
+//! only this manager changes ([`Key`]; besides the model's own transitions). Must
 //! never: run a job's program (the driver is a task like any other, `exec.rs`).
 
 use crate::model::*;
@@ -15,6 +16,12 @@ use crate::sim::follow::{Cx, Follow, Follows};
 use crate::workload::{JobMix, JobTemplate};
 use rustc_hash::FxHashMap;
 use smallvec::smallvec;
+
+/// The key to `Model::jobs_mut`: only this file can make one, so the jobs change only
+/// here (and through the model's transitions).
+pub struct Key(());
+
+const KEY: Key = Key(());
 
 /// Invariant (checked by `check_invariants`): `live` is the number of jobs in the
 /// model's table that are not terminal; each mix's choices name templates that exist.
@@ -131,11 +138,11 @@ impl JobManager {
         job.name = t.name.clone();
         job.entrypoint = t.entrypoint.clone();
         job.workload = template;
-        m.jobs.insert(id, job);
+        m.jobs_mut(&KEY).insert(id, job);
         self.job_started();
         cx.cluster_events().job_started(id);
         job_log(cx.model, id, format!("Job {} started: {}", id.hex(), t.entrypoint), now);
-        if !cx.model.nodes[head.index()].is_alive() {
+        if !cx.model.nodes()[head.index()].is_alive() {
             // No head node, no GCS: the driver cannot start.
             let follows = self.end(cx, id, JobStatus::Failed, "the head node is dead: the driver cannot start");
             return (id, follows);
@@ -193,7 +200,7 @@ impl JobManager {
     /// A job ends: its actors die (they fate-share with the driver), then
     /// ([`Follow::EndJobTasks`]) what it still runs is cancelled and its groups removed.
     pub(crate) fn end(&mut self, cx: &mut Cx, job: JobId, status: JobStatus, message: &str) -> Follows {
-        if cx.model.jobs.get(&job).is_none_or(|j| j.status().is_terminal()) {
+        if cx.model.jobs().get(&job).is_none_or(|j| j.status().is_terminal()) {
             return Follows::new();
         }
         let now = cx.now();
@@ -201,8 +208,13 @@ impl JobManager {
         job_log(cx.model, job, format!("Job {} {}: {}", job.hex(), status.as_str(), message), now);
         cx.model.set_job_status(job, status, now, message);
         cx.cluster_events().job_ended(job);
-        let mut actors: Vec<ActorId> =
-            cx.model.actors.values().filter(|a| a.job == job && a.state() != ActorState::Dead).map(|a| a.id).collect();
+        let mut actors: Vec<ActorId> = cx
+            .model
+            .actors()
+            .values()
+            .filter(|a| a.job == job && a.state() != ActorState::Dead)
+            .map(|a| a.id)
+            .collect();
         actors.sort();
         let mut follows: Follows =
             actors.into_iter().map(|a| Follow::ActorDied(a, "job finished: the driver exited".into(), false)).collect();
@@ -230,7 +242,7 @@ impl JobManager {
             .filter(|p| p.job == job && p.state() != PgState::Removed)
             .map(|p| Follow::RemovePlacementGroup(p.id))
             .collect();
-        if let Some(d) = m.jobs.get(&job).map(|j| j.driver) {
+        if let Some(d) = m.jobs().get(&job).map(|j| j.driver) {
             follows.push(Follow::ReleaseTaskRefs(d, true));
         }
         follows
@@ -239,7 +251,7 @@ impl JobManager {
 
 /// Append a line to a job's log (bounded).
 fn job_log(m: &mut Model, job: JobId, line: String, now: u64) {
-    if let Some(j) = m.jobs.get_mut(&job) {
+    if let Some(j) = m.jobs_mut(&KEY).get_mut(&job) {
         if j.log.len() >= 1000 {
             j.log.remove(0);
         }

@@ -6,7 +6,7 @@
 //! death). Must never: run a task or hold a node's local state (the raylet's), or call
 //! another component (each asks through a `Follow`).
 
-pub(super) mod actors;
-pub(super) mod jobs;
-pub(super) mod node_manager;
+pub(crate) mod actors;
+pub(crate) mod jobs;
+pub(crate) mod node_manager;
 pub(crate) mod placement_groups;

@@ -1,5 +1,9 @@
 //! The GCS node manager: node membership.
 //!
+//! Owns the node table's rows ([`Key`]): a node joins (or takes a forgotten node's
+//! slot), its raylet crashes, the GCS marks it dead. What a live node holds is the
+//! node runtime's to change; its plasma store is the object manager's.
+//!
 //! Owns: which node is the head, the address each alive node answers at, the
 //! addresses handed out per node type, the node ids given so far, and the dead-node
 //! cache: the order in which nodes died, forgetting the longest dead once
@@ -24,6 +28,12 @@ use crate::model::*;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+
+/// The key to `Model::nodes_mut`: only this file can make one, so nodes join, crash and
+/// die only here.
+pub struct Key(());
+
+const KEY: Key = Key(());
 
 pub(crate) struct GcsNodeManager {
     head: NodeIdx,
@@ -123,7 +133,7 @@ impl GcsNodeManager {
         let shape = NodeShape::of(cluster, node_type);
         let (type_name, gpu_model) = self.shape_names[node_type.map_or(0, |t| t as usize + 1)].clone();
         let reused = self.free_slot(model, now);
-        let idx = reused.unwrap_or(NodeIdx(model.nodes.len() as u32));
+        let idx = reused.unwrap_or(NodeIdx(model.nodes().len() as u32));
         let serial = NodeIdx(self.added);
         self.added += 1;
         // Ray: 30% of memory by default, capped at 200 GB.
@@ -164,14 +174,28 @@ impl GcsNodeManager {
         };
         log_event!(model.log, now, "node", "{} ALIVE ip={} type={}", idx.0, ip, type_name);
         match reused {
-            Some(slot) => model.nodes[slot.index()] = node,
-            None => model.nodes.push(node),
+            Some(slot) => model.nodes_mut(&KEY)[slot.index()] = node,
+            None => model.nodes_mut(&KEY).push(node),
         }
         self.by_ip.insert(ip, idx);
         if node_type.is_none() {
             self.head = idx;
         }
         idx
+    }
+
+    /// Node `n`'s raylet crashed now: the GCS has not noticed yet (see `Node::crashed_at`).
+    pub(crate) fn crashed(m: &mut Model, n: NodeIdx, now: u64) {
+        m.nodes_mut(&KEY)[n.index()].crashed_at = Some(now);
+    }
+
+    /// The GCS marks node `n` dead now for `reason`; its workers' heaps go with it.
+    pub(crate) fn died(m: &mut Model, n: NodeIdx, reason: &'static str, now: u64) {
+        let nd = &mut m.nodes_mut(&KEY)[n.index()];
+        nd.state = NodeState::Dead;
+        nd.died_at = Some(now);
+        nd.death_reason = Some(reason);
+        nd.worker_heap_used = Bytes(0);
     }
 
     /// Remember that `n` died now.
@@ -199,7 +223,7 @@ impl GcsNodeManager {
             self.by_ip.remove(&*ip);
         }
         // What the report's utilization per node type needs of it, kept as an aggregate.
-        let node = &m.nodes[n.index()];
+        let node = &m.nodes()[n.index()];
         let cpus = node.total.get(ResourceId::CPU).to_f64();
         let lifetime = node.died_at.unwrap_or(now).saturating_sub(node.started_at) as f64;
         let busy = node.stats.cpu_busy_us as f64;
@@ -219,9 +243,7 @@ impl GcsNodeManager {
                 t.owner_node = head;
             }
         }
-        for a in m.actors.values_mut().filter(|a| a.node == Some(n)) {
-            a.node = None;
-        }
+        m.unplace_actors_on(n);
         for o in m.objects.values_mut() {
             if o.primary == Some(n) {
                 o.primary = None;
@@ -229,9 +251,7 @@ impl GcsNodeManager {
             o.copies.retain(|c| *c != n);
         }
         m.unplace_bundles_on(n);
-        for j in m.jobs.values_mut().filter(|j| j.driver_node == n) {
-            j.driver_node = head;
-        }
+        m.move_drivers(n, head);
         log_event!(m.log, now, "node", "{} FORGOTTEN", n.0);
     }
 }
@@ -300,7 +320,7 @@ mod tests {
     #[test]
     fn a_cached_dead_node_keeps_no_engine_state_and_shares_its_names_and_resources() {
         let (e, snapshots) = autoscaled_for_two_hours();
-        let dead: Vec<usize> = e.model.nodes.iter().filter(|n| !n.is_alive()).map(|n| n.idx.index()).collect();
+        let dead: Vec<usize> = e.model.nodes().iter().filter(|n| !n.is_alive()).map(|n| n.idx.index()).collect();
         assert!(dead.len() >= 20, "only {} dead nodes: the run proves little", dead.len());
         for &i in &dead {
             // What it grew to while alive was given back, not just emptied.
@@ -316,7 +336,7 @@ mod tests {
         // Per node type: the first dead node's type name and resource list.
         let mut per_type: Vec<(Option<u16>, &Arc<str>, &crate::snapshot::NodeResources)> = Vec::new();
         for &i in &dead {
-            let (node, view) = (&e.model.nodes[i], &last.nodes[i]);
+            let (node, view) = (&e.model.nodes()[i], &last.nodes[i]);
             assert_eq!(view.died_at_us, node.died_at);
             assert!(view.death_reason.is_some_and(|r| !r.is_empty()), "node {i} has a death reason");
             // One copy of each name: the view shares the model's strings, and nodes of

@@ -129,7 +129,7 @@ impl PlacementGroupManager {
         let bundles = std::mem::take(&mut pg.bundles);
         for b in &bundles {
             if let Some(n) = b.node {
-                if cx.model.nodes[n.index()].is_alive() {
+                if cx.model.nodes()[n.index()].is_alive() {
                     cx.local_resources().release(n, &b.request);
                 }
             }
@@ -363,7 +363,7 @@ fn place(m: &mut Model, sched: &Scheduler, id: PgId, now: u64) -> Placement {
     }
     let unplaced: Vec<usize> = (0..pg.bundles.len()).filter(|i| pg.bundles[*i].node.is_none()).collect();
     let requests: Vec<ResourceRequest> = unplaced.iter().map(|i| pg.bundles[*i].request.clone()).collect();
-    match sched.place_bundles(&m.nodes, &requests, pg.strategy) {
+    match sched.place_bundles(m.nodes(), &requests, pg.strategy) {
         PgDecision::Placed(nodes) => {
             m.set_pg_state(id, PgState::Prepared, now);
             let pg = m.pgs_mut(&KEY).get_mut(&id).expect("pg exists");

@@ -66,7 +66,7 @@ impl Check<'_> {
         for ((spec, only), q) in self.e.queues.classes() {
             let req = &self.e.specs[*spec as usize].request;
             match only {
-                Some(n) => ensure!(v, m.nodes[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
+                Some(n) => ensure!(v, m.nodes()[n.index()].is_alive(), "tasks wait for dead node {}", n.0),
                 None => ensure!(
                     v,
                     q.is_empty() || self.e.sched.is_feasible(req),
@@ -112,7 +112,7 @@ impl Check<'_> {
             }
         }
         let mut on_actor: FxHashMap<TaskId, u32> = FxHashMap::default();
-        for a in m.actors.values() {
+        for a in m.actors().values() {
             for tid in &a.queue {
                 bump(&mut queued, *tid);
                 // Pushed to an alive actor; or waiting for it to be alive to be pushed.
@@ -178,7 +178,7 @@ impl Check<'_> {
                         .filter(|a| {
                             m.objects.get(a).is_some_and(|o| {
                                 (matches!(o.status, ObjectStatus::Pending | ObjectStatus::Lost)
-                                    || o.only_on_crashed(&m.nodes))
+                                    || o.only_on_crashed(m.nodes()))
                                     && o.waiters.contains(&t.id)
                             })
                         })
@@ -299,7 +299,7 @@ impl Check<'_> {
             if t.holds_resources {
                 ensure!(
                     v,
-                    t.node.is_some_and(|n| m.nodes[n.index()].is_alive()),
+                    t.node.is_some_and(|n| m.nodes()[n.index()].is_alive()),
                     "task {id:x} holds resources on dead node {:?}",
                     t.node
                 );
@@ -314,13 +314,13 @@ impl Check<'_> {
             for aid in list {
                 bump(&mut placed, *aid);
                 let ok = m
-                    .actors
+                    .actors()
                     .get(aid)
                     .is_some_and(|a| a.state() == ActorState::Alive && a.node == Some(NodeIdx(i as u32)));
                 ensure!(v, ok, "node {i} lists actor {:x}, which is not alive there", aid.0);
             }
         }
-        for a in m.actors.values() {
+        for a in m.actors().values() {
             let id = a.id.0;
             let on = count(&placed, &a.id);
             let creating = m
@@ -416,17 +416,17 @@ impl Check<'_> {
 
     pub(super) fn jobs(&self, v: &mut Violations) {
         let m = &self.e.model;
-        let live = m.jobs.values().filter(|j| !j.status().is_terminal()).count();
+        let live = m.jobs().values().filter(|j| !j.status().is_terminal()).count();
         ensure!(v, live == self.e.jobs.live(), "live jobs {} but {live} jobs are not terminal", self.e.jobs.live());
-        let ended = |job: JobId| m.jobs.get(&job).is_none_or(|j| j.status().is_terminal());
-        for j in m.jobs.values().filter(|j| !j.status().is_terminal()) {
+        let ended = |job: JobId| m.jobs().get(&job).is_none_or(|j| j.status().is_terminal());
+        for j in m.jobs().values().filter(|j| !j.status().is_terminal()) {
             let ok = m.tasks.get(&j.driver).is_some_and(|t| t.kind == TaskType::DriverTask);
             ensure!(v, ok, "running job {} has no live driver", j.id.hex());
         }
         for t in m.tasks.values() {
             ensure!(v, !ended(t.job), "task {:x} ({}) lives on after its job {} ended", t.id.0, t.state(), t.job.hex());
         }
-        for a in m.actors.values().filter(|a| a.state() != ActorState::Dead) {
+        for a in m.actors().values().filter(|a| a.state() != ActorState::Dead) {
             ensure!(v, !ended(a.job), "actor {:x} ({}) outlives its job {}", a.id.0, a.state(), a.job.hex());
         }
         for pg in m.pgs().values().filter(|p| p.state() != PgState::Removed) {

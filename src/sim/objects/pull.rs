@@ -115,10 +115,11 @@ impl PlasmaStores {
                 o.spilled = false;
                 f.micros += size as f64 / disk * 1e6;
                 if let Some(p) = primary {
-                    let n = &mut m.nodes[p.index()];
-                    n.store.spilled.0 = n.store.spilled.0.saturating_sub(size);
-                    n.stats.bytes_restored += size;
-                    n.stats.objects_restored += 1;
+                    let s = m.store_mut(p, &super::KEY);
+                    s.spilled.0 = s.spilled.0.saturating_sub(size);
+                    let stats = m.node_stats_mut(p);
+                    stats.bytes_restored += size;
+                    stats.objects_restored += 1;
                     m.counters.restored_bytes += size;
                     m.counters.restored_objects += 1;
                     if let Some(look) = self.store(cx, actors, p, a, size) {
@@ -155,8 +156,8 @@ impl PlasmaStores {
         // in one get cost 1.1-2.1 ms each beyond a local get (get_pull.py).
         f.micros += transfer_micros(cx.cfg, size);
         f.fetched += size;
-        m.nodes[source.index()].stats.bytes_sent += size;
-        m.nodes[node.index()].stats.bytes_received += size;
+        m.node_stats_mut(source).bytes_sent += size;
+        m.node_stats_mut(node).bytes_received += size;
         m.counters.transferred_bytes += size;
         if let Some(o) = m.objects.get_mut(&a) {
             o.copies.push(node);

@@ -22,7 +22,7 @@ pub(super) fn scheduler(
     let mut dispatched = Vec::new();
     let mut executing = Vec::new();
     for (i, leased) in raylets.leases().enumerate() {
-        if !m.nodes[i].is_alive() {
+        if !m.nodes()[i].is_alive() {
             continue;
         }
         let mut d = 0;
@@ -56,7 +56,7 @@ pub(super) fn autoscaler(m: &Model, autoscaler: &Autoscaler, head: NodeIdx, rayl
         autoscaled: false,
         min_workers: 1,
         max_workers: 1,
-        active: m.nodes.iter().filter(|n| n.is_alive() && n.is_head).count() as u32,
+        active: m.nodes().iter().filter(|n| n.is_alive() && n.is_head).count() as u32,
         pending: 0,
         recently_failed: 0,
         idle: 0,
@@ -65,7 +65,7 @@ pub(super) fn autoscaler(m: &Model, autoscaler: &Autoscaler, head: NodeIdx, rayl
         failed_create_total: 0,
     });
     for (i, t) in autoscaler.types().iter().enumerate() {
-        let alive: Vec<&Node> = m.nodes.iter().filter(|n| n.is_alive() && n.node_type == Some(i as u16)).collect();
+        let alive: Vec<&Node> = m.nodes().iter().filter(|n| n.is_alive() && n.node_type == Some(i as u16)).collect();
         let idle =
             alive.iter().filter(|n| n.available == n.total && raylets.leased_on(n.idx).is_empty()).count() as u32;
         types.push(AutoscalerTypeView {
@@ -83,7 +83,7 @@ pub(super) fn autoscaler(m: &Model, autoscaler: &Autoscaler, head: NodeIdx, rayl
         });
     }
     let mut cluster: Vec<(String, f64)> = m.resource_names.iter().map(|(_, n)| (n.to_string(), 0.0)).collect();
-    for n in m.nodes.iter().filter(|n| n.is_alive()) {
+    for n in m.nodes().iter().filter(|n| n.is_alive()) {
         for (id, _) in m.resource_names.iter() {
             cluster[id.index()].1 += n.total.get(id).to_f64();
         }

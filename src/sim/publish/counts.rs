@@ -51,7 +51,7 @@ pub(super) fn running_counts(m: &Model) -> Vec<RunningCount> {
 pub(super) fn actor_counts(m: &Model) -> (Vec<ActorCount>, Vec<ActorExecutorCount>) {
     let mut actor_counts: BTreeMap<(NameId, JobId, ActorState), i64> = BTreeMap::new();
     let mut actor_exec: BTreeMap<(u32, NameId, JobId, bool), i64> = BTreeMap::new();
-    for a in m.actors.values() {
+    for a in m.actors().values() {
         *actor_counts.entry((a.class, a.job, a.state())).or_insert(0) += 1;
         if a.state() == ActorState::Alive {
             if let Some(n) = a.node {

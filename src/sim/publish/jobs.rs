@@ -8,7 +8,7 @@ use crate::snapshot::JobView;
 
 /// Every job in the table, in job id order.
 pub(super) fn jobs(m: &Model) -> Vec<JobView> {
-    m.jobs
+    m.jobs()
         .values()
         .map(|j| JobView {
             id: j.id.hex(),
@@ -28,5 +28,5 @@ pub(super) fn jobs(m: &Model) -> Vec<JobView> {
 
 /// Jobs still running.
 pub(super) fn running_jobs(m: &Model) -> u64 {
-    m.jobs.values().filter(|j| j.status() == JobStatus::Running).count() as u64
+    m.jobs().values().filter(|j| j.status() == JobStatus::Running).count() as u64
 }

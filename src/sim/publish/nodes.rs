@@ -39,7 +39,7 @@ pub(super) fn nodes(
     if cache.names.len() != m.resource_names.len() {
         cache.names = m.resource_names.iter().map(|(_, name)| Arc::from(name)).collect();
     }
-    m.nodes
+    m.nodes()
         .iter()
         .map(|n| {
             let idx = n.idx.index();
@@ -67,7 +67,7 @@ fn node_view(m: &Model, raylets: &Raylets, actors: &ActorManager, n: &Node, cach
     let running =
         raylets.leased_on(n.idx).iter().filter(|t| m.tasks.get(t).is_some_and(|t| t.state().is_running())).count()
             as u64
-            + actors.on(n.idx).iter().filter_map(|a| m.actors.get(a)).map(|a| a.running.len() as u64).sum::<u64>();
+            + actors.on(n.idx).iter().filter_map(|a| m.actors().get(a)).map(|a| a.running.len() as u64).sum::<u64>();
     NodeView {
         idx: n.idx.0,
         node_id: n.node_id.clone(),

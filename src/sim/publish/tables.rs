@@ -46,7 +46,7 @@ impl Engine {
         tasks.extend(live.into_iter().map(|t| TaskRow { ended_at_us: None, ..TaskRow::from(&t.record(0, 0)) }));
         tasks.extend(m.finished_tasks.iter().map(TaskRow::from));
         let mut actors: Vec<ActorRow> = m
-            .actors
+            .actors()
             .values()
             .map(|a| ActorRow {
                 id: a.id.0,
@@ -143,7 +143,7 @@ impl Engine {
 /// [`crate::model::worker_pid`]).
 fn owner_pid(m: &Model, task: TaskId) -> u32 {
     match m.tasks.get(&task) {
-        Some(t) => match (t.kind, t.actor.and_then(|a| m.actors.get(&a))) {
+        Some(t) => match (t.kind, t.actor.and_then(|a| m.actors().get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             (TaskType::DriverTask, _) => crate::model::driver_pid(t.job.0),
             _ => crate::model::worker_pid(task.0),

@@ -250,7 +250,7 @@ impl ClusterQueues {
             } else {
                 None
             };
-        match cx.sched.schedule(&cx.model.nodes, &spec.request, strategy, owner_node, locality, cx.rng) {
+        match cx.sched.schedule(cx.model.nodes(), &spec.request, strategy, owner_node, locality, cx.rng) {
             Decision::Node(n) => grant_lease(cx, tid, n, false),
             Decision::Wait { only } => {
                 self.wait((spec_id, only), tid, owner_node);
@@ -275,7 +275,7 @@ impl ClusterQueues {
     /// Resources were freed on `node`: resume blocked getters ([`Follow::ResumeGetters`]),
     /// then place pending groups, then serve the waiting classes.
     pub(crate) fn resources_freed(cx: &mut Cx, node: NodeIdx) -> Follows {
-        if !cx.model.nodes[node.index()].is_schedulable() {
+        if !cx.model.nodes()[node.index()].is_schedulable() {
             return Follows::new();
         }
         smallvec![Follow::ResumeGetters(node)]
@@ -312,7 +312,7 @@ impl ClusterQueues {
     /// starting after the class served last: one busy class cannot starve the others.
     pub(crate) fn serve_waiting(&mut self, cx: &mut Cx, node: NodeIdx) {
         // A crashed raylet grants nothing, though what it held is freed.
-        if self.waiting_count() == 0 || !cx.model.nodes[node.index()].is_schedulable() {
+        if self.waiting_count() == 0 || !cx.model.nodes()[node.index()].is_schedulable() {
             return;
         }
         loop {
@@ -322,7 +322,7 @@ impl ClusterQueues {
                 if key.1.is_some_and(|only| only != node) {
                     continue;
                 }
-                if !cx.model.nodes[node.index()].available.fits(&cx.specs[key.0 as usize].request) {
+                if !cx.model.nodes()[node.index()].available.fits(&cx.specs[key.0 as usize].request) {
                     continue;
                 }
                 let Some(tid) = self.pop(cx.model, key) else { continue };
@@ -349,7 +349,7 @@ impl ClusterQueues {
 
     /// The newest node serves the waiting classes, if any wait.
     pub(crate) fn wake_newest_node(&self, m: &Model) -> Follows {
-        match m.nodes.last() {
+        match m.nodes().last() {
             Some(last) if self.waiting_count() > 0 => smallvec![Follow::ResourcesFreed(last.idx)],
             _ => Follows::new(),
         }

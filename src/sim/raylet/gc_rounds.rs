@@ -61,7 +61,7 @@ impl GcRounds {
     /// GC round; the next look is scheduled while any waits.
     pub(crate) fn look(&mut self, cx: &mut Cx, waiting_by_owner: &[u32]) {
         self.due = false;
-        let slots = cx.model.nodes.len();
+        let slots = cx.model.nodes().len();
         let pending: Vec<bool> = (0..slots).map(|i| waiting_by_owner.get(i).is_some_and(|&n| n > 0)).collect();
         self.warned.resize(slots, 0);
         self.last_gc.resize(slots, None);
@@ -71,7 +71,7 @@ impl GcRounds {
         let min_interval = cx.cfg.scheduler.local_gc_min_interval.as_micros();
         for i in 0..slots {
             let n = NodeIdx(i as u32);
-            if !pending[i] || progress[i] || !cx.model.nodes[i].is_schedulable() {
+            if !pending[i] || progress[i] || !cx.model.nodes()[i].is_schedulable() {
                 self.warned[i] = 0;
                 continue;
             }
@@ -105,7 +105,7 @@ impl GcRounds {
 
     /// Every worker process on `n` and its drivers collect garbage.
     fn round(&mut self, cx: &mut Cx, n: NodeIdx) {
-        let drivers = cx.model.jobs.values().filter(|j| j.end_time.is_none() && j.driver_node == n).count();
+        let drivers = cx.model.jobs().values().filter(|j| j.end_time.is_none() && j.driver_node == n).count();
         let processes = cx.cpus.processes(n) + drivers as u32;
         let (now, cost) = (cx.now(), cx.cfg.scheduler.worker_gc_cpu.as_micros());
         for _ in 0..processes {

@@ -6,12 +6,14 @@
 //! and a node lost: each is one method here, and each updates the index in the same
 //! call, so the index and the nodes agree after every event by construction.
 //! Also owns each raylet's lists ([`Raylets`]): the tasks holding a lease on the node,
-//! and the tasks back from `ray.get` waiting to take their CPU again there.
+//! and the tasks back from `ray.get` waiting to take their CPU again there; and, in the
+//! node table, the rest of what a live node holds (its idle clock, its workers' heaps,
+//! a fault's memory pressure), written only here with [`Key`].
 //! Must never: decide where work goes (the scheduler does), queue or wake work (the
 //! engine does, after a release), or be bypassed: [`Key`] can only be made in this
 //! file, and `model::Available` has no other way to change in place.
 
-use crate::model::{FixedPoint, Node, NodeIdx, ResVec, ResourceId, ResourceRequest, TaskId};
+use crate::model::{FixedPoint, Model, Node, NodeIdx, ResVec, ResourceId, ResourceRequest, TaskId};
 use crate::scheduler::Scheduler;
 use std::collections::VecDeque;
 
@@ -30,8 +32,8 @@ pub(crate) struct LocalResources<'a> {
 }
 
 impl<'a> LocalResources<'a> {
-    pub(crate) fn of(nodes: &'a mut [Node], sched: &'a mut Scheduler) -> LocalResources<'a> {
-        LocalResources { nodes, sched }
+    pub(crate) fn of(model: &'a mut Model, sched: &'a mut Scheduler) -> LocalResources<'a> {
+        LocalResources { nodes: model.raylet_nodes_mut(&KEY), sched }
     }
 
     fn avail(&mut self, n: NodeIdx) -> &mut ResVec {
@@ -99,6 +101,34 @@ impl<'a> LocalResources<'a> {
         self.sched.update_node(&self.nodes[n.index()]);
         true
     }
+}
+
+/// What a node's workers hold in their heaps (the memory monitor reads it): `bytes`
+/// more as a call starts there.
+pub(crate) fn worker_heap_grew(m: &mut Model, n: NodeIdx, bytes: u64) {
+    m.raylet_nodes_mut(&KEY)[n.index()].worker_heap_used.0 += bytes;
+}
+
+/// `bytes` fewer in node `n`'s worker heaps, as a call there ends.
+pub(crate) fn worker_heap_shrank(m: &mut Model, n: NodeIdx, bytes: u64) {
+    let used = &mut m.raylet_nodes_mut(&KEY)[n.index()].worker_heap_used.0;
+    *used = used.saturating_sub(bytes);
+}
+
+/// A memory-pressure fault takes `bytes` of node `n`'s memory.
+pub(crate) fn pressure_added(m: &mut Model, n: NodeIdx, bytes: u64) {
+    m.raylet_nodes_mut(&KEY)[n.index()].pressure_bytes.0 += bytes;
+}
+
+/// A memory-pressure fault's window ended: its `bytes` are free again.
+pub(crate) fn pressure_ended(m: &mut Model, n: NodeIdx, bytes: u64) {
+    let p = &mut m.raylet_nodes_mut(&KEY)[n.index()].pressure_bytes.0;
+    *p = p.saturating_sub(bytes);
+}
+
+/// Node `n`'s idle clock (the autoscaler's): idle since `since`, or busy (`None`).
+pub(crate) fn set_idle_since(m: &mut Model, n: NodeIdx, since: Option<u64>) {
+    m.raylet_nodes_mut(&KEY)[n.index()].idle_since = since;
 }
 
 /// Each raylet's lists, per node slot. Invariant (checked by `check_invariants`): a
@@ -235,11 +265,11 @@ mod tests {
         assert!(e.local_resources().reclaim_cpu(n, cpu));
         e.local_resources().lend_cpu(n, cpu);
         e.local_resources().release_lease(n, &req, true);
-        assert_eq!(e.model.nodes[1].available, e.model.nodes[1].total);
+        assert_eq!(e.model.nodes()[1].available, e.model.nodes()[1].total);
         e.local_resources().reserve(NodeIdx(2), &req);
-        e.sched.check_index(&e.model.nodes).expect("index agrees after every change");
+        e.sched.check_index(e.model.nodes()).expect("index agrees after every change");
         e.follow(crate::sim::follow::Follow::KillNode(NodeIdx(2), "test", true));
-        e.sched.check_index(&e.model.nodes).expect("index agrees after a node is lost");
+        e.sched.check_index(e.model.nodes()).expect("index agrees after a node is lost");
     }
 
     #[test]
@@ -271,8 +301,8 @@ mod tests {
     fn a_change_that_bypasses_the_runtime_is_caught() {
         let mut e = engine();
         // Only this file can make the key: this is the bypass the compiler prevents elsewhere.
-        e.model.nodes[1].available.get_mut(&KEY).subtract(&ResourceRequest::cpu(4.0));
-        let err = e.sched.check_index(&e.model.nodes).expect_err("a stale index is reported");
+        e.model.raylet_nodes_mut(&KEY)[1].available.get_mut(&KEY).subtract(&ResourceRequest::cpu(4.0));
+        let err = e.sched.check_index(e.model.nodes()).expect_err("a stale index is reported");
         assert!(err.contains("node 1"), "{err}");
     }
 }

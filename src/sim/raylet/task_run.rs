@@ -10,6 +10,7 @@
 
 use super::cluster_queues::release_lease;
 use super::node_cpu::{Priority, Thread};
+use super::node_runtime;
 use crate::model::*;
 use crate::sim::clock::Event;
 use crate::sim::core_worker::tasks::release_refs;
@@ -98,15 +99,15 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     }
     let t = cx.model.tasks.get_mut(&tid).expect("task exists");
     t.node = Some(node);
-    let attempt = t.attempt;
+    let (attempt, kind, actor) = (t.attempt, t.kind, t.actor);
     let s = &cx.cfg.scheduler;
     let mut cost = s.call_start_cost.as_micros();
-    if t.kind == TaskType::NormalTask {
+    if kind == TaskType::NormalTask {
         cost += s.task_worker_cost.as_micros();
     }
     // A call to an actor that runs calls concurrently starts on its one event loop.
-    let concurrent = match (t.kind, t.actor) {
-        (TaskType::ActorTask, Some(a)) => cx.model.actors.get(&a).filter(|a| a.max_concurrency > 1).map(|a| a.id),
+    let concurrent = match (kind, actor) {
+        (TaskType::ActorTask, Some(a)) => cx.model.actors().get(&a).filter(|a| a.max_concurrency > 1).map(|a| a.id),
         _ => None,
     };
     if concurrent.is_some() {
@@ -114,7 +115,7 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
     }
     // A new actor's process answers nothing until its first work's window is over, as
     // a task worker's first call waits (`worker_ready`).
-    let answers_from = match (t.kind, t.actor) {
+    let answers_from = match (kind, actor) {
         (TaskType::ActorTask, Some(a)) => cx.cpus.actor_answers_from(node, a, now),
         _ => now,
     };
@@ -194,18 +195,16 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
     let heap = cx.specs[t.spec as usize].heap;
     let kind = t.kind;
     let actor = t.actor;
-    let n = &mut m.nodes[node.index()];
-    n.worker_heap_used.0 += heap;
-    n.stats.tasks_started += 1;
+    node_runtime::worker_heap_grew(m, node, heap);
+    m.node_stats_mut(node).tasks_started += 1;
     if kind == TaskType::ActorCreationTask {
         // Each actor gets a dedicated worker process (its start was counted when the
         // lease found it one: `cluster_queues::worker_ready`).
         let pid = m.alloc_pid();
-        if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
-            a.node = Some(node);
-            a.pid = pid;
-            a.submitted = false;
-            cx.cpus.actor_up(node, a.id, now, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
+        if let Some(a) = actor {
+            if ActorManager::process_started(m, a, node, pid) {
+                cx.cpus.actor_up(node, a, now, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
+            }
         }
     }
     if heap > 0 {
@@ -241,7 +240,7 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
                     let node = t.node;
                     cx.model.counters.count_worker_failure(node.map(|n| n.0), "SystemError", name);
                     if let Some(n) = node {
-                        cx.model.nodes[n.index()].stats.worker_failures += 1;
+                        cx.model.node_stats_mut(n).worker_failures += 1;
                     }
                 }
                 return match (kind, actor, application) {
@@ -268,9 +267,8 @@ pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follo
     let spec = &cx.specs[t.spec as usize];
     let heap = spec.heap;
     if let Some(n) = node {
-        let nd = &mut cx.model.nodes[n.index()];
-        nd.worker_heap_used.0 = nd.worker_heap_used.0.saturating_sub(heap);
-        nd.stats.tasks_finished += 1;
+        node_runtime::worker_heap_shrank(cx.model, n, heap);
+        cx.model.node_stats_mut(n).tasks_finished += 1;
     }
     if keeps_resources(cx, tid) {
         // The actor keeps its resources for its lifetime: the lease becomes the actor's.
@@ -316,12 +314,8 @@ fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows 
     let return_size = cx.specs[t.spec as usize].return_size;
     flow.ended(m, cx.runs, tid, now, true, return_size);
     cx.runs.retire_task(m, tid, TaskState::Finished, now, return_size);
-    if kind == TaskType::ActorTask {
-        if let Some(a) = actor.and_then(|a| m.actors.get_mut(&a)) {
-            if let Some(pos) = a.running.iter().position(|x| *x == tid) {
-                a.running.swap_remove(pos);
-            }
-        }
+    if let Some(a) = actor.filter(|_| kind == TaskType::ActorTask) {
+        ActorManager::call_left(m, a, tid, false);
     }
     if let Some(o) = m.objects.get_mut(&ret) {
         o.producer_attempt = attempt;

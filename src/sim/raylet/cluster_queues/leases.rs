@@ -54,7 +54,7 @@ impl ClusterQueues {
         }
         let node = t.node?;
         let expires_at = cx.runs.get(&done)?.lease_expires_at;
-        if cx.now() >= expires_at || !cx.model.nodes[node.index()].is_schedulable() {
+        if cx.now() >= expires_at || !cx.model.nodes()[node.index()].is_schedulable() {
             return None;
         }
         let same_key = |next: &Task| {
@@ -88,7 +88,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     cx.raylets.lease_granted(node, tid);
     let report_period = cx.cfg.scheduler.resource_report_period.as_micros();
     let m = &mut *cx.model;
-    let node_started = m.nodes[node.index()].started_at;
+    let node_started = m.nodes()[node.index()].started_at;
     let t = m.tasks.get_mut(&tid).expect("task being granted exists");
     t.node = Some(node);
     t.holds_resources = true;
@@ -103,7 +103,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
             delay += next_report(now, node_started, report_period) - now;
         }
         m.counters.spillbacks += 1;
-        m.nodes[owner.index()].stats.spillbacks += 1;
+        m.node_stats_mut(owner).spillbacks += 1;
     }
     // The granting raylet's own work, on its one thread and its node's cores.
     delay += cx.cpus.raylet_work(node, now, cx.cfg.scheduler.dispatch_cost.as_micros()) - now;
@@ -246,11 +246,11 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
     if let Some((pg, b)) = bundle {
         return smallvec![Follow::ReturnToBundle(pg, b, req.clone())];
     }
-    if !cx.model.nodes[node.index()].is_alive() {
+    if !cx.model.nodes()[node.index()].is_alive() {
         return Follows::new();
     }
-    LocalResources::of(&mut cx.model.nodes, cx.sched).release_lease(node, req, cpu_released);
-    if !cx.model.nodes[node.index()].is_schedulable() {
+    LocalResources::of(cx.model, cx.sched).release_lease(node, req, cpu_released);
+    if !cx.model.nodes()[node.index()].is_schedulable() {
         return Follows::new();
     }
     // What `ResourcesFreed` does for a live node, asked directly.
