@@ -118,7 +118,7 @@ pub(crate) async fn view(
     })
     .await
     .map_err(internal)?
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let mut response = ([(header::CONTENT_TYPE, rendered.content_type)], rendered.body).into_response();
     if let Some((returned, total)) = rendered.cut {
         let h = response.headers_mut();

@@ -98,7 +98,7 @@ pub(crate) async fn run_ticker(app: AppState) {
 /// `GET /ws/realtime`
 pub(crate) async fn upgrade(State(app): State<AppState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
     if let Err(message) = check_origin(&app, &headers) {
-        return ApiError::new(StatusCode::FORBIDDEN, message).into_response();
+        return ApiError::new(StatusCode::FORBIDDEN, message.to_string()).into_response();
     }
     let Some(slot) = app.stream.reserve() else {
         return ApiError::new(
@@ -117,16 +117,21 @@ pub(crate) async fn upgrade(State(app): State<AppState>, headers: HeaderMap, ws:
 
 /// Whether the page asking (its `Origin`) may open the stream; the error names the
 /// origin and the setting that admits it.
-fn check_origin(app: &App, headers: &HeaderMap) -> Result<(), String> {
+fn check_origin(app: &App, headers: &HeaderMap) -> Result<(), OriginRefused> {
     let Some(origin) = headers.get(header::ORIGIN) else { return Ok(()) };
     let origin = origin.to_str().unwrap_or("");
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
     origin_allowed(origin, host, app.config.server.allowed_origins.as_deref(), app.local_addr.ip().is_loopback())
 }
 
+/// A page's origin the live stream refuses (shown escaped, at most 200 characters).
+#[derive(Debug, thiserror::Error)]
+#[error("origin `{0}` may not open the live stream: add it to server.allowed_origins (or \"*\" for any)")]
+struct OriginRefused(String);
+
 /// The rule behind [`check_origin`]: `allowed` is `server.allowed_origins`, `loopback`
 /// whether the server listens on loopback only.
-fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback: bool) -> Result<(), String> {
+fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback: bool) -> Result<(), OriginRefused> {
     let same_origin = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"))
@@ -140,7 +145,7 @@ fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback
         return Ok(());
     }
     let shown: String = origin.chars().take(200).flat_map(char::escape_default).collect();
-    Err(format!("origin `{shown}` may not open the live stream: add it to server.allowed_origins (or \"*\" for any)"))
+    Err(OriginRefused(shown))
 }
 
 async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {

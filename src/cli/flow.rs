@@ -202,7 +202,7 @@ fn run(
     // whole), timed through the same rendering the API calls, for the benchmarks.
     let t = Instant::now();
     let r = render(&record, &spans, &derived, latest, View::Timeline(Window::DEFAULT), &snap.nodes)
-        .map_err(|e| fail(1, e))?;
+        .map_err(|e| fail(1, e.to_string()))?;
     timings.insert("timeline.json_api_default_ms".into(), json!(t.elapsed().as_secs_f64() * 1e3));
     timings.insert("timeline.json_api_default_bytes".into(), json!(r.body.len()));
     // The critical path (bottlenecks.txt, and the what-ifs' candidates).

@@ -151,11 +151,8 @@ impl Cluster {
     }
 
     /// Resolve a node IP to the shape that owns it, or say why it cannot be.
-    pub fn node_at(&self, ip: &str) -> Result<&Shape, String> {
-        let addr: Ipv4Addr = ip
-            .trim()
-            .parse()
-            .map_err(|_| format!("invalid IPv4 address `{ip}`: expected a dotted quad such as 10.0.1.5"))?;
+    pub fn node_at(&self, ip: &str) -> Result<&Shape, NodeAtError> {
+        let addr: Ipv4Addr = ip.trim().parse().map_err(|_| NodeAtError::NotAnAddress(ip.to_string()))?;
         self.shapes.iter().find(|s| s.holds(addr)).ok_or_else(|| {
             let mut places = Vec::new();
             for s in &self.shapes {
@@ -165,9 +162,18 @@ impl Cluster {
                     Addresses::Invalid => {}
                 }
             }
-            format!("node {ip} is not in the cluster; node addresses are: {}", places.join(", "))
+            NodeAtError::NotInCluster { ip: ip.to_string(), places: places.join(", ") }
         })
     }
+}
+
+/// Why a node address names no node of the cluster.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NodeAtError {
+    #[error("invalid IPv4 address `{0}`: expected a dotted quad such as 10.0.1.5")]
+    NotAnAddress(String),
+    #[error("node {ip} is not in the cluster; node addresses are: {places}")]
+    NotInCluster { ip: String, places: String },
 }
 
 #[cfg(test)]

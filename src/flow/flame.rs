@@ -168,8 +168,17 @@ pub fn folded_text(folded: &BTreeMap<String, u64>) -> String {
     s
 }
 
+/// Why a flame graph could not be drawn (the drawing library's error, as it says it).
+#[derive(Debug, thiserror::Error)]
+pub enum FlameError {
+    #[error(transparent)]
+    Draw(#[from] std::io::Error),
+    #[error(transparent)]
+    NotUtf8(#[from] std::string::FromUtf8Error),
+}
+
 /// Render folded stacks as an SVG flame graph.
-pub fn svg(title: &str, folded: &BTreeMap<String, u64>) -> Result<String, String> {
+pub fn svg(title: &str, folded: &BTreeMap<String, u64>) -> Result<String, FlameError> {
     let text = folded_text(folded);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
@@ -182,8 +191,8 @@ pub fn svg(title: &str, folded: &BTreeMap<String, u64>) -> Result<String, String
             xml_escape(title)
         ));
     }
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut buf).map_err(|e| e.to_string())?;
-    String::from_utf8(buf).map_err(|e| e.to_string())
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut buf)?;
+    Ok(String::from_utf8(buf)?)
 }
 
 fn xml_escape(s: &str) -> String {

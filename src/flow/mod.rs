@@ -78,7 +78,7 @@ pub fn render(
     latest: bool,
     view: View,
     nodes: &[Arc<NodeView>],
-) -> Result<Rendered, String> {
+) -> Result<Rendered, flame::FlameError> {
     // The flame graph's folded stacks: the wall-time ones are worth keeping.
     let folded = |mode| match mode {
         flame::Mode::Wall => derived.wall(job, spans),

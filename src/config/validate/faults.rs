@@ -20,7 +20,7 @@ pub(crate) fn check(p: &mut Problems, cluster: &Cluster, config: &Config) {
             }
             FaultConfig::RestoreNode { node, .. } => {
                 if let Err(e) = cluster.node_at(node) {
-                    p.push(f("node"), e);
+                    p.push(f("node"), e.to_string());
                 }
             }
             FaultConfig::KillActor { class, .. } => {
@@ -68,7 +68,7 @@ fn target(
         ),
         (Some(ip), None) => {
             if let Err(e) = cluster.node_at(ip) {
-                p.push(join_key(path, "node"), e);
+                p.push(join_key(path, "node"), e.to_string());
             }
         }
         (None, Some(t)) => {

@@ -242,7 +242,7 @@ fn strategy<'c>(p: &mut Problems, cluster: &'c Cluster, s: &StrategyConfig, path
         (StrategyKind::NodeAffinity, Some(ip)) => match cluster.node_at(ip) {
             Ok(shape) => (!s.soft).then_some(shape),
             Err(e) => {
-                p.push(node_field, e);
+                p.push(node_field, e.to_string());
                 None
             }
         },
