@@ -65,7 +65,7 @@ pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Resu
     let gz = wants_gzip(&headers);
     // One render at a time; scrapes that arrive meanwhile wait for it and share it.
     let mut latest = app.exposition.latest.lock().await;
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let fresh = latest.as_ref().is_some_and(|r| r.seq == snap.seq || r.at.elapsed() < REUSE_FOR);
     if !fresh {
         let mut ctx = app.render_context(&snap);
@@ -102,7 +102,7 @@ pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Resu
 
 /// `GET /metrics/nodes/{ip}`: one node's endpoint, as Ray's per-node agent serves it.
 pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     // A restored node is a new node at the same IP: prefer the alive one.
     let mut at_ip = snap.nodes.iter().filter(|n| *n.ip == *ip);
     let Some(first) = at_ip.next() else {

@@ -76,7 +76,7 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
 }
 
 fn summary_message(app: &App) -> Utf8Bytes {
-    Utf8Bytes::from(summary(app, &app.handle.snapshot()).to_string())
+    Utf8Bytes::from(summary(app, &app.handle().snapshot()).to_string())
 }
 
 /// Build and broadcast a summary every interval while anyone listens.

@@ -132,6 +132,10 @@ pub struct ObservedNode {
     pub end_time_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_message: Option<String>,
+    /// Where Ray's own metrics of this node are (its `metrics_export_port`), from the
+    /// dashboard's `/nodes?view=summary`: the State API and Event Export leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_export_port: Option<u16>,
 }
 
 /// One job, as the Jobs API (`GET /api/jobs/`) lists it.
@@ -381,6 +385,25 @@ impl ObservedNode {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             state_message: text(v, "state_message"),
+            metrics_export_port: None,
+        })
+    }
+
+    /// A node's metrics port from one entry of the dashboard's `GET
+    /// /nodes?view=summary` (`{"raylet": {"nodeId": HEX, "nodeManagerAddress": IP,
+    /// "metricsExportPort": N}}`), as a part of the node's record.
+    pub fn from_summary(v: &Value) -> Result<ObservedNode, String> {
+        let raylet = v.get("raylet").ok_or("`raylet` is missing")?;
+        let port = raylet
+            .get("metricsExportPort")
+            .and_then(Value::as_u64)
+            .filter(|p| (1..=u64::from(u16::MAX)).contains(p))
+            .ok_or("`raylet.metricsExportPort` is missing or not a port")?;
+        Ok(ObservedNode {
+            node_id: id(raylet, "nodeId")?,
+            node_ip: text(raylet, "nodeManagerAddress").unwrap_or_default(),
+            metrics_export_port: Some(port as u16),
+            ..Default::default()
         })
     }
 }
