@@ -53,10 +53,14 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     for j in s.jobs.iter() {
         *by_status.entry(j.status.as_str()).or_default() += 1;
     }
+    let clusters = app.clusters.as_ref().map(|c| c.names());
     Ok(json_ok(json!({
         "session_name": s.session_name,
         // A real cluster read by `rayscope observe`, or the model's run.
         "mode": if s.observed.is_some() { "observed" } else { "simulated" },
+        // Observe mode: this cluster's name, and every cluster's (the pages' picker).
+        "cluster": s.observed.as_ref().map(|o| o.cluster.clone()),
+        "clusters": clusters,
         "ray_version": s.version,
         "seed": s.seed,
         "speed": s.speed,

@@ -488,6 +488,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_nodes_metrics_port_is_read_from_the_dashboards_node_summary() {
+        // As Ray 2.60's `GET /nodes?view=summary` lists a node (trimmed).
+        let entry = serde_json::json!({"hostname": "vm", "raylet": {"nodeId": "6EB2825817c3341ba608ac6335f75e19557c026240ae6bd41200cccd",
+            "nodeManagerAddress": "127.0.0.2", "metricsExportPort": 45123, "state": "ALIVE"}});
+        let n = ObservedNode::from_summary(&entry).unwrap();
+        assert_eq!(n.node_id, "6eb2825817c3341ba608ac6335f75e19557c026240ae6bd41200cccd");
+        assert_eq!((n.node_ip.as_str(), n.metrics_export_port), ("127.0.0.2", Some(45123)));
+        for bad in [
+            serde_json::json!({"raylet": {"nodeId": "ab", "metricsExportPort": 0}}),
+            serde_json::json!({"raylet": {"nodeId": "ab", "metricsExportPort": 70000}}),
+            serde_json::json!({"raylet": {"nodeId": "ab"}}),
+            serde_json::json!({"hostname": "vm"}),
+        ] {
+            assert!(ObservedNode::from_summary(&bad).is_err(), "{bad}");
+        }
+        // The port joins what the State API said of the node, and stays.
+        let listed = ObservedNode { node_id: n.node_id.clone(), state: "ALIVE".into(), ..Default::default() };
+        let merged = super::super::merge::node(&listed, &n);
+        assert_eq!((merged.state.as_str(), merged.metrics_export_port), ("ALIVE", Some(45123)));
+        assert_eq!(super::super::merge::node(&merged, &listed).metrics_export_port, Some(45123));
+    }
+
+    #[test]
     fn a_task_row_keeps_rays_fields_and_reads_its_times() {
         let row = json!({
             "task_id": "AB01", "attempt_number": 1, "job_id": "01000000", "name": "Worker.process",
