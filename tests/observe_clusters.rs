@@ -17,6 +17,7 @@
 //! own metrics endpoint. Both heads are stopped at the end, also on failure.
 
 mod api_support;
+mod browser;
 mod bundle_support;
 
 use api_support::{request, Resp};
@@ -244,6 +245,35 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     };
     let text = eventually("west's trace to show its job", trace_written).await;
     assert!(!text.contains("east_call"), "{text}");
+
+    // The pages: a picker of the clusters, and every request of a page carries its cluster.
+    let Some(exe) = browser::chromium_or_skip("pushes_from_two_clusters_with_the_same_job_id_stay_apart") else {
+        return;
+    };
+    let chrome = browser::Browser::launch(&exe).await;
+    let page = chrome.page().await;
+    page.goto(&format!("http://{}/flow?job=01000000&cluster=session_west", s.addr)).await;
+    let note = page
+        .wait_for(
+            "west's bottlenecks",
+            "document.querySelector('#bottlenecks').dataset.loaded ? document.querySelector('#bottlenecks').textContent : null",
+            Duration::from_secs(30),
+        )
+        .await;
+    let note = note.as_str().unwrap();
+    assert!(note.contains("west_call") && !note.contains("east_call"), "{note}");
+    let picker = page
+        .wait_for(
+            "the cluster picker",
+            "(() => { const p = document.querySelector('#cluster-pick'); return p ? [p.value, p.options.length] : null; })()",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(picker, json!(["session_west", 2]));
+    let api: Vec<String> =
+        page.requests().into_iter().map(|r| r.url).filter(|u| u.contains("/api/") || u.contains("/ws/")).collect();
+    assert!(!api.is_empty() && api.iter().all(|u| u.contains("cluster=session_west")), "{api:#?}");
+    assert_eq!(page.errors(), Vec::<String>::new());
 }
 
 // ------------------------------------------------------------------ real Ray
