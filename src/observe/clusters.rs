@@ -249,7 +249,10 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
     clusters.opts.max_clusters = opts.max_clusters.max(1 + opts.more.len());
     let first_name = opts.name.clone().unwrap_or_else(|| DEFAULT_CLUSTER.to_string());
     if let Source::Trace(dir) = &opts.source {
-        let snap = trace_snapshot(dir, opts.limits)?;
+        let mut snap = trace_snapshot(dir, opts.limits)?;
+        if let Some(view) = snap.observed.as_mut() {
+            Arc::make_mut(view).cluster.clone_from(&first_name);
+        }
         let out = Arc::new(ArcSwap::from_pointee(snap));
         let handle = EngineHandle::producer(out, stop, None, REFUSAL);
         let c = Cluster { name: first_name, handle: handle.clone(), target: None, session: Arc::default() };
