@@ -380,8 +380,21 @@ fn two_real_ray_heads_observed_by_one_rayscope_stay_apart() {
         sd.as_array().filter(|g| !g.is_empty()).cloned().ok_or(format!("{sd}"))
     });
     assert_eq!(sd.len(), 1, "{sd:?}");
-    assert_eq!(sd[0]["targets"][0], format!("127.0.0.1:{east_metrics_port}"), "{sd:?}");
+    let target = sd[0]["targets"][0].as_str().unwrap().to_string();
+    assert!(target.ends_with(&format!(":{east_metrics_port}")), "{sd:?}");
     assert_eq!(sd[0]["labels"]["ray_io_cluster"], "east");
+    assert_eq!(sd[0]["labels"]["ray_is_head_node"], "true");
+    // It is Ray's own exporter: Prometheus scraping the target gets Ray's series.
+    bundle_support::wait_for("Ray's series at the target", Duration::from_secs(60), || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(10)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut r = agent.get(&format!("http://{target}/metrics")).call().map_err(|e| e.to_string())?;
+        let text = r.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
+        text.lines().any(|l| l.starts_with("ray_")).then_some(()).ok_or(format!("no ray_ series at {target}"))
+    });
     heads.step("quit", Duration::from_secs(120));
     // Each cluster's trace is its own, and rayscope flow reads each apart.
     for (cluster, mine) in [("east", "east_root"), ("west", "west_root")] {
