@@ -144,7 +144,7 @@ pub(crate) fn start_live(
     let (out2, stop2) = (out.clone(), stop.clone());
     let every = opts.poll_every;
     std::thread::Builder::new()
-        .name(format!("rayscope-observe-{name}").chars().take(15).collect())
+        .name(format!("observe-{name}").chars().take(15).collect())
         .spawn(move || state.run(every, rx, out2, stop2))
         .map_err(|e| format!("cannot start the observer thread: {e}"))?;
     // The thread is not joined at shutdown: a poll may be waiting on Ray for its whole
