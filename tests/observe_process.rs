@@ -1,7 +1,8 @@
 //! `rayscope observe` as a process: SIGTERM stops it within 2 s whatever it is doing (a
 //! first poll of a Ray that never answers included), and `--record` fails at start,
 //! with a clear error, where it could not keep the history: a directory another
-//! rayscope records into, or a path that is a regular file.
+//! rayscope records into, or a path that is a regular file; and bad cluster flags
+//! (`--ray NAME=URL`) exit 2 at start, naming the mistake.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -133,4 +134,25 @@ fn a_second_recorder_on_one_directory_and_a_record_path_that_is_a_file_fail_at_s
     let (status, stderr) = run(observe(&["--push-only", "--record", file.to_str().unwrap()]));
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not a directory"), "{stderr}");
+}
+
+/// Many clusters on the command line: each `--ray` past the first needs a name, a name
+/// is a plain word and names one cluster; each mistake exits 2 at start, saying which.
+#[test]
+fn bad_cluster_flags_exit_at_start_naming_the_problem() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--ray", "http://127.0.0.1:1", "--ray", "http://127.0.0.1:2"], "only one --ray may be unnamed"),
+        (&["--ray", "a=http://127.0.0.1:1", "--ray", "a=http://127.0.0.1:2"], "cluster \"a\" is named twice"),
+        (&["--ray", "a/b=http://127.0.0.1:1"], "cluster name \"a/b\""),
+        (&["--ray", "east=127.0.0.1:8265"], "give the dashboard's URL"),
+    ];
+    for (args, expected) in cases {
+        let out = observe(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+    let out = observe(&["--push-only", "--max-clusters", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-clusters"));
 }

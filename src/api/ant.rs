@@ -132,7 +132,7 @@ fn query(which: AntView, raw: Option<&str>) -> Result<Query, ApiError> {
 
 async fn data(app: AppState, which: AntView, raw: Option<String>) -> Result<Vec<u8>, ApiError> {
     let q = query(which, raw.as_deref())?;
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     // Ant lists snapshots of every flow when none is named; here there are none to list.
     if which == AntView::Snapshots {
         return Ok(b"[]".to_vec());

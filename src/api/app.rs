@@ -42,6 +42,8 @@ pub struct ServeOptions {
     /// Observe mode: the snapshots are a live Ray cluster's, so `/metrics` carries only
     /// rayscope's own families (Ray exports its own), and pushed events go here.
     pub observe: Option<ObserveServe>,
+    /// Observe mode: every cluster observed, for `?cluster=NAME` (`None`: one).
+    pub clusters: Option<Arc<crate::observe::Clusters>>,
 }
 
 /// What the server needs of an observer.
@@ -73,6 +75,7 @@ impl ServeOptions {
             shutdown_grace: Duration::from_millis(1500),
             state_dir: None,
             observe: None,
+            clusters: None,
         }
     }
 }
@@ -116,8 +119,22 @@ pub(crate) const PIN_SECONDS: u64 = 60;
 /// bounded job table).
 const MAX_SUBMISSIONS: usize = 1_000;
 
+tokio::task_local! {
+    /// The cluster a request names (`?cluster=NAME`, observe mode), set for the
+    /// request's handler by `router::pick_cluster`.
+    static PICKED: EngineHandle;
+}
+
+/// Run `f` (a request's handler) with `handle` as the cluster it reads.
+pub(crate) async fn with_cluster<F: std::future::Future>(handle: EngineHandle, f: F) -> F::Output {
+    PICKED.scope(handle, f).await
+}
+
 pub(crate) struct App {
-    pub handle: EngineHandle,
+    /// The engine, or the first observed cluster: what requests naming no cluster read.
+    engine: EngineHandle,
+    /// Observe mode: every cluster observed (requests pick one with `?cluster=NAME`).
+    pub clusters: Option<Arc<crate::observe::Clusters>>,
     pub config: Arc<Config>,
     pub token: Option<String>,
     pub alert_token: Option<String>,
@@ -161,6 +178,11 @@ pub(crate) type AppState = Arc<App>;
 pub(crate) type DriverPositions = (Arc<Tables>, Arc<Vec<usize>>);
 
 impl App {
+    /// The snapshots a request reads: the cluster it names, or the first.
+    pub fn handle(&self) -> EngineHandle {
+        PICKED.try_with(EngineHandle::clone).unwrap_or_else(|_| self.engine.clone())
+    }
+
     pub fn new(
         handle: EngineHandle,
         opts: ServeOptions,
@@ -194,7 +216,8 @@ impl App {
             host: opts.host,
             config: opts.config,
             history_every: opts.history_every,
-            handle,
+            engine: handle,
+            clusters: opts.clusters,
             local_addr,
             stopping,
             rate_baselines: crate::metrics::RateBaselines::default(),
@@ -216,7 +239,7 @@ impl App {
     /// The Unix ms that time 0 stands for: the engine's start (paced to wall time), or
     /// for an observed cluster the instant the observer anchored its records at.
     pub fn epoch_zero(&self) -> u64 {
-        self.handle.snapshot().observed.as_ref().and_then(|o| o.zero_unix_ms).unwrap_or(self.epoch_ms_at_zero)
+        self.handle().snapshot().observed.as_ref().and_then(|o| o.zero_unix_ms).unwrap_or(self.epoch_ms_at_zero)
     }
 
     /// What the metrics module needs besides the snapshot.
@@ -272,7 +295,7 @@ impl App {
     /// 409 with the reason when the snapshots are an observed cluster's: nothing here
     /// can change it.
     pub fn refuse_if_observing(&self) -> Result<(), super::error::ApiError> {
-        if self.handle.controllable() {
+        if self.handle().controllable() {
             return Ok(());
         }
         Err(super::error::ApiError::new(axum::http::StatusCode::CONFLICT, crate::observe::runner::REFUSAL))
@@ -281,14 +304,14 @@ impl App {
     /// Send a control request and, once it is applied, wait (briefly) for the next
     /// snapshot, so a client that reads right after a change sees it.
     pub async fn control(&self, c: Control) -> Result<ControlOutcome, ControlError> {
-        let outcome = self.handle.control(c).await?;
+        let outcome = self.handle().control(c).await?;
         self.next_snapshot().await;
         Ok(outcome)
     }
 
     /// Change the pace, then wait (briefly) for the next snapshot, as [`Self::control`].
     pub async fn set_speed(&self, speed: f64) -> Result<(), ControlError> {
-        self.handle.set_speed(speed).await?;
+        self.handle().set_speed(speed).await?;
         self.next_snapshot().await;
         Ok(())
     }
@@ -296,9 +319,9 @@ impl App {
     /// The engine publishes right after applying a request; any snapshot newer than
     /// the one current when the reply came includes the change.
     async fn next_snapshot(&self) {
-        let seen = self.handle.snapshot().seq;
+        let seen = self.handle().snapshot().seq;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-        while self.handle.snapshot().seq <= seen && tokio::time::Instant::now() < deadline {
+        while self.handle().snapshot().seq <= seen && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -307,19 +330,24 @@ impl App {
     pub fn pin(&self, snap: Arc<Snapshot>) {
         let mut pinned = self.pinned.lock().unwrap_or_else(PoisonError::into_inner);
         let now = std::time::Instant::now();
-        pinned.retain(|(s, used)| now.duration_since(*used).as_secs() < PIN_SECONDS && s.seq != snap.seq);
+        pinned.retain(|(s, used)| {
+            now.duration_since(*used).as_secs() < PIN_SECONDS && (s.seq, cluster_of(s)) != (snap.seq, cluster_of(&snap))
+        });
         if pinned.len() >= MAX_PINNED {
             pinned.pop_front();
         }
         pinned.push_back((snap, now));
     }
 
-    /// A pinned snapshot by sequence number, if still kept.
+    /// A pinned snapshot by sequence number, if still kept (of the cluster the request
+    /// reads: each observed cluster counts its own).
     pub fn pinned(&self, seq: u64) -> Option<Arc<Snapshot>> {
+        let current = self.handle().snapshot();
+        let cluster = cluster_of(&current);
         let mut pinned = self.pinned.lock().unwrap_or_else(PoisonError::into_inner);
         let now = std::time::Instant::now();
         pinned.retain(|(_, used)| now.duration_since(*used).as_secs() < PIN_SECONDS);
-        let (s, used) = pinned.iter_mut().find(|(s, _)| s.seq == seq)?;
+        let (s, used) = pinned.iter_mut().find(|(s, _)| s.seq == seq && cluster_of(s) == cluster)?;
         *used = now;
         Some(s.clone())
     }
@@ -353,16 +381,21 @@ impl App {
     /// then waits up to a second for a rebuild if the tables it has are stale, e.g. on
     /// the first read after a quiet spell. Returns the freshest it saw either way.
     pub async fn snapshot_with_tables(&self) -> Arc<Snapshot> {
-        self.handle.want_tables();
+        self.handle().want_tables();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
         loop {
-            let snap = self.handle.snapshot();
+            let snap = self.handle().snapshot();
             if tables_age_seconds(&snap) <= FRESH_SECONDS || tokio::time::Instant::now() >= deadline {
                 return snap;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The observed cluster a snapshot is of (`""` for the model's).
+fn cluster_of(s: &Snapshot) -> &str {
+    s.observed.as_ref().map_or("", |o| o.cluster.as_str())
 }
 
 /// Tables this old (wall seconds) are served without waiting. The engine rebuilds them

@@ -29,7 +29,7 @@ pub(crate) async fn sample_history(app: AppState) {
             _ = tick.tick() => {}
             _ = stopped(&mut stopping) => return,
         }
-        let snap = app.handle.snapshot();
+        let snap = app.handle().snapshot();
         let now = Instant::now();
         let sample = sample(&snap, previous.as_ref(), now);
         previous = Some(Previous {
@@ -63,7 +63,7 @@ pub(crate) async fn run_prewarm(app: AppState) {
             _ = tick.tick() => {}
             _ = stopping.changed() => return,
         }
-        let snap = app.handle.snapshot();
+        let snap = app.handle().snapshot();
         let mut newest: Vec<Arc<JobRecord>> = snap
             .flow
             .jobs

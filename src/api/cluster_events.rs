@@ -99,7 +99,7 @@ pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -
     let source = wanted("source_type").filter(|v| !v.is_empty());
     let search = wanted("search").filter(|v| !v.is_empty()).map(|v| v.to_ascii_lowercase());
     let limit = limit.min(MAX_PAGE);
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let epoch = app.epoch_zero();
     let body = tokio::task::spawn_blocking(move || {
         let view = &snap.cluster_events;

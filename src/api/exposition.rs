@@ -78,7 +78,7 @@ fn exposition(body: String) -> Response {
 /// waits for its render.
 pub(crate) async fn all(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let gz = wants_gzip(&headers);
-    let seq = app.handle.snapshot().seq;
+    let seq = app.handle().snapshot().seq;
     let r = match app.exposition.latest() {
         Some(r) if r.seq == seq || r.at.elapsed() < REUSE_FOR => r,
         // The next is on its way (and this one was young enough when it was started).
@@ -101,7 +101,7 @@ fn refresh_in_background(app: &AppState, gz: bool) {
     let app = app.clone();
     tokio::spawn(async move {
         let _one_at_a_time = guard;
-        let snap = app.handle.snapshot();
+        let snap = app.handle().snapshot();
         if let Err(e) = render(&app, snap, gz).await {
             tracing::warn!(error = ?e, "a background /metrics render failed; the next scrape renders");
         }
@@ -112,7 +112,7 @@ fn refresh_in_background(app: &AppState, gz: bool) {
 /// Wait for a render no older than [`REUSE_FOR`], making it unless another scrape is.
 async fn render_now(app: &AppState, gz: bool) -> Result<Arc<Rendered>, ApiError> {
     let _one_at_a_time = app.exposition.rendering.lock().await;
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     // Made by the scrape this one waited behind?
     if let Some(r) = app.exposition.latest().filter(|r| r.seq == snap.seq || r.at.elapsed() < REUSE_FOR) {
         return Ok(r);
@@ -166,7 +166,7 @@ async fn respond(r: &Rendered, gz: bool) -> Result<Response, ApiError> {
 
 /// `GET /metrics/nodes/{ip}`: one node's endpoint, as Ray's per-node agent serves it.
 pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     // A restored node is a new node at the same IP: prefer the alive one.
     let mut at_ip = snap.nodes.iter().filter(|n| *n.ip == *ip);
     let Some(first) = at_ip.next() else {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 /// `GET /api/flow/jobs`.
 pub(crate) async fn jobs(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     params(raw.as_deref(), &[], ("executions", timeline::MAX_LIMIT))?;
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let list: Vec<Value> = snap
         .flow
         .jobs
@@ -99,7 +99,7 @@ pub(crate) async fn view(
         (v, _) => v,
     };
     let job = p.job.ok_or_else(|| ApiError::parameter("job", "job is required (a job id, e.g. job=01000000)"))?;
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let (at, latest) = instant(&snap, p.at_us);
     let record = find(&snap, &job)?;
     let view = match (view, p.level.is_none()) {

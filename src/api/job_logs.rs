@@ -73,7 +73,7 @@ fn not_found(id: &str) -> ApiError {
 
 /// `GET /api/jobs/{id}/logs`
 pub(crate) async fn logs(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let job = find(&snap, &id).ok_or_else(|| not_found(&id))?;
     let mut logs = job.log.join("\n");
     if !logs.is_empty() {
@@ -88,7 +88,7 @@ pub(crate) async fn tail(
     Path(id): Path<String>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    if find(&app.handle.snapshot(), &id).is_none() {
+    if find(&app.handle().snapshot(), &id).is_none() {
         return Err(not_found(&id));
     }
     let Some(slot) = Slot::take() else {
@@ -153,7 +153,7 @@ async fn follow(app: AppState, id: String, mut socket: WebSocket, _slot: Slot) {
                 break "the server is shutting down";
             }
         }
-        let snap = app.handle.snapshot();
+        let snap = app.handle().snapshot();
         let Some(job) = find(&snap, &id) else {
             close(&mut socket, NORMAL, "the job's record is gone").await;
             break "the job was deleted or evicted";

@@ -174,7 +174,7 @@ pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -
             format!("unknown parameter {name:?}: GET /api/jobs/ takes no parameters"),
         ));
     }
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let previous = app.state_dir.iter().flat_map(|s| s.jobs.iter().cloned());
     let jobs: Vec<Value> = previous.chain((0..snap.jobs.len()).map(|i| details(&app, &snap, i))).collect();
     Ok(json_ok(Value::Array(jobs)))
@@ -184,7 +184,7 @@ pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -
 /// sessions, then this session's, each with its `session_name`, at most
 /// `state_dir::MAX_JOBS` (the newest).
 pub(crate) fn all_submitted(app: &AppState) -> Vec<Value> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let current = (0..snap.jobs.len()).filter(|&i| app.submission(&snap.jobs[i].submission_id).is_some()).map(|i| {
         let mut v = details(app, &snap, i);
         v["session_name"] = snap.session_name.clone().into();
@@ -199,7 +199,7 @@ pub(crate) fn all_submitted(app: &AppState) -> Vec<Value> {
 /// `GET /api/jobs/{id}` (a submission id or a job id; this session's jobs first, then
 /// earlier sessions' by submission id).
 pub(crate) async fn get(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     match find(&snap, &id) {
         Ok(i) => Ok(json_ok(details(&app, &snap, i))),
         Err(e) => app
@@ -261,7 +261,7 @@ pub(crate) async fn upload_package(
 
 /// `GET /api/version`, as Ray's dashboard answers it (Jobs API version 4).
 pub(crate) async fn version(State(app): State<AppState>) -> Response {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     json_ok(json!({
         "version": "4",
         "ray_version": snap.version,

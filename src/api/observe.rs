@@ -1,5 +1,6 @@
 //! Observe mode's own endpoints: where Ray's Event Export posts (`POST
-//! /api/observe/events`), and what the observer says of its work (`GET /api/observe`).
+//! /api/observe/events`, or `/api/observe/events/NAME` for cluster NAME), and what the
+//! observer says of its work and its clusters (`GET /api/observe`).
 //!
 //! Owns: reading a pushed body under the bounds that hold before it is read (the bytes
 //! being read across connections, `push::IN_FLIGHT_BYTES`, and the body deadline) and
@@ -15,7 +16,7 @@ use super::app::AppState;
 use super::error::{internal, json_ok, ApiError};
 use crate::observe::push::{Inbox, Refused, Reservation};
 use axum::body::{Body, HttpBody};
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -89,8 +90,34 @@ async fn read_body(inbox: &Inbox, headers: &HeaderMap, mut body: Body) -> Result
     }
 }
 
-/// `POST /api/observe/events`: one batch of Ray's exported events (a JSON array).
-pub(crate) async fn receive(State(app): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+/// The cluster a push names: `/api/observe/events/NAME` or `?cluster=NAME`.
+#[derive(serde::Deserialize)]
+pub(crate) struct PushQuery {
+    cluster: Option<String>,
+}
+
+/// `POST /api/observe/events/{cluster}`: a batch of the cluster named in the path.
+pub(crate) async fn receive_for(
+    State(app): State<AppState>,
+    Path(cluster): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    take(app, Some(cluster), headers, body).await
+}
+
+/// `POST /api/observe/events`: one batch of Ray's exported events (a JSON array); its
+/// cluster is `?cluster=NAME`'s, or its events' session's (`clusters.rs`).
+pub(crate) async fn receive(
+    State(app): State<AppState>,
+    Query(q): Query<PushQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    take(app, q.cluster, headers, body).await
+}
+
+async fn take(app: AppState, cluster: Option<String>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let Some(inbox) = app.observe_inbox.clone() else {
         if app.observing {
             return Err(ApiError::new(
@@ -100,9 +127,14 @@ pub(crate) async fn receive(State(app): State<AppState>, headers: HeaderMap, bod
         }
         return Err(not_observing());
     };
+    if let Some(name) = &cluster {
+        // A bad name is refused before the body is read.
+        crate::observe::clusters::check_name(name)
+            .map_err(|why| ApiError::new(StatusCode::BAD_REQUEST, why).with("parameter", "cluster"))?;
+    }
     let (body, held) = read_body(&inbox, &headers, body).await?;
     let taken = tokio::task::spawn_blocking(move || {
-        let taken = inbox.accept(&body);
+        let taken = inbox.accept(&body, cluster.as_deref());
         drop((body, held));
         taken
     })
@@ -118,13 +150,36 @@ pub(crate) async fn receive(State(app): State<AppState>, headers: HeaderMap, bod
             "the observer is behind on earlier batches; send this one again",
         )
         .retry_after(1)),
+        Err(Refused::Cluster { status, why }) => {
+            Err(ApiError::new(StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT), why))
+        }
     }
 }
 
-/// `GET /api/observe`: the observer's counters (where it reads, polls, events, trace).
+/// `GET /api/observe`: the observer's counters (where it reads, polls, events, trace)
+/// for the cluster asked (`?cluster=NAME`, else the first), and the list of clusters.
 pub(crate) async fn status(State(app): State<AppState>) -> Result<Response, ApiError> {
-    let snap = app.handle.snapshot();
+    let snap = app.handle().snapshot();
     let Some(view) = snap.observed.as_ref() else { return Err(not_observing()) };
-    let body = serde_json::to_value(&**view).map_err(internal)?;
+    let mut body = serde_json::to_value(&**view).map_err(internal)?;
+    let one = |name: &str, s: &crate::snapshot::Snapshot| {
+        let v = s.observed.as_deref();
+        json!({
+            "name": name,
+            "mode": v.map_or("", |v| v.mode),
+            "source": v.map_or("", |v| v.source.as_str()),
+            "session_name": s.session_name,
+            "jobs_held": v.map_or(0, |v| v.jobs_held),
+            "tasks_held": v.map_or(0, |v| v.tasks_held),
+            "events_received": v.map_or(0, |v| v.events_received),
+        })
+    };
+    let (list, max, refused) = match &app.clusters {
+        Some(c) => (c.all().iter().map(|c| one(&c.name, &c.handle.snapshot())).collect(), c.max(), c.refused()),
+        None => (vec![one(&view.cluster, &snap)], 1, 0),
+    };
+    body["clusters"] = json!(list);
+    body["max_clusters"] = json!(max);
+    body["clusters_refused"] = json!(refused);
     Ok((StatusCode::OK, json_ok(body)).into_response())
 }

@@ -60,6 +60,10 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/ws/realtime", get(stream::upgrade))
         .route("/api/observe", get(observe::status))
         .route("/api/observe/events", post(observe::receive).layer(DefaultBodyLimit::max(observe::PUSH_MAX_BODY_BYTES)))
+        .route(
+            "/api/observe/events/{cluster}",
+            post(observe::receive_for).layer(DefaultBodyLimit::max(observe::PUSH_MAX_BODY_BYTES)),
+        )
         .route("/api/flow/jobs", get(flow::jobs))
         .route("/api/flow/{view}", get(flow::view))
         .route("/get_call_graph_data", get(ant::call_graph))
@@ -71,9 +75,86 @@ pub(crate) fn build(app: AppState) -> Router {
         .route("/list_snapshots", get(ant::snapshots))
         .merge(pages::routes())
         .fallback(no_route)
+        .layer(middleware::from_fn_with_state(app.clone(), pick_cluster))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(limit_and_log))
         .with_state(app)
+}
+
+/// The cluster a request named (`?cluster=NAME`), for handlers that otherwise answer
+/// for every cluster (`/sd?targets=ray`).
+#[derive(Clone, Debug)]
+pub(crate) struct NamedCluster;
+
+/// The header that says which observed cluster answered.
+pub(crate) const CLUSTER_HEADER: &str = "x-rayscope-cluster";
+
+/// Observe mode: the cluster a request reads, `?cluster=NAME` (else the first
+/// observed); a bad or unknown name is a 400 or 404 naming the clusters there are. A
+/// push names the cluster it is for (it may start one), so its routes read the
+/// parameter themselves. Running the model, the parameter means nothing.
+async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let Some(clusters) = app.clusters.clone() else { return next.run(req).await };
+    if req.uri().path().starts_with("/api/observe/events") {
+        return next.run(req).await;
+    }
+    let wanted = req.uri().query().and_then(|q| url_param(q, "cluster")).filter(|c| !c.is_empty());
+    if wanted.is_some() {
+        // The handlers check their parameters strictly and know nothing of clusters.
+        strip_param(&mut req, "cluster");
+        req.extensions_mut().insert(NamedCluster);
+    }
+    let picked = match wanted {
+        None => clusters.first(),
+        Some(name) => {
+            if let Err(why) = crate::observe::clusters::check_name(&name) {
+                return super::error::ApiError::new(StatusCode::BAD_REQUEST, why)
+                    .with("parameter", "cluster")
+                    .into_response();
+            }
+            match clusters.get(&name) {
+                Some(c) => c,
+                None => {
+                    return super::error::ApiError::not_found(format!(
+                        "no observed cluster is named {name:?}; the clusters are: {}",
+                        clusters.names().join(", ")
+                    ))
+                    .with("clusters", clusters.names())
+                    .into_response()
+                }
+            }
+        }
+    };
+    let name = header::HeaderValue::from_str(&picked.name).ok();
+    let mut response = super::app::with_cluster(picked.handle.clone(), next.run(req)).await;
+    if let Some(v) = name {
+        response.headers_mut().insert(CLUSTER_HEADER, v);
+    }
+    response
+}
+
+/// The request without `key` in its query (the other parameters as sent).
+fn strip_param(req: &mut Request, key: &str) {
+    let uri = req.uri();
+    let Some(query) = uri.query() else { return };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|part| form_urlencoded::parse(part.as_bytes()).next().is_none_or(|(k, _)| k != key))
+        .collect();
+    let path = uri.path();
+    let rebuilt = if kept.is_empty() { path.to_string() } else { format!("{path}?{}", kept.join("&")) };
+    let mut parts = uri.clone().into_parts();
+    if let Ok(pq) = rebuilt.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(new) = axum::http::Uri::from_parts(parts) {
+            *req.uri_mut() = new;
+        }
+    }
+}
+
+/// A query parameter's value, percent-decoded.
+fn url_param(query: &str, key: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == key).map(|(_, v)| v.into_owned())
 }
 
 /// Refuse declared-oversized bodies up front, log every request, mark every answer nosniff.
@@ -116,10 +197,24 @@ async fn healthy() -> &'static str {
 /// An observer whose `--record` trace cannot be written is not ready (503, with why):
 /// it would take events and keep no history of them.
 async fn ready(State(app): State<AppState>) -> Response {
-    let s = app.handle.snapshot();
-    if let Some(e) = s.observed.as_ref().and_then(|o| o.record_error.as_ref()) {
-        let body = json!({"ready": false, "reason": format!("recording fails: {e}"), "snapshot_seq": s.seq});
-        return (StatusCode::SERVICE_UNAVAILABLE, json_ok(body)).into_response();
+    let s = app.handle().snapshot();
+    // Every observed cluster records: one that cannot makes the whole not ready.
+    let all: Vec<_> = match &app.clusters {
+        Some(c) => c.all().iter().map(|c| c.handle.snapshot()).collect(),
+        None => vec![s.clone()],
+    };
+    for snap in &all {
+        if let Some(o) = snap.observed.as_ref() {
+            if let Some(e) = &o.record_error {
+                let reason = if all.len() > 1 {
+                    format!("recording cluster {} fails: {e}", o.cluster)
+                } else {
+                    format!("recording fails: {e}")
+                };
+                let body = json!({"ready": false, "reason": reason, "snapshot_seq": s.seq});
+                return (StatusCode::SERVICE_UNAVAILABLE, json_ok(body)).into_response();
+            }
+        }
     }
     let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us as f64 / 1e6});
     (StatusCode::OK, json_ok(body)).into_response()

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 /// `GET /api/cluster`: what the cluster is and how it is doing, in one object.
 pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     no_parameters(raw.as_deref())?;
-    let s = app.handle.snapshot();
+    let s = app.handle().snapshot();
     let alive = s.nodes.iter().filter(|n| n.state == NodeState::Alive).count();
     let mut resources: Map<String, Value> = Map::new();
     for n in s.nodes.iter().filter(|n| n.state == NodeState::Alive) {
@@ -53,10 +53,14 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     for j in s.jobs.iter() {
         *by_status.entry(j.status.as_str()).or_default() += 1;
     }
+    let clusters = app.clusters.as_ref().map(|c| c.names());
     Ok(json_ok(json!({
         "session_name": s.session_name,
         // A real cluster read by `rayscope observe`, or the model's run.
         "mode": if s.observed.is_some() { "observed" } else { "simulated" },
+        // Observe mode: this cluster's name, and every cluster's (the pages' picker).
+        "cluster": s.observed.as_ref().map(|o| o.cluster.clone()),
+        "clusters": clusters,
         "ray_version": s.version,
         "seed": s.seed,
         "speed": s.speed,
@@ -130,7 +134,7 @@ pub(crate) async fn nodes(State(app): State<AppState>, RawQuery(raw): RawQuery) 
         Some(v) => return Err(ApiError::parameter("state", format!("state must be ALIVE or DEAD, got {v:?}"))),
     };
     let limit = if has_limit { limit.min(super::query::MAX_PAGE) } else { limit };
-    let s = app.handle.snapshot();
+    let s = app.handle().snapshot();
     let matching = || s.nodes.iter().filter(|n| want.is_none_or(|w| n.state == w));
     let total = matching().count();
     let nodes: Vec<Value> = matching()
@@ -164,7 +168,7 @@ pub(crate) async fn actors(State(app): State<AppState>, RawQuery(raw): RawQuery)
 /// `GET /api/memory`: node memory and object store use, per node and in total.
 pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     no_parameters(raw.as_deref())?;
-    let s = app.handle.snapshot();
+    let s = app.handle().snapshot();
     let alive: Vec<_> = s.nodes.iter().filter(|n| n.state == NodeState::Alive).collect();
     let nodes: Vec<Value> = alive
         .iter()
@@ -203,7 +207,7 @@ pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery
     no_parameters(raw.as_deref())?;
     Ok(match app.history.latest() {
         Some(v) => json_ok(v),
-        None => json_ok(sample_now(&app.handle.snapshot())),
+        None => json_ok(sample_now(&app.handle().snapshot())),
     })
 }
 
@@ -256,7 +260,7 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
     let (limit, offset, extra) = paging(raw.as_deref(), 100, &["source", "search"])?;
     let wanted = |name: &str| extra.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.to_lowercase());
     let (source, search) = (wanted("source").filter(|v| !v.is_empty()), wanted("search").filter(|v| !v.is_empty()));
-    let s = app.handle.snapshot();
+    let s = app.handle().snapshot();
     let keep = |e: &&crate::model::event_log::LoggedEvent| {
         source.as_deref().is_none_or(|w| e.source.eq_ignore_ascii_case(w))
             && search.as_deref().is_none_or(|w| e.message.to_lowercase().contains(w))

@@ -123,7 +123,7 @@ async fn with_ctx<T: Send + 'static>(
     uses_tables: bool,
     f: impl FnOnce(&Ctx<'_>, &Arc<Snapshot>) -> T + Send + 'static,
 ) -> Result<(T, Vec<String>), ApiError> {
-    let snap = if uses_tables { app.snapshot_with_tables().await } else { app.handle.snapshot() };
+    let snap = if uses_tables { app.snapshot_with_tables().await } else { app.handle().snapshot() };
     with_snapshot(app, snap, uses_tables, f).await
 }
 

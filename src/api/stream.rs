@@ -76,7 +76,7 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
 }
 
 fn summary_message(app: &App) -> Utf8Bytes {
-    Utf8Bytes::from(summary(app, &app.handle.snapshot()).to_string())
+    Utf8Bytes::from(summary(app, &app.handle().snapshot()).to_string())
 }
 
 /// Build and broadcast a summary every interval while anyone listens.
@@ -96,7 +96,12 @@ pub(crate) async fn run_ticker(app: AppState) {
 }
 
 /// `GET /ws/realtime`
-pub(crate) async fn upgrade(State(app): State<AppState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+pub(crate) async fn upgrade(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    named: Option<axum::Extension<super::router::NamedCluster>>,
+    ws: WebSocketUpgrade,
+) -> Response {
     if let Err(message) = check_origin(&app, &headers) {
         return ApiError::new(StatusCode::FORBIDDEN, message.to_string()).into_response();
     }
@@ -110,9 +115,14 @@ pub(crate) async fn upgrade(State(app): State<AppState>, headers: HeaderMap, ws:
         )
         .into_response();
     };
+    // A client of a cluster it named (`?cluster=NAME`, observe mode) is sent that
+    // cluster's summary at each of the shared ticks, which carry the first's; the
+    // upgraded connection runs outside this request, so the cluster is taken now.
+    let picked = app.handle();
+    let own = named.is_some();
     ws.max_frame_size(MAX_CLIENT_MESSAGE)
         .max_message_size(MAX_CLIENT_MESSAGE)
-        .on_upgrade(move |socket| client(app, socket, slot))
+        .on_upgrade(move |socket| super::app::with_cluster(picked, client(app, socket, slot, own)))
 }
 
 /// Whether the page asking (its `Origin`) may open the stream; the error names the
@@ -148,7 +158,7 @@ fn origin_allowed(origin: &str, host: &str, allowed: Option<&[String]>, loopback
     Err(OriginRefused(shown))
 }
 
-async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
+async fn client(app: AppState, mut socket: WebSocket, _slot: Slot, own_cluster: bool) {
     let mut rx = app.stream.tx.subscribe();
     let deadline = app.stream.deadline();
     let mut ping = tokio::time::interval(app.stream.interval);
@@ -165,6 +175,7 @@ async fn client(app: AppState, mut socket: WebSocket, _slot: Slot) {
             tokio::select! {
                 msg = rx.recv() => match msg {
                     Ok(m) => {
+                        let m = if own_cluster { summary_message(&app) } else { m };
                         if !send(&mut socket, Message::Text(m), deadline).await {
                             break 'session "a send did not complete in time";
                         }

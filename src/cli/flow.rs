@@ -35,6 +35,10 @@ pub(super) struct FlowArgs {
     /// instead of running a config; the cluster need not exist any more.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "seed", "set"])]
     trace: Option<PathBuf>,
+    /// The cluster whose trace to read, where `--trace DIR` was recorded from several
+    /// (`observe --ray NAME=URL ...`): reads `DIR/NAME`.
+    #[arg(long, value_name = "NAME", requires = "trace")]
+    cluster: Option<String>,
     /// Simulation seed (overrides sim.seed).
     #[arg(long)]
     seed: Option<u64>,
@@ -64,7 +68,16 @@ pub(super) struct FlowArgs {
 
 pub(super) fn flow(args: FlowArgs) -> ExitCode {
     let source = match (&args.trace, &args.config) {
-        (Some(dir), _) => Source::Trace(dir.clone()),
+        (Some(dir), _) => match &args.cluster {
+            Some(name) => {
+                if let Err(e) = rayscope::observe::clusters::check_name(name) {
+                    eprintln!("error: --cluster: {e}");
+                    return ExitCode::from(2);
+                }
+                Source::Trace(dir.join(name))
+            }
+            None => Source::Trace(dir.clone()),
+        },
         (None, Some(path)) => match super::load_config(Some(path), args.seed, &args.set) {
             Ok(c) => Source::Config(Box::new(c)),
             Err(code) => return code,

@@ -54,8 +54,10 @@ APIs, polled every --poll-every) and serve what `rayscope serve` serves for the 
 endpoints, built from Ray's own task records (parent links, state times). /metrics carries only rayscope_* \
 families: Ray exports its own. Ray's Event Export may also push to http://LISTEN/api/observe/events (see the \
 README for the settings). --record DIR appends everything observed to a bounded trace that outlives the cluster; \
---trace DIR serves such a trace with no Ray at all. Control endpoints answer 409: nothing is changed on the \
-cluster. Exit status: 0 after SIGINT/SIGTERM, 2 bad input, 1 anything else."
+--trace DIR serves such a trace with no Ray at all. Many clusters: --ray NAME=URL repeated, and pushes to \
+/api/observe/events/NAME (or told apart by their Ray session), each kept apart under its name: requests pick one \
+with ?cluster=NAME, --record writes DIR/NAME, /sd?targets=ray names Ray's own metrics endpoints. Control \
+endpoints answer 409: nothing is changed on the cluster. Exit status: 0 after SIGINT/SIGTERM, 2 bad input, 1 anything else."
     )]
     Observe(observe::ObserveArgs),
     /// Run the model as fast as possible and print a report.

@@ -19,13 +19,22 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub(super) struct ObserveArgs {
     /// The Ray dashboard to read, e.g. http://127.0.0.1:8265 (Ray's State and Jobs APIs).
-    #[arg(long, value_name = "URL", env = "RAYSCOPE_RAY_ADDRESS", required_unless_present_any = ["trace", "push_only"])]
-    ray: Option<String>,
+    /// Repeat it as NAME=URL to observe several clusters, each kept apart under its
+    /// name (pages, State API and Flow Insight take ?cluster=NAME; --record writes
+    /// DIR/NAME); an unnamed URL is the cluster `default`.
+    #[arg(long, value_name = "[NAME=]URL", env = "RAYSCOPE_RAY_ADDRESS", required_unless_present_any = ["trace", "push_only"])]
+    ray: Vec<String>,
+    /// Clusters observed at most: those --ray names, and those pushes bring (posted to
+    /// /api/observe/events/NAME, or named by their events' session); one more is
+    /// refused and counted. Each holds up to --max-tasks.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
+    max_clusters: u64,
     /// Take only what Ray's Event Export pushes to /api/observe/events; poll nothing
     /// (for a cluster whose dashboard this machine cannot reach, or to spare it polls).
     #[arg(long, conflicts_with_all = ["ray", "trace"])]
     push_only: bool,
-    /// Bearer token of a Ray cluster in token mode (sent as `Authorization: Bearer`).
+    /// Bearer token of a Ray cluster in token mode (sent as `Authorization: Bearer`,
+    /// to every --ray cluster).
     #[arg(long, env = "RAYSCOPE_RAY_TOKEN", hide_env_values = true, requires = "ray")]
     token: Option<String>,
     /// Show a trace recorded earlier with --record instead of a live cluster (no Ray needed).
@@ -44,8 +53,8 @@ pub(super) struct ObserveArgs {
     /// How often Ray's APIs are polled, e.g. 2s or 500ms.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
     poll_every: Duration,
-    /// Task attempts kept in memory; past it the oldest ended jobs are forgotten (a
-    /// trace keeps them).
+    /// Task attempts kept in memory, each cluster's; past it the oldest ended jobs are
+    /// forgotten (a trace keeps them).
     #[arg(long, value_name = "N", default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_tasks: u64,
     /// Address to listen on [default: 127.0.0.1:8080]. Ray's Event Export posts to
@@ -55,6 +64,34 @@ pub(super) struct ObserveArgs {
     /// Log format (RUST_LOG selects what is logged, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+/// The `--ray` values as (name, source): `NAME=URL` or a bare URL (the cluster
+/// `default`), at most one bare, and no name twice.
+fn pull_sources(values: &[String], token: Option<&str>) -> Result<Vec<(Option<String>, Source)>, String> {
+    let mut out: Vec<(Option<String>, Source)> = Vec::new();
+    for v in values {
+        let v = v.trim();
+        // `NAME=` comes before the URL's scheme; a URL's own `=` comes after it.
+        let (name, url) = match v.split_once('=') {
+            Some((n, u)) if !n.contains("://") => (Some(n.trim().to_string()), u.trim()),
+            _ => (None, v),
+        };
+        if let Some(n) = &name {
+            rayscope::observe::clusters::check_name(n).map_err(|e| format!("--ray {v:?}: {e}"))?;
+            if out.iter().any(|(m, _)| m.as_ref() == Some(n)) {
+                return Err(format!("--ray {v:?}: cluster {n:?} is named twice"));
+            }
+        } else if out.iter().any(|(m, _)| m.is_none()) {
+            return Err(format!("--ray {v:?}: only one --ray may be unnamed; name the others, as --ray NAME=URL"));
+        }
+        let mut p = PullOptions::new(url)?;
+        p.token = token.map(str::to_string).filter(|t| !t.trim().is_empty());
+        out.push((name, Source::Ray(p)));
+    }
+    // The unnamed one is the cluster `default`: it comes first.
+    out.sort_by_key(|(n, _)| n.is_some());
+    Ok(out)
 }
 
 /// A duration in the config's units (`500ms`, `2s`), between 100 ms and 1 h.
@@ -77,19 +114,21 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
 
 pub(super) fn observe(args: ObserveArgs) -> ExitCode {
     init_logging(args.log_format);
-    let source = match (&args.trace, &args.ray) {
-        (Some(dir), _) => Source::Trace(dir.clone()),
-        (None, None) if args.push_only => Source::Push,
-        (None, Some(url)) => match PullOptions::new(url) {
-            Ok(mut p) => {
-                p.token = args.token.clone().filter(|t| !t.trim().is_empty());
-                Source::Ray(p)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let sources = match pull_sources(&args.ray, args.token.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (name, source, more) = match (&args.trace, sources.split_first()) {
+        (Some(dir), _) => (None, Source::Trace(dir.clone()), Vec::new()),
+        (None, None) if args.push_only => (None, Source::Push, Vec::new()),
+        (None, Some(((name, first), rest))) => (
+            name.clone(),
+            first.clone(),
+            rest.iter().map(|(n, s)| (n.clone().expect("pull_sources names all but the first"), s.clone())).collect(),
+        ),
         (None, None) => unreachable!("clap requires --ray, --trace or --push-only"),
     };
     if args.record_segment_bytes > args.record_max_bytes {
@@ -97,6 +136,9 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut opts = ObserveOptions::new(source);
+    opts.name = name;
+    opts.more = more;
+    opts.max_clusters = args.max_clusters as usize;
     opts.poll_every = args.poll_every;
     opts.limits = StoreLimits { max_tasks: args.max_tasks as usize, ..StoreLimits::default() };
     opts.record = args
@@ -110,11 +152,15 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
     let mut serve_opts = ServeOptions::new(cfg);
     // The host's readings describe this machine, not the observed cluster.
     serve_opts.host = None;
-    let source_text = match &opts.source {
+    let text = |s: &Source| match s {
         Source::Ray(p) => p.base.clone(),
         Source::Trace(d) => d.display().to_string(),
         Source::Push => "Ray's Event Export".to_string(),
     };
+    let mut source_text = text(&opts.source);
+    for (name, s) in &opts.more {
+        source_text.push_str(&format!(", {name}={}", text(s)));
+    }
     // The observer starts after the port is bound, so a taken port fails before Ray is asked.
     run_server(&args.listen.clone(), serve_opts, move |serve_opts, address| {
         tracing::info!(%address, source = %source_text, record = ?args.record, "observing");
@@ -122,9 +168,10 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
         if observer.inbox.is_some() {
             tracing::info!(
                 "to push events, start Ray with RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR=http://{address}/api/observe/events \
-                 RAY_enable_core_worker_ray_event_to_aggregator=1 RAY_enable_ray_event=1"
+                 (or .../api/observe/events/NAME for cluster NAME) RAY_enable_core_worker_ray_event_to_aggregator=1 RAY_enable_ray_event=1"
             );
         }
+        serve_opts.clusters = Some(observer.clusters.clone());
         serve_opts.observe = Some(ObserveServe { inbox: observer.inbox });
         Ok(observer.handle)
     })

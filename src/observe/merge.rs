@@ -152,6 +152,7 @@ pub fn node(old: &ObservedNode, new: &ObservedNode) -> ObservedNode {
         start_time_ms: old.start_time_ms.or(new.start_time_ms),
         end_time_ms: new.end_time_ms.or(old.end_time_ms),
         state_message: new.state_message.clone().or_else(|| old.state_message.clone()),
+        metrics_export_port: new.metrics_export_port.or(old.metrics_export_port),
     }
 }
 

@@ -8,11 +8,13 @@
 //! from Ray's Event Export (`push.rs`), the trace on disk (`trace.rs`), the snapshot
 //! and Flow Insight's records made from them (`publish.rs`, `flow.rs`; the waits Ray
 //! does not record are inferred in `inferred.rs`), and the thread that runs it all
-//! (`runner.rs`).
+//! (`runner.rs`), one per observed cluster, kept apart by the registry of clusters
+//! (`clusters.rs`).
 //! Must never: import `sim` for anything but the handle readers already hold
 //! (`sim::runner::EngineHandle`), a reader (`metrics`, `api`, `flow`), or write to
 //! Ray: observing changes nothing on the cluster.
 
+pub mod clusters;
 pub mod flow;
 mod inferred;
 pub mod loss;
@@ -28,7 +30,8 @@ pub mod runner;
 pub mod store;
 pub mod trace;
 
-pub use runner::{spawn, ObserveOptions, Source};
+pub use clusters::{spawn, Cluster, Clusters, Observer};
+pub use runner::{ObserveOptions, Source, DEFAULT_CLUSTER};
 
 /// The wall clock in Unix ms: an observed cluster's time is the wall's.
 pub(crate) fn now_ms() -> u64 {

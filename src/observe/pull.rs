@@ -230,6 +230,7 @@ impl Puller {
             }
         }
         self.table(client, store, &mut r, "nodes", "", |v| ObservedNode::from_row(v).map(Change::Node));
+        self.node_ports(client, store, &mut r);
         if self.is_due("jobs") {
             r.requests += 1;
             let asked = Instant::now();
@@ -354,6 +355,32 @@ impl Puller {
             r.unlisted_tasks += total.saturating_sub(listed);
         }
         job_number(hex).map(|_| digest)
+    }
+
+    /// The nodes' metrics ports (`/sd?targets=ray`), which only the dashboard's own
+    /// node summary says; asked as rarely as its cost allows, like every listing.
+    fn node_ports(&mut self, client: &RayClient, store: &mut Store, r: &mut RoundReport) {
+        const KEY: &str = "node_ports";
+        if !self.is_due(KEY) {
+            return;
+        }
+        r.requests += 1;
+        let asked = Instant::now();
+        let answer = client.get("/nodes?view=summary");
+        self.answered(KEY, asked);
+        match answer {
+            Ok(v) => match v.pointer("/data/summary").and_then(Value::as_array) {
+                Some(rows) => self.apply(store, r, "nodes", rows, |v| ObservedNode::from_summary(v).map(Change::Node)),
+                None => {
+                    r.failed_requests += 1;
+                    r.errors.push("GET /nodes?view=summary: no `data.summary` list of nodes".into());
+                }
+            },
+            Err(e) => {
+                r.failed_requests += 1;
+                r.errors.push(e.to_string());
+            }
+        }
     }
 
     fn is_due(&self, key: &str) -> bool {

@@ -65,9 +65,15 @@ pub struct PushCounters {
 }
 
 impl PushCounters {
+    /// A cluster's own counters: the events routed to it.
     pub fn fill(&self, v: &mut ObservedView) {
         v.events_received = self.events.load(Ordering::Relaxed);
         v.events_refused = self.refused_events.load(Ordering::Relaxed);
+    }
+
+    /// The server's counters: what was refused before (or as) a body named its
+    /// cluster, and the bytes being read now, every cluster's together.
+    pub fn fill_server(&self, v: &mut ObservedView) {
         v.batches_refused = self.refused_batches.load(Ordering::Relaxed);
         v.pushes_over_in_flight = self.over_in_flight.load(Ordering::Relaxed);
         v.push_body_timeouts = self.body_timeouts.load(Ordering::Relaxed);
@@ -109,10 +115,35 @@ impl Drop for Reservation {
     }
 }
 
-/// The server's end of the queue.
+/// Where a pushed batch's records go: the queue of the cluster they belong to. The
+/// observer's registry of clusters (`clusters.rs`) answers it.
+pub trait Route: Send + Sync {
+    /// The queue and counters of the cluster named `named` (a push's path or query)
+    /// or, with none named, of the events' `session` (Ray's `sessionName`; may be
+    /// empty); it may start a cluster. `Err` refuses the records, saying why.
+    fn route(&self, named: Option<&str>, session: &str) -> Result<Target, Refused>;
+}
+
+/// A cluster's end of the push queue, and its own counters.
+#[derive(Clone)]
+pub struct Target {
+    pub tx: mpsc::SyncSender<Batch>,
+    pub counters: Arc<PushCounters>,
+}
+
+/// One queue for one cluster (what an observer of a single cluster routes to).
+impl Route for Target {
+    fn route(&self, _: Option<&str>, _: &str) -> Result<Target, Refused> {
+        Ok(self.clone())
+    }
+}
+
+/// The server's end of the queues.
 #[derive(Clone)]
 pub struct Inbox {
-    tx: mpsc::SyncSender<Batch>,
+    router: Arc<dyn Route>,
+    /// The server's own: bodies in flight, queued bytes across every cluster, refusals
+    /// before a body names its cluster.
     pub counters: Arc<PushCounters>,
     parsing: Arc<std::sync::atomic::AtomicUsize>,
     /// How long a body may take to arrive ([`BODY_DEADLINE`] unless set).
@@ -137,11 +168,14 @@ pub enum Refused {
     Malformed(String),
     /// The observer is behind (503).
     Busy,
+    /// Its cluster cannot be taken: a bad name (400), or a new cluster past the cap on
+    /// clusters (409); the registry counts it.
+    Cluster { status: u16, why: String },
 }
 
 impl Inbox {
-    pub fn new(tx: mpsc::SyncSender<Batch>, counters: Arc<PushCounters>) -> Inbox {
-        Inbox { tx, counters, parsing: Arc::default(), body_deadline: BODY_DEADLINE }
+    pub fn new(router: Arc<dyn Route>, counters: Arc<PushCounters>) -> Inbox {
+        Inbox { router, counters, parsing: Arc::default(), body_deadline: BODY_DEADLINE }
     }
 
     /// Count `bytes` of a body about to be read against [`IN_FLIGHT_BYTES`] (a body of
@@ -151,11 +185,13 @@ impl Inbox {
         r.grow(bytes).then_some(r)
     }
 
-    /// Read a batch and queue its records. Memory stays bounded whatever is posted: at
-    /// most [`PARSES`] batches are read at once, and at most [`QUEUED_BYTES`] (and
-    /// [`QUEUED_BATCHES`]) wait for the observer; past either, the batch is refused as
-    /// busy and Ray's agent sends it again.
-    pub fn accept(&self, body: &[u8]) -> Result<Accepted, Refused> {
+    /// Read a batch and queue its records, each to its cluster's queue (`named`, or
+    /// the events' session: [`Route`]). Memory stays bounded whatever is posted: at
+    /// most [`PARSES`] batches are read at once, and at most [`QUEUED_BYTES`] (every
+    /// cluster together; and [`QUEUED_BATCHES`] a cluster) wait for the observer; past
+    /// either, the batch is refused as busy and Ray's agent sends it again. A batch is
+    /// taken whole or not at all.
+    pub fn accept(&self, body: &[u8], named: Option<&str>) -> Result<Accepted, Refused> {
         let size = body.len() as u64;
         let busy = || {
             self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
@@ -168,27 +204,66 @@ impl Inbox {
             self.parsing.fetch_sub(1, Ordering::AcqRel);
             return busy();
         }
-        let parsed = parse_batch(body);
+        let parsed = parse_batch_by_session(body);
         self.parsing.fetch_sub(1, Ordering::AcqRel);
-        let (changes, accepted) = match parsed {
+        let (groups, accepted) = match parsed {
             Ok(x) => x,
             Err(why) => {
                 self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
                 return Err(Refused::Malformed(why));
             }
         };
-        self.counters.queued_bytes.fetch_add(size, Ordering::AcqRel);
-        if let Err(mpsc::TrySendError::Full(_) | mpsc::TrySendError::Disconnected(_)) =
-            self.tx.try_send((changes, size))
-        {
-            self.counters.queued_bytes.fetch_sub(size, Ordering::AcqRel);
-            return busy();
+        let mut groups = groups;
+        if groups.is_empty() {
+            // Nothing to take, but a full queue still says so, as for any batch.
+            groups.push((String::new(), Vec::new()));
+        }
+        // Every group's cluster first, so a refusal leaves nothing half-queued.
+        let mut targets = Vec::with_capacity(groups.len());
+        for (session, _) in &groups {
+            match self.router.route(named, session) {
+                Ok(t) => targets.push(t),
+                Err(e) => {
+                    self.counters.refused_batches.fetch_add(1, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        let records: usize = groups.iter().map(|(_, c)| c.len()).sum();
+        let sent = groups.len();
+        for (i, ((_, changes), t)) in groups.into_iter().zip(&targets).enumerate() {
+            // The body's bytes are counted once, against the batch's first group.
+            let bytes = if i == 0 { size } else { 0 };
+            self.counters.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+            let n = changes.len() as u64;
+            if let Err(mpsc::TrySendError::Full(_) | mpsc::TrySendError::Disconnected(_)) =
+                t.tx.try_send((changes, bytes))
+            {
+                self.counters.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                // A batch of one session (as each Ray node's agent sends) is refused
+                // whole; one mixing sessions keeps what its first clusters took.
+                if i == 0 {
+                    return busy();
+                }
+                t.counters.refused_events.fetch_add(n, Ordering::Relaxed);
+                continue;
+            }
+            t.counters.batches.fetch_add(1, Ordering::Relaxed);
+            t.counters.events.fetch_add(n, Ordering::Relaxed);
         }
         let c = &self.counters;
         c.batches.fetch_add(1, Ordering::Relaxed);
         c.events.fetch_add(accepted.events as u64, Ordering::Relaxed);
         c.refused_events.fetch_add(accepted.refused as u64, Ordering::Relaxed);
         c.ignored_events.fetch_add(accepted.ignored as u64, Ordering::Relaxed);
+        if sent <= 1 {
+            // One cluster: its counters say what the whole batch did, as before.
+            if let Some(t) = targets.first() {
+                t.counters.events.fetch_add((accepted.events - records) as u64, Ordering::Relaxed);
+                t.counters.refused_events.fetch_add(accepted.refused as u64, Ordering::Relaxed);
+                t.counters.ignored_events.fetch_add(accepted.ignored as u64, Ordering::Relaxed);
+            }
+        }
         Ok(accepted)
     }
 }
@@ -468,6 +543,20 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
 
 /// Read a whole batch: a JSON array of events.
 pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), String> {
+    let (groups, out) = parse_batch_by_session(body)?;
+    Ok((groups.into_iter().flat_map(|(_, c)| c).collect(), out))
+}
+
+/// A session's name and the records of its events.
+pub type SessionRecords = (String, Vec<Change>);
+
+/// Sessions one batch may carry: Ray's agent sends one node's events, of one session.
+pub const MAX_SESSIONS_A_BATCH: usize = 4;
+
+/// Read a whole batch, its records grouped by the events' `sessionName` (in the order
+/// each first appears; `""` where an event names none). A batch of more than
+/// [`MAX_SESSIONS_A_BATCH`] sessions is refused.
+pub fn parse_batch_by_session(body: &[u8]) -> Result<(Vec<SessionRecords>, Accepted), String> {
     let doc: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let Value::Array(events) = doc else {
         return Err("the body must be a JSON array of events, as Ray's Event Export posts".into());
@@ -476,10 +565,22 @@ pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), String> {
         return Err(format!("{} events in one batch; at most {MAX_EVENTS} are taken", events.len()));
     }
     let mut out = Accepted { events: events.len(), ..Default::default() };
-    let mut changes = Vec::with_capacity(events.len());
+    let mut groups: Vec<SessionRecords> = Vec::new();
     for (i, e) in events.iter().enumerate() {
         match read_event(e) {
-            Ok(Some(c)) => changes.push(c),
+            Ok(Some(c)) => {
+                let session = field(e, "sessionName").and_then(Value::as_str).unwrap_or("");
+                match groups.iter().position(|(s, _)| s == session) {
+                    Some(at) => groups[at].1.push(c),
+                    None if groups.len() < MAX_SESSIONS_A_BATCH => groups.push((cut(session), vec![c])),
+                    None => {
+                        return Err(format!(
+                            "event {i}: a batch carries at most {MAX_SESSIONS_A_BATCH} sessions (`sessionName`); \
+                             Ray's agent sends one"
+                        ))
+                    }
+                }
+            }
             Ok(None) => out.ignored += 1,
             Err(why) => {
                 out.refused += 1;
@@ -489,8 +590,8 @@ pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), String> {
             }
         }
     }
-    out.records = changes.len();
-    Ok((changes, out))
+    out.records = groups.iter().map(|(_, c)| c.len()).sum();
+    Ok((groups, out))
 }
 
 #[cfg(test)]
@@ -580,12 +681,32 @@ mod tests {
         assert!(parse_batch(b"[{").unwrap_err().starts_with("the body is not JSON"));
     }
 
+    fn one_cluster(tx: mpsc::SyncSender<Batch>) -> Inbox {
+        Inbox::new(Arc::new(Target { tx, counters: Arc::default() }), Arc::new(PushCounters::default()))
+    }
+
+    #[test]
+    fn a_batch_is_grouped_by_its_events_session() {
+        let def = |session: &str, job: &str| {
+            json!({"eventType": "DRIVER_JOB_LIFECYCLE_EVENT", "sessionName": session, "driverJobLifecycleEvent": {
+                "jobId": job, "stateTransitions": [{"state": "CREATED", "timestamp": "2026-11-27T04:04:21Z"}]}})
+        };
+        let body = json!([def("session_a", "AQAAAA=="), def("session_b", "AQAAAA=="), def("session_a", "AgAAAA==")]);
+        let (groups, acc) = parse_batch_by_session(body.to_string().as_bytes()).unwrap();
+        assert_eq!(acc.records, 3);
+        let sizes: Vec<(&str, usize)> = groups.iter().map(|(s, c)| (s.as_str(), c.len())).collect();
+        assert_eq!(sizes, [("session_a", 2), ("session_b", 1)]);
+        let many: Vec<Value> = (0..=MAX_SESSIONS_A_BATCH).map(|i| def(&format!("s{i}"), "AQAAAA==")).collect();
+        let err = parse_batch_by_session(Value::Array(many).to_string().as_bytes()).unwrap_err();
+        assert!(err.contains("at most 4 sessions"), "{err}");
+    }
+
     #[test]
     fn a_full_queue_refuses_the_batch() {
         let (tx, _rx) = mpsc::sync_channel(1);
-        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
-        assert!(inbox.accept(b"[]").is_ok());
-        assert_eq!(inbox.accept(b"[]"), Err(Refused::Busy));
+        let inbox = one_cluster(tx);
+        assert!(inbox.accept(b"[]", None).is_ok());
+        assert_eq!(inbox.accept(b"[]", None), Err(Refused::Busy));
         assert_eq!(inbox.counters.refused_batches.load(Ordering::Relaxed), 1);
         assert_eq!(
             inbox.counters.queued_bytes.load(Ordering::Relaxed),
@@ -597,7 +718,7 @@ mod tests {
     #[test]
     fn bodies_being_read_hold_at_most_the_in_flight_cap() {
         let (tx, _rx) = mpsc::sync_channel(1);
-        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
+        let inbox = one_cluster(tx);
         let a = inbox.reserve(IN_FLIGHT_BYTES - 10).expect("under the cap");
         assert!(inbox.reserve(11).is_none(), "past the cap");
         let mut b = inbox.reserve(0).expect("a body of unknown length reserves nothing at first");
@@ -612,8 +733,8 @@ mod tests {
     #[test]
     fn queued_bytes_are_bounded() {
         let (tx, _rx) = mpsc::sync_channel(QUEUED_BATCHES);
-        let inbox = Inbox::new(tx, Arc::new(PushCounters::default()));
+        let inbox = one_cluster(tx);
         inbox.counters.queued_bytes.store(QUEUED_BYTES - 1, Ordering::Relaxed);
-        assert_eq!(inbox.accept(b"[]"), Err(Refused::Busy), "past the bytes waiting, even with batches free");
+        assert_eq!(inbox.accept(b"[]", None), Err(Refused::Busy), "past the bytes waiting, even with batches free");
     }
 }

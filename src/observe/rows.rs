@@ -132,6 +132,10 @@ pub struct ObservedNode {
     pub end_time_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_message: Option<String>,
+    /// Where Ray's own metrics of this node are (its `metrics_export_port`), from the
+    /// dashboard's `/nodes?view=summary`: the State API and Event Export leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_export_port: Option<u16>,
 }
 
 /// One job, as the Jobs API (`GET /api/jobs/`) lists it.
@@ -381,6 +385,25 @@ impl ObservedNode {
             start_time_ms: num(v, "start_time_ms"),
             end_time_ms: num(v, "end_time_ms"),
             state_message: text(v, "state_message"),
+            metrics_export_port: None,
+        })
+    }
+
+    /// A node's metrics port from one entry of the dashboard's `GET
+    /// /nodes?view=summary` (`{"raylet": {"nodeId": HEX, "nodeManagerAddress": IP,
+    /// "metricsExportPort": N}}`), as a part of the node's record.
+    pub fn from_summary(v: &Value) -> Result<ObservedNode, String> {
+        let raylet = v.get("raylet").ok_or("`raylet` is missing")?;
+        let port = raylet
+            .get("metricsExportPort")
+            .and_then(Value::as_u64)
+            .filter(|p| (1..=u64::from(u16::MAX)).contains(p))
+            .ok_or("`raylet.metricsExportPort` is missing or not a port")?;
+        Ok(ObservedNode {
+            node_id: id(raylet, "nodeId")?,
+            node_ip: text(raylet, "nodeManagerAddress").unwrap_or_default(),
+            metrics_export_port: Some(port as u16),
+            ..Default::default()
         })
     }
 }
@@ -463,6 +486,29 @@ pub fn killed_with_job(error_type: Option<&str>, error_message: Option<&str>) ->
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_nodes_metrics_port_is_read_from_the_dashboards_node_summary() {
+        // As Ray 2.60's `GET /nodes?view=summary` lists a node (trimmed).
+        let entry = serde_json::json!({"hostname": "vm", "raylet": {"nodeId": "6EB2825817c3341ba608ac6335f75e19557c026240ae6bd41200cccd",
+            "nodeManagerAddress": "127.0.0.2", "metricsExportPort": 45123, "state": "ALIVE"}});
+        let n = ObservedNode::from_summary(&entry).unwrap();
+        assert_eq!(n.node_id, "6eb2825817c3341ba608ac6335f75e19557c026240ae6bd41200cccd");
+        assert_eq!((n.node_ip.as_str(), n.metrics_export_port), ("127.0.0.2", Some(45123)));
+        for bad in [
+            serde_json::json!({"raylet": {"nodeId": "ab", "metricsExportPort": 0}}),
+            serde_json::json!({"raylet": {"nodeId": "ab", "metricsExportPort": 70000}}),
+            serde_json::json!({"raylet": {"nodeId": "ab"}}),
+            serde_json::json!({"hostname": "vm"}),
+        ] {
+            assert!(ObservedNode::from_summary(&bad).is_err(), "{bad}");
+        }
+        // The port joins what the State API said of the node, and stays.
+        let listed = ObservedNode { node_id: n.node_id.clone(), state: "ALIVE".into(), ..Default::default() };
+        let merged = super::super::merge::node(&listed, &n);
+        assert_eq!((merged.state.as_str(), merged.metrics_export_port), ("ALIVE", Some(45123)));
+        assert_eq!(super::super::merge::node(&merged, &listed).metrics_export_port, Some(45123));
+    }
 
     #[test]
     fn a_task_row_keeps_rays_fields_and_reads_its_times() {

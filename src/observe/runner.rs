@@ -13,15 +13,15 @@
 
 use super::publish::{snapshot, ClusterInfo, FlowCache};
 use super::pull::{PullOptions, Puller, RayClient};
-use super::push::{Inbox, PushCounters};
+use super::push::{PushCounters, Target};
 use super::store::{Store, StoreLimits};
 use super::trace::{self, Header, TraceLimits, TraceLock, TraceWriter};
 use crate::sim::runner::EngineHandle;
-use crate::snapshot::{ObservedView, Snapshot};
+use crate::snapshot::{ObservedView, RayMetricsTarget, Snapshot};
 use arc_swap::ArcSwap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// While the trace cannot be written, a new segment is tried at most this often.
@@ -47,19 +47,40 @@ pub enum Source {
 
 #[derive(Clone, Debug)]
 pub struct ObserveOptions {
+    /// The first cluster's source.
     pub source: Source,
+    /// The first cluster's name; `None`: an unnamed source, the cluster
+    /// [`DEFAULT_CLUSTER`], which takes the pushes that name no cluster and records into
+    /// `--record`'s directory itself.
+    pub name: Option<String>,
+    /// Further named clusters (`--ray NAME=URL`), each observed apart.
+    pub more: Vec<(String, Source)>,
+    /// Clusters observed at most (those named on the command line and those pushes
+    /// name); a push for one more is refused and counted.
+    pub max_clusters: usize,
     pub poll_every: Duration,
+    /// Each cluster's caps.
     pub limits: StoreLimits,
-    /// `--record DIR`: append what changed to a trace there.
+    /// `--record DIR`: append what changed to a trace there (a named cluster's in
+    /// `DIR/NAME`).
     pub record: Option<(PathBuf, TraceLimits)>,
     /// How long a pushed body may take to arrive (`push::BODY_DEADLINE`).
     pub push_body_deadline: Duration,
 }
 
+/// The name of the cluster an unnamed source observes.
+pub const DEFAULT_CLUSTER: &str = "default";
+
+/// Clusters observed at most unless `--max-clusters` says otherwise.
+pub const MAX_CLUSTERS: usize = 8;
+
 impl ObserveOptions {
     pub fn new(source: Source) -> ObserveOptions {
         ObserveOptions {
             source,
+            name: None,
+            more: Vec::new(),
+            max_clusters: MAX_CLUSTERS,
             poll_every: Duration::from_secs(2),
             limits: StoreLimits::default(),
             record: None,
@@ -68,65 +89,67 @@ impl ObserveOptions {
     }
 }
 
-/// A running observer.
-pub struct Observer {
+/// One live cluster's observer, running.
+pub(crate) struct Started {
     pub handle: EngineHandle,
-    /// Where pushed events go (live clusters only).
-    pub inbox: Option<Inbox>,
+    pub target: Target,
+    /// Its Ray session's name, once known (a poll's `/api/version`, or the pushes that
+    /// started it): pushes naming no cluster find it by this.
+    pub session: Arc<Mutex<String>>,
 }
 
-/// Start observing. A trace is read before this returns (its errors are returned); a
-/// live cluster is polled once before it returns, so the first snapshot has what Ray
-/// said (or, if Ray did not answer, says nothing and the error is logged).
-pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
-    let stop = Arc::new(AtomicBool::new(false));
-    match opts.source.clone() {
-        Source::Trace(dir) => {
-            let snap = trace_snapshot(&dir, opts.limits)?;
-            let out = Arc::new(ArcSwap::from_pointee(snap));
-            Ok(Observer { handle: EngineHandle::producer(out, stop, None, REFUSAL), inbox: None })
-        }
-        source @ (Source::Ray(_) | Source::Push) => {
-            let (client, mode, text) = match source {
-                Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base),
-                _ => (None, "push", "Ray's Event Export".to_string()),
-            };
-            // The trace directory is held before anything is asked of Ray: a second
-            // recorder, or a path that is no directory, fails the start.
-            let lock = match &opts.record {
-                Some((dir, _)) => Some(TraceLock::acquire(dir)?),
-                None => None,
-            };
-            let mut state = Loop {
-                lock,
-                record_failure: None,
-                client,
-                store: Store::new(opts.limits),
-                puller: Puller::default(),
-                cache: FlowCache::default(),
-                writer: None,
-                record: opts.record.clone(),
-                view: ObservedView { mode, source: text, ..Default::default() },
-                last_error: None,
-                seq: 0,
-                push: Arc::new(PushCounters::default()),
-            };
-            state.poll();
-            let out = Arc::new(ArcSwap::from_pointee(state.publish()));
-            let (tx, rx) = mpsc::sync_channel(super::push::QUEUED_BATCHES);
-            let mut inbox = Inbox::new(tx, state.push.clone());
-            inbox.body_deadline = opts.push_body_deadline;
-            let (out2, stop2) = (out.clone(), stop.clone());
-            let every = opts.poll_every;
-            std::thread::Builder::new()
-                .name("rayscope-observe".into())
-                .spawn(move || state.run(every, rx, out2, stop2))
-                .map_err(|e| format!("cannot start the observer thread: {e}"))?;
-            // The thread is not joined at shutdown: a poll may be waiting on Ray for its
-            // whole timeout, and every trace line is already written whole.
-            Ok(Observer { handle: EngineHandle::producer(out, stop, None, REFUSAL), inbox: Some(inbox) })
-        }
-    }
+/// Start observing one live cluster (`source` is `Ray` or `Push`) on a thread of its
+/// own. It is polled once before this returns, so the first snapshot has what Ray said
+/// (or, if Ray did not answer, says nothing and the error is logged). `record`: its own
+/// trace directory, held before anything is asked of Ray (a second recorder, or a path
+/// that is no directory, fails the start).
+pub(crate) fn start_live(
+    name: &str,
+    source: &Source,
+    opts: &ObserveOptions,
+    record: Option<(PathBuf, TraceLimits)>,
+    server: Arc<PushCounters>,
+    stop: Arc<AtomicBool>,
+) -> Result<Started, String> {
+    let (client, mode, text) = match source {
+        Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base.clone()),
+        Source::Push => (None, "push", "Ray's Event Export".to_string()),
+        Source::Trace(_) => return Err("a recorded trace is read, not observed live".into()),
+    };
+    let lock = match &record {
+        Some((dir, _)) => Some(TraceLock::acquire(dir)?),
+        None => None,
+    };
+    let session = Arc::new(Mutex::new(String::new()));
+    let mut state = Loop {
+        lock,
+        record_failure: None,
+        client,
+        store: Store::new(opts.limits),
+        puller: Puller::default(),
+        cache: FlowCache::default(),
+        writer: None,
+        record,
+        view: ObservedView { cluster: name.to_string(), mode, source: text, ..Default::default() },
+        last_error: None,
+        seq: 0,
+        push: Arc::new(PushCounters::default()),
+        server,
+        session: session.clone(),
+    };
+    state.poll();
+    let out = Arc::new(ArcSwap::from_pointee(state.publish()));
+    let (tx, rx) = mpsc::sync_channel(super::push::QUEUED_BATCHES);
+    let target = Target { tx, counters: state.push.clone() };
+    let (out2, stop2) = (out.clone(), stop.clone());
+    let every = opts.poll_every;
+    std::thread::Builder::new()
+        .name(format!("observe-{name}").chars().take(15).collect())
+        .spawn(move || state.run(every, rx, out2, stop2))
+        .map_err(|e| format!("cannot start the observer thread: {e}"))?;
+    // The thread is not joined at shutdown: a poll may be waiting on Ray for its whole
+    // timeout, and every trace line is already written whole.
+    Ok(Started { handle: EngineHandle::producer(out, stop, None, REFUSAL), target, session })
 }
 
 /// The snapshot of a recorded trace: every job it holds, as of its newest record.
@@ -188,7 +211,10 @@ struct Loop {
     view: ObservedView,
     last_error: Option<String>,
     seq: u64,
+    /// This cluster's push counters, and the server's (bytes queued, refusals).
     push: Arc<PushCounters>,
+    server: Arc<PushCounters>,
+    session: Arc<Mutex<String>>,
 }
 
 impl Loop {
@@ -208,7 +234,7 @@ impl Loop {
                     self.store.now_ms = super::now_ms();
                     let changed: Vec<_> = batch.iter().filter_map(|c| self.store.apply(c)).collect();
                     drop(batch);
-                    self.push.queued_bytes.fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
+                    self.server.queued_bytes.fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
                     self.record(&changed);
                     if !changed.is_empty() {
                         dirty_since.get_or_insert_with(Instant::now);
@@ -260,6 +286,12 @@ impl Loop {
             self.last_error = first;
         }
         self.record(&r.changes);
+        if let Some(info) = &self.puller.info {
+            let mut known = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            if *known != info.session_name {
+                known.clone_from(&info.session_name);
+            }
+        }
     }
 
     /// Append what changed to the trace. A failed write (a full disk) never turns
@@ -331,6 +363,21 @@ impl Loop {
         let mut view = self.view.clone();
         fill_store_counters(&self.store, &mut view);
         self.push.fill(&mut view);
+        self.server.fill_server(&mut view);
+        view.ray_metrics_targets = self
+            .store
+            .nodes
+            .iter()
+            .filter(|n| n.state == "ALIVE" && !n.node_ip.is_empty())
+            .filter_map(|n| {
+                Some(RayMetricsTarget {
+                    node_id: n.node_id.clone(),
+                    node_ip: n.node_ip.clone(),
+                    port: n.metrics_export_port?,
+                    is_head: n.is_head_node,
+                })
+            })
+            .collect();
         if let Some(w) = &self.writer {
             view.trace_bytes = w.bytes();
             view.trace_lines += w.lines;

@@ -13,6 +13,9 @@
 //! A writer that finds segments already there starts the next one: it never appends
 //! to a file another process may have left torn.
 //!
+//! Observing several clusters, each named cluster's trace is its own directory,
+//! `DIR/NAME` (the unnamed source's is `DIR` itself); a reader is given one of them.
+//!
 //! One writer at a time: a recorder holds [`TraceLock`] (an exclusive `flock` of
 //! `DIR/.lock`) for as long as it runs, so a second one fails at start instead of
 //! taking segment numbers (and deleting segments) under the first. Only regular files
@@ -149,6 +152,21 @@ fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The clusters whose traces `dir` holds, by name: its subdirectories with segments
+/// (`--record` with several clusters writes each named cluster's in `DIR/NAME`).
+pub fn cluster_traces(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| segments(&e.path()).is_ok_and(|s| !s.is_empty()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .take(1000)
+        .collect();
+    out.sort();
+    out
 }
 
 /// Appends to a trace directory.
@@ -292,6 +310,15 @@ pub struct TraceRead {
 pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), String> {
     let list = segments(dir).map_err(|e| format!("--trace {}: cannot read it: {e}", dir.display()))?;
     if list.is_empty() {
+        let clusters = cluster_traces(dir);
+        if !clusters.is_empty() {
+            return Err(format!(
+                "--trace {}: this directory holds the traces of several clusters ({}): give one's, as --trace {}",
+                dir.display(),
+                clusters.join(", "),
+                dir.join(&clusters[0]).display()
+            ));
+        }
         return Err(format!(
             "--trace {}: no trace here (no segment-*.jsonl files; record one with --record)",
             dir.display()

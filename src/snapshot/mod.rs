@@ -26,7 +26,7 @@ pub use actors::{ActorCount, ActorExecutorCount};
 pub use cluster::{AutoscalerTypeView, AutoscalerView, SchedulerView};
 pub use jobs::JobView;
 pub use nodes::{NodeResources, NodeView};
-pub use observed::ObservedView;
+pub use observed::{ObservedView, RayMetricsTarget};
 pub use tables::{ActorRow, BundleRow, ObjectRow, PgRow, Tables, TaskRow};
 pub use tasks::{RunningCount, TaskCount};
 

@@ -9,7 +9,9 @@ use serde::Serialize;
 /// Observe mode's own counters, as of one snapshot.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ObservedView {
-    /// `pull` (Ray's APIs, perhaps with push), or `trace` (a recorded history).
+    /// The observed cluster's name in rayscope (`default` for an unnamed source).
+    pub cluster: String,
+    /// `pull` (Ray's APIs, perhaps with push), `push`, or `trace` (a recorded history).
     pub mode: &'static str,
     /// The dashboard or trace directory it reads.
     pub source: String,
@@ -59,4 +61,17 @@ pub struct ObservedView {
     /// Trace writes that failed, and the records they did not record.
     pub record_failures: u64,
     pub unrecorded_records: u64,
+    /// Where Ray exports each alive node's own metrics, as far as observed (the
+    /// dashboard's node summary says; Event Export does not).
+    #[serde(skip)]
+    pub ray_metrics_targets: Vec<RayMetricsTarget>,
+}
+
+/// One alive node's Ray metrics endpoint, for `/sd?targets=ray`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RayMetricsTarget {
+    pub node_id: String,
+    pub node_ip: String,
+    pub port: u16,
+    pub is_head: bool,
 }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 /// The index as a page fragment.
 pub(super) fn render(app: &App) -> String {
-    let s = app.handle.snapshot();
+    let s = app.handle().snapshot();
     let control = if app.token.is_some() {
         "enabled (send <code>Authorization: Bearer &lt;token&gt;</code>)"
     } else {

@@ -427,7 +427,7 @@
   const flameSel = el('select', {'aria-label': 'Flame graph time', onchange: () => { flameMode = flameSel.value; flame().catch(RS.fail); }},
     [['execution', 'Execution'], ['wall', 'Wall time']].map(([v, t]) => el('option', {value: v, text: t, selected: v === flameMode})));
   async function flame() {
-    const url = `/api/flow/flamegraph.svg?${q({mode: flameMode})}`;
+    const url = RS.withCluster(`/api/flow/flamegraph.svg?${q({mode: flameMode})}`);
     const frame = el('iframe', {class: 'flow-flame', title: `Flame graph of the job: ${flameMode} time per call path`});
     frame.addEventListener('load', () => done('flame'));
     frame.src = url;

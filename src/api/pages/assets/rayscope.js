@@ -26,9 +26,37 @@ window.RS = (() => {
   }
   const $ = (sel, root) => (root || document).querySelector(sel);
 
+  // Observing several clusters, a page shows the one its URL names (?cluster=NAME):
+  // every request it makes and every same-origin link it follows carries it on.
+  const cluster = new URLSearchParams(location.search).get('cluster');
+  function withCluster(path) {
+    if (!cluster) return path;
+    const u = new URL(path, location.href);
+    if (u.origin !== location.origin || u.searchParams.has('cluster')) return path;
+    u.searchParams.set('cluster', cluster);
+    return u.pathname + u.search + u.hash;
+  }
+  document.addEventListener('click', (e) => {
+    const a = cluster && e.target.closest ? e.target.closest('a[href]') : null;
+    if (a) a.setAttribute('href', withCluster(a.getAttribute('href')));
+  }, true);
+  /** A picker of the observed clusters in the header, when there are several. */
+  async function clusterPicker() {
+    const nav = $('header.top nav');
+    if (!nav) return;
+    const c = await json('/api/cluster');
+    const names = (c && Array.isArray(c.clusters)) ? c.clusters : [];
+    if (names.length < 2) return;
+    const pick = el('select', {id: 'cluster-pick', 'aria-label': 'Observed cluster', title: 'Observed cluster',
+      onchange: () => { const q = new URLSearchParams(location.search); q.set('cluster', pick.value); location.search = q.toString(); }},
+    names.map((n) => el('option', {value: n, text: n, selected: n === c.cluster})));
+    nav.append(pick);
+  }
+  document.addEventListener('DOMContentLoaded', () => { clusterPicker().catch(() => {}); });
+
   /** GET a JSON resource; throws an Error carrying rayscope's error message. */
   async function get(path) {
-    const r = await fetch(path, {headers: {accept: 'application/json'}, cache: 'no-store'});
+    const r = await fetch(withCluster(path), {headers: {accept: 'application/json'}, cache: 'no-store'});
     let body = null;
     try { body = await r.json(); } catch (_) { /* not JSON: reported below */ }
     if (!r.ok) {
@@ -266,7 +294,7 @@ window.RS = (() => {
     function open() {
       set('connecting');
       let ws;
-      try { ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}`); } catch (e) { set('disconnected'); setTimeout(open, retryMs); return; }
+      try { ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${withCluster(path)}`); } catch (e) { set('disconnected'); setTimeout(open, retryMs); return; }
       ws.onopen = () => set('connected');
       ws.onmessage = (e) => {
         let m;
@@ -278,5 +306,5 @@ window.RS = (() => {
     open();
   }
 
-  return {el, svg, $, get, json, list, summary, num, int, fixed, bytes, pct, duration, time, short, badge, bar, fail, every, table, pager, Chart, stream};
+  return {el, svg, $, cluster, withCluster, get, json, list, summary, num, int, fixed, bytes, pct, duration, time, short, badge, bar, fail, every, table, pager, Chart, stream};
 })();
