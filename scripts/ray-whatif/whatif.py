@@ -8,6 +8,9 @@ with `rayscope observe --record`, read that cluster's costs from the trace
                      [--programs sleep_reduce,actor_tree,mixed] [--shapes head1,head6,two_nodes]
                      [--runs 3] [--record-shape head2]
     python whatif.py --merge PART.json... --out FILE   (one record of several, programs in order)
+    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR --out FILE
+        (the model's figures again from the traces kept in DIR, Ray's runs as recorded:
+        after a change to calibrate or the model, without running Ray again)
 
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
@@ -299,7 +302,37 @@ def merge(parts, out):
         f.write("\n")
 
 
+def repredict(args):
+    with open(args.repredict) as f:
+        record = json.load(f)
+    for p in record["programs"]:
+        work = os.path.join(args.work, p["program"])
+        trace = os.path.join(work, "record", "trace")
+        said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", p["job"], "--out",
+                                    os.path.join(work, "costs.yaml")], summary_on="stderr")
+        p["figures"] = figures(said)
+        same = replay(args, p["record_shape"], trace, p["job"], work)["makespan_s"]
+        p["same_shape"] = {"model_s": round(same, 3), "error": round((same - p["recorded_s"]) / p["recorded_s"], 4)}
+        for row in p["shapes"]:
+            predicted = replay(args, row["shape"], trace, p["job"], work)
+            row.update(summary(row["runs_s"], predicted["makespan_s"]))
+            row.pop("band", None)
+            if predicted["prediction"] is not None:
+                row["band"] = predicted["prediction"]
+    record["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
 def main():
+    if "--repredict" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--repredict", required=True)
+        ap.add_argument("--rayscope", required=True)
+        ap.add_argument("--work", required=True)
+        ap.add_argument("--out", required=True)
+        return repredict(ap.parse_args())
     if "--merge" in sys.argv:
         ap = argparse.ArgumentParser()
         ap.add_argument("--merge", nargs="+", required=True)
