@@ -14,8 +14,10 @@ with `rayscope observe --record`, read that cluster's costs from the trace
 
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
-Every run, the recording included, is its cluster's first driver on a fresh cluster,
-watched by `rayscope observe` (so every run bears the same observer's load), with the
+Every run, the recording included, is its cluster's first driver on a fresh cluster
+whose nodes have their prestarted workers up (waited for, at most 30 s; the counts seen
+are kept as `idle_workers_at_start`), watched by `rayscope observe` (so every run bears
+the same observer's load), with the
 program lingering 2.5 s before it disconnects (as the recording needs; see
 programs.py). A run's makespan is the job's start to end as Ray's Jobs API lists it:
 what an observer records, and what a replay's makespan is of.
@@ -205,7 +207,7 @@ def one_run(args, program, shape, run_dir, record):
                 return any(x["job_id"] == job and x.get("end_time_s") is not None for x in jobs)
             wait(f"the observer saw job {job} end", 90, observed)
         log(f"  {program} on {shape}: idle workers per node at the start {cluster.idle_at_start}")
-        return job, makespan, trace
+        return job, makespan, trace, cluster.idle_at_start
     finally:
         if observer:
             observer.send_signal(signal.SIGTERM)
@@ -255,7 +257,7 @@ def prove(args, program):
     work = os.path.join(args.work, program)
     os.makedirs(work, exist_ok=True)
     log(f"{program}: recording on {args.record_shape}")
-    job, recorded, trace = one_run(args, program, args.record_shape, os.path.join(work, "record"), record=True)
+    job, recorded, trace, idle = one_run(args, program, args.record_shape, os.path.join(work, "record"), record=True)
     costs = os.path.join(work, "costs.yaml")
     said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", job, "--out", costs], summary_on="stderr")
     same = replay(args, args.record_shape, trace, job, work)
@@ -264,6 +266,7 @@ def prove(args, program):
         "record_shape": args.record_shape,
         "job": job,
         "recorded_s": round(recorded, 3),
+        "idle_workers_at_start": idle,
         "figures": figures(said),
         "same_shape": {"model_s": round(same["makespan_s"], 3),
                        "error": round((same["makespan_s"] - recorded) / recorded, 4)},
@@ -272,12 +275,14 @@ def prove(args, program):
     log(f"{program}: recorded {recorded:.3f} s, same-shape replay {same['makespan_s']:.3f} s")
     for shape in args.shapes:
         predicted = replay(args, shape, trace, job, work)
-        runs = []
+        runs, idles = [], []
         for i in range(args.runs):
-            _, m, _ = one_run(args, program, shape, os.path.join(work, f"{shape}-{i}"), record=True)
+            _, m, _, idle = one_run(args, program, shape, os.path.join(work, f"{shape}-{i}"), record=True)
+            idles.append(idle)
             log(f"{program} on {shape}: run {i + 1} {m:.3f} s (model {predicted['makespan_s']:.3f} s)")
             runs.append(m)
-        row = {"shape": shape, "change": CHANGE[shape], **summary(runs, predicted["makespan_s"])}
+        row = {"shape": shape, "change": CHANGE[shape], **summary(runs, predicted["makespan_s"]),
+               "idle_workers_at_start": idles}
         if predicted["prediction"] is not None:
             row["band"] = predicted["prediction"]
         result["shapes"].append(row)
