@@ -14,10 +14,9 @@ with `rayscope observe --record`, read that cluster's costs from the trace
 
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
-Every run, the recording included, is its cluster's first driver on a fresh cluster
-whose nodes have their prestarted workers up (waited for, at most 30 s; the counts seen
-are kept as `idle_workers_at_start`), watched by `rayscope observe` (so every run bears
-the same observer's load), with the
+Every run, the recording included, is its cluster's first driver on a fresh cluster (the
+idle workers each node had as it began are kept as `idle_workers_at_start`), watched by
+`rayscope observe` (so every run bears the same observer's load), with the
 program lingering 2.5 s before it disconnects (as the recording needs; see
 programs.py). A run's makespan is the job's start to end as Ray's Jobs API lists it:
 what an observer records, and what a replay's makespan is of.
@@ -111,7 +110,11 @@ def start_cluster(shape, temp_dir, dashboard_port):
         cluster.add_node(num_cpus=cpus, node_ip_address=ip, object_store_memory=STORE)
     cluster.wait_for_nodes()
     nodes = [cluster.head_node, *cluster.worker_nodes]
-    cluster.idle_at_start = wait_for_prestarted(s, nodes)
+    # Kept with the run, not waited for: Ray 2.60 starts a node's prestarted workers for
+    # the first driver, not before it (a 30 s wait for them saw none on any node), and on
+    # a loaded 2-core VM the workers for a job's first calls came 0.3 to 3 s into it,
+    # where the model's are up at its start (`scheduler.prestart_worker_first_driver`).
+    cluster.idle_at_start = [idle_workers(n) for n in nodes]
     return cluster
 
 
@@ -135,22 +138,6 @@ def idle_workers(node):
         except OSError:
             pass
     return idle
-
-
-def wait_for_prestarted(shape, nodes, deadline_s=30):
-    """Wait until every node has its prestarted task workers up and idle (as many as it
-    starts at once: its CPUs, at most this machine's cores), as on a cluster up a while
-    and as the model starts one: a node added just before the driver ran had none ready
-    for its first 3 s on a loaded 2-core VM. Past the deadline it goes on; the counts
-    seen are kept with the run."""
-    cores = os.cpu_count()
-    cpus = [shape["head"]] + [c for _, c in shape["nodes"]]
-    end = time.monotonic() + deadline_s
-    while True:
-        seen = [idle_workers(n) for n in nodes]
-        if all(k >= min(c, cores) for k, c in zip(seen, cpus)) or time.monotonic() > end:
-            return seen
-        time.sleep(0.2)
 
 
 def model_config(shape, cores, path):
