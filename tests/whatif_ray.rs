@@ -20,9 +20,10 @@ use std::path::Path;
 use std::process::Command;
 
 /// The sample: the sleep-bound program with a reduce, recorded on a head of 2 logical
-/// CPUs and predicted on this shape.
+/// CPUs and predicted on a head of 6, issue 59's own case (on a loaded 2-core VM the
+/// series had it at -8.1 % of Ray's median; docs/fidelity.md).
 const PROGRAM: &str = "sleep_reduce";
-const SHAPE: &str = "head1";
+const SHAPE: &str = "head6";
 const RUNS: &str = "3";
 
 #[test]
