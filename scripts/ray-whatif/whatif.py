@@ -172,7 +172,7 @@ def one_run(args, program, shape, run_dir, record):
         observer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                     stderr=open(os.path.join(run_dir, "observe.log"), "w"))
         base = f"http://127.0.0.1:{listen}"
-        wait("rayscope observe answers", 30, lambda: get_json(f"{base}/api/observe"))
+        wait("rayscope observe answers", 90, lambda: get_json(f"{base}/api/observe"))
         argv = [sys.executable, os.path.join(HERE, "programs.py"), program, "--address", cluster.address,
                 "--linger-s", LINGER_S]
         if args.object_mb:
