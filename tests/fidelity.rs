@@ -18,7 +18,12 @@ fn rows() -> (Vec<fidelity::Run>, Vec<Row>) {
 #[test]
 fn the_shipped_report_is_what_the_command_writes_from_the_recorded_runs() {
     let (runs, rows) = rows();
-    let now = fidelity::report("scripts/ray-calibration/runs", &fidelity::Costs::default(), &runs, &rows);
+    let mut now = fidelity::report("scripts/ray-calibration/runs", &fidelity::Costs::default(), &runs, &rows);
+    // The what-ifs on a recorded job, from scripts/ray-whatif's record.
+    let whatifs = "scripts/ray-whatif/runs/whatif.json";
+    let record = fidelity::whatif::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join(whatifs)).unwrap();
+    now.push('\n');
+    now.push_str(&fidelity::whatif::section(whatifs, &record));
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fidelity.md");
     let shipped = std::fs::read_to_string(&path).expect("docs/fidelity.md is in the repo");
     assert!(
@@ -320,4 +325,24 @@ fn the_rows_marked_fit_are_exactly_the_ones_fit_json_names() {
     for n in named {
         assert!(marked.iter().any(|m| m == n), "{n} is named in fit.json but no row is marked fit");
     }
+}
+
+/// The band `simulate --replay` prints for a shape change is the range of the errors the
+/// what-if record measured on Ray (rounded out to 0.1 %): a band is a measurement, so
+/// a new record moves it, and a band edited by hand fails here.
+#[test]
+fn the_shape_change_band_is_the_range_the_whatif_record_measured() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-whatif/runs/whatif.json");
+    let record = fidelity::whatif::read(&path).unwrap();
+    let errors: Vec<f64> = record.programs.iter().flat_map(|p| p.shapes.iter().map(|s| s.error())).collect();
+    let low = (errors.iter().copied().fold(f64::INFINITY, f64::min) * 1000.0).floor() / 1000.0;
+    let high = (errors.iter().copied().fold(f64::NEG_INFINITY, f64::max) * 1000.0).ceil() / 1000.0;
+    let band = rayscope::calibrate::bands::Change::Shape.band();
+    assert!(
+        (band.low - low).abs() < 1e-9 && (band.high - high).abs() < 1e-9,
+        "the shape change's band is {:+.3} … {:+.3}, the record's errors {low:+.3} … {high:+.3}",
+        band.low,
+        band.high
+    );
+    assert!(band.source.contains("scripts/ray-whatif/runs/whatif.json"), "{}", band.source);
 }

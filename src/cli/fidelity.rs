@@ -35,7 +35,13 @@ pub(super) struct FidelityArgs {
     /// default. Wins over `--costs`.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     set: Vec<Override>,
+    /// The what-ifs on a recorded job proven on Ray (`scripts/ray-whatif/whatif.py --out FILE`):
+    /// the report's section "What-ifs on a recorded job". Left out where the default file is absent.
+    #[arg(long, value_name = "FILE", default_value = WHATIFS)]
+    whatifs: PathBuf,
 }
+
+const WHATIFS: &str = "scripts/ray-whatif/runs/whatif.json";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
@@ -59,8 +65,26 @@ pub(super) fn fidelity(args: FidelityArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let whatifs = if args.whatifs.as_os_str() == WHATIFS && !args.whatifs.exists() {
+        None
+    } else {
+        match fidelity::whatif::read(&args.whatifs) {
+            Ok(record) => Some(record),
+            Err(e) => {
+                eprintln!("error: --whatifs {e}");
+                return ExitCode::from(2);
+            }
+        }
+    };
     let report = match args.format {
-        Format::Markdown => fidelity::report(&args.runs.display().to_string(), &costs, &runs, &rows),
+        Format::Markdown => {
+            let mut text = fidelity::report(&args.runs.display().to_string(), &costs, &runs, &rows);
+            if let Some(record) = &whatifs {
+                text.push('\n');
+                text.push_str(&fidelity::whatif::section(&args.whatifs.display().to_string(), record));
+            }
+            text
+        }
         Format::Json => fidelity::rows_json(&rows),
     };
     match write(args.out, &report) {

@@ -153,7 +153,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     let mut change = None;
     if let Some(Replayed { job, shape }) = &replay {
         replace_workloads(&mut cfg, job);
-        change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), bands::warnings(shape, &cfg)));
+        let measured = start_measured(&sourced);
+        change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), bands::warnings(shape, &cfg, measured)));
         eprintln!(
             "replaying {}: {} calls, {} actors; recorded makespan {:.3} s",
             job.source,
@@ -341,7 +342,11 @@ fn sweep_runs(
                 let mut change = None;
                 if let Some(Replayed { job, shape }) = replay {
                     replace_workloads(&mut c, job);
-                    change = Some((bands::Change::classify(shape, &c, args.fix.len()), bands::warnings(shape, &c)));
+                    let measured = start_measured(&costs);
+                    change = Some((
+                        bands::Change::classify(shape, &c, args.fix.len()),
+                        bands::warnings(shape, &c, measured),
+                    ));
                 }
                 if sourced.is_empty() {
                     sourced = costs;
@@ -448,4 +453,10 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
         rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port),
         start_ms,
     ))
+}
+
+/// Whether the run's worker start is this cluster's (the trace's, a file's or the
+/// config's), not the reference machine's.
+fn start_measured(sourced: &[super::costs::Sourced]) -> bool {
+    sourced.iter().any(|s| s.key == "scheduler.worker_start_cpu" && s.source != "reference")
 }

@@ -6,7 +6,9 @@
 //! figure, the model's, the error against its bound, and what the model leaves out.
 //!
 //! Owns: reading the runs (`runs.rs`) and a fit's record (`fit.rs`), the
-//! workload-to-model mapping and the bounds (`cases.rs`), and the report. Sits above
+//! workload-to-model mapping and the bounds (`cases.rs`), the report, and its section
+//! on what-ifs over a recorded job (`whatif.rs`: replays against Ray's runs on other
+//! cluster shapes, recorded by `scripts/ray-whatif/whatif.py`). Sits above
 //! `sim` (it runs the model), below `cli`.
 //! Must never: tune a cost to a run (a fitted run is named in `runs/fit.json`'s
 //! `fitted_on` and reported as such), or leave a measured workload out of the report.
@@ -14,6 +16,7 @@
 pub mod cases;
 pub mod fit;
 pub mod runs;
+pub mod whatif;
 
 use crate::config::Override;
 use cases::Prediction;

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""What-ifs on a recorded job, proven on real Ray: record a program on one cluster shape
+with `rayscope observe --record`, read that cluster's costs from the trace
+(`rayscope calibrate --trace`), predict the other shapes with `rayscope simulate
+--replay`, then run the same program on those shapes on real Ray, several runs each.
+
+    python whatif.py --rayscope BIN --work DIR --out FILE
+                     [--programs sleep_reduce,actor_tree,mixed] [--shapes head1,head6,two_nodes]
+                     [--runs 3] [--record-shape head2]
+    python whatif.py --merge PART.json... --out FILE   (one record of several, programs in order)
+    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR --out FILE
+        (the model's figures again from the traces kept in DIR, Ray's runs as recorded:
+        after a change to calibrate or the model, without running Ray again)
+
+The long series runs a program at a time (a few minutes of Ray each), then merges.
+
+Every run, the recording included, is its cluster's first driver on a fresh cluster (the
+idle workers each node had as it began are kept as `idle_workers_at_start`), watched by
+`rayscope observe` (so every run bears the same observer's load), with the
+program lingering 2.5 s before it disconnects (as the recording needs; see
+programs.py). A run's makespan is the job's start to end as Ray's Jobs API lists it:
+what an observer records, and what a replay's makespan is of.
+
+Shapes (one machine; each node of its own loopback address):
+  head1      a head of 1 logical CPU
+  head2      a head of 2 logical CPUs (the recording's by default)
+  head6      a head of 6 logical CPUs
+  two_nodes  a head of 2 logical CPUs and a second node of 2 at 127.0.0.2
+
+The model is told the machine's physical cores (this machine's count) for every node,
+as a user's config would say it. Writes FILE: one JSON object, per program the
+recording (job, makespan, `calibrate`'s costs and figures), the same shape's replay
+against the recorded job, and per shape the prediction and band, Ray's runs, median,
+range and error. Holds /tmp/real-ray.lock (one real Ray on the machine at a time).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "ray-common"))
+from driven import hold_real_ray  # noqa: E402
+
+LINGER_S = "2.5"
+STORE = 200 * 1024 * 1024
+SHAPES = {
+    "head1": {"head": 1, "nodes": []},
+    "head2": {"head": 2, "nodes": []},
+    "head6": {"head": 6, "nodes": []},
+    "two_nodes": {"head": 2, "nodes": [("127.0.0.2", 2)]},
+}
+# What a shape changes, in the words of the report's bands.
+CHANGE = {"head1": "fewer CPUs", "head2": "CPUs", "head6": "more CPUs", "two_nodes": "a second node"}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.load(r)
+
+
+def wait(what, deadline_s, probe):
+    deadline = time.monotonic() + deadline_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            got = probe()
+            if got:
+                return got
+        except Exception as e:  # noqa: BLE001 (not up yet)
+            last = e
+        time.sleep(0.2)
+    raise RuntimeError(f"{what}: not within {deadline_s} s ({last})")
+
+
+def start_cluster(shape, temp_dir, dashboard_port):
+    from ray.cluster_utils import Cluster
+
+    s = SHAPES[shape]
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": s["head"],
+            "temp_dir": temp_dir,
+            "dashboard_port": dashboard_port,
+            "dashboard_host": "127.0.0.1",
+            "include_dashboard": True,
+            "object_store_memory": STORE,
+        },
+    )
+    for ip, cpus in s["nodes"]:
+        cluster.add_node(num_cpus=cpus, node_ip_address=ip, object_store_memory=STORE)
+    cluster.wait_for_nodes()
+    nodes = [cluster.head_node, *cluster.worker_nodes]
+    # Kept with the run, not waited for: Ray 2.60 starts a node's prestarted workers for
+    # the first driver, not before it (a 30 s wait for them saw none on any node), and on
+    # a loaded 2-core VM the workers for a job's first calls came 0.3 to 3 s into it,
+    # where the model's are up at its start (`scheduler.prestart_worker_first_driver`).
+    cluster.idle_at_start = [idle_workers(n) for n in nodes]
+    return cluster
+
+
+def idle_workers(node):
+    """Idle task workers under a node's raylet: its children named `ray::IDLE`."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    children = []
+    try:
+        for tid in os.listdir(f"/proc/{raylet}/task"):
+            with open(f"/proc/{raylet}/task/{tid}/children") as f:
+                children += f.read().split()
+    except OSError:
+        return 0
+    idle = 0
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                idle += f.read().startswith(b"ray::IDLE")
+        except OSError:
+            pass
+    return idle
+
+
+def model_config(shape, cores, path):
+    s = SHAPES[shape]
+    lines = ["cluster:", "  host_node: false",
+             f"  head: {{cpu: {s['head']}, cores: {cores}, memory: 8GiB, object_store_memory: 200MiB}}"]
+    if s["nodes"]:
+        lines.append("  node_types:")
+        for i, (ip, cpus) in enumerate(s["nodes"]):
+            lines.append(f"    - {{name: node{i}, count: 1, cpu: {cpus}, cores: {cores}, memory: 8GiB, "
+                         f"object_store_memory: 200MiB, ip_range: {ip}-{ip}}}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def one_run(args, program, shape, run_dir, record):
+    """A fresh cluster of `shape`, `rayscope observe` watching it, the program as its
+    first driver: (job id, the Jobs API's makespan in s, the trace dir)."""
+    os.makedirs(run_dir, exist_ok=True)
+    dashboard, listen = free_port(), free_port()
+    trace = os.path.join(run_dir, "trace")
+    # Ray's socket paths must fit 107 bytes: its temp files go in a short dir of their own.
+    ray_temp = tempfile.mkdtemp(prefix="rw-", dir="/tmp")
+    cluster = start_cluster(shape, ray_temp, dashboard)
+    observer = None
+    try:
+        cmd = [args.rayscope, "observe", "--ray", f"http://127.0.0.1:{dashboard}",
+               "--listen", f"127.0.0.1:{listen}", "--poll-every", "500ms"]
+        if record:
+            cmd += ["--record", trace]
+        observer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                    stderr=open(os.path.join(run_dir, "observe.log"), "w"))
+        base = f"http://127.0.0.1:{listen}"
+        wait("rayscope observe answers", 90, lambda: get_json(f"{base}/api/observe"))
+        argv = [sys.executable, os.path.join(HERE, "programs.py"), program, "--address", cluster.address,
+                "--linger-s", LINGER_S]
+        if args.object_mb:
+            argv += ["--object-mb", str(args.object_mb)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} on {shape}: {done.stderr[-2000:]}")
+        job = json.loads(done.stdout.strip().splitlines()[-1])["job_id"]
+
+        def ended():
+            j = next((j for j in get_json(f"http://127.0.0.1:{dashboard}/api/jobs/") if j.get("job_id") == job), None)
+            return j if j and j.get("end_time") else None
+
+        j = wait(f"job {job} ended in Ray's Jobs API", 60, ended)
+        makespan = (j["end_time"] - j["start_time"]) / 1e3
+        if record:
+            def observed():
+                jobs = get_json(f"{base}/api/flow/jobs")["jobs"]
+                return any(x["job_id"] == job and x.get("end_time_s") is not None for x in jobs)
+            wait(f"the observer saw job {job} end", 90, observed)
+        log(f"  {program} on {shape}: idle workers per node at the start {cluster.idle_at_start}")
+        return job, makespan, trace, cluster.idle_at_start
+    finally:
+        if observer:
+            observer.send_signal(signal.SIGTERM)
+            try:
+                observer.wait(30)
+            except subprocess.TimeoutExpired:
+                observer.kill()
+        cluster.shutdown()
+        shutil.rmtree(ray_temp, ignore_errors=True)
+
+
+def rayscope_json(args, argv, summary_on="stdout"):
+    done = subprocess.run([args.rayscope, *argv], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"rayscope {' '.join(argv)}: {done.stderr[-2000:]}")
+    return done.stderr if summary_on == "stderr" else done.stdout
+
+
+def replay(args, shape, trace, job, work):
+    cfg = model_config(shape, os.cpu_count(), os.path.join(work, f"{shape}.yaml"))
+    out = json.loads(rayscope_json(args, ["simulate", "--config", cfg, "--replay", trace, "--job", job,
+                                          "--report", "json"]))
+    j = out["jobs"][0]
+    return {"makespan_s": j["makespan"], "prediction": out.get("prediction")}
+
+
+def figures(said):
+    """`rayscope calibrate`'s figures, from its summary: each line between its first and
+    the list of costs it could not determine."""
+    out = []
+    for line in said.splitlines()[1:]:
+        if not line.startswith("  ") or line.startswith("  not determined"):
+            break
+        out.append(line.strip())
+    return out
+
+
+def summary(runs, predicted):
+    ordered = sorted(runs)
+    med = statistics.median(ordered)
+    return {"runs_s": [round(r, 3) for r in runs], "median_s": round(med, 3), "low_s": round(ordered[0], 3),
+            "high_s": round(ordered[-1], 3), "model_s": round(predicted, 3),
+            "error": round((predicted - med) / med, 4)}
+
+
+def prove(args, program):
+    work = os.path.join(args.work, program)
+    os.makedirs(work, exist_ok=True)
+    log(f"{program}: recording on {args.record_shape}")
+    job, recorded, trace, idle = one_run(args, program, args.record_shape, os.path.join(work, "record"), record=True)
+    costs = os.path.join(work, "costs.yaml")
+    said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", job, "--out", costs], summary_on="stderr")
+    same = replay(args, args.record_shape, trace, job, work)
+    result = {
+        "program": program,
+        "record_shape": args.record_shape,
+        "job": job,
+        "recorded_s": round(recorded, 3),
+        "idle_workers_at_start": idle,
+        "figures": figures(said),
+        "same_shape": {"model_s": round(same["makespan_s"], 3),
+                       "error": round((same["makespan_s"] - recorded) / recorded, 4)},
+        "shapes": [],
+    }
+    log(f"{program}: recorded {recorded:.3f} s, same-shape replay {same['makespan_s']:.3f} s")
+    for shape in args.shapes:
+        predicted = replay(args, shape, trace, job, work)
+        runs, idles = [], []
+        for i in range(args.runs):
+            _, m, _, idle = one_run(args, program, shape, os.path.join(work, f"{shape}-{i}"), record=True)
+            idles.append(idle)
+            log(f"{program} on {shape}: run {i + 1} {m:.3f} s (model {predicted['makespan_s']:.3f} s)")
+            runs.append(m)
+        row = {"shape": shape, "change": CHANGE[shape], **summary(runs, predicted["makespan_s"]),
+               "idle_workers_at_start": idles}
+        if predicted["prediction"] is not None:
+            row["band"] = predicted["prediction"]
+        result["shapes"].append(row)
+    return result
+
+
+def merge(parts, out):
+    records = []
+    for p in parts:
+        with open(p) as f:
+            records.append(json.load(f))
+    first = records[0]
+    for r in records[1:]:
+        for key in ("ray", "machine"):
+            if r[key] != first[key]:
+                raise SystemExit(f"--merge: {key} differs between parts: {first[key]} and {r[key]}")
+    merged = {**first, "started": min(r["started"] for r in records),
+              "runs_per_shape": max(r["runs_per_shape"] for r in records),
+              "programs": [p for r in records for p in r["programs"]]}
+    with open(out, "w") as f:
+        json.dump(merged, f, indent=1)
+        f.write("\n")
+
+
+def repredict(args):
+    with open(args.repredict) as f:
+        record = json.load(f)
+    for p in record["programs"]:
+        work = os.path.join(args.work, p["program"])
+        trace = os.path.join(work, "record", "trace")
+        said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", p["job"], "--out",
+                                    os.path.join(work, "costs.yaml")], summary_on="stderr")
+        p["figures"] = figures(said)
+        same = replay(args, p["record_shape"], trace, p["job"], work)["makespan_s"]
+        p["same_shape"] = {"model_s": round(same, 3), "error": round((same - p["recorded_s"]) / p["recorded_s"], 4)}
+        for row in p["shapes"]:
+            predicted = replay(args, row["shape"], trace, p["job"], work)
+            row.update(summary(row["runs_s"], predicted["makespan_s"]))
+            row.pop("band", None)
+            if predicted["prediction"] is not None:
+                row["band"] = predicted["prediction"]
+    record["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
+def main():
+    if "--repredict" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--repredict", required=True)
+        ap.add_argument("--rayscope", required=True)
+        ap.add_argument("--work", required=True)
+        ap.add_argument("--out", required=True)
+        return repredict(ap.parse_args())
+    if "--merge" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--merge", nargs="+", required=True)
+        ap.add_argument("--out", required=True)
+        args = ap.parse_args()
+        return merge(args.merge, args.out)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rayscope", required=True)
+    ap.add_argument("--work", required=True, help="traces, logs and Ray's temp files")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--programs", default="sleep_reduce,actor_tree,mixed")
+    ap.add_argument("--shapes", default="head1,head6,two_nodes")
+    ap.add_argument("--record-shape", default="head2", choices=sorted(SHAPES))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--object-mb", type=int, default=0, help="mixed: each producer's object, MB")
+    args = ap.parse_args()
+    args.shapes = [s for s in args.shapes.split(",") if s]
+    for s in args.shapes:
+        if s not in SHAPES:
+            raise SystemExit(f"--shapes: unknown shape {s} (known: {', '.join(sorted(SHAPES))})")
+    args.work = os.path.abspath(args.work)
+    os.makedirs(args.work, exist_ok=True)
+    hold_real_ray(tempfile.mkdtemp(prefix="rw-", dir="/tmp"))
+    import ray
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results = [prove(args, p) for p in args.programs.split(",") if p]
+    record = {
+        "ray": ray.__version__,
+        "started": started,
+        "machine": {"cores": os.cpu_count(), "cpu": cpu_model()},
+        "runs_per_shape": args.runs,
+        "programs": results,
+    }
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(json.dumps(record), flush=True)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        return ""
+
+
+if __name__ == "__main__":
+    main()
