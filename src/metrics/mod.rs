@@ -181,6 +181,9 @@ pub struct RenderContext {
     pub rate_baselines: RateBaselines,
     /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
     pub http: Option<HttpServerStats>,
+    /// Ray's `RAY_metric_cardinality_level` to imitate; `None`: the default of the
+    /// snapshot's Ray version (legacy before 2.53, recommended from 2.53).
+    pub metric_cardinality: Option<crate::config::MetricCardinality>,
 }
 
 impl RenderContext {
