@@ -309,8 +309,18 @@ def main():
     ray.kill(a)
     # worker-2's agent keeps serving the killed actor's last ray_actors report until the
     # series expires; the next step must not depend on whether it already has.
-    wait_for("worker-2's agent no longer serving the killed actor's ray_actors",
-             gone_for("ray_actors", "worker-2", 2 * REPORT_MS / 1000), args.deadline)
+    # Ray before 2.52 (OpenCensus backend, one series per worker under the legacy
+    # cardinality level) keeps serving a dead worker's last ray_actors: there it is
+    # waited for briefly and the recording says which it was.
+    opencensus = tuple(int(p) for p in ray.__version__.split(".")[:2]) < (2, 52)
+    gone = gone_for("ray_actors", "worker-2", 2 * REPORT_MS / 1000)
+    if not opencensus:
+        wait_for("worker-2's agent no longer serving the killed actor's ray_actors", gone, args.deadline)
+    else:
+        try:
+            wait_for("worker-2's agent no longer serving the killed actor's ray_actors", gone, 30)
+        except TimeoutError:
+            print("  Ray", ray.__version__, "still serves the dead worker's ray_actors: kept", flush=True)
 
     # 5. an OOM kill by worker-1's memory monitor.
     @ray.remote(max_retries=0, resources={"worker-1": 1})

@@ -65,9 +65,13 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     }
 
     let alive = s.snap.nodes.iter().filter(|n| n.state == NodeState::Alive).count() as u64;
-    let mut f = Family::gauge(enc, "ray_local_resource_view_node_count", "Nodes in the raylet's local resource view.");
-    for &n in &s.nodes {
-        f.sample(&Core { component: "raylet", at: s.target(n) }, alive)?;
+    // Not in Ray 2.49 (in 2.60; the releases between, not checked, get 2.60's).
+    if s.version >= RayVersion(2, 50) {
+        let mut f =
+            Family::gauge(enc, "ray_local_resource_view_node_count", "Nodes in the raylet's local resource view.");
+        for &n in &s.nodes {
+            f.sample(&Core { component: "raylet", at: s.target(n) }, alive)?;
+        }
     }
 
     if let (true, Some(head)) = (s.cluster, s.head_target()) {
@@ -151,6 +155,8 @@ mod tests {
             }
         }
         assert!(ms.sum("ray_scheduler_placement_time_ms_count", &[]) > 0.0);
+        assert!(ms.families.contains_key("ray_local_resource_view_node_count"));
+        assert!(!s.families.contains_key("ray_local_resource_view_node_count"), "not in Ray 2.49");
     }
 
     #[test]
