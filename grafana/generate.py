@@ -550,7 +550,9 @@ def jobs(lay):
         timeseries(lay, "Tasks finished per second", "Completion throughput (growth of the FINISHED count). A drop to zero with pending work is a stuck cluster (RayTasksPendingTooLong).", "none",
                    [(f'sum(deriv(ray_tasks{{State="FINISHED",{SESSION}}}[$__rate_interval]))', "finished/s")]),
         timeseries(lay, "Unexpected worker failures", "Worker processes that died without Ray asking them to (crash, signal, lost node), per interval, by task or actor name. Ray creates the counter at the first failure: empty means none.", "none",
-                   [(f"sum by (Type, Name) (increase(ray_node_manager_unexpected_worker_failure_total{{{SESSION}}}[$__rate_interval]))", "{{Type}} {{Name}}")]),
+                   # Ray 2.49's raylets have no such counter: its GCS's total, unnamed, instead.
+                   [(f"sum by (Type, Name) (increase(ray_node_manager_unexpected_worker_failure_total{{{SESSION}}}[$__rate_interval]))"
+                     f' or label_replace(sum(increase(ray_unintentional_worker_failures_total{{{SESSION}}}[$__rate_interval])), "Type", "all (Ray 2.49)", "", "")', "{{Type}} {{Name}}")]),
         table(lay, "Running tasks per node", "Tasks executing on every node now (executor side).", "none",
               [(running_by_node, "running", "none")]),
     ]
