@@ -164,6 +164,26 @@ fn real_ray_still_matches_the_recording() {
     );
 }
 
+/// A short live sample on the oldest supported Ray (its full scenario takes about three
+/// and a half minutes; the recording holds it): a fresh 2.49 cluster through
+/// `tasks_running` still exports what the 2.49 recording has.
+#[test]
+fn real_ray_2_49_still_matches_its_recording_through_tasks_running() {
+    let Some(python) = differential::ray_oldest_python() else {
+        return;
+    };
+    let until = "tasks_running";
+    let live = differential::LiveRun::start_with(&python, &["--until", until]).finish();
+    let rec = recording(&differential::fixture_path_for(differential::OLDEST));
+    let n = STEPS.iter().position(|(s, _)| *s == until).unwrap() + 1;
+    let problems = differential::compare_ray_runs(&rec[..n], &live);
+    assert!(
+        problems.is_empty(),
+        "real Ray 2.49 no longer exports what tests/fixtures/ray-2.49/differential.json recorded:\n{}",
+        problems.join("\n")
+    );
+}
+
 /// docs/ray-differential.md lists every accepted difference the test holds.
 #[test]
 fn every_accepted_difference_is_documented() {

@@ -13,7 +13,7 @@ mod ray_env;
 
 pub use allow::{differences, differences_for, volatile_kinds, volatile_presence, Diff, STALE_AFTER_HEAD_DEATH};
 pub use live::LiveRun;
-pub use ray_env::ray_python;
+pub use ray_env::{ray_oldest_python, ray_python};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
