@@ -126,7 +126,9 @@ def main():
     )
     os.environ.pop("RAY_memory_usage_threshold")
     cluster.wait_for_nodes()
-    ray.init(address=cluster.address)
+    # The driver joins the head's raylet: Ray 2.49 otherwise picks the node whose IP was
+    # written last (the worker's), and then refuses to remove that node.
+    ray.init(address=cluster.address, _node_ip_address=cluster.head_node.node_ip_address)
     sd_file = os.path.join(temp_dir, "prom_metrics_service_discovery.json")
     say(
         step="ready",
