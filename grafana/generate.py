@@ -422,7 +422,9 @@ def cluster(lay):
         timeseries(lay, "Cluster utilization", "Physical use over the whole cluster (0-100%): mean CPU, GPUs, host memory. Compare with logical use: reserved but idle means tasks over-ask.", "percent",
                    [(f"avg(ray_node_cpu_utilization{{{SESSION}}})", "CPU"),
                     (f"sum(ray_node_gpus_utilization{{{SESSION}}}) / sum(ray_node_gpus_available{{{SESSION}}})", "GPU"),
-                    (f"100 * sum(ray_node_mem_used_host{{{SESSION}}}) / sum(ray_node_mem_total_host{{{SESSION}}})", "host memory")], minimum=0),
+                    # Ray 2.49 has no *_host series: its ray_node_mem_* are the host's.
+                    (f"100 * sum(ray_node_mem_used_host{{{SESSION}}}) / sum(ray_node_mem_total_host{{{SESSION}}})"
+                     f" or 100 * sum(ray_node_mem_used{{{SESSION}}}) / sum(ray_node_mem_total{{{SESSION}}})", "host memory")], minimum=0),
         timeseries(lay, "Node CPU utilization by node type", f"Mean hardware CPU utilization (0-100%) per Ray node type; the busiest nodes are on the Nodes dashboard. The line: RayNodeHighCpu's {CPU_ALERT}% (per node, for 1 m).", "percent",
                    [(f"avg by (RayNodeType) (ray_node_cpu_utilization{{{SESSION}}})", "{{RayNodeType}}")], minimum=0, threshold=CPU_ALERT),
         timeseries(lay, "Object store", "Plasma bytes used and capacity, summed over nodes. Used near capacity means spilling (see Object store and memory).", "bytes",
@@ -435,8 +437,13 @@ def cluster(lay):
 
 
 def nodes(lay):
-    def by_type(metric, legend, scale=""):
-        return (f"sum by (RayNodeType) (ray_{metric}{{{HW}}}){scale}", "{{RayNodeType}} " + legend)
+    def by_type(metric, legend, scale="", before_2_60=None):
+        """Per node type; `before_2_60`: the metric Ray 2.49 has instead (read where
+        the first has no series)."""
+        expr = f"sum by (RayNodeType) (ray_{metric}{{{HW}}}){scale}"
+        if before_2_60:
+            expr += f" or sum by (RayNodeType) (ray_{before_2_60}{{{HW}}}){scale}"
+        return (expr, "{{RayNodeType}} " + legend)
 
     def components(metric, scale=""):
         return f"sum by (Component) (ray_component_{metric}{{{SESSION},ip=~\"$node\"}} and on (ip) ray_node_cpu_count{{{HW}}}){scale}"
@@ -452,7 +459,8 @@ def nodes(lay):
                    [(top(f"session_ip:ray_node_mem:ratio{{{HW}}}", "ip"), "{{ip}}")], minimum=0, threshold=MEM_ALERT),
         timeseries(lay, "CPU cores by node type", "Cores per node type, as the nodes' agents count them.", "none", [by_type("node_cpu_count", "cores")], stack=True),
         timeseries(lay, "Host memory by node type", "Bytes of host memory in use (heaps + object store + everything else), next to the hosts' total, per node type.", "bytes",
-                   [by_type("node_mem_used_host", "used"), by_type("node_mem_total_host", "total")]),
+                   [by_type("node_mem_used_host", "used", before_2_60="node_mem_used"),
+                    by_type("node_mem_total_host", "total", before_2_60="node_mem_total")]),
         timeseries(lay, "Container (cgroup) memory by node type", "Memory the nodes' containers (cgroups) use, next to their limits, per node type: what Kubernetes' OOM killer judges.", "bytes",
                    [by_type("node_cgroup_mem_used", "used"), by_type("node_cgroup_mem_total", "limit")]),
         lay.row("GPUs"),
@@ -480,7 +488,8 @@ def nodes(lay):
         timeseries(lay, "Process CPU by component", "CPU of each Ray process kind on the chosen nodes (100% = one core): raylet, GCS, agents, workers by task name.", "percent",
                    [(components("cpu_percentage"), "{{Component}}")]),
         timeseries(lay, "Process memory by component", "Resident memory of each Ray process kind on the chosen nodes. A worker kind that only grows is a leak the memory monitor will end.", "bytes",
-                   [(components("rss_bytes"), "{{Component}}")]),
+                   # Ray 2.49 has only ray_component_rss_mb (bytes / 1e6).
+                   [(f'{components("rss_bytes")} or {components("rss_mb", " * 1e6")}', "{{Component}}")]),
         timeseries(lay, "GPU use by component", "GPU utilization of each Ray process kind on the chosen nodes (100% = one GPU).", "percent",
                    [(components("gpu_percentage"), "{{Component}}")]),
         timeseries(lay, "GPU memory by component", "GPU memory each Ray process kind holds on the chosen nodes (Ray reports MiB).", "bytes",
@@ -502,8 +511,14 @@ def failure_share():
     return f"{grew('FAILED')} / ({grew('FAILED')} + {grew('FINISHED')})"
 
 
+def placement_quantile(q, extra=""):
+    """In ms: Ray 2.49's histogram is ray_scheduler_placement_time_s, in seconds."""
+    of = lambda unit: f"histogram_quantile({q}, sum by (WorkloadType, le) (rate(ray_scheduler_placement_time_{unit}_bucket{{{extra}{SESSION}}}[$__rate_interval])))"
+    return f"{of('ms')} or 1000 * {of('s')}"
+
+
 def placement_p95(extra=""):
-    return f"histogram_quantile(0.95, sum by (WorkloadType, le) (rate(ray_scheduler_placement_time_ms_bucket{{{extra}{SESSION}}}[$__rate_interval])))"
+    return placement_quantile(0.95, extra)
 
 
 def jobs(lay):
@@ -535,7 +550,9 @@ def jobs(lay):
         timeseries(lay, "Tasks finished per second", "Completion throughput (growth of the FINISHED count). A drop to zero with pending work is a stuck cluster (RayTasksPendingTooLong).", "none",
                    [(f'sum(deriv(ray_tasks{{State="FINISHED",{SESSION}}}[$__rate_interval]))', "finished/s")]),
         timeseries(lay, "Unexpected worker failures", "Worker processes that died without Ray asking them to (crash, signal, lost node), per interval, by task or actor name. Ray creates the counter at the first failure: empty means none.", "none",
-                   [(f"sum by (Type, Name) (increase(ray_node_manager_unexpected_worker_failure_total{{{SESSION}}}[$__rate_interval]))", "{{Type}} {{Name}}")]),
+                   # Ray 2.49's raylets have no such counter: its GCS's total, unnamed, instead.
+                   [(f"sum by (Type, Name) (increase(ray_node_manager_unexpected_worker_failure_total{{{SESSION}}}[$__rate_interval]))"
+                     f' or label_replace(sum(increase(ray_unintentional_worker_failures_total{{{SESSION}}}[$__rate_interval])), "Type", "all (Ray 2.49)", "", "")', "{{Type}} {{Name}}")]),
         table(lay, "Running tasks per node", "Tasks executing on every node now (executor side).", "none",
               [(running_by_node, "running", "none")]),
     ]
@@ -609,7 +626,7 @@ def scheduler(lay):
         timeseries(lay, "Placement time p95", f"95th percentile time to reserve resources, per workload type. The line: RaySchedulingLatencyHigh above {PLACEMENT_ALERT} ms for 5 m.", "ms",
                    [(placement_p95(), "{{WorkloadType}}")], threshold=PLACEMENT_ALERT),
         timeseries(lay, "Placement time p50", "Median time to reserve resources, per workload type.", "ms",
-                   [(f"histogram_quantile(0.5, sum by (WorkloadType, le) (rate(ray_scheduler_placement_time_ms_bucket{{{SESSION}}}[$__rate_interval])))", "{{WorkloadType}}")]),
+                   [(placement_quantile(0.5), "{{WorkloadType}}")]),
         timeseries(lay, "Spillbacks per second", "Leases the raylets sent on to another node because theirs had no room (growth of their running counts), summed over nodes.", "none",
                    [(f"sum(deriv(ray_internal_num_spilled_tasks{{{SESSION}}}[$__rate_interval]))", "spillbacks/s")]),
         timeseries(lay, "Worker processes started", "Worker processes the raylets have started, summed over nodes. Steep growth means workers die and are replaced.", "none",

@@ -139,3 +139,25 @@ fn simulate_refuses_a_bad_config_with_the_same_message_and_starts_nothing() {
         assert!(!events.exists(), "no events file: the simulation never started");
     }
 }
+
+#[test]
+fn serve_refuses_a_ray_version_or_cardinality_level_it_does_not_imitate() {
+    for (args, says) in [
+        (&["serve", "--ray-version", "2.48.0"][..], "2.49 to 2.60"),
+        (&["--ray-version", "3.0"][..], "outside what rayscope imitates"),
+        (&["serve", "--ray-version", "latest"][..], "not a Ray version"),
+        (&["serve", "--metric-cardinality-level", "high"][..], "legacy, recommended or low"),
+    ] {
+        let out = rayscope(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A config outside the range is refused by check too, naming the field.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.yaml");
+    std::fs::write(&path, "cluster:\n  ray_version: '2.44.1'\n").unwrap();
+    let out = rayscope(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cluster.ray_version"), "{}", text(&out.stderr));
+}

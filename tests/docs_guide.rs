@@ -147,6 +147,18 @@ fn the_readme_opens_with_what_rayscope_is_then_the_two_setup_commands() {
 }
 
 #[test]
+fn the_readmes_first_screen_names_the_supported_ray_versions_and_the_kubernetes_path() {
+    let readme = read("README.md");
+    let screen = readme.lines().take(24).collect::<Vec<_>>().join("\n");
+    for needed in ["2.49 to 2.60", "deploy/kubernetes/", "docs/kubernetes.md"] {
+        assert!(screen.contains(needed), "the README's first 24 lines name {needed:?}:\n{screen}");
+    }
+    // The range is the one rayscope accepts for --ray-version.
+    let (oldest, newest) = (rayscope::config::ray_series::OLDEST_RAY, rayscope::config::ray_series::NEWEST_RAY);
+    assert!(screen.contains(&format!("{}.{} to {}.{}", oldest.0, oldest.1, newest.0, newest.1)));
+}
+
+#[test]
 fn architecture_fits_on_300_lines() {
     let lines = read("ARCHITECTURE.md").lines().count();
     assert!(

@@ -1,4 +1,5 @@
-//! The bundle's alerts on a real Ray 2.60 cluster, fault by fault: a head and one worker
+//! The bundle's alerts on real Ray clusters of the newest and the oldest supported
+//! versions (2.60, and 2.49 from `RAYSCOPE_RAY_OLDEST_CLI`), fault by fault: a head and one worker
 //! node (`ray.cluster_utils.Cluster`, scripts/ray-alerts/cluster.py), scraped by a real
 //! Prometheus through Ray's own service-discovery file (job "ray", as Ray's docs set it
 //! up) with the bundle's rule files, and a real Alertmanager with the bundle's routing.
@@ -53,6 +54,7 @@ fn prometheus_config(rules: &std::path::Path, sd_file: &str, alertmanager: &str)
 }
 
 struct Run {
+    version: String,
     prom: String,
     am: String,
     procs: Vec<Proc>,
@@ -72,7 +74,10 @@ impl Run {
         });
         let took = since.elapsed().as_secs_f64();
         self.timings.push(format!("{alertname}: {took:.0} s (bound {limit} s)"));
-        eprintln!("real Ray: {alertname} firing {took:.0} s after the fault (bound {limit} s): {}", alert["metric"]);
+        eprintln!(
+            "real Ray {}: {alertname} firing {took:.0} s after the fault (bound {limit} s): {}",
+            self.version, alert["metric"]
+        );
         assert!(took <= limit as f64, "{alertname} took {took:.0} s, over its bound of {limit} s");
         assert_eq!(alert_keys(&alert), fault_alert_keys(alertname), "{alertname}'s label keys on real Ray");
         let am = self.am.clone();
@@ -90,11 +95,26 @@ impl Run {
 #[test]
 fn every_alert_for_a_fault_fires_on_a_real_ray_cluster() {
     let Some(python) = ray_python() else { return };
+    every_alert_fires_on(&python, "2.60");
+}
+
+/// The same faults on the oldest supported Ray: its OpenCensus exporter, one `ray_tasks`
+/// series per worker (the legacy cardinality level, its default) and its metric names.
+#[test]
+fn every_alert_for_a_fault_fires_on_ray_2_49() {
+    let Some(python) = ray_oldest_python() else { return };
+    every_alert_fires_on(&python, "2.49");
+}
+
+fn every_alert_fires_on(python: &std::path::Path, version: &str) {
     let (Some(prometheus), Some(alertmanager)) =
         (tool("prometheus", "prometheus"), tool("prometheus-alertmanager", "prometheus-alertmanager"))
     else {
         return;
     };
+    let installed = Command::new(python).args(["-c", "import ray; print(ray.__version__)"]).output().unwrap();
+    let installed = String::from_utf8_lossy(&installed.stdout).trim().to_string();
+    assert!(installed.starts_with(&format!("{version}.")), "the venv's Ray is {installed}, not {version}");
     let started = Instant::now();
     let dir = tempfile::Builder::new().prefix("rayscope-alerts-").tempdir_in("/tmp").unwrap();
     // Ray's session paths must stay short (Unix socket names): a short temp dir of our own.
@@ -126,7 +146,13 @@ fn every_alert_for_a_fault_fires_on_a_real_ray_cluster() {
     );
     let rules = test_rules(dir.path());
     let (prom_proc, prom) = start_prometheus(&prometheus, dir.path(), &prometheus_config(&rules, &sd_file, &am));
-    let mut run = Run { prom: prom.clone(), am, procs: vec![am_proc, prom_proc], timings: Vec::new() };
+    let mut run = Run {
+        version: version.to_string(),
+        prom: prom.clone(),
+        am,
+        procs: vec![am_proc, prom_proc],
+        timings: Vec::new(),
+    };
 
     // Both nodes report through Ray's SD file; none of the failure counters exists yet.
     wait_for("both nodes reporting through Ray's service-discovery file", Duration::from_secs(120), || {
@@ -169,6 +195,10 @@ fn every_alert_for_a_fault_fires_on_a_real_ray_cluster() {
     let t = Instant::now();
     run.expect("RayHeadDown", t, bound(TEST_FOR_S), |a| a["metric"]["ip"] == head_ip.as_str());
     run.expect("RayTargetDown", t, REPORT_S + bound(TEST_FOR_S), |a| a["metric"]["job"] == "ray");
-    eprintln!("real-Ray alert timings: {}; whole run {:.0} s", run.timings.join(", "), started.elapsed().as_secs_f64());
+    eprintln!(
+        "real-Ray {version} alert timings: {}; whole run {:.0} s",
+        run.timings.join(", "),
+        started.elapsed().as_secs_f64()
+    );
     drop(cluster);
 }

@@ -1,4 +1,5 @@
-//! rayscope against real Ray 2.60, fault by fault (issue 16).
+//! rayscope against real Ray 2.60, fault by fault (issue 16), and against the oldest
+//! supported Ray, 2.49, from its own recording (`tests/fixtures/ray-2.49/`).
 //!
 //! `scripts/ray-differential/scenario.py` drives a real Ray cluster (a head and two
 //! workers on one machine) through idle, tasks running, a retried task, a restarted
@@ -20,12 +21,22 @@
 #[path = "differential_support/mod.rs"]
 mod differential;
 
-use differential::{differences, model_steps, recording, Diff, Shape, STEPS};
+use differential::{differences, differences_for, model_steps, model_steps_as, recording, Diff, Shape, STEPS};
 
 /// Per step and family: exported by both, by the same kinds of node, with the same label
 /// keys (less [`differential::RAY_ONLY_KEYS`]), unless [`differences`] says why not.
-fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
-    let allowed = differences();
+fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)], allowed: &[Diff]) -> Vec<String> {
+    compare_as(ray, ours, allowed, false)
+}
+
+/// [`compare`]; `stale_after_head`: accept what Ray's workers alone still serve once the
+/// head is dead ([`differential::STALE_AFTER_HEAD_DEATH`], Ray 2.49).
+fn compare_as(
+    ray: &[(String, Shape)],
+    ours: &[(String, Shape)],
+    allowed: &[Diff],
+    stale_after_head: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     let ray = differential::without_ray_only_keys(ray);
     assert_eq!(ray.len(), ours.len(), "the recording and the model have the same steps");
@@ -37,6 +48,11 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
             match (r.get(f), o.get(f)) {
                 (Some(_), None) if allows(|d| d.ray_only) => {}
                 (None, Some(_)) if allows(|d| d.ours_only) => {}
+                (Some(a), None)
+                    if stale_after_head && step == "head_killed" && a.kinds.iter().all(|k| k == "worker") =>
+                {
+                    // differential::STALE_AFTER_HEAD_DEATH
+                }
                 (Some(a), None) => out.push(format!("{step}: {f} exported by Ray ({:?}) but not by rayscope", a.kinds)),
                 (None, Some(b)) if step == "head_killed" && b.kinds.iter().all(|k| k == "worker") => {
                     // differential::AFTER_HEAD_DEATH: Ray's surviving raylets exit, rayscope's stay.
@@ -64,8 +80,24 @@ fn compare(ray: &[(String, Shape)], ours: &[(String, Shape)]) -> Vec<String> {
 fn rayscope_exports_match_the_recording() {
     let rec = recording(&differential::fixture_path());
     let ours = model_steps();
-    let problems = compare(&rec, &ours);
+    let problems = compare(&rec, &ours, &differences());
     assert!(problems.is_empty(), "{} differences from real Ray 2.60:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// The same scenario recorded on the oldest supported Ray, against rayscope imitating it
+/// (`cluster.ray_version: 2.49`): its names, label keys and default cardinality level.
+#[test]
+fn rayscope_as_ray_2_49_matches_the_2_49_recording() {
+    let rec = recording(&differential::fixture_path_for(differential::OLDEST));
+    let ours = model_steps_as(differential::OLDEST);
+    let problems = compare_as(&rec, &ours, &differences_for(differential::OLDEST), true);
+    assert!(
+        problems.is_empty(),
+        "{} differences from real Ray 2.49 (accepted besides the list: {}):\n{}",
+        problems.len(),
+        differential::STALE_AFTER_HEAD_DEATH,
+        problems.join("\n")
+    );
 }
 
 /// Counters Ray creates at their first event: absent before it on both, and served by
@@ -93,9 +125,15 @@ fn failure_counters_appear_at_their_first_event_on_the_node_it_happened() {
 /// its series; after the head dies, nothing the head served is left.
 #[test]
 fn a_dead_nodes_series_vanish() {
-    let rec = recording(&differential::fixture_path());
-    let ours = model_steps();
-    for (label, steps) in [("Ray", &rec), ("rayscope", &ours)] {
+    for version in [differential::NEWEST, differential::OLDEST] {
+        a_dead_nodes_series_vanish_on(version);
+    }
+}
+
+fn a_dead_nodes_series_vanish_on(version: &str) {
+    let rec = recording(&differential::fixture_path_for(version));
+    let ours = model_steps_as(version);
+    for (label, steps) in [(format!("Ray {version}"), &rec), (format!("rayscope as {version}"), &ours)] {
         let at = |name: &str| &steps.iter().find(|(s, _)| s == name).unwrap().1;
         let roles = |shape: &Shape| -> std::collections::BTreeSet<String> {
             shape.values().flat_map(|f| f.roles.iter().cloned()).collect()
@@ -126,18 +164,38 @@ fn real_ray_still_matches_the_recording() {
     );
 }
 
+/// A short live sample on the oldest supported Ray (its full scenario takes about three
+/// and a half minutes; the recording holds it): a fresh 2.49 cluster through
+/// `tasks_running` still exports what the 2.49 recording has.
+#[test]
+fn real_ray_2_49_still_matches_its_recording_through_tasks_running() {
+    let Some(python) = differential::ray_oldest_python() else {
+        return;
+    };
+    let until = "tasks_running";
+    let live = differential::LiveRun::start_with(&python, &["--until", until]).finish();
+    let rec = recording(&differential::fixture_path_for(differential::OLDEST));
+    let n = STEPS.iter().position(|(s, _)| *s == until).unwrap() + 1;
+    let problems = differential::compare_ray_runs(&rec[..n], &live);
+    assert!(
+        problems.is_empty(),
+        "real Ray 2.49 no longer exports what tests/fixtures/ray-2.49/differential.json recorded:\n{}",
+        problems.join("\n")
+    );
+}
+
 /// docs/ray-differential.md lists every accepted difference the test holds.
 #[test]
 fn every_accepted_difference_is_documented() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ray-differential.md")).unwrap();
-    let missing: Vec<&str> = differences()
+    let missing: Vec<&str> = differences_for(differential::OLDEST)
         .iter()
         .map(|d| d.pattern)
         .chain(differential::RAY_ONLY_KEYS.iter().copied())
         .filter(|p| !doc.contains(&format!("`{p}`")))
         .collect();
     assert!(missing.is_empty(), "not in docs/ray-differential.md: {missing:?}");
-    for d in differences() {
+    for d in differences_for(differential::OLDEST) {
         assert!(!d.reason.is_empty(), "{} has no reason", d.pattern);
     }
 }

@@ -21,6 +21,7 @@ cluster is up, is {"step": "ready", "sd_file": <Ray's service-discovery file>, .
 """
 
 import os
+import signal
 import socket
 import sys
 import time
@@ -88,6 +89,41 @@ def produce(n):
     return bytearray(n * MiB)
 
 
+def kill_session_leftovers(session_dir):
+    """SIGKILL every process still using `session_dir` (by working directory, open
+    files or command line), but this driver and its ancestors; how many."""
+    needle = os.path.realpath(session_dir)
+    if needle.count("/") < 3 or not os.path.isdir(needle):
+        return 0  # never a top-level directory
+    spared, pid = set(), os.getpid()
+    while pid > 1:
+        spared.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    killed = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in spared:
+            continue
+        base = f"/proc/{pid}"
+        try:
+            links = [os.readlink(f"{base}/cwd")]
+            links += [os.readlink(f"{base}/fd/{fd}") for fd in os.listdir(f"{base}/fd")]
+            with open(f"{base}/cmdline", "rb") as f:
+                links.append(f.read().decode(errors="replace"))
+        except OSError:
+            continue
+        if any(needle in link for link in links):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
 def main():
     temp_dir = sys.argv[1]
     hold_real_ray(temp_dir)
@@ -126,7 +162,9 @@ def main():
     )
     os.environ.pop("RAY_memory_usage_threshold")
     cluster.wait_for_nodes()
-    ray.init(address=cluster.address)
+    # The driver joins the head's raylet: Ray 2.49 otherwise picks the node whose IP was
+    # written last (the worker's), and then refuses to remove that node.
+    ray.init(address=cluster.address, _node_ip_address=cluster.head_node.node_ip_address)
     sd_file = os.path.join(temp_dir, "prom_metrics_service_discovery.json")
     say(
         step="ready",
@@ -173,9 +211,13 @@ def main():
                 say(step=cmd, ok=True)
             elif cmd == "kill-head":
                 pinned.clear()
+                session_dir = cluster.head_node.get_session_dir_path()
                 ray.shutdown()
                 cluster.remove_node(cluster.head_node, allow_graceful=False)
-                say(step=cmd, ok=True)
+                # The head's pod is gone: its dashboard agent too. remove_node leaves the
+                # agent to notice its raylet's death, which Ray 2.49's takes up to a
+                # minute to (serving the head's series all along; 2.60's goes at once).
+                say(step=cmd, ok=True, agents_killed=kill_session_leftovers(session_dir))
             elif cmd == "quit":
                 break
             else:

@@ -260,6 +260,7 @@ impl App {
                 Vec::new()
             },
             rate_baselines: self.rate_baselines.clone(),
+            metric_cardinality: self.config.cluster.metric_cardinality_level,
             http: Some(crate::metrics::HttpServerStats {
                 max_connections: self.connections.max_connections as u64,
                 open_connections: self.connections.open() as u64,

@@ -32,6 +32,16 @@ pub(super) struct ServeArgs {
     /// `--set sim.speed=10`. KEY is a dotted path as config errors write it; VALUE is YAML.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     set: Vec<Override>,
+    /// Which Ray release's series /metrics imitates, 2.49 to 2.60 (overrides
+    /// cluster.ray_version; default 2.60): names, label keys and the `Version` label.
+    #[arg(long, value_name = "VERSION", value_parser = parse_ray_version)]
+    ray_version: Option<String>,
+    /// Ray's RAY_metric_cardinality_level for /metrics: legacy (WorkerId on tasks and
+    /// actors), recommended (without it) or low (nor their Name) [default: the Ray
+    /// version's own, recommended from 2.53, legacy before; overrides
+    /// cluster.metric_cardinality_level].
+    #[arg(long, value_name = "LEVEL", env = "RAY_metric_cardinality_level", value_parser = parse_cardinality)]
+    metric_cardinality_level: Option<rayscope::config::MetricCardinality>,
     /// Log format (RUST_LOG selects what is logged, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -40,6 +50,17 @@ pub(super) struct ServeArgs {
     /// FAILED). Without it a restart forgets them.
     #[arg(long, value_name = "DIR", env = "RAYSCOPE_STATE_DIR")]
     state_dir: Option<PathBuf>,
+}
+
+/// A Ray version rayscope imitates, as Ray writes it in `Version` (`2.49` → `2.49.0`).
+fn parse_ray_version(s: &str) -> Result<String, String> {
+    rayscope::config::ray_series::check_ray_version(s)?;
+    let s = s.trim();
+    Ok(if s.matches('.').count() == 1 { format!("{s}.0") } else { s.to_string() })
+}
+
+fn parse_cardinality(s: &str) -> Result<rayscope::config::MetricCardinality, String> {
+    s.parse()
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -56,6 +77,12 @@ pub(super) fn serve(args: ServeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let mut cfg = cfg;
+    if let Some(v) = &args.ray_version {
+        cfg.cluster.ray_version = v.clone();
+    }
+    if let Some(level) = args.metric_cardinality_level {
+        cfg.cluster.metric_cardinality_level = Some(level);
+    }
     if cfg.cluster.session_name.is_none() {
         // Ray starts a new session on every start; so does a server (not `simulate`).
         let now_us =

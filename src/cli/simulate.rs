@@ -450,7 +450,8 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
         std::fs::File::create(path).with_context(|| format!("cannot create OpenMetrics file {}", path.display()))?;
     let out = std::io::BufWriter::with_capacity(1 << 20, f);
     Ok((
-        rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port),
+        rayscope::metrics::openmetrics::OpenMetricsWriter::new(out, start_ms, cfg.server.metrics_export_port)
+            .with_metric_cardinality(cfg.cluster.metric_cardinality_level),
         start_ms,
     ))
 }

@@ -11,6 +11,7 @@ pub mod ip_range;
 pub mod limits;
 mod locate;
 pub mod overrides;
+pub mod ray_series;
 pub mod replay;
 pub mod scheduler;
 pub mod schema;
@@ -23,6 +24,7 @@ pub mod workloads;
 
 pub use limits::LimitsConfig;
 pub use overrides::Override;
+pub use ray_series::MetricCardinality;
 pub use scheduler::SchedulerConfig;
 pub use schema::*;
 pub use server_limits::ServerLimits;

@@ -40,9 +40,14 @@ pub struct ClusterConfig {
     /// Ray's `SessionName` label; derived from the seed when absent.
     #[serde(default)]
     pub session_name: Option<String>,
-    /// Ray version reported in the `Version` label.
+    /// The Ray release whose series the exporter imitates (2.49 to 2.60), reported in
+    /// the `Version` label.
     #[serde(default = "default_ray_version")]
     pub ray_version: String,
+    /// Ray's `RAY_metric_cardinality_level` for the exported series; absent: the
+    /// default of `ray_version` (legacy before 2.53, recommended from 2.53).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_cardinality_level: Option<super::ray_series::MetricCardinality>,
     /// When true the head node's hardware readings come from this machine.
     #[serde(default = "yes")]
     pub host_node: bool,
@@ -107,6 +112,7 @@ impl Default for ClusterConfig {
         ClusterConfig {
             session_name: None,
             ray_version: default_ray_version(),
+            metric_cardinality_level: None,
             host_node: true,
             head: HeadNodeConfig::default(),
             node_types: Vec::new(),

@@ -11,7 +11,7 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
-use super::scrape::{Family, Scrape};
+use super::scrape::{Family, RayVersion, Scrape};
 use crate::model::{JobStatus, PgState};
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
@@ -25,9 +25,16 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     // every state, so a state that empties reads 0 rather than vanishing.
     if !snap.pg_counts.is_empty() {
         let mut f = Family::gauge(enc, "ray_placement_groups", "Current number of placement groups by state.");
+        // Ray 2.49's GCS tags them with State only; 2.60's adds Source="gcs" (the
+        // releases between, not checked, get 2.60's form).
+        let tagged_with_source = s.version >= RayVersion(2, 50);
         for state in PgState::ALL {
             let count = snap.pg_counts.get(state.as_str()).copied().unwrap_or(0);
-            f.sample(&(at, [("State", state.as_str()), ("Source", "gcs")]), count)?;
+            if tagged_with_source {
+                f.sample(&(at, [("State", state.as_str()), ("Source", "gcs")]), count)?;
+            } else {
+                f.sample(&(at, [("State", state.as_str())]), count)?;
+            }
         }
     }
 
@@ -65,6 +72,14 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
+
+    #[test]
+    fn ray_2_49_tags_placement_groups_without_source() {
+        let old = all_as("2.49.2", None);
+        assert!(old.of("ray_placement_groups").count() > 0);
+        assert!(old.of("ray_placement_groups").all(|s| !s.has("Source") && s.has("State")));
+        assert_eq!(old.sum("ray_placement_groups", &[]), all().sum("ray_placement_groups", &[]));
+    }
 
     #[test]
     fn placement_groups_report_every_state_once_one_exists() {

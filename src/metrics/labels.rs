@@ -176,3 +176,50 @@ impl EncodeLabelSet for GpuLabels<'_> {
         put(enc, "GpuUuid", self.uuid)
     }
 }
+
+/// A `WorkerId` as Ray's legacy cardinality level writes it: `""` on GCS and raylet
+/// series, a worker's 56-hex id on a core worker's.
+#[derive(Clone, Copy)]
+pub(crate) enum WorkerId {
+    /// The GCS or a raylet: not a worker.
+    System,
+    /// The core workers of node `idx`. The model keeps per-node aggregates where Ray has
+    /// one series per worker, so a node's worker series share one made-up id
+    /// (`ffffffff` then the node index, 56 hex digits in all).
+    OfNode(u32),
+}
+
+impl EncodeLabelValue for WorkerId {
+    fn encode(&self, enc: &mut LabelValueEncoder) -> fmt::Result {
+        match *self {
+            WorkerId::System => Ok(()),
+            WorkerId::OfNode(idx) => write!(enc, "ffffffff{idx:048x}"),
+        }
+    }
+}
+
+/// `ray_tasks` and `ray_actors` labels: `State`, `Name` unless the cardinality level
+/// drops it, the `rest`, and `WorkerId` where the level keeps it (legacy).
+#[derive(Clone, Copy)]
+pub(crate) struct TaskOrActor<'a, const N: usize> {
+    pub state: &'a str,
+    pub name: Option<&'a str>,
+    pub rest: [(&'static str, &'a str); N],
+    pub worker: Option<WorkerId>,
+}
+
+impl<const N: usize> EncodeLabelSet for TaskOrActor<'_, N> {
+    fn encode(&self, enc: &mut LabelSetEncoder) -> fmt::Result {
+        put(enc, "State", self.state)?;
+        if let Some(name) = self.name {
+            put(enc, "Name", name)?;
+        }
+        for (key, value) in self.rest {
+            put(enc, key, value)?;
+        }
+        match self.worker {
+            Some(worker) => put(enc, "WorkerId", worker),
+            None => Ok(()),
+        }
+    }
+}

@@ -44,6 +44,13 @@
 //! [`render_all`] (with `honor_labels: true`) looks like one scrape per node; the
 //! autoscaler's series carry the head's autoscaler target `<head ip>:44217`.
 //!
+//! `Version` is the imitated Ray release (`cluster.ray_version`, 2.49 to 2.60), whose
+//! names and label keys the collectors follow where they changed. `ray_tasks` and
+//! `ray_actors` follow `RAY_metric_cardinality_level` as that release applies it
+//! (`RenderContext::metric_cardinality`, else the release's default): `WorkerId` at
+//! legacy (one made-up id per node's workers: the model keeps per-node aggregates), no
+//! `Name` at low; no other series carries `WorkerId`.
+//!
 //! `rayscope_*` series carry `Version` but not `SessionName`: promtool's linter flags
 //! the CamelCase key on every family that has it, and our own families stay lint-clean;
 //! `rayscope_session_info{session_name}` joins them to a session when needed.
@@ -192,6 +199,9 @@ pub struct RenderContext {
     pub rate_baselines: RateBaselines,
     /// The HTTP server's limits and what they refused (`rayscope_http_*`), when serving.
     pub http: Option<HttpServerStats>,
+    /// Ray's `RAY_metric_cardinality_level` to imitate; `None`: the default of the
+    /// snapshot's Ray version (legacy before 2.53, recommended from 2.53).
+    pub metric_cardinality: Option<crate::config::MetricCardinality>,
 }
 
 impl RenderContext {

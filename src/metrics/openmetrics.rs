@@ -47,6 +47,12 @@ impl<W: Write> OpenMetricsWriter<W> {
         OpenMetricsWriter { out, ctx, start_unix_ms, scrapes: 0, samples: 0 }
     }
 
+    /// Imitate Ray's `RAY_metric_cardinality_level` (`None`: the snapshot's version's).
+    pub fn with_metric_cardinality(mut self, level: Option<crate::config::MetricCardinality>) -> Self {
+        self.ctx.metric_cardinality = level;
+        self
+    }
+
     /// Render `snapshot` as a scrape at virtual time `at_us` would see it (modelled
     /// readings only: no host, so the file depends on nothing but config and seed).
     pub fn write_scrape(&mut self, snapshot: &Arc<Snapshot>, at_us: u64) -> io::Result<()> {

@@ -16,9 +16,10 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeLab
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::labels::Target;
+use super::labels::{Target, WorkerId};
 use super::shared::Rates;
 use super::RenderContext;
+use crate::config::MetricCardinality;
 use crate::host::HostReading;
 use crate::snapshot::{NodeView, Snapshot};
 
@@ -65,6 +66,9 @@ pub(crate) struct Scrape<'a> {
     host: Option<&'a HostReading>,
     pub ctx: &'a RenderContext,
     pub version: RayVersion,
+    /// `RAY_metric_cardinality_level`: the context's, else the version's default, as
+    /// that version's default backend applies it.
+    pub cardinality: MetricCardinality,
     /// Alive nodes whose series this render includes, in node order.
     pub nodes: Vec<&'a NodeView>,
     /// Byte and operation rates of `nodes`, same order.
@@ -133,11 +137,16 @@ impl<'a> Scrape<'a> {
         };
         // A dead head serves nothing: its cluster-wide families go with it.
         let head = snap.head_node().filter(|h| h.state == crate::model::NodeState::Alive);
+        let version = RayVersion::parse(&snap.version);
         Scrape {
             snap,
             host,
             ctx,
-            version: RayVersion::parse(&snap.version),
+            version,
+            cardinality: {
+                let v = (version.0, version.1);
+                ctx.metric_cardinality.unwrap_or_else(|| MetricCardinality::default_for(v)).effective(v)
+            },
             nodes,
             rates,
             cluster,
@@ -151,6 +160,17 @@ impl<'a> Scrape<'a> {
     /// The scrape target of a node (its `instance` label).
     pub(crate) fn target(&self, n: &'a NodeView) -> Target<'_> {
         Target { ip: &n.ip, port: &self.port, head: n.is_head }
+    }
+
+    /// `WorkerId` on a `ray_tasks` or `ray_actors` series of `worker`, where the
+    /// cardinality level keeps it (legacy only).
+    pub(crate) fn task_worker_id(&self, worker: WorkerId) -> Option<WorkerId> {
+        (self.cardinality == MetricCardinality::Legacy).then_some(worker)
+    }
+
+    /// A task's or actor's `Name` label, unless the cardinality level drops it (low).
+    pub(crate) fn task_name<'n>(&self, name: &'n str) -> Option<&'n str> {
+        (self.cardinality != MetricCardinality::Low).then_some(name)
     }
 
     /// The head's target, for series Ray's GCS, autoscaler or head reporter serve.

@@ -59,3 +59,12 @@ pub(crate) fn dead() -> &'static crate::snapshot::NodeView {
 pub(crate) fn head() -> &'static crate::snapshot::NodeView {
     cluster().head_node().unwrap()
 }
+
+/// `render_all` of the test cluster as Ray `version` would export it, at the
+/// cardinality `level` (`None`: that version's default), parsed.
+pub(crate) fn all_as(version: &str, level: Option<crate::config::MetricCardinality>) -> Exposition {
+    let mut snap = (**cluster()).clone();
+    snap.version = version.into();
+    let ctx = RenderContext { metric_cardinality: level, ..ctx() };
+    parse(&render_all(&std::sync::Arc::new(snap), None, &ctx))
+}

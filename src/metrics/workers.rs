@@ -15,7 +15,7 @@ use std::fmt;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use super::labels::Core;
-use super::scrape::{Family, Scrape};
+use super::scrape::{Family, RayVersion, Scrape};
 use crate::snapshot::NodeView;
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
@@ -33,6 +33,11 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         ),
     ];
     for (name, help, counts) in by_node {
+        // Ray 2.49's raylet has no unexpected-failure counter (2.60's has; the releases
+        // between, not checked, get 2.60's).
+        if name == "ray_node_manager_unexpected_worker_failure_total" && s.version < RayVersion(2, 50) {
+            continue;
+        }
         let mut f = Family::counter(enc, name, help);
         for &n in &s.nodes {
             for ((kind, task), count) in of_node(counts, n) {
@@ -106,6 +111,14 @@ mod tests {
         assert!(w
             .of("ray_node_manager_unexpected_worker_failure_total")
             .all(|s| s.label("NodeAddress") == &*worker(false).ip));
+    }
+
+    #[test]
+    fn ray_2_49_has_no_unexpected_failure_counter() {
+        assert!(all().families.contains_key("ray_node_manager_unexpected_worker_failure_total"));
+        let old = all_as("2.49.2", None);
+        assert!(!old.families.contains_key("ray_node_manager_unexpected_worker_failure_total"));
+        assert!(old.families.contains_key("ray_memory_manager_worker_eviction_total"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod ray_env;
 
 // Not every test that includes this module runs Ray.
 #[allow(unused_imports)]
-pub use ray_env::ray_python;
+pub use ray_env::{ray_oldest_python, ray_python};
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -171,3 +171,39 @@ pub fn volatile_presence() -> Vec<(&'static str, &'static str)> {
         ),
     ]
 }
+
+/// [`differences`] plus what differs only on Ray `version` (the oldest supported).
+pub fn differences_for(version: &str) -> Vec<Diff> {
+    let mut all = differences();
+    if version == super::OLDEST {
+        all.extend(OLDEST_ONLY);
+    }
+    all
+}
+
+/// Accepted differences from Ray 2.49 beyond those from 2.60.
+const OLDEST_ONLY: &[Diff] = &[
+    ray_only(
+        "ray_event_aggregator_agent_events_*",
+        "Ray 2.49's dashboard agents count their event aggregator's events (Python counters); not modelled",
+    ),
+    ray_only(
+        "ray_internal_num_processes_started*_total",
+        "Ray 2.49's OpenCensus exporter also writes a cumulative counter twin of the worker-pool gauges; \
+         rayscope writes the gauge, which both versions have and the bundle reads",
+    ),
+    served_elsewhere(
+        "ray_scheduler_placement_time_s",
+        "Ray 2.49's raylets write their own task placements; rayscope reports every placement from the head",
+    ),
+    served_elsewhere(
+        "ray_spill_manager_throughput_mb",
+        "in the 2.49 recording only worker-1 spilled; the model's head spills too (as the head did in 2.60's)",
+    ),
+];
+
+/// On Ray 2.49 (OpenCensus), a surviving worker's agent keeps serving its raylet's and
+/// workers' last reports after the head's death; 2.60's drops them. Accepted at the
+/// head_killed step only, for families only workers serve.
+pub const STALE_AFTER_HEAD_DEATH: &str =
+    "Ray 2.49's worker agents keep serving their last raylet and worker reports once the head is gone";

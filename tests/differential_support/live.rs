@@ -27,6 +27,11 @@ pub struct LiveRun {
 
 impl LiveRun {
     pub fn start(python: &Path) -> LiveRun {
+        LiveRun::start_with(python, &[])
+    }
+
+    /// [`LiveRun::start`] with more arguments for the scenario (`--until STEP`).
+    pub fn start_with(python: &Path, extra: &[&str]) -> LiveRun {
         // Short paths: Ray's socket paths live under the temp dir and must fit 107 bytes.
         let dir = tempfile::Builder::new().prefix("rd").tempdir_in("/tmp").unwrap();
         let out = dir.path().join("live.json");
@@ -42,6 +47,7 @@ impl LiveRun {
             .arg(&out)
             .arg("--temp-dir")
             .arg(dir.path().join("ray"))
+            .args(extra)
             .stdout(Stdio::from(log_file.try_clone().unwrap()))
             .stderr(Stdio::from(log_file))
             .process_group(0)

@@ -11,9 +11,9 @@ mod metrics_support;
 #[path = "../ray_env/mod.rs"]
 mod ray_env;
 
-pub use allow::{differences, volatile_kinds, volatile_presence, Diff};
+pub use allow::{differences, differences_for, volatile_kinds, volatile_presence, Diff, STALE_AFTER_HEAD_DEATH};
 pub use live::LiveRun;
-pub use ray_env::ray_python;
+pub use ray_env::{ray_oldest_python, ray_python};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -64,7 +64,16 @@ pub fn kind_of(role: &str) -> String {
 }
 
 pub fn fixture_path() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ray-2.60/differential.json").into()
+    fixture_path_for(NEWEST)
+}
+
+/// The newest and the oldest Ray the harness runs on (the bundle supports those between).
+pub const NEWEST: &str = "2.60";
+pub const OLDEST: &str = "2.49";
+
+/// The recording of Ray `version` (`2.60`, `2.49`), kept side by side.
+pub fn fixture_path_for(version: &str) -> String {
+    format!("{}/tests/fixtures/ray-{version}/differential.json", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The steps of a recording, in order.
@@ -113,9 +122,16 @@ fn family_of<'a>(e: &'a metrics_support::Exposition, sample: &'a str) -> &'a str
 /// The `instance` label is left out of the keys: Prometheus adds it on Ray's targets,
 /// rayscope writes it so one scrape of `/metrics` reads as one scrape per node.
 pub fn model_steps() -> Vec<(String, Shape)> {
+    model_steps_as(NEWEST)
+}
+
+/// [`model_steps`] with the exporter imitating Ray `version`, at its default
+/// `RAY_metric_cardinality_level` (as the recording ran).
+pub fn model_steps_as(version: &str) -> Vec<(String, Shape)> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ray-differential.yaml");
     let yaml = std::fs::read_to_string(path).unwrap();
-    let cfg = rayscope::config::load_str(&yaml, "ray-differential.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = rayscope::config::load_str(&yaml, "ray-differential.yaml").unwrap_or_else(|e| panic!("{e}"));
+    cfg.cluster.ray_version = format!("{version}.0");
     let mut engine = Engine::new(cfg);
     let ctx = RenderContext { metrics_export_port: 8080, ..RenderContext::default() };
     let autoscaler = format!(":{AUTOSCALER_METRIC_PORT}");
@@ -206,16 +222,22 @@ pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Ve
 /// worker nodes alive with the head gone. A model change, noted in docs/ray-differential.md.
 pub const AFTER_HEAD_DEATH: &str = "Ray's workers' raylets exit when the GCS is gone; rayscope's workers stay";
 
-/// Label keys every series of Ray 2.60's OpenTelemetry exporter carries that rayscope
-/// does not write: the reporting process's `WorkerId` and the OTel instrumentation
-/// scope. No dashboard or rule of Ray's or of the bundle selects or groups by them.
+/// Label keys Ray's series carry that rayscope does not write: the reporting process's
+/// `WorkerId` (but see [`CARDINALITY_FAMILIES`]) and Ray 2.60's OpenTelemetry
+/// instrumentation scope. No dashboard or rule of Ray's or of the bundle selects or
+/// groups by them.
 pub const RAY_ONLY_KEYS: &[&str] = &["WorkerId", "otel_scope_name", "otel_scope_schema_url", "otel_scope_version"];
+
+/// The families whose `WorkerId` `RAY_metric_cardinality_level` governs, which rayscope
+/// imitates: there the key is compared (Ray 2.49's default level keeps it, 2.60's drops it).
+pub const CARDINALITY_FAMILIES: &[&str] = &["ray_tasks", "ray_actors"];
 
 pub fn without_ray_only_keys(steps: &[(String, Shape)]) -> Vec<(String, Shape)> {
     let mut steps = steps.to_vec();
     for (_, shape) in &mut steps {
-        for f in shape.values_mut() {
-            f.label_keys.retain(|k| !RAY_ONLY_KEYS.contains(&k.as_str()));
+        for (name, f) in shape.iter_mut() {
+            let compared = |k: &str| k == "WorkerId" && CARDINALITY_FAMILIES.contains(&name.as_str());
+            f.label_keys.retain(|k| compared(k) || !RAY_ONLY_KEYS.contains(&k.as_str()));
         }
     }
     steps
