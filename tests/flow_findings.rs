@@ -349,3 +349,55 @@ fn the_examples_name_no_anti_pattern_only_their_waits_for_resources() {
     }
     assert!(pending >= 3, "the map-reduces larger than their clusters wait for CPUs: {pending}");
 }
+
+#[test]
+fn an_actor_call_whose_start_ray_lost_is_read_without_a_panic() {
+    // Ray 2.49 by pull, a driver that exits at once: the driver's one call to an actor
+    // is listed with its submit and end but no RUNNING, and the actor ran nothing else
+    // that Ray kept. The critical path passes through it.
+    let mut targets = Chunked::default();
+    let t = |kind, class: &str, method: &str, actor, frame| Target {
+        kind,
+        class: class.into(),
+        method: method.into(),
+        actor,
+        job: 1,
+        level: 0,
+        flag: false,
+        frame,
+    };
+    targets.push(t(TargetKind::Driver, "_main", "_main", None, 0));
+    targets.push(t(TargetKind::Method, "Counter", "add", Some(7), 1));
+    let recs = [
+        Rec::Submit { span: 1, parent: 0, target: 0, t: 0, arg_bytes: 0 },
+        Rec::Begin { span: 1, t: 0, node: 0, pid: 10 },
+        Rec::Submit { span: 2, parent: 1, target: 1, t: MS, arg_bytes: 0 },
+        Rec::End { span: 2, t: 900 * MS, ok: true, return_bytes: 8 },
+        Rec::End { span: 1, t: 901 * MS, ok: true, return_bytes: 0 },
+    ];
+    let mut records = Chunked::default();
+    for r in recs {
+        records.push(r);
+    }
+    let job = JobRecord {
+        job: 1,
+        job_hex: "01000000".into(),
+        name: "lost start".into(),
+        start_us: 0,
+        end_us: Some(901 * MS),
+        driver: 1,
+        calls: 2,
+        recorded_calls: 2,
+        records,
+        targets,
+        frames: Arc::new(vec!["_main".into(), "Counter.add".into()]),
+        edges: BTreeMap::new(),
+        task_ids: Arc::default(),
+        inferred: Arc::default(),
+        observed: None,
+    };
+    assert_eq!(kinds(&findings_of(&job)), []);
+    let spans = Spans::replay(&job, 901 * MS);
+    let b = rayscope::flow::bottleneck::bottlenecks(&job, &spans);
+    assert!(b["entries"].is_array(), "the bottlenecks are ranked too: {b}");
+}
