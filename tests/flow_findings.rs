@@ -150,6 +150,12 @@ fn a_job_that_waits_for_cpus_is_pending_on_resources_and_one_that_fits_is_not() 
 /// (span 2...) at `submits`, each starting 1 ms later and ending at `ends`, each taking
 /// `arg_bytes`; `driver_recs` adds the driver's own puts and waits.
 fn handmade(ends: &[u64], arg_bytes: u64, driver_recs: Vec<Rec>, driver_end: u64) -> JobRecord {
+    let submits: Vec<u64> = (0..ends.len() as u64).map(|k| k * MS).collect();
+    handmade_at(&submits, ends, arg_bytes, driver_recs, driver_end)
+}
+
+/// [`handmade`], each call submitted at its own time in `submits`.
+fn handmade_at(submits: &[u64], ends: &[u64], arg_bytes: u64, driver_recs: Vec<Rec>, driver_end: u64) -> JobRecord {
     let mut targets = Chunked::default();
     let t = |kind, name: &str, frame| Target {
         kind,
@@ -169,7 +175,7 @@ fn handmade(ends: &[u64], arg_bytes: u64, driver_recs: Vec<Rec>, driver_end: u64
     ];
     for (k, &end) in ends.iter().enumerate() {
         let span = k as u64 + 2;
-        let at = k as u64 * MS;
+        let at = submits[k];
         recs.push(Rec::Submit { span, parent: 1, target: 1, t: at, arg_bytes });
         recs.push(Rec::Begin { span, t: at + MS, node: 0, pid: 20 + k as u32 });
         recs.push(Rec::End { span, t: end, ok: true, return_bytes: 8 });
@@ -225,6 +231,22 @@ fn results_got_in_submission_order_while_later_ones_were_ready_are_named() {
     assert!(saved > 0 && saved < 12 * S, "saves {saved} µs");
     // The same calls got as they finish (ray.wait): each wait is for the next to end.
     let job = handmade(&ends, 0, waits(&[(6 * MS, S)]), 12 * S);
+    assert!(findings_of(&job).is_empty());
+    // Ray's rows, whole ms: all six submitted in one ms, listed (and so numbered) in
+    // another order than the program's; the driver still blocks on the 1st, 3rd and
+    // 5th of its own order.
+    let listed = [2, 0, 5, 1, 4, 3];
+    let ends_listed: Vec<u64> = listed.iter().map(|&k| ends[k]).collect();
+    let job = handmade_at(&[0; 6], &ends_listed, 0, waits(&[(MS, 4 * S), (6 * S, 7 * S), (9 * S, 10 * S)]), 12 * S);
+    assert_eq!(kinds(&findings_of(&job)), vec![Kind::GetInSubmissionOrder]);
+    // A ray.wait loop over them: each wait ends with the first call to end, none inside.
+    let job = handmade_at(
+        &[0; 6],
+        &ends_listed,
+        0,
+        waits(&[(MS, S), (S + 500 * MS, 2 * S), (2 * S + 500 * MS, 3 * S)]),
+        12 * S,
+    );
     assert!(findings_of(&job).is_empty());
 }
 
@@ -348,4 +370,56 @@ fn the_examples_name_no_anti_pattern_only_their_waits_for_resources() {
         }
     }
     assert!(pending >= 3, "the map-reduces larger than their clusters wait for CPUs: {pending}");
+}
+
+#[test]
+fn an_actor_call_whose_start_ray_lost_is_read_without_a_panic() {
+    // Ray 2.49 by pull, a driver that exits at once: the driver's one call to an actor
+    // is listed with its submit and end but no RUNNING, and the actor ran nothing else
+    // that Ray kept. The critical path passes through it.
+    let mut targets = Chunked::default();
+    let t = |kind, class: &str, method: &str, actor, frame| Target {
+        kind,
+        class: class.into(),
+        method: method.into(),
+        actor,
+        job: 1,
+        level: 0,
+        flag: false,
+        frame,
+    };
+    targets.push(t(TargetKind::Driver, "_main", "_main", None, 0));
+    targets.push(t(TargetKind::Method, "Counter", "add", Some(7), 1));
+    let recs = [
+        Rec::Submit { span: 1, parent: 0, target: 0, t: 0, arg_bytes: 0 },
+        Rec::Begin { span: 1, t: 0, node: 0, pid: 10 },
+        Rec::Submit { span: 2, parent: 1, target: 1, t: MS, arg_bytes: 0 },
+        Rec::End { span: 2, t: 900 * MS, ok: true, return_bytes: 8 },
+        Rec::End { span: 1, t: 901 * MS, ok: true, return_bytes: 0 },
+    ];
+    let mut records = Chunked::default();
+    for r in recs {
+        records.push(r);
+    }
+    let job = JobRecord {
+        job: 1,
+        job_hex: "01000000".into(),
+        name: "lost start".into(),
+        start_us: 0,
+        end_us: Some(901 * MS),
+        driver: 1,
+        calls: 2,
+        recorded_calls: 2,
+        records,
+        targets,
+        frames: Arc::new(vec!["_main".into(), "Counter.add".into()]),
+        edges: BTreeMap::new(),
+        task_ids: Arc::default(),
+        inferred: Arc::default(),
+        observed: None,
+    };
+    assert_eq!(kinds(&findings_of(&job)), []);
+    let spans = Spans::replay(&job, 901 * MS);
+    let b = rayscope::flow::bottleneck::bottlenecks(&job, &spans);
+    assert!(b["entries"].is_array(), "the bottlenecks are ranked too: {b}");
 }

@@ -11,12 +11,14 @@ aggregator agent POSTs task, actor, job and node events to URL:
   RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR=URL
   RAY_enable_core_worker_ray_event_to_aggregator=1   (task events, from the core workers)
   RAY_enable_ray_event=1                             (node, job and actor events, from the GCS)
+  RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES=ALL  (profile spans too; not on 2.49)
 
 Then it reads one command per line on stdin and answers one JSON line per command:
 
   seed ARGS...       run programs.py seed ARGS as its own driver (a new job)
   mapreduce ARGS...  run programs.py mapreduce ARGS as its own driver
-  suite NAME [--linger-s S]  run suite.py NAME as its own driver (no linger by default)
+  suite NAME [--linger-s S] [--profile]  run suite.py NAME as its own driver (no linger
+                     by default; --profile: RAY_PROFILING=1 in the driver and the job)
   quit               shut the cluster down
 
 Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
@@ -75,17 +77,33 @@ def main():
         os.environ["RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR"] = args.push_to
         os.environ["RAY_enable_core_worker_ray_event_to_aggregator"] = "1"
         os.environ["RAY_enable_ray_event"] = "1"
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 2,
-            "temp_dir": args.temp_dir,
-            "dashboard_port": args.dashboard_port,
-            "dashboard_host": "127.0.0.1",
-            "include_dashboard": True,
-            "object_store_memory": 200 * 1024 * 1024,
-        },
-    )
+        # Profile spans (TASK_PROFILE_EVENT) are pushed only when every event type is
+        # exposed; Ray 2.49 reads the setting as a plain list, where ALL matches nothing
+        # and nothing at all is pushed, and sends no profile events anyway.
+        import ray
+        if tuple(int(p) for p in ray.__version__.split(".")[:2]) >= (2, 50):
+            os.environ["RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES"] = "ALL"
+    head = {
+        "num_cpus": 2,
+        "temp_dir": args.temp_dir,
+        "dashboard_port": args.dashboard_port,
+        "dashboard_host": "127.0.0.1",
+        "include_dashboard": True,
+        "object_store_memory": 200 * 1024 * 1024,
+    }
+    # Ray 2.49 gives its dashboard a fixed ~20 s to come up, which a loaded machine can
+    # miss (its modules alone took 20 s at a load of 10): the head is started again,
+    # its first try's processes stopped (this script holds the machine's Ray lock).
+    for attempt in range(3):
+        try:
+            cluster = Cluster(initialize_head=True, head_node_args=head)
+            break
+        except Exception as e:  # noqa: BLE001 (Ray raises a bare Exception here)
+            if attempt == 2:
+                raise
+            print(f"the head did not start ({str(e).strip()[:200]}); trying again", file=sys.stderr, flush=True)
+            ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+            subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
     cluster.wait_for_nodes()
     dashboard = f"http://127.0.0.1:{args.dashboard_port}"
     say(step="ready", ok=True, dashboard=dashboard, address=cluster.address)

@@ -118,8 +118,9 @@ pub fn critical_path(spans: &Spans, job: &JobRecord) -> (Vec<PhaseTimes>, u64) {
             .map(|&d| (spans.end_or_at(d), d))
             .filter(|&(e, d)| d != cur && e > s.submit && e <= start && spans.spans[d].end.is_some())
             .max();
+        // An actor with no started call kept (Ray lost their RUNNING) has no executions.
         let prev = job.target(s.target).actor.and_then(|a| {
-            let v = &on_actor[&a];
+            let v = on_actor.get(&a)?;
             let k = v.partition_point(|&(e, _)| e <= start);
             // The execution ending last by its start (never itself; one step back at most).
             (0..k).rev().map(|j| v[j]).take(2).find(|&(_, i)| i != cur).filter(|&(e, _)| e > s.submit)

@@ -407,31 +407,41 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
                 waits.push((from, c));
             }
         }
-        if waits.len() < 3 || !waits.windows(2).all(|w| w[0].1 < w[1].1) {
+        // In submission order: by submit time. Ray's rows are whole ms, and calls
+        // submitted in one ms tie (their order among themselves is not known, nor is it
+        // their ids' or their listing's).
+        let submit = |i: usize| spans.spans[i].submit;
+        if waits.len() < 3 || !waits.windows(2).all(|w| w[0].1 != w[1].1 && submit(w[0].1) <= submit(w[1].1)) {
             continue;
         }
-        // A wait for one call while a call submitted after it, not fetched yet in
-        // submission order, had returned: the caller could have worked on that one.
+        // A wait for one call while a call submitted no earlier, not waited on yet, had
+        // returned: the caller could have worked on that one. At least one must have
+        // returned during the wait itself: a `ray.wait` loop returns at the first end,
+        // so none ends inside its waits, whereas one that returned before a wait may
+        // have been fetched already without waiting.
         let mut idle = 0u64;
-        let mut stalls = 0usize;
+        let (mut stalls, mut during) = (0usize, 0usize);
+        let mut waited_on = std::collections::BTreeSet::new();
         for &(from, c) in &waits {
+            waited_on.insert(c);
             let end = spans.end_or_at(c);
             let ready = kids
                 .iter()
-                .filter(|&&j| j > c)
+                .filter(|&&j| !waited_on.contains(&j) && submit(j) >= submit(c))
                 .filter_map(|&j| spans.spans[j].end)
                 .filter(|&e| e + SLACK_US < end)
                 .min();
             if let Some(first) = ready {
                 stalls += 1;
                 idle += end - first.max(from);
+                during += usize::from(first > from);
             }
         }
         // The order only costs time when the caller works on each result between its
         // waits: with nothing to do, in order or not, it ends with the last.
         let (first, last) = (waits[0].0, spans.end_or_at(waits[waits.len() - 1].1));
         let worked = s.overlap(Phase::Executing, first, last, spans.end_or_at(caller));
-        if stalls == 0 || worked < SLACK_US {
+        if during == 0 || worked < SLACK_US {
             continue;
         }
         let calls: Vec<usize> = waits.iter().map(|w| w.1).collect();

@@ -9,7 +9,12 @@
 //!   on makes them "ended with the job", `outcome`): their end was lost;
 //! * calls whose caller Ray never listed: the caller's record was lost;
 //! * a caller that ran on, up to the job's end, far longer than its recorded calls
-//!   explain: at the pace it made them, about that many more calls were lost.
+//!   explain: at the pace it made them, about that many more calls were lost;
+//! * calls that returned with no report from the worker that ran them (FINISHED, or
+//!   ended with the job, without RUNNING or execution phases): the calls they made
+//!   went with that worker's buffer, about as many as the function's reported calls
+//!   made (a nested call's own calls);
+//! * calls known only from the worker that ran them: their definitions were lost.
 //!
 //! Must never: report a loss in a job still running, or count a call twice.
 
@@ -91,7 +96,7 @@ pub fn detect(store: &Store, job: u32, job_end_ms: Option<u64>, unreported: &BTr
         });
     }
     out.extend(paced_losses(store, &tasks, job_end));
-    out.extend(unreported_runs(&tasks));
+    out.extend(unreported_runs(store, &tasks, unreported));
     let mut undefined_calls: BTreeMap<Option<String>, u64> = BTreeMap::new();
     for t in tasks.iter().filter(|t| undefined(t)) {
         *undefined_calls.entry(undefined_name(store, t)).or_insert(0) += 1;
@@ -136,32 +141,75 @@ fn undefined_name(store: &Store, t: &TaskEntry) -> Option<String> {
 }
 
 /// Calls whose worker's own report never came (it was killed with the job before its
-/// next flush): Ray has their end from their caller, but not that they ran, and so
-/// nothing of the calls they made. Read from a missing RUNNING, or, where the job's
-/// rows carry execution phases (a pull), from a call that has none.
-fn unreported_runs(tasks: &[&TaskEntry]) -> Vec<LostCalls> {
+/// next flush): Ray has their end from their caller, or left them without one while
+/// their caller went on past them (`unreported`: they returned), but not that they
+/// ran, and so nothing of the calls they made. Read from a missing RUNNING, or, where
+/// the job's rows carry execution phases (a pull), from a call that has none.
+///
+/// Where other calls of the same function were reported whole, what they made tells
+/// how many calls went unreported: each unreported call made about the median of
+/// theirs, less what Ray listed of its own. Where they made none, nothing is said (the
+/// function is seen to make no calls); where none was reported, only that some may be.
+fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u64>) -> Vec<LostCalls> {
     let phases_listed = tasks.iter().any(|t| t.last().profiled);
-    let mut by: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+    let ran = |t: &TaskEntry| t.last().state == "FINISHED" || unreported.contains(&t.id);
+    let reported = |t: &TaskEntry| t.last().started_ms().is_some() && (!phases_listed || t.last().profiled);
+    // The listed calls each listed call made, by callee.
+    let mut made: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
     for t in tasks {
-        let last = t.last();
-        let ran_unreported =
-            last.state == "FINISHED" && (last.started_ms().is_none() || (phases_listed && !last.profiled));
-        if ran_unreported && last.kind != "ACTOR_CREATION_TASK" {
-            *by.entry((name(t), short_node(last.node_id.as_deref()))).or_insert(0) += 1;
+        if let Some(p) = t.last().parent_task_id.as_deref().and_then(|p| store.task_number(p)) {
+            *made.entry(p).or_default().entry(name(t)).or_insert(0) += 1;
         }
     }
-    by.into_iter()
-        .map(|((caller, node), n)| LostCalls {
-            name: None,
-            calls: None,
-            caller: Some(caller.clone()),
-            node,
-            evidence: format!(
-                "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the job \
-                 before sending it, so any calls they made are unknown"
-            ),
-        })
-        .collect()
+    let mut by: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| ran(t) && !reported(t) && t.last().kind != "ACTOR_CREATION_TASK") {
+        by.entry((name(t), short_node(t.last().node_id.as_deref()))).or_default().push(t.id);
+    }
+    let mut out = Vec::new();
+    for ((caller, node), calls) in by {
+        let n = calls.len();
+        let whole: Vec<u64> =
+            tasks.iter().filter(|t| name(t) == caller && ran(t) && reported(t)).map(|t| t.id).collect();
+        let callees: BTreeSet<&String> = whole.iter().filter_map(|w| made.get(w)).flat_map(|m| m.keys()).collect();
+        let mut told = false;
+        for callee in callees {
+            let mut each: Vec<u64> =
+                whole.iter().map(|w| made.get(w).and_then(|m| m.get(callee)).copied().unwrap_or(0)).collect();
+            each.sort_unstable();
+            let median = each[each.len() / 2];
+            let listed = |c: &u64| made.get(c).and_then(|m| m.get(callee)).copied().unwrap_or(0);
+            let lost: u64 = calls.iter().map(|c| median.saturating_sub(listed(c))).sum();
+            if lost == 0 {
+                continue;
+            }
+            told = true;
+            out.push(LostCalls {
+                name: Some(callee.clone()),
+                calls: Some(lost),
+                caller: Some(caller.clone()),
+                node: node.clone(),
+                evidence: format!(
+                    "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the \
+                     job before sending it; {caller}'s {} reported call(s) made {median} call(s) of {callee} each, \
+                     so about {lost} of {callee} were made and not reported",
+                    whole.len()
+                ),
+            });
+        }
+        if !told && whole.is_empty() {
+            out.push(LostCalls {
+                name: None,
+                calls: None,
+                caller: Some(caller.clone()),
+                node,
+                evidence: format!(
+                    "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the job \
+                     before sending it, so any calls they made are unknown"
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// Callers that ran on past their recorded calls, into the job's last report interval,
@@ -324,6 +372,45 @@ mod tests {
         // Its worker's report came: nothing is said.
         let s = store(1_950, true);
         assert_eq!(detect(&s, 1, Some(9_000), &BTreeSet::new()), []);
+    }
+
+    #[test]
+    fn an_inner_call_that_ended_with_the_job_unreported_lost_the_calls_its_siblings_made() {
+        // suite.py's `nested` on Ray 2.60, by pull: `outer` made 3 `inner` calls and went
+        // on; 2 were reported whole with their 2 `leaf` calls each; the third, stuck at
+        // PENDING_NODE_ASSIGNMENT, had returned, but its worker (and its 2 leaf calls'
+        // definitions) was killed with the job before it reported.
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+        s.apply(&call("o1", DRIVER, "outer", "FINISHED", 1_000, Some(1_900)));
+        for i in 0..2 {
+            s.apply(&call(&format!("i{i}"), "o1", "inner", "FINISHED", 1_010, Some(1_500)));
+            for k in 0..2 {
+                s.apply(&call(&format!("l{i}{k}"), &format!("i{i}"), "leaf", "FINISHED", 1_100, Some(1_200)));
+            }
+        }
+        let mut stuck = match call("i2", "o1", "inner", "PENDING_NODE_ASSIGNMENT", 1_010, None) {
+            Change::Task(t) => t,
+            _ => unreachable!(),
+        };
+        (stuck.start_time_ms, stuck.node_id) = (None, None);
+        s.apply(&Change::Task(stuck));
+        let told: BTreeSet<u64> = [s.task_number("i2").unwrap()].into();
+        let lost = detect(&s, 1, Some(2_000), &told);
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(
+            (lost[0].name.as_deref(), lost[0].calls, lost[0].caller.as_deref()),
+            (Some("leaf"), Some(2), Some("inner")),
+            "{lost:?}"
+        );
+        // Where the function's reported calls made none, its unreported call made none
+        // that anything tells of: nothing is said.
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+        s.apply(&call("f0", DRIVER, "f", "FINISHED", 1_000, Some(1_100)));
+        s.apply(&call("f1", DRIVER, "f", "PENDING_NODE_ASSIGNMENT", 1_000, None));
+        let told: BTreeSet<u64> = [s.task_number("f1").unwrap()].into();
+        assert_eq!(detect(&s, 1, Some(2_000), &told), []);
     }
 
     #[test]
