@@ -7,15 +7,14 @@
 
 mod api_support;
 mod browser;
+mod observe_support;
 
-use api_support::{request, Resp, Server, Tokens};
+use api_support::{request, Server, Tokens};
 use base64::Engine as _;
-use rayscope::api::{self, ObserveServe, ServeOptions};
-use rayscope::config;
+use observe_support::{eventually, Observed};
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TOKEN: &str = "observe-token";
 const JOB: &str = "AQAAAA=="; // 01000000
@@ -55,65 +54,18 @@ fn batch() -> Value {
     Value::Array(events)
 }
 
-struct Observed {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Observed {
-    async fn start() -> Observed {
-        let mut opts = ObserveOptions::new(Source::Push);
-        opts.poll_every = Duration::from_millis(100);
-        let observer = rayscope::observe::spawn(opts).unwrap();
-        let cfg = config::load_str(config::DEFAULT_CONFIG_YAML, "default.yaml").unwrap();
-        let mut serve = ServeOptions::new(cfg);
-        serve.token = Some(TOKEN.into());
-        serve.host = None;
-        serve.observe = Some(ObserveServe { inbox: observer.inbox });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(api::serve(listener, observer.handle, serve, async move {
-            let _ = rx.await;
-        }));
-        Observed { addr, stop: Some(tx) }
-    }
-
-    async fn get(&self, path: &str) -> Resp {
-        request(self.addr, "GET", path, &[], None).await
-    }
-
-    async fn push(&self, body: &[u8]) -> Resp {
-        request(self.addr, "POST", "/api/observe/events", &[], Some(body)).await
-    }
-}
-
-impl Drop for Observed {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "timed out waiting for {what}: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
 /// Waits Ray's rows do not record are inferred, and say so in the API and on the
 /// page; the pages speak of an observed cluster, not of a simulation.
+/// A push-only observer, served with the submit token.
+async fn observed() -> Observed {
+    let mut opts = ObserveOptions::new(Source::Push);
+    opts.poll_every = Duration::from_millis(100);
+    Observed::start_with_token(opts, Some(TOKEN)).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inferred_waits_are_marked_and_the_pages_speak_of_a_cluster() {
-    let s = Observed::start().await;
+    let s = observed().await;
     assert_eq!(s.push(batch().to_string().as_bytes()).await.status, 200);
     let b = eventually("the pushed job's bottlenecks", async || {
         let r = s.get("/api/flow/bottlenecks?job=01000000").await;
@@ -164,7 +116,7 @@ async fn inferred_waits_are_marked_and_the_pages_speak_of_a_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_events_become_the_job_and_its_call_graph() {
-    let s = Observed::start().await;
+    let s = observed().await;
     let r = s.push(batch().to_string().as_bytes()).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["records"], 14, "{}", r.text());
@@ -200,7 +152,7 @@ async fn pushed_events_become_the_job_and_its_call_graph() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_batches_are_refused_with_the_reason_and_change_nothing() {
-    let s = Observed::start().await;
+    let s = observed().await;
     let r = s.push(b"{\"not\": \"a list\"}").await;
     assert_eq!(r.status, 400);
     assert!(r.json()["error"].as_str().unwrap().contains("JSON array"), "{}", r.text());
@@ -240,7 +192,7 @@ async fn bad_batches_are_refused_with_the_reason_and_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_on_the_cluster_can_be_changed_and_only_rayscope_metrics_are_served() {
-    let s = Observed::start().await;
+    let s = observed().await;
     let auth = format!("Bearer {TOKEN}");
     for path in ["/api/control/speed", "/api/control/nodes/10.0.0.1/kill", "/api/jobs/"] {
         let body = if path == "/api/jobs/" { r#"{"entrypoint": "python x.py"}"# } else { r#"{"speed": 2}"# };

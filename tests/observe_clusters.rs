@@ -19,16 +19,14 @@
 mod api_support;
 mod browser;
 mod bundle_support;
+mod observe_support;
 
-use api_support::{request, Resp};
 use base64::Engine as _;
-use rayscope::api::{self, ObserveServe, ServeOptions};
-use rayscope::config;
+use observe_support::{eventually, Observed};
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn b64(hex: &str) -> String {
     let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
@@ -68,58 +66,6 @@ fn batch(session: &str, name: &str) -> Vec<u8> {
     Value::Array(events).to_string().into_bytes()
 }
 
-struct Observed {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Observed {
-    async fn start(opts: ObserveOptions) -> Observed {
-        let observer = rayscope::observe::spawn(opts).unwrap();
-        let cfg = config::load_str(config::DEFAULT_CONFIG_YAML, "default.yaml").unwrap();
-        let mut serve = ServeOptions::new(cfg);
-        serve.host = None;
-        serve.clusters = Some(observer.clusters.clone());
-        serve.observe = Some(ObserveServe { inbox: observer.inbox });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(api::serve(listener, observer.handle, serve, async move {
-            let _ = rx.await;
-        }));
-        Observed { addr, stop: Some(tx) }
-    }
-
-    async fn get(&self, path: &str) -> Resp {
-        request(self.addr, "GET", path, &[], None).await
-    }
-
-    async fn push(&self, path: &str, body: &[u8]) -> Resp {
-        request(self.addr, "POST", path, &[], Some(body)).await
-    }
-}
-
-impl Drop for Observed {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "timed out waiting for {what}: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
 /// The names of the calls in a cluster's job 01000000, as the State API lists them.
 async fn task_names(s: &Observed, cluster: &str) -> Vec<String> {
     let r = s.get(&format!("/api/v0/tasks?cluster={cluster}&limit=100")).await;
@@ -149,11 +95,11 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
 
     // East named by its URL's path; west, which rayscope was not told of, by its
     // events' session.
-    assert_eq!(s.push("/api/observe/events/east", &batch("session_east", "east_call")).await.status, 200);
-    let r = s.push("/api/observe/events", &batch("session_west", "west_call")).await;
+    assert_eq!(s.push_to("/api/observe/events/east", &batch("session_east", "east_call")).await.status, 200);
+    let r = s.push_to("/api/observe/events", &batch("session_west", "west_call")).await;
     assert_eq!(r.status, 200, "{}", r.text());
     // A second batch of east's session needs no name: east is known by its session now.
-    assert_eq!(s.push("/api/observe/events?cluster=east", &batch("session_east", "east_call")).await.status, 200);
+    assert_eq!(s.push_to("/api/observe/events?cluster=east", &batch("session_east", "east_call")).await.status, 200);
 
     for (cluster, call) in [("east", "east_call"), ("session_west", "west_call")] {
         let names = eventually(&format!("{cluster}'s tasks"), async || {
@@ -196,7 +142,7 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     );
 
     // A third cluster is past the cap: refused, counted, and nothing of it is kept.
-    let r = s.push("/api/observe/events/third", &batch("session_third", "third_call")).await;
+    let r = s.push_to("/api/observe/events/third", &batch("session_third", "third_call")).await;
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(r.json()["error"].as_str().unwrap().contains("--max-clusters"), "{}", r.text());
     let status = s.get("/api/observe").await.json();
@@ -211,7 +157,7 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     let r = s.get("/api/v0/tasks?cluster=..%2Fx").await;
     assert_eq!(r.status, 400);
     assert!(r.json()["error"].as_str().unwrap().contains("cluster name"), "{}", r.text());
-    let r = s.push("/api/observe/events?cluster=a%20b", b"[]").await;
+    let r = s.push_to("/api/observe/events?cluster=a%20b", b"[]").await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.json()["error"].as_str().unwrap().contains("cluster name"), "{}", r.text());
     let r = s.get("/sd?targets=everything").await;

@@ -8,11 +8,11 @@
 //! `/-/healthy` answers fast.
 
 mod api_support;
+mod observe_support;
 
-use api_support::{raw, request, Resp};
+use api_support::{raw, request};
 use base64::Engine as _;
-use rayscope::api::{self, ObserveServe, ServeOptions};
-use rayscope::config;
+use observe_support::Observed;
 use rayscope::observe::store::StoreLimits;
 use rayscope::observe::trace::TraceLimits;
 use rayscope::observe::{ObserveOptions, Source};
@@ -33,70 +33,6 @@ fn b64(hex: &str) -> String {
 fn at(ms: u64) -> String {
     let base = std::time::SystemTime::now() - Duration::from_secs(60);
     humantime::format_rfc3339_millis(base + Duration::from_millis(ms)).to_string()
-}
-
-struct Observed {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Observed {
-    async fn start(configure: impl FnOnce(&mut ObserveOptions)) -> Observed {
-        let mut opts = ObserveOptions::new(Source::Push);
-        opts.poll_every = Duration::from_millis(100);
-        configure(&mut opts);
-        let observer = rayscope::observe::spawn(opts).unwrap();
-        let cfg = config::load_str(config::DEFAULT_CONFIG_YAML, "default.yaml").unwrap();
-        let mut serve = ServeOptions::new(cfg);
-        serve.host = None;
-        serve.observe = Some(ObserveServe { inbox: observer.inbox });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(api::serve(listener, observer.handle, serve, async move {
-            let _ = rx.await;
-        }));
-        Observed { addr, stop: Some(tx) }
-    }
-
-    async fn get(&self, path: &str) -> Resp {
-        request(self.addr, "GET", path, &[], None).await
-    }
-
-    async fn push(&self, body: &Value) -> Resp {
-        request(self.addr, "POST", "/api/observe/events", &[], Some(body.to_string().as_bytes())).await
-    }
-
-    /// The first sample of `name` in `/metrics`.
-    async fn metric(&self, name: &str) -> f64 {
-        let text = self.get("/metrics").await.text();
-        text.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-    }
-
-    /// Poll `/api/observe` until `check` holds of it (10 s at most).
-    async fn status_until(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let v = self.get("/api/observe").await.json();
-            if check(&v) {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}: {v}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Observed {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
 }
 
 /// Open a connection and send a push's head (and `body`, perhaps only a part of what the
@@ -133,9 +69,17 @@ fn lifecycle(task: &str, transitions: Vec<Value>) -> Value {
         "taskAttempt": 0, "stateTransitions": transitions}})
 }
 
+/// A push-only observer with `configure`'s options.
+async fn observed(configure: impl FnOnce(&mut ObserveOptions)) -> Observed {
+    let mut opts = ObserveOptions::new(Source::Push);
+    opts.poll_every = Duration::from_millis(100);
+    configure(&mut opts);
+    Observed::start(opts).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chunked_body_past_the_limit_is_refused_naming_the_push_limit() {
-    let s = Observed::start(|_| {}).await;
+    let s = observed(|_| {}).await;
     let mut c = open_push(s.addr, "Transfer-Encoding: chunked\r\n", b"").await;
     let chunk = vec![b' '; 1 << 20];
     // 17 chunks of 1 MiB: the server answers once 16 MiB are passed and stops reading.
@@ -164,7 +108,7 @@ async fn a_chunked_body_past_the_limit_is_refused_naming_the_push_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_bodies_hold_at_most_the_in_flight_cap_and_only_until_the_deadline() {
-    let s = Observed::start(|o| o.push_body_deadline = Duration::from_millis(1_500)).await;
+    let s = observed(|o| o.push_body_deadline = Duration::from_millis(1_500)).await;
     // Each promises 15 MiB and sends 1 KiB: four fit under the 64 MiB in flight.
     let promise = format!("Content-Length: {}\r\n", 15 << 20);
     let mut held = Vec::new();
@@ -184,7 +128,7 @@ async fn unfinished_bodies_hold_at_most_the_in_flight_cap_and_only_until_the_dea
         let (status, text) = answer(c, Duration::from_secs(5)).await;
         assert_eq!(status, 408, "{text}");
     }
-    let ok = s.push(&json!([])).await;
+    let ok = s.push_json(&json!([])).await;
     assert_eq!(ok.status, 200, "room again once they are gone: {}", ok.text());
     let v = s
         .status_until("both refusals counted", |v| {
@@ -198,10 +142,10 @@ async fn unfinished_bodies_hold_at_most_the_in_flight_cap_and_only_until_the_dea
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_ids_of_2_or_5_bytes_are_refused_and_counted() {
-    let s = Observed::start(|_| {}).await;
+    let s = observed(|_| {}).await;
     let def =
         |job: String| json!({"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": job}});
-    let r = s.push(&json!([def(b64("0100")), def(b64("0100000000"))])).await;
+    let r = s.push_json(&json!([def(b64("0100")), def(b64("0100000000"))])).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!((v["records"].as_u64(), v["refused"].as_u64()), (Some(0), Some(2)), "{v}");
@@ -211,12 +155,12 @@ async fn job_ids_of_2_or_5_bytes_are_refused_and_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_task_pushed_with_ever_new_state_names_stays_within_the_cap() {
-    let s = Observed::start(|_| {}).await;
+    let s = observed(|_| {}).await;
     let task = format!("{:016x}{}01000000", 1, "0".repeat(24));
     for round in 0..20u64 {
         let transitions: Vec<Value> =
             (0..32).map(|i| json!({"state": format!("BOGUS_{round}_{i}"), "timestamp": at(round * 32 + i)})).collect();
-        let r = s.push(&json!([lifecycle(&task, transitions)])).await;
+        let r = s.push_json(&json!([lifecycle(&task, transitions)])).await;
         assert_eq!(r.status, 200, "{}", r.text());
     }
     let v =
@@ -233,8 +177,8 @@ fn job_def(n: u32) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_jobs_past_the_cap_are_refused_counted_and_said() {
-    let s = Observed::start(|o| o.limits = StoreLimits { max_jobs: 5, ..StoreLimits::default() }).await;
-    let r = s.push(&Value::Array((1..=20).map(job_def).collect())).await;
+    let s = observed(|o| o.limits = StoreLimits { max_jobs: 5, ..StoreLimits::default() }).await;
+    let r = s.push_json(&Value::Array((1..=20).map(job_def).collect())).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let v = s.status_until("the refused jobs counted", |v| v["jobs_refused"] == 15).await;
     assert_eq!((v["jobs_held"].as_u64(), v["jobs_full_of_running"].as_bool()), (Some(5), Some(true)), "{v}");
@@ -245,12 +189,12 @@ async fn running_jobs_past_the_cap_are_refused_counted_and_said() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timestamp_in_year_9999_is_refused_and_never_time_zero() {
-    let s = Observed::start(|_| {}).await;
+    let s = observed(|_| {}).await;
     let task = format!("{:016x}{}01000000", 1, "0".repeat(24));
     let far = lifecycle(&task, vec![json!({"state": "PENDING_ARGS_AVAIL", "timestamp": "9999-12-31T23:59:59Z"})]);
-    assert_eq!(s.push(&json!([far])).await.status, 200);
+    assert_eq!(s.push_json(&json!([far])).await.status, 200);
     let near = lifecycle(&task, vec![json!({"state": "PENDING_ARGS_AVAIL", "timestamp": at(0)})]);
-    assert_eq!(s.push(&json!([near])).await.status, 200);
+    assert_eq!(s.push_json(&json!([near])).await.status, 200);
     let v = s.status_until("the plausible record taken", |v| v["tasks_held"] == 1).await;
     assert_eq!(v["implausible_times"], 1, "{v}");
     let zero = v["zero_unix_ms"].as_u64().unwrap();
@@ -266,12 +210,12 @@ async fn a_failing_trace_write_is_said_counted_and_recording_resumes() {
     let record = dir.clone();
     // A segment per line: each record opens a new file, so a lost directory fails at once.
     let limits = TraceLimits { segment_bytes: 1, max_bytes: 1 << 30 };
-    let s = Observed::start(move |o| o.record = Some((record, limits))).await;
-    assert_eq!(s.push(&json!([job_def(1)])).await.status, 200);
+    let s = observed(move |o| o.record = Some((record, limits))).await;
+    assert_eq!(s.push_json(&json!([job_def(1)])).await.status, 200);
     s.status_until("the first record written", |v| v["trace_lines"].as_u64() >= Some(1)).await;
     // The disk goes away under the recorder (as a full one fails its writes).
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(s.push(&json!([job_def(2), job_def(3)])).await.status, 200);
+    assert_eq!(s.push_json(&json!([job_def(2), job_def(3)])).await.status, 200);
     let v = s.status_until("the failure said", |v| v["unrecorded_records"].as_u64() >= Some(2)).await;
     assert!(v["record_error"].as_str().is_some_and(|e| e.contains("rec")), "{v}");
     assert!(v["record_failures"].as_u64() >= Some(1), "{v}");
@@ -285,7 +229,7 @@ async fn a_failing_trace_write_is_said_counted_and_recording_resumes() {
     let v = s.status_until("recording resumed", |v| v["record_error"].is_null()).await;
     assert!(v["unrecorded_records"].as_u64() >= Some(2), "what was lost stays counted: {v}");
     assert_eq!(s.get("/-/ready").await.status, 200);
-    assert_eq!(s.push(&json!([job_def(4)])).await.status, 200);
+    assert_eq!(s.push_json(&json!([job_def(4)])).await.status, 200);
     s.status_until("the next record written", |v| v["trace_lines"].as_u64() >= Some(2)).await;
     let (store, _) = rayscope::observe::trace::read(&dir, StoreLimits::default()).unwrap();
     assert!(store.jobs.contains_key(&4), "the record after the failure is in the new segments");
@@ -310,7 +254,7 @@ const SOAK_RSS_BOUND: u64 = 768 << 20;
 /// within 100 ms throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soak_of_hostile_pushes_keeps_memory_bounded_and_health_answering() {
-    let s = Observed::start(|o| o.push_body_deadline = Duration::from_secs(2)).await;
+    let s = observed(|o| o.push_body_deadline = Duration::from_secs(2)).await;
     let addr = s.addr;
     // Every body made before the clock starts: the clients' own work is not the server's.
     let task = format!("{:016x}{}01000000", 7, "0".repeat(24));
