@@ -46,6 +46,11 @@ pub struct ServeOptions {
     pub clusters: Option<Arc<crate::observe::Clusters>>,
 }
 
+/// A request that named its cluster (`?cluster=NAME`), marked by the router for
+/// handlers that otherwise answer for every cluster (`/sd?targets=ray`).
+#[derive(Clone, Debug)]
+pub(crate) struct NamedCluster;
+
 /// What the server needs of an observer.
 #[derive(Clone)]
 pub struct ObserveServe {

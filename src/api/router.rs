@@ -81,11 +81,6 @@ pub(crate) fn build(app: AppState) -> Router {
         .with_state(app)
 }
 
-/// The cluster a request named (`?cluster=NAME`), for handlers that otherwise answer
-/// for every cluster (`/sd?targets=ray`).
-#[derive(Clone, Debug)]
-pub(crate) struct NamedCluster;
-
 /// The header that says which observed cluster answered.
 pub(crate) const CLUSTER_HEADER: &str = "x-rayscope-cluster";
 
@@ -102,7 +97,7 @@ async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next)
     if wanted.is_some() {
         // The handlers check their parameters strictly and know nothing of clusters.
         strip_param(&mut req, "cluster");
-        req.extensions_mut().insert(NamedCluster);
+        req.extensions_mut().insert(super::app::NamedCluster);
     }
     let picked = match wanted {
         None => clusters.first(),

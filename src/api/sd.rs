@@ -45,7 +45,7 @@ pub(crate) struct SdQuery {
 pub(crate) async fn targets(
     State(app): State<AppState>,
     headers: HeaderMap,
-    named: Option<axum::Extension<super::router::NamedCluster>>,
+    named: Option<axum::Extension<super::app::NamedCluster>>,
     query: Result<Query<SdQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let q = match query {

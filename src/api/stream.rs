@@ -99,7 +99,7 @@ pub(crate) async fn run_ticker(app: AppState) {
 pub(crate) async fn upgrade(
     State(app): State<AppState>,
     headers: HeaderMap,
-    named: Option<axum::Extension<super::router::NamedCluster>>,
+    named: Option<axum::Extension<super::app::NamedCluster>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     if let Err(message) = check_origin(&app, &headers) {
