@@ -22,6 +22,7 @@ mod bundle_support;
 mod observe_support;
 
 use base64::Engine as _;
+use bundle_support::fetch_json as get;
 use observe_support::{eventually, Observed};
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
@@ -223,21 +224,6 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
 }
 
 // ------------------------------------------------------------------ real Ray
-
-fn get(base: &str, path: &str) -> Result<Value, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(30)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut resp = agent.get(&format!("{base}{path}")).call().map_err(|e| e.to_string())?;
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
-    if status != 200 {
-        return Err(format!("GET {path}: {status} {text}"));
-    }
-    serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}"))
-}
 
 /// A cluster's job `job`, its calls' names once Ray's records of it are in, and its
 /// call graph's function names.

@@ -21,7 +21,7 @@
 
 mod bundle_support;
 
-use bundle_support::{free_port, wait_for, Proc, ScriptDriver};
+use bundle_support::{fetch_json as get, free_port, wait_for, Proc, ScriptDriver};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,17 +52,6 @@ const RUNS: [(&str, bool, &str); 16] = [
     ("mapreduce", true, ""),
     ("actor_tree", true, ""),
 ];
-
-fn get(base: &str, path: &str) -> Result<Value, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(30)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut resp = agent.get(&format!("{base}{path}")).call().map_err(|e| e.to_string())?;
-    let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}: {text}"))
-}
 
 /// `check` until it holds, up to `limit`; `Err` the last reason it did not.
 fn try_wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> Result<(), String>) -> Result<(), String> {

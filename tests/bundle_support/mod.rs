@@ -455,3 +455,20 @@ pub fn firing_alerts(prom: &str, alertname: &str) -> Result<Vec<Value>, String> 
         Ok(r)
     }
 }
+
+/// `GET base+path` as JSON through a real HTTP client (rayscope's observe answers can be
+/// large and chunked): a non-200 answer is an error naming the path, status and body.
+pub fn fetch_json(base: &str, path: &str) -> Result<Value, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = agent.get(&format!("{base}{path}")).call().map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!("GET {path}: {status} {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}"))
+}
