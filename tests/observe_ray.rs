@@ -21,6 +21,10 @@
 //! by what the fix saves (see the test). The replay takes its costs from the trace
 //! itself (`rayscope calibrate`'s), so no bound depends on the machine's CPU.
 //!
+//! The seed program's x10 law over 10 runs is a recorded series
+//! (scripts/ray-observe/seed_series.py, its result committed beside it), which a test
+//! here reads again; the live run is its sample.
+//!
 //! Needs Ray (RAYSCOPE_RAY_CLI, the venv scripts/test makes) and Chromium; without
 //! them it is skipped unless RAYSCOPE_REQUIRE_TOOLS is set. Only one real Ray cluster
 //! runs on the machine at a time: cluster.py holds /tmp/real-ray.lock.
@@ -28,7 +32,7 @@
 mod browser;
 mod bundle_support;
 
-use bundle_support::{free_port, ray_python, wait_for, Proc, ScriptDriver};
+use bundle_support::{fetch_json as get, free_port, ray_python, wait_for, Proc, ScriptDriver};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -55,21 +59,6 @@ fn rayscope(name: &'static str, args: &[&str], log: &Path) -> Proc {
         Command::new(env!("CARGO_BIN_EXE_rayscope")).args(args).env("RUST_LOG", "info"),
         log.to_path_buf(),
     )
-}
-
-fn get(base: &str, path: &str) -> Result<Value, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(30)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut resp = agent.get(&format!("{base}{path}")).call().map_err(|e| e.to_string())?;
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().map_err(|e| e.to_string())?;
-    if status != 200 {
-        return Err(format!("GET {path}: {status} {text}"));
-    }
-    serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}"))
 }
 
 /// scripts/ray-observe/cluster.py, up: a head whose dashboard is on `dashboard_port`,
@@ -224,6 +213,29 @@ async fn pages_load(base: &str, job: &str) {
         page.wait_for(&format!("{path} in observe mode"), ready, Duration::from_secs(20)).await;
         page.screenshot(&format!("observe{}", path.replace('/', "-"))).await;
         assert_eq!(page.errors(), Vec::<String>::new(), "{path}: console errors in observe mode");
+    }
+}
+
+/// The recorded series of the seed program (scripts/ray-observe/seed_series.py: 10 runs
+/// on one head, observed by pull and by push): in every run, by both, each edge
+/// carries 10 calls per call of its caller. The law is read again from the recorded
+/// edges, not from the series' own verdict; the live run below is its sample.
+#[test]
+fn the_recorded_seed_series_holds_the_x10_law_in_every_run() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-observe/seed-series-2.60.json");
+    let series: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let runs = series["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 10, "the series is 10 runs");
+    for run in runs {
+        for how in ["pull", "push"] {
+            let edges = run[how]["edges"].as_array().unwrap();
+            // Depth 2: the root calls its children, a child above the leaves calls its own.
+            assert!(edges.len() >= 2, "job {} by {how}: {edges:?}", run["job"]);
+            for e in edges {
+                let (calls, per) = (e[2].as_u64().unwrap(), e[3].as_u64().unwrap());
+                assert!(per > 0 && calls == 10 * per, "job {} by {how}: {e} breaks the x10 law", run["job"]);
+            }
+        }
     }
 }
 
