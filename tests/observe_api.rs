@@ -10,19 +10,13 @@ mod browser;
 mod observe_support;
 
 use api_support::{request, Server, Tokens};
-use base64::Engine as _;
-use observe_support::{eventually, Observed};
+use observe_support::{b64, eventually, Observed};
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const TOKEN: &str = "observe-token";
 const JOB: &str = "AQAAAA=="; // 01000000
-
-fn b64(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
 
 fn at(ms: u64) -> String {
     humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + ms)).to_string()

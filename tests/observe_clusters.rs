@@ -21,23 +21,12 @@ mod browser;
 mod bundle_support;
 mod observe_support;
 
-use base64::Engine as _;
 use bundle_support::fetch_json as get;
-use observe_support::{eventually, Observed};
+use observe_support::{at, b64, eventually, Observed};
 use rayscope::observe::{ObserveOptions, Source};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-
-fn b64(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn at(ms: u64) -> String {
-    let base = std::time::SystemTime::now() - Duration::from_secs(60);
-    humantime::format_rfc3339_millis(base + Duration::from_millis(ms)).to_string()
-}
 
 /// Job 01000000 of a cluster whose driver calls `name` three times, each call calling
 /// `{name}_leaf` once; every event carries `session`.

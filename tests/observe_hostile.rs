@@ -12,7 +12,7 @@ mod observe_support;
 
 use api_support::{raw, request};
 use base64::Engine as _;
-use observe_support::Observed;
+use observe_support::{at, b64, Observed};
 use rayscope::observe::store::StoreLimits;
 use rayscope::observe::trace::TraceLimits;
 use rayscope::observe::{ObserveOptions, Source};
@@ -23,17 +23,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const JOB: &str = "AQAAAA=="; // 01000000
-
-fn b64(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// An instant `ms` after a minute ago, as Ray writes it.
-fn at(ms: u64) -> String {
-    let base = std::time::SystemTime::now() - Duration::from_secs(60);
-    humantime::format_rfc3339_millis(base + Duration::from_millis(ms)).to_string()
-}
 
 /// Open a connection and send a push's head (and `body`, perhaps only a part of what the
 /// head promises); the body's rest never comes.

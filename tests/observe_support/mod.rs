@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use crate::api_support::{request, Resp};
+use base64::Engine as _;
 use rayscope::api::{self, ObserveServe, ServeOptions};
 use rayscope::config;
 use rayscope::observe::ObserveOptions;
@@ -102,4 +103,16 @@ pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Result<T, Str
             }
         }
     }
+}
+
+/// Ray's id in Event Export's form: the hex id's bytes, base64.
+pub fn b64(hex: &str) -> String {
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// An instant `ms` after a minute ago, as Ray writes it.
+pub fn at(ms: u64) -> String {
+    let base = std::time::SystemTime::now() - Duration::from_secs(60);
+    humantime::format_rfc3339_millis(base + Duration::from_millis(ms)).to_string()
 }
