@@ -21,14 +21,13 @@ cluster is up, is {"step": "ready", "sd_file": <Ray's service-discovery file>, .
 """
 
 import os
-import signal
 import socket
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
-from driven import answer_privately, hold_real_ray, say  # noqa: E402
+from driven import answer_privately, hold_real_ray, kill_processes_using, say  # noqa: E402
 
 import ray
 from ray.cluster_utils import Cluster
@@ -87,41 +86,6 @@ def hog():
 def produce(n):
     # 20 MiB each; returned objects live in the worker node's plasma store.
     return bytearray(n * MiB)
-
-
-def kill_session_leftovers(session_dir):
-    """SIGKILL every process still using `session_dir` (by working directory, open
-    files or command line), but this driver and its ancestors; how many."""
-    needle = os.path.realpath(session_dir)
-    if needle.count("/") < 3 or not os.path.isdir(needle):
-        return 0  # never a top-level directory
-    spared, pid = set(), os.getpid()
-    while pid > 1:
-        spared.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    killed = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) in spared:
-            continue
-        base = f"/proc/{pid}"
-        try:
-            links = [os.readlink(f"{base}/cwd")]
-            links += [os.readlink(f"{base}/fd/{fd}") for fd in os.listdir(f"{base}/fd")]
-            with open(f"{base}/cmdline", "rb") as f:
-                links.append(f.read().decode(errors="replace"))
-        except OSError:
-            continue
-        if any(needle in link for link in links):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-    return killed
 
 
 def main():
@@ -217,7 +181,7 @@ def main():
                 # The head's pod is gone: its dashboard agent too. remove_node leaves the
                 # agent to notice its raylet's death, which Ray 2.49's takes up to a
                 # minute to (serving the head's series all along; 2.60's goes at once).
-                say(step=cmd, ok=True, agents_killed=kill_session_leftovers(session_dir))
+                say(step=cmd, ok=True, agents_killed=kill_processes_using(session_dir, min_depth=3))
             elif cmd == "quit":
                 break
             else:

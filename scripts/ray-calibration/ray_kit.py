@@ -18,6 +18,9 @@ import sys
 import time
 from datetime import datetime
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
+from driven import cpu_model  # noqa: E402,F401  (re-exported to the probes)
+
 
 def caches():
     """The first CPU's caches as the kernel lists them, e.g. {"L1d": 49152, "L2": 2097152}
@@ -46,15 +49,6 @@ def caches():
         if digits.isdigit():
             out[f"L{level}{suffix}"] = int(digits) * scale
     return out
-
-
-def cpu_model():
-    """The machine's CPU as /proc/cpuinfo names it ("" where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        return ""
 
 
 def machine():

@@ -9,11 +9,17 @@
 - `hold_real_ray(temp_dir)`: one real Ray cluster on this machine at a time (they share
   ports and /tmp/ray defaults): waits for the machine-wide lock, held until the
   process exits, and keeps Ray's temp files under `temp_dir`.
+- `kill_processes_using(directory, min_depth)`: SIGKILL what Ray left running there.
+- `cpu_model()`: the machine's CPU as a recorded run names it.
+
+Also used by scripts/ray-differential/scenario.py, scripts/ray-whatif/whatif.py and
+scripts/ray-calibration/ray_kit.py.
 """
 
 import fcntl
 import json
 import os
+import signal
 
 _answers = None
 _lock = None
@@ -44,3 +50,51 @@ def hold_real_ray(temp_dir):
     fcntl.flock(_lock, fcntl.LOCK_EX)
     os.environ["RAY_TMPDIR"] = temp_dir
     os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
+
+
+def kill_processes_using(directory, min_depth):
+    """SIGKILL every process still using `directory` (by working directory, open files
+    or command line), but this process and its ancestors (flock and the test that runs
+    us write our log there); how many. A directory with fewer than `min_depth` slashes
+    is refused (never a top-level one such as /tmp itself). Ray's agents can outlive
+    their raylet and Cluster.shutdown(), renamed (ray::DashboardAgent), so they are
+    found by what they hold, not by name."""
+    needle = os.path.realpath(directory)
+    if needle.count("/") < min_depth or not os.path.isdir(needle):
+        return 0
+    spared, pid = set(), os.getpid()
+    while pid > 1:
+        spared.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    killed = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in spared:
+            continue
+        base = f"/proc/{pid}"
+        try:
+            links = [os.readlink(f"{base}/cwd")]
+            links += [os.readlink(f"{base}/fd/{fd}") for fd in os.listdir(f"{base}/fd")]
+            with open(f"{base}/cmdline", "rb") as f:
+                links.append(f.read().decode(errors="replace"))
+        except OSError:
+            continue
+        if any(needle in link for link in links):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def cpu_model():
+    """The machine's CPU as /proc/cpuinfo names it ("" where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        return ""

@@ -48,7 +48,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ray-common"))
-from driven import hold_real_ray  # noqa: E402
+from driven import cpu_model, hold_real_ray  # noqa: E402
 
 LINGER_S = "2.5"
 STORE = 200 * 1024 * 1024
@@ -363,14 +363,6 @@ def main():
         json.dump(record, f, indent=1)
         f.write("\n")
     print(json.dumps(record), flush=True)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        return ""
 
 
 if __name__ == "__main__":
