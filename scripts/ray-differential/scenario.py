@@ -18,6 +18,7 @@ by its role (head, worker-1, ...) and volatile values (pids, worker/actor ids, s
 names) replaced by a placeholder, so two runs of the scenario compare.
 """
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -28,7 +29,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
 import expose  # noqa: E402  (the exposition parser and the series normalization)
+from driven import kill_processes_using  # noqa: E402
 
 HEADROOM_BYTES = 3 << 30  # the OOM node's threshold: memory in use now plus this
 CLUSTER = [None]  # the cluster being driven, shut down however main() ends
@@ -98,7 +101,9 @@ class Scraper:
             try:
                 with urllib.request.urlopen(f"http://{t}/metrics", timeout=5) as r:
                     out[self.role(t)] = r.read().decode()
-            except OSError:
+            except (OSError, http.client.HTTPException):
+                # Unreachable, or not HTTP: a port the SD file lists before its agent
+                # holds it can answer in another protocol (seen: gRPC bytes on 2.49).
                 out[self.role(t)] = None
         return out
 
@@ -448,39 +453,6 @@ def main():
     write_result()
 
 
-def kill_leftovers(temp_dir):
-    """SIGKILL what Ray left running in our temp dir: a worker's metrics agent can outlive
-    its raylet and Cluster.shutdown() (measured), renamed ray::DashboardAgent, so it is
-    found by its working directory or open files, not its command line."""
-    needle = os.path.realpath(temp_dir)
-    if needle.count("/") < 2 or not os.path.isdir(needle):
-        return  # never a top-level directory such as /tmp itself
-    # Ourselves and our ancestors (flock and the test that runs us write our log there).
-    spared, pid = set(), os.getpid()
-    while pid > 1:
-        spared.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) in spared:
-            continue
-        base = f"/proc/{pid}"
-        try:
-            links = [os.readlink(f"{base}/cwd")] + [os.readlink(f"{base}/fd/{fd}") for fd in os.listdir(f"{base}/fd")]
-            with open(f"{base}/cmdline", "rb") as f:
-                links.append(f.read().decode(errors="replace"))
-        except OSError:
-            continue
-        if any(needle in link for link in links):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
-
-
 def _terminated(signum, _frame):
     raise SystemExit(f"terminated by signal {signum}")
 
@@ -498,4 +470,5 @@ if __name__ == "__main__":
                 ray.shutdown()  # Cluster.shutdown refuses to remove the driver's node
                 CLUSTER[0].shutdown()
         finally:
-            kill_leftovers(TEMP_DIR[0])
+            # A worker's metrics agent can outlive its raylet and Cluster.shutdown() (measured).
+            kill_processes_using(TEMP_DIR[0], min_depth=2)
