@@ -423,3 +423,63 @@ fn an_actor_call_whose_start_ray_lost_is_read_without_a_panic() {
     let b = rayscope::flow::bottleneck::bottlenecks(&job, &spans);
     assert!(b["entries"].is_array(), "the bottlenecks are ranked too: {b}");
 }
+
+/// Observed jobs (`rayscope flow --trace`): calls that waited only for the worker
+/// processes Ray started for them are not pending on resources; calls queued behind
+/// one another for the node's only CPU are, worker start or not.
+#[test]
+fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_cpu_is() {
+    use rayscope::observe::rows::ObservedTask;
+    use rayscope::observe::store::Change;
+    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
+    const JOB: &str = "02000000";
+    const T0: u64 = 1_795_000_000_000;
+    // (cpus, [(start ms, end ms, worker pid)]), every call submitted at T0.
+    let findings_of_observed = |cpus: f64, calls: &[(u64, u64, u32)]| {
+        let driver = format!("{}{JOB}", "f".repeat(40));
+        let run_ms = calls.iter().map(|c| c.1).max().unwrap() + 5;
+        let mut changes = common::observed_job_opening(JOB, "python prog.py", cpus, T0, run_ms);
+        for (k, &(start, end, pid)) in calls.iter().enumerate() {
+            changes.push(Change::Task(ObservedTask {
+                task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
+                job_id: JOB.into(),
+                name: "g".into(),
+                kind: "NORMAL_TASK".into(),
+                state: "FINISHED".into(),
+                parent_task_id: Some(driver.clone()),
+                node_id: Some("aa".into()),
+                worker_pid: Some(pid),
+                required_resources: vec![("CPU".into(), cpus.min(1.0))],
+                events: vec![
+                    ("PENDING_NODE_ASSIGNMENT".into(), T0 + 1),
+                    ("RUNNING".into(), T0 + start),
+                    ("FINISHED".into(), T0 + end),
+                ],
+                start_time_ms: Some(T0 + start),
+                end_time_ms: Some(T0 + end),
+                ..Default::default()
+            }));
+        }
+        let trace = tempfile::tempdir().unwrap();
+        let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
+        w.append(&changes).unwrap();
+        drop(w);
+        let out = tempfile::tempdir().unwrap();
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+            .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
+        v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    // One call on a worker already up; three on workers Ray started for them, 1.5 s
+    // each, on 4 CPUs: nothing waited for resources.
+    let starts = [(5, 105, 100), (1_500, 1_600, 101), (1_520, 1_620, 102), (1_540, 1_640, 103)];
+    assert_eq!(findings_of_observed(4.0, &starts), Vec::<String>::new());
+    // Four 0.5 s calls on one CPU, one worker started once: each waits for the one
+    // before it.
+    let queued = [(1_500, 2_000, 100), (2_000, 2_500, 100), (2_500, 3_000, 100), (3_000, 3_500, 100)];
+    assert_eq!(findings_of_observed(1.0, &queued), vec!["pending_on_resources".to_string()]);
+}

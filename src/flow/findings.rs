@@ -385,7 +385,9 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
         }
         let s = &spans.spans[caller];
         // Each wait in `ray.get`, with the call whose end closed it (the last of its
-        // calls submitted by then to end within it): (from, the call).
+        // calls submitted by then to end within it): (from, the call). Ray stamps a
+        // call's end in whole ms, by its owner, as the result lands: up to a ms or so
+        // after the owner's own `ray.get` has returned.
         let mut waits: Vec<(u64, usize)> = Vec::new();
         for (phase, from, to) in s.intervals(spans.end_or_at(caller)) {
             if phase != Phase::Blocked {
@@ -395,7 +397,7 @@ fn submission_order(job: &JobRecord, spans: &Spans, children: &[Vec<usize>], out
                 .iter()
                 .copied()
                 .filter(|&c| spans.spans[c].submit <= from)
-                .filter_map(|c| spans.spans[c].end.filter(|&e| e > from && e <= to).map(|e| (e, c)))
+                .filter_map(|c| spans.spans[c].end.filter(|&e| e > from && e <= to + SLACK_US).map(|e| (e, c)))
                 .max();
             // A wait for one result leaves others it submitted still running (a
             // `ray.get` of them all leaves none); once one did, the waits after it
@@ -519,20 +521,30 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
             by_target.entry(s.target).or_default().push(i);
         }
     }
+    // Ray starts a job's worker processes as its calls need them (a second or more
+    // each on a loaded machine): that wait is the machine's, not the resources'.
+    let starting = if job.observed.is_some() { worker_starts(spans, root, model) } else { BTreeMap::new() };
+    let waited = |i: usize| {
+        let s = &spans.spans[i];
+        let (latency, start) = (model.latency(i), s.start.unwrap_or(0));
+        let on_start = starting.get(&s.node).map_or(0, |w| overlap(w, start.saturating_sub(latency), start));
+        latency.saturating_sub(on_start)
+    };
     let mut waited_path = 0u64;
     let mut calls = Vec::new();
     let mut change = Change::default();
     let mut arg_wait = 0u64;
     for list in by_target.values() {
-        let floor = overhead_floor(model, list);
+        let floor = list.iter().map(|&c| waited(c)).filter(|&l| l > 0).min().unwrap_or(0);
         for &i in list {
-            let excess = model.latency(i).saturating_sub(floor);
+            let excess = waited(i).saturating_sub(floor);
             if excess == 0 {
                 continue;
             }
             // Every such call starts at the floor in the re-run (one alone would only
-            // hand the path to its siblings); the share is what the path spent so.
-            change.latency.push((i, floor));
+            // hand the path to its siblings), its workers' starts kept; the share is
+            // what the path spent so.
+            change.latency.push((i, model.latency(i) - excess));
             if on_path[i].queued > 0 {
                 waited_path += on_path[i].queued.min(excess);
                 calls.push(i);
@@ -563,10 +575,14 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
         evidence: format!(
             "{} calls on the critical path queued {:.3} s in all for a worker and its resources (CPUs, GPUs, memory \
              or a custom resource) past what starting a call costs; their arguments had kept them {:.3} s before \
-             that. Ray's docs: {}",
+             that{}. Ray's docs: {}",
             calls.len(),
             secs(waited_path),
             secs(arg_wait),
+            match starting.values().map(Vec::len).sum::<usize>() {
+                0 => String::new(),
+                n => format!("; waits while the job's {n} worker process start(s) ran are not counted"),
+            },
             Kind::PendingOnResources.doc()
         ),
         calls: {
@@ -580,6 +596,48 @@ fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out: &mut Vec<
         weight_us: waited_path,
         change,
     });
+}
+
+/// Per node, the intervals in which a worker process was starting for the job: from
+/// when the first call a worker ran could have started until it did. Merged, in order.
+/// Only an observed job's pids are its workers' (the model numbers a process per call).
+fn worker_starts(spans: &Spans, root: usize, model: &Model) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut first: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for (i, s) in spans.spans.iter().enumerate() {
+        let Some(start) = s.start else { continue };
+        if i == root || s.pid == 0 || s.node == u32::MAX {
+            continue;
+        }
+        let e = first.entry((s.node, s.pid)).or_insert(i);
+        if (start, i) < (spans.spans[*e].start.unwrap_or(u64::MAX), *e) {
+            *e = i;
+        }
+    }
+    let mut by_node: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for (&(node, _), &i) in &first {
+        let start = spans.spans[i].start.unwrap_or(0);
+        let from = start.saturating_sub(model.latency(i));
+        if from < start {
+            by_node.entry(node).or_default().push((from, start));
+        }
+    }
+    for w in by_node.values_mut() {
+        w.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(w.len());
+        for &(a, b) in w.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *w = merged;
+    }
+    by_node
+}
+
+/// How much of `[a, b)` the merged `intervals` cover.
+fn overlap(intervals: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    intervals.iter().map(|&(from, to)| to.min(b).saturating_sub(from.max(a))).sum()
 }
 
 /// One call, for a reader to find it: its ids, where it ran, its sizes and times.
