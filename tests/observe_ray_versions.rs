@@ -13,9 +13,8 @@
 //! missing silently; every call they show ended, none failed (a call Ray left without
 //! an outcome at the job's end counts as ended with the job); no edge the program does
 //! not make; and `/api/flow/findings` names each anti-pattern program's pattern and
-//! finds nothing in a pattern program. Two exceptions are printed, not failed, until
-//! their causes are fixed: `get_in_submission_order` missed, and
-//! `pending_on_resources` on a pattern program that waited for worker starts.
+//! finds nothing in a pattern program (its waits for the worker processes Ray starts
+//! are not waits for resources).
 //!
 //! Needs both Rays: RAYSCOPE_RAY_CLI (2.60, the venv scripts/test makes) and
 //! RAYSCOPE_RAY_OLDEST_CLI (2.49); without them it is skipped unless
@@ -99,7 +98,7 @@ struct Want {
 
 /// Whether `base` shows `job` as the program says; `Err` says what it shows instead.
 /// `profile_spans`: whether Ray sends this observer profile spans (not 2.49's push).
-fn check(base: &str, job: &str, want: &Want, profile_spans: bool, version_oldest: bool) -> Result<(), String> {
+fn check(base: &str, job: &str, want: &Want, profile_spans: bool) -> Result<(), String> {
     let jobs = get(base, "/api/flow/jobs")?;
     let j = jobs["jobs"].as_array().and_then(|l| l.iter().find(|j| j["job_id"] == job)).ok_or("not seen yet")?;
     if j["end_time_s"].is_null() {
@@ -156,29 +155,9 @@ fn check(base: &str, job: &str, want: &Want, profile_spans: bool, version_oldest
     if profile_spans {
         expected.extend(want.measured.iter().cloned());
     }
-    // A pattern program on this 2-CPU head may still wait for CPUs and for the
-    // worker processes a new job starts (1.3-1.6 s each on a loaded machine, for
-    // `mapreduce`'s maps and `nested`'s inner calls): `pending_on_resources` then says
-    // something true of the machine, not of the program. It is printed, not failed,
-    // until the finding tells a wait for a worker's start from one for resources
-    // (docs/observe.md, "Not yet").
-    let machine_only = |k: &String| k == "pending_on_resources";
-    // `get_in_submission_order` came in some full runs and not in the next, the same
-    // program profiled: on Ray 2.49 by pull, and on 2.60 by pull and push in both full
-    // runs after the merge that brought many clusters. Printed, not failed, until the
-    // cause is known (docs/observe.md, "Not yet").
-    let unsure = |k: &String| k == "get_in_submission_order";
-    let ray = if version_oldest { "2.49" } else { "2.60" };
-    if let Some(k) = expected.iter().find(|k| unsure(k) && !kinds.contains(*k)) {
-        eprintln!("known gap: job {job} on Ray {ray} did not get {k}: {findings}");
-        expected.retain(|k| !unsure(k));
-    }
-    let wrong = if want.pattern { !kinds.iter().all(machine_only) } else { !expected.is_subset(&kinds) };
+    let wrong = if want.pattern { !kinds.is_empty() } else { !expected.is_subset(&kinds) };
     if wrong {
         return Err(format!("findings {kinds:?} for the program's {expected:?}: {findings}"));
-    }
-    if want.pattern && !kinds.is_empty() {
-        eprintln!("known gap: job {job}, a pattern program, waited for CPUs or workers: {findings}");
     }
     Ok(())
 }
@@ -247,9 +226,7 @@ fn run_on(version: &str, python: &Path, dir: &Path) -> Vec<String> {
             let what = format!("Ray {version} by {how}: {program}, {mode} (job {job}) as its source says");
             // Every run is checked, and what failed is told together at the end.
             let profile_spans = !(version == "oldest" && how == "push");
-            if let Err(e) = try_wait_for(&what, Duration::from_secs(90), || {
-                check(base, job, want, profile_spans, version == "oldest")
-            }) {
+            if let Err(e) = try_wait_for(&what, Duration::from_secs(90), || check(base, job, want, profile_spans)) {
                 failures.push(e);
             }
         }

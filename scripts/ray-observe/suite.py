@@ -27,7 +27,8 @@ Anti-patterns (Ray Core's "Design patterns & anti-patterns"), each with its find
   get_in_loop        (above) get_in_loop
   actor_in_loop      the driver calls Counter.add 10 times, each followed by its own
                      ray.get: blocked_actor_calls
-  submission_order   8 calls alternating 0.4 s and 0.02 s, their results got in
+  submission_order   once two workers are up, 8 calls alternating 0.4 s (1.5 CPUs:
+                     one at a time) and 0.02 s (0.5 CPUs), their results got in
                      submission order, each worked on 50 ms: get_in_submission_order
                      (measured waits only: unprofiled, the gets after the last submit
                      read as one wait)
@@ -113,6 +114,12 @@ class Counter:
 
 
 @ray.remote
+def warm(i):
+    time.sleep(0.3)
+    return i
+
+
+@ray.remote
 def sleeper(s, i):
     time.sleep(s)
     return i
@@ -155,11 +162,17 @@ def run(name):
         assert [ray.get(c.add.remote(1)) for _ in range(10)] == list(range(1, 11))
         return [["_main", "Counter.__init__", 1], ["_main", "Counter.add", 10]], ["blocked_actor_calls"], []
     if name == "submission_order":
-        refs = [sleeper.remote(0.4 if i % 2 == 0 else 0.02, i) for i in range(8)]
+        # Two workers started first (a new job's start on demand, seconds apart on a
+        # loaded machine). The long calls take 1.5 of the head's 2 CPUs, so they run one
+        # after another and the short ones beside them: the gets wait for each long
+        # call in turn while later short ones are done.
+        assert ray.get([warm.remote(i) for i in range(2)]) == [0, 1]
+        refs = [(sleeper.options(num_cpus=1.5).remote(0.4, i) if i % 2 == 0
+                 else sleeper.options(num_cpus=0.5).remote(0.02, i)) for i in range(8)]
         for i, r in enumerate(refs):
             assert ray.get(r) == i
             time.sleep(0.05)
-        return [["_main", "sleeper", 8]], [], ["get_in_submission_order"] if PROFILE else []
+        return [["_main", "warm", 2], ["_main", "sleeper", 8]], [], ["get_in_submission_order"] if PROFILE else []
     if name == "fine_grained":
         assert ray.get([tiny.remote(i) for i in range(60)]) == list(range(60))
         return [["_main", "tiny", 60]], ["too_fine_grained"], []
