@@ -47,6 +47,14 @@ pub struct FlowCache {
     last: Option<(u64, Snapshot)>,
 }
 
+impl FlowCache {
+    /// Whether the last snapshot kept a changed job's older records: another is due
+    /// even if nothing more arrives.
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+}
+
 /// When a job's records were built and how long that took.
 #[derive(Clone, Copy)]
 struct Built {

@@ -244,14 +244,17 @@ impl Loop {
                 // The server is gone (it is stopping): no more pushes, and no spinning.
                 Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
             }
+            // A snapshot that kept a big job's older records (rebuilt too recently for
+            // its cost) is followed by another, or a push-only observer that hears
+            // nothing more would show them for good.
             if Instant::now() >= next_poll {
                 self.poll();
                 out.store(Arc::new(self.publish()));
-                dirty_since = None;
+                dirty_since = self.cache.is_stale().then(Instant::now);
                 next_poll = Instant::now() + every;
             } else if dirty_since.is_some_and(|t| t.elapsed() >= PUSH_PUBLISH_EVERY) {
                 out.store(Arc::new(self.publish()));
-                dirty_since = None;
+                dirty_since = self.cache.is_stale().then(Instant::now);
             }
         }
     }
