@@ -103,7 +103,7 @@ async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next)
         None => clusters.first(),
         Some(name) => {
             if let Err(why) = crate::observe::clusters::check_name(&name) {
-                return super::error::ApiError::new(StatusCode::BAD_REQUEST, why)
+                return super::error::ApiError::new(StatusCode::BAD_REQUEST, why.to_string())
                     .with("parameter", "cluster")
                     .into_response();
             }

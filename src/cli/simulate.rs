@@ -277,7 +277,7 @@ fn recorded_job(
     job: Option<&str>,
     fixes: &[rayscope::flow::replay::Fix],
 ) -> Result<(Option<Replayed>, Option<rayscope::calibrate::TraceCosts>), String> {
-    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default())?;
+    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default()).map_err(|e| e.to_string())?;
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
