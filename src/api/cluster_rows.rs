@@ -17,7 +17,7 @@
 
 use super::query::{ListQuery, MAX_PAGE};
 use super::rows::{worker_hex, Cell, Ctx, Resource};
-use crate::model::{driver_pid, worker_pid, ActorState, TaskType};
+use crate::model::{driver_pid, worker_pid, ActorState, TaskType, VirtualTime};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -82,8 +82,8 @@ fn workers(ctx: &Ctx<'_>) -> Vec<Value> {
             Some(j.driver_node),
             !ended,
             exit,
-            j.start_time_us,
-            j.end_time_us,
+            j.start_time_us.as_micros(),
+            j.end_time_us.map(VirtualTime::as_micros),
         ));
     }
     for a in &ctx.tables.actors {
@@ -133,8 +133,13 @@ fn runtime_envs(ctx: &Ctx<'_>) -> Vec<Value> {
         if env.as_object().is_none_or(Map::is_empty) {
             continue;
         }
-        let e = envs.entry((env.to_string(), j.driver_node)).or_insert((env, j.driver_node, j.start_time_us, 0));
-        e.2 = e.2.min(j.start_time_us);
+        let e = envs.entry((env.to_string(), j.driver_node)).or_insert((
+            env,
+            j.driver_node,
+            j.start_time_us.as_micros(),
+            0,
+        ));
+        e.2 = e.2.min(j.start_time_us.as_micros());
         e.3 += u64::from(!j.status.is_terminal());
     }
     envs.into_values()

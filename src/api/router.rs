@@ -211,6 +211,6 @@ async fn ready(State(app): State<AppState>) -> Response {
             }
         }
     }
-    let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us as f64 / 1e6});
+    let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us.as_secs_f64()});
     (StatusCode::OK, json_ok(body)).into_response()
 }

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 use rayscope::calibrate::bands;
 use rayscope::config::{self, Config, Override};
+use rayscope::model::VirtualTime;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -198,7 +199,7 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         .map(|_| rayscope::sim::Sampler { every_us: args.scrape_interval, sample: &mut write_scrape });
     let result = rayscope::sim::simulate_sampled(
         cfg,
-        args.until,
+        args.until.map(VirtualTime),
         sink,
         |e| {
             if let Some(b) = &bar {
@@ -376,7 +377,7 @@ fn sweep_runs(
         if on_terminal {
             eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
         }
-        match rayscope::sim::simulate(cfg, args.until, None, |_| {}) {
+        match rayscope::sim::simulate(cfg, args.until.map(VirtualTime), None, |_| {}) {
             Ok((_, mut report)) => {
                 plan.adjust(&mut report, &by_config);
                 if let (Some((kind, warnings)), Some(makespan)) = (change, report.jobs.first().and_then(|j| j.makespan))

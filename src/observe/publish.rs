@@ -13,13 +13,13 @@
 use super::flow::{job_record, Totals};
 use super::store::{is_terminal_job, job_number, Store};
 use crate::model::{
-    ActorState, Counters, ErrorType, Histogram, JobStatus, Names, NodeState, NodeStats, ObjectStatus, PgState,
+    ActorState, Bytes, Counters, ErrorType, Histogram, JobStatus, Names, NodeState, NodeStats, ObjectStatus, PgState,
     PgStrategy, TaskHistory, TaskState, TaskType, PLACEMENT_MS_BUCKETS,
 };
 use crate::snapshot::flow::{JobRecord, Recorded, DRIVER_NAME};
 use crate::snapshot::{
     ActorCount, ActorExecutorCount, ActorRow, AutoscalerView, JobView, NodeView, ObjectRow, PgRow, RunningCount,
-    SchedulerView, Snapshot, Tables, TaskCount, TaskRow,
+    SchedulerView, Snapshot, Tables, TaskCount, TaskRow, VirtualTime,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -80,7 +80,12 @@ pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u
     let now = store.us(now_ms);
     if let Some((generation, last)) = &cache.last {
         if *generation == store.generation && last.session_name == info.session_name {
-            return Snapshot { seq, sim_time_us: now, published_at: Some(std::time::Instant::now()), ..last.clone() };
+            return Snapshot {
+                seq,
+                sim_time_us: VirtualTime(now),
+                published_at: Some(std::time::Instant::now()),
+                ..last.clone()
+            };
         }
     }
     cache.stale = false;
@@ -182,21 +187,21 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 is_head: n.is_head_node,
                 state: if alive { NodeState::Alive } else { NodeState::Dead },
                 resources: resources.into(),
-                memory_total: total_of("memory"),
-                memory_used: 0,
-                store_capacity: total_of("object_store_memory"),
-                store_used: 0,
-                store_spilled: 0,
-                store_fallback: 0,
+                memory_total: Bytes(total_of("memory")),
+                memory_used: Bytes(0),
+                store_capacity: Bytes(total_of("object_store_memory")),
+                store_used: Bytes(0),
+                store_spilled: Bytes(0),
+                store_fallback: Bytes(0),
                 store_num_objects: 0,
                 worker_heap_objects: 0,
                 gpu_model: None,
-                gpu_memory: 0,
+                gpu_memory: Bytes(0),
                 running_tasks: running_on[slot],
                 leased_tasks: running_on[slot],
                 actors: actors_on[slot],
-                started_at_us: n.start_time_ms.map_or(0, |ms| store.us(ms)),
-                died_at_us: (!alive).then(|| n.end_time_ms.map_or(now, |ms| store.us(ms))),
+                started_at_us: VirtualTime(n.start_time_ms.map_or(0, |ms| store.us(ms))),
+                died_at_us: (!alive).then(|| VirtualTime(n.end_time_ms.map_or(now, |ms| store.us(ms)))),
                 crashed_at_us: None,
                 death_reason: (!alive).then(|| death_reason(n.state_message.as_deref())),
                 stats: NodeStats::default(),
@@ -215,8 +220,8 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 entrypoint: j.entrypoint.clone(),
                 status: job_status(&j.status),
                 message: j.message.clone(),
-                start_time_us: j.start_time.map_or(0, |ms| store.us(ms)),
-                end_time_us: j.end_time.map(|ms| store.us(ms)),
+                start_time_us: VirtualTime(j.start_time.map_or(0, |ms| store.us(ms))),
+                end_time_us: j.end_time.map(|ms| VirtualTime(store.us(ms))),
                 driver_node: store.driver_slot(j).unwrap_or(head),
                 log: Vec::new(),
                 log_total: 0,
@@ -252,7 +257,7 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
         .collect();
     Snapshot {
         seq,
-        sim_time_us: now,
+        sim_time_us: VirtualTime(now),
         session_name: info.session_name.clone(),
         version: info.ray_version.clone(),
         seed: 0,
