@@ -203,12 +203,14 @@ fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
                 .tasks
                 .iter()
                 .filter(|t| {
-                    t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at)
+                    t.kind != TaskType::DriverTask
+                        && t.submitted_at_us.as_micros() <= at
+                        && t.ended_at_us.is_none_or(|e| e.as_micros() > at)
                 })
                 .collect();
             assert!(!flying.is_empty(), "seed {seed} at {at}: something is in flight");
             assert_eq!(v["in_flight"], flying.len());
-            let started = |t: &&rayscope::snapshot::TaskRow| t.started_at_us.is_some_and(|s| s <= at);
+            let started = |t: &&rayscope::snapshot::TaskRow| t.started_at_us.is_some_and(|s| s.as_micros() <= at);
             // A chain ends at a started call with no started call in flight below it.
             let tips: BTreeSet<String> = flying
                 .iter()
@@ -340,7 +342,7 @@ fn executions(r: &Run) -> Vec<(u64, u64, u64)> {
         .tasks
         .iter()
         .filter(|t| t.job == r.job.job)
-        .filter_map(|t| Some((t.started_at_us?, t.id, t.ended_at_us.unwrap_or(now))))
+        .filter_map(|t| Some((t.started_at_us?.as_micros(), t.id, t.ended_at_us.map_or(now, |e| e.as_micros()))))
         .collect();
     v.sort();
     v

@@ -237,8 +237,8 @@ impl App {
     }
 
     /// Unix milliseconds of a virtual time.
-    pub fn epoch_ms(&self, virtual_us: u64) -> u64 {
-        self.epoch_zero() + virtual_us / 1000
+    pub fn epoch_ms(&self, t: VirtualTime) -> u64 {
+        self.epoch_zero() + t.as_millis()
     }
 
     /// The Unix ms that time 0 stands for: the engine's start (paced to wall time), or
@@ -412,7 +412,7 @@ pub(crate) const FRESH_SECONDS: f64 = 3.0;
 /// Wall seconds between the tables' build and the snapshot (infinite when absent).
 pub(crate) fn tables_age_seconds(s: &Snapshot) -> f64 {
     match &s.tables {
-        Some(t) if s.speed > 0.0 => s.sim_time_us.micros_since(VirtualTime(t.built_at_us)) as f64 / 1e6 / s.speed,
+        Some(t) if s.speed > 0.0 => s.sim_time_us.micros_since(t.built_at_us) as f64 / 1e6 / s.speed,
         Some(_) => 0.0,
         None => f64::INFINITY,
     }

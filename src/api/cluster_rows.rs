@@ -46,11 +46,12 @@ fn worker(
     node: Option<u32>,
     alive: bool,
     exit: Option<(&str, String)>,
-    start_us: u64,
-    end_us: Option<u64>,
+    start: VirtualTime,
+    end: Option<VirtualTime>,
 ) -> Value {
     let (node_id, ip) = node_fields(ctx, node);
-    let start = ctx.ms(start_us);
+    let end_ms = end.map_or(0, |t| ctx.ms(t));
+    let start = ctx.ms(start);
     json!({
         "worker_id": worker_hex(pid),
         "is_alive": alive,
@@ -63,7 +64,7 @@ fn worker(
         "worker_launch_time_ms": start,
         "worker_launched_time_ms": start,
         "start_time_ms": start,
-        "end_time_ms": end_us.map_or(0, |t| ctx.ms(t)),
+        "end_time_ms": end_ms,
         "debugger_port": null,
         "num_paused_threads": null,
     })
@@ -82,8 +83,8 @@ fn workers(ctx: &Ctx<'_>) -> Vec<Value> {
             Some(j.driver_node),
             !ended,
             exit,
-            j.start_time_us.as_micros(),
-            j.end_time_us.map(VirtualTime::as_micros),
+            j.start_time_us,
+            j.end_time_us,
         ));
     }
     for a in &ctx.tables.actors {

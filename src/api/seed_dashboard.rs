@@ -11,7 +11,7 @@ use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
 use super::stores::dashboard_history::{actor_states, sample_now, task_states};
-use crate::model::{Bytes, NodeState};
+use crate::model::{Bytes, NodeState, VirtualTime};
 use crate::snapshot::{NodeView, Snapshot};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
@@ -65,7 +65,7 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
         "seed": s.seed,
         "speed": s.speed,
         "sim_time_seconds": s.sim_time_us.as_secs_f64(),
-        "timestamp_ms": app.epoch_ms(s.sim_time_us.as_micros()),
+        "timestamp_ms": app.epoch_ms(s.sim_time_us),
         "lag_seconds": s.lag_seconds,
         "events_processed": s.events_processed,
         "head_node_ip": s.head_node().map(|n| &*n.ip),
@@ -280,7 +280,7 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
             json!({
                 "seq": e.seq,
                 "sim_time_seconds": e.time_us as f64 / 1e6,
-                "timestamp_ms": app.epoch_ms(e.time_us),
+                "timestamp_ms": app.epoch_ms(VirtualTime(e.time_us)),
                 "source": e.source,
                 "message": e.message,
             })

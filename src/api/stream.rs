@@ -61,7 +61,7 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
         "type": "summary",
         "seq": s.seq,
         "time": s.sim_time_us.as_secs_f64(),
-        "timestamp_ms": app.epoch_ms(s.sim_time_us.as_micros()),
+        "timestamp_ms": app.epoch_ms(s.sim_time_us),
         "nodes": {"alive": alive, "dead": s.nodes.len() - alive},
         "cpu": use_of("CPU"),
         "gpu": use_of("GPU"),

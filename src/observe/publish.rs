@@ -381,9 +381,9 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 parent: a.parent_task_id.as_deref().and_then(|p| store.task_number(p)),
                 actor: a.actor_id.as_deref().and_then(|x| store.actor_number(x)),
                 node: a.node_id.as_deref().and_then(|n| store.node_slot(n)),
-                submitted_at_us: a.submitted_ms().map_or(0, |ms| store.us(ms)),
-                started_at_us: a.started_ms().map(|ms| store.us(ms)),
-                ended_at_us: a.ended_ms().map(|ms| store.us(ms)),
+                submitted_at_us: VirtualTime(a.submitted_ms().map_or(0, |ms| store.us(ms))),
+                started_at_us: a.started_ms().map(|ms| VirtualTime(store.us(ms))),
+                ended_at_us: a.ended_ms().map(|ms| VirtualTime(store.us(ms))),
                 error: a.error_type.as_deref().and_then(ErrorType::parse),
                 arg_bytes: 0,
                 return_bytes: 0,
@@ -398,7 +398,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             }
         }
     }
-    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(now), r.id));
+    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(VirtualTime(now)), r.id));
     let mut tasks = live;
     tasks.append(&mut done);
     let mut children: FxHashMap<u64, Vec<u64>> = FxHashMap::default();
@@ -453,8 +453,8 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 owner_task: owner.get(&id).copied().unwrap_or(0),
                 queued,
                 running,
-                created_at_us: a.start_time_ms.map_or(0, |ms| store.us(ms)),
-                ended_at_us: a.end_time_ms.map(|ms| store.us(ms)),
+                created_at_us: VirtualTime(a.start_time_ms.map_or(0, |ms| store.us(ms))),
+                ended_at_us: a.end_time_ms.map(|ms| VirtualTime(store.us(ms))),
             }
         })
         .collect();
@@ -475,7 +475,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             spilled: false,
             copies: 1,
             refs: 1,
-            created_at_us: 0,
+            created_at_us: VirtualTime::ZERO,
             attempt: 0,
             task_status: task_state(&o.task_status),
             owner_pid: o.pid.unwrap_or(0),
@@ -496,10 +496,10 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 .iter()
                 .map(|(r, n)| (r.clone(), n.as_deref().and_then(|n| store.node_slot(n))))
                 .collect(),
-            created_at_us: 0,
+            created_at_us: VirtualTime::ZERO,
         })
         .collect();
-    Tables { built_at_us: now, tasks, actors, objects, placement_groups, spec_requests }
+    Tables { built_at_us: VirtualTime(now), tasks, actors, objects, placement_groups, spec_requests }
 }
 
 #[cfg(test)]

@@ -40,9 +40,9 @@ impl Ctx<'_> {
                 Cell::Json(Value::Object(m))
             }
             "labels" => Cell::Json(json!({"ray.io/node-id": n.node_id, "ray.io/node-group": n.node_type})),
-            "start_time_ms" => Cell::Int(self.ms(n.started_at_us.as_micros())),
+            "start_time_ms" => Cell::Int(self.ms(n.started_at_us)),
             // Ray reports 0 until the node dies.
-            "end_time_ms" => Cell::Int(n.died_at_us.map_or(0, |t| self.ms(t.as_micros()))),
+            "end_time_ms" => Cell::Int(n.died_at_us.map_or(0, |t| self.ms(t))),
             _ => Cell::Null,
         }
     }
