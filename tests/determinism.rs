@@ -34,7 +34,7 @@ fn run(cfg: Config, dir: &Path, tag: &str) -> (String, Vec<u8>) {
     let path = dir.join(format!("{tag}.events"));
     let sink = Box::new(std::fs::File::create(&path).unwrap());
     let endless = cfg.workloads.iter().any(|w| matches!(w, rayscope::config::WorkloadConfig::JobMix(_)));
-    let until = (endless && cfg.sim.until.is_none()).then_some(20 * 60 * 1_000_000);
+    let until = (endless && cfg.sim.until.is_none()).then_some(rayscope::model::VirtualTime(20 * 60 * 1_000_000));
     let (_, report) = rayscope::sim::simulate(cfg, until, Some(sink), |_| {}).expect("bounded run");
     assert!(report.events_file_error.is_none());
     (report.event_log_sha256, std::fs::read(&path).unwrap())

@@ -44,7 +44,7 @@ fn run(cpus: u32, driver: Vec<ReplayStep>, calls: Vec<ReplayCall>) -> (Vec<Findi
     let (engine, _) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let record = snap.flow.jobs.values().next().expect("the program's job is recorded").clone();
-    let spans = Spans::replay(&record, snap.sim_time_us);
+    let spans = Spans::replay(&record, snap.sim_time_us.as_micros());
     let root = spans.root().unwrap();
     let makespan = spans.spans[root].end.expect("the program ends") - spans.spans[root].submit;
     (findings::findings(&record, &spans), makespan)
@@ -273,7 +273,7 @@ fn the_seed_program_has_no_anti_pattern() {
     let (engine, _) = rayscope::sim::simulate(cfg, None, None, |_| {}).unwrap();
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     for job in snap.flow.jobs.values() {
-        let spans = Spans::replay(job, snap.sim_time_us);
+        let spans = Spans::replay(job, snap.sim_time_us.as_micros());
         let found = findings::findings(job, &spans);
         assert!(found.is_empty(), "job {}: {found:#?}", job.job_hex);
     }
@@ -357,7 +357,7 @@ fn the_examples_name_no_anti_pattern_only_their_waits_for_resources() {
         let e = common::run_until(common::load(&yaml), until_us);
         let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
         for job in snap.flow.jobs.values() {
-            let spans = Spans::replay(job, snap.sim_time_us);
+            let spans = Spans::replay(job, snap.sim_time_us.as_micros());
             let ended = spans.root().is_some_and(|r| spans.spans[r].end.is_some());
             for f in findings::findings(job, &spans) {
                 assert_eq!(f.kind, Kind::PendingOnResources, "{file} job {} ({}): {f:#?}", job.job_hex, job.name);

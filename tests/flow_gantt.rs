@@ -60,7 +60,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 #[test]
 fn each_lane_holds_the_time_its_calls_spent_over_the_whole_job_and_in_a_window() {
     let (snap, job) = seed_run();
-    let spans = Spans::replay(&job, snap.sim_time_us);
+    let spans = Spans::replay(&job, snap.sim_time_us.as_micros());
     let whole = answer(&job, &spans, &snap, Ask::default());
     let end = job.end_us.expect("the seed job ends");
     assert_eq!(whole["from_s"].as_f64(), Some(job.start_us as f64 / 1e6), "{whole}");
@@ -139,7 +139,7 @@ sim: {seed: 3}
     let engine = common::run(cfg);
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     let job = snap.flow.jobs.values().next().unwrap().clone();
-    let spans = Spans::replay(&job, snap.sim_time_us);
+    let spans = Spans::replay(&job, snap.sim_time_us.as_micros());
     let all = |by| answer(&job, &spans, &snap, Ask { by, ..Ask::default() });
     let a = all(By::Node);
     let lanes = a["lanes"].as_array().unwrap();

@@ -105,7 +105,7 @@ fn the_replay_gives_back_every_finished_job_of_the_fault_scenario() {
     let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
     let mut checked = 0;
     for job in snap.flow.jobs.values() {
-        let spans = Spans::replay(job, snap.sim_time_us);
+        let spans = Spans::replay(job, snap.sim_time_us.as_micros());
         let Some(model) = whatif::Model::of(job, &spans) else { continue };
         let root = spans.root().unwrap();
         let recorded = spans.spans[root].end.unwrap() - spans.spans[root].submit;
@@ -126,7 +126,7 @@ fn made_instant_an_entry_saves_at_most_what_it_holds_and_says_why_when_far_less(
     let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
     let (mut checked, mut explained) = (0, 0);
     for job in snap.flow.jobs.values() {
-        let spans = Spans::replay(job, snap.sim_time_us);
+        let spans = Spans::replay(job, snap.sim_time_us.as_micros());
         if whatif::Model::of(job, &spans).is_none() {
             continue;
         }
@@ -182,7 +182,7 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
     let e = common::run(cfg);
     let snap = e.publish(rayscope::sim::PublishOptions::seq(0));
     let job = snap.flow.jobs.values().next().unwrap();
-    let spans = Spans::replay(job, snap.sim_time_us);
+    let spans = Spans::replay(job, snap.sim_time_us.as_micros());
     let root = spans.root().unwrap();
     let recorded = spans.spans[root].end.unwrap() - spans.spans[root].submit;
     let replayed = whatif::Model::of(job, &spans).unwrap().makespan(&whatif::Fix::new());
@@ -234,7 +234,7 @@ fn observed_slow_map(reduce_after: u64) -> (serde_json::Value, serde_json::Value
     }
     let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 9_300);
     let job = snap.flow.job(JOB).expect("the job is recorded");
-    let spans = Spans::replay(job, snap.sim_time_us);
+    let spans = Spans::replay(job, snap.sim_time_us.as_micros());
     let v = rayscope::flow::bottleneck::bottlenecks(job, &spans);
     let map = v["entries"].as_array().unwrap().iter().find(|e| e["name"] == "map").expect("map is on the path").clone();
     (map, v)

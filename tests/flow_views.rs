@@ -125,7 +125,11 @@ fn the_first_bottleneck_is_the_flagged_worker_with_leaf_children_on_the_critical
         let (self_us, path) = critical_path::critical_self(&spans, &r.job);
         assert_eq!(self_us.iter().sum::<u64>(), path, "seed {seed}: every instant on exactly one call");
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
-        assert_eq!(path, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}: path = driver wall time");
+        assert_eq!(
+            path,
+            driver.end_time_us.unwrap().micros_since(driver.start_time_us),
+            "seed {seed}: path = driver wall time"
+        );
     }
     assert!(with_flagged >= 2, "the seeds cover trees with a flagged leaf-parent");
 }
@@ -169,7 +173,7 @@ fn the_wall_time_flame_graph_root_total_is_the_driver_wall_time() {
         let total: u64 = folded.values().sum();
         assert_eq!(root, total, "seed {seed}: every path starts at _main");
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
-        assert_eq!(root, driver.end_time_us.unwrap() - driver.start_time_us, "seed {seed}");
+        assert_eq!(root, driver.end_time_us.unwrap().micros_since(driver.start_time_us), "seed {seed}");
         // The bottleneck's frame dominates where the tree has one.
         assert!(
             folded.keys().any(|k| k.ends_with("Worker.process;Worker.process")),
@@ -186,7 +190,7 @@ fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
     for &seed in SEEDS {
         let r = run(seed);
         let driver = r.snap.jobs.iter().find(|j| j.id == r.job.job_hex).unwrap();
-        let end = driver.end_time_us.unwrap();
+        let end = driver.end_time_us.unwrap().as_micros();
         let node_ids: BTreeMap<u64, String> =
             r.snap.nodes.iter().map(|n| (n.idx as u64, n.node_id.to_string())).collect();
         for at in [end / 3, end / 2 + 7, end - 1] {
@@ -199,12 +203,14 @@ fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
                 .tasks
                 .iter()
                 .filter(|t| {
-                    t.kind != TaskType::DriverTask && t.submitted_at_us <= at && t.ended_at_us.is_none_or(|e| e > at)
+                    t.kind != TaskType::DriverTask
+                        && t.submitted_at_us.as_micros() <= at
+                        && t.ended_at_us.is_none_or(|e| e.as_micros() > at)
                 })
                 .collect();
             assert!(!flying.is_empty(), "seed {seed} at {at}: something is in flight");
             assert_eq!(v["in_flight"], flying.len());
-            let started = |t: &&rayscope::snapshot::TaskRow| t.started_at_us.is_some_and(|s| s <= at);
+            let started = |t: &&rayscope::snapshot::TaskRow| t.started_at_us.is_some_and(|s| s.as_micros() <= at);
             // A chain ends at a started call with no started call in flight below it.
             let tips: BTreeSet<String> = flying
                 .iter()
@@ -245,7 +251,7 @@ fn the_stack_mid_run_is_one_stack_per_chain_of_the_calls_in_flight() {
 #[test]
 fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
     let r = run(2);
-    let now = r.snap.sim_time_us;
+    let now = r.snap.sim_time_us.as_micros();
     let svg = render(
         &r.job,
         &Spans::replay(&r.job, now),
@@ -330,13 +336,13 @@ fn the_svg_is_well_formed_xml_and_the_timeline_valid_trace_events() {
 
 /// Executions of the job per the engine's task table: (start, task id = span, end).
 fn executions(r: &Run) -> Vec<(u64, u64, u64)> {
-    let now = r.snap.sim_time_us;
+    let now = r.snap.sim_time_us.as_micros();
     let mut v: Vec<(u64, u64, u64)> = r
         .tables
         .tasks
         .iter()
         .filter(|t| t.job == r.job.job)
-        .filter_map(|t| Some((t.started_at_us?, t.id, t.ended_at_us.unwrap_or(now))))
+        .filter_map(|t| Some((t.started_at_us?.as_micros(), t.id, t.ended_at_us.map_or(now, |e| e.as_micros()))))
         .collect();
     v.sort();
     v
@@ -432,7 +438,7 @@ fn recording_never_changes_the_run_and_the_cap_keeps_class_level_counts() {
     assert!(j_capped.records.len() <= 5 * 50 + 4, "records bounded by the cap: {}", j_capped.records.len());
     // Class-level edges "now" come from the aggregates: the same as with every call recorded.
     let edges = |j: &JobRecord, s: &Snapshot| {
-        let g = graph::graph(j, &Spans::replay(j, s.sim_time_us), Level::Class, true);
+        let g = graph::graph(j, &Spans::replay(j, s.sim_time_us.as_micros()), Level::Class, true);
         assert_eq!(g["truncated"], j.truncated());
         g["edges"]
             .as_array()
@@ -460,7 +466,7 @@ fn the_physical_view_places_every_execution_once_with_the_actor_s_attributes() {
         let v: Value = serde_json::from_slice(
             &render(
                 &r.job,
-                &Spans::replay(&r.job, r.snap.sim_time_us),
+                &Spans::replay(&r.job, r.snap.sim_time_us.as_micros()),
                 &Default::default(),
                 true,
                 View::Physical(None),
@@ -512,7 +518,7 @@ fn a_capped_graph_keeps_no_dangling_edge_and_says_how_much_it_left_out() {
     let engine = common::run(cfg);
     let snap = engine.publish(rayscope::sim::PublishOptions::seq(0));
     for job in snap.flow.jobs.values() {
-        let spans = Spans::replay(job, snap.sim_time_us);
+        let spans = Spans::replay(job, snap.sim_time_us.as_micros());
         for level in [Level::Class, Level::Instance] {
             let g = graph::graph(job, &spans, level, true);
             let ids: BTreeSet<&str> =
@@ -528,13 +534,13 @@ fn a_capped_graph_keeps_no_dangling_edge_and_says_how_much_it_left_out() {
     }
     // The map-reduce's reducers, past the cap: a node from the aggregates.
     let mr = snap.flow.jobs.values().find(|j| j.truncated() && j.frames.iter().any(|f| f == "reduce")).unwrap();
-    let g = graph::graph(mr, &Spans::replay(mr, snap.sim_time_us), Level::Class, true);
+    let g = graph::graph(mr, &Spans::replay(mr, snap.sim_time_us.as_micros()), Level::Class, true);
     let reduce = g["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "reduce").expect("the reduce node");
     assert_eq!((reduce["recorded"].as_bool(), reduce["calls"].as_u64()), (Some(false), Some(4)), "{reduce}");
     // The actor pool's instance graph has more nodes than an answer holds: it says so.
     let pool = snap.flow.jobs.values().find(|j| j.frames.iter().any(|f| f.ends_with(".__init__"))).unwrap();
     assert!(!pool.truncated());
-    let g = graph::graph(pool, &Spans::replay(pool, snap.sim_time_us), Level::Instance, true);
+    let g = graph::graph(pool, &Spans::replay(pool, snap.sim_time_us.as_micros()), Level::Instance, true);
     assert_eq!(g["nodes"].as_array().unwrap().len(), graph::MAX_NODES);
     assert!(g["nodes_total"].as_u64().unwrap() as usize > graph::MAX_NODES, "{}", g["nodes_total"]);
     assert!(g["edges_total"].as_u64().unwrap() as usize > g["edges"].as_array().unwrap().len());

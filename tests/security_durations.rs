@@ -28,7 +28,8 @@ fn a_config_duration_past_the_clock_range_exits_2_naming_the_field() {
 fn the_longest_accepted_duration_does_not_wrap_the_clock() {
     let text = "cluster: {host_node: false}\nworkloads:\n  - kind: fan_out\n    tasks: 10\n    task_duration: 36500d\n";
     let cfg = rayscope::config::load_str(text, "max.yaml").expect("100 years is accepted");
-    let (_, report) = rayscope::sim::simulate(cfg, Some(3_600 * 1_000_000), None, |_| {}).expect("a bounded run");
+    let (_, report) = rayscope::sim::simulate(cfg, Some(rayscope::model::VirtualTime(3_600 * 1_000_000)), None, |_| {})
+        .expect("a bounded run");
     // An hour in, tasks of 100 years are still running: none finished "immediately".
     assert_eq!(report.tasks_finished, 0, "tasks finished within an hour: the clock wrapped");
     assert!(report.tasks_submitted >= 10);

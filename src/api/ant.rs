@@ -145,7 +145,7 @@ async fn data(app: AppState, which: AntView, raw: Option<String>) -> Result<Vec<
             AntView::CallGraph => flow::ant::call_graph_unknown(),
             AntView::FlameGraph => flow::ant::flame_unknown(),
             AntView::Physical => flow::ant::physical_unknown(&snap.nodes),
-            AntView::CreationTime => (snap.sim_time_us / 1000).to_string().into_bytes(),
+            AntView::CreationTime => snap.sim_time_us.as_millis().to_string().into_bytes(),
             AntView::Context | AntView::ResourceUsage | AntView::Snapshots => b"[]".to_vec(),
         });
     };

@@ -13,7 +13,7 @@ use crate::host::HostMonitor;
 use crate::metrics::RenderContext;
 use crate::sim::control::{Control, ControlError, ControlOutcome};
 use crate::sim::runner::EngineHandle;
-use crate::snapshot::{Snapshot, Tables};
+use crate::snapshot::{Snapshot, Tables, VirtualTime};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -195,7 +195,7 @@ impl App {
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> App {
         let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let sim_ms = handle.snapshot().sim_time_us / 1000;
+        let sim_ms = handle.snapshot().sim_time_us.as_millis();
         let server = &opts.config.server;
         let connections = Arc::new(super::server::ConnectionStats::new(
             server.max_connections,
@@ -237,8 +237,8 @@ impl App {
     }
 
     /// Unix milliseconds of a virtual time.
-    pub fn epoch_ms(&self, virtual_us: u64) -> u64 {
-        self.epoch_zero() + virtual_us / 1000
+    pub fn epoch_ms(&self, t: VirtualTime) -> u64 {
+        self.epoch_zero() + t.as_millis()
     }
 
     /// The Unix ms that time 0 stands for: the engine's start (paced to wall time), or
@@ -412,7 +412,7 @@ pub(crate) const FRESH_SECONDS: f64 = 3.0;
 /// Wall seconds between the tables' build and the snapshot (infinite when absent).
 pub(crate) fn tables_age_seconds(s: &Snapshot) -> f64 {
     match &s.tables {
-        Some(t) if s.speed > 0.0 => s.sim_time_us.saturating_sub(t.built_at_us) as f64 / 1e6 / s.speed,
+        Some(t) if s.speed > 0.0 => s.sim_time_us.micros_since(t.built_at_us) as f64 / 1e6 / s.speed,
         Some(_) => 0.0,
         None => f64::INFINITY,
     }

@@ -82,7 +82,7 @@ pub(crate) async fn run_prewarm(app: AppState) {
             }
             prepared.push_front(key);
             prepared.truncate(ENTRIES);
-            let (app, at) = (app.clone(), snap.sim_time_us);
+            let (app, at) = (app.clone(), snap.sim_time_us.as_micros());
             let _ = tokio::task::spawn_blocking(move || {
                 let started = Instant::now();
                 let (spans, derived) = app.flow_cache.get(&record, at);

@@ -17,7 +17,7 @@
 
 use super::query::{ListQuery, MAX_PAGE};
 use super::rows::{worker_hex, Cell, Ctx, Resource};
-use crate::model::{driver_pid, worker_pid, ActorState, TaskType};
+use crate::model::{driver_pid, worker_pid, ActorState, TaskType, VirtualTime};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -46,11 +46,12 @@ fn worker(
     node: Option<u32>,
     alive: bool,
     exit: Option<(&str, String)>,
-    start_us: u64,
-    end_us: Option<u64>,
+    start: VirtualTime,
+    end: Option<VirtualTime>,
 ) -> Value {
     let (node_id, ip) = node_fields(ctx, node);
-    let start = ctx.ms(start_us);
+    let end_ms = end.map_or(0, |t| ctx.ms(t));
+    let start = ctx.ms(start);
     json!({
         "worker_id": worker_hex(pid),
         "is_alive": alive,
@@ -63,7 +64,7 @@ fn worker(
         "worker_launch_time_ms": start,
         "worker_launched_time_ms": start,
         "start_time_ms": start,
-        "end_time_ms": end_us.map_or(0, |t| ctx.ms(t)),
+        "end_time_ms": end_ms,
         "debugger_port": null,
         "num_paused_threads": null,
     })
@@ -133,8 +134,13 @@ fn runtime_envs(ctx: &Ctx<'_>) -> Vec<Value> {
         if env.as_object().is_none_or(Map::is_empty) {
             continue;
         }
-        let e = envs.entry((env.to_string(), j.driver_node)).or_insert((env, j.driver_node, j.start_time_us, 0));
-        e.2 = e.2.min(j.start_time_us);
+        let e = envs.entry((env.to_string(), j.driver_node)).or_insert((
+            env,
+            j.driver_node,
+            j.start_time_us.as_micros(),
+            0,
+        ));
+        e.2 = e.2.min(j.start_time_us.as_micros());
         e.3 += u64::from(!j.status.is_terminal());
     }
     envs.into_values()

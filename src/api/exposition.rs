@@ -197,7 +197,7 @@ pub(crate) async fn node(State(app): State<AppState>, Path(ip): Path<String>) ->
         .with("node_ip", ip.clone())
         .with("node_id", alive.node_id.to_string())
         .with("state", alive.state.as_str())
-        .with("crashed_at_s", crashed as f64 / 1e6));
+        .with("crashed_at_s", crashed.as_secs_f64()));
     }
     let mut ctx = app.render_context(&snap);
     let host = app.host.clone();

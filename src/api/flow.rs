@@ -229,8 +229,8 @@ fn params(raw: Option<&str>, allowed: &[&str], limits: (&str, usize)) -> Result<
 /// The instant to show: `at`, or now; never past now. Also whether it is now.
 pub(super) fn instant(snap: &Snapshot, at_us: Option<u64>) -> (u64, bool) {
     match at_us {
-        Some(a) if a < snap.sim_time_us => (a, false),
-        _ => (snap.sim_time_us, true),
+        Some(a) if a < snap.sim_time_us.as_micros() => (a, false),
+        _ => (snap.sim_time_us.as_micros(), true),
     }
 }
 

@@ -192,7 +192,7 @@ mod tests {
             entrypoint: "fan-out".into(),
             status: JobStatus::Running,
             message: String::new(),
-            start_time_us: 0,
+            start_time_us: crate::snapshot::VirtualTime::ZERO,
             end_time_us: None,
             driver_node: 0,
             log: log.iter().map(|s| s.to_string()).collect(),

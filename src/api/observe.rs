@@ -130,7 +130,7 @@ async fn take(app: AppState, cluster: Option<String>, headers: HeaderMap, body: 
     if let Some(name) = &cluster {
         // A bad name is refused before the body is read.
         crate::observe::clusters::check_name(name)
-            .map_err(|why| ApiError::new(StatusCode::BAD_REQUEST, why).with("parameter", "cluster"))?;
+            .map_err(|why| ApiError::new(StatusCode::BAD_REQUEST, why.to_string()).with("parameter", "cluster"))?;
     }
     let (body, held) = read_body(&inbox, &headers, body).await?;
     let taken = tokio::task::spawn_blocking(move || {
@@ -144,7 +144,7 @@ async fn take(app: AppState, cluster: Option<String>, headers: HeaderMap, body: 
         Ok(a) => Ok(json_ok(json!({
             "events": a.events, "records": a.records, "ignored": a.ignored, "refused": a.refused, "errors": a.errors,
         }))),
-        Err(Refused::Malformed(why)) => Err(ApiError::new(StatusCode::BAD_REQUEST, why)),
+        Err(Refused::Malformed(why)) => Err(ApiError::new(StatusCode::BAD_REQUEST, why.to_string())),
         Err(Refused::Busy) => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "the observer is behind on earlier batches; send this one again",

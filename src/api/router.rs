@@ -103,7 +103,7 @@ async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next)
         None => clusters.first(),
         Some(name) => {
             if let Err(why) = crate::observe::clusters::check_name(&name) {
-                return super::error::ApiError::new(StatusCode::BAD_REQUEST, why)
+                return super::error::ApiError::new(StatusCode::BAD_REQUEST, why.to_string())
                     .with("parameter", "cluster")
                     .into_response();
             }
@@ -211,6 +211,6 @@ async fn ready(State(app): State<AppState>) -> Response {
             }
         }
     }
-    let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us as f64 / 1e6});
+    let body = json!({"ready": true, "snapshot_seq": s.seq, "sim_time_seconds": s.sim_time_us.as_secs_f64()});
     (StatusCode::OK, json_ok(body)).into_response()
 }

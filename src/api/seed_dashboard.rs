@@ -11,7 +11,7 @@ use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
 use super::stores::dashboard_history::{actor_states, sample_now, task_states};
-use crate::model::NodeState;
+use crate::model::{Bytes, NodeState, VirtualTime};
 use crate::snapshot::{NodeView, Snapshot};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
@@ -46,7 +46,7 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
     // Plasma as the raylets report it (`ray_object_store_memory`): the logical
     // `object_store_memory` resource stays unused unless tasks ask for it.
     let store = s.nodes.iter().filter(|n| n.state == NodeState::Alive).fold([0u64; 5], |a, n| {
-        let add = [n.store_used, n.store_capacity, n.store_spilled, n.store_fallback, n.store_num_objects];
+        let add = [n.store_used.0, n.store_capacity.0, n.store_spilled.0, n.store_fallback.0, n.store_num_objects];
         std::array::from_fn(|i| a[i] + add[i])
     });
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
@@ -64,7 +64,7 @@ pub(crate) async fn cluster(State(app): State<AppState>, RawQuery(raw): RawQuery
         "ray_version": s.version,
         "seed": s.seed,
         "speed": s.speed,
-        "sim_time_seconds": s.sim_time_us as f64 / 1e6,
+        "sim_time_seconds": s.sim_time_us.as_secs_f64(),
         "timestamp_ms": app.epoch_ms(s.sim_time_us),
         "lag_seconds": s.lag_seconds,
         "events_processed": s.events_processed,
@@ -178,7 +178,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
                 "node_ip": n.ip,
                 "memory_total": n.memory_total,
                 "memory_used": n.memory_used,
-                "memory_percent": if n.memory_total > 0 { 100.0 * n.memory_used as f64 / n.memory_total as f64 } else { 0.0 },
+                "memory_percent": if n.memory_total.0 > 0 { 100.0 * n.memory_used.as_f64() / n.memory_total.as_f64() } else { 0.0 },
                 "object_store_memory": n.store_capacity,
                 "plasma_memory_used": n.store_used,
                 "spilled_bytes": n.store_spilled,
@@ -188,7 +188,7 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
             })
         })
         .collect();
-    let sum = |f: fn(&NodeView) -> u64| alive.iter().map(|n| f(n)).sum::<u64>();
+    let sum = |f: fn(&NodeView) -> Bytes| alive.iter().map(|n| f(n)).sum::<Bytes>();
     Ok(json_ok(json!({
         "cluster": {
             "memory_total": sum(|n| n.memory_total),
@@ -280,7 +280,7 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
             json!({
                 "seq": e.seq,
                 "sim_time_seconds": e.time_us as f64 / 1e6,
-                "timestamp_ms": app.epoch_ms(e.time_us),
+                "timestamp_ms": app.epoch_ms(VirtualTime(e.time_us)),
                 "source": e.source,
                 "message": e.message,
             })

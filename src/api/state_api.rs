@@ -21,7 +21,7 @@ use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
 use super::{cluster_events, cluster_rows};
 use crate::model::TaskType;
-use crate::snapshot::{JobView, Snapshot, Tables};
+use crate::snapshot::{JobView, Snapshot, Tables, VirtualTime};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -203,7 +203,7 @@ pub(crate) async fn list_resource(
     if r == Resource::ClusterEvents {
         let q = query::parse(raw.as_deref(), r, &[])?;
         let ((total, num_filtered, rows, next), warnings) = with_ctx(app, false, move |ctx, snap| {
-            cluster_events::state_page(&snap.cluster_events, |us| ctx.ms(us), &q)
+            cluster_events::state_page(&snap.cluster_events, |us| ctx.ms(VirtualTime(us)), &q)
         })
         .await?;
         return Ok(json_response(&envelope(total, num_filtered, Value::Array(rows), &warnings), next));
@@ -409,7 +409,7 @@ mod tests {
             parent: None,
             actor: None,
             node: None,
-            submitted_at_us: id,
+            submitted_at_us: VirtualTime(id),
             started_at_us: None,
             ended_at_us: None,
             error: None,

@@ -55,12 +55,12 @@ pub(crate) fn summary(app: &App, s: &Snapshot) -> Value {
     };
     let live = s.nodes.iter().filter(|n| n.state == NodeState::Alive);
     let (store_used, store_total) =
-        live.clone().fold((0u64, 0u64), |(u, t), n| (u + n.store_used, t + n.store_capacity));
-    let (memory_used, memory_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.memory_used, t + n.memory_total));
+        live.clone().fold((0u64, 0u64), |(u, t), n| (u + n.store_used.0, t + n.store_capacity.0));
+    let (memory_used, memory_total) = live.fold((0u64, 0u64), |(u, t), n| (u + n.memory_used.0, t + n.memory_total.0));
     json!({
         "type": "summary",
         "seq": s.seq,
-        "time": s.sim_time_us as f64 / 1e6,
+        "time": s.sim_time_us.as_secs_f64(),
         "timestamp_ms": app.epoch_ms(s.sim_time_us),
         "nodes": {"alive": alive, "dead": s.nodes.len() - alive},
         "cpu": use_of("CPU"),

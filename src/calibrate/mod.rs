@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 /// Why costs could not be read from a trace or a file.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
-    #[error("{0}")]
-    Trace(String),
+    #[error(transparent)]
+    Trace(#[from] crate::observe::trace::TraceError),
     #[error("--trace {dir}: the trace holds no job (record one with `rayscope observe --record`)")]
     NoJob { dir: PathBuf },
     #[error("--trace {dir}: it holds several jobs: name one with --job (jobs: {jobs})")]

@@ -165,7 +165,7 @@ fn run(
             engine.publish(rayscope::sim::PublishOptions::seq(0))
         }
         Source::Trace(dir) => {
-            rayscope::observe::runner::trace_snapshot(&dir, Default::default()).map_err(|e| fail(2, e))?
+            rayscope::observe::runner::trace_snapshot(&dir, Default::default()).map_err(|e| fail(2, e.to_string()))?
         }
     };
     let simulate_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -179,9 +179,9 @@ fn run(
         }
     };
     if from_trace {
-        rayscope::observe::flow::check_span(&record).map_err(|e| fail(2, e))?;
+        rayscope::observe::flow::check_span(&record).map_err(|e| fail(2, e.to_string()))?;
     }
-    let now = snap.sim_time_us;
+    let now = snap.sim_time_us.as_micros();
     let at = at_s.map(|s| ((s * 1e6) as u64).min(now)).unwrap_or(now);
     let latest = at == now;
     std::fs::create_dir_all(out).map_err(|e| fail(1, format!("cannot create {}: {e}", out.display())))?;

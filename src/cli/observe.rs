@@ -85,7 +85,7 @@ fn pull_sources(values: &[String], token: Option<&str>) -> Result<Vec<(Option<St
         } else if out.iter().any(|(m, _)| m.is_none()) {
             return Err(format!("--ray {v:?}: only one --ray may be unnamed; name the others, as --ray NAME=URL"));
         }
-        let mut p = PullOptions::new(url)?;
+        let mut p = PullOptions::new(url).map_err(|e| e.to_string())?;
         p.token = token.map(str::to_string).filter(|t| !t.trim().is_empty());
         out.push((name, Source::Ray(p)));
     }
@@ -164,7 +164,7 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
     // The observer starts after the port is bound, so a taken port fails before Ray is asked.
     run_server(&args.listen.clone(), serve_opts, move |serve_opts, address| {
         tracing::info!(%address, source = %source_text, record = ?args.record, "observing");
-        let observer = rayscope::observe::spawn(opts)?;
+        let observer = rayscope::observe::spawn(opts).map_err(|e| e.to_string())?;
         if observer.inbox.is_some() {
             tracing::info!(
                 "to push events, start Ray with RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR=http://{address}/api/observe/events \

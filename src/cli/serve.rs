@@ -54,13 +54,13 @@ pub(super) struct ServeArgs {
 
 /// A Ray version rayscope imitates, as Ray writes it in `Version` (`2.49` → `2.49.0`).
 fn parse_ray_version(s: &str) -> Result<String, String> {
-    rayscope::config::ray_series::check_ray_version(s)?;
+    rayscope::config::ray_series::check_ray_version(s).map_err(|e| e.to_string())?;
     let s = s.trim();
     Ok(if s.matches('.').count() == 1 { format!("{s}.0") } else { s.to_string() })
 }
 
 fn parse_cardinality(s: &str) -> Result<rayscope::config::MetricCardinality, String> {
-    s.parse()
+    s.parse().map_err(|e: rayscope::config::ray_series::CardinalityError| e.to_string())
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 use rayscope::calibrate::bands;
 use rayscope::config::{self, Config, Override};
+use rayscope::model::VirtualTime;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -198,7 +199,7 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         .map(|_| rayscope::sim::Sampler { every_us: args.scrape_interval, sample: &mut write_scrape });
     let result = rayscope::sim::simulate_sampled(
         cfg,
-        args.until,
+        args.until.map(VirtualTime),
         sink,
         |e| {
             if let Some(b) = &bar {
@@ -277,7 +278,7 @@ fn recorded_job(
     job: Option<&str>,
     fixes: &[rayscope::flow::replay::Fix],
 ) -> Result<(Option<Replayed>, Option<rayscope::calibrate::TraceCosts>), String> {
-    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default())?;
+    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default()).map_err(|e| e.to_string())?;
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
@@ -376,7 +377,7 @@ fn sweep_runs(
         if on_terminal {
             eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
         }
-        match rayscope::sim::simulate(cfg, args.until, None, |_| {}) {
+        match rayscope::sim::simulate(cfg, args.until.map(VirtualTime), None, |_| {}) {
             Ok((_, mut report)) => {
                 plan.adjust(&mut report, &by_config);
                 if let (Some((kind, warnings)), Some(makespan)) = (change, report.jobs.first().and_then(|j| j.makespan))

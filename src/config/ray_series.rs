@@ -32,15 +32,31 @@ pub fn major_minor(version: &str) -> Option<(u32, u32)> {
     }
 }
 
+/// Why a `ray_version` (or `--ray-version`) is not one rayscope imitates; each says
+/// the supported range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RayVersionError {
+    #[error("Ray {version} is outside what rayscope imitates ({range}); pick one of those")]
+    Unsupported { version: String, range: String },
+    #[error("`{version}` is not a Ray version such as 2.60 or 2.49.2 (supported: {range})")]
+    NotAVersion { version: String, range: String },
+}
+
 /// `Ok` for a version in the supported range, else what would be valid.
-pub fn check_ray_version(version: &str) -> Result<(u32, u32), String> {
+pub fn check_ray_version(version: &str) -> Result<(u32, u32), RayVersionError> {
     let range = format!("{}.{} to {}.{}", OLDEST_RAY.0, OLDEST_RAY.1, NEWEST_RAY.0, NEWEST_RAY.1);
-    match major_minor(version) {
+    let version = version.to_string();
+    match major_minor(&version) {
         Some(v) if (OLDEST_RAY..=NEWEST_RAY).contains(&v) => Ok(v),
-        Some(_) => Err(format!("Ray {version} is outside what rayscope imitates ({range}); pick one of those")),
-        None => Err(format!("`{version}` is not a Ray version such as 2.60 or 2.49.2 (supported: {range})")),
+        Some(_) => Err(RayVersionError::Unsupported { version, range }),
+        None => Err(RayVersionError::NotAVersion { version, range }),
     }
 }
+
+/// A `RAY_metric_cardinality_level` (or `--metric-cardinality`) that is not a level.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a metric cardinality level: use legacy, recommended or low")]
+pub struct CardinalityError(pub String);
 
 /// Ray's `RAY_metric_cardinality_level`: which high-cardinality labels Ray drops from
 /// `ray_tasks` and `ray_actors` (`python/ray/_private/telemetry/metric_cardinality.py`).
@@ -94,16 +110,16 @@ impl fmt::Display for MetricCardinality {
 }
 
 impl FromStr for MetricCardinality {
-    type Err = String;
+    type Err = CardinalityError;
 
     /// Case-insensitive, as Ray reads the variable. Ray itself falls back to `legacy`
     /// on an unknown value; rayscope says so instead of guessing.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, CardinalityError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "legacy" => Ok(MetricCardinality::Legacy),
             "recommended" => Ok(MetricCardinality::Recommended),
             "low" => Ok(MetricCardinality::Low),
-            _ => Err(format!("`{s}` is not a metric cardinality level: use legacy, recommended or low")),
+            _ => Err(CardinalityError(s.to_string())),
         }
     }
 }
@@ -118,12 +134,12 @@ mod tests {
         assert_eq!(check_ray_version("2.49.2"), Ok((2, 49)));
         assert_eq!(check_ray_version("2.60.0"), Ok((2, 60)));
         assert_eq!(check_ray_version(" 2.54.1 "), Ok((2, 54)));
-        let old = check_ray_version("2.48.0").unwrap_err();
+        let old = check_ray_version("2.48.0").unwrap_err().to_string();
         assert!(old.contains("2.48.0") && old.contains("2.49 to 2.60"), "{old}");
-        assert!(check_ray_version("2.61").unwrap_err().contains("outside"));
+        assert!(check_ray_version("2.61").unwrap_err().to_string().contains("outside"));
         assert!(check_ray_version("3.0").is_err());
         for bad in ["nightly", "2", "2.x", "2.49.x", "", "2.49.2.1"] {
-            assert!(check_ray_version(bad).unwrap_err().contains("not a Ray version"), "{bad}");
+            assert!(check_ray_version(bad).unwrap_err().to_string().contains("not a Ray version"), "{bad}");
         }
     }
 
@@ -157,6 +173,6 @@ mod tests {
     fn levels_parse_as_ray_reads_them() {
         assert_eq!("LOW".parse(), Ok(MetricCardinality::Low));
         assert_eq!("recommended".parse(), Ok(MetricCardinality::Recommended));
-        assert!("high".parse::<MetricCardinality>().unwrap_err().contains("legacy, recommended or low"));
+        assert!("high".parse::<MetricCardinality>().unwrap_err().to_string().contains("legacy, recommended or low"));
     }
 }

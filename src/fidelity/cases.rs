@@ -252,25 +252,53 @@ pub fn leaves_out(workload: &str) -> &'static str {
     }
 }
 
-fn int(run: &Run, key: &str) -> Result<u64, String> {
-    run.params
-        .get(key)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| format!("{}: parameter `{key}` must be a count", run.file))
+/// Why the model gives no figure for a recorded run: a parameter the run lacks, a
+/// config the model refuses, or a model run that did not do what the figure needs.
+#[derive(Debug, thiserror::Error)]
+pub enum PredictError {
+    #[error("{file}: parameter `{key}` must be a count")]
+    NotACount { file: String, key: &'static str },
+    #[error("{file}: parameter `{key}` must be a number")]
+    NotANumber { file: String, key: &'static str },
+    #[error("{file}: parameter `{key}` must be given")]
+    Missing { file: String, key: &'static str },
+    #[error("{0}: no tree")]
+    NoTree(String),
+    #[error("{file}: unknown workload `{workload}`")]
+    UnknownWorkload { file: String, workload: String },
+    /// The model's config for the run (built here, with `--set`'s overrides).
+    #[error(transparent)]
+    Config(#[from] config::ConfigErrors),
+    #[error(transparent)]
+    Simulate(#[from] sim::SimulateError),
+    #[error("the model ran no job")]
+    NoJob,
+    /// The job's status.
+    #[error("the model's job did not finish ({0})")]
+    Unfinished(String),
+    #[error("the model's driver never waited on its calls")]
+    DriverNeverWaited,
+    #[error("the model has no worker node")]
+    NoWorker,
+    #[error("the model's worker node was not killed and marked dead")]
+    WorkerNotKilled,
+    #[error("the model created {created} of {groups} groups")]
+    TooFewGroups { created: u64, groups: u64 },
 }
 
-fn num(run: &Run, key: &str) -> Result<f64, String> {
-    run.params
-        .get(key)
-        .and_then(Value::as_f64)
-        .ok_or_else(|| format!("{}: parameter `{key}` must be a number", run.file))
+fn int(run: &Run, key: &'static str) -> Result<u64, PredictError> {
+    run.params.get(key).and_then(Value::as_u64).ok_or_else(|| PredictError::NotACount { file: run.file.clone(), key })
 }
 
-fn word(run: &Run, key: &str) -> Result<String, String> {
+fn num(run: &Run, key: &'static str) -> Result<f64, PredictError> {
+    run.params.get(key).and_then(Value::as_f64).ok_or_else(|| PredictError::NotANumber { file: run.file.clone(), key })
+}
+
+fn word(run: &Run, key: &'static str) -> Result<String, PredictError> {
     match run.params.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
-        _ => Err(format!("{}: parameter `{key}` must be given", run.file)),
+        _ => Err(PredictError::Missing { file: run.file.clone(), key }),
     }
 }
 
@@ -296,53 +324,50 @@ fn cluster(run: &Run, cpus: f64, workers: u32) -> String {
     yaml
 }
 
-fn load(yaml: &str, run: &Run, overrides: &[Override]) -> Result<Config, String> {
-    config::load_str_with(yaml, &format!("model of {}", run.file), overrides).map_err(|e| e.to_string())
+fn load(yaml: &str, run: &Run, overrides: &[Override]) -> Result<Config, PredictError> {
+    Ok(config::load_str_with(yaml, &format!("model of {}", run.file), overrides)?)
 }
 
 /// The config of Ray's cluster for a figure the engine's cost functions give directly
 /// (no run: its one workload is a placeholder).
-fn costs_only(run: &Run, cpus: f64, workers: u32, overrides: &[Override]) -> Result<Config, String> {
+fn costs_only(run: &Run, cpus: f64, workers: u32, overrides: &[Override]) -> Result<Config, PredictError> {
     load(&format!("{}workloads:\n  - {{kind: fan_out, tasks: 1}}\n", cluster(run, cpus, workers)), run, overrides)
 }
 
 /// The last job's makespan, in seconds (the one measured; an earlier one warms workers up).
-fn makespan(cfg: Config) -> Result<f64, String> {
-    let (_, report) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+fn makespan(cfg: Config) -> Result<f64, PredictError> {
+    let (_, report) = sim::simulate(cfg, None, None, |_| {})?;
     last_makespan(&report)
 }
 
-fn last_makespan(report: &sim::Report) -> Result<f64, String> {
-    let job = report.jobs.last().ok_or("the model ran no job")?;
-    job.makespan.ok_or_else(|| format!("the model's job did not finish ({})", job.status))
+fn last_makespan(report: &sim::Report) -> Result<f64, PredictError> {
+    let job = report.jobs.last().ok_or(PredictError::NoJob)?;
+    job.makespan.ok_or_else(|| PredictError::Unfinished(job.status.to_string()))
 }
 
 /// A no-op run's two figures from one run of the model: the job's makespan
 /// (`noop_tasks`) and how long its driver took to submit the calls (`noop_submit`), from
 /// its start to its first `ray.get` (Flow Insight's record of the driver blocking).
-fn no_op_figures(run: &Run, overrides: &[Override]) -> Result<(f64, f64), String> {
+fn no_op_figures(run: &Run, overrides: &[Override]) -> Result<(f64, f64), PredictError> {
     let yaml = format!(
         "{}workloads:\n  - {{kind: fan_out, tasks: {}, task_duration: 0s}}\n",
         cluster(run, num(run, "cpus")?, 0),
         int(run, "tasks")?
     );
-    let (engine, report) =
-        sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {}).map_err(|e| e.to_string())?;
+    let (engine, report) = sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {})?;
     let recorded = engine.flow.publish();
-    let job = recorded.jobs.values().last().ok_or("the model ran no job")?;
+    let job = recorded.jobs.values().last().ok_or(PredictError::NoJob)?;
     let blocked = job.records.iter().find_map(|r| match *r {
         crate::snapshot::flow::Rec::Block { span, t } if span == job.driver => Some(t),
         _ => None,
     });
-    let submit = blocked
-        .map(|t| t.saturating_sub(job.start_us) as f64 / 1e6)
-        .ok_or_else(|| "the model's driver never waited on its calls".to_string())?;
+    let submit = blocked.map(|t| t.saturating_sub(job.start_us) as f64 / 1e6).ok_or(PredictError::DriverNeverWaited)?;
     Ok((last_makespan(&report)?, submit))
 }
 
 /// The model's figure for each row `run` gives ([`row_workloads`]), the model run once
 /// for a run whose rows come from the same run of it (a no-op run's).
-pub fn predict_rows(run: &Run, overrides: &[Override]) -> Result<Vec<(String, Prediction)>, String> {
+pub fn predict_rows(run: &Run, overrides: &[Override]) -> Result<Vec<(String, Prediction)>, PredictError> {
     if run.workload == "noop_tasks" {
         let (whole, submit) = no_op_figures(run, overrides)?;
         return Ok(vec![
@@ -356,7 +381,7 @@ pub fn predict_rows(run: &Run, overrides: &[Override]) -> Result<Vec<(String, Pr
 /// The model's figure for what `run` measured in `workload`'s row (one of
 /// [`row_workloads`]), with `overrides` applied to its config (as `--set` does: how
 /// `scripts/ray-calibration/fit.py` tries cost values).
-pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Prediction, String> {
+pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Prediction, PredictError> {
     if workload == "object_get" {
         // What the engine charges a getter for one object in its node's store.
         let cfg = costs_only(run, 2.0, 0, overrides)?;
@@ -365,8 +390,9 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
     if workload == "noop_submit" {
         return no_op_figures(run, overrides).map(|(_, submit)| Prediction::Model(submit));
     }
-    let p =
-        |yaml: String| -> Result<Prediction, String> { makespan(load(&yaml, run, overrides)?).map(Prediction::Model) };
+    let p = |yaml: String| -> Result<Prediction, PredictError> {
+        makespan(load(&yaml, run, overrides)?).map(Prediction::Model)
+    };
     match run.workload.as_str() {
         "noop_tasks" => no_op_figures(run, overrides).map(|(whole, _)| Prediction::Model(whole)),
         "actor_creation" => {
@@ -384,7 +410,7 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
             // Ray timed the calls to a warm actor (one call answered first): the model's
             // makespan with N calls after the warm-up less that with none.
             let concurrency = if word(run, "mode")? == "async" { 1000 } else { 1 };
-            let job = |calls: u64| -> Result<f64, String> {
+            let job = |calls: u64| -> Result<f64, PredictError> {
                 let yaml = format!(
                     "{}workloads:\n  - {{kind: actor_pool, actors: 1, warm_up: true, calls_per_actor: {calls}, \
                      call_duration: 0s, max_concurrency: {concurrency}}}\n",
@@ -419,12 +445,11 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
                 int(run, "threshold")?,
                 int(run, "kill_after_ms")?
             );
-            let (engine, _) =
-                sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {}).map_err(|e| e.to_string())?;
-            let worker = engine.model.nodes().iter().find(|n| !n.is_head).ok_or("the model has no worker node")?;
+            let (engine, _) = sim::simulate(load(&yaml, run, overrides)?, None, None, |_| {})?;
+            let worker = engine.model.nodes().iter().find(|n| !n.is_head).ok_or(PredictError::NoWorker)?;
             match (worker.crashed_at, worker.died_at) {
                 (Some(crashed), Some(died)) => Ok(Prediction::Model((died - crashed) as f64 / 1e6)),
-                _ => Err("the model's worker node was not killed and marked dead".into()),
+                _ => Err(PredictError::WorkerNotKilled),
             }
         }
         "spillback" => p(format!(
@@ -466,15 +491,15 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
                     w
                 })
                 .collect();
-            let (engine, _) = sim::simulate(cfg, None, None, |_| {}).map_err(|e| e.to_string())?;
+            let (engine, _) = sim::simulate(cfg, None, None, |_| {})?;
             let created = &engine.model.placement_ms[2];
             if created.count < groups {
-                return Err(format!("the model created {} of {groups} groups", created.count));
+                return Err(PredictError::TooFewGroups { created: created.count, groups });
             }
             Ok(Prediction::Model(created.sum / created.count as f64 / 1000.0))
         }
         "seed_tree" => {
-            let tree = run.params.get("tree").ok_or_else(|| format!("{}: no tree", run.file))?;
+            let tree = run.params.get("tree").ok_or_else(|| PredictError::NoTree(run.file.clone()))?;
             p(format!(
                 "{}workloads:\n  - kind: flow_insight\n    sleep: {}ms\n    bottleneck_sleep: {}ms\n    tree: {tree}\n",
                 cluster(run, num(run, "cpus")?, 0),
@@ -510,6 +535,6 @@ pub fn predict(workload: &str, run: &Run, overrides: &[Override]) -> Result<Pred
             let size = int(run, "size")?;
             Ok(Prediction::Model(sim::put_micros(&cfg, size, size) / 1e6))
         }
-        other => Err(format!("{}: unknown workload `{other}`", run.file)),
+        other => Err(PredictError::UnknownWorkload { file: run.file.clone(), workload: other.to_string() }),
     }
 }

@@ -116,6 +116,9 @@ pub enum FidelityError {
     Runs(#[from] RunsError),
     #[error("{0}")]
     Model(String),
+    /// The model's figure for a run.
+    #[error(transparent)]
+    Predict(#[from] cases::PredictError),
     #[error("{0}: no recorded runs (run scripts/ray-calibration/suite.py all)")]
     Empty(String),
 }
@@ -212,7 +215,7 @@ pub fn rows(dir: &Path, costs: &Costs) -> Result<(Vec<Run>, Vec<Row>), FidelityE
         let (real_low, real_high) = (figures[0], figures[figures.len() - 1]);
         let first = members[0];
         if !predicted.contains_key(first.file.as_str()) {
-            let figures = cases::predict_rows(first, overrides).map_err(FidelityError::Model)?;
+            let figures = cases::predict_rows(first, overrides)?;
             predicted.insert(&first.file, figures);
         }
         let prediction = predicted[first.file.as_str()].iter().find(|(w, _)| *w == workload).map(|(_, p)| *p);

@@ -429,9 +429,9 @@ fn node_stats(nodes: &[Arc<NodeView>]) -> BTreeMap<&str, PhysicalNode<'_>> {
                 resources,
                 cpu_percent: cpu.unwrap_or(0.0),
                 memory_info: NodeMemory {
-                    total: n.memory_total,
-                    available: n.memory_total.saturating_sub(n.memory_used),
-                    used: n.memory_used,
+                    total: n.memory_total.0,
+                    available: n.memory_total.saturating_sub(n.memory_used).0,
+                    used: n.memory_used.0,
                 },
             },
         );

@@ -141,7 +141,7 @@ fn processes<'a>(s: &Scrape<'a>, pos: usize, out: &mut Vec<(usize, Proc<'a>)>, w
     });
     // Worker heaps (and memory pressure) are held by the busy workers.
     let busy: f64 = workers.iter().map(|w| w.2).sum();
-    let heap = if busy > 0.0 { n.memory_used.saturating_sub(n.store_used) as f64 / busy } else { 0.0 };
+    let heap = if busy > 0.0 { n.memory_used.saturating_sub(n.store_used).as_f64() / busy } else { 0.0 };
     let (gpus_in_use, gpu_mib) = gpus_in_use(n);
     let actors: f64 = workers.iter().map(|w| w.3).sum();
     let weight = |w: &(&str, f64, f64, f64)| if actors > 0.0 { w.3 } else { w.2 };

@@ -45,7 +45,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     let mut f = Family::gauge(enc, "ray_job_duration_s", "Duration of a finished job, in seconds.");
     for j in snap.jobs.iter().filter(|j| j.status != JobStatus::Running && j.status != JobStatus::Pending) {
         if let Some(end) = j.end_time_us {
-            let seconds = end.saturating_sub(j.start_time_us) as f64 / 1e6;
+            let seconds = end.micros_since(j.start_time_us) as f64 / 1e6;
             f.sample(&(at, [("JobId", j.id.as_str())]), seconds)?;
         }
     }

@@ -126,10 +126,10 @@ fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
     let (cpu_total, cpu_available) = resource(n, "CPU");
     let cpu_utilization =
         if cpu_total > 0.0 { (100.0 * (cpu_total - cpu_available) / cpu_total).clamp(0.0, 100.0) } else { 0.0 };
-    let mem_total = n.memory_total;
-    let mem_used = (OS_MEMORY + n.memory_used).min(mem_total);
+    let mem_total = n.memory_total.0;
+    let mem_used = (OS_MEMORY + n.memory_used.0).min(mem_total);
     let disk_total = MIN_DISK.max(4 * mem_total);
-    let disk_used = (DISK_BASE + n.store_spilled + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
+    let disk_used = (DISK_BASE + n.store_spilled.0 + n.stats.tasks_started * LOG_BYTES_PER_TASK).min(disk_total);
     let (gpu_total, gpu_available) = resource(n, "GPU");
     let memory_mib = gpu_memory_mib(n);
     Hw {
@@ -137,7 +137,7 @@ fn modelled(n: &NodeView, rates: Rates) -> Hw<'_> {
         cpu_utilization,
         mem_total: mem_total as f64,
         mem_used: mem_used as f64,
-        mem_shared: n.store_used.min(mem_total) as f64,
+        mem_shared: n.store_used.0.min(mem_total) as f64,
         host_mem_total: mem_total as f64,
         host_mem_used: mem_used as f64,
         // A modelled node is a container (a pod) of its configured size, as Ray nodes

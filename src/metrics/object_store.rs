@@ -18,22 +18,22 @@ use super::scrape::{Family, Scrape};
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let raylet = |n| Core { component: "raylet", at: s.target(n) };
-    let shm = |n: &crate::snapshot::NodeView| n.store_used.saturating_sub(n.store_fallback);
+    let shm = |n: &crate::snapshot::NodeView| n.store_used.saturating_sub(n.store_fallback).0;
 
     let mut f = Family::gauge(enc, "ray_object_store_memory", "Object store memory by location, in bytes.");
     for &n in &s.nodes {
         let at = raylet(n);
         f.sample(&(at, [("Location", "MMAP_SHM"), ("ObjectState", "SEALED")]), shm(n))?;
         f.sample(&(at, [("Location", "MMAP_SHM"), ("ObjectState", "UNSEALED")]), 0u64)?;
-        f.sample(&(at, [("Location", "MMAP_DISK"), ("ObjectState", "SEALED")]), n.store_fallback)?;
+        f.sample(&(at, [("Location", "MMAP_DISK"), ("ObjectState", "SEALED")]), n.store_fallback.0)?;
         f.sample(&(at, [("Location", "MMAP_DISK"), ("ObjectState", "UNSEALED")]), 0u64)?;
-        f.sample(&(at, [("Location", "SPILLED"), ("ObjectState", "")]), n.store_spilled)?;
+        f.sample(&(at, [("Location", "SPILLED"), ("ObjectState", "")]), n.store_spilled.0)?;
         let worker = Core { component: "core_worker", at: s.target(n) };
         f.sample(&(worker, [("Location", "WORKER_HEAP"), ("ObjectState", "")]), n.worker_heap_objects)?;
     }
     let mut f = Family::gauge(enc, "ray_object_store_available_memory", "Free object store memory, in bytes.");
     for &n in &s.nodes {
-        f.sample(&raylet(n), n.store_capacity.saturating_sub(shm(n)))?;
+        f.sample(&raylet(n), n.store_capacity.0.saturating_sub(shm(n)))?;
     }
     let mut f = Family::gauge(enc, "ray_object_store_used_memory", "Used object store memory, in bytes.");
     for &n in &s.nodes {
@@ -42,7 +42,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     let mut f =
         Family::gauge(enc, "ray_object_store_fallback_memory", "Object store fallback allocations on disk, in bytes.");
     for &n in &s.nodes {
-        f.sample(&raylet(n), n.store_fallback)?;
+        f.sample(&raylet(n), n.store_fallback.0)?;
     }
     let mut f =
         Family::gauge(enc, "ray_object_store_num_local_objects", "Number of objects in the local object store.");
@@ -105,11 +105,11 @@ mod tests {
             let at = [("NodeAddress", &*n.ip)];
             let mmap = e.sum("ray_object_store_memory", &[at[0], ("Location", "MMAP_SHM")])
                 + e.sum("ray_object_store_memory", &[at[0], ("Location", "MMAP_DISK")]);
-            assert_eq!(mmap, n.store_used as f64);
-            assert_eq!(e.sum("ray_object_store_memory", &[at[0], ("Location", "SPILLED")]), n.store_spilled as f64);
+            assert_eq!(mmap, n.store_used.as_f64());
+            assert_eq!(e.sum("ray_object_store_memory", &[at[0], ("Location", "SPILLED")]), n.store_spilled.as_f64());
             assert_eq!(
                 e.sum("ray_object_store_used_memory", &at) + e.sum("ray_object_store_available_memory", &at),
-                n.store_capacity.max(n.store_used - n.store_fallback) as f64
+                n.store_capacity.max(n.store_used.saturating_sub(n.store_fallback)).as_f64()
             );
         }
     }

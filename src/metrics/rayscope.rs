@@ -202,7 +202,7 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
         "rayscope_sim_time_seconds",
         "Virtual time of the snapshot, in seconds since the simulation started.",
     )
-    .sample(&NO_LABELS, snap.sim_time_us as f64 / 1e6)?;
+    .sample(&NO_LABELS, snap.sim_time_us.as_secs_f64())?;
     Family::gauge(
         enc,
         "rayscope_sim_lag_seconds",

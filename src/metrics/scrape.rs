@@ -107,7 +107,13 @@ impl RenderInput {
         let rates = {
             let view = Scrape::view(&snap, host.as_deref(), &ctx, only, &[], started, &NO_TIMINGS);
             let host_rates = host.as_deref().map(Rates::from_host);
-            ctx.rate_baselines.rates(snap.sim_time_us, &view.nodes, |n| if n.is_head { host_rates } else { None })
+            ctx.rate_baselines.rates(snap.sim_time_us.as_micros(), &view.nodes, |n| {
+                if n.is_head {
+                    host_rates
+                } else {
+                    None
+                }
+            })
         };
         RenderInput { snap, host, ctx, only, rates, started, timings: Mutex::new(Vec::with_capacity(collectors)) }
     }

@@ -29,7 +29,7 @@ pub(crate) fn rows_of<T>(rows: &[T], node: u32, key: impl Fn(&T) -> u32) -> &[T]
 
 /// Memory of each of a modelled node's GPUs, in MiB.
 pub(crate) fn gpu_memory_mib(n: &NodeView) -> u64 {
-    (if n.gpu_memory > 0 { n.gpu_memory } else { DEFAULT_GPU_MEMORY }) / MIB
+    (if n.gpu_memory.0 > 0 { n.gpu_memory.0 } else { DEFAULT_GPU_MEMORY }) / MIB
 }
 
 /// Cumulative per-node counters that have a rate family.

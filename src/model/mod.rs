@@ -23,6 +23,7 @@ pub mod states;
 pub mod table;
 pub mod task;
 pub mod task_counts;
+pub mod time;
 pub mod utc;
 
 pub use actor::Actor;
@@ -38,6 +39,7 @@ pub use states::*;
 pub use table::IdTable;
 pub use task::{Task, TaskHistory, TaskRecord};
 pub use task_counts::{Row, TaskCounts};
+pub use time::VirtualTime;
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};

@@ -153,8 +153,8 @@ impl Node {
 /// each part has one owner in Ray. The GCS node manager owns the table itself (a node
 /// joins, crashes, dies, is forgotten); the raylet's node runtime owns what a live node
 /// holds (availability, its idle clock, worker heap and memory pressure); the object
-/// manager owns its plasma store. Per-node counters are counted by whoever sees the
-/// event, as [`Model::counters`] are.
+/// manager owns its plasma store. Per-node counters are counted by the raylet and the
+/// object manager, each with its key (`StatsKey`).
 impl Model {
     /// The nodes by index. Only their owners write them, each with its key; code
     /// elsewhere cannot:
@@ -195,9 +195,31 @@ impl Model {
         (&mut self.objects, &self.nodes)
     }
 
-    /// Node `n`'s counters, to count what happened there.
+    /// Node `n`'s counters, to count what happened there: only with the key of a
+    /// component that sees it happen (`StatsKey`). Code elsewhere cannot:
+    ///
+    /// ```compile_fail
+    /// fn bypass(m: &mut rayscope::model::Model) {
+    ///     m.nodes()[0].stats.tasks_started += 1;
+    /// }
+    /// ```
     #[inline]
-    pub(crate) fn node_stats_mut(&mut self, n: NodeIdx) -> &mut NodeStats {
+    pub(crate) fn node_stats_mut(&mut self, n: NodeIdx, _: &impl StatsKey) -> &mut NodeStats {
         &mut self.nodes[n.index()].stats
     }
+}
+
+/// The keys that open a node's counters, as Ray's own components count them: the
+/// raylet's (`sim::raylet::StatsKey`: tasks started and finished, spillbacks, workers
+/// lost, OOM kills, CPU time) and the object manager's (`sim::objects::Key`: bytes sent,
+/// received, spilled and restored). Sealed: no other type can be one.
+pub(crate) trait StatsKey: sealed::Sealed {}
+
+impl StatsKey for crate::sim::raylet::StatsKey {}
+impl StatsKey for crate::sim::objects::Key {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::sim::raylet::StatsKey {}
+    impl Sealed for crate::sim::objects::Key {}
 }

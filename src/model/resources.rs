@@ -186,14 +186,40 @@ impl ResourceRequest {
     }
 }
 
-/// Bytes, for memory and object sizes.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+/// Bytes, for memory and object sizes. Serialized as the bare number.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug, serde::Serialize)]
+#[serde(transparent)]
 pub struct Bytes(pub u64);
 
 impl Bytes {
     pub const KIB: u64 = 1024;
     pub const MIB: u64 = 1024 * 1024;
     pub const GIB: u64 = 1024 * 1024 * 1024;
+
+    /// As a metric's sample value.
+    #[inline]
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64
+    }
+
+    #[inline]
+    pub fn saturating_sub(self, other: Bytes) -> Bytes {
+        Bytes(self.0.saturating_sub(other.0))
+    }
+}
+
+impl Add for Bytes {
+    type Output = Bytes;
+    #[inline]
+    fn add(self, other: Bytes) -> Bytes {
+        Bytes(self.0 + other.0)
+    }
+}
+
+impl std::iter::Sum for Bytes {
+    fn sum<I: Iterator<Item = Bytes>>(iter: I) -> Bytes {
+        Bytes(iter.map(|b| b.0).sum())
+    }
 }
 
 impl fmt::Display for Bytes {

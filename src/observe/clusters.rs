@@ -25,9 +25,29 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 /// The longest cluster name.
 pub const MAX_NAME: usize = 63;
 
+/// A cluster name that is not one (its first 80 characters).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cluster name {0:?}: use 1 to {MAX_NAME} ASCII letters, digits, '_' or '-', starting with a letter or digit")]
+pub struct NameError(pub String);
+
+/// Why observing could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error("cluster {0:?} is named twice")]
+    NamedTwice(String),
+    /// The `--trace` to read.
+    #[error(transparent)]
+    Trace(#[from] super::trace::TraceError),
+    /// A live cluster named at start.
+    #[error(transparent)]
+    Start(#[from] super::runner::StartError),
+}
+
 /// A cluster's name: 1 to 63 ASCII letters, digits, `_` or `-`, starting with a letter
 /// or digit (a RayCluster's or a Ray session's name fits; it names a directory).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME
         && name.as_bytes()[0].is_ascii_alphanumeric()
@@ -35,10 +55,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "cluster name {:?}: use 1 to {MAX_NAME} ASCII letters, digits, '_' or '-', starting with a letter or digit",
-            name.chars().take(80).collect::<String>()
-        ))
+        Err(NameError(name.chars().take(80).collect()))
     }
 }
 
@@ -126,7 +143,7 @@ impl Clusters {
         name: &str,
         source: &Source,
         unnamed: bool,
-    ) -> Result<Arc<Cluster>, String> {
+    ) -> Result<Arc<Cluster>, super::runner::StartError> {
         let started = start_live(
             name,
             source,
@@ -147,7 +164,7 @@ impl Clusters {
 
     /// The cluster a push names, started on its first batch (under the cap).
     fn named(&self, name: &str, session: &str) -> Result<Arc<Cluster>, Refused> {
-        check_name(name).map_err(|why| Refused::Cluster { status: 400, why })?;
+        check_name(name).map_err(|e| Refused::Cluster { status: 400, why: e.to_string() })?;
         if let Some(c) = self.get(name) {
             return Ok(c);
         }
@@ -226,7 +243,7 @@ pub struct Observer {
 
 /// Start observing. A trace is read before this returns (its errors are returned);
 /// each cluster named at start is polled once before it returns (see `start_live`).
-pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
+pub fn spawn(opts: ObserveOptions) -> Result<Observer, SpawnError> {
     let stop = Arc::new(AtomicBool::new(false));
     let server = Arc::new(PushCounters::default());
     if let Some(name) = &opts.name {
@@ -235,7 +252,7 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, String> {
     for (name, _) in &opts.more {
         check_name(name)?;
         if opts.name.as_deref() == Some(name.as_str()) || opts.more.iter().filter(|(n, _)| n == name).count() > 1 {
-            return Err(format!("cluster {name:?} is named twice"));
+            return Err(SpawnError::NamedTwice(name.clone()));
         }
     }
     let mut clusters = Clusters {
@@ -283,7 +300,7 @@ mod tests {
             assert!(check_name(good).is_ok(), "{good}");
         }
         for bad in ["", "-x", "_x", "a/b", "..", "a.b", "a b", &"x".repeat(64)] {
-            let err = check_name(bad).unwrap_err();
+            let err = check_name(bad).unwrap_err().to_string();
             assert!(err.contains("ASCII letters, digits"), "{bad}: {err}");
         }
         assert_eq!(name_of_session("session_2026-12-01_23-48-20").as_deref(), Some("session_2026-12-01_23-48-20"));

@@ -28,19 +28,25 @@ use std::collections::BTreeMap;
 /// hours over empty time.
 pub const MAX_JOB_SPAN_US: u64 = 7 * 86_400 * 1_000_000;
 
+/// A recorded job too long to replay: its id and its span (s).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error(
+    "job {job}: its records span {span_s:.0} s, past the limit of {limit_s} s (7 days) for a recorded job; \
+     a time in the trace is wrong (a node's clock, or a bad pushed event)",
+    limit_s = MAX_JOB_SPAN_US / 1_000_000
+)]
+pub struct SpanError {
+    pub job: String,
+    pub span_s: f64,
+}
+
 /// `Err` naming the job, its span and the limit when the job's records span more than
 /// [`MAX_JOB_SPAN_US`].
-pub fn check_span(record: &JobRecord) -> Result<(), String> {
+pub fn check_span(record: &JobRecord) -> Result<(), SpanError> {
     let last = record.records.iter().map(|r| r.time()).max().unwrap_or(record.start_us);
     let span = last.max(record.end_us.unwrap_or(0)).saturating_sub(record.start_us);
     if span > MAX_JOB_SPAN_US {
-        return Err(format!(
-            "job {}: its records span {:.0} s, past the limit of {} s (7 days) for a recorded job; \
-             a time in the trace is wrong (a node's clock, or a bad pushed event)",
-            record.job_hex,
-            span as f64 / 1e6,
-            MAX_JOB_SPAN_US / 1_000_000
-        ));
+        return Err(SpanError { job: record.job_hex.clone(), span_s: span as f64 / 1e6 });
     }
     Ok(())
 }

@@ -13,13 +13,13 @@
 use super::flow::{job_record, Totals};
 use super::store::{is_terminal_job, job_number, Store};
 use crate::model::{
-    ActorState, Counters, ErrorType, Histogram, JobStatus, Names, NodeState, NodeStats, ObjectStatus, PgState,
+    ActorState, Bytes, Counters, ErrorType, Histogram, JobStatus, Names, NodeState, NodeStats, ObjectStatus, PgState,
     PgStrategy, TaskHistory, TaskState, TaskType, PLACEMENT_MS_BUCKETS,
 };
 use crate::snapshot::flow::{JobRecord, Recorded, DRIVER_NAME};
 use crate::snapshot::{
     ActorCount, ActorExecutorCount, ActorRow, AutoscalerView, JobView, NodeView, ObjectRow, PgRow, RunningCount,
-    SchedulerView, Snapshot, Tables, TaskCount, TaskRow,
+    SchedulerView, Snapshot, Tables, TaskCount, TaskRow, VirtualTime,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -88,7 +88,12 @@ pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u
     let now = store.us(now_ms);
     if let Some((generation, last)) = &cache.last {
         if *generation == store.generation && last.session_name == info.session_name {
-            return Snapshot { seq, sim_time_us: now, published_at: Some(std::time::Instant::now()), ..last.clone() };
+            return Snapshot {
+                seq,
+                sim_time_us: VirtualTime(now),
+                published_at: Some(std::time::Instant::now()),
+                ..last.clone()
+            };
         }
     }
     cache.stale = false;
@@ -190,21 +195,21 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 is_head: n.is_head_node,
                 state: if alive { NodeState::Alive } else { NodeState::Dead },
                 resources: resources.into(),
-                memory_total: total_of("memory"),
-                memory_used: 0,
-                store_capacity: total_of("object_store_memory"),
-                store_used: 0,
-                store_spilled: 0,
-                store_fallback: 0,
+                memory_total: Bytes(total_of("memory")),
+                memory_used: Bytes(0),
+                store_capacity: Bytes(total_of("object_store_memory")),
+                store_used: Bytes(0),
+                store_spilled: Bytes(0),
+                store_fallback: Bytes(0),
                 store_num_objects: 0,
                 worker_heap_objects: 0,
                 gpu_model: None,
-                gpu_memory: 0,
+                gpu_memory: Bytes(0),
                 running_tasks: running_on[slot],
                 leased_tasks: running_on[slot],
                 actors: actors_on[slot],
-                started_at_us: n.start_time_ms.map_or(0, |ms| store.us(ms)),
-                died_at_us: (!alive).then(|| n.end_time_ms.map_or(now, |ms| store.us(ms))),
+                started_at_us: VirtualTime(n.start_time_ms.map_or(0, |ms| store.us(ms))),
+                died_at_us: (!alive).then(|| VirtualTime(n.end_time_ms.map_or(now, |ms| store.us(ms)))),
                 crashed_at_us: None,
                 death_reason: (!alive).then(|| death_reason(n.state_message.as_deref())),
                 stats: NodeStats::default(),
@@ -223,8 +228,8 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 entrypoint: j.entrypoint.clone(),
                 status: job_status(&j.status),
                 message: j.message.clone(),
-                start_time_us: j.start_time.map_or(0, |ms| store.us(ms)),
-                end_time_us: j.end_time.map(|ms| store.us(ms)),
+                start_time_us: VirtualTime(j.start_time.map_or(0, |ms| store.us(ms))),
+                end_time_us: j.end_time.map(|ms| VirtualTime(store.us(ms))),
                 driver_node: store.driver_slot(j).unwrap_or(head),
                 log: Vec::new(),
                 log_total: 0,
@@ -260,7 +265,7 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
         .collect();
     Snapshot {
         seq,
-        sim_time_us: now,
+        sim_time_us: VirtualTime(now),
         session_name: info.session_name.clone(),
         version: info.ray_version.clone(),
         seed: 0,
@@ -384,9 +389,9 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 parent: a.parent_task_id.as_deref().and_then(|p| store.task_number(p)),
                 actor: a.actor_id.as_deref().and_then(|x| store.actor_number(x)),
                 node: a.node_id.as_deref().and_then(|n| store.node_slot(n)),
-                submitted_at_us: a.submitted_ms().map_or(0, |ms| store.us(ms)),
-                started_at_us: a.started_ms().map(|ms| store.us(ms)),
-                ended_at_us: a.ended_ms().map(|ms| store.us(ms)),
+                submitted_at_us: VirtualTime(a.submitted_ms().map_or(0, |ms| store.us(ms))),
+                started_at_us: a.started_ms().map(|ms| VirtualTime(store.us(ms))),
+                ended_at_us: a.ended_ms().map(|ms| VirtualTime(store.us(ms))),
                 error: a.error_type.as_deref().and_then(ErrorType::parse),
                 arg_bytes: 0,
                 return_bytes: 0,
@@ -401,7 +406,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             }
         }
     }
-    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(now), r.id));
+    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(VirtualTime(now)), r.id));
     let mut tasks = live;
     tasks.append(&mut done);
     let mut children: FxHashMap<u64, Vec<u64>> = FxHashMap::default();
@@ -456,8 +461,8 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 owner_task: owner.get(&id).copied().unwrap_or(0),
                 queued,
                 running,
-                created_at_us: a.start_time_ms.map_or(0, |ms| store.us(ms)),
-                ended_at_us: a.end_time_ms.map(|ms| store.us(ms)),
+                created_at_us: VirtualTime(a.start_time_ms.map_or(0, |ms| store.us(ms))),
+                ended_at_us: a.end_time_ms.map(|ms| VirtualTime(store.us(ms))),
             }
         })
         .collect();
@@ -478,7 +483,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             spilled: false,
             copies: 1,
             refs: 1,
-            created_at_us: 0,
+            created_at_us: VirtualTime::ZERO,
             attempt: 0,
             task_status: task_state(&o.task_status),
             owner_pid: o.pid.unwrap_or(0),
@@ -499,10 +504,10 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 .iter()
                 .map(|(r, n)| (r.clone(), n.as_deref().and_then(|n| store.node_slot(n))))
                 .collect(),
-            created_at_us: 0,
+            created_at_us: VirtualTime::ZERO,
         })
         .collect();
-    Tables { built_at_us: now, tasks, actors, objects, placement_groups, spec_requests }
+    Tables { built_at_us: VirtualTime(now), tasks, actors, objects, placement_groups, spec_requests }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use super::publish::ClusterInfo;
 use super::rows::{
-    read_rows, ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask, RowError,
+    read_rows, FieldError, ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask, RowError,
 };
 use super::store::{is_terminal_job, job_number, Change, Store};
 use serde_json::Value;
@@ -41,18 +41,27 @@ pub struct PullOptions {
 }
 
 impl PullOptions {
-    pub fn new(base: &str) -> Result<PullOptions, String> {
+    pub fn new(base: &str) -> Result<PullOptions, RayUrlError> {
         let given = base.trim();
         let rest = given
             .strip_prefix("http://")
             .or_else(|| given.strip_prefix("https://"))
-            .ok_or_else(|| format!("--ray {given:?}: give the dashboard's URL, e.g. http://127.0.0.1:8265"))?;
+            .ok_or_else(|| RayUrlError::NotHttp(given.to_string()))?;
         if rest.is_empty() || rest.starts_with('/') {
-            return Err(format!("--ray {given:?}: the URL names no host"));
+            return Err(RayUrlError::NoHost(given.to_string()));
         }
         let base = given.trim_end_matches('/').to_string();
         Ok(PullOptions { base, token: None, timeout: Duration::from_secs(30), max_answer_bytes: 256 << 20 })
     }
+}
+
+/// Why `--ray` names no dashboard.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RayUrlError {
+    #[error("--ray {0:?}: give the dashboard's URL, e.g. http://127.0.0.1:8265")]
+    NotHttp(String),
+    #[error("--ray {0:?}: the URL names no host")]
+    NoHost(String),
 }
 
 /// Why a request failed.
@@ -400,7 +409,7 @@ impl Puller {
         r: &mut RoundReport,
         table: &'static str,
         query: &str,
-        read: impl Fn(&Value) -> Result<Change, String>,
+        read: impl Fn(&Value) -> Result<Change, FieldError>,
     ) {
         if !self.is_due(table) {
             return;
@@ -424,7 +433,7 @@ impl Puller {
         r: &mut RoundReport,
         table: &'static str,
         rows: &[Value],
-        read: impl Fn(&Value) -> Result<Change, String>,
+        read: impl Fn(&Value) -> Result<Change, FieldError>,
     ) {
         r.rows += rows.len() as u64;
         let (good, bad) = read_rows(table, rows, read);
@@ -472,8 +481,8 @@ mod tests {
     #[test]
     fn a_url_must_be_http_and_name_a_host() {
         assert_eq!(PullOptions::new("http://127.0.0.1:8265/").unwrap().base, "http://127.0.0.1:8265");
-        assert!(PullOptions::new("127.0.0.1:8265").unwrap_err().contains("give the dashboard's URL"));
-        assert!(PullOptions::new("http://").unwrap_err().contains("names no host"));
+        assert!(PullOptions::new("127.0.0.1:8265").unwrap_err().to_string().contains("give the dashboard's URL"));
+        assert!(PullOptions::new("http://").unwrap_err().to_string().contains("names no host"));
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub struct Accepted {
 #[derive(Debug, PartialEq)]
 pub enum Refused {
     /// Not a JSON array of events (400).
-    Malformed(String),
+    Malformed(BatchError),
     /// The observer is behind (503).
     Busy,
     /// Its cluster cannot be taken: a bad name (400), or a new cluster past the cap on
@@ -294,22 +294,56 @@ fn id(v: &Value, key: &str) -> Option<String> {
     (!nil).then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn need_id(v: &Value, key: &str) -> Result<String, String> {
-    id(v, key).ok_or_else(|| format!("`{key}` is missing or not a base64 Ray id"))
+/// Why a batch is refused whole (400).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// The parser's words.
+    #[error("the body is not JSON: {0}")]
+    NotJson(String),
+    #[error("the body must be a JSON array of events, as Ray's Event Export posts")]
+    NotAnArray,
+    #[error("{0} events in one batch; at most {MAX_EVENTS} are taken")]
+    TooManyEvents(usize),
+    /// The index of the event naming one session too many.
+    #[error(
+        "event {0}: a batch carries at most {MAX_SESSIONS_A_BATCH} sessions (`sessionName`); Ray's agent sends one"
+    )]
+    TooManySessions(usize),
+}
+
+/// Why one event is refused (and counted) while the rest of its batch is taken.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("`eventType` is missing")]
+    NoType,
+    /// The event type's own part (`taskDefinitionEvent`, ...) is missing.
+    #[error("{kind}: `{part}` is missing")]
+    NoPart { kind: String, part: &'static str },
+    #[error("`{0}` is missing or not a base64 Ray id")]
+    NoId(&'static str),
+    #[error("`{key}` is {bytes} bytes; Ray's job ids are 4")]
+    JobIdLength { key: &'static str, bytes: usize },
+    /// A task event naming no job, whose task id is too short to hold one.
+    #[error("`taskId` is {0} bytes, too short to hold a job id")]
+    TaskIdTooShort(usize),
+}
+
+fn need_id(v: &Value, key: &'static str) -> Result<String, EventError> {
+    id(v, key).ok_or(EventError::NoId(key))
 }
 
 /// A job id: Ray's are 4 bytes; one of any other length names no job, and the event is
 /// refused (and counted) rather than taken and silently dropped.
-fn need_job_id(v: &Value, key: &str) -> Result<String, String> {
+fn need_job_id(v: &Value, key: &'static str) -> Result<String, EventError> {
     let hex = need_id(v, key)?;
     if hex.len() != 8 {
-        return Err(format!("`{key}` is {} bytes; Ray's job ids are 4", hex.len() / 2));
+        return Err(EventError::JobIdLength { key, bytes: hex.len() / 2 });
     }
     Ok(hex)
 }
 
 /// A task's state transitions, from one process's report, as one partial record.
-fn lifecycle(d: &Value, events: Vec<(String, u64)>, job_id: String) -> Result<Change, String> {
+fn lifecycle(d: &Value, events: Vec<(String, u64)>, job_id: String) -> Result<Change, EventError> {
     let state = super::merge::latest_state(&events).unwrap_or("").to_string();
     let at = |s: &str| events.iter().find(|e| e.0 == s).map(|e| e.1);
     Ok(Change::Task(ObservedTask {
@@ -383,9 +417,9 @@ fn attempt(v: &Value) -> u32 {
 }
 
 /// One event, as a record part; `Ok(None)` for a type rayscope does not use.
-pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
-    let kind = field(e, "eventType").and_then(Value::as_str).ok_or("`eventType` is missing")?;
-    let part = |key: &str| field(e, key).ok_or_else(|| format!("{kind}: `{key}` is missing"));
+pub fn read_event(e: &Value) -> Result<Option<Change>, EventError> {
+    let kind = field(e, "eventType").and_then(Value::as_str).ok_or(EventError::NoType)?;
+    let part = |part: &'static str| field(e, part).ok_or_else(|| EventError::NoPart { kind: kind.to_string(), part });
     Ok(Some(match kind {
         "TASK_DEFINITION_EVENT" | "ACTOR_TASK_DEFINITION_EVENT" => {
             let actor_task = kind == "ACTOR_TASK_DEFINITION_EVENT";
@@ -427,7 +461,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
             let job = match id(d, "jobId") {
                 Some(_) => need_job_id(d, "jobId")?,
                 None if task.len() >= 8 => task[task.len() - 8..].to_string(),
-                None => return Err(format!("`taskId` is {} bytes, too short to hold a job id", task.len() / 2)),
+                None => return Err(EventError::TaskIdTooShort(task.len() / 2)),
             };
             lifecycle(d, events, job)?
         }
@@ -542,7 +576,7 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, String> {
 }
 
 /// Read a whole batch: a JSON array of events.
-pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), String> {
+pub fn parse_batch(body: &[u8]) -> Result<(Vec<Change>, Accepted), BatchError> {
     let (groups, out) = parse_batch_by_session(body)?;
     Ok((groups.into_iter().flat_map(|(_, c)| c).collect(), out))
 }
@@ -556,13 +590,13 @@ pub const MAX_SESSIONS_A_BATCH: usize = 4;
 /// Read a whole batch, its records grouped by the events' `sessionName` (in the order
 /// each first appears; `""` where an event names none). A batch of more than
 /// [`MAX_SESSIONS_A_BATCH`] sessions is refused.
-pub fn parse_batch_by_session(body: &[u8]) -> Result<(Vec<SessionRecords>, Accepted), String> {
-    let doc: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+pub fn parse_batch_by_session(body: &[u8]) -> Result<(Vec<SessionRecords>, Accepted), BatchError> {
+    let doc: Value = serde_json::from_slice(body).map_err(|e| BatchError::NotJson(e.to_string()))?;
     let Value::Array(events) = doc else {
-        return Err("the body must be a JSON array of events, as Ray's Event Export posts".into());
+        return Err(BatchError::NotAnArray);
     };
     if events.len() > MAX_EVENTS {
-        return Err(format!("{} events in one batch; at most {MAX_EVENTS} are taken", events.len()));
+        return Err(BatchError::TooManyEvents(events.len()));
     }
     let mut out = Accepted { events: events.len(), ..Default::default() };
     let mut groups: Vec<SessionRecords> = Vec::new();
@@ -573,12 +607,7 @@ pub fn parse_batch_by_session(body: &[u8]) -> Result<(Vec<SessionRecords>, Accep
                 match groups.iter().position(|(s, _)| s == session) {
                     Some(at) => groups[at].1.push(c),
                     None if groups.len() < MAX_SESSIONS_A_BATCH => groups.push((cut(session), vec![c])),
-                    None => {
-                        return Err(format!(
-                            "event {i}: a batch carries at most {MAX_SESSIONS_A_BATCH} sessions (`sessionName`); \
-                             Ray's agent sends one"
-                        ))
-                    }
+                    None => return Err(BatchError::TooManySessions(i)),
                 }
             }
             Ok(None) => out.ignored += 1,
@@ -677,8 +706,8 @@ mod tests {
 
     #[test]
     fn a_batch_that_is_not_a_list_is_refused_whole() {
-        assert!(parse_batch(b"{}").unwrap_err().contains("JSON array"));
-        assert!(parse_batch(b"[{").unwrap_err().starts_with("the body is not JSON"));
+        assert!(parse_batch(b"{}").unwrap_err().to_string().contains("JSON array"));
+        assert!(parse_batch(b"[{").unwrap_err().to_string().starts_with("the body is not JSON"));
     }
 
     fn one_cluster(tx: mpsc::SyncSender<Batch>) -> Inbox {
@@ -697,7 +726,7 @@ mod tests {
         let sizes: Vec<(&str, usize)> = groups.iter().map(|(s, c)| (s.as_str(), c.len())).collect();
         assert_eq!(sizes, [("session_a", 2), ("session_b", 1)]);
         let many: Vec<Value> = (0..=MAX_SESSIONS_A_BATCH).map(|i| def(&format!("s{i}"), "AQAAAA==")).collect();
-        let err = parse_batch_by_session(Value::Array(many).to_string().as_bytes()).unwrap_err();
+        let err = parse_batch_by_session(Value::Array(many).to_string().as_bytes()).unwrap_err().to_string();
         assert!(err.contains("at most 4 sessions"), "{err}");
     }
 

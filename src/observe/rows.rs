@@ -204,7 +204,23 @@ pub struct ObservedObject {
 pub struct RowError {
     pub table: &'static str,
     pub index: usize,
-    pub problem: String,
+    pub problem: FieldError,
+}
+
+/// What is wrong with one field of a row, named as Ray's State API names it.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FieldError {
+    #[error("`{0}` is missing")]
+    Missing(&'static str),
+    #[error("`{key}` must be a string, got {kind}")]
+    NotAString { key: &'static str, kind: &'static str },
+    /// The id as given, cut to 80 characters.
+    #[error("`{key}` is not a Ray id: {given:?}")]
+    NotAnId { key: &'static str, given: String },
+    #[error("`{key}` is {bytes} bytes; Ray's job ids are 4")]
+    JobIdLength { key: &'static str, bytes: usize },
+    #[error("`raylet.metricsExportPort` is missing or not a port")]
+    NoMetricsPort,
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -228,24 +244,22 @@ pub fn cut(s: &str) -> String {
 }
 
 /// A required id: present, a non-empty string of hex digits no longer than Ray's longest.
-fn id(v: &Value, key: &str) -> Result<String, String> {
+fn id(v: &Value, key: &'static str) -> Result<String, FieldError> {
     match v.get(key) {
         Some(Value::String(s)) if !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
             Ok(s.to_ascii_lowercase())
         }
-        Some(Value::String(s)) => {
-            Err(format!("`{key}` is not a Ray id: {:?}", cut(s).chars().take(80).collect::<String>()))
-        }
-        Some(other) => Err(format!("`{key}` must be a string, got {}", kind_of(other))),
-        None => Err(format!("`{key}` is missing")),
+        Some(Value::String(s)) => Err(FieldError::NotAnId { key, given: cut(s).chars().take(80).collect() }),
+        Some(other) => Err(FieldError::NotAString { key, kind: kind_of(other) }),
+        None => Err(FieldError::Missing(key)),
     }
 }
 
 /// A job id: Ray's are 4 bytes (8 hex digits); any other length names no job.
-fn job_id(v: &Value, key: &str) -> Result<String, String> {
+fn job_id(v: &Value, key: &'static str) -> Result<String, FieldError> {
     let s = id(v, key)?;
     if s.len() != 8 {
-        return Err(format!("`{key}` is {} bytes; Ray's job ids are 4", s.len().div_ceil(2)));
+        return Err(FieldError::JobIdLength { key, bytes: s.len().div_ceil(2) });
     }
     Ok(s)
 }
@@ -290,7 +304,7 @@ fn events(v: &Value) -> Vec<(String, u64)> {
 }
 
 impl ObservedTask {
-    pub fn from_row(v: &Value) -> Result<ObservedTask, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedTask, FieldError> {
         let (profiled, ray_profiling, profile) = super::profile::from_row(v);
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
@@ -354,7 +368,7 @@ impl ObservedTask {
 }
 
 impl ObservedActor {
-    pub fn from_row(v: &Value) -> Result<ObservedActor, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedActor, FieldError> {
         Ok(ObservedActor {
             actor_id: id(v, "actor_id")?,
             job_id: job_id(v, "job_id")?,
@@ -374,7 +388,7 @@ impl ObservedActor {
 }
 
 impl ObservedNode {
-    pub fn from_row(v: &Value) -> Result<ObservedNode, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedNode, FieldError> {
         Ok(ObservedNode {
             node_id: id(v, "node_id")?,
             node_ip: text(v, "node_ip").unwrap_or_default(),
@@ -392,13 +406,13 @@ impl ObservedNode {
     /// A node's metrics port from one entry of the dashboard's `GET
     /// /nodes?view=summary` (`{"raylet": {"nodeId": HEX, "nodeManagerAddress": IP,
     /// "metricsExportPort": N}}`), as a part of the node's record.
-    pub fn from_summary(v: &Value) -> Result<ObservedNode, String> {
-        let raylet = v.get("raylet").ok_or("`raylet` is missing")?;
+    pub fn from_summary(v: &Value) -> Result<ObservedNode, FieldError> {
+        let raylet = v.get("raylet").ok_or(FieldError::Missing("raylet"))?;
         let port = raylet
             .get("metricsExportPort")
             .and_then(Value::as_u64)
             .filter(|p| (1..=u64::from(u16::MAX)).contains(p))
-            .ok_or("`raylet.metricsExportPort` is missing or not a port")?;
+            .ok_or(FieldError::NoMetricsPort)?;
         Ok(ObservedNode {
             node_id: id(raylet, "nodeId")?,
             node_ip: text(raylet, "nodeManagerAddress").unwrap_or_default(),
@@ -409,7 +423,7 @@ impl ObservedNode {
 }
 
 impl ObservedJob {
-    pub fn from_row(v: &Value) -> Result<ObservedJob, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedJob, FieldError> {
         Ok(ObservedJob {
             job_id: job_id(v, "job_id")?,
             submission_id: text(v, "submission_id"),
@@ -426,7 +440,7 @@ impl ObservedJob {
 }
 
 impl ObservedPg {
-    pub fn from_row(v: &Value) -> Result<ObservedPg, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedPg, FieldError> {
         let bundles = v
             .get("bundles")
             .and_then(Value::as_array)
@@ -444,7 +458,7 @@ impl ObservedPg {
 }
 
 impl ObservedObject {
-    pub fn from_row(v: &Value) -> Result<ObservedObject, String> {
+    pub fn from_row(v: &Value) -> Result<ObservedObject, FieldError> {
         Ok(ObservedObject {
             object_id: id(v, "object_id")?,
             object_size: num(v, "object_size"),
@@ -461,7 +475,7 @@ impl ObservedObject {
 pub fn read_rows<T>(
     table: &'static str,
     rows: &[Value],
-    read: impl Fn(&Value) -> Result<T, String>,
+    read: impl Fn(&Value) -> Result<T, FieldError>,
 ) -> (Vec<T>, Vec<RowError>) {
     let mut good = Vec::with_capacity(rows.len());
     let mut bad = Vec::new();

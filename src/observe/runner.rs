@@ -98,6 +98,18 @@ pub(crate) struct Started {
     pub session: Arc<Mutex<String>>,
 }
 
+/// Why a live cluster could not be observed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("a recorded trace is read, not observed live")]
+    TraceIsNotLive,
+    /// Its `--record` directory could not be held.
+    #[error(transparent)]
+    Record(#[from] trace::TraceError),
+    #[error("cannot start the observer thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// Start observing one live cluster (`source` is `Ray` or `Push`) on a thread of its
 /// own. It is polled once before this returns, so the first snapshot has what Ray said
 /// (or, if Ray did not answer, says nothing and the error is logged). `record`: its own
@@ -110,11 +122,11 @@ pub(crate) fn start_live(
     record: Option<(PathBuf, TraceLimits)>,
     server: Arc<PushCounters>,
     stop: Arc<AtomicBool>,
-) -> Result<Started, String> {
+) -> Result<Started, StartError> {
     let (client, mode, text) = match source {
         Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base.clone()),
         Source::Push => (None, "push", "Ray's Event Export".to_string()),
-        Source::Trace(_) => return Err("a recorded trace is read, not observed live".into()),
+        Source::Trace(_) => return Err(StartError::TraceIsNotLive),
     };
     let lock = match &record {
         Some((dir, _)) => Some(TraceLock::acquire(dir)?),
@@ -146,14 +158,14 @@ pub(crate) fn start_live(
     std::thread::Builder::new()
         .name(format!("observe-{name}").chars().take(15).collect())
         .spawn(move || state.run(every, rx, out2, stop2))
-        .map_err(|e| format!("cannot start the observer thread: {e}"))?;
+        .map_err(StartError::Thread)?;
     // The thread is not joined at shutdown: a poll may be waiting on Ray for its whole
     // timeout, and every trace line is already written whole.
     Ok(Started { handle: EngineHandle::producer(out, stop, None, REFUSAL), target, session })
 }
 
 /// The snapshot of a recorded trace: every job it holds, as of its newest record.
-pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snapshot, String> {
+pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snapshot, trace::TraceError> {
     let (store, read) = trace::read(dir, limits)?;
     for bad in &read.bad_lines {
         tracing::warn!(line = %bad, "trace line skipped");
@@ -331,7 +343,7 @@ impl Loop {
                 }
                 Err(e) => {
                     self.view.unrecorded_records += changes.len() as u64;
-                    self.failed_to_record(e);
+                    self.failed_to_record(e.to_string());
                     return;
                 }
             }
@@ -345,7 +357,7 @@ impl Loop {
             self.view.trace_lines += w.lines;
             self.view.trace_bytes = w.bytes();
             self.writer = None;
-            self.failed_to_record(e);
+            self.failed_to_record(e.to_string());
         }
     }
 

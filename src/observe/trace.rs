@@ -36,6 +36,53 @@ use std::path::{Path, PathBuf};
 /// The longest trace line read (a task attempt's line is about a kilobyte).
 pub const MAX_LINE: usize = 1 << 20;
 
+/// Why a trace could not be recorded (`--record DIR`) or read (`--trace DIR`): each
+/// names the directory or segment and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("--record {}: not a directory (a trace is a directory of segments): give a directory", dir.display())]
+    NotADirectory { dir: PathBuf },
+    #[error("--record {}: cannot create it: {source}", dir.display())]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error("--record {}: cannot open {}: {source}", dir.display(), lock.display())]
+    OpenLock { dir: PathBuf, lock: PathBuf, source: std::io::Error },
+    /// `holder`: ` (pid N)`, or empty where the lock names none.
+    #[error(
+        "--record {}: another rayscope is recording into it{holder}; a trace has one writer: \
+         give another directory, or stop that one",
+        dir.display()
+    )]
+    Locked { dir: PathBuf, holder: String },
+    #[error("--record {}: cannot list it: {source}", dir.display())]
+    List { dir: PathBuf, source: std::io::Error },
+    /// `what`: a line or a header.
+    #[error("cannot encode a trace {what}: {source}")]
+    Encode { what: &'static str, source: serde_json::Error },
+    #[error("--record {}: {segment}: {source}", dir.display())]
+    Write { dir: PathBuf, segment: String, source: std::io::Error },
+    #[error("--record: cannot create {}: {source}", path.display())]
+    CreateSegment { path: PathBuf, source: std::io::Error },
+    #[error("--record: cannot write {}: {source}", path.display())]
+    WriteHeader { path: PathBuf, source: std::io::Error },
+    #[error("--trace {}: cannot read it: {source}", dir.display())]
+    ReadDir { dir: PathBuf, source: std::io::Error },
+    /// `names`: the clusters' directories, comma-separated; `first`: the first one's path.
+    #[error(
+        "--trace {}: this directory holds the traces of several clusters ({names}): give one's, as --trace {}",
+        dir.display(),
+        first.display()
+    )]
+    SeveralClusters { dir: PathBuf, names: String, first: PathBuf },
+    #[error("--trace {}: no trace here (no segment-*.jsonl files; record one with --record)", dir.display())]
+    NoTrace { dir: PathBuf },
+    #[error("--trace {}: {source}", path.display())]
+    ReadSegment { path: PathBuf, source: std::io::Error },
+    #[error("--trace {}: not a regular file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("--trace {}:{line}: format {format} (this rayscope reads format {FORMAT})", path.display())]
+    Format { path: PathBuf, line: u64, format: u32 },
+}
+
 /// The one writer's hold on a trace directory, for as long as it records.
 #[derive(Debug)]
 pub struct TraceLock {
@@ -45,16 +92,13 @@ pub struct TraceLock {
 impl TraceLock {
     /// Make `dir` if missing and hold it; an error names what is wrong: a path that is
     /// not a directory, or another rayscope recording there.
-    pub fn acquire(dir: &Path) -> Result<TraceLock, String> {
+    pub fn acquire(dir: &Path) -> Result<TraceLock, TraceError> {
         if let Ok(m) = std::fs::metadata(dir) {
             if !m.is_dir() {
-                return Err(format!(
-                    "--record {}: not a directory (a trace is a directory of segments): give a directory",
-                    dir.display()
-                ));
+                return Err(TraceError::NotADirectory { dir: dir.to_path_buf() });
             }
         }
-        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: cannot create it: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| TraceError::CreateDir { dir: dir.to_path_buf(), source })?;
         let path = dir.join(".lock");
         let mut file = OpenOptions::new()
             .read(true)
@@ -63,18 +107,14 @@ impl TraceLock {
             .truncate(false)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| format!("--record {}: cannot open {}: {e}", dir.display(), path.display()))?;
+            .map_err(|source| TraceError::OpenLock { dir: dir.to_path_buf(), lock: path.clone(), source })?;
         // SAFETY: flock on a descriptor this function owns; no memory is shared.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
-            let who = if holder.is_empty() { String::new() } else { format!(" (pid {holder})") };
-            return Err(format!(
-                "--record {}: another rayscope is recording into it{who}; a trace has one writer: \
-                 give another directory, or stop that one",
-                dir.display()
-            ));
+            let holder = if holder.is_empty() { String::new() } else { format!(" (pid {holder})") };
+            return Err(TraceError::Locked { dir: dir.to_path_buf(), holder });
         }
         let _ = file.set_len(0);
         let _ = file.write_all(std::process::id().to_string().as_bytes());
@@ -186,9 +226,9 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Open `dir` (made if missing) and start a new segment after any already there.
     /// The caller holds the directory's [`TraceLock`].
-    pub fn open(dir: &Path, limits: TraceLimits, header: Header) -> Result<TraceWriter, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: cannot create it: {e}", dir.display()))?;
-        let existing = segments(dir).map_err(|e| format!("--record {}: cannot list it: {e}", dir.display()))?;
+    pub fn open(dir: &Path, limits: TraceLimits, header: Header) -> Result<TraceWriter, TraceError> {
+        std::fs::create_dir_all(dir).map_err(|source| TraceError::CreateDir { dir: dir.to_path_buf(), source })?;
+        let existing = segments(dir).map_err(|source| TraceError::List { dir: dir.to_path_buf(), source })?;
         let total: u64 = existing.iter().filter_map(|(_, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
         let next = existing.last().map_or(1, |(n, _)| n + 1);
         let (file, written) = open_segment(dir, next, &header)?;
@@ -217,9 +257,9 @@ impl TraceWriter {
     }
 
     /// Append changes, one line each; rotate and delete as the bounds say.
-    pub fn append(&mut self, changes: &[Change]) -> Result<(), String> {
+    pub fn append(&mut self, changes: &[Change]) -> Result<(), TraceError> {
         for c in changes {
-            let mut line = serde_json::to_vec(c).map_err(|e| format!("cannot encode a trace line: {e}"))?;
+            let mut line = serde_json::to_vec(c).map_err(|source| TraceError::Encode { what: "line", source })?;
             line.push(b'\n');
             if self.written + line.len() as u64 > self.limits.segment_bytes && self.written > 0 {
                 self.rotate()?;
@@ -235,15 +275,15 @@ impl TraceWriter {
     }
 
     /// Make what was appended durable (called once per round, not per line).
-    pub fn sync(&mut self) -> Result<(), String> {
+    pub fn sync(&mut self) -> Result<(), TraceError> {
         self.file.sync_data().map_err(|e| self.io_error(e))
     }
 
-    fn io_error(&self, e: std::io::Error) -> String {
-        format!("--record {}: {}: {e}", self.dir.display(), segment_name(self.segment))
+    fn io_error(&self, source: std::io::Error) -> TraceError {
+        TraceError::Write { dir: self.dir.clone(), segment: segment_name(self.segment), source }
     }
 
-    fn rotate(&mut self) -> Result<(), String> {
+    fn rotate(&mut self) -> Result<(), TraceError> {
         let _ = self.file.sync_data();
         self.segment += 1;
         let (file, written) = open_segment(&self.dir, self.segment, &self.header)?;
@@ -273,21 +313,21 @@ impl TraceWriter {
     }
 }
 
-fn open_segment(dir: &Path, n: u64, header: &Header) -> Result<(File, u64), String> {
+fn open_segment(dir: &Path, n: u64, header: &Header) -> Result<(File, u64), TraceError> {
     let path = dir.join(segment_name(n));
     let mut file = OpenOptions::new()
         .create_new(true)
         .append(true)
         .open(&path)
-        .map_err(|e| format!("--record: cannot create {}: {e}", path.display()))?;
+        .map_err(|source| TraceError::CreateSegment { path: path.clone(), source })?;
     let opened_ms = super::now_ms();
     let line = Line::Header { kind: HeaderTag::Header, header: Header { format: FORMAT, opened_ms, ..header.clone() } };
-    let mut text = serde_json::to_vec(&line).map_err(|e| format!("cannot encode a trace header: {e}"))?;
+    let mut text = serde_json::to_vec(&line).map_err(|source| TraceError::Encode { what: "header", source })?;
     text.push(b'\n');
-    if let Err(e) = file.write_all(&text) {
+    if let Err(source) = file.write_all(&text) {
         // A segment without its header is no segment: a full disk leaves none behind.
         let _ = std::fs::remove_file(&path);
-        return Err(format!("--record: cannot write {}: {e}", path.display()));
+        return Err(TraceError::WriteHeader { path, source });
     }
     Ok((file, text.len() as u64))
 }
@@ -307,22 +347,18 @@ pub struct TraceRead {
 }
 
 /// Read every segment of `dir` into a new store.
-pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), String> {
-    let list = segments(dir).map_err(|e| format!("--trace {}: cannot read it: {e}", dir.display()))?;
+pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), TraceError> {
+    let list = segments(dir).map_err(|source| TraceError::ReadDir { dir: dir.to_path_buf(), source })?;
     if list.is_empty() {
         let clusters = cluster_traces(dir);
         if !clusters.is_empty() {
-            return Err(format!(
-                "--trace {}: this directory holds the traces of several clusters ({}): give one's, as --trace {}",
-                dir.display(),
-                clusters.join(", "),
-                dir.join(&clusters[0]).display()
-            ));
+            return Err(TraceError::SeveralClusters {
+                dir: dir.to_path_buf(),
+                names: clusters.join(", "),
+                first: dir.join(&clusters[0]),
+            });
         }
-        return Err(format!(
-            "--trace {}: no trace here (no segment-*.jsonl files; record one with --record)",
-            dir.display()
-        ));
+        return Err(TraceError::NoTrace { dir: dir.to_path_buf() });
     }
     let mut store = Store::new(limits);
     // A recorded time after now is no time Ray wrote (it is refused and counted).
@@ -335,9 +371,9 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
-            .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            .map_err(|source| TraceError::ReadSegment { path: path.clone(), source })?;
         if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(format!("--trace {}: not a regular file", path.display()));
+            return Err(TraceError::NotAFile { path: path.clone() });
         }
         let mut reader = BufReader::new(file);
         let mut buf = Vec::new();
@@ -347,7 +383,7 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
             let read = (&mut reader)
                 .take(MAX_LINE as u64 + 1)
                 .read_until(b'\n', &mut buf)
-                .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+                .map_err(|source| TraceError::ReadSegment { path: path.clone(), source })?;
             if read == 0 {
                 break;
             }
@@ -356,7 +392,8 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
                 // Skip the rest of the line without holding it.
                 let mut skipped = 0u64;
                 loop {
-                    let chunk = reader.fill_buf().map_err(|e| format!("--trace {}: {e}", path.display()))?;
+                    let chunk =
+                        reader.fill_buf().map_err(|source| TraceError::ReadSegment { path: path.clone(), source })?;
                     if chunk.is_empty() {
                         break;
                     }
@@ -387,11 +424,7 @@ pub fn read(dir: &Path, limits: StoreLimits) -> Result<(Store, TraceRead), Strin
             match parsed {
                 Ok(Line::Header { header, .. }) => {
                     if header.format != FORMAT {
-                        return Err(format!(
-                            "--trace {}:{lineno}: format {} (this rayscope reads format {FORMAT})",
-                            path.display(),
-                            header.format
-                        ));
+                        return Err(TraceError::Format { path: path.clone(), line: lineno, format: header.format });
                     }
                     out.header = header;
                 }
@@ -499,14 +532,14 @@ mod tests {
     fn a_second_writer_is_refused_and_a_regular_file_is_no_trace_directory() {
         let dir = tempfile::tempdir().unwrap();
         let first = TraceLock::acquire(dir.path()).unwrap();
-        let e = TraceLock::acquire(dir.path()).unwrap_err();
+        let e = TraceLock::acquire(dir.path()).unwrap_err().to_string();
         assert!(e.contains("another rayscope is recording into it"), "{e}");
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
         drop(first);
         assert!(TraceLock::acquire(dir.path()).is_ok(), "free again once the first is gone");
         let file = dir.path().join("a-file");
         std::fs::write(&file, b"x").unwrap();
-        let e = TraceLock::acquire(&file).unwrap_err();
+        let e = TraceLock::acquire(&file).unwrap_err().to_string();
         assert!(e.contains("not a directory"), "{e}");
     }
 
@@ -533,7 +566,7 @@ mod tests {
     #[test]
     fn an_empty_directory_is_no_trace() {
         let dir = tempfile::tempdir().unwrap();
-        let e = read(dir.path(), StoreLimits::default()).unwrap_err();
+        let e = read(dir.path(), StoreLimits::default()).unwrap_err().to_string();
         assert!(e.contains("no trace here"), "{e}");
     }
 }

@@ -262,6 +262,8 @@ impl ScoreIndex {
 
     /// Whether the index holds exactly the schedulable nodes, each under the key its current
     /// availability gives (for the invariant checks; walks every node).
+    /// A `String`: the diagnostic of a broken invariant, for a failing test to print, not
+    /// an error a caller handles.
     pub fn check(&self, nodes: &[Node]) -> Result<(), String> {
         let mut indexed = 0;
         for n in nodes {

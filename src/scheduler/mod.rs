@@ -140,6 +140,7 @@ impl Scheduler {
     }
 
     /// Whether the index and the shapes agree with `nodes` (for the invariant checks).
+    /// A `String`: a broken invariant's diagnostic, not an error a caller handles.
     pub fn check_index(&self, nodes: &[Node]) -> Result<(), String> {
         self.index.check(nodes)?;
         let mut shapes: Vec<(ResVec, u32)> = Vec::new();

@@ -54,7 +54,7 @@ impl Engine {
                     let cpus = self.specs[spec_id as usize].request.get(ResourceId::CPU).to_f64().max(1.0);
                     run.pc += 1;
                     if let Some(n) = node {
-                        self.model.node_stats_mut(n).cpu_busy_us += (dur as f64 * cpus) as u64;
+                        super::raylet::count_cpu_busy(&mut self.model, n, (dur as f64 * cpus) as u64);
                     }
                     self.clock.schedule_in(dur, Event::OpDone(tid, attempt));
                     return;

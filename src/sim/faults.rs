@@ -337,7 +337,7 @@ impl FaultState {
         let t = &m.tasks[&victim];
         let name = m.names.get(t.name).to_string();
         let (kind, actor, spec) = (t.kind, t.actor, t.spec);
-        m.node_stats_mut(n).oom_kills += 1;
+        super::raylet::count_oom_kill(m, n);
         log_event!(m.log, now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
         let heap = cx.specs[spec as usize].heap;
         cx.cluster_events().oom_kill(n, victim, heap, threshold);

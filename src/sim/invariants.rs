@@ -76,7 +76,9 @@ fn add_req(v: &mut ResVec, req: &ResourceRequest, sign: i64) {
 }
 
 impl Engine {
-    /// Check every invariant of the model; `Err` lists the violations found.
+    /// Check every invariant of the model; `Err` lists the violations found. A `String`:
+    /// a diagnostic for a failing test or property run to print, not an error a caller
+    /// handles (a violation is a bug in the engine, never bad input).
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut v = Violations::default();
         let check = Check { e: self };
@@ -106,6 +108,7 @@ impl Engine {
     /// Whether the scheduler's index and the nodes agree (O(nodes), cheap enough to run
     /// after every event). Availability changes only through the node runtime, which
     /// updates the index in the same call: a disagreement means a change went around it.
+    /// A `String`, as [`Engine::check_invariants`]': a diagnostic, not a handled error.
     pub fn check_scheduler_index(&self) -> Result<(), String> {
         self.sched
             .check_index(self.model.nodes())

@@ -50,6 +50,7 @@ pub use publish::PublishOptions;
 pub use report::Report;
 
 use crate::config::Config;
+use crate::model::VirtualTime;
 use crate::snapshot::Snapshot;
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,11 +62,12 @@ pub enum SimulateError {
     Unbounded,
 }
 
-/// Run as fast as possible until the workloads finish (or `until`, in µs of virtual time).
-/// `progress` is called with the engine every 65,536 events (to draw a progress bar).
+/// Run as fast as possible until the workloads finish (or the instant `until`, which
+/// wins over the config's `sim.until`). `progress` is called with the engine every
+/// 65,536 events (to draw a progress bar).
 pub fn simulate(
     cfg: Config,
-    until: Option<u64>,
+    until: Option<VirtualTime>,
     events_sink: Option<Box<dyn std::io::Write + Send>>,
     progress: impl FnMut(&Engine),
 ) -> Result<(Engine, Report), SimulateError> {
@@ -87,12 +89,13 @@ pub struct Sampler<'a> {
 /// happen between events and never advance the clock.
 pub fn simulate_sampled(
     cfg: Config,
-    until: Option<u64>,
+    until: Option<VirtualTime>,
     events_sink: Option<Box<dyn std::io::Write + Send>>,
     mut progress: impl FnMut(&Engine),
     mut sampler: Option<Sampler<'_>>,
 ) -> Result<(Engine, Report), SimulateError> {
-    let until = until.or(cfg.sim.until.map(|u| u.as_micros()));
+    // The engine's loop counts in bare µs.
+    let until = until.map(VirtualTime::as_micros).or(cfg.sim.until.map(|u| u.as_micros()));
     if until.is_none() && cfg.workloads.iter().any(|w| matches!(w, crate::config::WorkloadConfig::JobMix(_))) {
         return Err(SimulateError::Unbounded);
     }

@@ -25,8 +25,9 @@ use crate::model::*;
 use smallvec::smallvec;
 use std::collections::VecDeque;
 
-/// The key to `Model::store_mut`: only this room (`objects` and its `pull`) can make
-/// one, so the plasma stores' bytes change only here.
+/// The key to `Model::store_mut` and to the byte counters of `Model::node_stats_mut`:
+/// only this room (`objects` and its `pull`) can make one, so the plasma stores' bytes,
+/// and the bytes counted as moved, spilled and restored, change only here.
 pub struct Key(());
 
 const KEY: Key = Key(());
@@ -203,7 +204,7 @@ impl PlasmaStores {
             s.used.0 = s.used.0.saturating_sub(size);
             s.num_objects = s.num_objects.saturating_sub(1);
             s.spilled.0 += size;
-            let stats = m.node_stats_mut(node);
+            let stats = m.node_stats_mut(node, &KEY);
             stats.bytes_spilled += size;
             stats.objects_spilled += 1;
             m.counters.spilled_bytes += size;

@@ -3,7 +3,7 @@
 //! Owns: [`JobView`]. Must never: import the engine or mutate anything; the driver log
 //! is a bounded copy made by `sim`.
 
-use crate::model::JobStatus;
+use crate::model::{JobStatus, VirtualTime};
 use serde::Serialize;
 
 /// One job: its status, times and driver log.
@@ -15,8 +15,8 @@ pub struct JobView {
     pub entrypoint: String,
     pub status: JobStatus,
     pub message: String,
-    pub start_time_us: u64,
-    pub end_time_us: Option<u64>,
+    pub start_time_us: VirtualTime,
+    pub end_time_us: Option<VirtualTime>,
     pub driver_node: u32,
     /// The job's driver log (bounded by the engine), for the Jobs API's `/logs`.
     pub log: Vec<String>,

@@ -32,6 +32,8 @@ pub use tasks::{RunningCount, TaskCount};
 
 /// The model's cumulative counters, plain data: a snapshot carries a copy.
 pub use crate::model::Counters;
+/// Instants of virtual time and sizes in bytes, as the views give them.
+pub use crate::model::{Bytes, VirtualTime};
 /// Ray's cluster events, oldest first: chunks shared with the engine's ring, which
 /// never change once full (`model::cluster_events`).
 pub use crate::model::{ClusterEvent, ClusterEventsView};
@@ -44,7 +46,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     pub seq: u64,
-    pub sim_time_us: u64,
+    /// The instant this snapshot is of.
+    pub sim_time_us: VirtualTime,
     pub session_name: String,
     pub version: String,
     pub seed: u64,

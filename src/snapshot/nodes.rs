@@ -9,7 +9,7 @@
 //! list is shared by the dead nodes of its shape, so a view of one of the 1,000 cached
 //! dead nodes costs little more than its numbers.
 
-use crate::model::{NodeState, NodeStats};
+use crate::model::{Bytes, NodeState, NodeStats, VirtualTime};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -27,25 +27,25 @@ pub struct NodeView {
     pub is_head: bool,
     pub state: NodeState,
     pub resources: NodeResources,
-    pub memory_total: u64,
+    pub memory_total: Bytes,
     /// Heap of running workers + object store + memory pressure.
-    pub memory_used: u64,
-    pub store_capacity: u64,
-    pub store_used: u64,
-    pub store_spilled: u64,
-    pub store_fallback: u64,
+    pub memory_used: Bytes,
+    pub store_capacity: Bytes,
+    pub store_used: Bytes,
+    pub store_spilled: Bytes,
+    pub store_fallback: Bytes,
     pub store_num_objects: u64,
     pub worker_heap_objects: u64,
     pub gpu_model: Option<Arc<str>>,
-    pub gpu_memory: u64,
+    pub gpu_memory: Bytes,
     pub running_tasks: u64,
     pub leased_tasks: u64,
     pub actors: u64,
-    pub started_at_us: u64,
-    pub died_at_us: Option<u64>,
+    pub started_at_us: VirtualTime,
+    pub died_at_us: Option<VirtualTime>,
     /// When its raylet stopped answering, while the GCS still counts it alive (its
     /// health checks are failing). A producer that cannot know this leaves it `None`.
-    pub crashed_at_us: Option<u64>,
+    pub crashed_at_us: Option<VirtualTime>,
     pub death_reason: Option<&'static str>,
     pub stats: NodeStats,
 }

@@ -4,7 +4,9 @@
 //! the engine or mutate anything. `sim` rebuilds a whole new `Tables` only while
 //! someone reads them; readers index into it in place.
 
-use crate::model::{ActorState, ErrorType, ObjectStatus, PgState, PgStrategy, TaskHistory, TaskState, TaskType};
+use crate::model::{
+    ActorState, ErrorType, ObjectStatus, PgState, PgStrategy, TaskHistory, TaskState, TaskType, VirtualTime,
+};
 use serde::Serialize;
 
 /// A compact row of the task table (State API).
@@ -19,9 +21,9 @@ pub struct TaskRow {
     pub parent: Option<u64>,
     pub actor: Option<u64>,
     pub node: Option<u32>,
-    pub submitted_at_us: u64,
-    pub started_at_us: Option<u64>,
-    pub ended_at_us: Option<u64>,
+    pub submitted_at_us: VirtualTime,
+    pub started_at_us: Option<VirtualTime>,
+    pub ended_at_us: Option<VirtualTime>,
     pub error: Option<ErrorType>,
     pub arg_bytes: u64,
     pub return_bytes: u64,
@@ -52,8 +54,8 @@ pub struct ActorRow {
     pub owner_task: u64,
     pub queued: u32,
     pub running: u32,
-    pub created_at_us: u64,
-    pub ended_at_us: Option<u64>,
+    pub created_at_us: VirtualTime,
+    pub ended_at_us: Option<VirtualTime>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -68,7 +70,7 @@ pub struct ObjectRow {
     pub spilled: bool,
     pub copies: u32,
     pub refs: u32,
-    pub created_at_us: u64,
+    pub created_at_us: VirtualTime,
     /// The producing task's attempt, and its state (FINISHED once sealed; `NIL` for
     /// `ray.put` objects still being written).
     pub attempt: u32,
@@ -89,13 +91,13 @@ pub struct PgRow {
     pub strategy: PgStrategy,
     pub state: PgState,
     pub bundles: Vec<BundleRow>,
-    pub created_at_us: u64,
+    pub created_at_us: VirtualTime,
 }
 
 /// Row tables for the State API (rebuilt on demand).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Tables {
-    pub built_at_us: u64,
+    pub built_at_us: VirtualTime,
     /// Live tasks first (by id), then finished ones (oldest first).
     pub tasks: Vec<TaskRow>,
     pub actors: Vec<ActorRow>,

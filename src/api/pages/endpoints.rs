@@ -25,8 +25,8 @@ pub(super) fn render(app: &App) -> String {
     };
     // A real cluster read by `rayscope observe` has no seed, speed or virtual clock.
     let clock = match s.observed {
-        Some(_) => format!("an observed cluster, read for {:.0} s", s.sim_time_us as f64 / 1e6),
-        None => format!("seed {}, virtual time {:.0} s at speed {}", s.seed, s.sim_time_us as f64 / 1e6, s.speed),
+        Some(_) => format!("an observed cluster, read for {:.0} s", s.sim_time_us.as_secs_f64()),
+        None => format!("seed {}, virtual time {:.0} s at speed {}", s.seed, s.sim_time_us.as_secs_f64(), s.speed),
     };
     let _ = write!(
         body,

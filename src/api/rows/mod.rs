@@ -25,7 +25,7 @@ mod objects;
 mod placement_groups;
 mod tasks;
 
-use crate::snapshot::{JobView, Snapshot, Tables};
+use crate::snapshot::{JobView, Snapshot, Tables, VirtualTime};
 pub(crate) use ids::{parse_actor_id, worker_hex};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -153,8 +153,8 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub(crate) fn ms(&self, us: u64) -> i64 {
-        (self.epoch_ms_at_zero + us / 1000) as i64
+    pub(crate) fn ms(&self, t: VirtualTime) -> i64 {
+        (self.epoch_ms_at_zero + t.as_millis()) as i64
     }
 
     fn node_id(&self, node: Option<u32>) -> Cell<'_> {

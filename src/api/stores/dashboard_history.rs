@@ -156,7 +156,7 @@ pub(crate) fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) ->
     let c = &s.counters;
     Sample {
         timestamp: wall,
-        sim_time_seconds: s.sim_time_us as f64 / 1e6,
+        sim_time_seconds: s.sim_time_us.as_secs_f64(),
         alive: alive.len() as u64,
         dead: (s.nodes.len() - alive.len()) as u64,
         cpu_total,
@@ -171,11 +171,11 @@ pub(crate) fn sample(s: &Snapshot, previous: Option<&Previous>, now: Instant) ->
         failure_rate: rate(c.tasks_failed, previous.map(|p| p.failed), seconds),
         submission_rate: rate(c.tasks_submitted, previous.map(|p| p.submitted), seconds),
         actors_by_state: actor_state_counts(s).into_iter().collect(),
-        memory_total: alive.iter().map(|n| n.memory_total).sum(),
-        memory_used: alive.iter().map(|n| n.memory_used).sum(),
-        object_store_memory: alive.iter().map(|n| n.store_capacity).sum(),
-        plasma_memory_used: alive.iter().map(|n| n.store_used).sum(),
-        spilled_bytes: alive.iter().map(|n| n.store_spilled).sum(),
+        memory_total: alive.iter().map(|n| n.memory_total.0).sum(),
+        memory_used: alive.iter().map(|n| n.memory_used.0).sum(),
+        object_store_memory: alive.iter().map(|n| n.store_capacity.0).sum(),
+        plasma_memory_used: alive.iter().map(|n| n.store_used.0).sum(),
+        spilled_bytes: alive.iter().map(|n| n.store_spilled.0).sum(),
         objects_live: s.objects_live,
     }
 }

@@ -12,7 +12,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 /// Check the cluster section and describe what it provides.
 pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
     if let Err(why) = crate::config::ray_series::check_ray_version(&c.ray_version) {
-        p.push("cluster.ray_version", why);
+        p.push("cluster.ray_version", why.to_string());
     }
     if c.network_bandwidth.0 == 0 {
         p.push("cluster.network_bandwidth", "must be greater than 0 (e.g. 1250MB for 10 Gbit/s)");

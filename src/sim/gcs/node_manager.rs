@@ -337,7 +337,7 @@ mod tests {
         let mut per_type: Vec<(Option<u16>, &Arc<str>, &crate::snapshot::NodeResources)> = Vec::new();
         for &i in &dead {
             let (node, view) = (&e.model.nodes()[i], &last.nodes[i]);
-            assert_eq!(view.died_at_us, node.died_at);
+            assert_eq!(view.died_at_us.map(crate::model::VirtualTime::as_micros), node.died_at);
             assert!(view.death_reason.is_some_and(|r| !r.is_empty()), "node {i} has a death reason");
             // One copy of each name: the view shares the model's strings, and nodes of
             // a type share the type's.

@@ -117,7 +117,7 @@ impl PlasmaStores {
                 if let Some(p) = primary {
                     let s = m.store_mut(p, &super::KEY);
                     s.spilled.0 = s.spilled.0.saturating_sub(size);
-                    let stats = m.node_stats_mut(p);
+                    let stats = m.node_stats_mut(p, &super::KEY);
                     stats.bytes_restored += size;
                     stats.objects_restored += 1;
                     m.counters.restored_bytes += size;
@@ -156,8 +156,8 @@ impl PlasmaStores {
         // in one get cost 1.1-2.1 ms each beyond a local get (get_pull.py).
         f.micros += transfer_micros(cx.cfg, size);
         f.fetched += size;
-        m.node_stats_mut(source).bytes_sent += size;
-        m.node_stats_mut(node).bytes_received += size;
+        m.node_stats_mut(source, &super::KEY).bytes_sent += size;
+        m.node_stats_mut(node, &super::KEY).bytes_received += size;
         m.counters.transferred_bytes += size;
         if let Some(o) = m.objects.get_mut(&a) {
             o.copies.push(node);

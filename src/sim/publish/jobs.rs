@@ -3,7 +3,7 @@
 //! Owns: copying jobs (with their bounded driver logs) out of the model. Must never:
 //! mutate the model.
 
-use crate::model::{JobStatus, Model};
+use crate::model::{JobStatus, Model, VirtualTime};
 use crate::snapshot::JobView;
 
 /// Every job in the table, in job id order.
@@ -17,8 +17,8 @@ pub(super) fn jobs(m: &Model) -> Vec<JobView> {
             entrypoint: j.entrypoint.clone(),
             status: j.status(),
             message: j.message.clone(),
-            start_time_us: j.start_time,
-            end_time_us: j.end_time,
+            start_time_us: VirtualTime(j.start_time),
+            end_time_us: j.end_time.map(VirtualTime),
             driver_node: j.driver_node.0,
             log: j.log.clone(),
             log_total: j.log_total,

@@ -61,7 +61,7 @@ impl Engine {
         let (actor_counts, actor_executor_counts) = counts::actor_counts(m);
         Snapshot {
             seq,
-            sim_time_us: self.clock.now,
+            sim_time_us: crate::model::VirtualTime(self.clock.now),
             session_name: m.session_name.clone(),
             version: m.version.clone(),
             seed: self.cfg.sim.seed,

@@ -22,9 +22,9 @@ impl From<&TaskRecord> for TaskRow {
             parent: r.parent.map(|p| p.0),
             actor: r.actor.map(|a| a.0),
             node: r.node.map(|n| n.0),
-            submitted_at_us: r.submitted_at,
-            started_at_us: r.started_at,
-            ended_at_us: Some(r.ended_at),
+            submitted_at_us: VirtualTime(r.submitted_at),
+            started_at_us: r.started_at.map(VirtualTime),
+            ended_at_us: Some(VirtualTime(r.ended_at)),
             error: r.error,
             arg_bytes: r.arg_bytes,
             return_bytes: r.return_bytes,
@@ -66,8 +66,8 @@ impl Engine {
                 owner_task: a.owner.0,
                 queued: a.queue.len() as u32,
                 running: a.running.len() as u32,
-                created_at_us: a.created_at,
-                ended_at_us: a.ended_at,
+                created_at_us: VirtualTime(a.created_at),
+                ended_at_us: a.ended_at.map(VirtualTime),
             })
             .collect();
         actors.sort_by_key(|a| a.id);
@@ -85,7 +85,7 @@ impl Engine {
                 spilled: o.spilled,
                 copies: o.copies.len() as u32,
                 refs: o.refs,
-                created_at_us: o.created_at,
+                created_at_us: VirtualTime(o.created_at),
                 attempt: o.producer_attempt,
                 task_status: match (o.producer.and_then(|p| m.tasks.get(&p)), o.status) {
                     (Some(t), _) => t.state(),
@@ -126,7 +126,7 @@ impl Engine {
                         )
                     })
                     .collect(),
-                created_at_us: p.created_at,
+                created_at_us: VirtualTime(p.created_at),
             })
             .collect();
         let spec_requests = self
@@ -134,7 +134,7 @@ impl Engine {
             .iter()
             .map(|c| c.request.0.iter().map(|(id, q)| (m.resource_names.name(*id).to_string(), q.to_f64())).collect())
             .collect();
-        Tables { built_at_us: self.clock.now, tasks, actors, objects, placement_groups, spec_requests }
+        Tables { built_at_us: VirtualTime(self.clock.now), tasks, actors, objects, placement_groups, spec_requests }
     }
 }
 

@@ -200,6 +200,7 @@ impl ClusterQueues {
     }
 
     /// Whether each count matches its queues, of tasks of `m` (for the invariant checks).
+    /// A `String`: a broken invariant's diagnostic, not an error a caller handles.
     pub(crate) fn check_counts(&self, m: &Model) -> Result<(), String> {
         let waiting: usize = self.by_class.values().map(|q| q.len()).sum();
         if waiting != self.waiting_count {

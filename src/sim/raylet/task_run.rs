@@ -196,7 +196,7 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
     let kind = t.kind;
     let actor = t.actor;
     node_runtime::worker_heap_grew(m, node, heap);
-    m.node_stats_mut(node).tasks_started += 1;
+    m.node_stats_mut(node, &super::STATS_KEY).tasks_started += 1;
     if kind == TaskType::ActorCreationTask {
         // Each actor gets a dedicated worker process (its start was counted when the
         // lease found it one: `cluster_queues::worker_ready`).
@@ -240,7 +240,7 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
                     let node = t.node;
                     cx.model.counters.count_worker_failure(node.map(|n| n.0), "SystemError", name);
                     if let Some(n) = node {
-                        cx.model.node_stats_mut(n).worker_failures += 1;
+                        cx.model.node_stats_mut(n, &super::STATS_KEY).worker_failures += 1;
                     }
                 }
                 return match (kind, actor, application) {
@@ -268,7 +268,7 @@ pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follo
     let heap = spec.heap;
     if let Some(n) = node {
         node_runtime::worker_heap_shrank(cx.model, n, heap);
-        cx.model.node_stats_mut(n).tasks_finished += 1;
+        cx.model.node_stats_mut(n, &super::STATS_KEY).tasks_finished += 1;
     }
     if keeps_resources(cx, tid) {
         // The actor keeps its resources for its lifetime: the lease becomes the actor's.

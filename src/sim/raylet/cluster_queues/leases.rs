@@ -103,7 +103,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
             delay += next_report(now, node_started, report_period) - now;
         }
         m.counters.spillbacks += 1;
-        m.node_stats_mut(owner).spillbacks += 1;
+        m.node_stats_mut(owner, &crate::sim::raylet::STATS_KEY).spillbacks += 1;
     }
     // The granting raylet's own work, on its one thread and its node's cores.
     delay += cx.cpus.raylet_work(node, now, cx.cfg.scheduler.dispatch_cost.as_micros()) - now;
