@@ -605,7 +605,9 @@ fn worker_starts(spans: &Spans, root: usize, model: &Model) -> BTreeMap<u32, Vec
     let mut first: BTreeMap<(u32, u32), usize> = BTreeMap::new();
     for (i, s) in spans.spans.iter().enumerate() {
         let Some(start) = s.start else { continue };
-        if i == root || s.pid == 0 || s.node == u32::MAX {
+        // A node not known (Ray 2.49's pushes carry none) is one more key: pids are
+        // the host's.
+        if i == root || s.pid == 0 {
             continue;
         }
         let e = first.entry((s.node, s.pid)).or_insert(i);
