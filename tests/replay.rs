@@ -190,6 +190,17 @@ fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
     let runs = sweep["runs"].as_array().unwrap_or_else(|| panic!("{sweep}"));
     let spans: Vec<f64> = runs.iter().map(|r| r["jobs"][0]["makespan"].as_f64().unwrap()).collect();
     assert!(spans[1] < spans[0] - 2.0, "4 CPUs run the maps side by side: {spans:?}");
+    // Calls no node can hold never run, as on Ray: no prediction, and the report says why.
+    let (code, report, err) = run(&["--set", "cluster.head.cpu=0.5"]);
+    assert_eq!(code, Some(0), "{err}");
+    let report = report.unwrap();
+    assert!(report["prediction"].is_null(), "{report}");
+    let why = report["replay_warnings"].to_string();
+    assert!(
+        why.contains("4 call(s) of map ask for {CPU: 1}") && why.contains("the largest CPU of a node type is 0.5"),
+        "{why}"
+    );
+    assert!(err.contains("warning: 2 call(s) of reduce ask for {CPU: 1}"), "{err}");
     let (code, _, err) = run(&["--job", "ffffffff"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--job ffffffff: the trace has no such job (jobs: 01000000)"), "{err}");

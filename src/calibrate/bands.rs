@@ -269,6 +269,47 @@ pub fn warnings(recorded: &Shape, cfg: &Config, start_measured: bool) -> Vec<Str
     out
 }
 
+/// The recorded calls no node type of `cfg` can ever hold, by function and request
+/// (e.g. "4 calls of sleeper ask for {CPU: 1.5}; the largest CPU is 1"): on Ray they
+/// would stay infeasible, and the job would never end.
+pub fn unplaceable(job: &crate::config::replay::ReplayJob, cfg: &Config) -> Vec<String> {
+    let c = &cfg.cluster;
+    let head = (c.head.cpu, c.head.gpu, c.head.memory.0 as f64, &c.head.resources);
+    let nodes: Vec<_> = std::iter::once(head)
+        .chain(c.node_types.iter().map(|t| (t.cpu, t.gpu, t.memory.0 as f64, &t.resources)))
+        .collect();
+    let has = |n: &(f64, f64, f64, &std::collections::BTreeMap<String, f64>), r: &str| match r {
+        "CPU" => n.0,
+        "GPU" => n.1,
+        "memory" => n.2,
+        other => n.3.get(other).copied().unwrap_or(0.0),
+    };
+    let mut by_call: std::collections::BTreeMap<(String, String), (usize, String)> = Default::default();
+    for call in job.calls.iter().skip(1) {
+        if nodes.iter().any(|n| call.resources.iter().all(|(r, x)| *x <= has(n, r))) {
+            continue;
+        }
+        let request: Vec<String> = call.resources.iter().map(|(r, x)| format!("{r}: {x}")).collect();
+        let short = call
+            .resources
+            .iter()
+            .find(|(r, x)| nodes.iter().all(|n| has(n, r) < *x))
+            .map(|(r, _)| {
+                let largest = nodes.iter().map(|n| has(n, r)).fold(0.0, f64::max);
+                format!("the largest {r} of a node type is {largest}")
+            })
+            .unwrap_or_else(|| "no node type holds all of it at once".into());
+        let e = by_call.entry((call.name.clone(), format!("{{{}}}", request.join(", ")))).or_insert((0, short));
+        e.0 += 1;
+    }
+    by_call
+        .into_iter()
+        .map(|((name, request), (n, short))| {
+            format!("{n} call(s) of {name} ask for {request}, which no node of this cluster holds ({short}): on Ray they would stay infeasible and the job would never end")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

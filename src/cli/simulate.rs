@@ -155,7 +155,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     if let Some(Replayed { job, shape }) = &replay {
         replace_workloads(&mut cfg, job);
         let measured = start_measured(&sourced);
-        change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), bands::warnings(shape, &cfg, measured)));
+        let mut warnings = bands::warnings(shape, &cfg, measured);
+        let unplaceable = bands::unplaceable(job, &cfg);
         eprintln!(
             "replaying {}: {} calls, {} actors; recorded makespan {:.3} s",
             job.source,
@@ -163,6 +164,11 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             job.actors,
             job.recorded_makespan_us as f64 / 1e6
         );
+        for w in &unplaceable {
+            eprintln!("warning: {w}");
+        }
+        warnings.extend(unplaceable);
+        change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), warnings));
     }
     let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {
         Some(p) => {
@@ -228,6 +234,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         let makespan = report.jobs.first()?.makespan?;
         Some((bands::Prediction::new(makespan, *kind), warnings.clone()))
     });
+    // A replayed job that did not end has no makespan to predict: say so, and why.
+    let unended = change.as_ref().filter(|_| prediction.is_none()).map(|(_, warnings)| warnings);
     match args.report {
         ReportFormat::Json if account => {
             let mut json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
@@ -235,6 +243,10 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             json["costs_origin"] = plan.line().into();
             if let Some((p, warnings)) = &prediction {
                 json["prediction"] = serde_json::json!(p);
+                json["replay_warnings"] = serde_json::json!(warnings);
+            }
+            if let Some(warnings) = unended {
+                json["prediction"] = serde_json::Value::Null;
                 json["replay_warnings"] = serde_json::json!(warnings);
             }
             println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
@@ -247,6 +259,12 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             }
             if let Some((p, warnings)) = &prediction {
                 println!("  prediction        {}", p.line());
+                for w in warnings {
+                    println!("  WARNING: {w}");
+                }
+            }
+            if let Some(warnings) = unended {
+                println!("  prediction        none: the replayed job did not end");
                 for w in warnings {
                     println!("  WARNING: {w}");
                 }
@@ -346,7 +364,10 @@ fn sweep_runs(
                     let measured = start_measured(&costs);
                     change = Some((
                         bands::Change::classify(shape, &c, args.fix.len()),
-                        bands::warnings(shape, &c, measured),
+                        bands::warnings(shape, &c, measured)
+                            .into_iter()
+                            .chain(bands::unplaceable(job, &c))
+                            .collect::<Vec<_>>(),
                     ));
                 }
                 if sourced.is_empty() {
