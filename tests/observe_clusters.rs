@@ -131,6 +131,25 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
         (Some("session_west"), Some(2))
     );
 
+    // rayscope's own series about each cluster, told apart by a `cluster` label.
+    let metrics = eventually("each cluster's rayscope_observe_* series", async || {
+        let text = s.get("/metrics").await.text();
+        let seen = ["east", "session_west"].iter().all(|c| {
+            text.lines().any(|l| {
+                l.starts_with("rayscope_observe_events_received_total{")
+                    && l.contains(&format!("cluster=\"{c}\"}} "))
+                    && !l.ends_with(" 0")
+            })
+        });
+        seen.then_some(text.clone()).ok_or(text)
+    })
+    .await;
+    assert!(metrics.contains("cluster=\"east\",mode=\"push\""), "{metrics}");
+    assert!(
+        metrics.lines().filter(|l| l.starts_with("rayscope_observe_polls_total{")).all(|l| l.contains("cluster=")),
+        "every series labelled: {metrics}"
+    );
+
     // A third cluster is past the cap: refused, counted, and nothing of it is kept.
     let r = s.push_to("/api/observe/events/third", &batch("session_third", "third_call")).await;
     assert_eq!(r.status, 409, "{}", r.text());

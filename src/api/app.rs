@@ -276,7 +276,18 @@ impl App {
                 stream_message_limit_bytes: super::stores::hub::MAX_CLIENT_MESSAGE as u64,
                 stream_clients_dropped: self.stream.dropped(),
             }),
+            observed_clusters: self.observed_clusters(),
         }
+    }
+
+    /// With several clusters observed, each one's name and work (`rayscope_observe_*`
+    /// labelled `cluster`); with one, none (its series stay unlabelled).
+    fn observed_clusters(&self) -> Vec<(String, Arc<crate::snapshot::ObservedView>)> {
+        let all = self.clusters.as_ref().map(|c| c.all()).unwrap_or_default();
+        if all.len() < 2 {
+            return Vec::new();
+        }
+        all.iter().filter_map(|c| Some((c.name.clone(), c.handle.snapshot().observed.clone()?))).collect()
     }
 
     /// Keep a submission's metadata: the newest [`MAX_SUBMISSIONS`] within

@@ -202,6 +202,9 @@ pub struct RenderContext {
     /// Ray's `RAY_metric_cardinality_level` to imitate; `None`: the default of the
     /// snapshot's Ray version (legacy before 2.53, recommended from 2.53).
     pub metric_cardinality: Option<crate::config::MetricCardinality>,
+    /// Observing several clusters: each one's name and work, for `rayscope_observe_*`
+    /// labelled by `cluster` (empty: the snapshot's own, unlabelled).
+    pub observed_clusters: Vec<(String, std::sync::Arc<crate::snapshot::ObservedView>)>,
 }
 
 impl RenderContext {

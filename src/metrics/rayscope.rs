@@ -79,111 +79,135 @@ fn encode_http(h: &HttpServerStats, enc: &mut DescriptorEncoder<'_>) -> fmt::Res
     Ok(())
 }
 
-/// Observe mode's own work: `rayscope_observe_*` (the model's snapshots carry none).
-fn encode_observed(o: &ObservedView, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
-    Family::gauge(enc, "rayscope_observe_info", "What rayscope observes (mode: pull or trace); always 1.")
-        .sample(&[("mode", o.mode), ("source", o.source.as_str())], 1u64)?;
-    let counters: [(&'static str, &'static str, u64); 18] = [
-        ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", o.polls),
-        ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", o.poll_failures),
-        ("rayscope_observe_requests_total", "Requests sent to Ray's dashboard.", o.requests),
-        ("rayscope_observe_failed_requests_total", "Requests to Ray's dashboard that failed.", o.failed_requests),
-        ("rayscope_observe_rows_read_total", "Rows read from Ray's listings (or trace lines read).", o.rows_read),
-        ("rayscope_observe_bad_rows_total", "Rows or trace lines that could not be read.", o.bad_rows),
-        ("rayscope_observe_events_received_total", "Events taken from Ray's Event Export.", o.events_received),
-        ("rayscope_observe_events_refused_total", "Pushed events that could not be read.", o.events_refused),
+/// Observe mode's own work: `rayscope_observe_*` (the model's snapshots carry none),
+/// each cluster's labelled by its name when several are observed.
+fn encode_observed(views: &[(Option<&str>, &ObservedView)], enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let mut info =
+        Family::gauge(enc, "rayscope_observe_info", "What rayscope observes (mode: pull or trace); always 1.");
+    for (cluster, o) in views {
+        match cluster {
+            Some(c) => info.sample(&[("cluster", *c), ("mode", o.mode), ("source", o.source.as_str())], 1u64)?,
+            None => info.sample(&[("mode", o.mode), ("source", o.source.as_str())], 1u64)?,
+        }
+    }
+    for (name, help, value) in counters() {
+        let mut family = Family::counter(enc, name, help);
+        for (cluster, o) in views {
+            match cluster {
+                Some(c) => family.sample(&[("cluster", *c)], value(o))?,
+                None => family.sample(&NO_LABELS, value(o))?,
+            }
+        }
+    }
+    for (name, help, value) in gauges() {
+        let mut family = Family::gauge(enc, name, help);
+        for (cluster, o) in views {
+            match cluster {
+                Some(c) => family.sample(&[("cluster", *c)], value(o))?,
+                None => family.sample(&NO_LABELS, value(o))?,
+            }
+        }
+    }
+    Ok(())
+}
+
+type Counter = (&'static str, &'static str, fn(&ObservedView) -> u64);
+type Gauge = (&'static str, &'static str, fn(&ObservedView) -> f64);
+
+fn counters() -> [Counter; 18] {
+    [
+        ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", |o| o.polls),
+        ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", |o| o.poll_failures),
+        ("rayscope_observe_requests_total", "Requests sent to Ray's dashboard.", |o| o.requests),
+        ("rayscope_observe_failed_requests_total", "Requests to Ray's dashboard that failed.", |o| o.failed_requests),
+        ("rayscope_observe_rows_read_total", "Rows read from Ray's listings (or trace lines read).", |o| o.rows_read),
+        ("rayscope_observe_bad_rows_total", "Rows or trace lines that could not be read.", |o| o.bad_rows),
+        ("rayscope_observe_events_received_total", "Events taken from Ray's Event Export.", |o| o.events_received),
+        ("rayscope_observe_events_refused_total", "Pushed events that could not be read.", |o| o.events_refused),
         (
             "rayscope_observe_batches_refused_total",
             "Pushed batches refused (malformed, or the observer was behind).",
-            o.batches_refused,
+            |o| o.batches_refused,
         ),
         (
             "rayscope_observe_push_in_flight_refused_total",
             "Pushed bodies refused unread (503) because the bytes being read across connections were at their cap.",
-            o.pushes_over_in_flight,
+            |o| o.pushes_over_in_flight,
         ),
         (
             "rayscope_observe_push_too_large_total",
             "Pushed bodies refused (413) past the batch size limit, declared or as they came.",
-            o.push_bodies_too_large,
+            |o| o.push_bodies_too_large,
         ),
         (
             "rayscope_observe_push_body_timeouts_total",
             "Pushed bodies not sent whole within the body deadline (408).",
-            o.push_body_timeouts,
+            |o| o.push_body_timeouts,
         ),
         (
             "rayscope_observe_transitions_dropped_total",
             "Task state transitions dropped past the per-attempt cap (or with a name longer than Ray's).",
-            o.transitions_dropped,
+            |o| o.transitions_dropped,
         ),
-        ("rayscope_observe_bad_job_ids_total", "Records refused: a job id not of Ray's 4 bytes.", o.bad_job_ids),
+        ("rayscope_observe_bad_job_ids_total", "Records refused: a job id not of Ray's 4 bytes.", |o| o.bad_job_ids),
         (
             "rayscope_observe_implausible_times_total",
             "Records refused: a time before the cluster's start or after now, past the margin.",
-            o.implausible_times,
+            |o| o.implausible_times,
         ),
         (
             "rayscope_observe_jobs_refused_total",
             "New jobs refused because the job cap was full of jobs still running.",
-            o.jobs_refused,
+            |o| o.jobs_refused,
         ),
-        ("rayscope_observe_record_failures_total", "Writes to the --record trace that failed.", o.record_failures),
+        ("rayscope_observe_record_failures_total", "Writes to the --record trace that failed.", |o| o.record_failures),
         (
             "rayscope_observe_unrecorded_records_total",
             "Records the --record trace could not take while its writes failed.",
-            o.unrecorded_records,
+            |o| o.unrecorded_records,
         ),
-    ];
-    for (name, help, v) in counters {
-        Family::counter(enc, name, help).sample(&NO_LABELS, v)?;
-    }
-    let gauges: [(&'static str, &'static str, f64); 12] = [
-        ("rayscope_observe_last_poll_seconds", "Wall-clock seconds the last poll round took.", o.last_poll_seconds),
+    ]
+}
+
+fn gauges() -> [Gauge; 12] {
+    [
+        ("rayscope_observe_last_poll_seconds", "Wall-clock seconds the last poll round took.", |o| o.last_poll_seconds),
         (
             "rayscope_observe_unlisted_tasks",
             "Tasks Ray had that its listings did not return (past its 10,000 limit), last round.",
-            o.unlisted_tasks as f64,
+            |o| o.unlisted_tasks as f64,
         ),
-        ("rayscope_observe_tasks_held", "Task attempts held in memory.", o.tasks_held as f64),
-        (
-            "rayscope_observe_tasks_dropped",
-            "Task attempts refused past the cap while their job ran.",
-            o.tasks_dropped as f64,
-        ),
+        ("rayscope_observe_tasks_held", "Task attempts held in memory.", |o| o.tasks_held as f64),
+        ("rayscope_observe_tasks_dropped", "Task attempts refused past the cap while their job ran.", |o| {
+            o.tasks_dropped as f64
+        }),
         (
             "rayscope_observe_tasks_forgotten",
             "Task attempts forgotten with the oldest ended jobs, to stay under the cap.",
-            o.tasks_forgotten as f64,
+            |o| o.tasks_forgotten as f64,
         ),
-        ("rayscope_observe_trace_bytes", "Bytes in the --record trace directory.", o.trace_bytes as f64),
-        (
-            "rayscope_observe_trace_lines",
-            "Records appended to the --record trace by this process.",
-            o.trace_lines as f64,
-        ),
+        ("rayscope_observe_trace_bytes", "Bytes in the --record trace directory.", |o| o.trace_bytes as f64),
+        ("rayscope_observe_trace_lines", "Records appended to the --record trace by this process.", |o| {
+            o.trace_lines as f64
+        }),
         (
             "rayscope_observe_push_in_flight_bytes",
             "Bytes of pushed bodies being read now (capped across connections).",
-            o.push_in_flight_bytes as f64,
+            |o| o.push_in_flight_bytes as f64,
         ),
-        ("rayscope_observe_jobs_held", "Jobs held in memory.", o.jobs_held as f64),
-        ("rayscope_observe_max_jobs", "The cap on jobs held.", o.max_jobs as f64),
+        ("rayscope_observe_jobs_held", "Jobs held in memory.", |o| o.jobs_held as f64),
+        ("rayscope_observe_max_jobs", "The cap on jobs held.", |o| o.max_jobs as f64),
         (
             "rayscope_observe_jobs_cap_full",
             "1 while the job cap is full of jobs still running (new jobs are refused), else 0.",
-            if o.jobs_full_of_running { 1.0 } else { 0.0 },
+            |o| if o.jobs_full_of_running { 1.0 } else { 0.0 },
         ),
         (
             "rayscope_observe_record_failing",
             "1 while the --record trace cannot be written (the error is on /api/observe), else 0.",
-            if o.record_error.is_some() { 1.0 } else { 0.0 },
+            |o| if o.record_error.is_some() { 1.0 } else { 0.0 },
         ),
-    ];
-    for (name, help, v) in gauges {
-        Family::gauge(enc, name, help).sample(&NO_LABELS, v)?;
-    }
-    Ok(())
+    ]
 }
 
 pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
@@ -194,7 +218,12 @@ pub(crate) fn encode(s: &Scrape<'_>, enc: &mut DescriptorEncoder<'_>) -> fmt::Re
     Family::gauge(enc, "rayscope_session_info", "The simulated (or observed) Ray session; always 1.")
         .sample(&[("session_name", snap.session_name.as_str())], 1u64)?;
     if let Some(o) = &snap.observed {
-        encode_observed(o, enc)?;
+        let views: Vec<(Option<&str>, &ObservedView)> = if s.ctx.observed_clusters.is_empty() {
+            vec![(None, o)]
+        } else {
+            s.ctx.observed_clusters.iter().map(|(name, v)| (Some(name.as_str()), &**v)).collect()
+        };
+        encode_observed(&views, enc)?;
         return encode_server(s, enc);
     }
     Family::gauge(
