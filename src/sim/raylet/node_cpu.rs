@@ -36,6 +36,7 @@
 use crate::config::Config;
 use crate::model::{ActorId, NodeIdx, TaskId};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -87,10 +88,12 @@ impl CpuSettings {
 
 #[derive(Default)]
 struct NodeCpu {
-    /// When each core comes free (µs), earliest on top; empty for a node whose
-    /// costs are all zero (nothing is ever pushed). All work is charged here, so the
-    /// worker processes' work waits for everything placed before it.
-    cores: BinaryHeap<Reverse<u64>>,
+    /// When each core comes free (µs), in no order; empty for a dead node's slot. All
+    /// work is charged here, so the worker processes' work waits for everything placed
+    /// before it. Held in the record (up to 16 cores), not behind a pointer: every
+    /// piece of work reads it, and the node's record is brought into cache ahead of
+    /// the event (`cache_ahead.rs`) where a heap's buffer was a cache miss each time.
+    cores: SmallVec<[u64; 16]>,
     /// The time-sliced work placed here and not over by now, as stretches of busy time
     /// (a driver's own work, the starts, and at `worker_niceness` above 0 every piece
     /// at normal priority): it shares the cores among itself. Boxed when first used.
@@ -142,7 +145,7 @@ impl NodeCpus {
             self.nodes.resize_with(i + 1, NodeCpu::default);
         }
         self.nodes[i] = NodeCpu {
-            cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
+            cores: smallvec::smallvec![0; cores.max(1) as usize],
             shared: None,
             raylet_free: 0,
             threads: FxHashMap::default(),
@@ -446,11 +449,12 @@ impl NodeCpu {
         shared.place(arrives, arrives + stretched)
     }
 
-    /// `cost` on the core that comes free first, no sooner than it arrives.
+    /// `cost` on the core that comes free first, no sooner than it arrives. Cores free
+    /// at the same time are alike: which of them is taken changes no time.
     fn run_as_is(&mut self, arrives: u64, cost: u64) -> u64 {
-        let Some(Reverse(free)) = self.cores.pop() else { return arrives + cost };
-        let end = arrives.max(free) + cost;
-        self.cores.push(Reverse(end));
+        let Some(free) = self.cores.iter_mut().min() else { return arrives + cost };
+        let end = arrives.max(*free) + cost;
+        *free = end;
         end
     }
 }
