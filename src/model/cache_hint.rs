@@ -14,6 +14,13 @@ pub(crate) fn prefetch<T>(value: *const T) {
     prefetch_bytes(value as *const u8, std::mem::size_of::<T>());
 }
 
+/// Bring the first lines of what `items` holds (up to `MAX_BYTES`) into cache: a
+/// buffer whose record is already in cache, or cheap to reach.
+#[inline]
+pub(crate) fn prefetch_slice<T>(items: &[T]) {
+    prefetch_bytes(items.as_ptr() as *const u8, std::mem::size_of_val(items));
+}
+
 #[inline]
 fn prefetch_bytes(at: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]

@@ -7,9 +7,11 @@
 //! each event asks for them ahead, in two stages: the next event's task and run (a
 //! guess from the event queue, which the task's own step cannot yet read), and this
 //! event's return object and node records (its task, asked for one event ago, is in
-//! cache now), all at once rather than one after another. Records only, not the
-//! buffers their vectors point at: reading a cold record for the pointer stalled as
-//! long as the hint saved (alternating runs of scale.yaml, BENCHMARKS.md).
+//! cache now), all at once rather than one after another. Records, not the buffers
+//! their vectors point at: reading a cold record for the pointer stalled as long as the
+//! hint saved (alternating runs of scale.yaml, BENCHMARKS.md). Two buffers are the
+//! exceptions, each behind a small array of per-node headers that stays warm: a
+//! raylet's leases and the end of its plasma store's spill queue.
 //!
 //! Owns: nothing. Must never: change anything, or decide anything from what it reads:
 //! a hint only changes the speed, never the event log.
@@ -33,6 +35,8 @@ impl Engine {
             }
             self.raylets.prefetch(n);
             self.cpus.prefetch(n);
+            self.model.task_counts.prefetch_running(n);
+            self.plasma.prefetch_next_primary(n);
         }
     }
 }

@@ -111,6 +111,18 @@ impl PlasmaStores {
         PlasmaStores { primaries: Vec::new(), secondaries: Vec::new(), spill_threshold }
     }
 
+    /// Bring the slot `n`'s next primary copy takes into cache (`cache_hint`): a return
+    /// sealed there appends to that queue, whose end, one of 2,000 at scale.yaml's size,
+    /// is cold by then. Past a full buffer the hint is wasted, never wrong.
+    #[inline]
+    pub(crate) fn prefetch_next_primary(&self, n: NodeIdx) {
+        if let Some(q) = self.primaries.get(n.index()) {
+            let (front, back) = q.as_slices();
+            let last = if back.is_empty() { front } else { back };
+            crate::model::cache_hint::prefetch(last.as_ptr().wrapping_add(last.len()));
+        }
+    }
+
     /// A node's store holds nothing: it joined, came back in a reused slot, or died
     /// (what its queues grew to is given back).
     pub(crate) fn clear_node(&mut self, n: NodeIdx) {

@@ -36,6 +36,7 @@
 use crate::config::Config;
 use crate::model::{ActorId, NodeIdx, TaskId};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -45,7 +46,10 @@ pub(crate) use priority::Priority;
 
 /// Every node's cores, by node slot.
 pub(crate) struct NodeCpus {
-    nodes: Vec<NodeCpu>,
+    /// A live node's record, boxed: it holds the cores inline, and a dead node's slot
+    /// (one of up to 1,000 cached) keeps only the pointer. An empty slot reads as a
+    /// record with nothing on it, and becomes one when work is placed there.
+    nodes: Vec<Option<Box<NodeCpu>>>,
     /// The scheduler's settings, alike on every node: kept once here, so a node slot (a
     /// dead node's kept for the views included) stays small.
     settings: CpuSettings,
@@ -87,10 +91,13 @@ impl CpuSettings {
 
 #[derive(Default)]
 struct NodeCpu {
-    /// When each core comes free (µs), earliest on top; empty for a node whose
-    /// costs are all zero (nothing is ever pushed). All work is charged here, so the
-    /// worker processes' work waits for everything placed before it.
-    cores: BinaryHeap<Reverse<u64>>,
+    /// When each core comes free (µs), in no order; empty in a record made for an empty
+    /// slot (work placed on a node after it died). All work is charged here, so the
+    /// worker processes' work waits for everything placed before it. Held in the record
+    /// (up to 16 cores), not behind a pointer: every piece of work reads it, and the
+    /// record is brought into cache ahead of the event (`cache_ahead.rs`), where a
+    /// heap's buffer was a cache miss each time.
+    cores: SmallVec<[u64; 16]>,
     /// The time-sliced work placed here and not over by now, as stretches of busy time
     /// (a driver's own work, the starts, and at `worker_niceness` above 0 every piece
     /// at normal priority): it shares the cores among itself. Boxed when first used.
@@ -139,10 +146,10 @@ impl NodeCpus {
         let NodeMachine { cores, startup_concurrency, prestarted } = machine;
         let i = n.index();
         if i >= self.nodes.len() {
-            self.nodes.resize_with(i + 1, NodeCpu::default);
+            self.nodes.resize_with(i + 1, || None);
         }
-        self.nodes[i] = NodeCpu {
-            cores: (0..cores.max(1)).map(|_| Reverse(0)).collect(),
+        self.nodes[i] = Some(Box::new(NodeCpu {
+            cores: smallvec::smallvec![0; cores.max(1) as usize],
             shared: None,
             raylet_free: 0,
             threads: FxHashMap::default(),
@@ -153,13 +160,25 @@ impl NodeCpus {
             task_leases: 0,
             task_workers: prestarted,
             fresh_workers: prestarted,
-        };
+        }));
+    }
+
+    /// `n`'s record to change (an empty slot's made first), or None past the last slot.
+    #[inline]
+    fn node_mut(&mut self, n: NodeIdx) -> Option<&mut NodeCpu> {
+        self.nodes.get_mut(n.index()).map(|slot| &mut **slot.get_or_insert_with(Box::default))
+    }
+
+    /// `n`'s record if it has one (an empty slot holds nothing: no processes, no queue).
+    #[inline]
+    fn node(&self, n: NodeIdx) -> Option<&NodeCpu> {
+        self.nodes.get(n.index()).and_then(|slot| slot.as_deref())
     }
 
     /// Bring `n`'s record into cache ahead of work placed there (`cache_hint`).
     #[inline]
     pub(crate) fn prefetch(&self, n: NodeIdx) {
-        if let Some(node) = self.nodes.get(n.index()) {
+        if let Some(node) = self.node(n) {
             crate::model::cache_hint::prefetch(node);
         }
     }
@@ -168,7 +187,7 @@ impl NodeCpus {
     /// started when every task worker there is leased; else an idle one that has run a
     /// call before goes first (Ray's pool hands out its most recently used worker).
     pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> TaskWorker {
-        let Some(node) = self.nodes.get_mut(n.index()) else { return TaskWorker::Warm };
+        let Some(node) = self.node_mut(n) else { return TaskWorker::Warm };
         let idle = node.idle_task_workers();
         node.task_leases += 1;
         if idle == 0 {
@@ -185,7 +204,7 @@ impl NodeCpus {
     /// An actor's creation leased on `n` takes an idle task worker's process, if there
     /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
     pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
-        let Some(node) = self.nodes.get_mut(n.index()) else { return false };
+        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return false };
         let idle = node.idle_task_workers();
         if idle == 0 {
             return false;
@@ -197,7 +216,7 @@ impl NodeCpus {
 
     /// A normal task's lease on `n` is back: its worker is idle for the next one.
     pub(crate) fn task_lease_returned(&mut self, n: NodeIdx) {
-        if let Some(node) = self.nodes.get_mut(n.index()) {
+        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
             node.task_leases = node.task_leases.saturating_sub(1);
         }
     }
@@ -205,7 +224,7 @@ impl NodeCpus {
     /// `actor`'s process on `n` began its creation at `now`: it answers no call before
     /// `answers_from`.
     pub(crate) fn actor_up(&mut self, n: NodeIdx, actor: ActorId, now: u64, answers_from: u64) {
-        if let Some(node) = self.nodes.get_mut(n.index()) {
+        if let Some(node) = self.node_mut(n) {
             node.fresh_actors.insert(actor, answers_from);
             node.last_actor_up = Some(now);
         }
@@ -213,13 +232,13 @@ impl NodeCpus {
 
     /// When an actor's creation last began on `n`, if one has since it joined.
     pub(crate) fn last_actor_up(&self, n: NodeIdx) -> Option<u64> {
-        self.nodes.get(n.index()).and_then(|node| node.last_actor_up)
+        self.node(n).and_then(|node| node.last_actor_up)
     }
 
     /// A call to `actor` on `n` starts at `now`: the earliest it may begin (`now` once
     /// the actor's first-work window is over, which is then forgotten).
     pub(crate) fn actor_answers_from(&mut self, n: NodeIdx, actor: ActorId, now: u64) -> u64 {
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now };
+        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return now };
         match node.fresh_actors.get(&actor) {
             Some(&from) if from > now => from,
             Some(_) => {
@@ -232,7 +251,7 @@ impl NodeCpus {
 
     /// `actor`'s worker process on `n` exited.
     pub(crate) fn process_exited(&mut self, n: NodeIdx, actor: ActorId) {
-        if let Some(node) = self.nodes.get_mut(n.index()) {
+        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
             node.processes = node.processes.saturating_sub(1);
             node.fresh_actors.remove(&actor);
         }
@@ -240,13 +259,13 @@ impl NodeCpus {
 
     /// Worker processes alive on `n` (actors' and the task workers' pool).
     pub(crate) fn processes(&self, n: NodeIdx) -> u32 {
-        self.nodes.get(n.index()).map_or(0, |node| node.processes)
+        self.node(n).map_or(0, |node| node.processes)
     }
 
     /// A node died: what its heaps held goes.
     pub(crate) fn lost(&mut self, n: NodeIdx) {
-        if let Some(node) = self.nodes.get_mut(n.index()) {
-            *node = NodeCpu::default();
+        if let Some(slot) = self.nodes.get_mut(n.index()) {
+            *slot = None;
         }
     }
 
@@ -267,7 +286,7 @@ impl NodeCpus {
             return now;
         }
         let settings = self.settings;
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let Some(node) = self.node_mut(n) else { return now + cost };
         if priority == Priority::Worker {
             return node.run(&settings, now, now, cost, Slicing::Queued);
         }
@@ -284,7 +303,7 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let Some(node) = self.node_mut(n) else { return now + cost };
         node.run_as_is(now, cost)
     }
 
@@ -294,7 +313,7 @@ impl NodeCpus {
             return now;
         }
         let settings = self.settings;
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cost };
+        let Some(node) = self.node_mut(n) else { return now + cost };
         let start = now.max(node.raylet_free);
         let end = node.run(&settings, now, start, cost, settings.slicing_at(Priority::Normal));
         node.raylet_free = end;
@@ -316,7 +335,7 @@ impl NodeCpus {
             return at;
         }
         let settings = self.settings;
-        let Some(node) = self.nodes.get_mut(n.index()) else { return at + cost };
+        let Some(node) = self.node_mut(n) else { return at + cost };
         if node.threads.len() >= 1024 {
             // Free by now, a thread holds back no work placed from now on; one free by
             // `at` only may still hold back work arriving before `at`.
@@ -336,13 +355,13 @@ impl NodeCpus {
     /// for its idle share as Ray's later starts do.
     pub(crate) fn start_worker(&mut self, n: NodeIdx, now: u64, cpu: u64, latency: u64) -> u64 {
         if cpu == 0 {
-            if let Some(node) = self.nodes.get_mut(n.index()) {
+            if let Some(node) = self.node_mut(n) {
                 node.processes += 1;
             }
             return now + latency;
         }
         let settings = self.settings;
-        let Some(node) = self.nodes.get_mut(n.index()) else { return now + cpu + latency };
+        let Some(node) = self.node_mut(n) else { return now + cpu + latency };
         let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
         let start = now.max(slot_free);
         // Counted from now: the starts queued after this one run while it is alive. Ray
@@ -446,11 +465,12 @@ impl NodeCpu {
         shared.place(arrives, arrives + stretched)
     }
 
-    /// `cost` on the core that comes free first, no sooner than it arrives.
+    /// `cost` on the core that comes free first, no sooner than it arrives. Cores free
+    /// at the same time are alike: which of them is taken changes no time.
     fn run_as_is(&mut self, arrives: u64, cost: u64) -> u64 {
-        let Some(Reverse(free)) = self.cores.pop() else { return arrives + cost };
-        let end = arrives.max(free) + cost;
-        self.cores.push(Reverse(end));
+        let Some(free) = self.cores.iter_mut().min() else { return arrives + cost };
+        let end = arrives.max(*free) + cost;
+        *free = end;
         end
     }
 }

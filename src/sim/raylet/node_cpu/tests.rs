@@ -215,3 +215,26 @@ fn a_submit_loop_counts_the_idle_workers_its_calls_will_lease() {
     // A worker's own work is queued, never stretched.
     assert_eq!(cpus.work_leasing(node(), Priority::Worker, 400, 10, 5), 410);
 }
+
+#[test]
+fn queued_work_ends_when_a_heap_of_core_free_times_says() {
+    // The cores are kept in no order and the earliest found by a scan: every piece
+    // must end exactly when taking the top of a min-heap of free times would have it.
+    use rand::{Rng, SeedableRng};
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for cores in [1u32, 2, 5, 16, 40] {
+        let mut cpus = cpus_on(CpuSettings::default(), machine(cores, 1));
+        let mut heap: BinaryHeap<Reverse<u64>> = (0..cores).map(|_| Reverse(0)).collect();
+        let mut now = 0u64;
+        for _ in 0..5_000 {
+            now += rng.random_range(0..20u64);
+            let cost = rng.random_range(1..100u64);
+            let Reverse(free) = heap.pop().expect("a core");
+            let expected = now.max(free) + cost;
+            heap.push(Reverse(expected));
+            assert_eq!(cpus.work(node(), Priority::Worker, now, cost), expected, "{cores} cores at {now}");
+        }
+    }
+}
