@@ -287,7 +287,6 @@ fn the_seed_program_has_no_anti_pattern() {
 fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
     use rayscope::observe::rows::ObservedTask;
     use rayscope::observe::store::Change;
-    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
     const JOB: &str = "01000000";
     const T0: u64 = 1_795_000_000_000;
     let driver = format!("{}{JOB}", "f".repeat(40));
@@ -315,24 +314,12 @@ fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
             ..Default::default()
         }));
     }
-    let trace = tempfile::tempdir().unwrap();
-    let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
-    w.append(&changes).unwrap();
-    drop(w);
-    let out = tempfile::tempdir().unwrap();
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
-        .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let (printed, v) = flow_of_trace(&changes);
     assert!(printed.contains("[get_in_loop] ray.get in a loop: _main waits on each f"), "{printed}");
     assert!(
         printed.contains("(observed)") && printed.contains("the driver's waits in ray.get are inferred"),
         "{printed}"
     );
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
     let f = &v["findings"][0];
     assert_eq!(f["kind"], "get_in_loop", "{v}");
     // The slowest call is named by Ray's own task id.
@@ -431,7 +418,6 @@ fn an_actor_call_whose_start_ray_lost_is_read_without_a_panic() {
 fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_cpu_is() {
     use rayscope::observe::rows::ObservedTask;
     use rayscope::observe::store::Change;
-    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
     const JOB: &str = "02000000";
     const T0: u64 = 1_795_000_000_000;
     // (cpus, the calls' node, [(start ms, end ms, worker pid)]), every call submitted
@@ -461,18 +447,7 @@ fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_
                 ..Default::default()
             }));
         }
-        let trace = tempfile::tempdir().unwrap();
-        let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
-        w.append(&changes).unwrap();
-        drop(w);
-        let out = tempfile::tempdir().unwrap();
-        let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
-            .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-        let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
+        let (_, v) = flow_of_trace(&changes);
         v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>()
     };
     // One call on a worker already up; three on workers Ray started for them, 1.5 s
@@ -485,4 +460,22 @@ fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_
     // before it.
     let queued = [(1_500, 2_000, 100), (2_000, 2_500, 100), (2_500, 3_000, 100), (3_000, 3_500, 100)];
     assert_eq!(findings_of_observed(1.0, Some("aa"), &queued), vec!["pending_on_resources".to_string()]);
+}
+
+/// `rayscope flow --trace` on a trace of `changes`, as `observe --record` writes one:
+/// what it printed, and its `findings.json`.
+fn flow_of_trace(changes: &[rayscope::observe::store::Change]) -> (String, serde_json::Value) {
+    use rayscope::observe::trace::{Header, TraceLimits, TraceWriter};
+    let trace = tempfile::tempdir().unwrap();
+    let mut w = TraceWriter::open(trace.path(), TraceLimits::default(), Header::default()).unwrap();
+    w.append(changes).unwrap();
+    drop(w);
+    let out = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["flow", "--trace", trace.path().to_str().unwrap(), "--out", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let findings = serde_json::from_slice(&std::fs::read(out.path().join("findings.json")).unwrap()).unwrap();
+    (String::from_utf8_lossy(&run.stdout).into_owned(), findings)
 }

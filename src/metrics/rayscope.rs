@@ -91,21 +91,24 @@ fn encode_observed(views: &[(Option<&str>, &ObservedView)], enc: &mut Descriptor
         }
     }
     for (name, help, value) in counters() {
-        let mut family = Family::counter(enc, name, help);
-        for (cluster, o) in views {
-            match cluster {
-                Some(c) => family.sample(&[("cluster", *c)], value(o))?,
-                None => family.sample(&NO_LABELS, value(o))?,
-            }
-        }
+        per_cluster(Family::counter(enc, name, help), views, value)?;
     }
     for (name, help, value) in gauges() {
-        let mut family = Family::gauge(enc, name, help);
-        for (cluster, o) in views {
-            match cluster {
-                Some(c) => family.sample(&[("cluster", *c)], value(o))?,
-                None => family.sample(&NO_LABELS, value(o))?,
-            }
+        per_cluster(Family::gauge(enc, name, help), views, value)?;
+    }
+    Ok(())
+}
+
+/// One sample of `family` per observed cluster, labelled by its name where it has one.
+fn per_cluster<V: prometheus_client::encoding::EncodeGaugeValue>(
+    mut family: Family<'_, '_>,
+    views: &[(Option<&str>, &ObservedView)],
+    value: fn(&ObservedView) -> V,
+) -> fmt::Result {
+    for (cluster, o) in views {
+        match cluster {
+            Some(c) => family.sample(&[("cluster", *c)], value(o))?,
+            None => family.sample(&NO_LABELS, value(o))?,
         }
     }
     Ok(())
