@@ -34,7 +34,8 @@ pub(super) struct ObserveArgs {
     #[arg(long, conflicts_with_all = ["ray", "trace"])]
     push_only: bool,
     /// Bearer token of a Ray cluster in token mode (sent as `Authorization: Bearer`,
-    /// to every --ray cluster).
+    /// to every --ray cluster) [default: the one Ray's own tools send: RAY_AUTH_TOKEN,
+    /// else the file RAY_AUTH_TOKEN_PATH names, else ~/.ray/auth_token, if any].
     #[arg(long, env = "RAYSCOPE_RAY_TOKEN", hide_env_values = true, requires = "ray")]
     token: Option<String>,
     /// Show a trace recorded earlier with --record instead of a live cluster (no Ray needed).
@@ -112,9 +113,31 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// The token Ray's own tools send when none is given: `RAY_AUTH_TOKEN`, else the file
+/// `RAY_AUTH_TOKEN_PATH` names, else `~/.ray/auth_token`. Ray 2.60 turns token mode on
+/// for a new local `ray.init()` (writing that file) and for every cluster started later
+/// on a machine that has it. With the place it came from, for the log.
+fn ray_default_token(env: impl Fn(&str) -> Option<String>, home: Option<PathBuf>) -> Option<(String, String)> {
+    if let Some(t) = env("RAY_AUTH_TOKEN").filter(|t| !t.trim().is_empty()) {
+        return Some((t.trim().to_string(), "RAY_AUTH_TOKEN".into()));
+    }
+    let path = env("RAY_AUTH_TOKEN_PATH").map(PathBuf::from).or_else(|| Some(home?.join(".ray/auth_token")))?;
+    let token = std::fs::read_to_string(&path).ok()?;
+    let token = token.trim();
+    (!token.is_empty()).then(|| (token.to_string(), path.display().to_string()))
+}
+
 pub(super) fn observe(args: ObserveArgs) -> ExitCode {
     init_logging(args.log_format);
-    let sources = match pull_sources(&args.ray, args.token.as_deref()) {
+    let token = args.token.clone().or_else(|| {
+        if args.ray.is_empty() {
+            return None;
+        }
+        let (token, from) = ray_default_token(|k| std::env::var(k).ok(), std::env::var_os("HOME").map(PathBuf::from))?;
+        tracing::info!(from = %from, "sending Ray's own auth token to --ray (--token overrides it)");
+        Some(token)
+    });
+    let sources = match pull_sources(&args.ray, token.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -175,4 +198,36 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
         serve_opts.observe = Some(ObserveServe { inbox: observer.inbox });
         Ok(observer.handle)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ray_default_token;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn rays_own_token_is_taken_from_its_variable_its_path_or_the_home_file_in_that_order() {
+        let home = tempfile::tempdir().unwrap();
+        let vars = |pairs: &[(&str, String)]| {
+            let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+            move |k: &str| m.get(k).cloned()
+        };
+        assert_eq!(ray_default_token(vars(&[]), Some(home.path().into())), None, "no token anywhere");
+        std::fs::create_dir(home.path().join(".ray")).unwrap();
+        std::fs::write(home.path().join(".ray/auth_token"), "from-home\n").unwrap();
+        let (t, from) = ray_default_token(vars(&[]), Some(home.path().into())).unwrap();
+        assert_eq!(t, "from-home");
+        assert!(from.ends_with(".ray/auth_token"), "{from}");
+        let other = home.path().join("other");
+        std::fs::write(&other, "from-path").unwrap();
+        let path = vars(&[("RAY_AUTH_TOKEN_PATH", other.display().to_string())]);
+        assert_eq!(ray_default_token(path, Some(home.path().into())).unwrap().0, "from-path");
+        let both = vars(&[("RAY_AUTH_TOKEN", "from-var".into()), ("RAY_AUTH_TOKEN_PATH", other.display().to_string())]);
+        assert_eq!(
+            ray_default_token(both, Some(home.path().into())).unwrap(),
+            ("from-var".into(), "RAY_AUTH_TOKEN".into())
+        );
+        std::fs::write(home.path().join(".ray/auth_token"), "  \n").unwrap();
+        assert_eq!(ray_default_token(vars(&[]), Some(home.path().into())), None, "an empty file is no token");
+    }
 }
