@@ -97,14 +97,7 @@ async fn inferred_waits_are_marked_and_the_pages_speak_of_a_cluster() {
     let text = text.as_str().unwrap();
     assert!(text.contains("observed cluster") && !text.contains("seed") && !text.contains("Virtual time"), "{text}");
     page.goto(&format!("http://{}/flow?job=01000000", s.addr)).await;
-    let note = page
-        .wait_for(
-            "the bottlenecks",
-            "document.querySelector('#bottlenecks').dataset.loaded ? document.querySelector('#bottlenecks').textContent : null",
-            Duration::from_secs(30),
-        )
-        .await;
-    let note = note.as_str().unwrap();
+    let note = page.loaded_text("#bottlenecks", Duration::from_secs(30)).await;
     assert!(note.contains("inferred from the calls' times") && note.contains("INFERRED"), "{note}");
 }
 

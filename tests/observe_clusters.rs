@@ -208,14 +208,7 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     let chrome = browser::Browser::launch(&exe).await;
     let page = chrome.page().await;
     page.goto(&format!("http://{}/flow?job=01000000&cluster=session_west", s.addr)).await;
-    let note = page
-        .wait_for(
-            "west's bottlenecks",
-            "document.querySelector('#bottlenecks').dataset.loaded ? document.querySelector('#bottlenecks').textContent : null",
-            Duration::from_secs(30),
-        )
-        .await;
-    let note = note.as_str().unwrap();
+    let note = page.loaded_text("#bottlenecks", Duration::from_secs(30)).await;
     assert!(note.contains("west_call") && !note.contains("east_call"), "{note}");
     let picker = page
         .wait_for(

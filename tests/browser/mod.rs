@@ -260,6 +260,16 @@ impl Page<'_> {
         }
     }
 
+    /// The text of the view `selector` (a Flow Insight panel, say) once it has loaded
+    /// (`dataset.loaded`), failing after `within`.
+    pub async fn loaded_text(&self, selector: &str, within: Duration) -> String {
+        let expr = format!(
+            "document.querySelector('{selector}').dataset.loaded ? document.querySelector('{selector}').textContent : null"
+        );
+        let text = self.wait_for(&format!("{selector} to load"), &expr, within).await;
+        text.as_str().unwrap_or_default().to_string()
+    }
+
     /// Every request this page made so far, WebSockets included.
     pub fn requests(&self) -> Vec<Request> {
         let events = self.browser.events_of(&self.session);
