@@ -168,12 +168,13 @@ pub fn model_steps_as(version: &str) -> Vec<(String, Shape)> {
 
 /// Two recordings of real Ray: the same families per step and kind of node, with the
 /// same label keys, except the families [`volatile_kinds`] says are served by other nodes
-/// from run to run.
+/// from run to run. A family whose presence comes and goes ([`volatile_presence`]) comes
+/// and goes per node too: Ray creates it per process, at that process's first event.
 pub fn compare_ray_runs(want: &[(String, Shape)], got: &[(String, Shape)]) -> Vec<String> {
     let volatile = volatile_kinds();
-    let is_volatile = |f: &str| volatile.iter().any(|(p, _)| matches_pattern(p, f));
     let comes_and_goes = volatile_presence();
     let may_be_absent = |f: &str| comes_and_goes.iter().any(|(p, _)| matches_pattern(p, f));
+    let is_volatile = |f: &str| volatile.iter().any(|(p, _)| matches_pattern(p, f)) || may_be_absent(f);
     let mut out = Vec::new();
     if want.len() != got.len() {
         out.push(format!("{} steps recorded, {} now", want.len(), got.len()));
