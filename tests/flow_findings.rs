@@ -462,6 +462,49 @@ fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_
     assert_eq!(findings_of_observed(1.0, Some("aa"), &queued), vec!["pending_on_resources".to_string()]);
 }
 
+/// An observed job's arguments, as the object listing gives them (`args` on its calls):
+/// four calls each given its own 4 MiB object by value are `large_arg_by_value`; the
+/// same four given one object (a reference the caller put once) are not.
+#[test]
+fn an_observed_large_value_sent_to_each_call_is_named_and_one_reference_is_not() {
+    use rayscope::observe::rows::{ArgObject, ObservedTask};
+    use rayscope::observe::store::Change;
+    const JOB: &str = "03000000";
+    const T0: u64 = 1_795_000_000_000;
+    let findings_with_args = |object_of: &dyn Fn(usize) -> String| {
+        let driver = format!("{}{JOB}", "f".repeat(40));
+        let mut changes = common::observed_job_opening(JOB, "python prog.py", 4.0, T0, 3_000);
+        for k in 0..4 {
+            let (start, end) = (100 + 10 * k as u64, 2_600 + 10 * k as u64);
+            changes.push(Change::Task(ObservedTask {
+                task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
+                job_id: JOB.into(),
+                name: "consume".into(),
+                kind: "NORMAL_TASK".into(),
+                state: "FINISHED".into(),
+                parent_task_id: Some(driver.clone()),
+                node_id: Some("aa".into()),
+                worker_pid: Some(100 + k as u32),
+                required_resources: vec![("CPU".into(), 0.5)],
+                events: vec![
+                    ("PENDING_NODE_ASSIGNMENT".into(), T0 + 1),
+                    ("RUNNING".into(), T0 + start),
+                    ("FINISHED".into(), T0 + end),
+                ],
+                start_time_ms: Some(T0 + start),
+                end_time_ms: Some(T0 + end),
+                args: vec![ArgObject { object_id: object_of(k), bytes: 4 << 20 }],
+                ..Default::default()
+            }));
+        }
+        let (_, v) = flow_of_trace(&changes);
+        v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let put = |index: usize| format!("{}{JOB}{:08x}", "f".repeat(40), (100_000_001u32 + index as u32).swap_bytes());
+    assert_eq!(findings_with_args(&|k| put(k)), vec!["large_arg_by_value".to_string()]);
+    assert_eq!(findings_with_args(&|_| put(0)), Vec::<String>::new());
+}
+
 /// `rayscope flow --trace` on a trace of `changes`, as `observe --record` writes one:
 /// what it printed, and its `findings.json`.
 fn flow_of_trace(changes: &[rayscope::observe::store::Change]) -> (String, serde_json::Value) {

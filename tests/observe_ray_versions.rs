@@ -1,9 +1,10 @@
 //! Observe mode on the oldest and the newest Ray it reads (2.49 and 2.60), by pull and
 //! by push at once, on a suite of small programs whose call graph is fixed by their
 //! source (scripts/ray-observe/suite.py): patterns (calls pipelined to a queue actor,
-//! map-reduce, a tree of actors, nested calls) and Ray's documented anti-patterns
-//! (`ray.get` in a loop, on functions and on an actor; results got in submission
-//! order; too fine-grained calls; calls queued for a whole node). They run back to
+//! map-reduce, a tree of actors, nested calls, a value put once and passed by reference)
+//! and Ray's documented anti-patterns (`ray.get` in a loop, on functions and on an
+//! actor; results got in submission order; too fine-grained calls; calls queued for a
+//! whole node; a large value passed by value to each call). They run back to
 //! back on one head, as users run them (the driver exits right after its last
 //! `ray.get`), without profiling and, most of them again, with `RAY_PROFILING=1`.
 //!
@@ -14,7 +15,8 @@
 //! an outcome at the job's end counts as ended with the job); no edge the program does
 //! not make; and `/api/flow/findings` names each anti-pattern program's pattern and
 //! finds nothing in a pattern program (its waits for the worker processes Ray starts
-//! are not waits for resources).
+//! are not waits for resources). Argument sizes come from Ray's object listing, so the
+//! push-only observer is not asked for `large_arg_by_value`.
 //!
 //! Needs both Rays: RAYSCOPE_RAY_CLI (2.60, the venv scripts/test makes) and
 //! RAYSCOPE_RAY_OLDEST_CLI (2.49); without them it is skipped unless
@@ -35,7 +37,7 @@ use std::time::Duration;
 /// before it exits, as docs/observe.md advises: its 60 calls end in its last second,
 /// and Ray 2.49 loses their starts with the workers it kills at the driver's exit
 /// (59 of 60 without a start, in a run without it), which leave no grain to judge.
-const RUNS: [(&str, bool, &str); 16] = [
+const RUNS: [(&str, bool, &str); 18] = [
     ("get_in_loop", false, ""),
     ("pipelined", false, ""),
     ("mapreduce", false, ""),
@@ -45,6 +47,8 @@ const RUNS: [(&str, bool, &str); 16] = [
     ("submission_order", false, ""),
     ("fine_grained", false, " --linger-s 1.5"),
     ("resource_bound", false, ""),
+    ("large_arg", false, ""),
+    ("put_once", false, ""),
     ("get_in_loop", true, ""),
     ("actor_in_loop", true, ""),
     ("submission_order", true, ""),
@@ -88,17 +92,21 @@ fn rays() -> Option<Vec<(&'static str, PathBuf)>> {
 }
 
 /// What a run of the suite must show: its edges and its findings' kinds (a pattern
-/// program: none at all), and those of them that need Ray's measured waits.
+/// program: none at all), those of them that need Ray's measured waits, and those that
+/// need the calls' argument sizes (the object listing, which only a polling observer
+/// reads).
 struct Want {
     edges: Vec<(String, String, u64)>,
     pattern: bool,
     findings: BTreeSet<String>,
     measured: BTreeSet<String>,
+    listed: BTreeSet<String>,
 }
 
 /// Whether `base` shows `job` as the program says; `Err` says what it shows instead.
-/// `profile_spans`: whether Ray sends this observer profile spans (not 2.49's push).
-fn check(base: &str, job: &str, want: &Want, profile_spans: bool) -> Result<(), String> {
+/// `profile_spans`: whether Ray sends this observer profile spans (not 2.49's push);
+/// `lists_objects`: whether it polls Ray's object listing (not a push-only one).
+fn check(base: &str, job: &str, want: &Want, profile_spans: bool, lists_objects: bool) -> Result<(), String> {
     let jobs = get(base, "/api/flow/jobs")?;
     let j = jobs["jobs"].as_array().and_then(|l| l.iter().find(|j| j["job_id"] == job)).ok_or("not seen yet")?;
     if j["end_time_s"].is_null() {
@@ -154,6 +162,9 @@ fn check(base: &str, job: &str, want: &Want, profile_spans: bool) -> Result<(), 
     let mut expected = want.findings.clone();
     if profile_spans {
         expected.extend(want.measured.iter().cloned());
+    }
+    if lists_objects {
+        expected.extend(want.listed.iter().cloned());
     }
     let wrong = if want.pattern { !kinds.is_empty() } else { !expected.is_subset(&kinds) };
     if wrong {
@@ -216,6 +227,7 @@ fn run_on(version: &str, python: &Path, dir: &Path) -> Vec<String> {
             pattern: out["pattern"].as_bool().unwrap(),
             findings: kinds("findings"),
             measured: kinds("findings_measured"),
+            listed: kinds("findings_listed"),
         };
         let mode = if profiled { "profiled" } else { "unprofiled" };
         jobs.push((program, mode, out["job_id"].as_str().unwrap().to_string(), want));
@@ -226,7 +238,9 @@ fn run_on(version: &str, python: &Path, dir: &Path) -> Vec<String> {
             let what = format!("Ray {version} by {how}: {program}, {mode} (job {job}) as its source says");
             // Every run is checked, and what failed is told together at the end.
             let profile_spans = !(version == "oldest" && how == "push");
-            if let Err(e) = try_wait_for(&what, Duration::from_secs(90), || check(base, job, want, profile_spans)) {
+            let lists_objects = how == "pull";
+            let checking = || check(base, job, want, profile_spans, lists_objects);
+            if let Err(e) = try_wait_for(&what, Duration::from_secs(90), checking) {
                 failures.push(e);
             }
         }

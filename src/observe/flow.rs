@@ -161,6 +161,9 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         went_on.insert(driver);
     }
     let mut ends: FxHashMap<u64, u64> = FxHashMap::default();
+    // (caller span, argument object) → (its calls that took it, bytes, first submit µs,
+    // caller depth).
+    let mut shared_args: BTreeMap<(u64, &str), (u32, u64, u64, u32)> = BTreeMap::new();
     // Each placed call's (caller span, depth, submit µs), for the argument waits.
     let mut parents: FxHashMap<u64, (u64, u32, u64)> = FxHashMap::default();
     // Parents first: a child may have been seen before its parent, but was submitted
@@ -205,7 +208,21 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             let first = &t.attempts[0];
             let submit = store.us(first.submitted_ms().unwrap_or(start_ms)).max(p_submit).max(p_start);
             let depth = p_depth + 1;
-            pending.push((submit, 0, depth, Rec::Submit { span: t.id, parent, target, t: submit, arg_bytes: 0 }));
+            // Its store arguments, each once across its attempts; each noted for its
+            // caller, to tell a reference passed to several calls from values sent anew.
+            let mut arg_bytes = 0u64;
+            let mut taken: Vec<&str> = Vec::new();
+            for o in t.attempts.iter().flat_map(|a| a.args.iter()) {
+                if !taken.contains(&o.object_id.as_str()) {
+                    taken.push(&o.object_id);
+                    arg_bytes = arg_bytes.saturating_add(o.bytes);
+                    let shared =
+                        shared_args.entry((parent, o.object_id.as_str())).or_insert((0, o.bytes, submit, p_depth));
+                    shared.0 += 1;
+                    shared.2 = shared.2.min(submit);
+                }
+            }
+            pending.push((submit, 0, depth, Rec::Submit { span: t.id, parent, target, t: submit, arg_bytes }));
             let mut first_start = u64::MAX;
             let n = t.attempts.len();
             let mut last_t = submit;
@@ -277,6 +294,14 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             }
             placed.insert(t.id, (submit, first_start.min(last_t), depth, frame));
             parents.insert(t.id, (parent, depth, submit));
+        }
+    }
+    // An object several of one caller's calls took is a reference the caller passed
+    // (its own ray.put, or a call's return): the caller put it once. One taken by a
+    // single call may be a value Ray put for that call alone: nothing is said of it.
+    for ((caller, _), (calls, bytes, at, depth)) in shared_args {
+        if calls >= 2 {
+            pending.push((at, 0, depth, Rec::Put { span: caller, t: at, bytes }));
         }
     }
     // Every wait below is inferred from the rows' times: its span is marked so.

@@ -10,7 +10,9 @@
 //! [`MAX_TRANSITIONS`] per attempt, Ray's own states kept first, so a client that
 //! pushes one task again and again with new state names grows nothing.
 
-use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask, MAX_STATE_NAME, MAX_TRANSITIONS};
+use super::rows::{
+    ArgObject, ObservedActor, ObservedJob, ObservedNode, ObservedTask, MAX_ARG_OBJECTS, MAX_STATE_NAME, MAX_TRANSITIONS,
+};
 
 fn text(old: &str, new: &str) -> String {
     if new.is_empty() { old } else { new }.to_string()
@@ -108,8 +110,21 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         },
+        args: merge_args(&old.args, &new.args),
     };
     (merged, dropped)
+}
+
+/// Both sides' argument objects, each once, at most [`MAX_ARG_OBJECTS`] (the older
+/// side's first).
+fn merge_args(old: &[ArgObject], new: &[ArgObject]) -> Vec<ArgObject> {
+    let mut args = old.to_vec();
+    for a in new {
+        if args.len() < MAX_ARG_OBJECTS && !args.iter().any(|o| o.object_id == a.object_id) {
+            args.push(a.clone());
+        }
+    }
+    args
 }
 
 pub fn actor(old: &ObservedActor, new: &ObservedActor) -> ObservedActor {

@@ -7,13 +7,15 @@
 //! them under caps (`store.rs`), pull from the State and Jobs APIs (`pull.rs`), push
 //! from Ray's Event Export (`push.rs`), the trace on disk (`trace.rs`), the snapshot
 //! and Flow Insight's records made from them (`publish.rs`, `flow.rs`; the waits Ray
-//! does not record are inferred in `inferred.rs`), and the thread that runs it all
+//! does not record are inferred in `inferred.rs`, the calls' arguments matched from the
+//! object listing in `args.rs`), and the thread that runs it all
 //! (`runner.rs`), one per observed cluster, kept apart by the registry of clusters
 //! (`clusters.rs`).
 //! Must never: import `sim` for anything but the handle readers already hold
 //! (`sim::runner::EngineHandle`), a reader (`metrics`, `api`, `flow`), or write to
 //! Ray: observing changes nothing on the cluster.
 
+pub mod args;
 pub mod clusters;
 pub mod flow;
 mod inferred;

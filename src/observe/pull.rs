@@ -278,7 +278,7 @@ impl Puller {
                 let (good, bad) = read_rows("objects", &rows, ObservedObject::from_row);
                 r.rows += rows.len() as u64;
                 self.bad(&mut r, bad);
-                r.changes.extend(store.set_objects(good));
+                r.changes.extend(store.set_objects(good, super::now_ms()));
             }
             Some(Err(e)) => {
                 r.failed_requests += 1;

@@ -21,6 +21,14 @@ pub const MAX_TRANSITIONS: usize = 32;
 /// `PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY`, has 42 bytes); a longer one is no
 /// Ray state and its transition is dropped.
 pub const MAX_STATE_NAME: usize = 64;
+/// Argument objects kept of one task attempt: a call takes few from the object store
+/// (small arguments travel inline and are never listed).
+pub const MAX_ARG_OBJECTS: usize = 16;
+/// The longest argument call site kept (`(deserialize task arg) module.Class.method`):
+/// 10,000 objects listed must not hold 10,000 long strings.
+pub const MAX_CALL_SITE: usize = 256;
+/// Object ids' indices above this are puts (see [`ObservedObject::is_put`]).
+pub const PUT_INDEX_FLOOR: u32 = 100_000_000;
 
 /// One attempt of one task, as `GET /api/v0/tasks?detail=true` lists it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -81,6 +89,20 @@ pub struct ObservedTask {
     /// field of Ray's task rows: `Store::set_objects` fills it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_bytes: Option<u64>,
+    /// The object-store arguments its worker held while it ran, as the object listing
+    /// showed them (not a field of Ray's task rows: `Store::set_objects` fills it). At
+    /// most [`MAX_ARG_OBJECTS`]; an argument passed inline (under Ray's 100 KiB) is not
+    /// in the store and not here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<ArgObject>,
+}
+
+/// One argument of a call, held in the object store: two calls given the same
+/// `ObjectRef` hold the same object id, two given the same value by value hold two.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgObject {
+    pub object_id: String,
+    pub bytes: u64,
 }
 
 /// One actor, as `GET /api/v0/actors?detail=true` lists it.
@@ -196,6 +218,11 @@ pub struct ObservedObject {
     pub pid: Option<u32>,
     #[serde(default)]
     pub reference_type: String,
+    /// Where the reference was made, kept only when it is Ray's mark of a running
+    /// call's argument, `(deserialize task arg) module.fn`, which Ray writes even with
+    /// call sites off (a user's call site, which is `disabled` by default, is dropped).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub call_site: String,
 }
 
 /// Why a row could not be read.
@@ -233,10 +260,15 @@ fn text(v: &Value, key: &str) -> Option<String> {
 
 /// `s` cut to [`MAX_TEXT`] bytes, on a character boundary.
 pub fn cut(s: &str) -> String {
-    if s.len() <= MAX_TEXT {
+    cut_at(s, MAX_TEXT)
+}
+
+/// `s` cut to `max` bytes, on a character boundary.
+fn cut_at(s: &str, max: usize) -> String {
+    if s.len() <= max {
         return s.to_string();
     }
-    let mut end = MAX_TEXT;
+    let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
@@ -330,6 +362,7 @@ impl ObservedTask {
                 v.get("error_message").and_then(Value::as_str),
             ),
             return_bytes: None,
+            args: Vec::new(),
             profiled,
             ray_profiling,
             profile,
@@ -458,6 +491,28 @@ impl ObservedPg {
 }
 
 impl ObservedObject {
+    /// The pid of the worker holding it as a running call's argument, and the call's
+    /// function as the call site names it (`module.fn`, `module.Class.method`).
+    pub fn as_call_argument(&self) -> Option<(u32, &str)> {
+        if self.reference_type != "PINNED_IN_MEMORY" {
+            return None;
+        }
+        let rest = self.call_site.strip_prefix("(deserialize ")?;
+        let (what, function) = rest.split_once(") ")?;
+        what.ends_with("arg").then_some(())?;
+        Some((self.pid?, function))
+    }
+
+    /// Whether a `ray.put` made it (the caller's own, or Ray's for an argument passed by
+    /// value) rather than a call's return: Ray numbers puts from 100,000,001 in the
+    /// object id's last 4 bytes (little-endian), returns from 1 (2.49 and 2.60 alike).
+    pub fn is_put(&self) -> bool {
+        self.object_id
+            .get(48..56)
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .is_some_and(|i| i.swap_bytes() > PUT_INDEX_FLOOR)
+    }
+
     pub fn from_row(v: &Value) -> Result<ObservedObject, FieldError> {
         Ok(ObservedObject {
             object_id: id(v, "object_id")?,
@@ -466,6 +521,10 @@ impl ObservedObject {
             ip: text(v, "ip").unwrap_or_default(),
             pid: num(v, "pid").map(|p| p.min(u64::from(u32::MAX)) as u32),
             reference_type: text(v, "reference_type").unwrap_or_default(),
+            call_site: text(v, "call_site")
+                .filter(|c| c.starts_with("(deserialize"))
+                .map(|c| cut_at(&c, MAX_CALL_SITE))
+                .unwrap_or_default(),
         })
     }
 }
@@ -567,6 +626,27 @@ mod tests {
         assert_eq!(msgs[0], "tasks row 1: `task_id` is missing");
         assert_eq!(msgs[1], "tasks row 2: `task_id` must be a string, got a number");
         assert!(msgs[2].starts_with("tasks row 3: `task_id` is not a Ray id"), "{}", msgs[2]);
+    }
+
+    #[test]
+    fn an_object_row_tells_a_running_calls_argument_and_a_put_from_a_return() {
+        // As Ray 2.49 and 2.60 list a 4 MiB argument Ray put for one call (FINDINGS.md §2e).
+        let put = "00ffffffffffffffffffffffffffffffffffffff0100000001e1f505";
+        let row = |reference: &str, call_site: &str| {
+            json!({"object_id": put, "object_size": 4194304, "reference_type": reference, "pid": 4479,
+                   "call_site": call_site, "type": "WORKER", "task_status": "NIL"})
+        };
+        let pinned = ObservedObject::from_row(&row("PINNED_IN_MEMORY", "(deserialize task arg) args.consume")).unwrap();
+        assert_eq!(pinned.as_call_argument(), Some((4479, "args.consume")));
+        assert!(pinned.is_put());
+        let caller = ObservedObject::from_row(&row("USED_BY_PENDING_TASK", "disabled")).unwrap();
+        assert_eq!((caller.as_call_argument(), caller.call_site.as_str()), (None, ""), "a user's call site is dropped");
+        let ret = ObservedObject { object_id: format!("{}01000000", &put[..48]), ..pinned.clone() };
+        assert!(!ret.is_put());
+        let long =
+            ObservedObject::from_row(&row("PINNED_IN_MEMORY", &format!("(deserialize task arg) {}", "m".repeat(5000))))
+                .unwrap();
+        assert_eq!(long.call_site.len(), MAX_CALL_SITE);
     }
 
     #[test]

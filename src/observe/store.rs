@@ -18,6 +18,7 @@
 //! snapshot's ids must find them again), or take a record's time from the wall clock
 //! (the wall clock only bounds which times are plausible).
 
+use super::args::ArgSightings;
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
 use rustc_hash::FxHashMap;
@@ -111,6 +112,8 @@ pub struct Store {
     pg_index: FxHashMap<String, u32>,
     /// The latest object listing, capped.
     pub objects: Vec<ObservedObject>,
+    /// Running calls' arguments seen in object listings, until their calls are known.
+    pub arg_sightings: ArgSightings,
     /// Bumped on every change, so a producer can tell whether to rebuild.
     pub generation: u64,
     /// Per job, the generation of its last change (its tasks, its actors, itself).
@@ -435,14 +438,18 @@ impl Store {
         true
     }
 
-    /// Replace the object listing (objects change too fast to merge, and are not
-    /// traced), and note on each producing task the bytes of its returns seen in it (an
-    /// object id is its task's id and a return index): the merged task changes, which
-    /// are traced. A return freed between two listings is never seen: its task keeps 0.
-    pub fn set_objects(&mut self, mut objects: Vec<ObservedObject>) -> Vec<Change> {
+    /// Replace the object listing, listed at `at_ms` (objects change too fast to
+    /// merge, and are not traced), and note on the tasks what it shows of them: on
+    /// each producing task the bytes of its returns (an object id is its task's id and a
+    /// return index; a put's index is past [`ObservedObject::is_put`]'s floor), and on
+    /// each ended call the arguments its worker held while it ran ([`ArgSightings`]).
+    /// The merged task changes are traced. A return freed between two listings is never
+    /// seen: its task keeps 0.
+    pub fn set_objects(&mut self, mut objects: Vec<ObservedObject>, at_ms: u64) -> Vec<Change> {
         objects.truncate(self.limits.max_objects);
+        self.arg_sightings.see(&objects, at_ms);
         let mut by_task: BTreeMap<&str, u64> = BTreeMap::new();
-        for o in &objects {
+        for o in objects.iter().filter(|o| !o.is_put()) {
             if let (Some(task), Some(size)) = (o.object_id.get(..48), o.object_size) {
                 *by_task.entry(task).or_insert(0) += size;
             }
@@ -462,6 +469,7 @@ impl Store {
                 ..Default::default()
             }));
         }
+        parts.extend(self.arg_sightings.resolve(&self.tasks, at_ms).into_iter().map(Change::Task));
         if objects != self.objects {
             self.objects = objects;
             self.generation += 1;
@@ -674,10 +682,15 @@ mod tests {
             object_size: Some(size),
             ..Default::default()
         };
-        let changes = s.set_objects(vec![object("01000000", 3 << 20), object("02000000", 1 << 20)]);
+        // Its two returns, and a ray.put of its own (Ray's put indices start past 1e8).
+        let listing = vec![object("01000000", 3 << 20), object("02000000", 1 << 20), object("01e1f505", 9 << 20)];
+        let changes = s.set_objects(listing, 2_000);
         assert_eq!(changes.len(), 1, "one task's change, to be traced");
-        assert_eq!(s.tasks[&1].last().return_bytes, Some(4 << 20), "both returns");
-        assert!(s.set_objects(vec![object("01000000", 3 << 20)]).is_empty(), "a freed return takes nothing away");
+        assert_eq!(s.tasks[&1].last().return_bytes, Some(4 << 20), "both returns, not the put");
+        assert!(
+            s.set_objects(vec![object("01000000", 3 << 20)], 3_000).is_empty(),
+            "a freed return takes nothing away"
+        );
         assert_eq!(s.tasks[&1].last().return_bytes, Some(4 << 20));
     }
 
