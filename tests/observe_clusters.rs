@@ -86,6 +86,16 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     // East named by its URL's path; west, which rayscope was not told of, by its
     // events' session.
     assert_eq!(s.push_to("/api/observe/events/east", &batch("session_east", "east_call")).await.status, 200);
+    let history = async |cluster: &str| -> Vec<f64> {
+        let h = s.get(&format!("/api/metrics/history?cluster={cluster}")).await.json();
+        h["points"].as_array().into_iter().flatten().filter_map(|p| p["timestamp"].as_f64()).collect()
+    };
+    eventually("east's history", async || {
+        let points = history("east").await;
+        (points.len() >= 2).then_some(()).ok_or(format!("{points:?}"))
+    })
+    .await;
+    let west_from = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     let r = s.push_to("/api/observe/events", &batch("session_west", "west_call")).await;
     assert_eq!(r.status, 200, "{}", r.text());
     // A second batch of east's session needs no name: east is known by its session now.
@@ -114,6 +124,18 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
         assert_eq!(graph.status, 200, "{}", graph.text());
         assert!(graph.text().contains(call), "{cluster}'s call graph names {call}");
     }
+    // Each cluster's seed-dashboard history is its own: west's begins once west was
+    // first pushed to, while east's began before.
+    let west = eventually("west's history", async || {
+        let points = history("session_west").await;
+        (!points.is_empty()).then_some(points.clone()).ok_or("none yet".to_string())
+    })
+    .await;
+    assert!(west.iter().all(|&t| t >= west_from - 0.001), "west's samples from {west_from}: {west:?}");
+    assert!(history("east").await.iter().any(|&t| t < west_from), "east's history began before west's");
+    let latest = s.get("/api/metrics?cluster=session_west").await;
+    assert_eq!((latest.status, latest.header("x-rayscope-cluster")), (200, Some("session_west")));
+
     // No cluster named: the first.
     assert_eq!(task_names(&s, "east").await, ["east_call", "east_call_leaf"]);
     let first = s.get("/api/v0/tasks").await;

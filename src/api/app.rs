@@ -124,15 +124,22 @@ pub(crate) const PIN_SECONDS: u64 = 60;
 /// bounded job table).
 const MAX_SUBMISSIONS: usize = 1_000;
 
+/// The cluster a request reads, and its name (observe mode).
+#[derive(Clone)]
+pub(crate) struct Picked {
+    pub handle: EngineHandle,
+    pub name: Arc<str>,
+}
+
 tokio::task_local! {
     /// The cluster a request names (`?cluster=NAME`, observe mode), set for the
     /// request's handler by `router::pick_cluster`.
-    static PICKED: EngineHandle;
+    static PICKED: Picked;
 }
 
-/// Run `f` (a request's handler) with `handle` as the cluster it reads.
-pub(crate) async fn with_cluster<F: std::future::Future>(handle: EngineHandle, f: F) -> F::Output {
-    PICKED.scope(handle, f).await
+/// Run `f` (a request's handler) with `picked` as the cluster it reads.
+pub(crate) async fn with_cluster<F: std::future::Future>(picked: Picked, f: F) -> F::Output {
+    PICKED.scope(picked, f).await
 }
 
 pub(crate) struct App {
@@ -185,7 +192,29 @@ pub(crate) type DriverPositions = (Arc<Tables>, Arc<Vec<usize>>);
 impl App {
     /// The snapshots a request reads: the cluster it names, or the first.
     pub fn handle(&self) -> EngineHandle {
-        PICKED.try_with(EngineHandle::clone).unwrap_or_else(|_| self.engine.clone())
+        PICKED.try_with(|p| p.handle.clone()).unwrap_or_else(|_| self.engine.clone())
+    }
+
+    /// The cluster a request reads, with its name: the one it picked, else the first
+    /// observed, else the model (named "").
+    pub fn picked(&self) -> Picked {
+        PICKED.try_with(Picked::clone).unwrap_or_else(|_| match &self.clusters {
+            Some(c) => {
+                let first = c.first();
+                Picked { handle: first.handle.clone(), name: first.name.as_str().into() }
+            }
+            None => Picked { handle: self.engine.clone(), name: "".into() },
+        })
+    }
+
+    /// Every cluster there is to sample: each observed one by name, or the model.
+    pub fn every_cluster(&self) -> Vec<Picked> {
+        match &self.clusters {
+            Some(c) => {
+                c.all().iter().map(|c| Picked { handle: c.handle.clone(), name: c.name.as_str().into() }).collect()
+            }
+            None => vec![Picked { handle: self.engine.clone(), name: "".into() }],
+        }
     }
 
     pub fn new(

@@ -14,31 +14,37 @@ use super::state_dir::{Failing, ALERTS, JOBS};
 use super::stores::dashboard_history::{sample, Previous};
 use super::stores::flow_cache::ENTRIES;
 use crate::snapshot::flow::JobRecord;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Sample until the server stops.
+/// Sample every cluster until the server stops (observe mode: each observed cluster,
+/// into its own ring; the registry's cap bounds how many).
 pub(crate) async fn sample_history(app: AppState) {
     let mut tick = tokio::time::interval(app.history_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut previous: Option<Previous> = None;
+    let mut previous: BTreeMap<Arc<str>, Previous> = BTreeMap::new();
     let mut stopping = app.stopping.clone();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stopped(&mut stopping) => return,
         }
-        let snap = app.handle().snapshot();
-        let now = Instant::now();
-        let sample = sample(&snap, previous.as_ref(), now);
-        previous = Some(Previous {
-            at: now,
-            finished: snap.counters.tasks_finished,
-            failed: snap.counters.tasks_failed,
-            submitted: snap.counters.tasks_submitted,
-        });
-        app.history.push(sample);
+        for cluster in app.every_cluster() {
+            let snap = cluster.handle.snapshot();
+            let now = Instant::now();
+            let sample = sample(&snap, previous.get(&cluster.name), now);
+            previous.insert(
+                cluster.name.clone(),
+                Previous {
+                    at: now,
+                    finished: snap.counters.tasks_finished,
+                    failed: snap.counters.tasks_failed,
+                    submitted: snap.counters.tasks_submitted,
+                },
+            );
+            app.history.push(&cluster.name, sample);
+        }
     }
 }
 

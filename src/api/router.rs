@@ -121,7 +121,8 @@ async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next)
         }
     };
     let name = header::HeaderValue::from_str(&picked.name).ok();
-    let mut response = super::app::with_cluster(picked.handle.clone(), next.run(req)).await;
+    let with = super::app::Picked { handle: picked.handle.clone(), name: picked.name.as_str().into() };
+    let mut response = super::app::with_cluster(with, next.run(req)).await;
     if let Some(v) = name {
         response.headers_mut().insert(CLUSTER_HEADER, v);
     }

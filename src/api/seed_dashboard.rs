@@ -202,10 +202,10 @@ pub(crate) async fn memory(State(app): State<AppState>, RawQuery(raw): RawQuery)
     })))
 }
 
-/// `GET /api/metrics`: the aggregator's latest sample.
+/// `GET /api/metrics`: the aggregator's latest sample of the cluster the request reads.
 pub(crate) async fn metrics(State(app): State<AppState>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     no_parameters(raw.as_deref())?;
-    Ok(match app.history.latest() {
+    Ok(match app.history.latest(&app.picked().name) {
         Some(v) => json_ok(v),
         None => json_ok(sample_now(&app.handle().snapshot())),
     })
@@ -222,7 +222,8 @@ fn no_parameters(raw: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
-/// `GET /api/metrics/history?start=&end=`: samples in a window of Unix seconds, oldest first.
+/// `GET /api/metrics/history?start=&end=`: samples in a window of Unix seconds, oldest
+/// first, of the cluster the request reads (observe mode: each cluster has its own).
 pub(crate) async fn metrics_history(
     State(app): State<AppState>,
     RawQuery(raw): RawQuery,
@@ -245,7 +246,7 @@ pub(crate) async fn metrics_history(
             }
         }
     }
-    let points = app.history.between(start, end);
+    let points = app.history.between(&app.picked().name, start, end);
     Ok(json_ok(json!({
         "interval_seconds": app.history_every.as_secs_f64(),
         "capacity": app.history.capacity(),

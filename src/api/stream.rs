@@ -118,7 +118,7 @@ pub(crate) async fn upgrade(
     // A client of a cluster it named (`?cluster=NAME`, observe mode) is sent that
     // cluster's summary at each of the shared ticks, which carry the first's; the
     // upgraded connection runs outside this request, so the cluster is taken now.
-    let picked = app.handle();
+    let picked = app.picked();
     let own = named.is_some();
     ws.max_frame_size(MAX_CLIENT_MESSAGE)
         .max_message_size(MAX_CLIENT_MESSAGE)

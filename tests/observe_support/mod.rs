@@ -30,6 +30,8 @@ impl Observed {
         let mut serve = ServeOptions::new(cfg);
         serve.token = token.map(str::to_string);
         serve.host = None;
+        // The seed dashboard's history sampled every 100 ms (5 s by default).
+        serve.history_every = Duration::from_millis(100);
         serve.clusters = Some(observer.clusters.clone());
         serve.observe = Some(ObserveServe { inbox: observer.inbox });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,6 +1,7 @@
 //! The seed dashboard's metrics aggregator: a cluster-level sample every 5 s of wall
-//! time, the last hour (720 samples) kept in a bounded ring, served at
-//! `/api/metrics` (the latest) and `/api/metrics/history`.
+//! time, the last hour (720 samples) kept in a bounded ring per cluster (observe mode
+//! keeps one for each observed cluster), served at `/api/metrics` (the latest) and
+//! `/api/metrics/history`, of the cluster the request reads.
 //!
 //! Samples hold cluster totals only; per-node detail lives in `/api/nodes` and
 //! `/metrics`. A sample is kept as its numbers ([`Sample`], a few hundred bytes) and
@@ -14,34 +15,41 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub(crate) struct DashboardHistory {
-    ring: Mutex<VecDeque<Sample>>,
+    /// Each cluster's ring, by name (the model's is ""; observe mode's are the observed
+    /// clusters', as many as the registry's cap allows).
+    rings: Mutex<BTreeMap<String, VecDeque<Sample>>>,
     capacity: usize,
 }
 
 impl DashboardHistory {
     pub fn new(capacity: usize) -> DashboardHistory {
-        DashboardHistory { ring: Mutex::new(VecDeque::with_capacity(capacity.min(4096))), capacity: capacity.max(1) }
+        DashboardHistory { rings: Mutex::new(BTreeMap::new()), capacity: capacity.max(1) }
     }
 
-    pub(crate) fn push(&self, sample: Sample) {
-        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+    pub(crate) fn push(&self, cluster: &str, sample: Sample) {
+        let mut rings = self.rings.lock().unwrap_or_else(PoisonError::into_inner);
+        if !rings.contains_key(cluster) {
+            rings.insert(cluster.to_string(), VecDeque::with_capacity(self.capacity.min(4096)));
+        }
+        let ring = rings.get_mut(cluster).expect("inserted above");
         if ring.len() >= self.capacity {
             ring.pop_front();
         }
         ring.push_back(sample);
     }
 
-    pub fn latest(&self) -> Option<Value> {
-        let latest = self.ring.lock().unwrap_or_else(PoisonError::into_inner).back().cloned();
+    pub fn latest(&self, cluster: &str) -> Option<Value> {
+        let latest = self.rings.lock().unwrap_or_else(PoisonError::into_inner).get(cluster)?.back().cloned();
         latest.map(|s| s.to_json())
     }
 
-    /// Samples with `timestamp` in `[start, end]` (Unix seconds), oldest first.
-    pub fn between(&self, start: f64, end: f64) -> Vec<Value> {
+    /// `cluster`'s samples with `timestamp` in `[start, end]` (Unix seconds), oldest first.
+    pub fn between(&self, cluster: &str, start: f64, end: f64) -> Vec<Value> {
         // Copy the numbers out and write JSON after the lock is released.
         let picked: Vec<Sample> = {
-            let ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
-            ring.iter().filter(|s| s.timestamp >= start && s.timestamp <= end).cloned().collect()
+            let rings = self.rings.lock().unwrap_or_else(PoisonError::into_inner);
+            let ring = rings.get(cluster).into_iter().flatten();
+            ring.filter(|s| s.timestamp >= start && s.timestamp <= end).cloned().collect()
         };
         picked.iter().map(Sample::to_json).collect()
     }
@@ -248,9 +256,11 @@ mod tests {
         assert_eq!(v["object_metrics"]["objects_live"], json!(s.objects_live));
         let history = DashboardHistory::new(2);
         for _ in 0..3 {
-            history.push(sample.clone());
+            history.push("a", sample.clone());
         }
-        assert_eq!(history.between(f64::NEG_INFINITY, f64::INFINITY), vec![v.clone(), v.clone()], "bounded at 2");
-        assert_eq!(history.latest(), Some(v));
+        let all = |cluster| history.between(cluster, f64::NEG_INFINITY, f64::INFINITY);
+        assert_eq!(all("a"), vec![v.clone(), v.clone()], "bounded at 2");
+        assert_eq!(history.latest("a"), Some(v));
+        assert!(all("b").is_empty() && history.latest("b").is_none(), "each cluster has its own ring");
     }
 }
