@@ -222,6 +222,14 @@ async fn pushes_from_two_clusters_with_the_same_job_id_stay_apart() {
     };
     let text = eventually("west's trace to show its job", trace_written).await;
     assert!(!text.contains("east_call"), "{text}");
+    // `observe --trace` of the whole directory shows each cluster's trace, apart.
+    let replayed = Observed::start(ObserveOptions::new(Source::Trace(record.clone()))).await;
+    let status = replayed.get("/api/observe").await.json();
+    let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["east", "session_west"], "{status}");
+    for (cluster, call) in [("east", "east_call"), ("session_west", "west_call")] {
+        assert_eq!(task_names(&replayed, cluster).await, [call.to_string(), format!("{call}_leaf")]);
+    }
 
     // The pages: a picker of the clusters, and every request of a page carries its cluster.
     let Some(exe) = browser::chromium_or_skip("pushes_from_two_clusters_with_the_same_job_id_stay_apart") else {

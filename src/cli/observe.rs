@@ -38,7 +38,8 @@ pub(super) struct ObserveArgs {
     /// else the file RAY_AUTH_TOKEN_PATH names, else ~/.ray/auth_token, if any].
     #[arg(long, env = "RAYSCOPE_RAY_TOKEN", hide_env_values = true, requires = "ray")]
     token: Option<String>,
-    /// Show a trace recorded earlier with --record instead of a live cluster (no Ray needed).
+    /// Show a trace recorded earlier with --record instead of a live cluster (no Ray
+    /// needed); a directory of several clusters' traces shows each, by its name.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["ray", "record"])]
     trace: Option<PathBuf>,
     /// Append everything observed to a trace in DIR (created if missing), which

@@ -266,15 +266,20 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, SpawnError> {
     clusters.opts.max_clusters = opts.max_clusters.max(1 + opts.more.len());
     let first_name = opts.name.clone().unwrap_or_else(|| DEFAULT_CLUSTER.to_string());
     if let Source::Trace(dir) = &opts.source {
-        let mut snap = trace_snapshot(dir, opts.limits)?;
-        if let Some(view) = snap.observed.as_mut() {
-            Arc::make_mut(view).cluster.clone_from(&first_name);
+        let traces = traces_in(dir, &first_name);
+        clusters.opts.max_clusters = clusters.opts.max_clusters.max(traces.len());
+        let list = clusters.list.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for (name, dir) in traces {
+            let mut snap = trace_snapshot(&dir, opts.limits)?;
+            if let Some(view) = snap.observed.as_mut() {
+                Arc::make_mut(view).cluster.clone_from(&name);
+            }
+            let out = Arc::new(ArcSwap::from_pointee(snap));
+            let handle = EngineHandle::producer(out, stop.clone(), None, REFUSAL);
+            list.push(Arc::new(Cluster { name, handle, target: None, session: Arc::default() }));
         }
-        let out = Arc::new(ArcSwap::from_pointee(snap));
-        let handle = EngineHandle::producer(out, stop, None, REFUSAL);
-        let c = Cluster { name: first_name, handle: handle.clone(), target: None, session: Arc::default() };
-        clusters.list.get_mut().unwrap_or_else(PoisonError::into_inner).push(Arc::new(c));
-        return Ok(Observer { handle, inbox: None, clusters: Arc::new(clusters) });
+        let clusters = Arc::new(clusters);
+        return Ok(Observer { handle: clusters.first().handle.clone(), inbox: None, clusters });
     }
     {
         let mut list = Vec::new();
@@ -288,6 +293,19 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, SpawnError> {
     let mut inbox = Inbox::new(clusters.clone(), server);
     inbox.body_deadline = opts.push_body_deadline;
     Ok(Observer { handle: clusters.first().handle.clone(), inbox: Some(inbox), clusters })
+}
+
+/// The traces `--trace DIR` shows, each a cluster: `DIR`'s own (named `first`), then
+/// each cluster's that `--record` with several clusters wrote in `DIR/NAME` (a
+/// directory name that is no cluster name is not one). With none at all, `DIR` alone,
+/// so that reading it says what is missing.
+fn traces_in(dir: &std::path::Path, first: &str) -> Vec<(String, PathBuf)> {
+    let named: Vec<String> =
+        super::trace::cluster_traces(dir).into_iter().filter(|n| check_name(n).is_ok() && n != first).collect();
+    let own = super::trace::holds_segments(dir) || named.is_empty();
+    let mut out: Vec<(String, PathBuf)> = own.then(|| (first.to_string(), dir.to_path_buf())).into_iter().collect();
+    out.extend(named.into_iter().map(|n| (n.clone(), dir.join(n))));
+    out
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 //! to a file another process may have left torn.
 //!
 //! Observing several clusters, each named cluster's trace is its own directory,
-//! `DIR/NAME` (the unnamed source's is `DIR` itself); a reader is given one of them.
+//! `DIR/NAME` (the unnamed source's is `DIR` itself); a reader is given one of them
+//! (`rayscope observe --trace DIR` shows each, a cluster apiece).
 //!
 //! One writer at a time: a recorder holds [`TraceLock`] (an exclusive `flock` of
 //! `DIR/.lock`) for as long as it runs, so a second one fails at start instead of
@@ -192,6 +193,11 @@ fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Whether `dir` is a trace itself (it holds segments).
+pub fn holds_segments(dir: &Path) -> bool {
+    segments(dir).is_ok_and(|s| !s.is_empty())
 }
 
 /// The clusters whose traces `dir` holds, by name: its subdirectories with segments
