@@ -15,7 +15,6 @@
 //! cluster whose clock is off by more than a call's length, calls get no arguments.
 
 use super::rows::{ArgObject, ObservedObject, ObservedTask};
-use super::store::TaskEntry;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -58,17 +57,17 @@ impl ArgSightings {
         }
     }
 
-    /// Match what waits to ended attempts among `tasks`; the parts of task records to
-    /// merge, each naming an attempt and the arguments it took that it did not hold
-    /// yet. `now_ms` ages the rest.
-    pub fn resolve(&mut self, tasks: &BTreeMap<u64, TaskEntry>, now_ms: u64) -> Vec<ObservedTask> {
+    /// Match what waits to ended attempts among `attempts` (every one held); the parts
+    /// of task records to merge, each naming an attempt and the arguments it took that
+    /// it did not hold yet. `now_ms` ages the rest.
+    pub fn resolve<'a>(&mut self, attempts: impl Iterator<Item = &'a ObservedTask>, now_ms: u64) -> Vec<ObservedTask> {
         if self.waiting.is_empty() {
             return Vec::new();
         }
         // The ended attempts on each worker seen, by start.
         let pids: FxHashSet<u32> = self.waiting.iter().map(|s| s.pid).collect();
         let mut on_pid: FxHashMap<u32, Vec<(u64, u64, &ObservedTask)>> = FxHashMap::default();
-        for a in tasks.values().flat_map(|e| e.attempts.iter()) {
+        for a in attempts {
             if let (Some(pid), Some(start), Some(end)) = (a.worker_pid, a.started_ms(), a.ended_ms()) {
                 if pids.contains(&pid) {
                     on_pid.entry(pid).or_default().push((start, end, a));
@@ -149,8 +148,8 @@ mod tests {
         }
     }
 
-    fn attempt(id: &str, pid: u32, name: &str, start: u64, end: Option<u64>) -> TaskEntry {
-        let t = ObservedTask {
+    fn attempt(id: &str, pid: u32, name: &str, start: u64, end: Option<u64>) -> ObservedTask {
+        ObservedTask {
             task_id: id.into(),
             job_id: "01000000".into(),
             name: name.into(),
@@ -160,8 +159,7 @@ mod tests {
             start_time_ms: Some(start),
             end_time_ms: end,
             ..Default::default()
-        };
-        TaskEntry { id: 0, job: 1, attempts: vec![t] }
+        }
     }
 
     #[test]
@@ -171,10 +169,10 @@ mod tests {
         let mut tasks = BTreeMap::new();
         tasks.insert(1, attempt("t1", 7, "consume", 1_000, Some(1_400)));
         tasks.insert(2, attempt("t2", 7, "consume", 1_402, None));
-        assert!(s.resolve(&tasks, 2_000).is_empty(), "the call that held it has not ended");
+        assert!(s.resolve(tasks.values(), 2_000).is_empty(), "the call that held it has not ended");
         assert_eq!(s.waiting(), 2);
         tasks.insert(2, attempt("t2", 7, "consume", 1_402, Some(2_500)));
-        let parts = s.resolve(&tasks, 3_000);
+        let parts = s.resolve(tasks.values(), 3_000);
         assert_eq!(parts.len(), 1);
         assert_eq!((parts[0].task_id.as_str(), parts[0].args[0].bytes), ("t2", 4 << 20));
         assert_eq!(s.waiting(), 1, "the other function's argument waits for its own call");
@@ -190,7 +188,7 @@ mod tests {
         let mut tasks = BTreeMap::new();
         tasks.insert(1, attempt("t1", 7, "f", 1_000, Some(2_000)));
         tasks.insert(2, attempt("t2", 7, "f", 2_001, Some(2_300)));
-        let parts = s.resolve(&tasks, 2_400);
+        let parts = s.resolve(tasks.values(), 2_400);
         let aa = vec![ArgObject { object_id: "aa".into(), bytes: 10 }];
         assert_eq!((parts.len(), &parts[0].args, &parts[1].args), (2, &aa, &aa));
         assert_eq!(s.waiting(), 0);
@@ -198,13 +196,13 @@ mod tests {
             s.see(&[argument(&format!("{i:x}"), 9, 1, "m.g")], 5_000);
         }
         assert_eq!((s.waiting(), s.unmatched), (MAX_SIGHTINGS, 5));
-        assert!(s.resolve(&tasks, 5_000 + SIGHTING_TTL_MS).is_empty());
+        assert!(s.resolve(tasks.values(), 5_000 + SIGHTING_TTL_MS).is_empty());
         assert_eq!((s.waiting(), s.unmatched), (0, MAX_SIGHTINGS as u64 + 5), "aged out, counted");
     }
 
     #[test]
     fn an_actor_method_is_named_by_its_class() {
-        let a = attempt("t", 1, "Worker.run", 0, Some(1)).attempts.remove(0);
+        let a = attempt("t", 1, "Worker.run", 0, Some(1));
         assert!(names_match("suite.Worker.run", &a));
         assert!(!names_match("suite.OtherWorker.run2", &a));
         assert!(!names_match("suite.XWorker.run", &a));

@@ -469,7 +469,8 @@ impl Store {
                 ..Default::default()
             }));
         }
-        parts.extend(self.arg_sightings.resolve(&self.tasks, at_ms).into_iter().map(Change::Task));
+        let attempts = self.tasks.values().flat_map(|e| e.attempts.iter());
+        parts.extend(self.arg_sightings.resolve(attempts, at_ms).into_iter().map(Change::Task));
         if objects != self.objects {
             self.objects = objects;
             self.generation += 1;
