@@ -25,8 +25,9 @@ sees them, one that only takes pushes does not.
   actor_tree    a Root actor creates 2 Child actors; Root.run calls each Child.work 3 times
   nested        2 outer tasks each call inner 3 times; each inner calls leaf twice
   put_once      the driver puts a 4 MiB value once and passes its reference to 4
-                calls of consume (0.5 CPUs, 2.5 s each: each running when objects
-                are listed)
+                calls of consume (0.5 CPUs, 5 s each: each call runs through at
+                least one object listing, which a polling observer makes every few
+                seconds at the slowest)
 
 Anti-patterns (Ray Core's "Design patterns & anti-patterns"), each with its finding:
 
@@ -146,7 +147,7 @@ def whole_node(i):
 
 @ray.remote(num_cpus=0.5)
 def consume(data, i):
-    time.sleep(2.5)
+    time.sleep(5.0)
     return len(data) + i
 
 
