@@ -395,7 +395,7 @@ pub(crate) async fn rows_where(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{TaskState, TaskType};
+    use crate::model::{Bytes, TaskState, TaskType};
     use crate::snapshot::TaskRow;
 
     fn task(id: u64, kind: TaskType, state: TaskState) -> TaskRow {
@@ -413,8 +413,8 @@ mod tests {
             started_at_us: None,
             ended_at_us: None,
             error: None,
-            arg_bytes: 0,
-            return_bytes: 0,
+            arg_bytes: Bytes(0),
+            return_bytes: Bytes(0),
             spec: 0,
             placement_group: None,
             history: crate::model::TaskHistory::submitted(id),
