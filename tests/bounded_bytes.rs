@@ -11,7 +11,8 @@
 mod api_support;
 
 use api_support::*;
-use rayscope::config::{ByteSize, DurationSpec};
+use rayscope::config::DurationSpec;
+use rayscope::model::Bytes;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ async fn an_alert_over_a_size_limit_refuses_the_whole_notification_and_names_the
 #[tokio::test]
 async fn the_alert_store_keeps_its_byte_budget_and_the_newest_alerts() {
     let mut cfg = config();
-    cfg.server.limits.alerts_bytes = ByteSize(64 * 1024);
+    cfg.server.limits.alerts_bytes = Bytes(64 * 1024);
     let s = Server::start(cfg, Tokens { token: Some(TOKEN), alert: Some(ALERT_TOKEN) }).await;
     let summary = "s".repeat(10 * 1024);
     for i in 0..50 {
@@ -105,7 +106,7 @@ fn flow_config() -> rayscope::config::Config {
     cfg.sim.seed = 2;
     cfg.sim.speed = 1_000_000.0;
     cfg.cluster.host_node = false;
-    cfg.server.limits.response_budget = ByteSize(1 << 20);
+    cfg.server.limits.response_budget = Bytes(1 << 20);
     cfg
 }
 

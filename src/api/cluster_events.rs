@@ -20,7 +20,7 @@ use super::error::{json_ok, ApiError};
 use super::query::{paging, ListQuery, MAX_PAGE};
 use super::rows::{Cell, Resource};
 use crate::model::cluster_events::Severity;
-use crate::snapshot::{ClusterEvent, ClusterEventsView};
+use crate::snapshot::{ClusterEvent, ClusterEventsView, VirtualTime};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
@@ -49,7 +49,7 @@ fn custom_fields(e: &ClusterEvent) -> Value {
 /// (total, num_filtered, page rows, next offset) of Ray's State API rows under `q`.
 pub(crate) fn state_page(
     view: &ClusterEventsView,
-    epoch_ms: impl Fn(u64) -> i64,
+    epoch_ms: impl Fn(VirtualTime) -> i64,
     q: &ListQuery,
 ) -> (usize, usize, Vec<Value>, Option<usize>) {
     let columns = Resource::ClusterEvents.columns();
@@ -122,7 +122,7 @@ pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -
             .skip(offset)
             .take(limit)
             .map(|e| {
-                let ms = (epoch + e.time_us / 1000) as i64;
+                let ms = (epoch + e.time_us.as_millis()) as i64;
                 json!({
                     "event_id": event_id(e),
                     "seq": e.seq,
@@ -132,7 +132,7 @@ pub(crate) async fn list(State(app): State<AppState>, RawQuery(raw): RawQuery) -
                     "message": e.message,
                     "time": utc_time(ms),
                     "timestamp_ms": ms,
-                    "sim_time_seconds": e.time_us as f64 / 1e6,
+                    "sim_time_seconds": e.time_us.as_secs_f64(),
                     "custom_fields": custom_fields(e),
                 })
             })

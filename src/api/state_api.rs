@@ -21,7 +21,7 @@ use super::query::{self, ListQuery, MAX_PAGE};
 use super::rows::{Ctx, Resource};
 use super::{cluster_events, cluster_rows};
 use crate::model::TaskType;
-use crate::snapshot::{JobView, Snapshot, Tables, VirtualTime};
+use crate::snapshot::{JobView, Snapshot, Tables};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -202,10 +202,9 @@ pub(crate) async fn list_resource(
     let _reserved = app.budget.reserve(rows as u64 * ROW_BYTES, "this State API page")?;
     if r == Resource::ClusterEvents {
         let q = query::parse(raw.as_deref(), r, &[])?;
-        let ((total, num_filtered, rows, next), warnings) = with_ctx(app, false, move |ctx, snap| {
-            cluster_events::state_page(&snap.cluster_events, |us| ctx.ms(VirtualTime(us)), &q)
-        })
-        .await?;
+        let ((total, num_filtered, rows, next), warnings) =
+            with_ctx(app, false, move |ctx, snap| cluster_events::state_page(&snap.cluster_events, |t| ctx.ms(t), &q))
+                .await?;
         return Ok(json_response(&envelope(total, num_filtered, Value::Array(rows), &warnings), next));
     }
     if matches!(r, Resource::Workers | Resource::RuntimeEnvs) {
@@ -395,7 +394,7 @@ pub(crate) async fn rows_where(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{TaskState, TaskType};
+    use crate::model::{Bytes, TaskState, TaskType, VirtualTime};
     use crate::snapshot::TaskRow;
 
     fn task(id: u64, kind: TaskType, state: TaskState) -> TaskRow {
@@ -413,8 +412,8 @@ mod tests {
             started_at_us: None,
             ended_at_us: None,
             error: None,
-            arg_bytes: 0,
-            return_bytes: 0,
+            arg_bytes: Bytes(0),
+            return_bytes: Bytes(0),
             spec: 0,
             placement_group: None,
             history: crate::model::TaskHistory::submitted(id),

@@ -19,7 +19,7 @@
 
 use super::scheduler::SchedulerConfig;
 use super::schema::{Config, ObjectStoreConfig, ValueType, WorkloadConfig};
-use super::units::ByteSize;
+use crate::model::Bytes;
 use serde::Serialize;
 
 mod measured;
@@ -189,7 +189,7 @@ pub fn beyond(cfg: &Config) -> Vec<String> {
         beyond.push(format!(
             "task returns of up to {} are put into the object store and got from it, and the largest put and \
              get measured were {} MB (docs/fidelity.md: object_local, object_get)",
-            ByteSize(largest),
+            Bytes(largest),
             LARGEST_PUT_MEASURED / 1_000_000
         ));
     }

@@ -1,6 +1,7 @@
 //! Default values of the config schema (Ray's own defaults where Ray has one).
 
-use super::units::{ByteSize, DurationDist, DurationSpec};
+use super::units::{DurationDist, DurationSpec};
+use crate::model::Bytes;
 
 pub(super) fn yes() -> bool {
     true
@@ -23,8 +24,8 @@ pub(super) fn one_u64() -> u64 {
 pub(super) fn default_ray_version() -> String {
     "2.60.0".into()
 }
-pub(super) fn default_network_bandwidth() -> ByteSize {
-    ByteSize(1_250_000_000) // 10 Gbit/s
+pub(super) fn default_network_bandwidth() -> Bytes {
+    Bytes(1_250_000_000) // 10 Gbit/s
 }
 // Ray 2.60's `health_check_initial_delay_ms` (5000), `health_check_period_ms` (3000)
 // and `health_check_failure_threshold` (5).
@@ -46,8 +47,8 @@ pub(super) fn default_head_ip() -> String {
 pub(super) fn default_head_cpu() -> f64 {
     8.0
 }
-pub(super) fn default_head_memory() -> ByteSize {
-    ByteSize(32 * 1024 * 1024 * 1024)
+pub(super) fn default_head_memory() -> Bytes {
+    Bytes(32 * 1024 * 1024 * 1024)
 }
 pub(super) fn default_launch_delay() -> DurationSpec {
     DurationSpec::secs(30.0)
@@ -222,11 +223,11 @@ const WORKER_GC_S: f64 = 0.036;
 pub(super) fn default_spill_threshold() -> f64 {
     0.8
 }
-pub(super) fn default_spill_bandwidth() -> ByteSize {
-    ByteSize(1024 * 1024 * 1024)
+pub(super) fn default_spill_bandwidth() -> Bytes {
+    Bytes(1024 * 1024 * 1024)
 }
-pub(super) fn default_transfer_bandwidth() -> ByteSize {
-    ByteSize(TRANSFER_BYTES_PER_S)
+pub(super) fn default_transfer_bandwidth() -> Bytes {
+    Bytes(TRANSFER_BYTES_PER_S)
 }
 pub(super) fn default_transfer_latency() -> DurationSpec {
     DurationSpec::secs(TRANSFER_S)
@@ -236,13 +237,13 @@ const TRANSFER_S: f64 = 0.000_021;
 pub(super) fn default_put_latency() -> DurationSpec {
     DurationSpec::secs(PUT_S)
 }
-pub(super) fn default_put_bandwidth() -> ByteSize {
-    ByteSize(PUT_BYTES_PER_S)
+pub(super) fn default_put_bandwidth() -> Bytes {
+    Bytes(PUT_BYTES_PER_S)
 }
 // Ray's `kMemcopyDefaultThreshold` (serialization.pxi): a raw `bytes` value over it is
 // copied by `parallel_memcopy` on `MEMCOPY_THREADS` (6) threads.
-pub(super) fn default_put_parallel_threshold() -> ByteSize {
-    ByteSize(1024 * 1024)
+pub(super) fn default_put_parallel_threshold() -> Bytes {
+    Bytes(1024 * 1024)
 }
 // `put_threshold.py` (runs/put-threshold.json): the intercept of the puts over the
 // threshold (1.06 to 30 MB) less that of the puts under it (0.5 and 1.04 MB), each a line
@@ -250,26 +251,26 @@ pub(super) fn default_put_parallel_threshold() -> ByteSize {
 pub(super) fn default_put_parallel_start() -> DurationSpec {
     DurationSpec::secs(0.000_289)
 }
-pub(super) fn default_put_parallel_bandwidth() -> ByteSize {
-    ByteSize(PUT_PARALLEL_BYTES_PER_S)
+pub(super) fn default_put_parallel_bandwidth() -> Bytes {
+    Bytes(PUT_PARALLEL_BYTES_PER_S)
 }
 // The slope of `put_release.py`'s held puts from 1 MB to 100 MB (0.69 to 9.53 ms), on the
 // AMD EPYC VM the calibration ran on before (runs/put-release.json; not re-measured).
-pub(super) fn default_put_reused_bandwidth() -> ByteSize {
-    ByteSize(11_200_000_000)
+pub(super) fn default_put_reused_bandwidth() -> Bytes {
+    Bytes(11_200_000_000)
 }
 pub(super) fn default_get_latency() -> DurationSpec {
     DurationSpec::secs(GET_S)
 }
-pub(super) fn default_get_bandwidth() -> ByteSize {
-    ByteSize(GET_BYTES_PER_S)
+pub(super) fn default_get_bandwidth() -> Bytes {
+    Bytes(GET_BYTES_PER_S)
 }
-pub(super) fn default_get_fresh_bandwidth() -> ByteSize {
-    ByteSize(GET_FRESH_BYTES_PER_S)
+pub(super) fn default_get_fresh_bandwidth() -> Bytes {
+    Bytes(GET_FRESH_BYTES_PER_S)
 }
 // glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: 4 MiB × sizeof(long).
-pub(super) fn default_get_fresh_threshold() -> ByteSize {
-    ByteSize(32 * 1024 * 1024)
+pub(super) fn default_get_fresh_threshold() -> Bytes {
+    Bytes(32 * 1024 * 1024)
 }
 // A numpy array's get is a view of the store's memory, so its cost does not grow with
 // its size; it costs more than a small `bytes` get (rebuilding the array around the
@@ -285,8 +286,8 @@ const GET_FRESH_BYTES_PER_S: u64 = 1_911_764_706;
 const PUT_S: f64 = 0.000_507;
 const PUT_BYTES_PER_S: u64 = 1_472_921_864;
 const PUT_PARALLEL_BYTES_PER_S: u64 = 2_580_000_000;
-pub(super) fn default_inline_threshold() -> ByteSize {
-    ByteSize(100 * 1024)
+pub(super) fn default_inline_threshold() -> Bytes {
+    Bytes(100 * 1024)
 }
 pub(super) fn default_memory_threshold() -> f64 {
     0.95

@@ -28,7 +28,7 @@ pub use ray_series::MetricCardinality;
 pub use scheduler::SchedulerConfig;
 pub use schema::*;
 pub use server_limits::ServerLimits;
-pub use units::{ByteSize, DurationDist, DurationSpec};
+pub use units::{DurationDist, DurationSpec};
 pub use validate::{validate, Problem};
 
 use locate::{PosMap, Target};

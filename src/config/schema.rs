@@ -5,7 +5,8 @@
 
 use super::defaults::*;
 use super::scheduler::SchedulerConfig;
-use super::units::{ByteSize, DurationSpec};
+use super::units::DurationSpec;
+use crate::model::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,7 +58,7 @@ pub struct ClusterConfig {
     pub node_types: Vec<NodeTypeConfig>,
     /// Per-node network bandwidth used for object transfers.
     #[serde(default = "default_network_bandwidth")]
-    pub network_bandwidth: ByteSize,
+    pub network_bandwidth: Bytes,
     /// How much work a config or a submitted job may ask for (see `limits.rs`).
     #[serde(default)]
     pub limits: super::limits::LimitsConfig,
@@ -139,16 +140,16 @@ pub struct HeadNodeConfig {
     #[serde(default)]
     pub gpu: f64,
     #[serde(default = "default_head_memory")]
-    pub memory: ByteSize,
+    pub memory: Bytes,
     /// Defaults to 30% of `memory`, as Ray's.
     #[serde(default)]
-    pub object_store_memory: Option<ByteSize>,
+    pub object_store_memory: Option<Bytes>,
     #[serde(default)]
     pub resources: BTreeMap<String, f64>,
     #[serde(default)]
     pub gpu_model: Option<String>,
     #[serde(default)]
-    pub gpu_memory: Option<ByteSize>,
+    pub gpu_memory: Option<Bytes>,
 }
 
 impl ClusterConfig {
@@ -194,9 +195,9 @@ pub struct NodeTypeConfig {
     pub cores: Option<u32>,
     #[serde(default)]
     pub gpu: f64,
-    pub memory: ByteSize,
+    pub memory: Bytes,
     #[serde(default)]
-    pub object_store_memory: Option<ByteSize>,
+    pub object_store_memory: Option<Bytes>,
     #[serde(default)]
     pub resources: BTreeMap<String, f64>,
     /// Addresses for nodes of this type, `10.0.1.0/24` or `10.0.1.10-10.0.1.250`.
@@ -204,7 +205,7 @@ pub struct NodeTypeConfig {
     #[serde(default)]
     pub gpu_model: Option<String>,
     #[serde(default)]
-    pub gpu_memory: Option<ByteSize>,
+    pub gpu_memory: Option<Bytes>,
     #[serde(default)]
     pub autoscaler: Option<AutoscalerConfig>,
 }
@@ -233,15 +234,15 @@ pub struct ObjectStoreConfig {
     pub spill_threshold: f64,
     /// Disk bandwidth for spilling and restoring.
     #[serde(default = "default_spill_bandwidth")]
-    pub spill_bandwidth: ByteSize,
+    pub spill_bandwidth: Bytes,
     /// Ray's `max_direct_call_object_size`: returns up to this size stay inline.
     #[serde(default = "default_inline_threshold")]
-    pub inline_threshold: ByteSize,
+    pub inline_threshold: Bytes,
     /// What the object manager copies per second into one transfer: Ray pushes an
     /// object in gRPC chunks, work on both ends. A transfer runs at the lower of this and
     /// `cluster.network_bandwidth`.
     #[serde(default = "default_transfer_bandwidth")]
-    pub transfer_bandwidth: ByteSize,
+    pub transfer_bandwidth: Bytes,
     /// Per object copied to another node (a task's argument, or what a `ray.get` asks
     /// for), before its first byte moves: the owner's location lookup and the pull request.
     #[serde(default = "default_transfer_latency")]
@@ -254,22 +255,22 @@ pub struct ObjectStoreConfig {
     /// What a put of up to `put_parallel_threshold` copies per second into fresh pages
     /// of the store: one `memcpy` on the writer's thread.
     #[serde(default = "default_put_bandwidth")]
-    pub put_bandwidth: ByteSize,
+    pub put_bandwidth: Bytes,
     /// Ray's `kMemcopyDefaultThreshold` (1 MiB, fixed in Ray): a `bytes` value over it
     /// is copied into the store by `parallel_memcopy`, on threads started for that put.
     #[serde(default = "default_put_parallel_threshold")]
-    pub put_parallel_threshold: ByteSize,
+    pub put_parallel_threshold: Bytes,
     /// What a put over `put_parallel_threshold` works once to start and join its copy
     /// threads (`put_threshold.py`: the step across the threshold).
     #[serde(default = "default_put_parallel_start")]
     pub put_parallel_start: DurationSpec,
     /// What such a put copies per second into fresh pages, all its threads together.
     #[serde(default = "default_put_parallel_bandwidth")]
-    pub put_parallel_bandwidth: ByteSize,
+    pub put_parallel_bandwidth: Bytes,
     /// What a put copies per second into pages of the store that held objects before
     /// (measured, not fitted: `put_release.py`).
     #[serde(default = "default_put_reused_bandwidth")]
-    pub put_reused_bandwidth: ByteSize,
+    pub put_reused_bandwidth: Bytes,
     /// A `ray.get` of an object in the getter's node's store (pulled there first when it
     /// is elsewhere), before its bytes: the store round trip and the deserializer's call.
     /// The getter's CPU work, with the next three (`sim::get_micros`); an object up to
@@ -278,15 +279,15 @@ pub struct ObjectStoreConfig {
     pub get_latency: DurationSpec,
     /// What a get copies per second out of the store into the getter's heap.
     #[serde(default = "default_get_bandwidth")]
-    pub get_bandwidth: ByteSize,
+    pub get_bandwidth: Bytes,
     /// What it copies per second when the object is over `get_fresh_threshold`: the
     /// copy lands in pages the process maps afresh, each faulted in.
     #[serde(default = "default_get_fresh_bandwidth")]
-    pub get_fresh_bandwidth: ByteSize,
+    pub get_fresh_bandwidth: Bytes,
     /// glibc's largest mmap threshold on 64-bit (32 MiB): an allocation above it is a
     /// fresh mapping, whatever the process freed before; at or below it, reused heap.
     #[serde(default = "default_get_fresh_threshold")]
-    pub get_fresh_threshold: ByteSize,
+    pub get_fresh_threshold: Bytes,
     /// A get of a value its workload gives as `value_type: numpy`, whatever its size:
     /// Ray hands the array back as a view of the store's memory, not a copy
     /// (`numpy_get.py`).

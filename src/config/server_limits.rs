@@ -12,7 +12,8 @@
 //!
 //! Must never: refuse something without naming the limit and the setting that raises it.
 
-use super::units::{ByteSize, DurationSpec};
+use super::units::DurationSpec;
+use crate::model::Bytes;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,51 +22,51 @@ pub struct ServerLimits {
     /// One alert label (name and value together). Alert names become label values on
     /// `/metrics` (`rayscope_alerts_received_total`).
     #[serde(default = "default_label_bytes")]
-    pub alert_label_bytes: ByteSize,
+    pub alert_label_bytes: Bytes,
     /// One alert annotation (name and value together): summaries and runbook links.
     #[serde(default = "default_annotation_bytes")]
-    pub alert_annotation_bytes: ByteSize,
+    pub alert_annotation_bytes: Bytes,
     /// All received alerts kept together; the oldest go first.
     #[serde(default = "default_alerts_bytes")]
-    pub alerts_bytes: ByteSize,
+    pub alerts_bytes: Bytes,
     /// One submission's `metadata`, `runtime_env` and `entrypoint_resources` together.
     #[serde(default = "default_job_metadata_bytes")]
-    pub job_metadata_bytes: ByteSize,
+    pub job_metadata_bytes: Bytes,
     /// A submission's `entrypoint`, `submission_id` or a job name (names become labels).
     #[serde(default = "default_job_string_bytes")]
-    pub job_string_bytes: ByteSize,
+    pub job_string_bytes: Bytes,
     /// All kept submissions' metadata together; the oldest are forgotten first.
     #[serde(default = "default_submissions_bytes")]
-    pub submissions_bytes: ByteSize,
+    pub submissions_bytes: Bytes,
     /// Memory that large responses (flow views, State API lists) may take together while
     /// they are built; beyond it a request gets 503 with `Retry-After`.
     #[serde(default = "default_response_budget")]
-    pub response_budget: ByteSize,
+    pub response_budget: Bytes,
     /// A WebSocket client (job-log tail) that answers no ping for this long is dropped.
     #[serde(default = "default_idle_timeout")]
     pub websocket_idle_timeout: DurationSpec,
 }
 
-fn default_label_bytes() -> ByteSize {
-    ByteSize(1024)
+fn default_label_bytes() -> Bytes {
+    Bytes(1024)
 }
-fn default_job_string_bytes() -> ByteSize {
-    ByteSize(4 * 1024)
+fn default_job_string_bytes() -> Bytes {
+    Bytes(4 * 1024)
 }
-fn default_annotation_bytes() -> ByteSize {
-    ByteSize(16 * 1024)
+fn default_annotation_bytes() -> Bytes {
+    Bytes(16 * 1024)
 }
-fn default_alerts_bytes() -> ByteSize {
-    ByteSize(16 << 20)
+fn default_alerts_bytes() -> Bytes {
+    Bytes(16 << 20)
 }
-fn default_job_metadata_bytes() -> ByteSize {
-    ByteSize(64 * 1024)
+fn default_job_metadata_bytes() -> Bytes {
+    Bytes(64 * 1024)
 }
-fn default_submissions_bytes() -> ByteSize {
-    ByteSize(16 << 20)
+fn default_submissions_bytes() -> Bytes {
+    Bytes(16 << 20)
 }
-fn default_response_budget() -> ByteSize {
-    ByteSize(512 << 20)
+fn default_response_budget() -> Bytes {
+    Bytes(512 << 20)
 }
 fn default_idle_timeout() -> DurationSpec {
     DurationSpec::secs(60.0)

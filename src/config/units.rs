@@ -2,6 +2,7 @@
 //! seconds), a duration's range (`{min: 1s, max: 3s}`), and byte sizes (`512MiB`,
 //! `4GB`, or a number of bytes).
 
+use crate::model::Bytes;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
@@ -127,11 +128,8 @@ impl<'de> Deserialize<'de> for DurationSpec {
     }
 }
 
-/// A byte size.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
-pub struct ByteSize(pub u64);
-
-pub fn parse_bytes(s: &str) -> Result<ByteSize, UnitError> {
+/// A size as written in a config file or on the command line, in [`Bytes`].
+pub fn parse_bytes(s: &str) -> Result<Bytes, UnitError> {
     let t = s.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -151,46 +149,37 @@ pub fn parse_bytes(s: &str) -> Result<ByteSize, UnitError> {
         "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
         other => return Err(UnitError::SizeUnit(format!("{s:?}"), other.to_string())),
     };
-    Ok(ByteSize((v * scale).round() as u64))
+    Ok(Bytes((v * scale).round() as u64))
 }
 
-impl fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", crate::model::resources::Bytes(self.0))
-    }
-}
-
-impl Serialize for ByteSize {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ByteSize {
+/// A size in a config file: a number of bytes, or a number with a unit (`512MiB`).
+/// Here rather than in `model`, which knows no config syntax; serialized, it is the
+/// bare number (`Bytes`'s own `Serialize`).
+impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl Visitor<'_> for V {
-            type Value = ByteSize;
+            type Value = Bytes;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a size such as 512MiB, 4GiB, or a number of bytes")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Bytes, E> {
                 parse_bytes(v).map_err(E::custom)
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
-                Ok(ByteSize(v))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Bytes, E> {
+                Ok(Bytes(v))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bytes, E> {
                 if v < 0 {
                     return Err(E::custom(UnitError::NegativeSize(v.to_string())));
                 }
-                Ok(ByteSize(v as u64))
+                Ok(Bytes(v as u64))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Bytes, E> {
                 if v < 0.0 || !v.is_finite() {
                     return Err(E::custom(UnitError::NegativeSize(v.to_string())));
                 }
-                Ok(ByteSize(v.round() as u64))
+                Ok(Bytes(v.round() as u64))
             }
         }
         d.deserialize_any(V)

@@ -2,7 +2,8 @@
 
 use super::defaults::*;
 pub use super::units::DurationDist;
-use super::units::{ByteSize, DurationSpec};
+use super::units::DurationSpec;
+use crate::model::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -95,7 +96,7 @@ pub struct FlowInsightConfig {
     pub num_cpus: Option<f64>,
     /// Size of each `process()` return value.
     #[serde(default)]
-    pub return_size: ByteSize,
+    pub return_size: Bytes,
     /// What those values are (`bytes` or `numpy`), for what a get of one costs.
     #[serde(default)]
     pub value_type: ValueType,
@@ -158,7 +159,7 @@ pub struct FanOutConfig {
     pub reduce_duration: DurationDist,
     /// Size of each map output.
     #[serde(default)]
-    pub output_size: ByteSize,
+    pub output_size: Bytes,
     /// What the map and reduce outputs are (`bytes` or `numpy`), for what the driver's
     /// get of a reducer's costs.
     #[serde(default)]
@@ -166,14 +167,14 @@ pub struct FanOutConfig {
     /// Size of one object the driver `ray.put`s before it submits, which every map task
     /// takes as an argument (a model's weights, say); 0: none.
     #[serde(default)]
-    pub shared_input: ByteSize,
+    pub shared_input: Bytes,
     #[serde(default = "one_f64")]
     pub num_cpus: f64,
     #[serde(default)]
     pub num_gpus: f64,
     /// Heap memory each task uses while running (counts toward the memory monitor).
     #[serde(default)]
-    pub memory: ByteSize,
+    pub memory: Bytes,
     #[serde(default)]
     pub resources: BTreeMap<String, f64>,
     #[serde(default)]
@@ -202,7 +203,7 @@ pub struct TrainingConfig {
     #[serde(default = "one_f64")]
     pub bundle_gpu: f64,
     #[serde(default)]
-    pub bundle_memory: ByteSize,
+    pub bundle_memory: Bytes,
     #[serde(default)]
     pub placement_strategy: PgStrategyConfig,
     #[serde(default = "default_steps")]
@@ -211,7 +212,7 @@ pub struct TrainingConfig {
     pub step_duration: DurationDist,
     /// Bytes each worker returns per step (gradients).
     #[serde(default)]
-    pub gradient_size: ByteSize,
+    pub gradient_size: Bytes,
     /// What the gradients are (`bytes` or `numpy`), for what the driver's get costs.
     #[serde(default)]
     pub value_type: ValueType,
@@ -238,9 +239,9 @@ pub struct ActorPoolConfig {
     #[serde(default)]
     pub num_gpus: f64,
     #[serde(default)]
-    pub memory: ByteSize,
+    pub memory: Bytes,
     #[serde(default)]
-    pub return_size: ByteSize,
+    pub return_size: Bytes,
     /// What the calls return (`bytes` or `numpy`), for what the driver's get costs.
     #[serde(default)]
     pub value_type: ValueType,

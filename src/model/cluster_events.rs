@@ -17,6 +17,7 @@
 //! run); keep more than `capacity` + [`CHUNK`] events; format anything while disabled
 //! (capacity 0, as batch runs are).
 
+use super::VirtualTime;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -67,8 +68,7 @@ impl Source {
 pub struct ClusterEvent {
     /// Position in the stream of cluster events (0 first); the `event_id` derives from it.
     pub seq: u64,
-    /// Virtual time in microseconds.
-    pub time_us: u64,
+    pub time_us: VirtualTime,
     pub severity: Severity,
     pub source: Source,
     /// Ray's `label` (`RAY_NODE_REMOVED`, `Out of Memory`; empty for the Python emitters).
@@ -115,8 +115,8 @@ impl ClusterEvents {
         self.total
     }
 
-    /// Record the event `make` builds, at `time_us`. `make` runs only while enabled, so
-    /// a disabled store costs a branch.
+    /// Record the event `make` builds, at `time_us` (the engine's clock). `make` runs
+    /// only while enabled, so a disabled store costs a branch.
     pub fn record_with(&mut self, time_us: u64, make: impl FnOnce() -> NewEvent) {
         if !self.enabled() {
             return;
@@ -124,7 +124,7 @@ impl ClusterEvents {
         let e = make();
         let event = ClusterEvent {
             seq: self.total,
-            time_us,
+            time_us: VirtualTime(time_us),
             severity: e.severity,
             source: e.source,
             label: e.label,

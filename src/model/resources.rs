@@ -186,7 +186,8 @@ impl ResourceRequest {
     }
 }
 
-/// Bytes, for memory and object sizes. Serialized as the bare number.
+/// Bytes, for memory and object sizes. Serialized as the bare number; config files
+/// write it with a unit (`512MiB`), which `config::units` parses.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug, serde::Serialize)]
 #[serde(transparent)]
 pub struct Bytes(pub u64);

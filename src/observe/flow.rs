@@ -85,6 +85,9 @@ fn callee(store: &Store, t: &TaskEntry) -> (TargetKind, String, String, Option<u
 
 /// Build the records of `job` from the store.
 pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRecord> {
+    // Flow Insight's records hold bare µs, as the simulation's recorder writes them in
+    // its hot path: the store's virtual times are unwrapped here, once.
+    let us = |unix_ms: u64| store.time(unix_ms).as_micros();
     let info = store.jobs.get(&job);
     let tasks: Vec<&TaskEntry> = store.job_tasks(job).collect();
     if info.is_none() && tasks.is_empty() {
@@ -102,7 +105,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         .flatten()
         .min()
         .unwrap_or(0);
-    let start = store.us(start_ms);
+    let start = us(start_ms);
     // Ray 2.49 pushes no job events: there the driver's own task tells the job's end.
     let ended = info.map_or_else(
         || driver_task.is_some_and(|d| d.last().is_terminal()),
@@ -155,7 +158,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     // Calls whose outcome Ray did not report (`outcome`): the callers that went on
     // past their calls, and each placed call's end.
     let mut notes = ObservedNotes::default();
-    let job_end_us = end_ms.filter(|_| ended).map(|ms| store.us(ms));
+    let job_end_us = end_ms.filter(|_| ended).map(us);
     let mut went_on: FxHashSet<u64> = FxHashSet::default();
     if info.is_some_and(|j| j.status == "SUCCEEDED") {
         went_on.insert(driver);
@@ -206,7 +209,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                 (targets.len() - 1) as u32
             });
             let first = &t.attempts[0];
-            let submit = store.us(first.submitted_ms().unwrap_or(start_ms)).max(p_submit).max(p_start);
+            let submit = us(first.submitted_ms().unwrap_or(start_ms)).max(p_submit).max(p_start);
             let depth = p_depth + 1;
             // Its store arguments, each once across its attempts; each noted for its
             // caller, to tell a reference passed to several calls from values sent anew.
@@ -228,7 +231,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             let mut last_t = submit;
             for (k, a) in t.attempts.iter().enumerate() {
                 if let Some(ms) = starts.get(&(t.id, a.attempt_number)).copied().or_else(|| a.started_ms()) {
-                    let at = store.us(ms).max(last_t);
+                    let at = us(ms).max(last_t);
                     first_start = first_start.min(at);
                     let node = a.node_id.as_deref().and_then(|n| store.node_slot(n)).unwrap_or(u32::MAX);
                     pending.push((
@@ -241,7 +244,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                 }
                 if k + 1 < n {
                     if let Some(ms) = a.ended_ms().or(a.end_time_ms) {
-                        let at = store.us(ms).max(last_t);
+                        let at = us(ms).max(last_t);
                         pending.push((at, 3, depth, Rec::Requeue { span: t.id, t: at }));
                         last_t = at;
                     }
@@ -256,7 +259,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             if outcome::ended_with_job(ended, last, caller) {
                 // By its caller's end at the latest: the caller went on past it.
                 let by = ends.get(&parent).copied().or(job_end_us);
-                let at = last.ended_ms().map(|ms| store.us(ms)).into_iter().chain(by).min();
+                let at = last.ended_ms().map(us).into_iter().chain(by).min();
                 if let Some(at) = at.map(|at| at.max(last_t)) {
                     pending.push((at, 6, depth, Rec::End { span: t.id, t: at, ok: true, return_bytes: 0 }));
                     ends.insert(t.id, at);
@@ -267,7 +270,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
                 );
                 went_on.insert(t.id);
             } else if let Some(ms) = last.ended_ms() {
-                let at = store.us(ms).max(last_t);
+                let at = us(ms).max(last_t);
                 pending.push((
                     at,
                     6,
@@ -312,7 +315,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
         }
         pending.push(dep);
     }
-    let end = end_ms.map(|ms| store.us(ms).max(pending.iter().map(|p| p.0).max().unwrap_or(start)));
+    let end = end_ms.map(|ms| us(ms).max(pending.iter().map(|p| p.0).max().unwrap_or(start)));
     if let Some(e) = end {
         pending.push((
             e,
@@ -323,7 +326,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     }
     // A caller Ray profiled has its waits measured (`profile`); the others', inferred.
     let horizon = pending.iter().map(|p| p.0).max().unwrap_or(start);
-    let to_job_us = |unix_us: u64| store.us(unix_us / 1_000) + unix_us % 1_000;
+    let to_job_us = |unix_us: u64| us(unix_us / 1_000) + unix_us % 1_000;
     let mut measured: Vec<Pending> = Vec::new();
     let mut profiled: FxHashSet<u64> = FxHashSet::default();
     if let Some(d) = driver_task.filter(|d| d.last().ray_profiling) {

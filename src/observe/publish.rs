@@ -85,15 +85,10 @@ fn job_status(s: &str) -> JobStatus {
 
 /// Build a snapshot of the store as of `now_ms` (Unix ms).
 pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now_ms: u64) -> Snapshot {
-    let now = store.us(now_ms);
+    let now = store.time(now_ms);
     if let Some((generation, last)) = &cache.last {
         if *generation == store.generation && last.session_name == info.session_name {
-            return Snapshot {
-                seq,
-                sim_time_us: VirtualTime(now),
-                published_at: Some(std::time::Instant::now()),
-                ..last.clone()
-            };
+            return Snapshot { seq, sim_time_us: now, published_at: Some(std::time::Instant::now()), ..last.clone() };
         }
     }
     cache.stale = false;
@@ -103,7 +98,7 @@ pub fn snapshot(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u
     snap
 }
 
-fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now: u64) -> Snapshot {
+fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now: VirtualTime) -> Snapshot {
     let mut names = Names::default();
     // Per node: resources in use by running tasks and alive actors, running tasks, actors.
     let mut used: Vec<FxHashMap<&str, f64>> = vec![FxHashMap::default(); store.nodes.len()];
@@ -208,8 +203,8 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 running_tasks: running_on[slot],
                 leased_tasks: running_on[slot],
                 actors: actors_on[slot],
-                started_at_us: VirtualTime(n.start_time_ms.map_or(0, |ms| store.us(ms))),
-                died_at_us: (!alive).then(|| VirtualTime(n.end_time_ms.map_or(now, |ms| store.us(ms)))),
+                started_at_us: n.start_time_ms.map_or(VirtualTime::ZERO, |ms| store.time(ms)),
+                died_at_us: (!alive).then(|| n.end_time_ms.map_or(now, |ms| store.time(ms))),
                 crashed_at_us: None,
                 death_reason: (!alive).then(|| death_reason(n.state_message.as_deref())),
                 stats: NodeStats::default(),
@@ -228,8 +223,8 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
                 entrypoint: j.entrypoint.clone(),
                 status: job_status(&j.status),
                 message: j.message.clone(),
-                start_time_us: VirtualTime(j.start_time.map_or(0, |ms| store.us(ms))),
-                end_time_us: j.end_time.map(|ms| VirtualTime(store.us(ms))),
+                start_time_us: j.start_time.map_or(VirtualTime::ZERO, |ms| store.time(ms)),
+                end_time_us: j.end_time.map(|ms| store.time(ms)),
                 driver_node: store.driver_slot(j).unwrap_or(head),
                 log: Vec::new(),
                 log_total: 0,
@@ -265,7 +260,7 @@ fn build(store: &Store, info: &ClusterInfo, cache: &mut FlowCache, seq: u64, now
         .collect();
     Snapshot {
         seq,
-        sim_time_us: VirtualTime(now),
+        sim_time_us: now,
         session_name: info.session_name.clone(),
         version: info.ray_version.clone(),
         seed: 0,
@@ -360,7 +355,7 @@ fn recorded(store: &Store, cache: &mut FlowCache, names: &mut Names) -> Recorded
     Recorded { jobs, cap: store.limits.max_tasks as u64, calls: Arc::new(calls), durations: Arc::new(durations) }
 }
 
-fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
+fn tables(store: &Store, names: &mut Names, now: VirtualTime) -> Tables {
     let mut spec_requests: Vec<Vec<(String, f64)>> = Vec::new();
     let mut spec_index: BTreeMap<String, u32> = BTreeMap::new();
     let mut spec = |req: &[(String, f64)]| -> u32 {
@@ -375,9 +370,9 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
     for e in store.tasks.values() {
         for a in &e.attempts {
             let state = task_state(&a.state);
-            let mut history = TaskHistory::submitted(a.submitted_ms().map_or(0, |ms| store.us(ms)));
+            let mut history = TaskHistory::submitted(a.submitted_ms().map_or(0, |ms| store.time(ms).as_micros()));
             for (s, ms) in &a.events {
-                history.record(task_state(s), store.us(*ms));
+                history.record(task_state(s), store.time(*ms).as_micros());
             }
             let row = TaskRow {
                 id: e.id,
@@ -389,12 +384,12 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 parent: a.parent_task_id.as_deref().and_then(|p| store.task_number(p)),
                 actor: a.actor_id.as_deref().and_then(|x| store.actor_number(x)),
                 node: a.node_id.as_deref().and_then(|n| store.node_slot(n)),
-                submitted_at_us: VirtualTime(a.submitted_ms().map_or(0, |ms| store.us(ms))),
-                started_at_us: a.started_ms().map(|ms| VirtualTime(store.us(ms))),
-                ended_at_us: a.ended_ms().map(|ms| VirtualTime(store.us(ms))),
+                submitted_at_us: a.submitted_ms().map_or(VirtualTime::ZERO, |ms| store.time(ms)),
+                started_at_us: a.started_ms().map(|ms| store.time(ms)),
+                ended_at_us: a.ended_ms().map(|ms| store.time(ms)),
                 error: a.error_type.as_deref().and_then(ErrorType::parse),
-                arg_bytes: 0,
-                return_bytes: 0,
+                arg_bytes: Bytes(0),
+                return_bytes: Bytes(0),
                 spec: spec(&a.required_resources),
                 placement_group: a.placement_group_id.as_deref().and_then(|p| store.pg_number(p)),
                 history,
@@ -406,7 +401,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             }
         }
     }
-    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(VirtualTime(now)), r.id));
+    done.sort_by_key(|r| (r.ended_at_us.unwrap_or(now), r.id));
     let mut tasks = live;
     tasks.append(&mut done);
     let mut children: FxHashMap<u64, Vec<u64>> = FxHashMap::default();
@@ -461,8 +456,8 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
                 owner_task: owner.get(&id).copied().unwrap_or(0),
                 queued,
                 running,
-                created_at_us: VirtualTime(a.start_time_ms.map_or(0, |ms| store.us(ms))),
-                ended_at_us: a.end_time_ms.map(|ms| VirtualTime(store.us(ms))),
+                created_at_us: a.start_time_ms.map_or(VirtualTime::ZERO, |ms| store.time(ms)),
+                ended_at_us: a.end_time_ms.map(|ms| store.time(ms)),
             }
         })
         .collect();
@@ -476,7 +471,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             id: i as u64,
             job: o.object_id.get(48..56).and_then(job_number).unwrap_or(0),
             owner_task: 0,
-            size: o.object_size.unwrap_or(0),
+            size: Bytes(o.object_size.unwrap_or(0)),
             status: if o.task_status == "FAILED" { ObjectStatus::Failed } else { ObjectStatus::Ready },
             inline: false,
             node: by_ip.get(o.ip.as_str()).copied(),
@@ -507,7 +502,7 @@ fn tables(store: &Store, names: &mut Names, now: u64) -> Tables {
             created_at_us: VirtualTime::ZERO,
         })
         .collect();
-    Tables { built_at_us: VirtualTime(now), tasks, actors, objects, placement_groups, spec_requests }
+    Tables { built_at_us: now, tasks, actors, objects, placement_groups, spec_requests }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 use super::args::ArgSightings;
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
+use crate::model::VirtualTime;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -160,9 +161,9 @@ impl Store {
         }
     }
 
-    /// Unix ms as the snapshots' µs since time 0.
-    pub fn us(&self, unix_ms: u64) -> u64 {
-        unix_ms.saturating_sub(self.zero_ms.unwrap_or(unix_ms)).saturating_mul(1000)
+    /// Unix ms as the snapshots' virtual time: µs since time 0.
+    pub fn time(&self, unix_ms: u64) -> VirtualTime {
+        VirtualTime(unix_ms.saturating_sub(self.zero_ms.unwrap_or(unix_ms)).saturating_mul(1000))
     }
 
     pub fn node_slot(&self, node_id: &str) -> Option<u32> {
@@ -561,7 +562,7 @@ mod tests {
         );
         assert_eq!(s.task_number("aa"), Some(1));
         assert_eq!(s.zero_ms, Some(5_000));
-        assert_eq!(s.us(5_250), 250_000);
+        assert_eq!(s.time(5_250), VirtualTime(250_000));
     }
 
     #[test]

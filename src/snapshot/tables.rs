@@ -5,7 +5,7 @@
 //! someone reads them; readers index into it in place.
 
 use crate::model::{
-    ActorState, ErrorType, ObjectStatus, PgState, PgStrategy, TaskHistory, TaskState, TaskType, VirtualTime,
+    ActorState, Bytes, ErrorType, ObjectStatus, PgState, PgStrategy, TaskHistory, TaskState, TaskType, VirtualTime,
 };
 use serde::Serialize;
 
@@ -25,8 +25,8 @@ pub struct TaskRow {
     pub started_at_us: Option<VirtualTime>,
     pub ended_at_us: Option<VirtualTime>,
     pub error: Option<ErrorType>,
-    pub arg_bytes: u64,
-    pub return_bytes: u64,
+    pub arg_bytes: Bytes,
+    pub return_bytes: Bytes,
     /// Call-spec index: `Tables::spec_requests[spec]` is its resource request.
     pub spec: u32,
     pub placement_group: Option<u32>,
@@ -63,7 +63,7 @@ pub struct ObjectRow {
     pub id: u64,
     pub job: u32,
     pub owner_task: u64,
-    pub size: u64,
+    pub size: Bytes,
     pub status: ObjectStatus,
     pub inline: bool,
     pub node: Option<u32>,

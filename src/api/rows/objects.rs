@@ -21,7 +21,7 @@ impl Ctx<'_> {
         let o = &self.tables.objects[i];
         match name {
             "object_id" => owned(object_hex(o.id, o.job)),
-            "object_size" => Cell::Int(o.size as i64),
+            "object_size" => Cell::Int(o.size.0 as i64),
             "task_status" => s(o.task_status.as_str()),
             "attempt_number" => Cell::Int(o.attempt as i64),
             "reference_type" => s(if o.refs > 1 { "USED_BY_PENDING_TASK" } else { "LOCAL_REFERENCE" }),

@@ -5,7 +5,7 @@ use super::{Addresses, Cluster, Problems, Shape};
 use crate::config::ip_range::IpRange;
 use crate::config::locate::{join_index, join_key};
 use crate::config::schema::{ClusterConfig, Config};
-use crate::config::units::ByteSize;
+use crate::model::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -177,8 +177,8 @@ fn check_node(
     path: &str,
     cpu: f64,
     gpu: f64,
-    memory: ByteSize,
-    object_store_memory: Option<ByteSize>,
+    memory: Bytes,
+    object_store_memory: Option<Bytes>,
     resources: &BTreeMap<String, f64>,
 ) {
     p.non_negative(join_key(path, "cpu"), cpu);

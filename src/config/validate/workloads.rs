@@ -9,7 +9,7 @@
 use super::{Cluster, Problems, Shape};
 use crate::config::locate::{join_index, join_key};
 use crate::config::schema::*;
-use crate::config::units::ByteSize;
+use crate::model::Bytes;
 use std::collections::BTreeMap;
 
 /// Most workers an explicit Flow Insight tree may hold (the seed's draw has at most 15).
@@ -113,7 +113,7 @@ impl Request {
 
 fn amount(resource: &str, x: f64) -> String {
     if resource == "memory" {
-        ByteSize(x as u64).to_string()
+        Bytes(x as u64).to_string()
     } else {
         format!("{x}")
     }
