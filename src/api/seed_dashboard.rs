@@ -11,7 +11,7 @@ use super::query::paging;
 use super::rows::Resource;
 use super::state_api::rows_where;
 use super::stores::dashboard_history::{actor_states, sample_now, task_states};
-use crate::model::{Bytes, NodeState, VirtualTime};
+use crate::model::{Bytes, NodeState};
 use crate::snapshot::{NodeView, Snapshot};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
@@ -280,8 +280,8 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
         .map(|e| {
             json!({
                 "seq": e.seq,
-                "sim_time_seconds": e.time_us as f64 / 1e6,
-                "timestamp_ms": app.epoch_ms(VirtualTime(e.time_us)),
+                "sim_time_seconds": e.time.as_secs_f64(),
+                "timestamp_ms": app.epoch_ms(e.time),
                 "source": e.source,
                 "message": e.message,
             })

@@ -6,6 +6,7 @@
 
 use super::ids::HEX_DIGITS as HEX;
 use super::log_digest::LogDigest;
+use super::time::VirtualTime;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -30,8 +31,9 @@ const HASH_BATCH: usize = 64 * 1024;
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LoggedEvent {
     pub seq: u64,
-    /// Virtual time in microseconds.
-    pub time_us: u64,
+    /// When it happened (the log's lines write the bare µs).
+    #[serde(rename = "time_us")]
+    pub time: VirtualTime,
     pub source: &'static str,
     pub message: String,
 }
@@ -94,7 +96,7 @@ impl EventLog {
             };
             message.clear();
             message.push_str(text);
-            self.recent.push_back(LoggedEvent { seq: self.total, time_us, source, message });
+            self.recent.push_back(LoggedEvent { seq: self.total, time: VirtualTime(time_us), source, message });
         }
         self.total += 1;
         if self.unhashed.len() >= HASH_BATCH {
