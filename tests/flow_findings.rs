@@ -285,34 +285,15 @@ fn the_seed_program_has_no_anti_pattern() {
 /// in the printed text and in `findings.json`, and its fix saves what the waits cost.
 #[test]
 fn a_recorded_trace_of_a_get_loop_gets_its_finding_from_rayscope_flow() {
-    use rayscope::observe::rows::ObservedTask;
     use rayscope::observe::store::Change;
     const JOB: &str = "01000000";
     const T0: u64 = 1_795_000_000_000;
-    let driver = format!("{}{JOB}", "f".repeat(40));
     let mut changes = common::observed_job_opening(JOB, "python loop.py", 8.0, T0, 1_100);
     for k in 0..10u64 {
         // Each submitted 4 ms after the one before ended: too late for a wait to be
         // inferred (the driver reads as executing), soon enough for the loop.
         let (submit, end) = (T0 + 1 + k * 105, T0 + 1 + k * 105 + 101);
-        changes.push(Change::Task(ObservedTask {
-            task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
-            job_id: JOB.into(),
-            name: "f".into(),
-            kind: "NORMAL_TASK".into(),
-            state: "FINISHED".into(),
-            parent_task_id: Some(driver.clone()),
-            node_id: Some("aa".into()),
-            required_resources: vec![("CPU".into(), 1.0)],
-            events: vec![
-                ("PENDING_NODE_ASSIGNMENT".into(), submit),
-                ("RUNNING".into(), submit + 1),
-                ("FINISHED".into(), end),
-            ],
-            start_time_ms: Some(submit + 1),
-            end_time_ms: Some(end),
-            ..Default::default()
-        }));
+        changes.push(Change::Task(observed_call(JOB, k as usize + 1, "f", 1.0, (submit, submit + 1, end))));
     }
     let (printed, v) = flow_of_trace(&changes);
     assert!(printed.contains("[get_in_loop] ray.get in a loop: _main waits on each f"), "{printed}");
@@ -423,28 +404,14 @@ fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_
     // (cpus, the calls' node, [(start ms, end ms, worker pid)]), every call submitted
     // at T0.
     let findings_of_observed = |cpus: f64, node: Option<&str>, calls: &[(u64, u64, u32)]| {
-        let driver = format!("{}{JOB}", "f".repeat(40));
         let run_ms = calls.iter().map(|c| c.1).max().unwrap() + 5;
         let mut changes = common::observed_job_opening(JOB, "python prog.py", cpus, T0, run_ms);
         for (k, &(start, end, pid)) in calls.iter().enumerate() {
+            let times = (T0 + 1, T0 + start, T0 + end);
             changes.push(Change::Task(ObservedTask {
-                task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
-                job_id: JOB.into(),
-                name: "g".into(),
-                kind: "NORMAL_TASK".into(),
-                state: "FINISHED".into(),
-                parent_task_id: Some(driver.clone()),
                 node_id: node.map(str::to_string),
                 worker_pid: Some(pid),
-                required_resources: vec![("CPU".into(), cpus.min(1.0))],
-                events: vec![
-                    ("PENDING_NODE_ASSIGNMENT".into(), T0 + 1),
-                    ("RUNNING".into(), T0 + start),
-                    ("FINISHED".into(), T0 + end),
-                ],
-                start_time_ms: Some(T0 + start),
-                end_time_ms: Some(T0 + end),
-                ..Default::default()
+                ..observed_call(JOB, k + 1, "g", cpus.min(1.0), times)
             }));
         }
         let (_, v) = flow_of_trace(&changes);
@@ -472,29 +439,13 @@ fn an_observed_large_value_sent_to_each_call_is_named_and_one_reference_is_not()
     const JOB: &str = "03000000";
     const T0: u64 = 1_795_000_000_000;
     let findings_with_args = |object_of: &dyn Fn(usize) -> String| {
-        let driver = format!("{}{JOB}", "f".repeat(40));
         let mut changes = common::observed_job_opening(JOB, "python prog.py", 4.0, T0, 3_000);
         for k in 0..4 {
             let (start, end) = (100 + 10 * k as u64, 2_600 + 10 * k as u64);
             changes.push(Change::Task(ObservedTask {
-                task_id: format!("{:016x}{}{JOB}", k + 1, "0".repeat(24)),
-                job_id: JOB.into(),
-                name: "consume".into(),
-                kind: "NORMAL_TASK".into(),
-                state: "FINISHED".into(),
-                parent_task_id: Some(driver.clone()),
-                node_id: Some("aa".into()),
                 worker_pid: Some(100 + k as u32),
-                required_resources: vec![("CPU".into(), 0.5)],
-                events: vec![
-                    ("PENDING_NODE_ASSIGNMENT".into(), T0 + 1),
-                    ("RUNNING".into(), T0 + start),
-                    ("FINISHED".into(), T0 + end),
-                ],
-                start_time_ms: Some(T0 + start),
-                end_time_ms: Some(T0 + end),
                 args: vec![ArgObject { object_id: object_of(k), bytes: 4 << 20 }],
-                ..Default::default()
+                ..observed_call(JOB, k + 1, "consume", 0.5, (T0 + 1, T0 + start, T0 + end))
             }));
         }
         let (_, v) = flow_of_trace(&changes);
@@ -503,6 +454,31 @@ fn an_observed_large_value_sent_to_each_call_is_named_and_one_reference_is_not()
     let put = |index: usize| format!("{}{JOB}{:08x}", "f".repeat(40), (100_000_001u32 + index as u32).swap_bytes());
     assert_eq!(findings_with_args(&|k| put(k)), vec!["large_arg_by_value".to_string()]);
     assert_eq!(findings_with_args(&|_| put(0)), Vec::<String>::new());
+}
+
+/// The `k`th call of job `job`'s driver as Ray's rows show a finished one: `name`, on
+/// node `aa`, needing `cpus`, submitted, started and ended at the Unix ms `times`.
+fn observed_call(
+    job: &str,
+    k: usize,
+    name: &str,
+    cpus: f64,
+    (submit, start, end): (u64, u64, u64),
+) -> rayscope::observe::rows::ObservedTask {
+    rayscope::observe::rows::ObservedTask {
+        task_id: format!("{k:016x}{}{job}", "0".repeat(24)),
+        job_id: job.into(),
+        name: name.into(),
+        kind: "NORMAL_TASK".into(),
+        state: "FINISHED".into(),
+        parent_task_id: Some(format!("{}{job}", "f".repeat(40))),
+        node_id: Some("aa".into()),
+        required_resources: vec![("CPU".into(), cpus)],
+        events: vec![("PENDING_NODE_ASSIGNMENT".into(), submit), ("RUNNING".into(), start), ("FINISHED".into(), end)],
+        start_time_ms: Some(start),
+        end_time_ms: Some(end),
+        ..Default::default()
+    }
 }
 
 /// `rayscope flow --trace` on a trace of `changes`, as `observe --record` writes one:
