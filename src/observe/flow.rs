@@ -16,6 +16,7 @@
 use super::inferred::{argument_waits, get_waits, Pending};
 use super::measured::measured_waits;
 use super::outcome::{self, Caller};
+use super::rows::is_put_id;
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
@@ -299,11 +300,11 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             parents.insert(t.id, (parent, depth, submit));
         }
     }
-    // An object several of one caller's calls took is a reference the caller passed
-    // (its own ray.put, or a call's return): the caller put it once. One taken by a
-    // single call may be a value Ray put for that call alone: nothing is said of it.
-    for ((caller, _), (calls, bytes, at, depth)) in shared_args {
-        if calls >= 2 {
+    // A put several of one caller's calls took is a reference the caller put once and
+    // passed. One taken by a single call may be a value Ray put for that call alone,
+    // and a call's return is no put of the caller's: nothing is said of them.
+    for ((caller, object), (calls, bytes, at, depth)) in shared_args {
+        if calls >= 2 && is_put_id(object) {
             pending.push((at, 0, depth, Rec::Put { span: caller, t: at, bytes }));
         }
     }

@@ -225,6 +225,17 @@ pub struct ObservedObject {
     pub call_site: String,
 }
 
+/// Whether the object id `object_id` names a `ray.put` (the caller's own, or Ray's for
+/// an argument passed by value) rather than a call's return: Ray numbers puts from
+/// 100,000,001 in the id's last 4 bytes (little-endian), returns from 1 (2.49 and 2.60
+/// alike).
+pub fn is_put_id(object_id: &str) -> bool {
+    object_id
+        .get(48..56)
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        .is_some_and(|i| i.swap_bytes() > PUT_INDEX_FLOOR)
+}
+
 /// Why a row could not be read.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{table} row {index}: {problem}")]
@@ -503,14 +514,9 @@ impl ObservedObject {
         Some((self.pid?, function))
     }
 
-    /// Whether a `ray.put` made it (the caller's own, or Ray's for an argument passed by
-    /// value) rather than a call's return: Ray numbers puts from 100,000,001 in the
-    /// object id's last 4 bytes (little-endian), returns from 1 (2.49 and 2.60 alike).
+    /// Whether a `ray.put` made it rather than a call's return ([`is_put_id`]).
     pub fn is_put(&self) -> bool {
-        self.object_id
-            .get(48..56)
-            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
-            .is_some_and(|i| i.swap_bytes() > PUT_INDEX_FLOOR)
+        is_put_id(&self.object_id)
     }
 
     pub fn from_row(v: &Value) -> Result<ObservedObject, FieldError> {
