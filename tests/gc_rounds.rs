@@ -42,7 +42,7 @@ fn rounds(e: &Engine) -> Vec<(f64, u64)> {
         .filter(|l| l.source == "raylet" && l.message.contains("local GC"))
         .map(|l| {
             let n = l.message.rsplit('=').next().and_then(|v| v.parse().ok()).expect("a process count");
-            (l.time.as_secs_f64(), n)
+            (l.time_us.as_secs_f64(), n)
         })
         .collect();
     out.reverse();

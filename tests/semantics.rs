@@ -22,7 +22,7 @@ fn step_until(e: &mut Engine, t: u64) {
 /// The event log, oldest first (configs here keep all of it in memory).
 fn log(e: &Engine) -> Vec<String> {
     let mut v: Vec<String> =
-        e.model.log.recent().map(|l| format!("{} {} {}", l.time.as_micros(), l.source, l.message)).collect();
+        e.model.log.recent().map(|l| format!("{} {} {}", l.time_us.as_micros(), l.source, l.message)).collect();
     v.reverse();
     v
 }

@@ -131,6 +131,12 @@ pub(crate) struct Picked {
     pub name: Arc<str>,
 }
 
+impl From<&crate::observe::Cluster> for Picked {
+    fn from(c: &crate::observe::Cluster) -> Picked {
+        Picked { handle: c.handle.clone(), name: c.name.as_str().into() }
+    }
+}
+
 tokio::task_local! {
     /// The cluster a request names (`?cluster=NAME`, observe mode), set for the
     /// request's handler by `router::pick_cluster`.
@@ -199,10 +205,7 @@ impl App {
     /// observed, else the model (named "").
     pub fn picked(&self) -> Picked {
         PICKED.try_with(Picked::clone).unwrap_or_else(|_| match &self.clusters {
-            Some(c) => {
-                let first = c.first();
-                Picked { handle: first.handle.clone(), name: first.name.as_str().into() }
-            }
+            Some(c) => Picked::from(&*c.first()),
             None => Picked { handle: self.engine.clone(), name: "".into() },
         })
     }
@@ -210,9 +213,7 @@ impl App {
     /// Every cluster there is to sample: each observed one by name, or the model.
     pub fn every_cluster(&self) -> Vec<Picked> {
         match &self.clusters {
-            Some(c) => {
-                c.all().iter().map(|c| Picked { handle: c.handle.clone(), name: c.name.as_str().into() }).collect()
-            }
+            Some(c) => c.all().iter().map(|c| Picked::from(&**c)).collect(),
             None => vec![Picked { handle: self.engine.clone(), name: "".into() }],
         }
     }

@@ -121,8 +121,7 @@ async fn pick_cluster(State(app): State<AppState>, mut req: Request, next: Next)
         }
     };
     let name = header::HeaderValue::from_str(&picked.name).ok();
-    let with = super::app::Picked { handle: picked.handle.clone(), name: picked.name.as_str().into() };
-    let mut response = super::app::with_cluster(with, next.run(req)).await;
+    let mut response = super::app::with_cluster(super::app::Picked::from(&*picked), next.run(req)).await;
     if let Some(v) = name {
         response.headers_mut().insert(CLUSTER_HEADER, v);
     }

@@ -280,8 +280,8 @@ pub(crate) async fn events(State(app): State<AppState>, RawQuery(raw): RawQuery)
         .map(|e| {
             json!({
                 "seq": e.seq,
-                "sim_time_seconds": e.time.as_secs_f64(),
-                "timestamp_ms": app.epoch_ms(e.time),
+                "sim_time_seconds": e.time_us.as_secs_f64(),
+                "timestamp_ms": app.epoch_ms(e.time_us),
                 "source": e.source,
                 "message": e.message,
             })

@@ -31,9 +31,7 @@ const HASH_BATCH: usize = 64 * 1024;
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LoggedEvent {
     pub seq: u64,
-    /// When it happened (the log's lines write the bare µs).
-    #[serde(rename = "time_us")]
-    pub time: VirtualTime,
+    pub time_us: VirtualTime,
     pub source: &'static str,
     pub message: String,
 }
@@ -96,7 +94,7 @@ impl EventLog {
             };
             message.clear();
             message.push_str(text);
-            self.recent.push_back(LoggedEvent { seq: self.total, time: VirtualTime(time_us), source, message });
+            self.recent.push_back(LoggedEvent { seq: self.total, time_us: VirtualTime(time_us), source, message });
         }
         self.total += 1;
         if self.unhashed.len() >= HASH_BATCH {

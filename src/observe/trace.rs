@@ -207,7 +207,7 @@ pub fn cluster_traces(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| segments(&e.path()).is_ok_and(|s| !s.is_empty()))
+        .filter(|e| holds_segments(&e.path()))
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .take(1000)
         .collect();

@@ -28,10 +28,7 @@ impl DashboardHistory {
 
     pub(crate) fn push(&self, cluster: &str, sample: Sample) {
         let mut rings = self.rings.lock().unwrap_or_else(PoisonError::into_inner);
-        if !rings.contains_key(cluster) {
-            rings.insert(cluster.to_string(), VecDeque::with_capacity(self.capacity.min(4096)));
-        }
-        let ring = rings.get_mut(cluster).expect("inserted above");
+        let ring = rings.entry(cluster.to_string()).or_insert_with(|| VecDeque::with_capacity(self.capacity.min(4096)));
         if ring.len() >= self.capacity {
             ring.pop_front();
         }
