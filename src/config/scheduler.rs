@@ -61,10 +61,11 @@ pub struct SchedulerConfig {
     /// raylet ran here: 1, 2 and 2 at 1, 2 and 4 CPUs on 2 cores, prestart.py).
     #[serde(default)]
     pub maximum_startup_concurrency: Option<u32>,
-    /// Ray's `prestart_worker_first_driver`: each node has as many idle task workers up
-    /// as it starts at once (no more than its CPUs) before the first call, so the first
-    /// leases start no worker; an actor's creation takes an idle worker first, as Ray's
-    /// pool hands it one.
+    /// Ray's `prestart_worker_first_driver`: the head (where drivers run) has as many
+    /// idle task workers up as it starts at once (no more than its CPUs) before the first
+    /// call, so the first leases there start no worker; an actor's creation takes an idle
+    /// worker first, as Ray's pool hands it one. Other nodes' raylets prestart none: a
+    /// raylet prestarts when a driver registers with it.
     #[serde(default = "yes")]
     pub prestart_worker_first_driver: bool,
     /// How late a task worker's first call's reply reaches its owner (the lease is held

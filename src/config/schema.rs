@@ -154,13 +154,16 @@ pub struct HeadNodeConfig {
 
 impl ClusterConfig {
     /// A node's logical CPUs and physical cores: the head's (`None`) or a node type's.
-    /// Cores default to the logical CPUs, rounded up, and are at least one.
+    /// Cores default to the logical CPUs, rounded up, and are at least one; a node on
+    /// the head's machine has the head's.
     pub fn machine_of(&self, node_type: Option<u16>) -> (f64, u32) {
+        let head = (self.head.cpu, self.head.cores.unwrap_or(self.head.cpu.ceil() as u32));
         let (cpu, cores) = match node_type.and_then(|t| self.node_types.get(t as usize)) {
-            Some(t) => (t.cpu, t.cores),
-            None => (self.head.cpu, self.head.cores),
+            Some(t) if t.on_head_machine => (t.cpu, head.1),
+            Some(t) => (t.cpu, t.cores.unwrap_or(t.cpu.ceil() as u32)),
+            None => head,
         };
-        (cpu, cores.unwrap_or(cpu.ceil() as u32).max(1))
+        (cpu, cores.max(1))
     }
 }
 
@@ -193,6 +196,12 @@ pub struct NodeTypeConfig {
     /// Physical cores of each node's machine (default: `cpu`, rounded up; see the head's).
     #[serde(default)]
     pub cores: Option<u32>,
+    /// Each node of this type runs on the head's machine, as a second raylet there
+    /// (`ray.cluster_utils.Cluster`, or several Ray nodes on one host): its Ray work
+    /// takes the head's cores, and its idle worker processes load them. `cores` is then
+    /// the head's and must not be given.
+    #[serde(default)]
+    pub on_head_machine: bool,
     #[serde(default)]
     pub gpu: f64,
     pub memory: Bytes,

@@ -222,6 +222,22 @@ mod tests {
     }
 
     #[test]
+    fn a_node_on_the_head_machine_takes_no_cores_of_its_own() {
+        let node = |extra: &str| {
+            format!(
+                "cluster:\n  head: {{cpu: 2, cores: 2}}\n  node_types:\n    - {{name: w, count: 1, cpu: 2, memory: 8GiB, ip_range: 10.0.1.0/24{extra}}}\n"
+            )
+        };
+        assert!(problems(&node(", on_head_machine: true")).is_empty());
+        assert!(problems(&node(", cores: 4")).is_empty());
+        let err = load_str(&node(", on_head_machine: true, cores: 4"), "two.yaml").unwrap_err().to_string();
+        assert!(err.contains("two.yaml:4") && err.contains("cluster.node_types[0].cores"), "{err}");
+        assert!(err.contains("head's cores"), "{err}");
+        let cfg = load_str(&node(", on_head_machine: true"), "t").unwrap();
+        assert_eq!(cfg.cluster.machine_of(Some(0)), (2.0, 2), "the head's cores");
+    }
+
+    #[test]
     fn nan_is_never_in_range() {
         let p = problems("scheduler: {spread_threshold: .nan}\n");
         assert_eq!(p.len(), 1);

@@ -183,7 +183,10 @@ impl Engine {
         let idx = self.node_manager.register(&mut self.model, &self.cfg.cluster, node_type, ip, self.clock.now);
         self.local_resources().joined(idx);
         self.raylets.joined(idx);
-        let machine = NodeMachine::of(&self.cfg, node_type);
+        let mut machine = NodeMachine::of(&self.cfg, node_type);
+        if node_type.is_some_and(|t| self.cfg.cluster.node_types[t as usize].on_head_machine) {
+            machine.on = Some(self.node_manager.head());
+        }
         self.cpus.joined(idx, machine);
         // The prestarted workers are processes the node's pool started.
         self.model.worker_processes_started(idx, u64::from(machine.prestarted));

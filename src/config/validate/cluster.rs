@@ -55,6 +55,12 @@ pub(crate) fn check(p: &mut Problems, c: &ClusterConfig) -> Cluster {
         let path = join_index("cluster.node_types", i);
         check_node(p, &path, t.cpu, t.gpu, t.memory, t.object_store_memory, &t.resources);
         check_cores(p, &path, t.cores);
+        if t.on_head_machine && t.cores.is_some() {
+            p.push(
+                join_key(&path, "cores"),
+                "a node type with on_head_machine: true runs on the head's cores (cluster.head.cores); remove cores",
+            );
+        }
 
         let name_path = join_key(&path, "name");
         if t.name.trim().is_empty() {

@@ -27,6 +27,11 @@
 //! drivers' threads share the cores with the work above too, and a worker's work gets
 //! the cores that work leaves.
 //!
+//! Nodes may share one machine (`node_types[].on_head_machine`: several raylets on one
+//! host, as `ray.cluster_utils.Cluster` runs them): a guest node's work then takes the
+//! head's cores, and its worker processes' idle share loads them too. Its raylet, its
+//! processes' threads and its worker-start slots stay its own.
+//!
 //! Owns: each live node's cores (when each comes free), its raylet's thread, its
 //! processes' single threads (an async actor's event loop, an owner's io thread), its
 //! worker-start slots and when an actor's creation last began there (which the raylet's
@@ -118,6 +123,11 @@ struct NodeCpu {
     /// Worker processes alive here (actors' own and the task workers' pool), and the
     /// core each uses while idle.
     processes: u32,
+    /// The node whose machine (cores) this one runs on, when not its own.
+    machine: Option<NodeIdx>,
+    /// Worker processes alive on the nodes that run on this one's machine: their idle
+    /// share loads these cores too.
+    guest_processes: u32,
     /// Normal tasks leased here now, and task workers started to run them (a pool
     /// that only grows while the node lives, less those an actor took: Ray keeps idle
     /// workers for reuse).
@@ -143,7 +153,8 @@ impl NodeCpus {
     /// task workers already up (Ray's raylet starts them for the first driver, before
     /// its first call).
     pub(crate) fn joined(&mut self, n: NodeIdx, machine: NodeMachine) {
-        let NodeMachine { cores, startup_concurrency, prestarted } = machine;
+        let NodeMachine { cores, startup_concurrency, prestarted, on } = machine;
+        let on = on.filter(|&host| host != n);
         let i = n.index();
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, || None);
@@ -157,10 +168,50 @@ impl NodeCpus {
             startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
             last_actor_up: None,
             processes: prestarted,
+            machine: on,
+            guest_processes: 0,
             task_leases: 0,
             task_workers: prestarted,
             fresh_workers: prestarted,
         }));
+        self.guests_started(n, prestarted);
+    }
+
+    /// The node whose cores `n`'s work takes: its own, or its host's.
+    #[inline]
+    fn machine_of(&self, n: NodeIdx) -> NodeIdx {
+        self.node(n).and_then(|node| node.machine).unwrap_or(n)
+    }
+
+    /// `count` worker processes started on `n`: a guest's count on its host's machine too.
+    fn guests_started(&mut self, n: NodeIdx, count: u32) {
+        let host = self.machine_of(n);
+        if host != n && count > 0 {
+            if let Some(h) = self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut()) {
+                h.guest_processes += count;
+            }
+        }
+    }
+
+    /// `count` worker processes on `n` exited (see [`Self::guests_started`]).
+    fn guests_exited(&mut self, n: NodeIdx, count: u32) {
+        let host = self.machine_of(n);
+        if host != n && count > 0 {
+            if let Some(h) = self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut()) {
+                h.guest_processes = h.guest_processes.saturating_sub(count);
+            }
+        }
+    }
+
+    /// `cost` of `n`'s work, placed `now` and arriving at `arrives`, on the cores of the
+    /// machine `n` runs on ([`NodeCpu::run`]).
+    fn run_on(&mut self, n: NodeIdx, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
+        let settings = self.settings;
+        let host = self.machine_of(n);
+        match self.node_mut(host) {
+            Some(machine) => machine.run(&settings, now, arrives, cost, slicing),
+            None => arrives + cost,
+        }
     }
 
     /// `n`'s record to change (an empty slot's made first), or None past the last slot.
@@ -252,8 +303,10 @@ impl NodeCpus {
     /// `actor`'s worker process on `n` exited.
     pub(crate) fn process_exited(&mut self, n: NodeIdx, actor: ActorId) {
         if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
+            let had = node.processes > 0;
             node.processes = node.processes.saturating_sub(1);
             node.fresh_actors.remove(&actor);
+            self.guests_exited(n, u32::from(had));
         }
     }
 
@@ -264,6 +317,8 @@ impl NodeCpus {
 
     /// A node died: what its heaps held goes.
     pub(crate) fn lost(&mut self, n: NodeIdx) {
+        let processes = self.node(n).map_or(0, |node| node.processes);
+        self.guests_exited(n, processes);
         if let Some(slot) = self.nodes.get_mut(n.index()) {
             *slot = None;
         }
@@ -286,11 +341,14 @@ impl NodeCpus {
             return now;
         }
         let settings = self.settings;
-        let Some(node) = self.node_mut(n) else { return now + cost };
-        if priority == Priority::Worker {
-            return node.run(&settings, now, now, cost, Slicing::Queued);
+        if self.node_mut(n).is_none() {
+            return now + cost;
         }
-        let end = node.run(&settings, now, now, cost, Slicing::Sliced);
+        if priority == Priority::Worker {
+            return self.run_on(n, now, now, cost, Slicing::Queued);
+        }
+        let end = self.run_on(n, now, now, cost, Slicing::Sliced);
+        let node = self.node(n).expect("made above");
         let busy = node.task_leases + leasing.min(node.idle_task_workers());
         let slowdown = 1.0 + settings.driver_slowdown * busy as f64;
         now + ((end - now) as f64 * slowdown).round() as u64
@@ -303,8 +361,9 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let Some(node) = self.node_mut(n) else { return now + cost };
-        node.run_as_is(now, cost)
+        let host = self.machine_of(n);
+        let Some(machine) = self.node_mut(host) else { return now + cost };
+        machine.run_as_is(now, cost)
     }
 
     /// Work of `n`'s raylet (one thread): it waits for the raylet's earlier work too.
@@ -312,11 +371,11 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let settings = self.settings;
+        let slicing = self.settings.slicing_at(Priority::Normal);
         let Some(node) = self.node_mut(n) else { return now + cost };
         let start = now.max(node.raylet_free);
-        let end = node.run(&settings, now, start, cost, settings.slicing_at(Priority::Normal));
-        node.raylet_free = end;
+        let end = self.run_on(n, now, start, cost, slicing);
+        self.node_mut(n).expect("made above").raylet_free = end;
         end
     }
 
@@ -334,7 +393,7 @@ impl NodeCpus {
         if cost == 0 {
             return at;
         }
-        let settings = self.settings;
+        let slicing = self.settings.slicing_at(priority);
         let Some(node) = self.node_mut(n) else { return at + cost };
         if node.threads.len() >= 1024 {
             // Free by now, a thread holds back no work placed from now on; one free by
@@ -342,8 +401,8 @@ impl NodeCpus {
             node.threads.retain(|_, free| *free > now);
         }
         let start = at.max(node.threads.get(&thread).copied().unwrap_or(0));
-        let end = node.run(&settings, now, start, cost, settings.slicing_at(priority));
-        node.threads.insert(thread, end);
+        let end = self.run_on(n, now, start, cost, slicing);
+        self.node_mut(n).expect("made above").threads.insert(thread, end);
         end
     }
 
@@ -357,18 +416,19 @@ impl NodeCpus {
         if cpu == 0 {
             if let Some(node) = self.node_mut(n) {
                 node.processes += 1;
+                self.guests_started(n, 1);
             }
             return now + latency;
         }
-        let settings = self.settings;
         let Some(node) = self.node_mut(n) else { return now + cpu + latency };
         let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
         let start = now.max(slot_free);
         // Counted from now: the starts queued after this one run while it is alive. Ray
         // renices a worker once it is up: its start runs at normal priority, time-sliced.
         node.processes += 1;
-        let end = node.run(&settings, now, start, cpu, Slicing::Sliced);
-        node.startups.push(Reverse(end));
+        self.guests_started(n, 1);
+        let end = self.run_on(n, now, start, cpu, Slicing::Sliced);
+        self.node_mut(n).expect("made above").startups.push(Reverse(end));
         end + latency
     }
 }
@@ -401,19 +461,27 @@ pub(crate) struct NodeMachine {
     pub cores: u32,
     pub startup_concurrency: u32,
     pub prestarted: u32,
+    /// The node whose machine this one shares (its cores), if not its own.
+    pub on: Option<NodeIdx>,
 }
 
 impl NodeMachine {
     /// The head's (`None`) or a node type's machine under `cfg`: Ray's raylet starts as
-    /// many workers at once as the fewer of its CPUs and cores, and prestarts that many
-    /// (no more than its whole CPUs) for the first driver.
+    /// many workers at once as the fewer of its CPUs and cores. The head's also prestarts
+    /// that many (no more than its whole CPUs) for the first driver: a raylet prestarts
+    /// when a driver registers with it, and drivers run on the head. Another node's
+    /// raylet prestarts none, on its own machine or on the head's (Ray 2.60 with
+    /// `ray.cluster_utils.Cluster`: 2 idle workers on the head, none on the second node,
+    /// 4 s after the first driver connected).
     pub(crate) fn of(cfg: &Config, node_type: Option<u16>) -> Self {
         let s = &cfg.scheduler;
         let (cpu, cores) = cfg.cluster.machine_of(node_type);
         let whole_cpus = cpu.floor() as u32;
         let startup_concurrency = s.maximum_startup_concurrency.unwrap_or(whole_cpus.min(cores).max(1));
-        let prestarted = if s.prestart_worker_first_driver { startup_concurrency.min(whole_cpus) } else { 0 };
-        NodeMachine { cores, startup_concurrency, prestarted }
+        let drivers_here = node_type.is_none();
+        let prestarted =
+            if s.prestart_worker_first_driver && drivers_here { startup_concurrency.min(whole_cpus) } else { 0 };
+        NodeMachine { cores, startup_concurrency, prestarted, on: None }
     }
 }
 
@@ -478,11 +546,12 @@ impl NodeCpu {
 impl NodeCpu {
     /// `cost` stretched by what the idle processes take of the cores.
     fn loaded(&self, idle_cpu: f64, cost: u64) -> u64 {
-        if self.processes == 0 || idle_cpu <= 0.0 {
+        let processes = self.processes + self.guest_processes;
+        if processes == 0 || idle_cpu <= 0.0 {
             return cost;
         }
         let cores = self.cores.len().max(1) as f64;
-        let left = (cores - idle_cpu * self.processes as f64).max(cores * MIN_SHARE);
+        let left = (cores - idle_cpu * processes as f64).max(cores * MIN_SHARE);
         (cost as f64 * cores / left).round() as u64
     }
 }

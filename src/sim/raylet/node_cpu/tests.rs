@@ -7,7 +7,7 @@ fn node() -> NodeIdx {
 }
 
 fn machine(cores: u32, startup_concurrency: u32) -> NodeMachine {
-    NodeMachine { cores, startup_concurrency, prestarted: 0 }
+    NodeMachine { cores, startup_concurrency, prestarted: 0, on: None }
 }
 
 /// Cores run by `settings`, with one node of `machine` joined.
@@ -203,7 +203,7 @@ fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
 #[test]
 fn a_submit_loop_counts_the_idle_workers_its_calls_will_lease() {
     let settings = CpuSettings { driver_slowdown: 0.5, ..CpuSettings::default() };
-    let mut cpus = cpus_on(settings, NodeMachine { cores: 2, startup_concurrency: 2, prestarted: 2 });
+    let mut cpus = cpus_on(settings, NodeMachine { cores: 2, startup_concurrency: 2, prestarted: 2, on: None });
     // Two idle prestarted workers: a loop handing over 1 call makes one busy beside it,
     // 5 calls both; none handed over, none.
     assert_eq!(cpus.work_leasing(node(), Priority::Normal, 0, 10, 0), 10);
@@ -237,4 +237,45 @@ fn queued_work_ends_when_a_heap_of_core_free_times_says() {
             assert_eq!(cpus.work(node(), Priority::Worker, now, cost), expected, "{cores} cores at {now}");
         }
     }
+}
+
+#[test]
+fn a_node_on_the_head_machine_takes_the_heads_cores() {
+    let head = node();
+    let guest = NodeIdx(1);
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
+    cpus.joined(guest, NodeMachine { on: Some(head), ..machine(2, 2) });
+    // Two cores between both raylets: the guest's piece waits for the head's two.
+    assert_eq!(cpus.work(head, Priority::Worker, 0, 10), 10);
+    assert_eq!(cpus.work(head, Priority::Worker, 0, 10), 10);
+    assert_eq!(cpus.work(guest, Priority::Worker, 0, 10), 20);
+    // Its raylet's thread is still its own: it waits for the cores, not the head's raylet.
+    assert_eq!(cpus.raylet_work(head, 100, 50), 150);
+    assert_eq!(cpus.raylet_work(guest, 100, 50), 150, "a second core is free");
+    assert_eq!(cpus.raylet_work(guest, 100, 50), 200, "its own raylet's earlier work");
+    // On machines of their own, the same pieces would not wait for each other.
+    let mut apart = cpus_on(CpuSettings::default(), machine(2, 2));
+    apart.joined(guest, machine(2, 2));
+    apart.work(head, Priority::Worker, 0, 10);
+    apart.work(head, Priority::Worker, 0, 10);
+    assert_eq!(apart.work(guest, Priority::Worker, 0, 10), 10);
+}
+
+#[test]
+fn a_guest_nodes_idle_processes_load_the_head_machine_until_it_goes() {
+    let settings = CpuSettings { idle_cpu: 0.5, ..CpuSettings::default() };
+    let head = node();
+    let guest = NodeIdx(1);
+    let mut cpus = cpus_on(settings, machine(2, 2));
+    cpus.joined(guest, NodeMachine { on: Some(head), prestarted: 2, ..machine(2, 2) });
+    // The guest's two idle processes take one of the two cores: work runs at half speed.
+    assert_eq!(cpus.work(head, Priority::Worker, 0, 10), 20);
+    cpus.start_worker(guest, 100, 0, 0);
+    // Three take 1.5 cores: a quarter of the machine is left.
+    assert_eq!(cpus.work(head, Priority::Worker, 1_000, 10), 1_040);
+    cpus.process_exited(guest, ActorId(1));
+    assert_eq!(cpus.work(head, Priority::Worker, 2_000, 10), 2_020);
+    // The guest gone, its processes no longer load the head's cores.
+    cpus.lost(guest);
+    assert_eq!(cpus.work(head, Priority::Worker, 3_000, 10), 3_010);
 }
