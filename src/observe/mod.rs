@@ -31,6 +31,7 @@ pub mod rows;
 pub mod runner;
 pub mod store;
 pub mod trace;
+pub mod workers;
 
 pub use clusters::{spawn, Cluster, Clusters, Observer};
 pub use runner::{ObserveOptions, Source, DEFAULT_CLUSTER};

@@ -2,7 +2,7 @@
 //!
 //! Owns: the HTTP client (timeouts, a cap on each answer's bytes, the bearer token of
 //! a cluster in token mode), one poll round, and what it asks. A round lists nodes,
-//! jobs, actors, placement groups and objects; tasks are listed per job, with Ray's
+//! jobs, actors, placement groups, objects and workers; tasks are listed per job, with Ray's
 //! own filter (`job_id=`), for each job still running, and from [`SETTLE_MS`] after a
 //! job ends until two reads agree (within [`SETTLE_GIVE_UP_MS`]; then never again:
 //! Ray's last reports of an ended job land within seconds). Each
@@ -20,6 +20,7 @@ use super::rows::{
     read_rows, FieldError, ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask, RowError,
 };
 use super::store::{is_terminal_job, job_number, Change, Store};
+use super::workers::ObservedWorker;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -263,6 +264,8 @@ impl Puller {
         self.table(client, store, &mut r, "placement_groups", "", |v| {
             ObservedPg::from_row(v).map(Change::PlacementGroup)
         });
+        // Workers' starts: the only ones a job that ran on prestarted workers shows.
+        self.table(client, store, &mut r, "workers", "", |v| ObservedWorker::from_row(v).map(Change::Worker));
         let objects = if self.is_due("objects") {
             r.requests += 1;
             let asked = Instant::now();

@@ -261,7 +261,7 @@ pub enum FieldError {
     NoMetricsPort,
 }
 
-fn text(v: &Value, key: &str) -> Option<String> {
+pub(super) fn text(v: &Value, key: &str) -> Option<String> {
     match v.get(key)? {
         Value::String(s) => Some(cut(s)),
         Value::Null => None,
@@ -287,7 +287,7 @@ fn cut_at(s: &str, max: usize) -> String {
 }
 
 /// A required id: present, a non-empty string of hex digits no longer than Ray's longest.
-fn id(v: &Value, key: &'static str) -> Result<String, FieldError> {
+pub(super) fn id(v: &Value, key: &'static str) -> Result<String, FieldError> {
     match v.get(key) {
         Some(Value::String(s)) if !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
             Ok(s.to_ascii_lowercase())
@@ -308,7 +308,7 @@ fn job_id(v: &Value, key: &'static str) -> Result<String, FieldError> {
 }
 
 /// An optional id: absent, null, empty or Ray's nil (all `f`s or all `0`s) is `None`.
-fn opt_id(v: &Value, key: &str) -> Option<String> {
+pub(super) fn opt_id(v: &Value, key: &str) -> Option<String> {
     let s = v.get(key)?.as_str()?;
     let nil = s.is_empty() || s.bytes().all(|b| b == b'f' || b == b'F') || s.bytes().all(|b| b == b'0');
     (!nil && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit())).then(|| s.to_ascii_lowercase())
@@ -327,7 +327,7 @@ fn kind_of(v: &Value) -> &'static str {
 
 /// A non-negative whole number (Ray writes times in ms as integers, sizes as integers,
 /// some as floats).
-fn num(v: &Value, key: &str) -> Option<u64> {
+pub(super) fn num(v: &Value, key: &str) -> Option<u64> {
     let n = v.get(key)?;
     n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)).filter(|n| *n > 0)
 }

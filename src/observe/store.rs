@@ -21,6 +21,7 @@
 use super::args::ArgSightings;
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
+use super::workers::{ObservedWorker, Workers};
 use crate::model::VirtualTime;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,6 +71,7 @@ pub enum Change {
     Actor(ObservedActor),
     Task(ObservedTask),
     PlacementGroup(ObservedPg),
+    Worker(ObservedWorker),
 }
 
 /// What was observed, merged.
@@ -113,6 +115,8 @@ pub struct Store {
     pg_index: FxHashMap<String, u32>,
     /// The latest object listing, capped.
     pub objects: Vec<ObservedObject>,
+    /// Worker processes seen, with their starts, capped.
+    pub workers: Workers,
     /// Running calls' arguments seen in object listings, until their calls are known.
     pub arg_sightings: ArgSightings,
     /// Bumped on every change, so a producer can tell whether to rebuild.
@@ -242,6 +246,7 @@ impl Store {
             Change::Actor(a) => self.apply_actor(a).map(Change::Actor),
             Change::Task(t) => self.apply_task(t).map(Change::Task),
             Change::PlacementGroup(p) => self.apply_pg(p).then(|| change.clone()),
+            Change::Worker(w) => self.workers.apply(w).then(|| change.clone()),
         };
         if merged.is_some() {
             self.generation += 1;
@@ -249,7 +254,7 @@ impl Store {
                 Change::Job(j) => job_number(&j.job_id),
                 Change::Actor(a) => job_number(&a.job_id),
                 Change::Task(t) => job_number(&t.job_id),
-                Change::Node(_) | Change::PlacementGroup(_) => None,
+                Change::Node(_) | Change::PlacementGroup(_) | Change::Worker(_) => None,
             };
             if let Some(job) = job.filter(|j| self.tasks_by_job.contains_key(j)) {
                 self.job_generation.insert(job, self.generation);
@@ -273,6 +278,7 @@ impl Store {
             // A node's start is what sets the lower bound: only the upper one holds it.
             Change::Node(n) => [n.start_time_ms, n.end_time_ms].iter().flatten().all(|t| *t <= latest),
             Change::PlacementGroup(_) => true,
+            Change::Worker(w) => [w.launch_ms, w.launched_ms].iter().flatten().all(ok),
         }
     }
 

@@ -5,8 +5,8 @@
 //! `segment-000001.jsonl`, `segment-000002.jsonl`, ...; each line is one JSON record:
 //! a header (`{"kind":"header",...}`: format version, the Ray version and session,
 //! when it was opened) first in every segment, then the changes the store took, in the
-//! order it took them (`store::Change`: a node, job, actor, task attempt or placement
-//! group, as Ray wrote it, trimmed). A segment is closed at `segment_bytes` and a new
+//! order it took them (`store::Change`: a node, job, actor, task attempt, placement
+//! group or worker process, as Ray wrote it, trimmed). A segment is closed at `segment_bytes` and a new
 //! one opened; past `max_bytes` in all, the oldest segments are deleted whole. Each
 //! record is written with one `write` of the whole line, so a crash can only leave the
 //! last line of the last segment torn; a reader skips a torn last line and tells which.
@@ -467,6 +467,7 @@ fn latest_ms(c: &Change) -> u64 {
         Change::Node(n) => n.end_time_ms.or(n.start_time_ms).unwrap_or(0),
         Change::Actor(a) => a.end_time_ms.or(a.start_time_ms).unwrap_or(0),
         Change::PlacementGroup(_) => 0,
+        Change::Worker(w) => w.launched_ms.or(w.launch_ms).unwrap_or(0),
     }
 }
 
