@@ -147,7 +147,8 @@ def model_config(shape, cores, path):
     if s["nodes"]:
         lines.append("  node_types:")
         for i, (ip, cpus) in enumerate(s["nodes"]):
-            lines.append(f"    - {{name: node{i}, count: 1, cpu: {cpus}, cores: {cores}, memory: 8GiB, "
+            # Every node here is a raylet on this one machine: it shares the head's cores.
+            lines.append(f"    - {{name: node{i}, count: 1, cpu: {cpus}, on_head_machine: true, memory: 8GiB, "
                          f"object_store_memory: 200MiB, ip_range: {ip}-{ip}}}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
