@@ -219,14 +219,16 @@ fn freed_cpus_reach_another_nodes_owner_at_the_next_resource_report() {
     // Ray's spillback run: a head and a worker node of 2 CPUs each, 40 tasks of 100 ms
     // from a driver on the head, 50 ms after a report tick. The worker node's leases
     // expire after 500 ms; the head hears of its freed CPUs at its next report, 50 ms
-    // later, and the run ends that much later. Reports every instant: no wait.
+    // later, and the run ends that much later. Reports every instant: no wait. Only the
+    // head prestarts workers (the driver's raylet): the worker node's starts cost nothing
+    // here, so that its first leases are as quick as the head's.
     let split = |period: &str| {
         let e = run(&format!(
             "cluster:\n  host_node: false\n  head: {{cpu: 2, cores: 2, memory: 16GiB}}\n\
              \x20 node_types:\n    - {{name: worker, count: 1, cpu: 2, cores: 2, memory: 16GiB, ip_range: 10.0.1.0/24}}\n\
              scheduler: {{call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, \
              lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, \
-             worker_first_call_latency: 0s, \
+             worker_first_call_latency: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, \
              resource_report_period: {period}}}\n\
              workloads:\n  - {{kind: fan_out, start: 1050ms, tasks: 40, task_duration: 100ms}}\n"
         ));
