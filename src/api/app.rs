@@ -206,7 +206,7 @@ impl App {
     pub fn picked(&self) -> Picked {
         PICKED.try_with(Picked::clone).unwrap_or_else(|_| match &self.clusters {
             Some(c) => Picked::from(&*c.first()),
-            None => Picked { handle: self.engine.clone(), name: "".into() },
+            None => self.model(),
         })
     }
 
@@ -214,8 +214,13 @@ impl App {
     pub fn every_cluster(&self) -> Vec<Picked> {
         match &self.clusters {
             Some(c) => c.all().iter().map(|c| Picked::from(&**c)).collect(),
-            None => vec![Picked { handle: self.engine.clone(), name: "".into() }],
+            None => vec![self.model()],
         }
+    }
+
+    /// The model as the cluster a request reads (named "", as it has no name).
+    fn model(&self) -> Picked {
+        Picked { handle: self.engine.clone(), name: "".into() }
     }
 
     pub fn new(

@@ -6,8 +6,9 @@
 //! a header (`{"kind":"header",...}`: format version, the Ray version and session,
 //! when it was opened) first in every segment, then the changes the store took, in the
 //! order it took them (`store::Change`: a node, job, actor, task attempt, placement
-//! group or worker process, as Ray wrote it, trimmed). A segment is closed at `segment_bytes` and a new
-//! one opened; past `max_bytes` in all, the oldest segments are deleted whole. Each
+//! group or worker process, as Ray wrote it, trimmed). A segment is closed at
+//! `segment_bytes` and a new one opened; past `max_bytes` in all, the oldest segments
+//! are deleted whole. Each
 //! record is written with one `write` of the whole line, so a crash can only leave the
 //! last line of the last segment torn; a reader skips a torn last line and tells which.
 //! A writer that finds segments already there starts the next one: it never appends

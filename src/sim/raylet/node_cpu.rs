@@ -183,23 +183,25 @@ impl NodeCpus {
         self.node(n).and_then(|node| node.machine).unwrap_or(n)
     }
 
+    /// The record of the machine `n` runs on as a guest, if it has one (None: `n` runs
+    /// on its own machine).
+    fn host_of_guest(&mut self, n: NodeIdx) -> Option<&mut NodeCpu> {
+        let host = self.machine_of(n);
+        (host != n).then_some(())?;
+        self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut())
+    }
+
     /// `count` worker processes started on `n`: a guest's count on its host's machine too.
     fn guests_started(&mut self, n: NodeIdx, count: u32) {
-        let host = self.machine_of(n);
-        if host != n && count > 0 {
-            if let Some(h) = self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut()) {
-                h.guest_processes += count;
-            }
+        if let Some(h) = self.host_of_guest(n) {
+            h.guest_processes += count;
         }
     }
 
     /// `count` worker processes on `n` exited (see [`Self::guests_started`]).
     fn guests_exited(&mut self, n: NodeIdx, count: u32) {
-        let host = self.machine_of(n);
-        if host != n && count > 0 {
-            if let Some(h) = self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut()) {
-                h.guest_processes = h.guest_processes.saturating_sub(count);
-            }
+        if let Some(h) = self.host_of_guest(n) {
+            h.guest_processes = h.guest_processes.saturating_sub(count);
         }
     }
 
