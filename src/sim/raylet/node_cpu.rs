@@ -474,7 +474,8 @@ impl NodeMachine {
     /// when a driver registers with it, and drivers run on the head. Another node's
     /// raylet prestarts none, on its own machine or on the head's (Ray 2.60 with
     /// `ray.cluster_utils.Cluster`: 2 idle workers on the head, none on the second node,
-    /// 4 s after the first driver connected).
+    /// 4 s after the first driver connected, 3 runs: scripts/ray-calibration/runs/
+    /// prestart-nodes.json).
     pub(crate) fn of(cfg: &Config, node_type: Option<u16>) -> Self {
         let s = &cfg.scheduler;
         let (cpu, cores) = cfg.cluster.machine_of(node_type);
