@@ -78,6 +78,17 @@ pub struct ShapeRecord {
     pub runs_s: Vec<f64>,
     /// The replay's prediction, s.
     pub model_s: f64,
+    /// The band `simulate --replay` printed beside the prediction, if the record has it.
+    #[serde(default)]
+    pub band: Option<PrintedBand>,
+}
+
+/// Where `simulate --replay` told the user Ray's makespan would lie: the prediction
+/// widened by the errors measured for that kind of change (`calibrate::bands`).
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct PrintedBand {
+    pub ray_low: f64,
+    pub ray_high: f64,
 }
 
 /// How a prediction stands against its bound.
@@ -124,6 +135,11 @@ impl ShapeRecord {
     pub fn spread(&self) -> f64 {
         let m = self.median();
         ((m - self.low()).max(self.high() - m)) / m
+    }
+    /// Whether Ray's median lies where `simulate --replay` said it would; `None` when the
+    /// record has no band for this shape.
+    pub fn median_in_printed_band(&self) -> Option<bool> {
+        self.band.map(|b| (b.ray_low..=b.ray_high).contains(&self.median()))
     }
     pub fn verdict(&self) -> Verdict {
         if self.error().abs() <= SHAPE_CHANGE_BOUND {
@@ -252,7 +268,13 @@ mod tests {
     use super::*;
 
     fn shape(runs: &[f64], model: f64) -> ShapeRecord {
-        ShapeRecord { shape: "head6".into(), change: "more CPUs".into(), runs_s: runs.to_vec(), model_s: model }
+        ShapeRecord {
+            shape: "head6".into(),
+            change: "more CPUs".into(),
+            runs_s: runs.to_vec(),
+            model_s: model,
+            band: None,
+        }
     }
 
     #[test]
@@ -269,6 +291,18 @@ mod tests {
         assert_eq!(shape(&wide, 9.8).verdict(), Verdict::Outside);
         // A narrow spread gives no range to fall back on.
         assert_eq!(shape(&[10.0, 10.1, 10.2], 8.95).verdict(), Verdict::Outside);
+    }
+
+    #[test]
+    fn the_printed_band_is_checked_against_rays_median_not_the_prediction() {
+        // The CI run of 2026-12-02: predicted 4.946 s, Ray 5.279-5.875 s (median 5.720).
+        let mut s = shape(&[5.279, 5.720, 5.875], 4.946);
+        assert_eq!(s.median_in_printed_band(), None);
+        assert_eq!(s.verdict(), Verdict::Outside);
+        s.band = Some(PrintedBand { ray_low: 4.554, ray_high: 6.333 });
+        assert_eq!(s.median_in_printed_band(), Some(true));
+        s.band = Some(PrintedBand { ray_low: 4.554, ray_high: 5.5 });
+        assert_eq!(s.median_in_printed_band(), Some(false));
     }
 
     #[test]
