@@ -202,8 +202,16 @@ impl PlasmaStores {
 
     /// Ray spills primary copies once the store is `spill_threshold` full, oldest first.
     pub(crate) fn maybe_spill(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
-        let cap = m.store_mut(node, &KEY).capacity.0;
-        let limit = (cap as f64 * self.spill_threshold) as u64;
+        let s = m.store_mut(node, &KEY);
+        let limit = (s.capacity.0 as f64 * self.spill_threshold) as u64;
+        if (s.used.0 < limit || limit == 0) && s.used.0 <= s.capacity.0 {
+            // Every put lands here but a few: nothing to spill or evict, and only the
+            // queue it grew to bound (the secondaries are bounded where they grow).
+            s.fallback.0 = 0;
+            let num_objects = s.num_objects;
+            self.trim_primaries(m, node, num_objects);
+            return;
+        }
         while m.store_mut(node, &KEY).used.0 >= limit && limit > 0 {
             let Some(id) = self.primaries[node.index()].pop_front() else { break };
             let Some(o) = m.objects.get_mut(&id) else { continue };
@@ -227,12 +235,23 @@ impl PlasmaStores {
         let s = m.store_mut(node, &KEY);
         s.fallback.0 = s.used.0.saturating_sub(s.capacity.0);
         let num_objects = s.num_objects;
-        // Stale entries (freed objects) are dropped lazily; keep the queue bounded.
+        self.trim_primaries(m, node, num_objects);
+        self.trim_secondaries(m, node);
+    }
+
+    /// Stale entries (freed or spilled objects) are dropped lazily: a queue is trimmed
+    /// once past 1,024 entries and twice the objects its store holds.
+    fn trim_primaries(&mut self, m: &Model, node: NodeIdx, num_objects: u64) {
         let q = &mut self.primaries[node.index()];
         if q.len() > 1024 && q.len() as u64 > 2 * num_objects.max(1) {
             let objects = &m.objects;
             q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
         }
+    }
+
+    /// As [`Self::trim_primaries`], for the copies transfers made.
+    pub(crate) fn trim_secondaries(&mut self, m: &Model, node: NodeIdx) {
+        let num_objects = m.nodes()[node.index()].store.num_objects;
         let q = &mut self.secondaries[node.index()];
         if q.len() > 1024 && q.len() as u64 > 2 * num_objects.max(1) {
             let objects = &m.objects;

@@ -163,6 +163,7 @@ impl PlasmaStores {
             o.copies.push(node);
         }
         self.secondaries[node.index()].push_back(a);
+        self.trim_secondaries(m, node);
         self.store(cx, actors, node, a, size)
     }
 }
