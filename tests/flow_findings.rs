@@ -27,6 +27,7 @@ fn call(kind: ReplayKind, name: &str, actor: Option<u32>, cpu: f64, steps: Vec<R
         resources: if cpu > 0.0 { vec![("CPU".into(), cpu)] } else { Vec::new() },
         deps: Vec::new(),
         return_bytes: 0,
+        first_on_worker: false,
         steps,
     }
 }

@@ -42,6 +42,7 @@ fn call(kind: ReplayKind, name: &str, steps: Vec<ReplayStep>) -> ReplayCall {
         resources: if kind == ReplayKind::Function { vec![("CPU".into(), 1.0)] } else { Vec::new() },
         deps: Vec::new(),
         return_bytes: 0,
+        first_on_worker: false,
         steps,
     }
 }

@@ -167,6 +167,7 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
         resources: vec![("CPU".into(), 1.0)],
         deps: Vec::new(),
         return_bytes: 0,
+        first_on_worker: false,
         steps,
     };
     let mut calls =

@@ -114,6 +114,9 @@ const SUBMIT: &[&str] = &["scheduler.call_submit_cost"];
 const ACTOR_SUBMIT: &[&str] = &["scheduler.actor_call_submit_cost"];
 const WORKER_START: &[&str] = &["scheduler.worker_start_cpu", "scheduler.worker_start_latency"];
 const TRANSFER: &[&str] = &["object_store.transfer_bandwidth"];
+const FIRST_CALL: &[&str] = &["scheduler.worker_first_call_latency"];
+/// Task workers whose first call is compared with later calls of its function.
+const MIN_FIRST_CALLS: usize = 2;
 
 /// Why a cost no figure covers cannot come from a trace.
 fn never_why(key: &str) -> &'static str {
@@ -123,7 +126,7 @@ fn never_why(key: &str) -> &'static str {
              included, so it does not act there)"
         }
         "scheduler.first_submit_cost" => "a process's first `.remote()` is one call: no figure resolves it",
-        "scheduler.worker_first_call_latency" | "scheduler.task_reply_cost" | "scheduler.idle_worker_cpu" => {
+        "scheduler.task_reply_cost" | "scheduler.idle_worker_cpu" => {
             "CPU a worker burns off its calls' stamps: Ray's task rows do not show it"
         }
         "scheduler.driver_slowdown_per_busy_worker" => "the share of a core a driver loses is no stamp's",
@@ -196,6 +199,7 @@ pub fn from_store(store: &Store, job: &str, source: &str) -> TraceCosts {
     let push_us = push.as_ref().map_or_else(|| reference_sum(PUSH_AND_START), |f| f.value);
     figures.extend(start_figure(&calls, lease_us, push_us).or_else(|| worker_table_start(store, &tasks)));
     figures.extend(transfer_figure(&calls, lease_us));
+    figures.extend(first_call_figure(&calls));
     costs_of(source, job, figures)
 }
 
@@ -275,7 +279,7 @@ fn costs_of(source: &str, job: &str, figures: Vec<Figure>) -> TraceCosts {
 
 /// The figure a cost would come from, and what the job must hold for it.
 fn figure_of(key: &str) -> Option<(&'static str, &'static str)> {
-    let needs: [(&[&str], &str, &str); 6] = [
+    let needs: [(&[&str], &str, &str); 7] = [
         (LEASE, "lease", "10 normal tasks leased to a worker already up and idle"),
         (PUSH_AND_START, "push and start", "10 normal tasks on a worker's second call or later"),
         (SUBMIT, "submit loop", "a caller's loop of 20 task `.remote()`s"),
@@ -287,6 +291,7 @@ fn figure_of(key: &str) -> Option<(&'static str, &'static str)> {
              (recorded by polling Ray, not by Event Export alone)",
         ),
         (TRANSFER, "transfer", "a call taking a return of 1 MB or more made on another node"),
+        (FIRST_CALL, "first call", "2 task workers' first calls of a function that also ran later on a warm worker"),
     ];
     needs.iter().find(|(fields, _, _)| fields.contains(&key)).map(|(_, name, need)| (*name, *need))
 }
@@ -476,6 +481,47 @@ fn start_figure(calls: &[Call], lease_us: f64, push_us: f64) -> Option<Figure> {
         fields: WORKER_START,
         value,
         samples: values.len(),
+    })
+}
+
+/// What a task worker's first call costs beyond its body (Ray loads the function, and
+/// imports what it needs, on a worker's first call of it): each task worker's first
+/// call, RUNNING to FINISHED, less the median of that function's calls on workers that
+/// had run before. The median over the first calls that took longer than that (one
+/// that did not shows no cost to read: a trace without any keeps the reference's).
+fn first_call_figure(calls: &[Call]) -> Option<Figure> {
+    let held = |c: &Call| us(c.task.event_ms("RUNNING").or(c.task.started_ms())?, c.task.ended_ms()?);
+    let mut later: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut firsts = Vec::new();
+    for (c, prev) in previous_end_on_worker(calls) {
+        if c.task.kind != "NORMAL_TASK" {
+            continue;
+        }
+        let Some(h) = held(c) else { continue };
+        match prev {
+            None => firsts.push((c.task.func_or_class_name.as_str(), h)),
+            Some(_) => later.entry(c.task.func_or_class_name.as_str()).or_default().push(h),
+        }
+    }
+    let mut extras: Vec<f64> = firsts
+        .into_iter()
+        .filter_map(|(f, h)| {
+            let mut l = later.get(f)?.clone();
+            l.sort_by(f64::total_cmp);
+            Some(h - crate::fidelity::median(&l)).filter(|extra| *extra > 0.0)
+        })
+        .collect();
+    if extras.len() < MIN_FIRST_CALLS {
+        return None;
+    }
+    extras.sort_by(f64::total_cmp);
+    Some(Figure {
+        name: "first call",
+        how: "each task worker's first call, RUNNING to FINISHED, less the median of its function's later calls: \
+              the median",
+        fields: FIRST_CALL,
+        value: crate::fidelity::median(&extras),
+        samples: extras.len(),
     })
 }
 
@@ -728,6 +774,34 @@ mod tests {
     /// its two prestarted workers 20 and 23 ms after asking, and four workers started
     /// for it took 1.8 to 4.0 s. The prestarted ones are no starts: counted, the lower
     /// quartile made a worker start 22 ms.
+    #[test]
+    fn a_workers_first_call_costs_what_it_took_beyond_its_functions_later_calls() {
+        // Two workers: each first call ran 226 and 260 ms, the later ones 150 ms.
+        let mut tasks = Vec::new();
+        for (pid, first_ms) in [(1u32, 226u64), (2, 260)] {
+            let mut t = first_call(&format!("f{pid}"), pid, 100, 101);
+            t.func_or_class_name = "leaf".into();
+            t.events[3].1 = 102 + first_ms;
+            t.end_time_ms = Some(102 + first_ms);
+            tasks.push(t);
+            for k in 0..3u64 {
+                let mut later = first_call(&format!("l{pid}{k}"), pid, 100, 500 + 200 * k);
+                later.func_or_class_name = "leaf".into();
+                later.events[3].1 = 501 + 200 * k + 150;
+                later.end_time_ms = Some(501 + 200 * k + 150);
+                tasks.push(later);
+            }
+        }
+        let calls: Vec<Call> =
+            tasks.iter().map(|t| Call { task: t, worker: Some(("n", t.worker_pid.unwrap())) }).collect();
+        let f = first_call_figure(&calls).expect("two first calls");
+        assert_eq!((f.samples, f.fields), (2, FIRST_CALL), "{f:?}");
+        assert!((f.value - 93_000.0).abs() < 1.0, "the median of 76 and 110 ms: {f:?}");
+        // One worker's first call alone is not a figure.
+        let one: Vec<Call> = calls.iter().filter(|c| c.task.worker_pid == Some(1)).map(|c| Call { ..*c }).collect();
+        assert_eq!(first_call_figure(&one), None);
+    }
+
     #[test]
     fn a_lease_onto_a_prestarted_worker_is_no_worker_start() {
         let tasks = [

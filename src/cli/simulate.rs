@@ -333,11 +333,13 @@ fn recorded_job(
     Ok((Some(Replayed { job, shape }), Some(costs)))
 }
 
-/// The config's workloads replaced by the recorded job.
+/// The config's workloads replaced by the recorded job. The recorded first calls give up the first-call cost the model charges in its place
+/// (`ReplayJob::for_first_call_cost`), at this config's value.
 fn replace_workloads(cfg: &mut Config, job: &std::sync::Arc<rayscope::config::replay::ReplayJob>) {
+    let first_call_us = cfg.scheduler.worker_first_call_latency.as_micros();
     cfg.workloads = vec![rayscope::config::WorkloadConfig::Replay(rayscope::config::replay::ReplayConfig {
         name: "replay".into(),
-        job: job.clone(),
+        job: std::sync::Arc::new(job.for_first_call_cost(first_call_us)),
     })];
 }
 

@@ -49,6 +49,10 @@ pub struct ReplayCall {
     pub deps: Vec<u32>,
     /// Bytes of its returns, as recorded (0 where the recording never saw them).
     pub return_bytes: u64,
+    /// It was the first call its worker process ran: its held stretches include what
+    /// Ray spent loading the function, which the model charges to whichever call is
+    /// first on a worker in the replay (`ReplayJob::for_first_call_cost`).
+    pub first_on_worker: bool,
     pub steps: Vec<ReplayStep>,
 }
 
@@ -64,10 +68,80 @@ pub struct ReplayJob {
     pub recorded_makespan_us: u64,
 }
 
+impl ReplayJob {
+    /// The job with `first_call_us` taken out of each function call that was its worker's
+    /// first (from its earliest stretches, where Ray loads the function): the model pays
+    /// `scheduler.worker_first_call_latency` for each call first on a worker in the
+    /// replay, so a recorded first call would pay twice, and pay it where it may no
+    /// longer be first.
+    pub fn for_first_call_cost(&self, first_call_us: u64) -> ReplayJob {
+        let mut job = self.clone();
+        for call in job.calls.iter_mut().filter(|c| c.first_on_worker && c.kind == ReplayKind::Function) {
+            let mut left = first_call_us;
+            for step in &mut call.steps {
+                if let ReplayStep::Hold(us) = step {
+                    let taken = left.min(*us);
+                    *us -= taken;
+                    left -= taken;
+                }
+                if left == 0 {
+                    break;
+                }
+            }
+            call.steps.retain(|s| *s != ReplayStep::Hold(0));
+        }
+        job
+    }
+}
+
 /// The workload that runs a replay.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ReplayConfig {
     pub name: String,
     #[serde(skip)]
     pub job: Arc<ReplayJob>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(kind: ReplayKind, first_on_worker: bool, steps: Vec<ReplayStep>) -> ReplayCall {
+        ReplayCall {
+            kind,
+            name: "f".into(),
+            class: "f".into(),
+            actor: None,
+            resources: Vec::new(),
+            deps: Vec::new(),
+            return_bytes: 0,
+            first_on_worker,
+            steps,
+        }
+    }
+
+    #[test]
+    fn a_recorded_first_call_gives_up_the_first_call_cost_from_its_earliest_stretches() {
+        let job = ReplayJob {
+            source: "t".into(),
+            calls: vec![
+                call(ReplayKind::Driver, false, vec![ReplayStep::Hold(5_000)]),
+                call(
+                    ReplayKind::Function,
+                    true,
+                    vec![ReplayStep::Hold(30), ReplayStep::Submit(2), ReplayStep::Hold(200)],
+                ),
+                call(ReplayKind::Function, false, vec![ReplayStep::Hold(150)]),
+                call(ReplayKind::Method, true, vec![ReplayStep::Hold(150)]),
+            ],
+            actors: 0,
+            recorded_makespan_us: 0,
+        };
+        let out = job.for_first_call_cost(100);
+        assert_eq!(out.calls[1].steps, vec![ReplayStep::Submit(2), ReplayStep::Hold(130)]);
+        // Not a first call, an actor's method, the driver: as recorded.
+        for k in [0, 2, 3] {
+            assert_eq!(out.calls[k].steps, job.calls[k].steps);
+        }
+    }
 }

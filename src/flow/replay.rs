@@ -82,6 +82,18 @@ pub fn replay_job(
     for (k, &i) in order.iter().enumerate() {
         call_of[i] = k as u32;
     }
+    // Each worker process's first call: the one that started there earliest.
+    let mut first_on: BTreeMap<(u32, u32), (u64, usize)> = BTreeMap::new();
+    for i in 0..spans.spans.len() {
+        let s = &spans.spans[i];
+        if let (Some(t), true) = (first_start(&spans, i), s.pid != 0 && s.node != u32::MAX) {
+            let e = first_on.entry((s.node, s.pid)).or_insert((t, i));
+            if t < e.0 {
+                *e = (t, i);
+            }
+        }
+    }
+    let first_calls: std::collections::BTreeSet<usize> = first_on.values().map(|&(_, i)| i).collect();
     let mut slots: BTreeMap<u64, u32> = BTreeMap::new();
     let mut matched = vec![false; fixes.len()];
     let mut calls = Vec::with_capacity(order.len());
@@ -129,6 +141,7 @@ pub fn replay_job(
             resources: requests.get(&s.span).cloned().unwrap_or_default(),
             deps: s.deps.iter().map(|&d| call_of[d]).collect(),
             return_bytes: s.return_bytes,
+            first_on_worker: first_calls.contains(&i) && i != root,
             steps,
         });
     }
