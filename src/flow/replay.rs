@@ -145,6 +145,11 @@ pub fn replay_job(
             steps,
         });
     }
+    let lost: Vec<bool> = order
+        .iter()
+        .map(|&i| job.observed.as_ref().is_some_and(|n| n.ended_with_job.contains_key(&spans.spans[i].span)))
+        .collect();
+    hold_lost_ends_as_typical(&mut calls, &lost);
     if let Some(k) = matched.iter().position(|m| !m) {
         let f = &fixes[k];
         let actor = f.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default();
@@ -158,9 +163,83 @@ pub fn replay_job(
     })
 }
 
+/// Calls of this name that Ray reported ending, at least, before their typical length
+/// stands for one whose end it lost.
+const TYPICAL_OF: usize = 3;
+
+/// A call whose end Ray never reported ends at its caller's end in the records (the
+/// latest it can have ended: `observe::flow`), which a caller waiting for several calls
+/// reaches only after the last of them. A replay holding it that long runs a call of
+/// 250 ms for 700. So a call that only held its worker (no submits, no waits), whose end
+/// was lost, is held no longer than the median of its name's calls that Ray saw end.
+fn hold_lost_ends_as_typical(calls: &mut [ReplayCall], lost: &[bool]) {
+    let held = |c: &ReplayCall| -> Option<u64> {
+        c.steps.iter().map(|s| if let ReplayStep::Hold(us) = s { Some(*us) } else { None }).sum()
+    };
+    let mut reported: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for (c, _) in calls.iter().zip(lost).filter(|(_, l)| !**l) {
+        if let Some(h) = held(c) {
+            reported.entry(c.name.as_str()).or_default().push(h);
+        }
+    }
+    let typical: BTreeMap<String, u64> = reported
+        .into_iter()
+        .filter(|(_, v)| v.len() >= TYPICAL_OF)
+        .map(|(name, mut v)| {
+            v.sort_unstable();
+            (name.to_string(), v[v.len() / 2])
+        })
+        .collect();
+    for (c, _) in calls.iter_mut().zip(lost).filter(|(_, l)| **l) {
+        let (Some(total), Some(&cap)) = (held(c), typical.get(&c.name)) else { continue };
+        let mut over = total.saturating_sub(cap);
+        for step in c.steps.iter_mut().rev() {
+            if let ReplayStep::Hold(us) = step {
+                let cut = over.min(*us);
+                *us -= cut;
+                over -= cut;
+            }
+        }
+        c.steps.retain(|s| *s != ReplayStep::Hold(0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_whose_end_ray_lost_is_held_no_longer_than_its_names_median() {
+        let call = |name: &str, steps: Vec<ReplayStep>| ReplayCall {
+            kind: ReplayKind::Function,
+            name: name.into(),
+            class: name.into(),
+            actor: None,
+            resources: Vec::new(),
+            deps: Vec::new(),
+            return_bytes: 0,
+            first_on_worker: false,
+            steps,
+        };
+        let hold = |us| vec![ReplayStep::Hold(us)];
+        let mut calls = vec![
+            call("sleeper", hold(252)),
+            call("sleeper", hold(250)),
+            call("sleeper", hold(260)),
+            call("sleeper", hold(723)),
+            call("sleeper", hold(200)),
+            call("parent", vec![ReplayStep::Hold(900), ReplayStep::Get]),
+            call("lonely", hold(900)),
+        ];
+        let lost = [false, false, false, true, true, true, true];
+        hold_lost_ends_as_typical(&mut calls, &lost);
+        // Cut to the reported calls' median; a shorter one, a caller that waited, and a
+        // name with too few reported calls are left as recorded.
+        assert_eq!(calls[3].steps, hold(252));
+        assert_eq!(calls[4].steps, hold(200));
+        assert_eq!(calls[5].steps, vec![ReplayStep::Hold(900), ReplayStep::Get]);
+        assert_eq!(calls[6].steps, hold(900));
+    }
 
     #[test]
     fn a_fix_names_a_method_an_actor_and_a_duration() {
