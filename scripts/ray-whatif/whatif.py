@@ -289,7 +289,8 @@ def merge(parts, out):
                 raise SystemExit(f"--merge: {key} differs between parts: {first[key]} and {r[key]}")
     merged = {**first, "started": min(r["started"] for r in records),
               "runs_per_shape": max(r["runs_per_shape"] for r in records),
-              "programs": [p for r in records for p in r["programs"]]}
+              # A program recorded in several series keeps which one it came from.
+              "programs": [{**p, "series": p.get("series", r["started"])} for r in records for p in r["programs"]]}
     with open(out, "w") as f:
         json.dump(merged, f, indent=1)
         f.write("\n")

@@ -51,6 +51,9 @@ pub struct WhatifRecord {
 #[derive(Clone, Debug, Deserialize)]
 pub struct ProgramRecord {
     pub program: String,
+    /// The series it was recorded in (its start), where a merged record holds several.
+    #[serde(default)]
+    pub series: Option<String>,
     pub record_shape: String,
     pub job: String,
     /// The recorded job's makespan on Ray (its Jobs API's start to end), s.
@@ -188,6 +191,14 @@ pub fn parse(path: &Path, text: &str) -> Result<WhatifRecord, WhatifError> {
     Ok(record)
 }
 
+/// A program as its rows name it: with its series' start where the record merges several.
+fn program_label(p: &ProgramRecord) -> String {
+    match &p.series {
+        Some(s) => format!("{} (series {})", p.program, s),
+        None => p.program.clone(),
+    }
+}
+
 fn pct(e: f64) -> String {
     format!("{:+.1} %", e * 100.0)
 }
@@ -217,10 +228,11 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for p in &record.programs {
         let e = p.same_shape_error();
+        let program = program_label(p);
         let _ = writeln!(
             out,
             "| {} | {} (recorded, job {}) | {:.3} s | one run | {:.3} s | {} | {} |",
-            p.program,
+            program,
             p.record_shape,
             p.job,
             p.recorded_s,
@@ -238,7 +250,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {}: {} | {:.3} s | {:.3}–{:.3} s ({} run{}) | {:.3} s | {} | {} |",
-                p.program,
+                program,
                 s.shape,
                 s.change,
                 s.median(),
@@ -258,7 +270,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     );
     for p in &record.programs {
         let figures = if p.figures.is_empty() { "none".to_string() } else { p.figures.join("; ") };
-        let _ = writeln!(out, "* {}: {}", p.program, figures);
+        let _ = writeln!(out, "* {}: {}", program_label(p), figures);
     }
     out
 }
