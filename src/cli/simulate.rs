@@ -333,8 +333,9 @@ fn recorded_job(
     Ok((Some(Replayed { job, shape }), Some(costs)))
 }
 
-/// The config's workloads replaced by the recorded job. The recorded first calls give up the first-call cost the model charges in its place
-/// (`ReplayJob::for_first_call_cost`), at this config's value.
+/// The config's workloads replaced by the recorded job. Its recorded first calls give up
+/// the first-call cost the model charges in their place, at this config's value
+/// (`ReplayJob::for_first_call_cost`).
 fn replace_workloads(cfg: &mut Config, job: &std::sync::Arc<rayscope::config::replay::ReplayJob>) {
     let first_call_us = cfg.scheduler.worker_first_call_latency.as_micros();
     cfg.workloads = vec![rayscope::config::WorkloadConfig::Replay(rayscope::config::replay::ReplayConfig {
