@@ -264,14 +264,15 @@ fn first_call_figure(calls: &[Call]) -> Option<Figure> {
             Some(_) => later.entry(c.task.func_or_class_name.as_str()).or_default().push(h),
         }
     }
-    let mut extras: Vec<f64> = firsts
+    let typical: BTreeMap<&str, f64> = later
         .into_iter()
-        .filter_map(|(f, h)| {
-            let mut l = later.get(f)?.clone();
-            l.sort_by(f64::total_cmp);
-            Some(h - crate::fidelity::median(&l)).filter(|extra| *extra > 0.0)
+        .map(|(f, mut held)| {
+            held.sort_by(f64::total_cmp);
+            (f, crate::fidelity::median(&held))
         })
         .collect();
+    let mut extras: Vec<f64> =
+        firsts.into_iter().filter_map(|(f, h)| Some(h - typical.get(f)?).filter(|extra| *extra > 0.0)).collect();
     if extras.len() < MIN_FIRST_CALLS {
         return None;
     }

@@ -68,6 +68,32 @@ pub struct ReplayJob {
     pub recorded_makespan_us: u64,
 }
 
+impl ReplayCall {
+    /// Its held time in all, if it only held its worker (no submits, no waits).
+    pub fn held_only(&self) -> Option<u64> {
+        self.steps.iter().map(|s| if let ReplayStep::Hold(us) = s { Some(*us) } else { None }).sum()
+    }
+
+    /// Take up to `us` out of its held stretches, from its first (`from_end`: its last)
+    /// on; a stretch left empty is dropped.
+    pub fn shorten_holds(&mut self, us: u64, from_end: bool) {
+        let mut left = us;
+        let mut take = |step: &mut ReplayStep| {
+            if let ReplayStep::Hold(held) = step {
+                let taken = left.min(*held);
+                *held -= taken;
+                left -= taken;
+            }
+        };
+        if from_end {
+            self.steps.iter_mut().rev().for_each(&mut take);
+        } else {
+            self.steps.iter_mut().for_each(&mut take);
+        }
+        self.steps.retain(|s| *s != ReplayStep::Hold(0));
+    }
+}
+
 impl ReplayJob {
     /// The job with `first_call_us` taken out of each function call that was its worker's
     /// first (from its earliest stretches, where Ray loads the function): the model pays
@@ -77,18 +103,7 @@ impl ReplayJob {
     pub fn for_first_call_cost(&self, first_call_us: u64) -> ReplayJob {
         let mut job = self.clone();
         for call in job.calls.iter_mut().filter(|c| c.first_on_worker && c.kind == ReplayKind::Function) {
-            let mut left = first_call_us;
-            for step in &mut call.steps {
-                if let ReplayStep::Hold(us) = step {
-                    let taken = left.min(*us);
-                    *us -= taken;
-                    left -= taken;
-                }
-                if left == 0 {
-                    break;
-                }
-            }
-            call.steps.retain(|s| *s != ReplayStep::Hold(0));
+            call.shorten_holds(first_call_us, false);
         }
         job
     }

@@ -173,12 +173,9 @@ const TYPICAL_OF: usize = 3;
 /// 250 ms for 700. So a call that only held its worker (no submits, no waits), whose end
 /// was lost, is held no longer than the median of its name's calls that Ray saw end.
 fn hold_lost_ends_as_typical(calls: &mut [ReplayCall], lost: &[bool]) {
-    let held = |c: &ReplayCall| -> Option<u64> {
-        c.steps.iter().map(|s| if let ReplayStep::Hold(us) = s { Some(*us) } else { None }).sum()
-    };
     let mut reported: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for (c, _) in calls.iter().zip(lost).filter(|(_, l)| !**l) {
-        if let Some(h) = held(c) {
+        if let Some(h) = c.held_only() {
             reported.entry(c.name.as_str()).or_default().push(h);
         }
     }
@@ -191,16 +188,8 @@ fn hold_lost_ends_as_typical(calls: &mut [ReplayCall], lost: &[bool]) {
         })
         .collect();
     for (c, _) in calls.iter_mut().zip(lost).filter(|(_, l)| **l) {
-        let (Some(total), Some(&cap)) = (held(c), typical.get(&c.name)) else { continue };
-        let mut over = total.saturating_sub(cap);
-        for step in c.steps.iter_mut().rev() {
-            if let ReplayStep::Hold(us) = step {
-                let cut = over.min(*us);
-                *us -= cut;
-                over -= cut;
-            }
-        }
-        c.steps.retain(|s| *s != ReplayStep::Hold(0));
+        let (Some(total), Some(&cap)) = (c.held_only(), typical.get(&c.name)) else { continue };
+        c.shorten_holds(total.saturating_sub(cap), true);
     }
 }
 
