@@ -126,7 +126,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              of the task workers (first_call.py: a worker's first-call work, 79-135 ms of its CPU, took 82-169 ms \
              at 1 and 2 CPUs and up to 877 ms beside two starts), where the model's cores have no priority by default \
              (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it: BENCHMARKS.md, \
-             \"Two priorities on a node's cores\")"
+             \"Two priorities on a node's cores\"); and a raylet starting workers for a backlog starts one more than \
+             its CPUs need, last, which runs no call (spare_worker.py: 5 task workers at 4 CPUs, 7 at 6, in 9 runs \
+             of 9), where the model starts as many as its leases need (docs/benchmarks-history.md, \"The raylet's \
+             spare worker\")"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
