@@ -229,7 +229,7 @@ fn the_command_writes_the_fragment_and_refuses_a_bad_trace_or_job() {
     let out = dir.path().join("costs.yaml");
     let (code, _, err) = rayscope(&["calibrate", "--trace", trace.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("lease 2.500 ms over 40") && err.contains("not determined (23)"), "{err}");
+    assert!(err.contains("lease 2.500 ms over 40") && err.contains("not determined (24)"), "{err}");
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("  call_submit_cost: 1000us") && text.contains("# sleep_overshoot:"), "{text}");
     let (code, _, err) = rayscope(&["calibrate", "--trace", trace.to_str().unwrap(), "--job", "02000000"]);

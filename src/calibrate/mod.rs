@@ -103,6 +103,7 @@ const ACTOR_SUBMIT: &[&str] = &["scheduler.actor_call_submit_cost"];
 const WORKER_START: &[&str] = &["scheduler.worker_start_cpu", "scheduler.worker_start_latency"];
 const TRANSFER: &[&str] = &["object_store.transfer_bandwidth"];
 const FIRST_CALL: &[&str] = &["scheduler.worker_first_call_latency"];
+const ACTOR_FIRST_CALL: &[&str] = &["scheduler.actor_first_call_latency"];
 /// Why a cost no figure covers cannot come from a trace.
 fn never_why(key: &str) -> &'static str {
     match key {
@@ -182,6 +183,10 @@ fn reference_values() -> BTreeMap<String, serde_json::Value> {
     out
 }
 
+/// How an optional cost left unset reads (`scheduler.actor_first_call_latency`, the one
+/// calibrated cost that may be).
+pub const UNSET_TEXT: &str = "unset (worker_first_call_latency's)";
+
 /// A reference value in µs (a duration) or as a number (a rate, a share).
 fn reference_number(key: &str) -> f64 {
     match reference_values().get(key) {
@@ -199,6 +204,7 @@ fn reference_sum(fields: &[&str]) -> f64 {
 
 fn value_text(v: &serde_json::Value) -> String {
     match v {
+        serde_json::Value::Null => UNSET_TEXT.to_string(),
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     }
@@ -241,7 +247,7 @@ fn costs_of(source: &str, job: &str, figures: Vec<Figure>) -> TraceCosts {
 
 /// The figure a cost would come from, and what the job must hold for it.
 fn figure_of(key: &str) -> Option<(&'static str, &'static str)> {
-    let needs: [(&[&str], &str, &str); 7] = [
+    let needs: [(&[&str], &str, &str); 8] = [
         (LEASE, "lease", "10 normal tasks leased to a worker already up and idle"),
         (PUSH_AND_START, "push and start", "10 normal tasks on a worker's second call or later"),
         (SUBMIT, "submit loop", "a caller's loop of 20 task `.remote()`s"),
@@ -254,6 +260,7 @@ fn figure_of(key: &str) -> Option<(&'static str, &'static str)> {
         ),
         (TRANSFER, "transfer", "a call taking a return of 1 MB or more made on another node"),
         (FIRST_CALL, "first call", "2 task workers' first calls of a function that also ran later on a warm worker"),
+        (ACTOR_FIRST_CALL, "actor's first call", "2 actors whose first call was submitted before their creation ended"),
     ];
     needs.iter().find(|(fields, _, _)| fields.contains(&key)).map(|(_, name, need)| (*name, *need))
 }

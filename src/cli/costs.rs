@@ -100,6 +100,7 @@ impl Plan {
                 let key = format!("{section}.{k}");
                 let value = match values.get(k) {
                     Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(serde_json::Value::Null) => rayscope::calibrate::UNSET_TEXT.to_string(),
                     Some(v) => v.to_string(),
                     None => continue,
                 };

@@ -68,6 +68,7 @@ pub const CALIBRATED_SCHEDULER_COSTS: &[&str] = &[
     "idle_worker_cpu",
     "driver_slowdown_per_busy_worker",
     "worker_first_call_latency",
+    "actor_first_call_latency",
     "call_submit_cost",
     "first_submit_cost",
     "owner_push_cost",

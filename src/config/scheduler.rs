@@ -73,6 +73,13 @@ pub struct SchedulerConfig {
     /// lease_traces.py.
     #[serde(default = "default_worker_first_call_latency")]
     pub worker_first_call_latency: DurationSpec,
+    /// How long after a new actor's creation began it answers no call (its process's
+    /// first work). Unset: `worker_first_call_latency`, as the reference machine's
+    /// suite has it. `rayscope calibrate` sets it from a trace: the gap Ray showed between
+    /// an actor's creation ending and its first call beginning, since a replay holds the
+    /// recorded creation's own time.
+    #[serde(default)]
+    pub actor_first_call_latency: Option<DurationSpec>,
     /// CPU work of a `.remote()` on the caller's node (submitting a task or an actor
     /// creation): the core worker builds the spec and hands it off to its io thread; the
     /// caller is busy meanwhile. Measured, not fitted: the slope of the 1-CPU no-op
@@ -190,6 +197,7 @@ impl Default for SchedulerConfig {
             maximum_startup_concurrency: None,
             prestart_worker_first_driver: true,
             worker_first_call_latency: default_worker_first_call_latency(),
+            actor_first_call_latency: None,
             debug_dump_period: default_debug_dump_period(),
             local_gc_min_interval: default_local_gc_min_interval(),
             worker_gc_cpu: default_worker_gc_cpu(),

@@ -203,7 +203,9 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
         let pid = m.alloc_pid();
         if let Some(a) = actor {
             if ActorManager::process_started(m, a, node, pid) {
-                cx.cpus.actor_up(node, a, now, now + cx.cfg.scheduler.worker_first_call_latency.as_micros());
+                let s = &cx.cfg.scheduler;
+                let window = s.actor_first_call_latency.unwrap_or(s.worker_first_call_latency);
+                cx.cpus.actor_up(node, a, now, now + window.as_micros());
             }
         }
     }
