@@ -185,7 +185,7 @@ fn reference_values() -> BTreeMap<String, serde_json::Value> {
 
 /// How an optional cost left unset reads (`scheduler.actor_first_call_latency`, the one
 /// calibrated cost that may be).
-pub const UNSET_TEXT: &str = "unset (worker_first_call_latency's)";
+const UNSET_TEXT: &str = "unset (worker_first_call_latency's)";
 
 /// A reference value in µs (a duration) or as a number (a rate, a share).
 fn reference_number(key: &str) -> f64 {
@@ -202,7 +202,8 @@ fn reference_sum(fields: &[&str]) -> f64 {
     fields.iter().map(|k| reference_number(k)).sum()
 }
 
-fn value_text(v: &serde_json::Value) -> String {
+/// A cost's value as a config writes it (an unset one says so).
+pub fn value_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => UNSET_TEXT.to_string(),
         serde_json::Value::String(s) => s.clone(),

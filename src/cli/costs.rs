@@ -98,12 +98,7 @@ impl Plan {
         {
             for k in keys {
                 let key = format!("{section}.{k}");
-                let value = match values.get(k) {
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    Some(serde_json::Value::Null) => rayscope::calibrate::UNSET_TEXT.to_string(),
-                    Some(v) => v.to_string(),
-                    None => continue,
-                };
+                let Some(value) = values.get(k).map(rayscope::calibrate::value_text) else { continue };
                 let source = if by_config.contains(&key) {
                     "config"
                 } else if taken.iter().any(|o| o.key == key) {
