@@ -8,9 +8,11 @@ with `rayscope observe --record`, read that cluster's costs from the trace
                      [--programs sleep_reduce,actor_tree,mixed] [--shapes head1,head6,two_nodes]
                      [--runs 3] [--record-shape head2]
     python whatif.py --merge PART.json... --out FILE   (one record of several, programs in order)
-    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR --out FILE
-        (the model's figures again from the traces kept in DIR, Ray's runs as recorded:
-        after a change to calibrate or the model, without running Ray again)
+    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR... --out FILE
+        (the model's figures again from the traces kept in each series' DIR, Ray's runs
+        as recorded: after a change to calibrate or the model, without running Ray again;
+        a merged record takes one DIR per series, each program finding its recording by
+        the Ray session named in the record)
 
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
@@ -254,6 +256,7 @@ def prove(args, program):
         "record_shape": args.record_shape,
         "job": job,
         "recorded_s": round(recorded, 3),
+        "session": session_of(trace),
         "idle_workers_at_start": idle,
         "figures": figures(said),
         "same_shape": {"model_s": round(same["makespan_s"], 3),
@@ -296,12 +299,34 @@ def merge(parts, out):
         f.write("\n")
 
 
+def session_of(trace):
+    """The Ray session a recorded trace was made on (its first segment's header)."""
+    first = sorted(f for f in os.listdir(trace) if f.endswith(".jsonl"))[0]
+    with open(os.path.join(trace, first)) as f:
+        return json.loads(f.readline()).get("session_name")
+
+
+def recording_of(program, works):
+    """The work dir of `works` that holds `program`'s recording: the one made on the
+    record's session, or the only one there is when the record names none."""
+    found = [w for w in works if os.path.isdir(os.path.join(w, program["program"], "record", "trace"))]
+    wanted = program.get("session")
+    if wanted:
+        found = [w for w in found if session_of(os.path.join(w, program["program"], "record", "trace")) == wanted]
+    if len(found) != 1:
+        where = ", ".join(works)
+        which = f"made on Ray session {wanted}" if wanted else "(the record names no session: give one --work)"
+        raise SystemExit(f"--repredict: {len(found)} recordings of {program['program']} {which} in {where}")
+    return os.path.join(found[0], program["program"])
+
+
 def repredict(args):
     with open(args.repredict) as f:
         record = json.load(f)
     for p in record["programs"]:
-        work = os.path.join(args.work, p["program"])
+        work = recording_of(p, args.work)
         trace = os.path.join(work, "record", "trace")
+        p["session"] = session_of(trace)
         said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", p["job"], "--out",
                                     os.path.join(work, "costs.yaml")], summary_on="stderr")
         p["figures"] = figures(said)
@@ -324,7 +349,7 @@ def main():
         ap = argparse.ArgumentParser()
         ap.add_argument("--repredict", required=True)
         ap.add_argument("--rayscope", required=True)
-        ap.add_argument("--work", required=True)
+        ap.add_argument("--work", required=True, nargs="+", help="each series' work dir")
         ap.add_argument("--out", required=True)
         return repredict(ap.parse_args())
     if "--merge" in sys.argv:
