@@ -116,3 +116,40 @@ fn a_job_whose_driver_lingered_has_nothing_lost_or_unreported() {
         assert_eq!(rec.recorded_calls, 12, "{version}: 11 calls and the driver");
     }
 }
+
+/// The Gantt draws a call whose end Ray lost to its caller's end, the latest it can have
+/// ended, and says so in its args; a call Ray saw end says nothing of the kind.
+#[test]
+fn the_gantt_marks_the_calls_whose_end_ray_lost() {
+    use rayscope::flow::timeline::{timeline, Window};
+    use std::collections::BTreeSet;
+    let mut marked_somewhere = 0;
+    for version in ["2.49", "2.60"] {
+        let (store, job) = observed(version, "SUCCEEDED");
+        let rec = job_record(&store, job, &mut Totals::default()).expect("the job's records");
+        let spans = Spans::replay(&rec, u64::MAX);
+        let tl = timeline(&rec, &spans, &Window::ALL);
+        let calls: Vec<&Value> = tl["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "task").collect();
+        let marked: BTreeSet<String> = calls
+            .iter()
+            .filter(|e| e["args"]["end_lost"] == true)
+            .map(|e| e["args"]["span"].as_str().unwrap().to_string())
+            .collect();
+        let lost: BTreeSet<String> = rec
+            .observed
+            .as_ref()
+            .expect("an observed job's notes")
+            .ended_with_job
+            .keys()
+            .map(|span| format!("{span:016x}"))
+            .collect();
+        assert!(!lost.is_empty(), "{version}: the case under test has calls that ended with the job");
+        // A call still pending when its job ended never ran: it has no bar to mark.
+        let drawn: BTreeSet<String> = calls.iter().map(|e| e["args"]["span"].as_str().unwrap().to_string()).collect();
+        let lost_drawn: BTreeSet<String> = lost.intersection(&drawn).cloned().collect();
+        assert_eq!(marked, lost_drawn, "{version}: every bar whose end Ray lost is marked, and only those");
+        assert!(calls.len() > marked.len(), "{version}: the calls Ray saw end are not marked: {calls:?}");
+        marked_somewhere += marked.len();
+    }
+    assert!(marked_somewhere > 0, "neither listing has a started call whose end Ray lost: the case is not under test");
+}

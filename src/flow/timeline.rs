@@ -9,7 +9,9 @@
 //! (`pid` = node index, `tid` = worker pid, times in virtual µs: its last attempt's
 //! start to its end), and inside it one `"cat": "blocked"` event named `ray.get` per
 //! interval it spent blocked in `ray.get` (not executing), its `args.inferred` true
-//! where the wait was read from other times rather than measured (observe mode).
+//! where the wait was read from other times rather than measured (observe mode). A call
+//! whose end Ray lost when its job ended carries `args.end_lost`: its bar runs to the
+//! latest it can have ended, its caller's end.
 //! Written straight into one pre-sized string, each callee's name quoted once (a
 //! recorded job can have 100,000 executions: building a JSON tree first would cost
 //! more than the answer's budget).
@@ -154,6 +156,7 @@ struct Callee {
 /// The window's trace events as JSON text (the object form; see the module doc).
 pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timeline {
     let sel = select(job, spans, window);
+    let ended_with_job = job.observed.as_ref().map(|o| &o.ended_with_job);
     let mut callees: Vec<Option<Callee>> = Vec::new();
     let mut events = String::with_capacity(sel.kept.len() * 260);
     for &i in &sel.kept {
@@ -186,6 +189,11 @@ pub fn timeline_json(job: &JobRecord, spans: &Spans, window: &Window) -> Timelin
         events.push_str(",\"submit_us\":");
         push_int(&mut events, s.submit);
         events.push_str(if s.ok { ",\"ok\":true" } else { ",\"ok\":false" });
+        if ended_with_job.is_some_and(|e| e.contains_key(&s.span)) {
+            // Ray lost this call's end when its job ended: the bar is drawn to the
+            // latest it can have ended (its caller's end), and says so.
+            events.push_str(",\"end_lost\":true");
+        }
         events.push_str(if s.end.is_none() { ",\"running\":true}}" } else { ",\"running\":false}}" });
         // An observed call's waits without Ray's profile events are read from other
         // times: each says so.
