@@ -377,9 +377,11 @@
       s.append(label);
       for (const b of r.bars) {
         if (drawn >= MAX_BARS) break;
-        const rect = svg('rect', {class: 'gantt-bar', x: x(num(b.ts)).toFixed(2), y: i * RH + 3, width: w(b).toFixed(2), height: RH - 6});
+        // Ray lost this call's end when its job ended: the bar runs to its caller's end.
+        const lost = Boolean(b.args && b.args.end_lost);
+        const rect = svg('rect', {class: lost ? 'gantt-bar gantt-end-lost' : 'gantt-bar', x: x(num(b.ts)).toFixed(2), y: i * RH + 3, width: w(b).toFixed(2), height: RH - 6});
         const t = svg('title');
-        t.textContent = `${b.name}: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}`;
+        t.textContent = `${b.name}: ${secs(num(b.dur) / 1e6)} from ${secs(num(b.ts) / 1e6)}${lost ? " (its end was lost when the job ended: drawn to its caller's end, the latest it can have ended)" : ''}`;
         rect.append(t);
         s.append(rect);
         drawn++;
