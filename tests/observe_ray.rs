@@ -284,6 +284,23 @@ fn a_real_cluster_observed_by_pull_and_by_push_then_recorded() {
         expect_job(base, who, &seed_job, || check_seed_job(base, &seed_job, &seed["tree"]).map(|_| ()));
         expect_job(base, who, &mr_job, || check_mapreduce_job(base, &mr_job));
     }
+    // The poller says when an ended job's record is final (its tasks read again after
+    // the end until Ray's listing stopped changing); a push-only observer cannot tell.
+    let settled = |base: &str, job: &str| -> Result<Value, String> {
+        let jobs = get(base, "/api/flow/jobs")?;
+        let j = jobs["jobs"].as_array().unwrap().iter().find(|j| j["job_id"] == job).cloned();
+        Ok(j.map(|j| j["observed"]["settled"].clone()).unwrap_or(Value::Null))
+    };
+    wait_for("the poller settled both jobs", Duration::from_secs(60), || {
+        for job in [&seed_job, &mr_job] {
+            let s = settled(&pull, job)?;
+            if s != Value::Bool(true) {
+                return Err(format!("job {job}: settled {s}"));
+            }
+        }
+        Ok(())
+    });
+    assert_eq!(settled(&push, &mr_job).unwrap(), Value::Null, "a push-only observer cannot say");
     let status = get(&push, "/api/observe").unwrap();
     assert!(status["events_received"].as_u64().unwrap() > 200, "Ray pushed its events: {status}");
     assert_eq!(status["batches_refused"], 0, "{status}");

@@ -192,10 +192,13 @@ def one_run(args, program, shape, run_dir, record):
         j = wait(f"job {job} ended in Ray's Jobs API", 60, ended)
         makespan = (j["end_time"] - j["start_time"]) / 1e3
         if record:
-            def observed():
+            # Ray's last task events land after the job's end, under load seconds after:
+            # the trace is final once the observer read the ended job's tasks until
+            # they stopped changing.
+            def settled():
                 jobs = get_json(f"{base}/api/flow/jobs")["jobs"]
-                return any(x["job_id"] == job and x.get("end_time_s") is not None for x in jobs)
-            wait(f"the observer saw job {job} end", 90, observed)
+                return any(x["job_id"] == job and (x.get("observed") or {}).get("settled") is True for x in jobs)
+            wait(f"the observer settled job {job}'s record", 120, settled)
         log(f"  {program} on {shape}: idle workers per node at the start {cluster.idle_at_start}")
         return job, makespan, trace, cluster.idle_at_start
     finally:

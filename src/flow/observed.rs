@@ -24,7 +24,7 @@ pub const LOSS_PREVENTION: &str = "Ray's workers send task events every RAY_task
 const MAX_LISTED: usize = 100;
 
 /// `{"waits", "profiling_howto"?, "ended_with_job", "ended_with_job_calls": [{"task_id",
-/// "ray_state", "ray_error_type"}], "lost": [...], "loss_prevention"?}`,
+/// "ray_state", "ray_error_type"}], "lost": [...], "loss_prevention"?, "settled"}`,
 /// or null for a job of the model.
 pub fn observed_json(job: &JobRecord) -> Value {
     let Some(n) = job.observed.as_deref() else { return Value::Null };
@@ -40,6 +40,7 @@ pub fn observed_json(job: &JobRecord) -> Value {
         "ended_with_job": n.ended_with_job.len(),
         "ended_with_job_calls": calls,
         "lost": n.lost,
+        "settled": n.settled,
     });
     let m = v.as_object_mut().expect("an object");
     if n.waits != Waits::Measured {

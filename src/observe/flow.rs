@@ -158,7 +158,7 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
     let mut dropped_parents = 0u64;
     // Calls whose outcome Ray did not report (`outcome`): the callers that went on
     // past their calls, and each placed call's end.
-    let mut notes = ObservedNotes::default();
+    let mut notes = ObservedNotes { settled: store.settled(job), ..Default::default() };
     let job_end_us = end_ms.filter(|_| ended).map(us);
     let mut went_on: FxHashSet<u64> = FxHashSet::default();
     if info.is_some_and(|j| j.status == "SUCCEEDED") {

@@ -221,6 +221,7 @@ impl Puller {
     pub fn round(&mut self, client: &RayClient, store: &mut Store) -> RoundReport {
         let started = Instant::now();
         let mut r = RoundReport::default();
+        store.pulled = true;
         if self.info.is_none() {
             r.requests += 1;
             match client.get("/api/version") {
@@ -322,6 +323,7 @@ impl Puller {
                     tracing::warn!(job = %hex, "Ray's task listing of an ended job still changed a minute after its end; its last read stands");
                 }
                 self.settled.insert(num);
+                store.mark_settled(num);
                 self.last_read.remove(&num);
                 self.due.remove(&key);
                 self.due.remove(&settle_key);

@@ -269,6 +269,14 @@ impl Loop {
                 dirty_since = self.cache.is_stale().then(Instant::now);
             }
         }
+        let unsettled = self.store.unsettled_ended_jobs();
+        if self.record.is_some() && !unsettled.is_empty() {
+            tracing::warn!(
+                jobs = %unsettled.join(","),
+                "stopped before these ended jobs' tasks were read again: the trace may lack Ray's last reports of them \
+                 (wait for \"settled\": true in /api/flow/jobs before stopping a recording)"
+            );
+        }
     }
 
     fn poll(&mut self) {

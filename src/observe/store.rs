@@ -128,6 +128,12 @@ pub struct Store {
     pub forgotten_tasks: u64,
     /// State transitions dropped by the per-attempt cap (`merge::cap_transitions`).
     pub transitions_dropped: u64,
+    /// Whether tasks are read from Ray's State API (`pull`): a push-only observer
+    /// cannot tell when an ended job's last reports are in.
+    pub pulled: bool,
+    /// Ended jobs whose tasks were read after the end until Ray's listing stopped
+    /// changing (or until the observer gave up): their records hold Ray's last reports.
+    settled: BTreeSet<u32>,
     /// Records refused because their job id was not Ray's 4 bytes.
     pub bad_job_ids: u64,
     /// Records of new jobs refused because `max_jobs` jobs, all running, were held.
@@ -495,10 +501,32 @@ impl Store {
         }
     }
 
+    /// Marks an ended job's task reads done (`pull`), which its record then says.
+    pub fn mark_settled(&mut self, job: u32) {
+        if self.settled.insert(job) {
+            self.generation += 1;
+            if self.tasks_by_job.contains_key(&job) {
+                self.job_generation.insert(job, self.generation);
+            }
+        }
+    }
+
+    /// Whether the job's record is final (`None`: nothing tells, tasks are not pulled).
+    pub fn settled(&self, job: u32) -> Option<bool> {
+        self.pulled.then(|| self.settled.contains(&job))
+    }
+
+    /// Ended jobs whose tasks are still to be read once more (`pull`), by id.
+    pub fn unsettled_ended_jobs(&self) -> Vec<String> {
+        let ended = self.jobs.iter().filter(|(_, j)| is_terminal_job(&j.status));
+        ended.filter(|(n, _)| self.settled(**n) == Some(false)).map(|(_, j)| j.job_id.clone()).collect()
+    }
+
     fn forget_job(&mut self, job: u32) {
         if let Some(j) = self.jobs.remove(&job) {
             self.ended.remove(&(j.end_time.unwrap_or(0), job));
         }
+        self.settled.remove(&job);
         self.dropped_by_job.remove(&job);
         self.job_generation.remove(&job);
         for id in self.tasks_by_job.remove(&job).unwrap_or_default() {

@@ -57,4 +57,8 @@ pub struct ObservedNotes {
     pub ended_with_job: BTreeMap<u64, EndedWithJob>,
     pub lost: Vec<LostCalls>,
     pub waits: Waits,
+    /// Whether the job ended and its tasks were read after the end until Ray's listing
+    /// stopped changing, so the records hold Ray's last reports (`None`: the observer
+    /// does not read tasks, a push-only one, or a replayed trace).
+    pub settled: Option<bool>,
 }

@@ -177,3 +177,20 @@ fn a_change_reads_back_from_its_trace_line() {
     assert!(line.starts_with("{\"kind\":\"task\""), "{line}");
     assert_eq!(serde_json::from_str::<Change>(&line).unwrap(), c);
 }
+
+#[test]
+fn an_ended_job_is_said_settled_only_by_a_store_that_pulls_once_marked() {
+    let mut s = Store::new(StoreLimits::default());
+    s.apply(&Change::Job(job("01000000", "SUCCEEDED", Some(2_000))));
+    s.apply(&Change::Task(task("aa", "01000000", "FINISHED", 1_500)));
+    assert_eq!(s.settled(1), None, "a push-only store cannot tell");
+    assert!(s.unsettled_ended_jobs().is_empty());
+    s.pulled = true;
+    assert_eq!(s.settled(1), Some(false));
+    assert_eq!(s.unsettled_ended_jobs(), vec!["01000000".to_string()]);
+    let job_gen = s.job_generation[&1];
+    s.mark_settled(1);
+    assert_eq!(s.settled(1), Some(true));
+    assert!(s.job_generation[&1] > job_gen, "the job's record is rebuilt to say so");
+    assert!(s.unsettled_ended_jobs().is_empty());
+}
