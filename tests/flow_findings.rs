@@ -38,7 +38,7 @@ fn run(cpus: u32, driver: Vec<ReplayStep>, calls: Vec<ReplayCall>) -> (Vec<Findi
     let mut all = vec![call(ReplayKind::Driver, "_main", None, 0.0, driver)];
     all.extend(calls);
     let actors = all.iter().filter_map(|c| c.actor).max().map_or(0, |a| a + 1);
-    let job = Arc::new(ReplayJob { source: "test".into(), calls: all, actors, recorded_makespan_us: 0 });
+    let job = Arc::new(ReplayJob { source: "test".into(), calls: all, actors, recorded_makespan_us: 0, ends_lost: 0 });
     let yaml = format!("cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 64GiB}}\n");
     let mut cfg = config::load_str(&yaml, "findings.yaml").unwrap_or_else(|e| panic!("{e}"));
     cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "program".into(), job })];

@@ -29,7 +29,7 @@ async fn get_json(addr: SocketAddr, path: &str) -> Value {
 }
 
 fn replay(name: &str, calls: Vec<ReplayCall>) -> WorkloadConfig {
-    let job = Arc::new(ReplayJob { source: name.into(), calls, actors: 0, recorded_makespan_us: 0 });
+    let job = Arc::new(ReplayJob { source: name.into(), calls, actors: 0, recorded_makespan_us: 0, ends_lost: 0 });
     WorkloadConfig::Replay(ReplayConfig { name: name.into(), job })
 }
 

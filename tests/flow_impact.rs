@@ -177,7 +177,13 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
         calls[0].steps.extend([ReplayStep::Submit(k), ReplayStep::Get]);
         calls.push(f(vec![ReplayStep::Hold(100_000)]));
     }
-    let job = std::sync::Arc::new(ReplayJob { source: "test".into(), calls, actors: 0, recorded_makespan_us: 0 });
+    let job = std::sync::Arc::new(ReplayJob {
+        source: "test".into(),
+        calls,
+        actors: 0,
+        recorded_makespan_us: 0,
+        ends_lost: 0,
+    });
     let mut cfg = common::load("cluster:\n  host_node: false\n  head: {cpu: 4, memory: 8GiB}\n");
     cfg.workloads = vec![WorkloadConfig::Replay(ReplayConfig { name: "loop".into(), job })];
     let e = common::run(cfg);

@@ -164,10 +164,12 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             job.actors,
             job.recorded_makespan_us as f64 / 1e6
         );
-        for w in &unplaceable {
+        let end_unknown = job.end_unknown();
+        for w in unplaceable.iter().chain(&end_unknown) {
             eprintln!("warning: {w}");
         }
         warnings.extend(unplaceable);
+        warnings.extend(end_unknown);
         change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), warnings));
     }
     let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {

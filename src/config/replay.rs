@@ -66,6 +66,9 @@ pub struct ReplayJob {
     pub actors: u32,
     /// The makespan it had when recorded (driver start to end), µs.
     pub recorded_makespan_us: u64,
+    /// Calls whose end the trace lacks (Ray had not reported it when its job ended,
+    /// or the recording stopped before the observer read it).
+    pub ends_lost: u32,
 }
 
 impl ReplayCall {
@@ -95,6 +98,21 @@ impl ReplayCall {
 }
 
 impl ReplayJob {
+    /// What the replay cannot reproduce of the recorded job's end, said to the user:
+    /// the driver's last wait closed at the job's end on calls whose end the trace
+    /// lacks, so what the driver did after it (a linger, a shutdown) is not replayed.
+    pub fn end_unknown(&self) -> Option<String> {
+        let driver_last_waits = self.calls.first().is_some_and(|d| d.steps.last() == Some(&ReplayStep::Get));
+        (self.ends_lost > 0 && driver_last_waits).then(|| {
+            format!(
+                "the trace lacks the end of {} of the job's calls, among them what the driver waited for last: the \
+                 replay ends the driver at those calls' end, without what it did after them (a recording stopped \
+                 before the observer said \"settled\" for the job? see docs/observe.md)",
+                self.ends_lost
+            )
+        })
+    }
+
     /// The job with `first_call_us` taken out of each function call that was its worker's
     /// first (from its earliest stretches, where Ray loads the function): the model pays
     /// `scheduler.worker_first_call_latency` for each call first on a worker in the
@@ -151,6 +169,7 @@ mod tests {
             ],
             actors: 0,
             recorded_makespan_us: 0,
+            ends_lost: 0,
         };
         let out = job.for_first_call_cost(100);
         assert_eq!(out.calls[1].steps, vec![ReplayStep::Submit(2), ReplayStep::Hold(130)]);
@@ -158,5 +177,22 @@ mod tests {
         for k in [0, 2, 3] {
             assert_eq!(out.calls[k].steps, job.calls[k].steps);
         }
+    }
+
+    #[test]
+    fn a_driver_whose_last_wait_the_trace_closed_at_the_jobs_end_is_said() {
+        let driver = |steps| call(ReplayKind::Driver, false, steps);
+        let job = |steps, ends_lost| ReplayJob {
+            source: "t".into(),
+            calls: vec![driver(steps), call(ReplayKind::Function, false, vec![ReplayStep::Hold(150)])],
+            actors: 0,
+            recorded_makespan_us: 0,
+            ends_lost,
+        };
+        let waits_last = vec![ReplayStep::Submit(1), ReplayStep::Get];
+        let lingers = vec![ReplayStep::Submit(1), ReplayStep::Get, ReplayStep::Hold(2_500_000)];
+        assert!(job(waits_last.clone(), 1).end_unknown().unwrap().contains("lacks the end of 1"));
+        assert_eq!(job(waits_last, 0).end_unknown(), None, "every end known: the driver did stop there");
+        assert_eq!(job(lingers, 1).end_unknown(), None, "the driver's own end is known");
     }
 }

@@ -160,6 +160,7 @@ pub fn replay_job(
         calls,
         actors: slots.len() as u32,
         recorded_makespan_us: spans.end_or_at(root) - spans.spans[root].submit,
+        ends_lost: lost.iter().filter(|l| **l).count() as u32,
     })
 }
 
