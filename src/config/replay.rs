@@ -120,11 +120,37 @@ impl ReplayJob {
     /// longer be first.
     pub fn for_first_call_cost(&self, first_call_us: u64) -> ReplayJob {
         let mut job = self.clone();
+        let typical = typical_later_holds(&job.calls);
         for call in job.calls.iter_mut().filter(|c| c.first_on_worker && c.kind == ReplayKind::Function) {
-            call.shorten_holds(first_call_us, false);
+            // Its own extra where its function's later calls show what the body took:
+            // first calls that paid unlike sums (a loaded machine: 3.5 s and 5.5 s) must
+            // not each give up their median, which cuts the shorter one to nothing and
+            // then charges it the median in full.
+            let cut = match (call.held_only(), typical.get(&call.name)) {
+                (Some(held), Some(&body)) => held.saturating_sub(body),
+                _ => first_call_us,
+            };
+            call.shorten_holds(cut, false);
         }
         job
     }
+}
+
+/// Per function, the median of what its calls that were not first on their worker
+/// held (those that only held it): what its body takes once loaded.
+fn typical_later_holds(calls: &[ReplayCall]) -> std::collections::BTreeMap<String, u64> {
+    let mut held: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
+    for c in calls.iter().filter(|c| !c.first_on_worker && c.kind == ReplayKind::Function) {
+        if let Some(h) = c.held_only() {
+            held.entry(c.name.as_str()).or_default().push(h);
+        }
+    }
+    held.into_iter()
+        .map(|(name, mut v)| {
+            v.sort_unstable();
+            (name.to_string(), v[v.len() / 2])
+        })
+        .collect()
 }
 
 /// The workload that runs a replay.
@@ -194,5 +220,31 @@ mod tests {
         assert!(job(waits_last.clone(), 1).end_unknown().unwrap().contains("lacks the end of 1"));
         assert_eq!(job(waits_last, 0).end_unknown(), None, "every end known: the driver did stop there");
         assert_eq!(job(lingers, 1).end_unknown(), None, "the driver's own end is known");
+    }
+
+    #[test]
+    fn first_calls_that_paid_unlike_sums_each_give_up_their_own() {
+        // A loaded machine: two workers' first calls of a 150 ms function took 3.7 s
+        // and 5.7 s; the figure (their extras' median) is 4.55 s.
+        let f = |first, held| call(ReplayKind::Function, first, vec![ReplayStep::Hold(held)]);
+        let job = ReplayJob {
+            source: "t".into(),
+            calls: vec![
+                call(ReplayKind::Driver, false, vec![ReplayStep::Get]),
+                f(true, 3_700),
+                f(true, 5_700),
+                f(false, 150),
+                f(false, 160),
+                f(false, 140),
+            ],
+            actors: 0,
+            recorded_makespan_us: 0,
+            ends_lost: 0,
+        };
+        let out = job.for_first_call_cost(4_550);
+        // Each keeps its body; with the figure charged on each, the two sum as recorded.
+        assert_eq!(out.calls[1].steps, vec![ReplayStep::Hold(150)]);
+        assert_eq!(out.calls[2].steps, vec![ReplayStep::Hold(150)]);
+        assert_eq!(3_700 + 5_700, 2 * (150 + 4_550));
     }
 }
