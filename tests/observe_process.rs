@@ -156,3 +156,106 @@ fn bad_cluster_flags_exit_at_start_naming_the_problem() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-clusters"));
 }
+
+/// Unix ms now.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// A Ray dashboard just big enough for one poller: its version, one job that ended
+/// half a second ago, and that job's tasks, the second of which Ray has only from the
+/// second listing on (its last report, landed after the end). Every other listing is a
+/// 404. Returns its URL and how many task listings it answered.
+fn ray_whose_last_report_lands_late() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reads.clone();
+    let end = now_ms() - 500;
+    let task = |n: u8, at: u64| {
+        serde_json::json!({"task_id": format!("{n:02x}").repeat(24), "job_id": "01000000", "name": "f",
+            "func_or_class_name": "f", "type": "NORMAL_TASK", "state": "FINISHED",
+            "events": [{"state": "PENDING_NODE_ASSIGNMENT", "created_ms": at}, {"state": "RUNNING", "created_ms": at + 10},
+                       {"state": "FINISHED", "created_ms": at + 100}]})
+    };
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut asked = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !asked.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => asked.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&asked).lines().next().unwrap_or_default().to_string();
+            let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+            let body = if path == "/api/version" {
+                Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_late_report"}))
+            } else if path == "/api/jobs/" {
+                Some(serde_json::json!([{"job_id": "01000000", "status": "SUCCEEDED", "entrypoint": "python job.py",
+                    "start_time": end - 2_000, "end_time": end}]))
+            } else if path.starts_with("/api/v0/tasks") {
+                let earlier = counted.fetch_add(1, Ordering::SeqCst);
+                let mut rows = vec![task(1, end - 1_500)];
+                if earlier > 0 {
+                    rows.push(task(2, end - 400));
+                }
+                Some(serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}}))
+            } else {
+                None
+            };
+            let (status, body) = match body {
+                Some(b) => ("200 OK", b.to_string()),
+                None => ("404 Not Found", "{}".to_string()),
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, reads)
+}
+
+#[test]
+fn a_recording_stopped_before_its_job_settled_reads_it_once_more_and_says_so() {
+    let (ray, task_reads) = ray_whose_last_report_lands_late();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let mut child =
+        observe(&["--ray", &ray, "--record", trace.to_str().unwrap(), "--poll-every", "30s"]).spawn().unwrap();
+    // Every log line kept, read on a thread so the child never blocks on the pipe.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let kept = log.clone();
+    let reader = std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| kept.lock().unwrap().push(l)));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while task_reads.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the observer never listed the job's tasks");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The job ended half a second ago and the next poll is 30 s away: a stop now comes
+    // before any read after the end, as a user's Ctrl-C right after the job would.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(task_reads.load(std::sync::atomic::Ordering::SeqCst), 1, "no second listing before the stop");
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = wait_with_deadline(&mut child, Duration::from_secs(5)).expect("rayscope exits within 5 s");
+    assert!(status.success(), "{status:?}");
+    reader.join().unwrap();
+    let log = log.lock().unwrap().join("\n");
+    assert!(log.contains("stopping before these ended jobs settled"), "{log}");
+    assert!(log.contains("01000000"), "the warning names the job: {log}");
+    assert!(task_reads.load(std::sync::atomic::Ordering::SeqCst) >= 2, "the job was read once more at the stop");
+    let recorded: String = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(recorded.contains(&"02".repeat(24)), "the late report is in the trace: {recorded}");
+}

@@ -9,11 +9,13 @@
 use super::serve::{init_logging, run_server, LogFormat};
 use rayscope::api::{ObserveServe, ServeOptions};
 use rayscope::observe::pull::PullOptions;
+use rayscope::observe::runner::LAST_READS_BUDGET;
 use rayscope::observe::store::StoreLimits;
 use rayscope::observe::trace::TraceLimits;
-use rayscope::observe::{ObserveOptions, Source};
+use rayscope::observe::{Clusters, ObserveOptions, Source};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -186,7 +188,9 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
         source_text.push_str(&format!(", {name}={}", text(s)));
     }
     // The observer starts after the port is bound, so a taken port fails before Ray is asked.
-    run_server(&args.listen.clone(), serve_opts, move |serve_opts, address| {
+    let started: Arc<Mutex<Option<Arc<Clusters>>>> = Arc::default();
+    let stash = started.clone();
+    let code = run_server(&args.listen.clone(), serve_opts, move |serve_opts, address| {
         tracing::info!(%address, source = %source_text, record = ?args.record, "observing");
         let observer = rayscope::observe::spawn(opts).map_err(|e| e.to_string())?;
         if observer.inbox.is_some() {
@@ -196,9 +200,20 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
             );
         }
         serve_opts.clusters = Some(observer.clusters.clone());
+        *stash.lock().unwrap_or_else(PoisonError::into_inner) = Some(observer.clusters.clone());
         serve_opts.observe = Some(ObserveServe { inbox: observer.inbox });
         Ok(observer.handle)
-    })
+    });
+    // Stopped: a recording observer reads ended jobs that have not settled once more.
+    let clusters = started.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(c) = clusters {
+        if !c.wait_stopped(LAST_READS_BUDGET) {
+            tracing::warn!(
+                "an observer was still reading Ray at the stop; what it had not written is not in the trace"
+            );
+        }
+    }
+    code
 }
 
 #[cfg(test)]

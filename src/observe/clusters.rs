@@ -89,6 +89,7 @@ pub struct Clusters {
     opts: ObserveOptions,
     server: Arc<PushCounters>,
     stop: Arc<AtomicBool>,
+    running: Arc<super::runner::Running>,
 }
 
 impl std::fmt::Debug for Clusters {
@@ -98,6 +99,12 @@ impl std::fmt::Debug for Clusters {
 }
 
 impl Clusters {
+    /// After a stop: wait, at most `within`, for every cluster's loop to end (a
+    /// recording one reads ended jobs that have not settled once more); whether all had.
+    pub fn wait_stopped(&self, within: std::time::Duration) -> bool {
+        self.running.wait_all(within)
+    }
+
     /// The cluster named `name`.
     pub fn get(&self, name: &str) -> Option<Arc<Cluster>> {
         self.read().iter().find(|c| c.name == name).cloned()
@@ -151,6 +158,7 @@ impl Clusters {
             self.record_dir(name, unnamed),
             self.server.clone(),
             self.stop.clone(),
+            &self.running,
         )?;
         let c = Arc::new(Cluster {
             name: name.to_string(),
@@ -262,6 +270,7 @@ pub fn spawn(opts: ObserveOptions) -> Result<Observer, SpawnError> {
         opts: opts.clone(),
         server: server.clone(),
         stop: stop.clone(),
+        running: Arc::default(),
     };
     clusters.opts.max_clusters = opts.max_clusters.max(1 + opts.more.len());
     let first_name = opts.name.clone().unwrap_or_else(|| DEFAULT_CLUSTER.to_string());

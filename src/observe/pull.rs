@@ -333,6 +333,30 @@ impl Puller {
         r
     }
 
+    /// At stop: each ended job not yet settled read once more, the latest ended first,
+    /// while `budget` lasts. A recording stopped right after a job ended then keeps
+    /// what Ray had of it by then (its last reports usually reach Ray within a second
+    /// or two of the end), though nothing proves that all of it had arrived.
+    pub fn last_reads(&mut self, client: &RayClient, store: &mut Store, budget: Duration) -> RoundReport {
+        let started = Instant::now();
+        let mut r = RoundReport::default();
+        let mut ended: Vec<(u64, String)> = store
+            .jobs
+            .iter()
+            .filter(|(n, j)| is_terminal_job(&j.status) && !self.settled.contains(n))
+            .map(|(_, j)| (j.end_time.unwrap_or(0), j.job_id.clone()))
+            .collect();
+        ended.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, hex) in ended {
+            if started.elapsed() >= budget {
+                break;
+            }
+            self.job_tasks(client, store, &mut r, &hex);
+        }
+        r.took = started.elapsed();
+        r
+    }
+
     /// A job's tasks: one listing, and by state when Ray has more than one listing holds.
     /// The listing's digest (`listing_digest`), or `None` where it failed.
     fn job_tasks(&mut self, client: &RayClient, store: &mut Store, r: &mut RoundReport, hex: &str) -> Option<u64> {

@@ -30,6 +30,42 @@ pub const RECORD_RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Pushed batches are published at most this often.
 pub const PUSH_PUBLISH_EVERY: Duration = Duration::from_millis(500);
 
+/// How long a recording observer, stopping, may spend reading ended jobs that have not
+/// settled once more (`Puller::last_reads`): inside the 1.5 s a stopping rayscope has.
+pub const LAST_READS_BUDGET: Duration = Duration::from_secs(1);
+
+/// Observer loops still running, so a stopping process can wait for their last reads.
+#[derive(Debug, Default)]
+pub struct Running {
+    count: std::sync::Mutex<usize>,
+    done: std::sync::Condvar,
+}
+
+/// One loop counted in [`Running`] until it is dropped (a panic included).
+pub(crate) struct RunningGuard(Arc<Running>);
+
+impl Running {
+    pub(crate) fn enter(self: &Arc<Running>) -> RunningGuard {
+        *self.count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        RunningGuard(self.clone())
+    }
+
+    /// Wait until every loop has ended, at most `within`; whether they had.
+    pub fn wait_all(&self, within: Duration) -> bool {
+        let count = self.count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (count, _) =
+            self.done.wait_timeout_while(count, within, |n| *n > 0).unwrap_or_else(std::sync::PoisonError::into_inner);
+        *count == 0
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        *self.0.count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+        self.0.done.notify_all();
+    }
+}
+
 /// Why every control request is refused in observe mode.
 pub const REFUSAL: &str = "rayscope is observing a live Ray cluster (rayscope observe): it changes nothing there; \
      submit, stop and kill through Ray itself";
@@ -122,6 +158,7 @@ pub(crate) fn start_live(
     record: Option<(PathBuf, TraceLimits)>,
     server: Arc<PushCounters>,
     stop: Arc<AtomicBool>,
+    running: &Arc<Running>,
 ) -> Result<Started, StartError> {
     let (client, mode, text) = match source {
         Source::Ray(pull) => (Some(RayClient::new(pull.clone())), "pull", pull.base.clone()),
@@ -157,10 +194,17 @@ pub(crate) fn start_live(
     let every = opts.poll_every;
     std::thread::Builder::new()
         .name(format!("observe-{name}").chars().take(15).collect())
-        .spawn(move || state.run(every, rx, out2, stop2))
+        .spawn({
+            let counted = running.enter();
+            move || {
+                let _counted = counted;
+                state.run(every, rx, out2, stop2)
+            }
+        })
         .map_err(StartError::Thread)?;
     // The thread is not joined at shutdown: a poll may be waiting on Ray for its whole
-    // timeout, and every trace line is already written whole.
+    // timeout, and every trace line is already written whole. A stopping process waits
+    // a little for its last reads (`Running`).
     Ok(Started { handle: EngineHandle::producer(out, stop, None, REFUSAL), target, session })
 }
 
@@ -270,12 +314,19 @@ impl Loop {
             }
         }
         let unsettled = self.store.unsettled_ended_jobs();
-        if self.record.is_some() && !unsettled.is_empty() {
-            tracing::warn!(
-                jobs = %unsettled.join(","),
-                "stopped before these ended jobs' tasks were read again: the trace may lack Ray's last reports of them \
-                 (wait for \"settled\": true in /api/flow/jobs before stopping a recording)"
-            );
+        if self.record.is_none() || unsettled.is_empty() {
+            return;
+        }
+        // Said first: a process stopping is killed soon after (`cli::serve`).
+        tracing::warn!(
+            jobs = %unsettled.join(","),
+            "stopping before these ended jobs settled: they are read once more, but the trace may lack the last \
+             reports Ray had not received by now (wait for \"settled\": true in /api/flow/jobs before stopping a \
+             recording)"
+        );
+        if let Some(client) = &self.client {
+            let r = self.puller.last_reads(client, &mut self.store, LAST_READS_BUDGET);
+            self.record(&r.changes);
         }
     }
 
