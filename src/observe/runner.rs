@@ -34,6 +34,9 @@ pub const PUSH_PUBLISH_EVERY: Duration = Duration::from_millis(500);
 /// settled once more (`Puller::last_reads`): inside the 1.5 s a stopping rayscope has.
 pub const LAST_READS_BUDGET: Duration = Duration::from_secs(1);
 
+/// Ended jobs not yet settled named one by one in the stop's warning.
+const MAX_NAMED_AT_STOP: usize = 10;
+
 /// Observer loops still running, so a stopping process can wait for their last reads.
 #[derive(Debug, Default)]
 pub struct Running {
@@ -317,9 +320,14 @@ impl Loop {
         if self.record.is_none() || unsettled.is_empty() {
             return;
         }
-        // Said first: a process stopping is killed soon after (`cli::serve`).
+        // Said first: a process stopping is killed soon after (`cli::serve`). A long
+        // history (jobs that ended before the observer started) is named in part, newest first.
+        let mut jobs = unsettled.iter().rev().take(MAX_NAMED_AT_STOP).cloned().collect::<Vec<_>>().join(",");
+        if unsettled.len() > MAX_NAMED_AT_STOP {
+            jobs.push_str(&format!(" and {} more", unsettled.len() - MAX_NAMED_AT_STOP));
+        }
         tracing::warn!(
-            jobs = %unsettled.join(","),
+            jobs = %jobs,
             "stopping before these ended jobs settled: they are read once more, but the trace may lack the last \
              reports Ray had not received by now (wait for \"settled\": true in /api/flow/jobs before stopping a \
              recording)"
