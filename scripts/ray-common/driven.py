@@ -11,6 +11,8 @@
   process exits, and keeps Ray's temp files under `temp_dir`.
 - `kill_processes_using(directory, min_depth)`: SIGKILL what Ray left running there.
 - `cpu_model()`: the machine's CPU as a recorded run names it.
+- `wait_for_event_aggregator(address)`: wait until a node's dashboard agent takes task
+  events, before the first job runs there.
 
 Also used by scripts/ray-differential/scenario.py, scripts/ray-whatif/whatif.py and
 scripts/ray-calibration/ray_kit.py.
@@ -20,6 +22,7 @@ import fcntl
 import json
 import os
 import signal
+import time
 
 _answers = None
 _lock = None
@@ -98,3 +101,28 @@ def cpu_model():
             return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         return ""
+
+
+def wait_for_event_aggregator(address, deadline_s=90.0):
+    """Wait until the dashboard agent whose gRPC server is at `address` ("host:port",
+    the node's metrics agent port) answers an empty AddEvents. A core worker sends its
+    task events to that agent about once a second and drops a batch the agent does not
+    take, with no retry; the agent loads its modules well after the raylet registers, so
+    a job started as soon as the node is listed can lose all its events (Ray 2.49 on a
+    loaded machine lost a whole first job by push). The agent's gRPC server is up
+    before its modules are: until the aggregator's is loaded, it answers UNIMPLEMENTED."""
+    import grpc
+    from ray.core.generated import events_event_aggregator_service_pb2 as pb
+    from ray.core.generated import events_event_aggregator_service_pb2_grpc as pb_grpc
+
+    deadline = time.monotonic() + deadline_s
+    while True:
+        with grpc.insecure_channel(address) as channel:
+            try:
+                pb_grpc.EventAggregatorServiceStub(channel).AddEvents(pb.AddEventsRequest(), timeout=2)
+                return
+            except grpc.RpcError as e:
+                why = f"{e.code().name}: {e.details()}"
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the dashboard agent at {address} took no events in {deadline_s} s ({why})")
+        time.sleep(0.25)

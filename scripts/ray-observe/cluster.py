@@ -21,6 +21,10 @@ Then it reads one command per line on stdin and answers one JSON line per comman
                      by default; --profile: RAY_PROFILING=1 in the driver and the job)
   quit               shut the cluster down
 
+"ready" comes once the head is listed and its dashboard agent takes task events (a job
+started before that loses its events by push and by poll alike, Ray dropping what the
+agent did not take).
+
 Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
 send their task events about once a second and are killed with their driver, so a job
 that exits at once loses its last second of task events (in polls and pushes alike).
@@ -41,7 +45,7 @@ import traceback
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
-from driven import answer_privately, hold_real_ray, say  # noqa: E402
+from driven import answer_privately, hold_real_ray, say, wait_for_event_aggregator  # noqa: E402
 
 from ray.cluster_utils import Cluster
 
@@ -105,6 +109,9 @@ def main():
             ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
             subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
     cluster.wait_for_nodes()
+    # Ready means a job's task events reach the agent: see wait_for_event_aggregator.
+    head_node = cluster.head_node
+    wait_for_event_aggregator(f"{head_node.node_ip_address}:{head_node.metrics_agent_port}")
     dashboard = f"http://127.0.0.1:{args.dashboard_port}"
     say(step="ready", ok=True, dashboard=dashboard, address=cluster.address)
     for line in sys.stdin:

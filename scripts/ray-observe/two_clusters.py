@@ -34,7 +34,7 @@ import traceback
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
-from driven import answer_privately, hold_real_ray, say  # noqa: E402
+from driven import answer_privately, hold_real_ray, say, wait_for_event_aggregator  # noqa: E402
 
 answer_privately()
 
@@ -74,7 +74,7 @@ def free_port():
 class Head:
     def __init__(self, name, ip, temp, dashboard_port, workers_from, push_to):
         self.name, self.ip = name, ip
-        self.gcs_port, self.metrics_port = free_port(), free_port()
+        self.gcs_port, self.metrics_port, self.agent_grpc_port = free_port(), free_port(), free_port()
         self.dashboard = f"http://127.0.0.1:{dashboard_port}"
         self.env = {k: v for k, v in os.environ.items() if k not in PUSH_ENV}
         if push_to:
@@ -86,7 +86,7 @@ class Head:
             RAY, "start", "--head", "--block", "--disable-usage-stats",
             "--node-ip-address", ip, "--port", str(self.gcs_port),
             "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard_port), "--include-dashboard", "true",
-            "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(free_port()),
+            "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(self.agent_grpc_port),
             "--ray-client-server-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
             "--metrics-export-port", str(self.metrics_port),
             "--min-worker-port", str(workers_from), "--max-worker-port", str(workers_from + 999),
@@ -108,12 +108,14 @@ class Head:
                 with urllib.request.urlopen(f"{self.dashboard}/api/v0/nodes", timeout=5) as answer:
                     nodes = json.load(answer)["data"]["result"]["result"]
                 if any(n.get("state") == "ALIVE" for n in nodes):
-                    return
+                    break
             except Exception:
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name}: the dashboard at {self.dashboard} never listed an alive node")
             time.sleep(0.5)
+        # And its agent takes the task events its first job sends (see driven.py).
+        wait_for_event_aggregator(f"{self.ip}:{self.agent_grpc_port}", max(1.0, deadline - time.monotonic()))
 
     def run(self):
         done = subprocess.run([sys.executable, "-c", DRIVER, self.name, self.address()], env=self.env,
