@@ -14,7 +14,9 @@ use super::spans::Spans;
 use super::whatif::{first_start, timeline, Step};
 use crate::config::replay::{ReplayCall, ReplayJob, ReplayKind, ReplayStep};
 use crate::snapshot::flow::{JobRecord, TargetKind};
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// `NAME[@ACTOR]=DURATION`: every held stretch of the calls of `NAME` (`Class.method`
 /// or a function), on the actor `ACTOR` only if given (its id as the API writes it),
@@ -149,6 +151,7 @@ pub fn replay_job(
         .iter()
         .map(|&i| job.observed.as_ref().is_some_and(|n| n.ended_with_job.contains_key(&spans.spans[i].span)))
         .collect();
+    submit_producers_first(&mut calls);
     hold_lost_ends_as_typical(&mut calls, &lost);
     if let Some(k) = matched.iter().position(|m| !m) {
         let f = &fixes[k];
@@ -162,6 +165,67 @@ pub fn replay_job(
         recorded_makespan_us: spans.end_or_at(root) - spans.spans[root].submit,
         ends_lost: lost.iter().filter(|l| **l).count() as u32,
     })
+}
+
+/// Ray stamps a submit in whole ms, so the calls one caller submitted within a ms read
+/// as submitted at once, listed by id, their order unknown. A call that took another's
+/// return was submitted after it: in each run of submits with nothing held between them,
+/// a call is put after those whose returns it takes, the rest left as recorded. A replay
+/// that submitted the taker first would find no return to wait for and run it at once
+/// (a reduce of reduces before the last of its inputs).
+fn submit_producers_first(calls: &mut [ReplayCall]) {
+    for i in 0..calls.len() {
+        let mut steps = std::mem::take(&mut calls[i].steps);
+        let mut start = 0;
+        while start < steps.len() {
+            let run = steps[start..].iter().take_while(|s| matches!(s, ReplayStep::Submit(_))).count();
+            if run > 1 {
+                order_run(&mut steps[start..start + run], calls);
+            }
+            start += run.max(1);
+        }
+        calls[i].steps = steps;
+    }
+}
+
+/// Puts a run of submits (`ReplayStep::Submit` only) in an order where each call comes
+/// after the calls of the run whose returns it takes, else in the run's order.
+fn order_run(run: &mut [ReplayStep], calls: &[ReplayCall]) {
+    let ids: Vec<u32> = run.iter().map(|s| if let ReplayStep::Submit(c) = s { *c } else { u32::MAX }).collect();
+    let pos: FxHashMap<u32, usize> = ids.iter().enumerate().map(|(k, &c)| (c, k)).collect();
+    let deps_in_run = |k: usize| {
+        let c = calls.get(ids[k] as usize).map_or(&[][..], |c| &c.deps[..]);
+        c.iter().filter_map(|d| pos.get(d).copied()).filter(move |&p| p != k)
+    };
+    if !(0..ids.len()).any(|k| deps_in_run(k).any(|p| p > k)) {
+        return;
+    }
+    // Kahn's order, the earliest in the run first among those free to go.
+    let mut waits_on = vec![0u32; ids.len()];
+    let mut takers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    for k in 0..ids.len() {
+        for p in deps_in_run(k) {
+            waits_on[k] += 1;
+            takers[p].push(k);
+        }
+    }
+    let mut free: BinaryHeap<Reverse<usize>> = (0..ids.len()).filter(|&k| waits_on[k] == 0).map(Reverse).collect();
+    let mut ordered = Vec::with_capacity(ids.len());
+    while let Some(Reverse(k)) = free.pop() {
+        ordered.push(ids[k]);
+        for &t in &takers[k] {
+            waits_on[t] -= 1;
+            if waits_on[t] == 0 {
+                free.push(Reverse(t));
+            }
+        }
+    }
+    // A cycle cannot come from Ray's records; were there one, the run stays as it was.
+    if ordered.len() == ids.len() {
+        for (step, c) in run.iter_mut().zip(ordered) {
+            *step = ReplayStep::Submit(c);
+        }
+    }
 }
 
 /// Calls of this name that Ray reported ending, at least, before their typical length
@@ -229,6 +293,48 @@ mod tests {
         assert_eq!(calls[4].steps, hold(200));
         assert_eq!(calls[5].steps, vec![ReplayStep::Hold(900), ReplayStep::Get]);
         assert_eq!(calls[6].steps, hold(900));
+    }
+
+    #[test]
+    fn calls_submitted_in_one_ms_go_after_the_calls_whose_returns_they_take() {
+        let call = |deps: Vec<u32>, steps: Vec<ReplayStep>| ReplayCall {
+            kind: ReplayKind::Function,
+            name: "f".into(),
+            class: "f".into(),
+            actor: None,
+            resources: Vec::new(),
+            deps,
+            return_bytes: 0,
+            first_on_worker: false,
+            steps,
+        };
+        use ReplayStep::{Get, Hold, Submit};
+        // The driver's records list a reduce of reduces (1) before the reduce it takes (2)
+        // within one ms; 3 and 4 are in order already, 5 takes 2 across a held stretch.
+        let driver = vec![Submit(1), Submit(2), Hold(10), Submit(3), Submit(4), Hold(5), Submit(5), Get];
+        let mut calls = vec![
+            call(vec![], driver),
+            call(vec![2], vec![Hold(1)]),
+            call(vec![], vec![Hold(1)]),
+            call(vec![], vec![Hold(1)]),
+            call(vec![3], vec![Hold(1)]),
+            call(vec![2], vec![Hold(1)]),
+        ];
+        submit_producers_first(&mut calls);
+        assert_eq!(
+            calls[0].steps,
+            vec![Submit(2), Submit(1), Hold(10), Submit(3), Submit(4), Hold(5), Submit(5), Get]
+        );
+        // A chain within one run comes out producers first, in the run's order otherwise.
+        let mut chain = vec![
+            call(vec![], vec![Submit(1), Submit(2), Submit(3), Submit(4)]),
+            call(vec![3], vec![]),
+            call(vec![], vec![]),
+            call(vec![4], vec![]),
+            call(vec![], vec![]),
+        ];
+        submit_producers_first(&mut chain);
+        assert_eq!(chain[0].steps, vec![Submit(2), Submit(4), Submit(3), Submit(1)]);
     }
 
     #[test]
