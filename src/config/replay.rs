@@ -139,13 +139,23 @@ impl ReplayJob {
 /// Per function, the median of what its calls that were not first on their worker
 /// held (those that only held it): what its body takes once loaded.
 fn typical_later_holds(calls: &[ReplayCall]) -> std::collections::BTreeMap<String, u64> {
+    median_holds(calls.iter().filter(|c| !c.first_on_worker && c.kind == ReplayKind::Function), 1)
+}
+
+/// Per name, the median of what `calls` held, of those that only held their worker (no
+/// submits, no waits), for names with at least `at_least` such calls.
+pub(crate) fn median_holds<'a>(
+    calls: impl Iterator<Item = &'a ReplayCall>,
+    at_least: usize,
+) -> std::collections::BTreeMap<String, u64> {
     let mut held: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
-    for c in calls.iter().filter(|c| !c.first_on_worker && c.kind == ReplayKind::Function) {
+    for c in calls {
         if let Some(h) = c.held_only() {
             held.entry(c.name.as_str()).or_default().push(h);
         }
     }
     held.into_iter()
+        .filter(|(_, v)| v.len() >= at_least.max(1))
         .map(|(name, mut v)| {
             v.sort_unstable();
             (name.to_string(), v[v.len() / 2])

@@ -12,7 +12,7 @@
 
 use super::spans::Spans;
 use super::whatif::{first_start, timeline, Step};
-use crate::config::replay::{ReplayCall, ReplayJob, ReplayKind, ReplayStep};
+use crate::config::replay::{median_holds, ReplayCall, ReplayJob, ReplayKind, ReplayStep};
 use crate::snapshot::flow::{JobRecord, TargetKind};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -238,20 +238,8 @@ const TYPICAL_OF: usize = 3;
 /// 250 ms for 700. So a call that only held its worker (no submits, no waits), whose end
 /// was lost, is held no longer than the median of its name's calls that Ray saw end.
 fn hold_lost_ends_as_typical(calls: &mut [ReplayCall], lost: &[bool]) {
-    let mut reported: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-    for (c, _) in calls.iter().zip(lost).filter(|(_, l)| !**l) {
-        if let Some(h) = c.held_only() {
-            reported.entry(c.name.as_str()).or_default().push(h);
-        }
-    }
-    let typical: BTreeMap<String, u64> = reported
-        .into_iter()
-        .filter(|(_, v)| v.len() >= TYPICAL_OF)
-        .map(|(name, mut v)| {
-            v.sort_unstable();
-            (name.to_string(), v[v.len() / 2])
-        })
-        .collect();
+    let reported = calls.iter().zip(lost).filter(|(_, l)| !**l).map(|(c, _)| c);
+    let typical = median_holds(reported, TYPICAL_OF);
     for (c, _) in calls.iter_mut().zip(lost).filter(|(_, l)| **l) {
         let (Some(total), Some(&cap)) = (c.held_only(), typical.get(&c.name)) else { continue };
         c.shorten_holds(total.saturating_sub(cap), true);
