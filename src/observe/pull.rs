@@ -22,7 +22,6 @@ use super::rows::{
 use super::store::{is_terminal_job, job_number, Change, Store};
 use super::workers::ObservedWorker;
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// Ray's State API answers at most this many rows per listing.
@@ -207,8 +206,6 @@ pub fn listing_digest(rows: &[Value], total: u64) -> u64 {
 
 #[derive(Default)]
 pub struct Puller {
-    /// Jobs whose tasks were read after they settled: never asked again.
-    settled: BTreeSet<u32>,
     /// Each job's last task listing, digested, to tell when two reads agree.
     last_read: std::collections::BTreeMap<u32, u64>,
     /// When each listing may be asked for again.
@@ -299,7 +296,8 @@ impl Puller {
                 let after = |ms: u64| is_terminal_job(&j.status) && j.end_time.is_some_and(|e| now >= e + ms);
                 (n, j.job_id.clone(), after(SETTLE_MS), after(SETTLE_GIVE_UP_MS))
             })
-            .filter(|(n, _, _, _)| !self.settled.contains(n))
+            // A settled job (`Store::mark_settled`) is never asked again.
+            .filter(|(n, _, _, _)| store.settled(*n) != Some(true))
             .collect();
         for (num, hex, settling, give_up) in jobs {
             let key = format!("tasks:{hex}");
@@ -322,7 +320,6 @@ impl Puller {
                     r.unsettled_jobs += 1;
                     tracing::warn!(job = %hex, "Ray's task listing of an ended job still changed a minute after its end; its last read stands");
                 }
-                self.settled.insert(num);
                 store.mark_settled(num);
                 self.last_read.remove(&num);
                 self.due.remove(&key);
@@ -343,7 +340,7 @@ impl Puller {
         let mut ended: Vec<(u64, String)> = store
             .jobs
             .iter()
-            .filter(|(n, j)| is_terminal_job(&j.status) && !self.settled.contains(n))
+            .filter(|(n, j)| is_terminal_job(&j.status) && store.settled(**n) != Some(true))
             .map(|(_, j)| (j.end_time.unwrap_or(0), j.job_id.clone()))
             .collect();
         ended.sort_unstable_by(|a, b| b.cmp(a));
