@@ -299,6 +299,15 @@ impl Puller {
             // A settled job (`Store::mark_settled`) is never asked again.
             .filter(|(n, _, _, _)| store.settled(*n) != Some(true))
             .collect();
+        // A job settled or no longer kept by the store is not read again: its digest and
+        // its due times go (the store's caps bound how many jobs are left here).
+        let reading: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.1.as_str()).collect();
+        let numbers: std::collections::BTreeSet<u32> = jobs.iter().map(|j| j.0).collect();
+        self.last_read.retain(|n, _| numbers.contains(n));
+        self.due.retain(|key, _| match key.split_once(':') {
+            Some(("tasks" | "settle", hex)) => reading.contains(hex),
+            _ => true,
+        });
         for (num, hex, settling, give_up) in jobs {
             let key = format!("tasks:{hex}");
             // A settling job is read every SETTLE_REREAD whatever its listing cost: two
