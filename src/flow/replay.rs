@@ -203,9 +203,9 @@ fn order_run(run: &mut [ReplayStep], calls: &[ReplayCall]) {
     // Kahn's order, the earliest in the run first among those free to go.
     let mut waits_on = vec![0u32; ids.len()];
     let mut takers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
-    for k in 0..ids.len() {
+    for (k, waits) in waits_on.iter_mut().enumerate() {
         for p in deps_in_run(k) {
-            waits_on[k] += 1;
+            *waits += 1;
             takers[p].push(k);
         }
     }
@@ -309,10 +309,7 @@ mod tests {
             call(vec![2], vec![Hold(1)]),
         ];
         submit_producers_first(&mut calls);
-        assert_eq!(
-            calls[0].steps,
-            vec![Submit(2), Submit(1), Hold(10), Submit(3), Submit(4), Hold(5), Submit(5), Get]
-        );
+        assert_eq!(calls[0].steps, vec![Submit(2), Submit(1), Hold(10), Submit(3), Submit(4), Hold(5), Submit(5), Get]);
         // A chain within one run comes out producers first, in the run's order otherwise.
         let mut chain = vec![
             call(vec![], vec![Submit(1), Submit(2), Submit(3), Submit(4)]),
