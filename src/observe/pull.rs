@@ -22,6 +22,7 @@ use super::rows::{
 use super::store::{is_terminal_job, job_number, Change, Store};
 use super::workers::ObservedWorker;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// Ray's State API answers at most this many rows per listing.
@@ -206,6 +207,8 @@ pub fn listing_digest(rows: &[Value], total: u64) -> u64 {
 
 #[derive(Default)]
 pub struct Puller {
+    /// Jobs whose tasks were read after they settled: never asked again.
+    settled: BTreeSet<u32>,
     /// Each job's last task listing, digested, to tell when two reads agree.
     last_read: std::collections::BTreeMap<u32, u64>,
     /// When each listing may be asked for again.
@@ -296,18 +299,8 @@ impl Puller {
                 let after = |ms: u64| is_terminal_job(&j.status) && j.end_time.is_some_and(|e| now >= e + ms);
                 (n, j.job_id.clone(), after(SETTLE_MS), after(SETTLE_GIVE_UP_MS))
             })
-            // A settled job (`Store::mark_settled`) is never asked again.
-            .filter(|(n, _, _, _)| store.settled(*n) != Some(true))
+            .filter(|(n, _, _, _)| !self.settled.contains(n))
             .collect();
-        // A job settled or no longer kept by the store is not read again: its digest and
-        // its due times go (the store's caps bound how many jobs are left here).
-        let reading: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.1.as_str()).collect();
-        let numbers: std::collections::BTreeSet<u32> = jobs.iter().map(|j| j.0).collect();
-        self.last_read.retain(|n, _| numbers.contains(n));
-        self.due.retain(|key, _| match key.split_once(':') {
-            Some(("tasks" | "settle", hex)) => reading.contains(hex),
-            _ => true,
-        });
         for (num, hex, settling, give_up) in jobs {
             let key = format!("tasks:{hex}");
             // A settling job is read every SETTLE_REREAD whatever its listing cost: two
@@ -329,6 +322,7 @@ impl Puller {
                     r.unsettled_jobs += 1;
                     tracing::warn!(job = %hex, "Ray's task listing of an ended job still changed a minute after its end; its last read stands");
                 }
+                self.settled.insert(num);
                 store.mark_settled(num);
                 self.last_read.remove(&num);
                 self.due.remove(&key);
@@ -349,7 +343,7 @@ impl Puller {
         let mut ended: Vec<(u64, String)> = store
             .jobs
             .iter()
-            .filter(|(n, j)| is_terminal_job(&j.status) && store.settled(**n) != Some(true))
+            .filter(|(n, j)| is_terminal_job(&j.status) && !self.settled.contains(n))
             .map(|(_, j)| (j.end_time.unwrap_or(0), j.job_id.clone()))
             .collect();
         ended.sort_unstable_by(|a, b| b.cmp(a));
