@@ -22,8 +22,8 @@ Then it reads one command per line on stdin and answers one JSON line per comman
   quit               shut the cluster down
 
 "ready" comes once the head is listed and its dashboard agent takes task events (a job
-started before that loses its events by push and by poll alike, Ray dropping what the
-agent did not take).
+started before that can lose its events by push: the core workers drop a batch the
+agent did not take; CI's pull observer saw such a job, its push observer nothing).
 
 Each program lingers 2.5 s after its last ray.get before it disconnects: Ray's workers
 send their task events about once a second and are killed with their driver, so a job
