@@ -54,7 +54,7 @@ const FOUR_NODES: &str = "cluster:
 fn leases_by_node(e: &Engine) -> Vec<usize> {
     let mut per = vec![0; e.model.nodes().len()];
     for t in e.model.tasks.values().filter(|t| t.kind == TaskType::NormalTask && t.holds_resources) {
-        per[t.node.unwrap().index()] += 1;
+        per[t.node.get().unwrap().index()] += 1;
     }
     per
 }
@@ -70,8 +70,13 @@ fn hybrid_policy_packs_the_owner_node_until_half_full_then_spreads() {
         // node (top-k = 1 of 4) packs in turn.
         assert_eq!(leases_by_node(&e), want, "{tasks} tasks");
         let first_four: Vec<_> = {
-            let mut ids: Vec<_> =
-                e.model.tasks.values().filter(|t| t.kind == TaskType::NormalTask).map(|t| (t.id, t.node)).collect();
+            let mut ids: Vec<_> = e
+                .model
+                .tasks
+                .values()
+                .filter(|t| t.kind == TaskType::NormalTask)
+                .map(|t| (t.id, t.node.get()))
+                .collect();
             ids.sort();
             ids.into_iter().take(4).map(|(_, n)| n).collect()
         };

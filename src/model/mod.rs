@@ -10,6 +10,7 @@
 pub mod actor;
 pub(crate) mod cache_hint;
 pub mod cluster_events;
+pub mod compact_option;
 pub mod event_log;
 pub mod ids;
 pub mod job;
@@ -28,6 +29,7 @@ pub mod utc;
 
 pub use actor::Actor;
 pub use cluster_events::{ClusterEvent, ClusterEvents, ClusterEventsView};
+pub use compact_option::CompactOption;
 pub use event_log::{EventLog, LoggedEvent};
 pub use ids::*;
 pub use job::{Bundle, Job, PlacementGroup};
@@ -241,7 +243,7 @@ fn bump(counts: &mut TaskCounts, backlog: &mut Backlog, row: Row, t: &Task, delt
     if t.state == TaskState::PendingNodeAssignment {
         backlog.add(delta);
     }
-    counts.add(row, t.state, t.node, delta);
+    counts.add(row, t.state, t.node.get(), delta);
 }
 
 /// The count row of a task's (name, job, retry).
@@ -369,8 +371,8 @@ impl Model {
         failed.history.record(TaskState::Failed, now);
         t.attempt += 1;
         t.state = next;
-        t.node = None;
-        t.started_at = None;
+        t.node = crate::model::CompactOption::NONE;
+        t.started_at = CompactOption::NONE;
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);
         // A retry counts in its own row (`is_retry`).

@@ -1,5 +1,6 @@
 //! The object table (what Ray keeps at each object's owner).
 
+use super::compact_option::CompactOption;
 use super::ids::{JobId, NodeIdx, ObjectId, TaskId};
 use smallvec::SmallVec;
 
@@ -20,7 +21,7 @@ pub struct Object {
     pub job: JobId,
     pub owner: TaskId,
     /// The task whose return this is (lineage), `None` for `ray.put`.
-    pub producer: Option<TaskId>,
+    pub producer: CompactOption<TaskId>,
     pub size: u64,
     pub status: ObjectStatus,
     /// Small objects live in the owner's heap (inline), not in plasma.

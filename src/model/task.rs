@@ -5,6 +5,7 @@
 //! (its program counter, interpreter state, Flow Insight tag: `sim::core_worker::task_runs`), so
 //! the model's readers never see the engine's bookkeeping.
 
+use super::compact_option::CompactOption;
 use super::ids::{ActorId, JobId, NameId, NodeIdx, ObjectId, PgId, TaskId};
 use super::states::{ErrorType, TaskState, TaskType};
 
@@ -21,14 +22,14 @@ pub struct Task {
     pub(in crate::model) state: TaskState,
     pub attempt: u32,
     /// The task whose code submitted this one (the caller span); `None` for drivers.
-    pub parent: Option<TaskId>,
+    pub parent: CompactOption<TaskId>,
     /// The node of the submitting worker: where the lease request goes first.
     pub owner_node: NodeIdx,
     /// Index into the engine's call-spec registry.
     pub spec: u32,
     /// Target actor (actor tasks) or the actor being created.
-    pub actor: Option<ActorId>,
-    pub node: Option<NodeIdx>,
+    pub actor: CompactOption<ActorId>,
+    pub node: CompactOption<NodeIdx>,
     pub args: Box<[ObjectId]>,
     pub returns: ObjectId,
     /// Placement group bundle this task runs in, if any.
@@ -36,7 +37,7 @@ pub struct Task {
     pub submitted_at: u64,
     /// When its dependencies were resolved (start of placement time).
     pub ready_at: u64,
-    pub started_at: Option<u64>,
+    pub started_at: CompactOption<u64>,
     /// Whether resources are currently reserved on `node`.
     pub holds_resources: bool,
     /// Whether its CPU was lent back to the node while blocked in `ray.get`.
@@ -84,17 +85,17 @@ impl Task {
             kind,
             state: TaskState::PendingNodeAssignment,
             attempt: 0,
-            parent: None,
+            parent: CompactOption::NONE,
             owner_node,
             spec,
-            actor: None,
-            node: None,
+            actor: CompactOption::NONE,
+            node: CompactOption::NONE,
             args: Box::new([]),
             returns: ObjectId(0),
             bundle: None,
             submitted_at: now,
             ready_at: now,
-            started_at: None,
+            started_at: CompactOption::NONE,
             holds_resources: false,
             cpu_released: false,
             retries_left: 0,
@@ -115,11 +116,11 @@ impl Task {
             kind: self.kind,
             state: self.state,
             attempt: self.attempt,
-            parent: self.parent,
-            actor: self.actor,
-            node: self.node,
+            parent: self.parent.get(),
+            actor: self.actor.get(),
+            node: self.node.get(),
             submitted_at: self.submitted_at,
-            started_at: self.started_at,
+            started_at: self.started_at.get(),
             ended_at,
             error: self.error,
             arg_bytes: self.arg_bytes,

@@ -29,7 +29,7 @@ impl Engine {
         }
         let Some(t) = ev.task().and_then(|tid| self.model.tasks.get(&tid)) else { return };
         self.model.objects.prefetch(&t.returns);
-        if let Some(n) = t.node {
+        if let Some(n) = t.node.get() {
             if let Some(node) = self.model.nodes().get(n.index()) {
                 node.prefetch();
             }

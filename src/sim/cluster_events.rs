@@ -161,7 +161,7 @@ impl<'a> EventWriter<'a> {
         }
         let Some(t) = self.m.tasks.get(&victim) else { return };
         let nd = &self.m.nodes()[n.index()];
-        let actor = t.actor.filter(|_| t.kind != TaskType::NormalTask);
+        let actor = t.actor.get().filter(|_| t.kind != TaskType::NormalTask);
         let task_id = task_id_hex(t.id.0, t.job.0, t.kind == TaskType::DriverTask);
         let (who, pid) = match actor.and_then(|a| self.m.actors().get(&a)) {
             Some(a) => (format!("actor ID: {}", actor_id_hex(a.id.0, a.job.0)), a.pid),

@@ -32,7 +32,7 @@ impl Engine {
             if t.state() != TaskState::Running {
                 return;
             }
-            let (spec_id, attempt, node) = (t.spec, t.attempt, t.node);
+            let (spec_id, attempt, node) = (t.spec, t.attempt, t.node.get());
             let run = self.runs.get_mut(&tid).expect("a running task has a run");
             self.flow.resumed(&self.model, run, tid, self.clock.now);
             let pc = run.pc as usize;
@@ -397,7 +397,7 @@ impl Engine {
         let (t, run) = (&self.model.tasks[&tid], &self.runs[&tid]);
         let attempt = t.attempt;
         let self_actor =
-            if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor } else { None };
+            if t.kind == TaskType::ActorCreationTask || t.kind == TaskType::ActorTask { t.actor.get() } else { None };
         let (handle, bottleneck_leaf_parent) = {
             let (handles, flagged): (&[ActorId], bool) = match self_actor.and_then(|a| self.model.actors().get(&a)) {
                 // `if self.is_bottleneck and self.depth - 1 <= 0`
@@ -466,7 +466,7 @@ fn children_of(m: &Model, tid: TaskId, level: LevelRule, shape: &Shape) -> Optio
         .tasks
         .get(&tid)
         .filter(|t| matches!(t.kind, TaskType::ActorCreationTask | TaskType::ActorTask))
-        .and_then(|t| t.actor);
+        .and_then(|t| t.actor.get());
     let parent = creator.and_then(|a| m.actors().get(&a));
     let level = match level {
         LevelRule::Fixed(l) => l,

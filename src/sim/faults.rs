@@ -336,7 +336,7 @@ impl FaultState {
         let m = &mut *cx.model;
         let t = &m.tasks[&victim];
         let name = m.names.get(t.name).to_string();
-        let (kind, actor, spec) = (t.kind, t.actor, t.spec);
+        let (kind, actor, spec) = (t.kind, t.actor.get(), t.spec);
         super::raylet::count_oom_kill(m, n);
         log_event!(m.log, now, "memory_monitor", "node={} OOM kill {:x} name={}", n.0, victim.0, name);
         let heap = cx.specs[spec as usize].heap;
@@ -402,7 +402,7 @@ fn oom_victim(m: &Model, raylets: &Raylets, actors: &ActorManager, n: NodeIdx) -
             continue;
         }
         let retriable = t.retries_left != 0 || t.kind == TaskType::NormalTask;
-        let key = (retriable, t.started_at.unwrap_or(0), tid);
+        let key = (retriable, t.started_at.get().unwrap_or(0), tid);
         if best.is_none_or(|b| key > b) {
             best = Some(key);
         }

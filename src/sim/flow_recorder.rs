@@ -197,7 +197,7 @@ impl FlowRecorder {
             return;
         }
         let Some(t) = m.tasks.get(&tid) else { return };
-        let Some(parent) = t.parent.and_then(|p| runs.get(&p)).map(|p| p.flow).filter(|f| *f != UNTRACKED) else {
+        let Some(parent) = t.parent.get().and_then(|p| runs.get(&p)).map(|p| p.flow).filter(|f| *f != UNTRACKED) else {
             return;
         };
         let Some(j) = self.jobs.get_mut(&t.job.0) else { return };
@@ -214,14 +214,20 @@ impl FlowRecorder {
         if recorded {
             j.rec.recorded_calls += 1;
             let actor = match t.kind {
-                TaskType::ActorTask | TaskType::ActorCreationTask => t.actor,
+                TaskType::ActorTask | TaskType::ActorCreationTask => t.actor.get(),
                 _ => None,
             };
             let target = j.target(m, spec_name.0, actor, frame);
-            j.rec.records.push(Rec::Submit { span: tid.0, parent: parent_span(t.parent), target, t: now, arg_bytes });
+            j.rec.records.push(Rec::Submit {
+                span: tid.0,
+                parent: parent_span(t.parent.get()),
+                target,
+                t: now,
+                arg_bytes,
+            });
             // What it must wait for before it can run: returns of calls not ended yet.
             for o in t.args.iter().filter_map(|a| m.objects.get(a)) {
-                if let (ObjectStatus::Pending, Some(on)) = (o.status, o.producer) {
+                if let (ObjectStatus::Pending, Some(on)) = (o.status, o.producer.get()) {
                     j.rec.records.push(Rec::Dep { span: tid.0, on: on.0, t: now });
                 }
             }
@@ -241,7 +247,7 @@ impl FlowRecorder {
             return;
         }
         let Some(t) = m.tasks.get(&tid) else { return };
-        let pid = match (t.kind, t.actor.and_then(|a| m.actors().get(&a))) {
+        let pid = match (t.kind, t.actor.get().and_then(|a| m.actors().get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             _ => crate::model::worker_pid(tid.0),
         };

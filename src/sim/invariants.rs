@@ -158,7 +158,7 @@ impl Check<'_> {
         for t in self.e.model.tasks.values() {
             let key = TaskCountKey { name: t.name, job: t.job, is_retry: t.is_retry(), state: t.state() };
             *by_key.entry(key).or_insert(0) += 1;
-            if let (true, Some(n)) = (t.state().is_running(), t.node) {
+            if let (true, Some(n)) = (t.state().is_running(), t.node.get()) {
                 *running.entry((n, key)).or_insert(0) += 1;
             }
         }
@@ -219,7 +219,13 @@ impl Check<'_> {
                     v.push(format!("leased[{i}] holds task {:x}, which is not live", tid.0));
                     continue;
                 };
-                ensure!(v, t.node == Some(node), "task {:x} leased on node {i} but its node is {:?}", tid.0, t.node);
+                ensure!(
+                    v,
+                    t.node.get() == Some(node),
+                    "task {:x} leased on node {i} but its node is {:?}",
+                    tid.0,
+                    t.node.get()
+                );
                 if t.kind == TaskType::DriverTask {
                     ensure!(v, !t.holds_resources, "driver {:x} holds resources", tid.0);
                     continue;
@@ -263,7 +269,7 @@ impl Check<'_> {
                     t.bundle
                 );
             }
-            if let (true, Some(n)) = (t.state().is_running(), t.node) {
+            if let (true, Some(n)) = (t.state().is_running(), t.node.get()) {
                 heap[n.index()] += self.e.specs[t.spec as usize].heap;
             }
         }
@@ -403,7 +409,7 @@ impl Check<'_> {
                 }
                 ObjectStatus::Pending => {
                     ensure!(v, o.primary.is_none() && o.copies.is_empty(), "pending object {id:x} has copies");
-                    let producing = o.producer.and_then(|p| m.tasks.get(&p)).is_some_and(|t| t.returns == o.id);
+                    let producing = o.producer.get().and_then(|p| m.tasks.get(&p)).is_some_and(|t| t.returns == o.id);
                     ensure!(v, producing, "pending object {id:x} has no live producer");
                     let mut seen = Vec::new();
                     for w in &o.waiters {

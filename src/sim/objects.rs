@@ -338,7 +338,7 @@ impl PlasmaStores {
         let (size, inline) = (o.size, o.inline);
         if inline {
             // Small returns travel back to the owner's in-process store.
-            let owner_node = m.tasks.get(&o.owner).and_then(|t| t.node).unwrap_or(node);
+            let owner_node = m.tasks.get(&o.owner).and_then(|t| t.node.get()).unwrap_or(node);
             o.primary = Some(owner_node);
             m.store_mut(owner_node, &KEY).worker_heap.0 += size;
         } else {
@@ -365,11 +365,11 @@ impl PlasmaStores {
     ) -> Follows {
         let (job, node) = {
             let t = &cx.model.tasks[&tid];
-            (t.job, t.node.unwrap_or(head))
+            (t.job, t.node.get().unwrap_or(head))
         };
         let id = new_return_object(cx, tid, tid, job, u32::MAX, size, &[]);
         if let Some(o) = cx.model.objects.get_mut(&id) {
-            o.producer = None;
+            o.producer = CompactOption::NONE;
             o.owner_waits = false;
         }
         let mut follows = self.seal(cx, actors, id, node);

@@ -65,7 +65,7 @@ fn submit_cost(cx: &Cx, spec: u32, calls: u32) -> u64 {
 /// when it must wait.
 pub(crate) fn pay_first_submit(cx: &mut Cx, tid: TaskId, attempt: u32) -> bool {
     let Some(t) = cx.model.tasks.get(&tid) else { return false };
-    match (t.kind, t.actor) {
+    match (t.kind, t.actor.get()) {
         (TaskType::DriverTask, _) => {
             let run = cx.runs.get_mut(&tid).expect("a running task has a run");
             if std::mem::replace(&mut run.submitted, true) {
@@ -92,7 +92,7 @@ pub(crate) fn pay_return_put(cx: &mut Cx, tid: TaskId, attempt: u32, spec: u32) 
     if size <= cx.cfg.object_store.inline_threshold.0 || s.put_in_body {
         return false;
     }
-    let Some(node) = cx.model.tasks.get(&tid).and_then(|t| t.node) else { return false };
+    let Some(node) = cx.model.tasks.get(&tid).and_then(|t| t.node.get()) else { return false };
     cx.runs.get_mut(&tid).expect("a running task has a run").pc += 1;
     let cost = put_cost_on(cx.cfg, cx.model, node, size);
     work_then_resume(cx, tid, attempt, cost)
@@ -136,7 +136,7 @@ fn place_work(cx: &mut Cx, tid: TaskId, busy: u64) -> u64 {
 fn place_work_leasing(cx: &mut Cx, tid: TaskId, busy: u64, leasing: impl FnOnce(&Cx, NodeIdx) -> u32) -> u64 {
     let now = cx.clock.now;
     let Some(t) = cx.model.tasks.get(&tid) else { return now + busy };
-    let Some(node) = t.node else { return now + busy };
+    let Some(node) = t.node.get() else { return now + busy };
     let (priority, leasing) = (Priority::of_process_running(t), leasing(cx, node));
     cx.cpus.work_leasing(node, priority, now, busy, leasing)
 }

@@ -55,7 +55,7 @@ pub(in crate::sim) fn block_in_get(cx: &mut Cx, tid: TaskId) -> Follows {
     if t.kind == TaskType::NormalTask && t.holds_resources && !t.cpu_released && t.bundle.is_none() {
         let cpu = cx.specs[t.spec as usize].request.get(ResourceId::CPU);
         if cpu.0 > 0 {
-            if let Some(n) = t.node {
+            if let Some(n) = t.node.get() {
                 t.cpu_released = true;
                 cx.local_resources().lend_cpu(n, cpu);
                 return smallvec![Follow::ResourcesFreed(n)];
@@ -98,7 +98,7 @@ pub(crate) fn pulled(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
 fn resume_getter(cx: &mut Cx, tid: TaskId) -> Follows {
     let t = &cx.model.tasks[&tid];
     if t.cpu_released {
-        return match t.node {
+        return match t.node.get() {
             Some(n) => {
                 cx.raylets.wait_to_resume(n, tid);
                 smallvec![Follow::ResourcesFreed(n)]

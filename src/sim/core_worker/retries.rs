@@ -30,7 +30,7 @@ pub(crate) fn fail(
     if t.state().is_terminal() {
         return Follows::new();
     }
-    let (kind, spec_id, actor, node) = (t.kind, t.spec, t.actor, t.node);
+    let (kind, spec_id, actor, node) = (t.kind, t.spec, t.actor.get(), t.node.get());
     let was_running = t.state().is_running();
     let spec = &cx.specs[spec_id as usize];
     let retry_exceptions = spec.retry_exceptions;
@@ -62,7 +62,7 @@ pub(crate) fn fail(
 /// fails for good.
 pub(crate) fn fail_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
     let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
-    let (kind, actor, node) = (t.kind, t.actor, t.node);
+    let (kind, actor, node) = (t.kind, t.actor.get(), t.node.get());
     if kind == TaskType::DriverTask {
         if let Some(n) = node {
             cx.raylets.lease_returned(n, tid);
@@ -80,7 +80,7 @@ pub(crate) fn fail_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, e
 fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorType, retry: bool) -> Follows {
     let now = cx.now();
     let Some(t) = cx.model.tasks.get_mut(&tid) else { return Follows::new() };
-    let (kind, actor, job) = (t.kind, t.actor, t.job);
+    let (kind, actor, job) = (t.kind, t.actor.get(), t.job);
     let mut follows = Follows::new();
     if retry {
         let mut delay = 0;

@@ -21,7 +21,7 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     let now = cx.now();
     let (job, owner_node) = {
         let p = &cx.model.tasks[&parent];
-        (p.job, p.node.unwrap_or(head))
+        (p.job, p.node.get().unwrap_or(head))
     };
     let tid = cx.model.alloc_task_id();
     let spec = &cx.specs[spec_id as usize];
@@ -49,8 +49,8 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     let initial =
         if unresolved > 0 || failed_arg { TaskState::PendingArgsAvail } else { TaskState::PendingNodeAssignment };
     let mut task = Task::new(tid, job, name, kind, spec_id, owner_node, now).in_state(initial);
-    task.parent = Some(parent);
-    task.actor = actor;
+    task.parent = Some(parent).into();
+    task.actor = actor.into();
     task.args = args;
     task.returns = ret;
     task.bundle = bundle;

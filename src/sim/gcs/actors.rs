@@ -242,7 +242,7 @@ impl ActorManager {
     /// An actor call ready to go joins its actor's queue: pushed to the actor's worker at
     /// once if the actor is alive, else when it is (its address is known then).
     pub(crate) fn enqueue(cx: &mut Cx, tid: TaskId) -> Follows {
-        let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor) else { return Follows::new() };
+        let Some(aid) = cx.model.tasks.get(&tid).and_then(|t| t.actor.get()) else { return Follows::new() };
         match cx.model.actors_mut(&KEY).get_mut(&aid) {
             Some(a) if a.state() != ActorState::Dead => {
                 a.queue.push_back(tid);
@@ -268,7 +268,7 @@ impl ActorManager {
             let node = a.node.expect("alive actor has a node");
             a.running.push(tid);
             let Some(t) = cx.model.tasks.get_mut(&tid) else { continue };
-            t.node = Some(node);
+            t.node = Some(node).into();
             let attempt = t.attempt;
             let waiting = TaskState::PendingActorTaskArgsFetch;
             let mut follows = plasma.fetch_args(cx, self, tid, attempt, node, waiting);
@@ -365,7 +365,7 @@ impl ActorManager {
         let a = &cx.model.actors()[&aid];
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
-        let owner_node = cx.model.tasks.get(&owner).and_then(|t| t.node).unwrap_or(head);
+        let owner_node = cx.model.tasks.get(&owner).and_then(|t| t.node.get()).unwrap_or(head);
         let ret = new_return_object(cx, tid, owner, job, spec_id, 0, &[]);
         let name = cx.specs[spec_id as usize].name;
         let m = &mut *cx.model;
@@ -375,8 +375,8 @@ impl ActorManager {
         }
         let mut task = Task::new(tid, job, name, TaskType::ActorCreationTask, spec_id, owner_node, cx.clock.now);
         task.attempt = attempt;
-        task.parent = Some(owner);
-        task.actor = Some(aid);
+        task.parent = Some(owner).into();
+        task.actor = Some(aid).into();
         task.returns = ret;
         // A restarted actor is placed in its bundle again.
         task.bundle = bundle;

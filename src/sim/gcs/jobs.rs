@@ -128,9 +128,9 @@ impl JobManager {
         let spec = &cx.specs[t.driver as usize];
         let mut task =
             Task::new(driver_id, id, spec.name, TaskType::DriverTask, t.driver, head, now).in_state(TaskState::Nil);
-        task.node = Some(head);
+        task.node = Some(head).into();
         task.returns = ret;
-        task.started_at = Some(now);
+        task.started_at = Some(now).into();
         cx.runs.insert_task(m, task, Run::default());
         let submission_id =
             submission_id.unwrap_or_else(|| format!("raysubmit_{:016x}", rand::Rng::random::<u64>(cx.rng)));

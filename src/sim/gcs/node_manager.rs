@@ -235,8 +235,8 @@ impl GcsNodeManager {
             r.node = None;
         }
         for t in m.tasks.values_mut() {
-            if t.node == Some(n) {
-                t.node = None;
+            if t.node.get() == Some(n) {
+                t.node = crate::model::CompactOption::NONE;
             }
             // An owner that lived there is gone; its local raylet is the head's from now on.
             if t.owner_node == n {

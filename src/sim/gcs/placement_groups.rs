@@ -176,7 +176,7 @@ impl PlacementGroupManager {
                 let node = bd.node.expect("placed bundle has a node");
                 cx.raylets.lease_granted(node, tid);
                 let t = cx.model.tasks.get_mut(&tid).expect("task exists");
-                t.node = Some(node);
+                t.node = Some(node).into();
                 t.holds_resources = true;
                 let attempt = t.attempt;
                 let kind = t.kind;

@@ -117,7 +117,7 @@ impl Check<'_> {
                 bump(&mut queued, *tid);
                 // Pushed to an alive actor; or waiting for it to be alive to be pushed.
                 let ok = m.tasks.get(tid).is_some_and(|t| {
-                    t.actor == Some(a.id)
+                    t.actor.get() == Some(a.id)
                         && (t.state() == TaskState::PendingActorTaskOrderingOrConcurrency
                             || (t.state() == TaskState::PendingNodeAssignment && a.state() != ActorState::Alive))
                 });
@@ -125,7 +125,7 @@ impl Check<'_> {
             }
             for tid in &a.running {
                 bump(&mut on_actor, *tid);
-                let ok = m.tasks.get(tid).is_some_and(|t| t.actor == Some(a.id) && t.kind == TaskType::ActorTask);
+                let ok = m.tasks.get(tid).is_some_and(|t| t.actor.get() == Some(a.id) && t.kind == TaskType::ActorTask);
                 ensure!(v, ok, "actor {:x} runs task {:x}, which is not a live call to it", a.id.0, tid.0);
             }
         }
@@ -136,7 +136,7 @@ impl Check<'_> {
                 let ok = m.tasks.get(tid).zip(self.e.runs.get(tid)).is_some_and(|(t, r)| {
                     t.state() == TaskState::RunningInRayGet
                         && t.cpu_released
-                        && t.node == Some(NodeIdx(i as u32))
+                        && t.node.get() == Some(NodeIdx(i as u32))
                         && r.exec.unresolved == 0
                 });
                 ensure!(
@@ -299,7 +299,7 @@ impl Check<'_> {
             if t.holds_resources {
                 ensure!(
                     v,
-                    t.node.is_some_and(|n| m.nodes()[n.index()].is_alive()),
+                    t.node.get().is_some_and(|n| m.nodes()[n.index()].is_alive()),
                     "task {id:x} holds resources on dead node {:?}",
                     t.node
                 );
@@ -326,7 +326,7 @@ impl Check<'_> {
             let creating = m
                 .tasks
                 .get(&a.creation_task)
-                .is_some_and(|t| t.kind == TaskType::ActorCreationTask && t.actor == Some(a.id));
+                .is_some_and(|t| t.kind == TaskType::ActorCreationTask && t.actor.get() == Some(a.id));
             match a.state() {
                 ActorState::Alive => {
                     ensure!(

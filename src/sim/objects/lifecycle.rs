@@ -104,7 +104,7 @@ pub(crate) fn reconstruct_or_fail(cx: &mut Cx, head: NodeIdx, id: ObjectId) -> F
         m.objects.remove(&id);
         return Follows::new();
     }
-    let (spec_id, producer, owner, job) = (o.spec, o.producer, o.owner, o.job);
+    let (spec_id, producer, owner, job) = (o.spec, o.producer.get(), o.owner, o.job);
     let args_alive = o.lineage_args.iter().all(|a| m.objects.contains_key(a));
     let budget = specs.get(spec_id as usize).map(|s| s.max_retries).unwrap_or(0);
     let can = producer.is_some()
@@ -140,10 +140,10 @@ pub(crate) fn reconstruct_or_fail(cx: &mut Cx, head: NodeIdx, id: ObjectId) -> F
     m.counters.objects_reconstructed += 1;
     log_event!(m.log, now, "object", "{:x} RECONSTRUCTING producer={:x}", id.0, producer.0);
     let spec = &specs[spec_id as usize];
-    let owner_node = m.tasks.get(&owner).and_then(|t| t.node).unwrap_or(head);
+    let owner_node = m.tasks.get(&owner).and_then(|t| t.node.get()).unwrap_or(head);
     let mut task = Task::new(producer, job, spec.name, TaskType::NormalTask, spec_id, owner_node, now);
     task.attempt = attempt;
-    task.parent = Some(owner);
+    task.parent = Some(owner).into();
     task.args = args;
     task.returns = id;
     runs.insert_task(m, task, Default::default());
@@ -172,7 +172,7 @@ pub(crate) fn new_return_object(
             id,
             job,
             owner,
-            producer: Some(producer),
+            producer: Some(producer).into(),
             size,
             status: ObjectStatus::Pending,
             inline,

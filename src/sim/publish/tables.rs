@@ -87,7 +87,7 @@ impl Engine {
                 refs: o.refs,
                 created_at_us: VirtualTime(o.created_at),
                 attempt: o.producer_attempt,
-                task_status: match (o.producer.and_then(|p| m.tasks.get(&p)), o.status) {
+                task_status: match (o.producer.get().and_then(|p| m.tasks.get(&p)), o.status) {
                     (Some(t), _) => t.state(),
                     (None, ObjectStatus::Ready) => TaskState::Finished,
                     (None, ObjectStatus::Failed | ObjectStatus::Lost) => TaskState::Failed,
@@ -97,7 +97,7 @@ impl Engine {
                 owner_node: m
                     .tasks
                     .get(&o.owner)
-                    .and_then(|t| t.node.or(Some(t.owner_node)))
+                    .and_then(|t| t.node.get().or(Some(t.owner_node)))
                     .unwrap_or(self.node_manager.head())
                     .0,
             })
@@ -143,7 +143,7 @@ impl Engine {
 /// [`crate::model::worker_pid`]).
 fn owner_pid(m: &Model, task: TaskId) -> u32 {
     match m.tasks.get(&task) {
-        Some(t) => match (t.kind, t.actor.and_then(|a| m.actors().get(&a))) {
+        Some(t) => match (t.kind, t.actor.get().and_then(|a| m.actors().get(&a))) {
             (TaskType::ActorTask | TaskType::ActorCreationTask, Some(a)) => a.pid,
             (TaskType::DriverTask, _) => crate::model::driver_pid(t.job.0),
             _ => crate::model::worker_pid(task.0),

@@ -31,7 +31,7 @@ pub(crate) fn dispatch(
     attempt: u32,
 ) -> Follows {
     let Some(t) = cx.model.tasks.get(&tid).filter(|t| leased_for(t, attempt)) else { return Follows::new() };
-    let node = t.node.expect("leased task has a node");
+    let node = t.node.get().expect("leased task has a node");
     // Arguments lost since submission (node death) send the task back to wait for them.
     if let Some(follows) = rewait_for_lost_args(cx, tid) {
         return follows;
@@ -52,7 +52,7 @@ pub(crate) fn args_fetched(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, at
     if t.attempt != attempt {
         return Follows::new();
     }
-    match (t.state(), t.node) {
+    match (t.state(), t.node.get()) {
         (TaskState::PendingArgsFetch, Some(n)) | (TaskState::PendingActorTaskArgsFetch, Some(n)) => {
             start(cx, flow, tid, n)
         }
@@ -84,7 +84,7 @@ fn rewait_for_lost_args(cx: &mut Cx, tid: TaskId) -> Option<Follows> {
 /// The task gave its lease back and waits for `missing` arguments (PENDING_ARGS_AVAIL).
 pub(crate) fn rewait_args(cx: &mut Cx, tid: TaskId, missing: u32) {
     cx.runs.get_mut(&tid).expect("a live task has a run").exec.unresolved = missing;
-    cx.model.tasks.get_mut(&tid).expect("task exists").node = None;
+    cx.model.tasks.get_mut(&tid).expect("task exists").node = crate::model::CompactOption::NONE;
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
 }
 
@@ -98,8 +98,8 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
         cx.model.set_task_state(tid, TaskState::SubmittedToWorker, now);
     }
     let t = cx.model.tasks.get_mut(&tid).expect("task exists");
-    t.node = Some(node);
-    let (attempt, kind, actor) = (t.attempt, t.kind, t.actor);
+    t.node = Some(node).into();
+    let (attempt, kind, actor) = (t.attempt, t.kind, t.actor.get());
     let s = &cx.cfg.scheduler;
     let mut cost = s.call_start_cost.as_micros();
     if kind == TaskType::NormalTask {
@@ -142,7 +142,7 @@ pub(crate) fn running_attempt(m: &Model, tid: TaskId, attempt: u32) -> bool {
 /// `task_error_cost` of work on its node's cores ([`Event::Raised`]).
 fn raise(cx: &mut Cx, tid: TaskId, attempt: u32) -> Follows {
     let cost = cx.cfg.scheduler.task_error_cost.as_micros();
-    let node = cx.model.tasks.get(&tid).and_then(|t| t.node);
+    let node = cx.model.tasks.get(&tid).and_then(|t| t.node.get());
     match node {
         Some(n) if cost > 0 => {
             let due = cx.cpus.work(n, Priority::Worker, cx.clock.now, cost);
@@ -165,7 +165,7 @@ pub(crate) fn on_begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, attemp
     if t.attempt != attempt || !cx.runs[&tid].begin_due {
         return Follows::new();
     }
-    let node = t.node.expect("a task handed to a worker has a node");
+    let node = t.node.get().expect("a task handed to a worker has a node");
     begin(cx, flow, tid, node)
 }
 
@@ -190,11 +190,11 @@ fn begin(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: NodeIdx) -> Fo
     let m = &mut *cx.model;
     m.set_task_state(tid, TaskState::Running, now);
     let t = m.tasks.get_mut(&tid).expect("task exists");
-    t.started_at = Some(now);
+    t.started_at = Some(now).into();
     cx.runs.get_mut(&tid).expect("a live task has a run").restart();
     let heap = cx.specs[t.spec as usize].heap;
     let kind = t.kind;
-    let actor = t.actor;
+    let actor = t.actor.get();
     node_runtime::worker_heap_grew(m, node, heap);
     m.node_stats_mut(node, &super::STATS_KEY).tasks_started += 1;
     if kind == TaskType::ActorCreationTask {
@@ -236,10 +236,10 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
         if let Some((p, application)) = faults.failure_probability() {
             if rand::Rng::random::<f64>(cx.rng) < p {
                 let err = if application { ErrorType::TaskExecutionException } else { ErrorType::WorkerDied };
-                let (actor, kind) = (t.actor, t.kind);
+                let (actor, kind) = (t.actor.get(), t.kind);
                 if !application {
                     let name = cx.model.names.get(t.name).to_string();
-                    let node = t.node;
+                    let node = t.node.get();
                     cx.model.counters.count_worker_failure(node.map(|n| n.0), "SystemError", name);
                     if let Some(n) = node {
                         cx.model.node_stats_mut(n, &super::STATS_KEY).worker_failures += 1;
@@ -265,7 +265,7 @@ pub(crate) fn op_done(cx: &mut Cx, faults: &FaultState, tid: TaskId, attempt: u3
 /// ([`Follow::FinishReleased`]) its references, then its result is sealed.
 pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows {
     let t = cx.model.tasks.get(&tid).expect("finishing task exists");
-    let (kind, node) = (t.kind, t.node);
+    let (kind, node) = (t.kind, t.node.get());
     let spec = &cx.specs[t.spec as usize];
     let heap = spec.heap;
     if let Some(n) = node {
@@ -312,7 +312,7 @@ fn finish_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follows 
     let keeps = keeps_resources(cx, tid);
     let m = &mut *cx.model;
     let t = &m.tasks[&tid];
-    let (kind, node, ret, actor, job, attempt) = (t.kind, t.node, t.returns, t.actor, t.job, t.attempt);
+    let (kind, node, ret, actor, job, attempt) = (t.kind, t.node.get(), t.returns, t.actor.get(), t.job, t.attempt);
     let return_size = cx.specs[t.spec as usize].return_size;
     flow.ended(m, cx.runs, tid, now, true, return_size);
     cx.runs.retire_task(m, tid, TaskState::Finished, now, return_size);

@@ -31,7 +31,7 @@ impl ClusterQueues {
         cx.raylets.lease_granted(node, next);
         for (id, holds) in [(done, false), (next, true)] {
             if let Some(t) = cx.model.tasks.get_mut(&id) {
-                t.node = Some(node);
+                t.node = Some(node).into();
                 t.holds_resources = holds;
             }
         }
@@ -52,7 +52,7 @@ impl ClusterQueues {
         if t.kind != TaskType::NormalTask || !t.holds_resources || t.cpu_released || t.bundle.is_some() {
             return None;
         }
-        let node = t.node?;
+        let node = t.node.get()?;
         let expires_at = cx.runs.get(&done)?.lease_expires_at;
         if cx.now() >= expires_at || !cx.model.nodes()[node.index()].is_schedulable() {
             return None;
@@ -90,7 +90,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let m = &mut *cx.model;
     let node_started = m.nodes()[node.index()].started_at;
     let t = m.tasks.get_mut(&tid).expect("task being granted exists");
-    t.node = Some(node);
+    t.node = Some(node).into();
     t.holds_resources = true;
     let spilled = node != t.owner_node;
     let (kind, attempt, owner, ready_at) = (t.kind, t.attempt, t.owner_node, t.ready_at);
@@ -164,13 +164,13 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
     let owner_node = t.owner_node;
     // The owner is the process that submitted it: the parent's actor, or the parent's
     // worker (a driver is its job's root task).
-    let parent = t.parent.and_then(|p| cx.model.tasks.get(&p));
-    let thread = match (t.parent, parent.and_then(|p| p.actor)) {
+    let parent = t.parent.get().and_then(|p| cx.model.tasks.get(&p));
+    let thread = match (t.parent.get(), parent.and_then(|p| p.actor.get())) {
         (Some(_), Some(actor)) => Thread::OwnerOfActor(actor),
         (Some(p), None) => Thread::OwnerOfTask(p),
         (None, _) => Thread::OwnerOfTask(tid),
     };
-    let priority = Priority::of_owner(t.parent, parent);
+    let priority = Priority::of_owner(t.parent.get(), parent);
     cx.cpus.thread_work(owner_node, thread, priority, cx.now(), at, cost) + latency
 }
 
@@ -179,7 +179,7 @@ fn owner_pushes(cx: &mut Cx, tid: TaskId, at: u64) -> u64 {
 fn worker_cleans_up(cx: &mut Cx, done: TaskId) -> u64 {
     let now = cx.now();
     let cost = cx.cfg.scheduler.task_reply_cost.as_micros();
-    let node = cx.model.tasks.get(&done).filter(|t| t.kind == TaskType::NormalTask).and_then(|t| t.node);
+    let node = cx.model.tasks.get(&done).filter(|t| t.kind == TaskType::NormalTask).and_then(|t| t.node.get());
     node.map_or(now, |n| cx.cpus.work(n, Priority::Worker, now, cost))
 }
 
@@ -235,7 +235,7 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
         return Follows::new();
     }
     t.holds_resources = false;
-    let Some(node) = t.node else { return Follows::new() };
+    let Some(node) = t.node.get() else { return Follows::new() };
     let cpu_released = std::mem::take(&mut t.cpu_released);
     let (spec, bundle, kind) = (t.spec, t.bundle, t.kind);
     cx.raylets.lease_returned(node, tid);
