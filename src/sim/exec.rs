@@ -372,6 +372,18 @@ impl Engine {
             },
             None => None,
         };
+        // A producer submitted after its consumer cannot happen on Ray: the recording's
+        // order is off (same-ms submits are ordered producers first, `flow::replay`).
+        if let Some(&missing) = deps.iter().find(|d| self.replay.output(job, **d).is_none()) {
+            if self.replay.first_dropped_dep(job) {
+                tracing::warn!(
+                    job = %job,
+                    call,
+                    producer = missing,
+                    "a replayed call takes the return of a call not submitted yet: that argument is left out"
+                );
+            }
+        }
         let args: Box<[ObjectId]> = deps
             .iter()
             .filter_map(|d| self.replay.output(job, *d))

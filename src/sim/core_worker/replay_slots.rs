@@ -17,6 +17,9 @@ pub(crate) struct ReplaySlots {
 struct Slots {
     actors: FxHashMap<u32, ActorId>,
     returns: FxHashMap<u32, ObjectId>,
+    /// Whether a call's argument was dropped because its producer was not submitted
+    /// yet (said once a job: the recording's order is then not one Ray could run).
+    dropped_a_dep: bool,
 }
 
 impl ReplaySlots {
@@ -34,5 +37,11 @@ impl ReplaySlots {
 
     pub fn set_output(&mut self, job: JobId, call: u32, object: ObjectId) {
         self.jobs.entry(job).or_default().returns.insert(call, object);
+    }
+
+    /// Notes that a call of `job` took the return of a call not submitted yet; true the
+    /// first time for the job (the time to say so).
+    pub fn first_dropped_dep(&mut self, job: JobId) -> bool {
+        !std::mem::replace(&mut self.jobs.entry(job).or_default().dropped_a_dep, true)
     }
 }
