@@ -94,7 +94,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn it_is_an_option_in_eight_bytes() {
+    fn it_is_an_option_in_its_values_own_size() {
         assert_eq!(std::mem::size_of::<CompactOption<TaskId>>(), 8);
         assert_eq!(std::mem::size_of::<CompactOption<NodeIdx>>(), 4);
         let node: CompactOption<NodeIdx> = Some(NodeIdx(3)).into();

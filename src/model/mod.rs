@@ -371,7 +371,7 @@ impl Model {
         failed.history.record(TaskState::Failed, now);
         t.attempt += 1;
         t.state = next;
-        t.node = crate::model::CompactOption::NONE;
+        t.node = CompactOption::NONE;
         t.started_at = CompactOption::NONE;
         t.history = TaskHistory::submitted(now);
         t.history.record(next, now);

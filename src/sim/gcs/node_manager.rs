@@ -236,7 +236,7 @@ impl GcsNodeManager {
         }
         for t in m.tasks.values_mut() {
             if t.node.get() == Some(n) {
-                t.node = crate::model::CompactOption::NONE;
+                t.node = CompactOption::NONE;
             }
             // An owner that lived there is gone; its local raylet is the head's from now on.
             if t.owner_node == n {

@@ -84,7 +84,7 @@ fn rewait_for_lost_args(cx: &mut Cx, tid: TaskId) -> Option<Follows> {
 /// The task gave its lease back and waits for `missing` arguments (PENDING_ARGS_AVAIL).
 pub(crate) fn rewait_args(cx: &mut Cx, tid: TaskId, missing: u32) {
     cx.runs.get_mut(&tid).expect("a live task has a run").exec.unresolved = missing;
-    cx.model.tasks.get_mut(&tid).expect("task exists").node = crate::model::CompactOption::NONE;
+    cx.model.tasks.get_mut(&tid).expect("task exists").node = CompactOption::NONE;
     cx.model.set_task_state(tid, TaskState::PendingArgsAvail, cx.clock.now);
 }
 
