@@ -372,23 +372,28 @@ impl Engine {
             },
             None => None,
         };
-        // A producer submitted after its consumer cannot happen on Ray: the recording's
-        // order is off (same-ms submits are ordered producers first, `flow::replay`).
-        if let Some(&missing) = deps.iter().find(|d| self.replay.output(job, **d).is_none()) {
-            if self.replay.first_dropped_dep(job) {
-                tracing::warn!(
-                    job = %job,
-                    call,
-                    producer = missing,
-                    "a replayed call takes the return of a call not submitted yet: that argument is left out"
-                );
-            }
-        }
+        let mut unsubmitted = None;
         let args: Box<[ObjectId]> = deps
             .iter()
-            .filter_map(|d| self.replay.output(job, *d))
+            .filter_map(|d| {
+                let output = self.replay.output(job, *d);
+                if output.is_none() {
+                    unsubmitted.get_or_insert(*d);
+                }
+                output
+            })
             .filter(|o| self.model.objects.contains_key(o))
             .collect();
+        // A producer submitted after its consumer cannot happen on Ray: the recording's
+        // order is off (same-ms submits are ordered producers first, `flow::replay`).
+        if let Some(producer) = unsubmitted.filter(|_| self.replay.first_dropped_dep(job)) {
+            tracing::warn!(
+                job = %job,
+                call,
+                producer,
+                "a replayed call takes the return of a call not submitted yet: that argument is left out"
+            );
+        }
         let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
