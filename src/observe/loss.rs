@@ -140,20 +140,25 @@ fn undefined_name(store: &Store, t: &TaskEntry) -> Option<String> {
     Some(format!("{class}.?"))
 }
 
-/// Calls whose worker's own report never came (it was killed with the job before its
-/// next flush): Ray has their end from their caller, or left them without one while
-/// their caller went on past them (`unreported`: they returned), but not that they
-/// ran, and so nothing of the calls they made. Read from a missing RUNNING, or, where
-/// the job's rows carry execution phases (a pull), from a call that has none.
+/// Calls whose worker's own report never came, or not its last (it was killed with
+/// the job before its next flush): Ray has their end from their caller, or left them
+/// without one while their caller went on past them (`unreported`: they returned),
+/// but not that they ran, or not what they did after their worker's previous report,
+/// and so not the calls they made meanwhile. Read from a missing RUNNING, or, where
+/// the job's rows carry execution phases (a pull), from a call that has none; and from
+/// a call that ended with the job, whose worker's report of its end was cut.
 ///
 /// Where other calls of the same function were reported whole, what they made tells
-/// how many calls went unreported: each unreported call made about the median of
-/// theirs, less what Ray listed of its own. Where they made none, nothing is said (the
-/// function is seen to make no calls); where none was reported, only that some may be.
+/// how many calls went unreported: each cut call made about the median of theirs, less
+/// what Ray listed of its own. Where they made none, nothing is said (the function is
+/// seen to make no calls); where none was reported and some call was not reported at
+/// all, only that some may be.
 fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u64>) -> Vec<LostCalls> {
     let phases_listed = tasks.iter().any(|t| t.last().profiled);
     let ran = |t: &TaskEntry| t.last().state == "FINISHED" || unreported.contains(&t.id);
     let reported = |t: &TaskEntry| t.last().started_ms().is_some() && (!phases_listed || t.last().profiled);
+    // Reported up to its end: what it made is all Ray was told of.
+    let whole = |t: &TaskEntry| ran(t) && reported(t) && !unreported.contains(&t.id);
     // The listed calls each listed call made, by callee.
     let mut made: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
     for t in tasks {
@@ -161,23 +166,34 @@ fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u6
             *made.entry(p).or_default().entry(name(t)).or_insert(0) += 1;
         }
     }
-    let mut by: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
-    for t in tasks.iter().filter(|t| ran(t) && !reported(t) && t.last().kind != "ACTOR_CREATION_TASK") {
-        by.entry((name(t), short_node(t.last().node_id.as_deref()))).or_default().push(t.id);
+    let mut by: BTreeMap<(String, Option<String>), Vec<&TaskEntry>> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| ran(t) && !whole(t) && t.last().kind != "ACTOR_CREATION_TASK") {
+        by.entry((name(t), short_node(t.last().node_id.as_deref()))).or_default().push(t);
     }
     let mut out = Vec::new();
     for ((caller, node), calls) in by {
         let n = calls.len();
-        let whole: Vec<u64> =
-            tasks.iter().filter(|t| name(t) == caller && ran(t) && reported(t)).map(|t| t.id).collect();
-        let callees: BTreeSet<&String> = whole.iter().filter_map(|w| made.get(w)).flat_map(|m| m.keys()).collect();
+        // Calls of which Ray has no report from their worker at all, against those it
+        // has one from but not the last.
+        let silent = calls.iter().filter(|t| !reported(t)).count();
+        let cut_how = if silent == n {
+            format!("Ray kept no report from the worker that ran {n} call(s) of {caller}")
+        } else {
+            format!(
+                "Ray kept no report of the end of {n} call(s) of {caller} from the worker that ran them (they ended \
+                 with the job)"
+            )
+        };
+        let whole_calls: Vec<u64> = tasks.iter().filter(|t| name(t) == caller && whole(t)).map(|t| t.id).collect();
+        let callees: BTreeSet<&String> =
+            whole_calls.iter().filter_map(|w| made.get(w)).flat_map(|m| m.keys()).collect();
         let mut told = false;
         for callee in callees {
             let mut each: Vec<u64> =
-                whole.iter().map(|w| made.get(w).and_then(|m| m.get(callee)).copied().unwrap_or(0)).collect();
+                whole_calls.iter().map(|w| made.get(w).and_then(|m| m.get(callee)).copied().unwrap_or(0)).collect();
             each.sort_unstable();
             let median = each[each.len() / 2];
-            let listed = |c: &u64| made.get(c).and_then(|m| m.get(callee)).copied().unwrap_or(0);
+            let listed = |c: &&TaskEntry| made.get(&c.id).and_then(|m| m.get(callee)).copied().unwrap_or(0);
             let lost: u64 = calls.iter().map(|c| median.saturating_sub(listed(c))).sum();
             if lost == 0 {
                 continue;
@@ -189,22 +205,21 @@ fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u6
                 caller: Some(caller.clone()),
                 node: node.clone(),
                 evidence: format!(
-                    "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the \
-                     job before sending it; {caller}'s {} reported call(s) made {median} call(s) of {callee} each, \
-                     so about {lost} of {callee} were made and not reported",
-                    whole.len()
+                    "{cut_how}: it was killed with the job before sending it; {caller}'s {} reported call(s) made \
+                     {median} call(s) of {callee} each, so about {lost} of {callee} were made and not reported",
+                    whole_calls.len()
                 ),
             });
         }
-        if !told && whole.is_empty() {
+        if !told && whole_calls.is_empty() && silent > 0 {
             out.push(LostCalls {
                 name: None,
                 calls: None,
                 caller: Some(caller.clone()),
                 node,
                 evidence: format!(
-                    "Ray kept no report from the worker that ran {n} call(s) of {caller}: it was killed with the job \
-                     before sending it, so any calls they made are unknown"
+                    "Ray kept no report from the worker that ran {silent} call(s) of {caller}: it was killed with the \
+                     job before sending it, so any calls they made are unknown"
                 ),
             });
         }
@@ -410,6 +425,47 @@ mod tests {
         s.apply(&call("f0", DRIVER, "f", "FINISHED", 1_000, Some(1_100)));
         s.apply(&call("f1", DRIVER, "f", "PENDING_NODE_ASSIGNMENT", 1_000, None));
         let told: BTreeSet<u64> = [s.task_number("f1").unwrap()].into();
+        assert_eq!(detect(&s, 1, Some(2_000), &told), []);
+    }
+
+    #[test]
+    fn an_inner_call_that_ran_and_ended_with_the_job_lost_what_it_made_since_its_workers_last_report() {
+        // suite.py's `nested` on Ray 2.60 under load: the third `inner` reported RUNNING,
+        // then returned to `outer`; its worker was killed with the job before its next
+        // flush, so the GCS marked it FAILED (killed with the job) and its `leaf` calls'
+        // definitions, in that worker's buffer, never came: none (or one) listed.
+        for listed in [0u64, 1] {
+            let mut s = Store::new(StoreLimits::default());
+            s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+            s.apply(&call("o1", DRIVER, "outer", "FINISHED", 1_000, Some(1_900)));
+            for i in 0..3 {
+                let (state, end) = if i == 2 { ("FAILED", Some(2_100)) } else { ("FINISHED", Some(1_500)) };
+                s.apply(&call(&format!("i{i}"), "o1", "inner", state, 1_010, end));
+                let leaves = if i == 2 { listed } else { 2 };
+                for k in 0..leaves {
+                    s.apply(&call(&format!("l{i}{k}"), &format!("i{i}"), "leaf", "FINISHED", 1_100, Some(1_200)));
+                }
+            }
+            let told: BTreeSet<u64> = [s.task_number("i2").unwrap()].into();
+            let lost = detect(&s, 1, Some(2_000), &told);
+            assert_eq!(lost.len(), 1, "{lost:?}");
+            assert_eq!(
+                (lost[0].name.as_deref(), lost[0].calls, lost[0].caller.as_deref()),
+                (Some("leaf"), Some(2 - listed), Some("inner")),
+                "{lost:?}"
+            );
+            assert!(lost[0].evidence.contains("ended with the job"), "{lost:?}");
+            // Its end reported (FINISHED by its caller, not ended with the job): it is
+            // whole, and made what Ray listed.
+            assert_eq!(detect(&s, 1, Some(2_000), &BTreeSet::new()), [], "listed {listed}");
+        }
+        // The only call of its function, it ran and ended with the job: nothing tells
+        // what it made, and its worker did report, so nothing is said.
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+        s.apply(&call("o1", DRIVER, "outer", "FINISHED", 1_000, Some(1_900)));
+        s.apply(&call("i0", "o1", "inner", "FAILED", 1_010, Some(2_100)));
+        let told: BTreeSet<u64> = [s.task_number("i0").unwrap()].into();
         assert_eq!(detect(&s, 1, Some(2_000), &told), []);
     }
 
