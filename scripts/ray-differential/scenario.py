@@ -291,7 +291,11 @@ def main():
             return now - last_seen[0] >= hold_s
         return cond
 
-    # 1. idle
+    # 1. idle. The head's autoscaler exports its view of the nodes only after its
+    # first update, which can come after every node's target is listed (seen on a
+    # loaded machine: the idle step recorded without it).
+    for family in ("ray_cluster_active_nodes", "autoscaler_cluster_resources"):
+        wait_for(f"the autoscaler's first {family}", has_series(family), args.deadline)
     record("idle", "all nodes up, nothing submitted")
 
     # 2. tasks running: one task per node, held until we release it.
