@@ -207,7 +207,7 @@ pub fn listing_digest(rows: &[Value], total: u64) -> u64 {
 
 #[derive(Default)]
 pub struct Puller {
-    /// Jobs whose tasks were read after they settled: never asked again.
+    /// Jobs the store holds whose tasks were read after they settled: never asked again.
     settled: BTreeSet<u32>,
     /// Each job's last task listing, digested, to tell when two reads agree.
     last_read: std::collections::BTreeMap<u32, u64>,
@@ -289,6 +289,15 @@ impl Puller {
                 r.errors.push(e.to_string());
             }
         }
+        // What is kept per job goes with the job when the store forgets it (it does not
+        // take back a job it forgot), so a long watch holds no more than the store does.
+        self.settled.retain(|n| store.jobs.contains_key(n));
+        self.last_read.retain(|n, _| store.jobs.contains_key(n));
+        let held_hex: BTreeSet<&str> = store.jobs.values().map(|j| j.job_id.as_str()).collect();
+        self.due.retain(|key, _| match key.split_once(':') {
+            Some(("tasks" | "settle", hex)) => held_hex.contains(hex),
+            _ => true,
+        });
         // Tasks, job by job: the running ones as often as their listing's cost allows,
         // an ended one until it has settled.
         let now = super::now_ms();

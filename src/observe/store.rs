@@ -6,7 +6,8 @@
 //! (only those go to a trace), and the bounds: at most `max_tasks` task attempts and
 //! `max_jobs` jobs in memory (a job counts once it has a record or a task). Past
 //! either cap, the oldest ended jobs are forgotten whole (a trace keeps them), each in
-//! O(log n) from an index of ended jobs by end time; a job still running that alone
+//! O(log n) from an index of ended jobs by end time, and not taken back when Ray lists
+//! them again (every poll lists every job of Ray's session); a job still running that alone
 //! passes the task cap keeps its first tasks and counts the rest, as the model's Flow
 //! Insight cap does; and when the job cap is full of running jobs, a new job's records
 //! are refused and counted (`jobs_refused`), so the page can say so.
@@ -106,6 +107,11 @@ pub struct Store {
     tasks_by_job: BTreeMap<u32, Vec<u64>>,
     /// Ended jobs by (end time, number): the next to forget is the first.
     ended: BTreeSet<(u64, u32)>,
+    /// The latest (end time, number) of an ended job forgotten. Ray lists every job of
+    /// its session on each poll: an ended job no later than this would be forgotten
+    /// before anything held, so its record is not taken back (one key, not a set of
+    /// every job forgotten).
+    forgotten_through: Option<(u64, u32)>,
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
@@ -323,6 +329,10 @@ impl Store {
 
     fn apply_job(&mut self, j: &ObservedJob) -> Option<ObservedJob> {
         let num = self.job_of(&j.job_id)?;
+        let forgotten = |through: (u64, u32)| is_terminal_job(&j.status) && (j.end_time.unwrap_or(0), num) <= through;
+        if !self.tasks_by_job.contains_key(&num) && self.forgotten_through.is_some_and(forgotten) {
+            return None;
+        }
         if let Some(ms) = j.start_time {
             self.anchor(ms);
         }
@@ -524,7 +534,10 @@ impl Store {
 
     fn forget_job(&mut self, job: u32) {
         if let Some(j) = self.jobs.remove(&job) {
-            self.ended.remove(&(j.end_time.unwrap_or(0), job));
+            let key = (j.end_time.unwrap_or(0), job);
+            if self.ended.remove(&key) {
+                self.forgotten_through = self.forgotten_through.max(Some(key));
+            }
         }
         self.settled.remove(&job);
         self.dropped_by_job.remove(&job);

@@ -194,3 +194,29 @@ fn an_ended_job_is_said_settled_only_by_a_store_that_pulls_once_marked() {
     assert!(s.job_generation[&1] > job_gen, "the job's record is rebuilt to say so");
     assert!(s.unsettled_ended_jobs().is_empty());
 }
+
+#[test]
+fn an_ended_job_forgotten_is_not_taken_back_when_ray_lists_it_again() {
+    // Ray's job listing holds every job of its session, on every poll.
+    let mut s = Store::new(StoreLimits { max_jobs: 2, ..StoreLimits::default() });
+    let listing: Vec<ObservedJob> = (1..=4u32)
+        .map(|n| job(&format!("{:08x}", n.swap_bytes()), "SUCCEEDED", Some(1_000 + u64::from(n) * 100)))
+        .collect();
+    for _poll in 0..3 {
+        for j in &listing {
+            s.apply(&Change::Job(j.clone()));
+        }
+    }
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [3, 4], "the latest ended are held");
+    assert_eq!(s.forgotten_jobs, 2, "each forgotten once, not again on every poll");
+    // A job still running is taken, and the oldest ended held makes room; a job that
+    // ended before one forgotten is not.
+    assert!(s.apply(&Change::Job(job("05000000", "RUNNING", None))).is_some());
+    assert!(s.apply(&Change::Job(job("06000000", "SUCCEEDED", Some(1_250)))).is_none());
+    assert!(s.apply(&Change::Job(job("03000000", "SUCCEEDED", Some(1_300)))).is_none());
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [4, 5]);
+    // One that ended after every job forgotten is news.
+    assert!(s.apply(&Change::Job(job("05000000", "SUCCEEDED", Some(2_000)))).is_some());
+    assert!(s.apply(&Change::Job(job("07000000", "SUCCEEDED", Some(1_900)))).is_some());
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [5, 7]);
+}
