@@ -154,7 +154,10 @@ fn check(
         // saying that the job lost calls (a caller's worker killed before it reported
         // its calls' definitions leaves nothing to name them by).
         if calls != *n && !(calls < *n && (said_lost(caller, callee) || !lost.is_empty())) {
-            return Err(format!("{caller} -> {callee}: {calls} calls for the program's {n}, lost {lost:?}"));
+            return Err(format!(
+                "{caller} -> {callee}: {calls} calls for the program's {n}, lost {lost:?}; {}",
+                callers_calls(base, job, caller, callee)
+            ));
         }
         if let Some(e) = e {
             let ended = e["completed"].as_u64().unwrap_or(0) + e["ended_with_job"].as_u64().unwrap_or(0);
@@ -208,6 +211,36 @@ fn check(
         ));
     }
     Ok(())
+}
+
+/// For a failure's message: each call of `caller` in the job, as the observer's State
+/// API lists it (state, whether Ray had its start, how many calls of `callee` it made),
+/// and the calls of `callee` whose caller is none of them.
+fn callers_calls(base: &str, job: &str, caller: &str, callee: &str) -> String {
+    let path =
+        format!("/api/v0/tasks?detail=true&limit=10000&filter_keys=job_id&filter_predicates=%3D&filter_values={job}");
+    let rows = match get(base, &path) {
+        Ok(v) => v["data"]["result"]["result"].as_array().cloned().unwrap_or_default(),
+        Err(e) => return format!("(its calls not read: {e})"),
+    };
+    let name = |r: &Value| r["name"].as_str().unwrap_or("").to_string();
+    let callers: Vec<&Value> = rows.iter().filter(|r| name(r) == caller).collect();
+    let made = |id: &Value| rows.iter().filter(|r| name(r) == callee && r["parent_task_id"] == *id).count();
+    let each: Vec<String> = callers
+        .iter()
+        .map(|c| {
+            let id = c["task_id"].as_str().unwrap_or("");
+            let started = if c["start_time_ms"].is_null() { "no start" } else { "started" };
+            format!("{} {} {started}: {}", &id[..id.len().min(16)], c["state"], made(&c["task_id"]))
+        })
+        .collect();
+    let ids: Vec<&Value> = callers.iter().map(|c| &c["task_id"]).collect();
+    let elsewhere: Vec<String> = rows
+        .iter()
+        .filter(|r| name(r) == callee && !ids.contains(&&r["parent_task_id"]))
+        .map(|r| format!("{} under {}", r["state"], r["parent_task_id"]))
+        .collect();
+    format!("calls of {callee} by each {caller}: {each:?}; elsewhere: {elsewhere:?}")
 }
 
 /// Runs the suite on one Ray; what did not show as the programs say.
