@@ -455,8 +455,8 @@ mod tests {
                 "{lost:?}"
             );
             assert!(lost[0].evidence.contains("ended with the job"), "{lost:?}");
-            // Its end reported (FINISHED by its caller, not ended with the job): it is
-            // whole, and made what Ray listed.
+            // Failed for a reason of its own (not the job's end): it did not return, so
+            // nothing tells what it would have made.
             assert_eq!(detect(&s, 1, Some(2_000), &BTreeSet::new()), [], "listed {listed}");
         }
         // The only call of its function, it ran and ended with the job: nothing tells
