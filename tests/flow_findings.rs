@@ -430,6 +430,45 @@ fn an_observed_wait_for_worker_starts_is_not_pending_on_resources_and_one_for_a_
     assert_eq!(findings_of_observed(1.0, Some("aa"), &queued), vec!["pending_on_resources".to_string()]);
 }
 
+/// Where Ray lost a call's start (its driver exited at once), the worker started for it
+/// is unknown: a wait counts only while another call of the job ran. A call that waited
+/// 1.9 s while nothing ran is not pending on resources; calls queued behind one another
+/// for the node's only CPU still are.
+#[test]
+fn an_observed_wait_while_nothing_ran_is_not_pending_on_resources_where_ray_lost_a_start() {
+    use rayscope::observe::rows::ObservedTask;
+    use rayscope::observe::store::Change;
+    const JOB: &str = "04000000";
+    const T0: u64 = 1_795_000_000_000;
+    // [(start ms, end ms, worker pid)], every call submitted at T0, then one more call
+    // whose start Ray lost, ended at `lost_end`.
+    let findings_of_observed = |cpus: f64, calls: &[(u64, u64, u32)], lost_end: u64| {
+        let run_ms = calls.iter().map(|c| c.1).max().unwrap().max(lost_end) + 5;
+        let mut changes = common::observed_job_opening(JOB, "python prog.py", cpus, T0, run_ms);
+        for (k, &(start, end, pid)) in calls.iter().enumerate() {
+            let times = (T0 + 1, T0 + start, T0 + end);
+            changes.push(Change::Task(ObservedTask {
+                worker_pid: Some(pid),
+                ..observed_call(JOB, k + 1, "g", cpus.min(1.0), times)
+            }));
+        }
+        let mut lost = observed_call(JOB, calls.len() + 1, "g", cpus.min(1.0), (T0 + 1, T0 + 1, T0 + lost_end));
+        lost.events.retain(|e| e.0 != "RUNNING");
+        lost.start_time_ms = None;
+        changes.push(Change::Task(lost));
+        let (_, v) = flow_of_trace(&changes);
+        v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    // Two calls on a worker already up, then one that waited until 2 s with nothing
+    // running (for a worker Ray started for the lost call, then for it).
+    let waited_for_a_worker = [(5, 105, 100), (110, 210, 100), (2_000, 2_100, 100)];
+    assert_eq!(findings_of_observed(4.0, &waited_for_a_worker, 1_900), Vec::<String>::new());
+    // Four 0.5 s calls on one CPU after the lost one: each waits while the one before
+    // it runs.
+    let queued = [(1_500, 2_000, 100), (2_000, 2_500, 100), (2_500, 3_000, 100), (3_000, 3_500, 100)];
+    assert_eq!(findings_of_observed(1.0, &queued, 1_450), vec!["pending_on_resources".to_string()]);
+}
+
 /// An observed job's arguments, as the object listing gives them (`args` on its calls):
 /// four calls each given its own 4 MiB object by value are `large_arg_by_value`; the
 /// same four given one object (a reference the caller put once) are not.

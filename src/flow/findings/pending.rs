@@ -55,11 +55,25 @@ pub(super) fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out
     // Ray starts a job's worker processes as its calls need them (a second or more
     // each on a loaded machine): that wait is the machine's, not the resources'.
     let starting = if job.observed.is_some() { worker_starts(spans, root, model) } else { BTreeMap::new() };
+    // Where Ray lost calls' starts (a driver that exited at once), the workers started
+    // for those calls are missing from `starting`: a wait then counts only while
+    // another of the job's calls ran on the node, as a wait for resources held needs.
+    // Seen on Ray 2.49's push of `nested`: an inner call queued 1.6 s for a worker
+    // while every other call was blocked, read as a wait for resources.
+    let lost_starts = job.observed.is_some()
+        && spans.spans.iter().enumerate().any(|(i, s)| i != root && s.start.is_none() && s.end.is_some());
+    let busy = if lost_starts { executing(spans, root) } else { BTreeMap::new() };
     let waited = |i: usize| {
         let s = &spans.spans[i];
         let (latency, start) = (model.latency(i), s.start.unwrap_or(0));
-        let on_start = starting.get(&s.node).map_or(0, |w| overlap(w, start.saturating_sub(latency), start));
-        latency.saturating_sub(on_start)
+        let from = start.saturating_sub(latency);
+        let on_start = starting.get(&s.node).map_or(0, |w| overlap(w, from, start));
+        let waited = latency.saturating_sub(on_start);
+        if lost_starts {
+            waited.min(busy.get(&s.node).map_or(0, |b| overlap(b, from, start)))
+        } else {
+            waited
+        }
     };
     let mut waited_path = 0u64;
     let mut calls = Vec::new();
@@ -155,17 +169,36 @@ fn worker_starts(spans: &Spans, root: usize, model: &Model) -> BTreeMap<u32, Vec
         }
     }
     for w in by_node.values_mut() {
-        w.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(w.len());
-        for &(a, b) in w.iter() {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
-        *w = merged;
+        merge(w);
     }
     by_node
+}
+
+/// Per node, the intervals in which some call of the job (not the driver) executed.
+/// Merged, in order.
+fn executing(spans: &Spans, root: usize) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut by_node: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for (i, s) in spans.spans.iter().enumerate().filter(|&(i, _)| i != root) {
+        let ran = s.intervals(spans.end_or_at(i)).filter(|(p, _, _)| *p == Phase::Executing);
+        by_node.entry(s.node).or_default().extend(ran.map(|(_, from, to)| (from, to)));
+    }
+    for w in by_node.values_mut() {
+        merge(w);
+    }
+    by_node
+}
+
+/// Sorts `intervals` and merges those that overlap or touch.
+fn merge(intervals: &mut Vec<(u64, u64)>) {
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+    for &(a, b) in intervals.iter() {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    *intervals = merged;
 }
 
 /// How much of `[a, b)` the merged `intervals` cover.
