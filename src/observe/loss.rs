@@ -145,8 +145,9 @@ fn undefined_name(store: &Store, t: &TaskEntry) -> Option<String> {
 /// without one while their caller went on past them (`unreported`: they returned),
 /// but not that they ran, or not what they did after their worker's previous report,
 /// and so not the calls they made meanwhile. Read from a missing RUNNING, or, where
-/// the job's rows carry execution phases (a pull), from a call that has none; and from
-/// a call that ended with the job, whose worker's report of its end was cut.
+/// the job's rows carry execution phases, from a call that has none or whose phases
+/// stop before its execution's end (`task:execute`); and from a call that ended with
+/// the job, whose worker's report of its end was cut.
 ///
 /// Where other calls of the same function were reported whole, what they made tells
 /// how many calls went unreported: each cut call made about the median of theirs, less
@@ -156,9 +157,13 @@ fn undefined_name(store: &Store, t: &TaskEntry) -> Option<String> {
 fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u64>) -> Vec<LostCalls> {
     let phases_listed = tasks.iter().any(|t| t.last().profiled);
     let ran = |t: &TaskEntry| t.last().state == "FINISHED" || unreported.contains(&t.id);
+    // Ray has a report from its worker: its start, and where phases are listed, some.
     let reported = |t: &TaskEntry| t.last().started_ms().is_some() && (!phases_listed || t.last().profiled);
-    // Reported up to its end: what it made is all Ray was told of.
-    let whole = |t: &TaskEntry| ran(t) && reported(t) && !unreported.contains(&t.id);
+    // Reported up to its end (its phases to the end of its execution, and its outcome):
+    // what it made is all Ray was told of.
+    let whole = |t: &TaskEntry| {
+        ran(t) && reported(t) && !(phases_listed && t.last().execution_cut) && !unreported.contains(&t.id)
+    };
     // The listed calls each listed call made, by callee.
     let mut made: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
     for t in tasks {
@@ -181,7 +186,7 @@ fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u6
         } else {
             format!(
                 "Ray kept no report of the end of {n} call(s) of {caller} from the worker that ran them (they ended \
-                 with the job)"
+                 with the job, or their phases stop before their execution's end)"
             )
         };
         let whole_calls: Vec<u64> = tasks.iter().filter(|t| name(t) == caller && whole(t)).map(|t| t.id).collect();
@@ -467,6 +472,37 @@ mod tests {
         s.apply(&call("i0", "o1", "inner", "FAILED", 1_010, Some(2_100)));
         let told: BTreeSet<u64> = [s.task_number("i0").unwrap()].into();
         assert_eq!(detect(&s, 1, Some(2_000), &told), []);
+    }
+
+    #[test]
+    fn a_returned_call_whose_phases_stop_before_its_execution_ended_lost_the_calls_made_after() {
+        // suite.py's `nested` on Ray 2.49 by pull: an `inner` FINISHED (its owner said
+        // so) with `task:deserialize_arguments` alone, one of its two `leaf` calls listed;
+        // its siblings' phases run to `task:execute`.
+        let with_phases = |c: Change, cut: bool| match c {
+            Change::Task(t) => Change::Task(ObservedTask { profiled: true, execution_cut: cut, ..t }),
+            _ => unreachable!(),
+        };
+        let mut s = Store::new(StoreLimits::default());
+        s.apply(&Change::Job(ObservedJob { job_id: JOB.into(), status: "SUCCEEDED".into(), ..Default::default() }));
+        s.apply(&with_phases(call("o1", DRIVER, "outer", "FINISHED", 1_000, Some(1_900)), false));
+        for i in 0..3 {
+            s.apply(&with_phases(call(&format!("i{i}"), "o1", "inner", "FINISHED", 1_010, Some(1_500)), i == 2));
+            for k in 0..(if i == 2 { 1 } else { 2 }) {
+                let leaf = call(&format!("l{i}{k}"), &format!("i{i}"), "leaf", "FINISHED", 1_100, Some(1_200));
+                s.apply(&with_phases(leaf, false));
+            }
+        }
+        let lost = detect(&s, 1, Some(2_000), &BTreeSet::new());
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(
+            (lost[0].name.as_deref(), lost[0].calls, lost[0].caller.as_deref()),
+            (Some("leaf"), Some(1), Some("inner")),
+            "{lost:?}"
+        );
+        // A later read has its execution's end: whole.
+        s.apply(&with_phases(call("i2", "o1", "inner", "FINISHED", 1_010, Some(1_500)), false));
+        assert_eq!(detect(&s, 1, Some(2_000), &BTreeSet::new()), []);
     }
 
     #[test]

@@ -104,6 +104,8 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
         events,
         killed_with_job: (old.killed_with_job || new.killed_with_job) && state == "FAILED",
         profiled: old.profiled || new.profiled,
+        // Cut until either side has the execution's end (a later report, or poll).
+        execution_cut: (old.profiled || new.profiled) && !(has_execution_end(old) || has_execution_end(new)),
         ray_profiling: old.ray_profiling || new.ray_profiling,
         profile: super::profile::merge(&old.profile, &new.profile),
         return_bytes: match (old.return_bytes, new.return_bytes) {
@@ -113,6 +115,11 @@ pub fn task_capped(old: &ObservedTask, new: &ObservedTask) -> (ObservedTask, u64
         args: merge_args(&old.args, &new.args),
     };
     (merged, dropped)
+}
+
+/// Ray has its phases up to the end of its execution (`task:execute`).
+fn has_execution_end(t: &ObservedTask) -> bool {
+    t.profiled && !t.execution_cut
 }
 
 /// Both sides' argument objects, each once, at most [`MAX_ARG_OBJECTS`] (the older

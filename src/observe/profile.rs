@@ -45,11 +45,25 @@ fn kept(name: &str) -> Option<String> {
     KEPT.iter().find(|k| **k == name).map(|k| k.to_string())
 }
 
+/// Whether a task's phases, named so, stop before its execution ended: Ray has some of
+/// them but not `task:execute`, which its worker files when the body returns. Its
+/// worker was killed between two reports (seen on Ray 2.49 and 2.60: an `inner` call
+/// with `task:deserialize_arguments` alone, its two `submit_task` spans and its calls'
+/// definitions never sent).
+pub fn execution_cut<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    let mut any = false;
+    !names.any(|n| {
+        any = true;
+        n == "task:execute"
+    }) && any
+}
+
 /// A pulled row's `profiling_data`: whether it holds any span, whether one shows
-/// `RAY_PROFILING`, and its kept spans.
-pub fn from_row(v: &Value) -> (bool, bool, Vec<ProfiledCall>) {
+/// `RAY_PROFILING`, whether its execution's end is missing ([`execution_cut`]), and
+/// its kept spans.
+pub fn from_row(v: &Value) -> (bool, bool, bool, Vec<ProfiledCall>) {
     let Some(events) = v.get("profiling_data").and_then(|p| p.get("events")).and_then(Value::as_array) else {
-        return (false, false, Vec::new());
+        return (false, false, false, Vec::new());
     };
     let ms_to_us = |e: &Value, k: &str| {
         e.get(k).and_then(Value::as_f64).filter(|f| f.is_finite() && *f > 0.0).map(|f| (f * 1e3).round() as u64)
@@ -63,8 +77,8 @@ pub fn from_row(v: &Value) -> (bool, bool, Vec<ProfiledCall>) {
         })
         .take(MAX_SPANS)
         .collect();
-    let profiled = events.iter().any(|e| e.get("event_name").and_then(Value::as_str).is_some_and(marks_profiling));
-    (!events.is_empty(), profiled, spans)
+    let names = || events.iter().filter_map(|e| e.get("event_name").and_then(Value::as_str));
+    (!events.is_empty(), names().any(marks_profiling), execution_cut(names()), spans)
 }
 
 /// A pushed `TASK_PROFILE_EVENT`'s payload (`taskProfileEvents`, camelCase or
@@ -108,8 +122,8 @@ mod tests {
             {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
             {"event_name": "ray.get", "start_time": 1001.25, "end_time": 1004.0, "extra_data": {}},
             {"event_name": "ray.put", "start_time": 1004.5, "end_time": 1004.75, "extra_data": {}}]}});
-        let (phases, profiled, spans) = from_row(&row);
-        assert!(phases && profiled);
+        let (phases, profiled, cut, spans) = from_row(&row);
+        assert!(phases && profiled && !cut);
         assert_eq!(
             spans,
             [
@@ -117,11 +131,21 @@ mod tests {
                 ProfiledCall { start_us: 1_004_500, end_us: 1_004_750, name: "ray.put".into() },
             ]
         );
-        assert_eq!(from_row(&json!({"profiling_data": null})), (false, false, vec![]));
+        assert_eq!(from_row(&json!({"profiling_data": null})), (false, false, false, vec![]));
         // Ray files a task's own phases without RAY_PROFILING too: no sign of profiling.
         let unprofiled = json!({"profiling_data": {"component_type": "worker", "events": [
             {"event_name": "task:execute", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}},
             {"event_name": "task::Worker.process", "start_time": 1000.5, "end_time": 1010.0, "extra_data": {}}]}});
-        assert_eq!(from_row(&unprofiled), (true, false, vec![]));
+        assert_eq!(from_row(&unprofiled), (true, false, false, vec![]));
+    }
+
+    #[test]
+    fn phases_that_stop_before_the_execution_ended_are_cut() {
+        // Ray 2.49 and 2.60: a worker killed with its job after reporting only this.
+        let cut = json!({"profiling_data": {"component_type": "worker", "events": [
+            {"event_name": "task:deserialize_arguments", "start_time": 1000.5, "end_time": 1000.8, "extra_data": {}}]}});
+        assert_eq!(from_row(&cut), (true, false, true, vec![]));
+        assert!(!execution_cut(std::iter::empty()), "no phases at all is not a cut report");
+        assert!(!execution_cut(["task:deserialize_arguments", "submit_task", "task:execute"].into_iter()));
     }
 }

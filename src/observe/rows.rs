@@ -78,6 +78,10 @@ pub struct ObservedTask {
     /// its worker's report reached Ray.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub profiled: bool,
+    /// Its phases stop before its execution ended (`profile::execution_cut`): its
+    /// worker's report of the rest, and of the calls it made meanwhile, was lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub execution_cut: bool,
     /// It ran with `RAY_PROFILING` (a span only that writes): its waits are `profile`,
     /// complete.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -348,7 +352,7 @@ fn events(v: &Value) -> Vec<(String, u64)> {
 
 impl ObservedTask {
     pub fn from_row(v: &Value) -> Result<ObservedTask, FieldError> {
-        let (profiled, ray_profiling, profile) = super::profile::from_row(v);
+        let (profiled, ray_profiling, execution_cut, profile) = super::profile::from_row(v);
         Ok(ObservedTask {
             task_id: id(v, "task_id")?,
             attempt_number: num(v, "attempt_number").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
@@ -375,6 +379,7 @@ impl ObservedTask {
             return_bytes: None,
             args: Vec::new(),
             profiled,
+            execution_cut,
             ray_profiling,
             profile,
         })

@@ -223,6 +223,9 @@ pub fn read_event(e: &Value) -> Result<Option<Change>, EventError> {
                     as u32,
                 job_id: need_job_id(d, "jobId")?,
                 profiled: !events.is_empty(),
+                execution_cut: super::super::profile::execution_cut(
+                    events.iter().filter_map(|e| field(e, "eventName").and_then(Value::as_str)),
+                ),
                 ray_profiling: events.iter().any(|e| {
                     field(e, "eventName").and_then(Value::as_str).is_some_and(super::super::profile::marks_profiling)
                 }),
