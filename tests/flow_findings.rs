@@ -442,7 +442,7 @@ fn an_observed_wait_while_nothing_ran_is_not_pending_on_resources_where_ray_lost
     const T0: u64 = 1_795_000_000_000;
     // [(start ms, end ms, worker pid)], every call submitted at T0, then one more call
     // whose start Ray lost, ended at `lost_end`.
-    let findings_of_observed = |cpus: f64, calls: &[(u64, u64, u32)], lost_end: u64| {
+    let findings_of_observed = |cpus: f64, calls: &[(u64, u64, u32)], lost_end: u64, unended: bool| {
         let run_ms = calls.iter().map(|c| c.1).max().unwrap().max(lost_end) + 5;
         let mut changes = common::observed_job_opening(JOB, "python prog.py", cpus, T0, run_ms);
         for (k, &(start, end, pid)) in calls.iter().enumerate() {
@@ -456,17 +456,32 @@ fn an_observed_wait_while_nothing_ran_is_not_pending_on_resources_where_ray_lost
         lost.events.retain(|e| e.0 != "RUNNING");
         lost.start_time_ms = None;
         changes.push(Change::Task(lost));
+        if unended {
+            // A call `p` (5 ms to 1.8 s) whose own call Ray left RUNNING from 50 ms: its
+            // worker was killed with the job; `p` got its result and returned.
+            let k = calls.len() + 2;
+            let p = observed_call(JOB, k, "p", cpus.min(1.0), (T0 + 1, T0 + 5, T0 + 1_800));
+            let mut u = observed_call(JOB, k + 1, "u", cpus.min(1.0), (T0 + 40, T0 + 50, T0 + 50));
+            (u.state, u.end_time_ms, u.worker_pid) = ("RUNNING".into(), None, Some(200));
+            u.parent_task_id = Some(p.task_id.clone());
+            u.events.retain(|e| e.0 != "FINISHED");
+            changes.push(Change::Task(ObservedTask { worker_pid: Some(300), ..p }));
+            changes.push(Change::Task(u));
+        }
         let (_, v) = flow_of_trace(&changes);
         v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>()
     };
     // Two calls on a worker already up, then one that waited until 2 s with nothing
     // running (for a worker Ray started for the lost call, then for it).
     let waited_for_a_worker = [(5, 105, 100), (110, 210, 100), (2_000, 2_100, 100)];
-    assert_eq!(findings_of_observed(4.0, &waited_for_a_worker, 1_900), Vec::<String>::new());
+    assert_eq!(findings_of_observed(4.0, &waited_for_a_worker, 1_900, false), Vec::<String>::new());
+    // The same beside a call Ray left RUNNING when the job ended: that it ran on until
+    // its caller's end is not known, so it held nothing the wait can be put on.
+    assert_eq!(findings_of_observed(4.0, &waited_for_a_worker, 1_900, true), Vec::<String>::new());
     // Four 0.5 s calls on one CPU after the lost one: each waits while the one before
     // it runs.
     let queued = [(1_500, 2_000, 100), (2_000, 2_500, 100), (2_500, 3_000, 100), (3_000, 3_500, 100)];
-    assert_eq!(findings_of_observed(1.0, &queued, 1_450), vec!["pending_on_resources".to_string()]);
+    assert_eq!(findings_of_observed(1.0, &queued, 1_450, false), vec!["pending_on_resources".to_string()]);
 }
 
 /// An observed job's arguments, as the object listing gives them (`args` on its calls):

@@ -62,7 +62,7 @@ pub(super) fn pending(job: &JobRecord, spans: &Spans, model: Option<&Model>, out
     // while every other call was blocked, read as a wait for resources.
     let lost_starts = job.observed.is_some()
         && spans.spans.iter().enumerate().any(|(i, s)| i != root && s.start.is_none() && s.end.is_some());
-    let busy = if lost_starts { executing(spans, root) } else { BTreeMap::new() };
+    let busy = if lost_starts { executing(job, spans, root) } else { BTreeMap::new() };
     let waited = |i: usize| {
         let s = &spans.spans[i];
         let (latency, start) = (model.latency(i), s.start.unwrap_or(0));
@@ -175,11 +175,17 @@ fn worker_starts(spans: &Spans, root: usize, model: &Model) -> BTreeMap<u32, Vec
 }
 
 /// Per node, the intervals in which some call of the job (not the driver) executed.
-/// Merged, in order.
-fn executing(spans: &Spans, root: usize) -> BTreeMap<u32, Vec<(u64, u64)>> {
+/// Merged, in order. A call that ended with the job has no end from Ray (it is given
+/// its caller's): its last phase, up to that end, is not known to have run.
+fn executing(job: &JobRecord, spans: &Spans, root: usize) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let ended_with_job = |span: u64| job.observed.as_ref().is_some_and(|o| o.ended_with_job.contains_key(&span));
     let mut by_node: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
     for (i, s) in spans.spans.iter().enumerate().filter(|&(i, _)| i != root) {
-        let ran = s.intervals(spans.end_or_at(i)).filter(|(p, _, _)| *p == Phase::Executing);
+        let mut phases: Vec<(Phase, u64, u64)> = s.intervals(spans.end_or_at(i)).collect();
+        if ended_with_job(s.span) {
+            phases.pop();
+        }
+        let ran = phases.into_iter().filter(|(p, _, _)| *p == Phase::Executing);
         by_node.entry(s.node).or_default().extend(ran.map(|(_, from, to)| (from, to)));
     }
     for w in by_node.values_mut() {
