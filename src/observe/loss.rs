@@ -161,9 +161,7 @@ fn unreported_runs(store: &Store, tasks: &[&TaskEntry], unreported: &BTreeSet<u6
     let reported = |t: &TaskEntry| t.last().started_ms().is_some() && (!phases_listed || t.last().profiled);
     // Reported up to its end (its phases to the end of its execution, and its outcome):
     // what it made is all Ray was told of.
-    let whole = |t: &TaskEntry| {
-        ran(t) && reported(t) && !(phases_listed && t.last().execution_cut) && !unreported.contains(&t.id)
-    };
+    let whole = |t: &TaskEntry| ran(t) && reported(t) && !t.last().execution_cut && !unreported.contains(&t.id);
     // The listed calls each listed call made, by callee.
     let mut made: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
     for t in tasks {

@@ -50,12 +50,9 @@ fn kept(name: &str) -> Option<String> {
 /// worker was killed between two reports (seen on Ray 2.49 and 2.60: an `inner` call
 /// with `task:deserialize_arguments` alone, its two `submit_task` spans and its calls'
 /// definitions never sent).
-pub fn execution_cut<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
-    let mut any = false;
-    !names.any(|n| {
-        any = true;
-        n == "task:execute"
-    }) && any
+pub fn execution_cut<'a>(names: impl Iterator<Item = &'a str>) -> bool {
+    let mut names = names.peekable();
+    names.peek().is_some() && !names.any(|n| n == "task:execute")
 }
 
 /// A pulled row's `profiling_data`: whether it holds any span, whether one shows
