@@ -118,6 +118,17 @@ struct Replayed {
     shape: bands::Shape,
 }
 
+/// A run whose engine is dropped once its report is made keeps nothing only a server's
+/// readers ask for: the ring of finished tasks (the State API's) and Flow Insight's
+/// recording (the flow views'). Neither reaches the report, the event log or a scrape,
+/// and neither changes the run; at `examples/scale.yaml` they held about 35 MiB
+/// (docs/benchmarks-history.md, issue 58). `rayscope flow` and `serve` keep both.
+fn batch_only(mut cfg: Config) -> Config {
+    cfg.sim.finished_task_capacity = 0;
+    cfg.sim.flow_calls_per_job = 0;
+    cfg
+}
+
 pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     set_purge_delay(PURGE_NEVER);
     disable_transparent_huge_pages();
@@ -206,7 +217,7 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|_| rayscope::sim::Sampler { every_us: args.scrape_interval, sample: &mut write_scrape });
     let result = rayscope::sim::simulate_sampled(
-        cfg,
+        batch_only(cfg),
         args.until.map(VirtualTime),
         sink,
         |e| {
@@ -403,7 +414,7 @@ fn sweep_runs(
         if on_terminal {
             eprintln!("run {}/{}: {}={}", i + 1, values.len(), sweep.key, value);
         }
-        match rayscope::sim::simulate(cfg, args.until.map(VirtualTime), None, |_| {}) {
+        match rayscope::sim::simulate(batch_only(cfg), args.until.map(VirtualTime), None, |_| {}) {
             Ok((_, mut report)) => {
                 plan.adjust(&mut report, &by_config);
                 if let (Some((kind, warnings)), Some(makespan)) = (change, report.jobs.first().and_then(|j| j.makespan))
@@ -460,7 +471,7 @@ fn open_openmetrics(path: &PathBuf, cfg: &Config, args: &SimulateArgs) -> Result
             // is deterministic, so the second pass is the same run).
             let length_us = match args.until.or(cfg.sim.until.map(|u| u.as_micros())) {
                 Some(u) => u,
-                None => match rayscope::sim::simulate(cfg.clone(), None, None, |_| {}) {
+                None => match rayscope::sim::simulate(batch_only(cfg.clone()), None, None, |_| {}) {
                     Ok((engine, _)) => engine.now_us(),
                     Err(_) => 0, // the real pass reports the error
                 },
