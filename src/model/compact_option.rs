@@ -6,7 +6,7 @@
 //! Must never: hold the type's largest value as a value (it is "none"): ids and node
 //! indexes are dense counters and times are µs of virtual time, far below it.
 
-use super::ids::{ActorId, NodeIdx, TaskId};
+use super::ids::{ActorId, NodeIdx, PgId, TaskId};
 use std::fmt;
 
 /// A value with a bit pattern it never takes, which stands for "none".
@@ -38,6 +38,11 @@ packs!(u64, u64, |v| v, |b| b);
 packs!(TaskId, u64, |v: TaskId| v.0, TaskId);
 packs!(ActorId, u64, |v: ActorId| v.0, ActorId);
 packs!(NodeIdx, u32, |v: NodeIdx| v.0, NodeIdx);
+// A placement group's bundle: the group in the high half, the bundle's index in the low.
+packs!((PgId, u32), u64, |(pg, i): (PgId, u32)| u64::from(pg.0) << 32 | u64::from(i), |b: u64| (
+    PgId((b >> 32) as u32),
+    b as u32
+));
 
 /// `Option<T>` in `T`'s own size: read it with [`CompactOption::get`], write it from
 /// an `Option<T>` with `.into()`.
@@ -106,6 +111,10 @@ mod tests {
         let last: CompactOption<u64> = Some(u64::MAX - 1).into();
         assert_eq!(last.get(), Some(u64::MAX - 1));
         assert_eq!(format!("{zero:?}"), "Some(TaskId(0))");
+        let bundle: CompactOption<(PgId, u32)> = Some((PgId(7), 2)).into();
+        assert_eq!(std::mem::size_of_val(&bundle), 8);
+        assert_eq!(bundle.get(), Some((PgId(7), 2)));
+        assert_eq!(CompactOption::<(PgId, u32)>::NONE.get(), None);
     }
 
     #[test]

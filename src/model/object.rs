@@ -1,7 +1,8 @@
 //! The object table (what Ray keeps at each object's owner).
 
 use super::compact_option::CompactOption;
-use super::ids::{JobId, NodeIdx, ObjectId, TaskId};
+use super::ids::{JobId, NodeIdx, TaskId};
+use super::object_list::ObjectList;
 use smallvec::SmallVec;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
@@ -15,9 +16,10 @@ pub enum ObjectStatus {
     Lost,
 }
 
+/// An object as its owner knows it. Found by its id in `Model::objects`, which does not
+/// repeat it here: at `examples/scale.yaml`'s peak a million of them are live.
 #[derive(Clone, Debug)]
 pub struct Object {
-    pub id: ObjectId,
     pub job: JobId,
     pub owner: TaskId,
     /// The task whose return this is (lineage), `None` for `ray.put`.
@@ -27,7 +29,7 @@ pub struct Object {
     /// Small objects live in the owner's heap (inline), not in plasma.
     pub inline: bool,
     /// Primary copy location (plasma objects).
-    pub primary: Option<NodeIdx>,
+    pub primary: CompactOption<NodeIdx>,
     /// Whether the primary copy is spilled to the primary node's disk.
     pub spilled: bool,
     /// Secondary in-memory copies made by transfers: a few at most (a map output's
@@ -43,7 +45,7 @@ pub struct Object {
     pub created_at: u64,
     /// Lineage: the producer's spec and arguments, to re-execute it if every copy is lost.
     pub spec: u32,
-    pub lineage_args: Box<[ObjectId]>,
+    pub lineage_args: ObjectList,
     pub reconstructions: u32,
     /// The attempt number of the producer run that sealed it; a re-execution is the next
     /// attempt, so events still scheduled for earlier attempts never match it.
@@ -53,7 +55,7 @@ pub struct Object {
 impl Object {
     /// Whether this node has the bytes in memory.
     pub fn in_memory_at(&self, node: NodeIdx) -> bool {
-        (self.primary == Some(node) && !self.spilled) || self.copies.contains(&node)
+        (self.primary.get() == Some(node) && !self.spilled) || self.copies.contains(&node)
     }
 
     /// Ready, but every copy is on nodes whose raylets crashed: a pull from them hangs,
@@ -63,7 +65,7 @@ impl Object {
         let crashed = |n: &NodeIdx| nodes.get(n.index()).is_some_and(|n| n.crashed_at.is_some());
         self.status == ObjectStatus::Ready
             && !self.inline
-            && self.primary.is_some_and(|p| crashed(&p))
+            && self.primary.get().is_some_and(|p| crashed(&p))
             && self.copies.iter().all(crashed)
     }
 }

@@ -341,6 +341,18 @@ impl<K: DenseId, V> IdTable<K, V> {
         self.old.values().chain(self.pages.iter().flatten().flat_map(|p| p.slots.iter().flatten()))
     }
 
+    /// Records with their ids, in id order (a record need not hold its own id).
+    pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
+        let first = self.first_page;
+        let paged = self.pages.iter().enumerate().filter_map(move |(i, p)| Some((first + i as u64, p.as_ref()?)));
+        self.old.iter().map(|(k, v)| (*k, v)).chain(paged.flat_map(|(page, p)| {
+            p.slots
+                .iter()
+                .enumerate()
+                .filter_map(move |(j, v)| Some((K::from_dense((page << PAGE_BITS) | j as u64), v.as_ref()?)))
+        }))
+    }
+
     /// Records in id order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
         self.old.values_mut().chain(self.pages.iter_mut().flatten().flat_map(|p| p.slots.iter_mut().flatten()))
@@ -406,6 +418,7 @@ mod tests {
             peak = peak.max(t.len());
         }
         assert!(t.values().eq(m.values()));
+        assert!(t.iter().eq(m.iter().map(|(k, v)| (*k, v))), "each record with its own id");
         for v in t.values_mut() {
             *v = 0;
         }

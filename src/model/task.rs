@@ -7,6 +7,7 @@
 
 use super::compact_option::CompactOption;
 use super::ids::{ActorId, JobId, NameId, NodeIdx, ObjectId, PgId, TaskId};
+use super::object_list::ObjectList;
 use super::states::{ErrorType, TaskState, TaskType};
 
 /// A live task (pending or running). Retries keep the id and bump `attempt`.
@@ -30,10 +31,10 @@ pub struct Task {
     /// Target actor (actor tasks) or the actor being created.
     pub actor: CompactOption<ActorId>,
     pub node: CompactOption<NodeIdx>,
-    pub args: Box<[ObjectId]>,
+    pub args: ObjectList,
     pub returns: ObjectId,
     /// Placement group bundle this task runs in, if any.
-    pub bundle: Option<(PgId, u32)>,
+    pub bundle: CompactOption<(PgId, u32)>,
     pub submitted_at: u64,
     /// When its dependencies were resolved (start of placement time).
     pub ready_at: u64,
@@ -43,7 +44,8 @@ pub struct Task {
     /// Whether its CPU was lent back to the node while blocked in `ray.get`.
     pub cpu_released: bool,
     pub retries_left: i32,
-    pub oom_retries: u32,
+    /// OOM kills so far, for the back-off (which stops growing at 6): saturates.
+    pub oom_retries: u8,
     pub error: Option<ErrorType>,
     /// Bytes of arguments fetched from other nodes (for spans and the flow views).
     pub arg_bytes: u64,
@@ -90,9 +92,9 @@ impl Task {
             spec,
             actor: CompactOption::NONE,
             node: CompactOption::NONE,
-            args: Box::new([]),
+            args: ObjectList::EMPTY,
             returns: ObjectId(0),
-            bundle: None,
+            bundle: CompactOption::NONE,
             submitted_at: now,
             ready_at: now,
             started_at: CompactOption::NONE,
@@ -126,7 +128,7 @@ impl Task {
             arg_bytes: self.arg_bytes,
             return_bytes,
             spec: self.spec,
-            bundle: self.bundle.map(|(pg, _)| pg),
+            bundle: self.bundle.get().map(|(pg, _)| pg),
             history: self.history,
         }
     }

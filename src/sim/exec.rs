@@ -224,10 +224,15 @@ impl Engine {
         let puts = r.exec.puts.clone();
         let shared: &[ObjectId] = if with_puts { &puts } else { &[] };
         if take {
-            // The objects it put stay its own (and among its futures).
-            let (kept, taken) = std::mem::take(&mut r.exec.futures).into_iter().partition(|f| puts.contains(f));
-            r.exec.futures = kept;
-            inputs = taken;
+            // The objects it put stay its own (and among its futures). With none, the
+            // futures are the inputs as they stand: at a fan-out's reduce a million of
+            // them, not worth a copy at the run's peak of memory.
+            inputs = std::mem::take(&mut r.exec.futures);
+            if !puts.is_empty() {
+                let (kept, taken) = inputs.into_iter().partition(|f| puts.contains(f));
+                r.exec.futures = kept;
+                inputs = taken;
+            }
             r.exec.unresolved = 0;
             r.exec.failed_futures = 0;
             for f in &inputs {
@@ -245,7 +250,7 @@ impl Engine {
                 let hi = ((i + 1) * per).min(inputs.len());
                 args.extend_from_slice(&inputs[lo..hi]);
             }
-            let args: Box<[ObjectId]> = args.into();
+            let args: ObjectList = args.into();
             let (_, ret, follows) = super::core_worker::tasks::submit(
                 cx!(self),
                 &mut self.flow,
@@ -274,7 +279,7 @@ impl Engine {
             return false;
         }
         let objects = &self.model.objects;
-        let away: Box<[ObjectId]> = r
+        let away: ObjectList = r
             .exec
             .futures
             .iter()
@@ -373,7 +378,7 @@ impl Engine {
             None => None,
         };
         let mut unsubmitted = None;
-        let args: Box<[ObjectId]> = deps
+        let args: ObjectList = deps
             .iter()
             .filter_map(|d| {
                 let output = self.replay.output(job, *d);
@@ -452,7 +457,7 @@ impl Engine {
             super::core_worker::tasks::Call {
                 spec: method,
                 parent: tid,
-                args: Box::new([]),
+                args: ObjectList::EMPTY,
                 actor: Some(child),
                 bundle: None,
             },

@@ -245,7 +245,7 @@ pub(crate) struct Pull {
     /// What the task does once the bytes are there.
     pub(crate) ending: Ending,
     /// The objects as the pull began: its arguments, or what its `ray.get` asks for.
-    pub(crate) args: Box<[ObjectId]>,
+    pub(crate) args: ObjectList,
     /// The next object to look at.
     pub(crate) next: usize,
     /// An argument just restored from disk whose transfer is still to come: its id, size

@@ -241,7 +241,7 @@ impl Check<'_> {
                     continue;
                 }
                 let req = &self.e.specs[t.spec as usize].request;
-                match t.bundle {
+                match t.bundle.get() {
                     Some(b) => add_req(in_bundle.entry(b).or_insert_with(|| ResVec::zeros(kinds)), req, 1),
                     None => {
                         add_req(&mut reserved[i], req, 1);
@@ -360,14 +360,14 @@ impl Check<'_> {
                 ensure!(v, m.objects.contains_key(o), "task {:x} references object {:x}, which is gone", t.id.0, o.0);
             }
         }
-        for o in m.objects.values() {
-            let id = o.id.0;
+        for (oid, o) in m.objects.iter() {
+            let id = oid.0;
             ensure!(
                 v,
-                o.refs == count(&holders, &o.id),
+                o.refs == count(&holders, &oid),
                 "object {id:x}: refs {} but {} holders",
                 o.refs,
-                count(&holders, &o.id)
+                count(&holders, &oid)
             );
             ensure!(
                 v,
@@ -378,13 +378,13 @@ impl Check<'_> {
             match o.status {
                 ObjectStatus::Ready if o.inline => {
                     ensure!(v, o.copies.is_empty() && !o.spilled, "inline object {id:x} has plasma copies");
-                    match o.primary {
+                    match o.primary.get() {
                         Some(p) => inline[p.index()] += o.size,
                         None => v.push(format!("ready inline object {id:x} has no location")),
                     }
                 }
                 ObjectStatus::Ready => {
-                    let Some(p) = o.primary else {
+                    let Some(p) = o.primary.get() else {
                         v.push(format!("ready object {id:x} has no primary copy"));
                         continue;
                     };
@@ -409,7 +409,7 @@ impl Check<'_> {
                 }
                 ObjectStatus::Pending => {
                     ensure!(v, o.primary.is_none() && o.copies.is_empty(), "pending object {id:x} has copies");
-                    let producing = o.producer.get().and_then(|p| m.tasks.get(&p)).is_some_and(|t| t.returns == o.id);
+                    let producing = o.producer.get().and_then(|p| m.tasks.get(&p)).is_some_and(|t| t.returns == oid);
                     ensure!(v, producing, "pending object {id:x} has no live producer");
                     let mut seen = Vec::new();
                     for w in &o.waiters {
@@ -429,7 +429,7 @@ impl Check<'_> {
         // secondary copies may keep a store that full).
         let mut spillable = vec![false; nodes];
         for o in m.objects.values() {
-            if let (ObjectStatus::Ready, false, false, Some(p)) = (o.status, o.inline, o.spilled, o.primary) {
+            if let (ObjectStatus::Ready, false, false, Some(p)) = (o.status, o.inline, o.spilled, o.primary.get()) {
                 spillable[p.index()] = true;
             }
         }

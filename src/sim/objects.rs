@@ -147,7 +147,7 @@ impl PlasmaStores {
         s.used.0 += size;
         s.touched.0 = s.touched.0.max(s.used.0);
         s.num_objects += 1;
-        if m.objects.get(&id).is_some_and(|o| o.primary == Some(node)) {
+        if m.objects.get(&id).is_some_and(|o| o.primary.get() == Some(node)) {
             // Spill order is this queue's order: oldest primary copy first.
             self.primaries[node.index()].push_back(id);
         }
@@ -187,13 +187,13 @@ impl PlasmaStores {
             return;
         }
         if o.inline {
-            if let Some(n) = o.primary {
+            if let Some(n) = o.primary.get() {
                 let s = m.store_mut(n, &KEY);
                 s.worker_heap.0 = s.worker_heap.0.saturating_sub(o.size);
             }
             return;
         }
-        if let Some(n) = o.primary {
+        if let Some(n) = o.primary.get() {
             let s = m.store_mut(n, &KEY);
             if o.spilled {
                 s.spilled.0 = s.spilled.0.saturating_sub(o.size);
@@ -221,7 +221,7 @@ impl PlasmaStores {
         while m.store_mut(node, &KEY).used.0 >= limit && limit > 0 {
             let Some(id) = self.primaries[node.index()].pop_front() else { break };
             let Some(o) = m.objects.get_mut(&id) else { continue };
-            if o.primary != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
+            if o.primary.get() != Some(node) || o.spilled || o.status != ObjectStatus::Ready {
                 continue;
             }
             o.spilled = true;
@@ -251,7 +251,7 @@ impl PlasmaStores {
         let q = &mut self.primaries[node.index()];
         if q.len() > 1024 && q.len() as u64 > 2 * num_objects.max(1) {
             let objects = &m.objects;
-            q.retain(|id| objects.get(id).is_some_and(|o| o.primary == Some(node) && !o.spilled));
+            q.retain(|id| objects.get(id).is_some_and(|o| o.primary.get() == Some(node) && !o.spilled));
         }
     }
 
@@ -339,10 +339,10 @@ impl PlasmaStores {
         if inline {
             // Small returns travel back to the owner's in-process store.
             let owner_node = m.tasks.get(&o.owner).and_then(|t| t.node.get()).unwrap_or(node);
-            o.primary = Some(owner_node);
+            o.primary = Some(owner_node).into();
             m.store_mut(owner_node, &KEY).worker_heap.0 += size;
         } else {
-            o.primary = Some(node);
+            o.primary = Some(node).into();
             o.spilled = false;
             if let Some(look) = self.store(cx, actors, node, id, size) {
                 return smallvec![look, Follow::WakeReaders(id)];
@@ -367,7 +367,7 @@ impl PlasmaStores {
             let t = &cx.model.tasks[&tid];
             (t.job, t.node.get().unwrap_or(head))
         };
-        let id = new_return_object(cx, tid, tid, job, u32::MAX, size, &[]);
+        let id = new_return_object(cx, tid, tid, job, u32::MAX, size, &ObjectList::EMPTY);
         if let Some(o) = cx.model.objects.get_mut(&id) {
             o.producer = CompactOption::NONE;
             o.owner_waits = false;
@@ -384,23 +384,23 @@ impl PlasmaStores {
         let m = &mut *cx.model;
         let mut lost = Vec::new();
         let mut ids: Vec<ObjectId> =
-            m.objects.values().filter(|o| o.primary == Some(node) || o.copies.contains(&node)).map(|o| o.id).collect();
+            m.objects.iter().filter(|(_, o)| o.primary.get() == Some(node) || o.copies.contains(&node)).map(|(id, _)| id).collect();
         ids.sort();
         let mut promoted_on = Vec::new();
         for id in ids {
             let o = m.objects.get_mut(&id).expect("object exists");
             o.copies.retain(|c| *c != node);
-            if o.primary == Some(node) {
+            if o.primary.get() == Some(node) {
                 if let Some(c) = o.copies.pop() {
                     // A secondary copy becomes the primary: spillable there from now on.
-                    o.primary = Some(c);
+                    o.primary = Some(c).into();
                     o.spilled = false;
                     self.primaries[c.index()].push_back(id);
                     if !promoted_on.contains(&c) {
                         promoted_on.push(c);
                     }
                 } else if o.status == ObjectStatus::Ready {
-                    o.primary = None;
+                    o.primary = CompactOption::NONE;
                     o.status = ObjectStatus::Lost;
                     lost.push(id);
                 }

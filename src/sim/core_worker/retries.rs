@@ -85,7 +85,7 @@ fn fail_settled(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, err: ErrorTyp
     if retry {
         let mut delay = 0;
         if err == ErrorType::OutOfMemory {
-            t.oom_retries += 1;
+            t.oom_retries = t.oom_retries.saturating_add(1);
             let base = cx.cfg.memory_monitor.oom_retry_delay.as_micros();
             delay = (base << t.oom_retries.min(6)).min(60_000_000);
         } else if t.retries_left > 0 {
@@ -187,6 +187,6 @@ fn unqueue_waiting(queues: &mut ClusterQueues, m: &Model, tid: TaskId) {
     if t.state() != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
         return;
     }
-    let (spec, pg) = (t.spec, t.bundle.map(|(pg, _)| pg));
+    let (spec, pg) = (t.spec, t.bundle.get().map(|(pg, _)| pg));
     queues.unqueue(m, tid, spec, pg);
 }

@@ -53,7 +53,7 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
     task.actor = actor.into();
     task.args = args;
     task.returns = ret;
-    task.bundle = bundle;
+    task.bundle = bundle.into();
     task.retries_left = if kind == TaskType::ActorTask { actor_retries } else { max_retries };
 
     let line = m.log.line(now, "task").hex(tid.0).text(" SUBMITTED ").text(initial.as_str());
@@ -74,7 +74,7 @@ pub(crate) fn submit(cx: &mut Cx, flow: &mut FlowRecorder, head: NodeIdx, call: 
 pub(crate) struct Call {
     pub(crate) spec: u32,
     pub(crate) parent: TaskId,
-    pub(crate) args: Box<[ObjectId]>,
+    pub(crate) args: ObjectList,
     pub(crate) actor: Option<ActorId>,
     pub(crate) bundle: Option<(PgId, u32)>,
 }
@@ -103,7 +103,7 @@ pub(crate) fn release_refs(m: &mut Model, runs: &mut TaskRuns, tid: TaskId, args
     r.exec.puts.clear();
     r.exec.unresolved = 0;
     r.exec.failed_futures = 0;
-    let args = if args_too { std::mem::take(&mut t.args) } else { Box::new([]) as Box<[ObjectId]> };
+    let args = if args_too { std::mem::take(&mut t.args) } else { ObjectList::EMPTY };
     for f in &futures {
         if let Some(o) = m.objects.get_mut(f) {
             o.owner_waits = false;

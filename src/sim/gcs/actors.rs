@@ -154,7 +154,7 @@ impl ActorManager {
         let opts = cx.specs[new.spec_id as usize].actor.as_ref().expect("actor constructor spec has actor options");
         let (spec, parent, bundle) = (new.spec_id, new.creator, new.bundle);
         let aid = ActorManager::register(cx.model, opts, new, cx.clock.now);
-        let call = Call { spec, parent, args: Box::new([]), actor: Some(aid), bundle };
+        let call = Call { spec, parent, args: ObjectList::EMPTY, actor: Some(aid), bundle };
         let (tid, ret, mut follows) = crate::sim::core_worker::tasks::submit(cx, flow, head, call);
         follows.push(Follow::ActorCreationSubmitted(aid, tid, ret));
         (aid, follows)
@@ -366,7 +366,7 @@ impl ActorManager {
         let (spec_id, tid, owner, job, attempt, bundle) =
             (a.creation_spec, a.creation_task, a.owner, a.job, a.num_restarts, a.bundle);
         let owner_node = cx.model.tasks.get(&owner).and_then(|t| t.node.get()).unwrap_or(head);
-        let ret = new_return_object(cx, tid, owner, job, spec_id, 0, &[]);
+        let ret = new_return_object(cx, tid, owner, job, spec_id, 0, &ObjectList::EMPTY);
         let name = cx.specs[spec_id as usize].name;
         let m = &mut *cx.model;
         if let Some(o) = m.objects.get_mut(&ret) {
@@ -379,7 +379,7 @@ impl ActorManager {
         task.actor = Some(aid).into();
         task.returns = ret;
         // A restarted actor is placed in its bundle again.
-        task.bundle = bundle;
+        task.bundle = bundle.into();
         cx.runs.insert_task(m, task, Run::default());
         m.counters.tasks_retried += 1;
         smallvec![Follow::TrySchedule(tid)]

@@ -245,8 +245,8 @@ impl GcsNodeManager {
         }
         m.unplace_actors_on(n);
         for o in m.objects.values_mut() {
-            if o.primary == Some(n) {
-                o.primary = None;
+            if o.primary.get() == Some(n) {
+                o.primary = CompactOption::NONE;
             }
             o.copies.retain(|c| *c != n);
         }

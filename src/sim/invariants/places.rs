@@ -100,7 +100,7 @@ impl Check<'_> {
                         v,
                         t.state() == TaskState::PendingNodeAssignment
                             && !t.holds_resources
-                            && t.bundle.map(|b| b.0) == Some(*pg),
+                            && t.bundle.get().map(|b| b.0) == Some(*pg),
                         "task {:x} waiting for group {} is {} in bundle {:?}",
                         tid.0,
                         pg.0,

@@ -161,7 +161,7 @@ pub(crate) fn new_return_object(
     job: JobId,
     spec: u32,
     size: u64,
-    args: &[ObjectId],
+    args: &ObjectList,
 ) -> ObjectId {
     let (m, cfg, now) = (&mut *cx.model, cx.cfg, cx.clock.now);
     let id = m.alloc_object_id();
@@ -169,14 +169,13 @@ pub(crate) fn new_return_object(
     m.objects.insert(
         id,
         Object {
-            id,
             job,
             owner,
             producer: Some(producer).into(),
             size,
             status: ObjectStatus::Pending,
             inline,
-            primary: None,
+            primary: CompactOption::NONE,
             spilled: false,
             copies: Default::default(),
             refs: 1,
@@ -187,7 +186,7 @@ pub(crate) fn new_return_object(
             waiters: Default::default(),
             created_at: now,
             spec,
-            lineage_args: if inline { Box::new([]) } else { args.into() },
+            lineage_args: if inline { ObjectList::EMPTY } else { args.clone() },
             reconstructions: 0,
             producer_attempt: 0,
         },

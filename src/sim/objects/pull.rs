@@ -19,7 +19,7 @@ use smallvec::smallvec;
 
 impl Pull {
     /// A pull of `objects` to `node` for attempt `attempt` of task `tid`, not begun.
-    fn new(tid: TaskId, attempt: u32, node: NodeIdx, ending: Ending, objects: Box<[ObjectId]>) -> Pull {
+    fn new(tid: TaskId, attempt: u32, node: NodeIdx, ending: Ending, objects: ObjectList) -> Pull {
         Pull { tid, attempt, node, ending, args: objects, next: 0, transfer: None, micros: 0.0, fetched: 0 }
     }
 }
@@ -87,7 +87,7 @@ impl PlasmaStores {
         tid: TaskId,
         attempt: u32,
         node: NodeIdx,
-        objects: Box<[ObjectId]>,
+        objects: ObjectList,
     ) -> Follows {
         self.go_on_pulling(cx, actors, Pull::new(tid, attempt, node, Ending::Get, objects))
     }
@@ -109,7 +109,7 @@ impl PlasmaStores {
                 continue;
             }
             let size = o.size;
-            let primary = o.primary;
+            let primary = o.primary.get();
             if o.spilled {
                 // Restore from the spilling node's disk first.
                 o.spilled = false;

@@ -73,15 +73,15 @@ impl Engine {
         actors.sort_by_key(|a| a.id);
         let mut objects: Vec<ObjectRow> = m
             .objects
-            .values()
-            .map(|o| ObjectRow {
-                id: o.id.0,
+            .iter()
+            .map(|(id, o)| ObjectRow {
+                id: id.0,
                 job: o.job.0,
                 owner_task: o.owner.0,
                 size: Bytes(o.size),
                 status: o.status,
                 inline: o.inline,
-                node: o.primary.map(|n| n.0),
+                node: o.primary.get().map(|n| n.0),
                 spilled: o.spilled,
                 copies: o.copies.len() as u32,
                 refs: o.refs,

@@ -231,7 +231,7 @@ impl ClusterQueues {
     /// a task that fits nowhere now waits in its scheduling class (or as infeasible).
     pub(crate) fn try_schedule(&mut self, cx: &mut Cx, nodes: &GcsNodeManager, tid: TaskId) -> Follows {
         let Some(t) = cx.model.tasks.get(&tid) else { return Follows::new() };
-        if let Some((pg, bundle)) = t.bundle {
+        if let Some((pg, bundle)) = t.bundle.get() {
             return smallvec![Follow::TryScheduleInBundle(tid, pg, bundle)];
         }
         let (spec_id, owner_node, kind) = (t.spec, t.owner_node, t.kind);
@@ -369,7 +369,7 @@ fn locality_node(m: &Model, tid: TaskId) -> Option<NodeIdx> {
         .args
         .iter()
         .filter_map(|a| m.objects.get(a))
-        .filter_map(|o| if o.inline { None } else { o.primary.map(|n| (n, o.size)) })
+        .filter_map(|o| if o.inline { None } else { o.primary.get().map(|n| (n, o.size)) })
         .collect();
     located.sort_unstable_by_key(|&(n, _)| n);
     located

@@ -237,7 +237,7 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
     t.holds_resources = false;
     let Some(node) = t.node.get() else { return Follows::new() };
     let cpu_released = std::mem::take(&mut t.cpu_released);
-    let (spec, bundle, kind) = (t.spec, t.bundle, t.kind);
+    let (spec, bundle, kind) = (t.spec, t.bundle.get(), t.kind);
     cx.raylets.lease_returned(node, tid);
     if kind == TaskType::NormalTask {
         cx.cpus.task_lease_returned(node);
