@@ -34,13 +34,21 @@ impl std::ops::Deref for ObjectList {
 
 impl From<Vec<ObjectId>> for ObjectList {
     fn from(v: Vec<ObjectId>) -> Self {
-        if v.is_empty() { ObjectList::EMPTY } else { ObjectList(Some(Arc::new(v.into_boxed_slice()))) }
+        if v.is_empty() {
+            ObjectList::EMPTY
+        } else {
+            ObjectList(Some(Arc::new(v.into_boxed_slice())))
+        }
     }
 }
 
 impl From<&[ObjectId]> for ObjectList {
     fn from(v: &[ObjectId]) -> Self {
-        if v.is_empty() { ObjectList::EMPTY } else { ObjectList(Some(Arc::new(v.into()))) }
+        if v.is_empty() {
+            ObjectList::EMPTY
+        } else {
+            ObjectList(Some(Arc::new(v.into())))
+        }
     }
 }
 

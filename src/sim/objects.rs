@@ -383,8 +383,12 @@ impl PlasmaStores {
     pub(crate) fn lose_objects_on(&mut self, cx: &mut Cx, actors: &dyn ActorsOn, node: NodeIdx) -> Follows {
         let m = &mut *cx.model;
         let mut lost = Vec::new();
-        let mut ids: Vec<ObjectId> =
-            m.objects.iter().filter(|(_, o)| o.primary.get() == Some(node) || o.copies.contains(&node)).map(|(id, _)| id).collect();
+        let mut ids: Vec<ObjectId> = m
+            .objects
+            .iter()
+            .filter(|(_, o)| o.primary.get() == Some(node) || o.copies.contains(&node))
+            .map(|(id, _)| id)
+            .collect();
         ids.sort();
         let mut promoted_on = Vec::new();
         for id in ids {
