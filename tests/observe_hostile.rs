@@ -176,6 +176,47 @@ async fn running_jobs_past_the_cap_are_refused_counted_and_said() {
     assert_eq!(jobs.as_array().map(Vec::len), Some(5), "{jobs}");
 }
 
+/// Job `n`, ended: its definition and its lifecycle from CREATED to FINISHED at `end` ms.
+fn ended_job(n: u32, end: u64) -> [Value; 2] {
+    let id = base64::engine::general_purpose::STANDARD.encode(n.to_le_bytes());
+    [
+        json!({"eventType": "DRIVER_JOB_DEFINITION_EVENT", "driverJobDefinitionEvent": {"jobId": id, "entrypoint": "x"}}),
+        json!({"eventType": "DRIVER_JOB_LIFECYCLE_EVENT", "driverJobLifecycleEvent": {"jobId": id,
+            "stateTransitions": [{"state": "CREATED", "timestamp": at(0)}, {"state": "FINISHED", "timestamp": at(end)}]}}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_events_of_a_forgotten_job_are_refused_counted_and_hold_no_slot() {
+    let s = observed(|o| o.limits = StoreLimits { max_jobs: 2, ..StoreLimits::default() }).await;
+    // Jobs 1, 2 and 3 end in turn; job 1 is forgotten to hold 3.
+    let jobs: Vec<Value> = (1..=3).flat_map(|n| ended_job(n, u64::from(n) * 100)).collect();
+    assert_eq!(s.push_json(&Value::Array(jobs)).await.status, 200);
+    s.status_until("job 1 forgotten", |v| v["jobs_held"] == 2).await;
+    // Job 1's task events, late, many times over: none brings job 1 back.
+    for i in 0..10 {
+        let task = format!("{:016x}{}01000000", 100 + i, "0".repeat(24));
+        let late = lifecycle(&task, vec![json!({"state": "FINISHED", "timestamp": at(50)})]);
+        assert_eq!(s.push_json(&json!([late])).await.status, 200);
+    }
+    let v = s.status_until("the late records counted", |v| v["late_records"] == 10).await;
+    assert_eq!((v["jobs_held"].as_u64(), v["tasks_held"].as_u64()), (Some(2), Some(0)), "{v}");
+    assert_eq!(s.metric("rayscope_observe_late_records_total").await, 10.0);
+    // A new job still finds room: the oldest ended one held makes it.
+    assert_eq!(s.push_json(&json!([job_def(4)])).await.status, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let jobs = s.get("/api/jobs/").await.text();
+        if jobs.contains("04000000") {
+            assert!(!jobs.contains("01000000"), "job 1 stays forgotten: {jobs}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "job 4 never held: {jobs}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(s.status_until("the count", |_| true).await["jobs_refused"], 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timestamp_in_year_9999_is_refused_and_never_time_zero() {
     let s = observed(|_| {}).await;

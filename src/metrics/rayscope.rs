@@ -117,7 +117,7 @@ fn per_cluster<V: prometheus_client::encoding::EncodeGaugeValue>(
 type Counter = (&'static str, &'static str, fn(&ObservedView) -> u64);
 type Gauge = (&'static str, &'static str, fn(&ObservedView) -> f64);
 
-fn counters() -> [Counter; 18] {
+fn counters() -> [Counter; 19] {
     [
         ("rayscope_observe_polls_total", "Poll rounds of Ray's State and Jobs APIs.", |o| o.polls),
         ("rayscope_observe_poll_failures_total", "Poll rounds in which a request failed.", |o| o.poll_failures),
@@ -162,6 +162,11 @@ fn counters() -> [Counter; 18] {
             "rayscope_observe_jobs_refused_total",
             "New jobs refused because the job cap was full of jobs still running.",
             |o| o.jobs_refused,
+        ),
+        (
+            "rayscope_observe_late_records_total",
+            "Task records refused because their job had ended and was forgotten past the job cap.",
+            |o| o.late_records,
         ),
         ("rayscope_observe_record_failures_total", "Writes to the --record trace that failed.", |o| o.record_failures),
         (

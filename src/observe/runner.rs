@@ -251,6 +251,7 @@ fn fill_store_counters(store: &Store, v: &mut ObservedView) {
     v.jobs_held = store.jobs_held() as u64;
     v.max_jobs = store.limits.max_jobs as u64;
     v.jobs_refused = store.jobs_refused;
+    v.late_records = store.late_records;
     v.implausible_times = store.implausible_times;
     v.jobs_full_of_running = store.jobs_full_of_running();
 }

@@ -7,7 +7,8 @@
 //! `max_jobs` jobs in memory (a job counts once it has a record or a task). Past
 //! either cap, the oldest ended jobs are forgotten whole (a trace keeps them), each in
 //! O(log n) from an index of ended jobs by end time, and not taken back when Ray lists
-//! them again (every poll lists every job of Ray's session); a job still running that alone
+//! them again (every poll lists every job of Ray's session) or a late task event names
+//! one of the latest forgotten (`late_records`); a job still running that alone
 //! passes the task cap keeps its first tasks and counts the rest, as the model's Flow
 //! Insight cap does; and when the job cap is full of running jobs, a new job's records
 //! are refused and counted (`jobs_refused`), so the page can say so.
@@ -112,6 +113,11 @@ pub struct Store {
     /// before anything held, so its record is not taken back (one key, not a set of
     /// every job forgotten).
     forgotten_through: Option<(u64, u32)>,
+    /// The latest jobs forgotten, oldest first, at most `max_jobs`: a task event that
+    /// comes after its job was forgotten (Ray's export is late by seconds) is refused,
+    /// not taken as a new job that has no record to end it, and so could never be
+    /// forgotten again. Only ended jobs are forgotten, so none of these is still running.
+    recently_forgotten: std::collections::VecDeque<u32>,
     next_task: u64,
     /// Task attempts held (the cap counts these).
     attempts: usize,
@@ -144,6 +150,8 @@ pub struct Store {
     pub bad_job_ids: u64,
     /// Records of new jobs refused because `max_jobs` jobs, all running, were held.
     pub jobs_refused: u64,
+    /// Task records refused because their job had ended and been forgotten.
+    pub late_records: u64,
 }
 
 /// How far a record's time may lie after now, or before the cluster's first node
@@ -392,6 +400,10 @@ impl Store {
 
     fn apply_task(&mut self, t: &ObservedTask) -> Option<ObservedTask> {
         let job = self.job_of(&t.job_id)?;
+        if !self.tasks_by_job.contains_key(&job) && self.recently_forgotten.contains(&job) {
+            self.late_records += 1;
+            return None;
+        }
         if !self.admit_job(job) {
             return None;
         }
@@ -548,6 +560,10 @@ impl Store {
             self.forgotten_tasks += e.attempts.len() as u64;
             self.task_index.remove(&e.last().task_id);
         }
+        if self.recently_forgotten.len() >= self.limits.max_jobs.max(1) {
+            self.recently_forgotten.pop_front();
+        }
+        self.recently_forgotten.push_back(job);
         self.forgotten_jobs += 1;
         self.generation += 1;
     }

@@ -54,6 +54,8 @@ pub struct ObservedView {
     pub jobs_held: u64,
     pub max_jobs: u64,
     pub jobs_refused: u64,
+    /// Task records refused because their job had ended and been forgotten.
+    pub late_records: u64,
     /// The job cap is full and every job held still runs: new jobs are refused.
     pub jobs_full_of_running: bool,
     /// Why the `--record` trace cannot be written now (`None`: it is, or is off).

@@ -220,3 +220,21 @@ fn an_ended_job_forgotten_is_not_taken_back_when_ray_lists_it_again() {
     assert!(s.apply(&Change::Job(job("07000000", "SUCCEEDED", Some(1_900)))).is_some());
     assert_eq!(s.held_jobs().collect::<Vec<_>>(), [5, 7]);
 }
+
+#[test]
+fn a_late_task_event_of_a_forgotten_job_does_not_bring_the_job_back() {
+    let mut s = Store::new(StoreLimits { max_jobs: 2, ..StoreLimits::default() });
+    for n in 1..=3u32 {
+        let id = format!("{:08x}", n.swap_bytes());
+        s.apply(&Change::Job(job(&id, "SUCCEEDED", Some(1_000 + u64::from(n) * 100))));
+        s.apply(&Change::Task(task(&format!("t{n}"), &id, "FINISHED", 1_000 + u64::from(n) * 100)));
+    }
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [2, 3], "job 1 was forgotten");
+    // Ray's export sends one more of job 1's task events, seconds late.
+    assert!(s.apply(&Change::Task(task("t1", "01000000", "FINISHED", 1_100))).is_none());
+    assert_eq!(s.late_records, 1);
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [2, 3], "no job without a record is held");
+    // A running job's first task is still taken (the oldest ended held makes room).
+    assert!(s.apply(&Change::Task(task("t4", "04000000", "RUNNING", 1_500))).is_some());
+    assert_eq!(s.held_jobs().collect::<Vec<_>>(), [3, 4]);
+}
