@@ -290,13 +290,16 @@ def merge(parts, out):
             records.append(json.load(f))
     first = records[0]
     for r in records[1:]:
-        for key in ("ray", "machine"):
-            if r[key] != first[key]:
-                raise SystemExit(f"--merge: {key} differs between parts: {first[key]} and {r[key]}")
+        if r["ray"] != first["ray"]:
+            raise SystemExit(f"--merge: ray differs between parts: {first['ray']} and {r['ray']}")
     merged = {**first, "started": min(r["started"] for r in records),
               "runs_per_shape": max(r["runs_per_shape"] for r in records),
-              # A program recorded in several series keeps which one it came from.
-              "programs": [{**p, "series": p.get("series", r["started"])} for r in records for p in r["programs"]]}
+              # A program recorded in several series keeps which one it came from, and,
+              # where the series ran on other machines than the first part's, which.
+              "programs": [{**p, "series": p.get("series", r["started"]),
+                            **({"machine": p.get("machine", r["machine"])}
+                               if p.get("machine", r["machine"]) != first["machine"] else {})}
+                           for r in records for p in r["programs"]]}
     with open(out, "w") as f:
         json.dump(merged, f, indent=1)
         f.write("\n")

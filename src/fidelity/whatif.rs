@@ -30,19 +30,21 @@ pub enum WhatifError {
     Invalid { path: PathBuf, message: String },
 }
 
-/// The machine the series ran on.
-#[derive(Clone, Debug, Deserialize)]
+/// The machine a series ran on.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct Machine {
     pub cores: u64,
     #[serde(default)]
     pub cpu: String,
 }
 
-/// One series of `whatif.py`.
+/// One series of `whatif.py`, or several merged (`whatif.py --merge`).
 #[derive(Clone, Debug, Deserialize)]
 pub struct WhatifRecord {
     pub ray: String,
     pub started: String,
+    /// The machine of the first series; a program of another machine's series names its
+    /// own ([`ProgramRecord::machine`]).
     pub machine: Machine,
     pub programs: Vec<ProgramRecord>,
 }
@@ -54,6 +56,10 @@ pub struct ProgramRecord {
     /// The series it was recorded in (its start), where a merged record holds several.
     #[serde(default)]
     pub series: Option<String>,
+    /// The machine its series ran on, where a merged record holds series of several
+    /// machines (absent: the record's).
+    #[serde(default)]
+    pub machine: Option<Machine>,
     pub record_shape: String,
     pub job: String,
     /// The recorded job's makespan on Ray (its Jobs API's start to end), s.
@@ -191,12 +197,55 @@ pub fn parse(path: &Path, text: &str) -> Result<WhatifRecord, WhatifError> {
     Ok(record)
 }
 
-/// A program as its rows name it: with its series' start where the record merges several.
-fn program_label(p: &ProgramRecord) -> String {
-    match &p.series {
-        Some(s) => format!("{} (series {})", p.program, s),
-        None => p.program.clone(),
+impl WhatifRecord {
+    /// The machine `p`'s series ran on.
+    pub fn machine_of<'a>(&'a self, p: &'a ProgramRecord) -> &'a Machine {
+        p.machine.as_ref().unwrap_or(&self.machine)
     }
+
+    /// Whether its series ran on more than one machine.
+    fn machines_differ(&self) -> bool {
+        self.programs.iter().any(|p| self.machine_of(p) != &self.machine)
+    }
+}
+
+/// "CPU, N cores", or "N cores" where the record names no CPU.
+fn machine_text(m: &Machine) -> String {
+    if m.cpu.is_empty() {
+        format!("{} cores", m.cores)
+    } else {
+        format!("{}, {} cores", m.cpu, m.cores)
+    }
+}
+
+/// A program as its rows name it: with its series' start where the record merges several,
+/// and its machine where they ran on more than one.
+fn program_label(record: &WhatifRecord, p: &ProgramRecord) -> String {
+    match (&p.series, record.machines_differ()) {
+        (Some(s), true) => format!("{} (series {}, {})", p.program, s, record.machine_of(p).cpu),
+        (Some(s), false) => format!("{} (series {})", p.program, s),
+        (None, _) => p.program.clone(),
+    }
+}
+
+/// Where the series ran: one machine, or each machine with the series it ran.
+fn machines_text(record: &WhatifRecord) -> String {
+    if !record.machines_differ() {
+        return machine_text(&record.machine);
+    }
+    let mut seen: Vec<(&Machine, Vec<&str>)> = Vec::new();
+    for p in &record.programs {
+        let m = record.machine_of(p);
+        let series = p.series.as_deref().unwrap_or(&record.started);
+        match seen.iter_mut().find(|(k, _)| *k == m) {
+            Some((_, list)) if !list.contains(&series) => list.push(series),
+            Some(_) => {}
+            None => seen.push((m, vec![series])),
+        }
+    }
+    let parts: Vec<String> =
+        seen.iter().map(|(m, series)| format!("{} (series {})", machine_text(m), series.join(", "))).collect();
+    format!("{} VMs: {}", parts.len(), parts.join("; "))
 }
 
 fn pct(e: f64) -> String {
@@ -209,7 +258,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     let _ = writeln!(out, "## What-ifs on a recorded job\n");
     let _ = writeln!(
         out,
-        "From `{label}`, written by `scripts/ray-whatif/whatif.py` (Ray {}, {}{} cores, from {}). Each program was \
+        "From `{label}`, written by `scripts/ray-whatif/whatif.py` (Ray {}, {}, from {}). Each program was \
          recorded on one shape with `rayscope observe --record`, its costs read from that trace by `rayscope \
          calibrate`, and `rayscope simulate --replay` predicted each other shape; then the same program ran on that \
          shape on Ray (the runs each row counts), each its fresh cluster's first driver with an observer watching. A makespan is the \
@@ -217,8 +266,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
          same shape within {:.0} % of the recorded job; a shape change within {:.0} % of Ray's median (goal {:.0} %), \
          or, where Ray's own runs lie further than that from their median, within their range.\n",
         record.ray,
-        if record.machine.cpu.is_empty() { String::new() } else { format!("{}, ", record.machine.cpu) },
-        record.machine.cores,
+        machines_text(record),
         record.started,
         SAME_SHAPE_BOUND * 100.0,
         SHAPE_CHANGE_BOUND * 100.0,
@@ -228,7 +276,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for p in &record.programs {
         let e = p.same_shape_error();
-        let program = program_label(p);
+        let program = program_label(record, p);
         let _ = writeln!(
             out,
             "| {} | {} (recorded, job {}) | {:.3} s | one run | {:.3} s | {} | {} |",
@@ -270,7 +318,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     );
     for p in &record.programs {
         let figures = if p.figures.is_empty() { "none".to_string() } else { p.figures.join("; ") };
-        let _ = writeln!(out, "* {}: {}", program_label(p), figures);
+        let _ = writeln!(out, "* {}: {}", program_label(record, p), figures);
     }
     out
 }
@@ -315,6 +363,36 @@ mod tests {
         assert_eq!(s.median_in_printed_band(), Some(true));
         s.band = Some(PrintedBand { ray_low: 4.554, ray_high: 5.5 });
         assert_eq!(s.median_in_printed_band(), Some(false));
+    }
+
+    /// A record merging series of two VMs names each VM with its series, and each row
+    /// its machine; a record of one VM reads as before.
+    #[test]
+    fn a_record_of_two_machines_names_each_machine_and_series() {
+        let program = |series: &str, machine: &str| {
+            format!(
+                r#"{{"program": "mixed", "series": "{series}", {machine} "record_shape": "head2",
+                "job": "01000000", "recorded_s": 4.4, "same_shape": {{"model_s": 4.35}},
+                "shapes": [{{"shape": "head6", "change": "more CPUs", "runs_s": [5.3], "model_s": 5.0}}]}}"#
+            )
+        };
+        let record = |second: &str| {
+            format!(
+                r#"{{"ray": "2.60.0", "started": "s1", "machine": {{"cores": 2, "cpu": "Xeon"}},
+                "programs": [{}, {}]}}"#,
+                program("s1", ""),
+                program("s2", second)
+            )
+        };
+        let two = parse(Path::new("w.json"), &record(r#""machine": {"cores": 2, "cpu": "EPYC"},"#)).unwrap();
+        let text = section("w.json", &two);
+        assert!(text.contains("2 VMs: Xeon, 2 cores (series s1); EPYC, 2 cores (series s2)"), "{text}");
+        assert!(text.contains("| mixed (series s2, EPYC) | head6: more CPUs |"), "{text}");
+        assert!(text.contains("* mixed (series s1, Xeon):"), "{text}");
+        let one = parse(Path::new("w.json"), &record(r#""machine": {"cores": 2, "cpu": "Xeon"},"#)).unwrap();
+        let text = section("w.json", &one);
+        assert!(text.contains("(Ray 2.60.0, Xeon, 2 cores, from s1)"), "{text}");
+        assert!(text.contains("| mixed (series s2) | head6"), "{text}");
     }
 
     #[test]
