@@ -222,7 +222,10 @@ fn machine_text(m: &Machine) -> String {
 /// and its machine where they ran on more than one.
 fn program_label(record: &WhatifRecord, p: &ProgramRecord) -> String {
     match (&p.series, record.machines_differ()) {
-        (Some(s), true) => format!("{} (series {}, {})", p.program, s, record.machine_of(p).cpu),
+        (Some(s), true) => {
+            let m = record.machine_of(p);
+            format!("{} (series {}, {})", p.program, s, if m.cpu.is_empty() { machine_text(m) } else { m.cpu.clone() })
+        }
         (Some(s), false) => format!("{} (series {})", p.program, s),
         (None, _) => p.program.clone(),
     }
@@ -245,7 +248,7 @@ fn machines_text(record: &WhatifRecord) -> String {
     }
     let parts: Vec<String> =
         seen.iter().map(|(m, series)| format!("{} (series {})", machine_text(m), series.join(", "))).collect();
-    format!("{} VMs: {}", parts.len(), parts.join("; "))
+    format!("{} machines: {}", parts.len(), parts.join("; "))
 }
 
 fn pct(e: f64) -> String {
@@ -386,7 +389,7 @@ mod tests {
         };
         let two = parse(Path::new("w.json"), &record(r#""machine": {"cores": 2, "cpu": "EPYC"},"#)).unwrap();
         let text = section("w.json", &two);
-        assert!(text.contains("2 VMs: Xeon, 2 cores (series s1); EPYC, 2 cores (series s2)"), "{text}");
+        assert!(text.contains("2 machines: Xeon, 2 cores (series s1); EPYC, 2 cores (series s2)"), "{text}");
         assert!(text.contains("| mixed (series s2, EPYC) | head6: more CPUs |"), "{text}");
         assert!(text.contains("* mixed (series s1, Xeon):"), "{text}");
         let one = parse(Path::new("w.json"), &record(r#""machine": {"cores": 2, "cpu": "Xeon"},"#)).unwrap();
