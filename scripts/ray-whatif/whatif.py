@@ -292,14 +292,18 @@ def merge(parts, out):
     for r in records[1:]:
         if r["ray"] != first["ray"]:
             raise SystemExit(f"--merge: ray differs between parts: {first['ray']} and {r['ray']}")
+    programs = []
+    for r in records:
+        for p in r["programs"]:
+            # A program recorded in several series keeps which one it came from, and,
+            # where its series ran on another machine than the first part's, which.
+            p = {**p, "series": p.get("series", r["started"])}
+            machine = p.get("machine", r["machine"])
+            if machine != first["machine"]:
+                p["machine"] = machine
+            programs.append(p)
     merged = {**first, "started": min(r["started"] for r in records),
-              "runs_per_shape": max(r["runs_per_shape"] for r in records),
-              # A program recorded in several series keeps which one it came from, and,
-              # where the series ran on other machines than the first part's, which.
-              "programs": [{**p, "series": p.get("series", r["started"]),
-                            **({"machine": p.get("machine", r["machine"])}
-                               if p.get("machine", r["machine"]) != first["machine"] else {})}
-                           for r in records for p in r["programs"]]}
+              "runs_per_shape": max(r["runs_per_shape"] for r in records), "programs": programs}
     with open(out, "w") as f:
         json.dump(merged, f, indent=1)
         f.write("\n")

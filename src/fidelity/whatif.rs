@@ -219,14 +219,13 @@ fn machine_text(m: &Machine) -> String {
 }
 
 /// A program as its rows name it: with its series' start where the record merges several,
-/// and its machine where they ran on more than one.
-fn program_label(record: &WhatifRecord, p: &ProgramRecord) -> String {
-    match (&p.series, record.machines_differ()) {
-        (Some(s), true) => {
-            let m = record.machine_of(p);
+/// and its machine (`machine`: given where the series ran on more than one).
+fn program_label(p: &ProgramRecord, machine: Option<&Machine>) -> String {
+    match (&p.series, machine) {
+        (Some(s), Some(m)) => {
             format!("{} (series {}, {})", p.program, s, if m.cpu.is_empty() { machine_text(m) } else { m.cpu.clone() })
         }
-        (Some(s), false) => format!("{} (series {})", p.program, s),
+        (Some(s), None) => format!("{} (series {})", p.program, s),
         (None, _) => p.program.clone(),
     }
 }
@@ -275,11 +274,14 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
         SHAPE_CHANGE_BOUND * 100.0,
         SHAPE_CHANGE_GOAL * 100.0,
     );
+    // Each row names its machine only where the series ran on several.
+    let several = record.machines_differ();
+    let label = |p: &ProgramRecord| program_label(p, several.then(|| record.machine_of(p)));
     let _ = writeln!(out, "| program | shape | Ray | range | model | error | verdict |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for p in &record.programs {
         let e = p.same_shape_error();
-        let program = program_label(record, p);
+        let program = label(p);
         let _ = writeln!(
             out,
             "| {} | {} (recorded, job {}) | {:.3} s | one run | {:.3} s | {} | {} |",
@@ -321,7 +323,7 @@ pub fn section(label: &str, record: &WhatifRecord) -> String {
     );
     for p in &record.programs {
         let figures = if p.figures.is_empty() { "none".to_string() } else { p.figures.join("; ") };
-        let _ = writeln!(out, "* {}: {}", program_label(record, p), figures);
+        let _ = writeln!(out, "* {}: {}", label(p), figures);
     }
     out
 }
