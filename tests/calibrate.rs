@@ -344,7 +344,8 @@ fn a_replay_with_the_reference_costs_is_the_run_it_was_before_costs_came_from_tr
     let record = snap.flow.job(JOB).unwrap().clone();
     let tables = snap.tables.as_ref().unwrap();
     let requests = tables.tasks.iter().map(|r| (r.id, tables.spec_requests[r.spec as usize].clone())).collect();
-    let job = rayscope::flow::replay::replay_job(&record, &trace.display().to_string(), &requests, &[]).unwrap();
+    let job = rayscope::flow::replay::replay_job(&record, &trace.display().to_string(), &requests, Default::default())
+        .unwrap();
     let mut cfg = config::load_file_with(&cluster, &[]).unwrap();
     // The recorded first calls give up the first-call cost the model charges itself.
     let job = job.for_first_call_cost(cfg.scheduler.worker_first_call_latency.as_micros());

@@ -169,6 +169,7 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
         return_bytes: 0,
         first_on_worker: false,
         steps,
+        computes_us: 0,
     };
     let mut calls =
         vec![ReplayCall { kind: ReplayKind::Driver, name: "_main".into(), class: "_main".into(), ..f(vec![]) }];

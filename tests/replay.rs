@@ -2,14 +2,14 @@
 //! in the shape Ray's State API gives (a map-reduce whose reduces take the maps' returns,
 //! and an actor called by the driver), put to the model with the model's own costs set
 //! to zero. Then the replay's makespan is the recorded one, the calls, their actor and
-//! their dependencies are kept, a fix shortens the job by what it removed, and more
-//! CPUs run the maps side by side.
+//! their dependencies are kept, a fix shortens the job by what it removed, more CPUs run
+//! the maps side by side, and maps said to compute (`--cpu`) share the cores.
 
 mod common;
 
 use rayscope::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
 use rayscope::config::{self, WorkloadConfig};
-use rayscope::flow::replay::{replay_job, Fix};
+use rayscope::flow::replay::{replay_job, Changes, CpuBody, Fix};
 use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
 use rayscope::observe::rows::{ObservedActor, ObservedTask};
 use rayscope::observe::store::{Change, Store};
@@ -93,15 +93,21 @@ fn replay_makespan(cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::repl
 }
 
 fn replay_of(store: Store, cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
+    replay_on(store, cpus, cpus, Changes { fixes, cpu: &[] })
+}
+
+/// The replay of `store` with `changes`, on a head of `cpus` logical CPUs over `cores`
+/// cores.
+fn replay_on(store: Store, cpus: u32, cores: u32, changes: Changes) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
     let snap = snapshot(&store, &ClusterInfo::default(), &mut FlowCache::default(), 0, T0 + 7_000);
     let record = snap.flow.job(JOB).expect("the job is recorded").clone();
     let tables = snap.tables.as_ref().unwrap();
     let requests: BTreeMap<u64, Vec<(String, f64)>> =
         tables.tasks.iter().map(|r| (r.id, tables.spec_requests[r.spec as usize].clone())).collect();
-    let job = Arc::new(replay_job(&record, "test", &requests, fixes).unwrap());
+    let job = Arc::new(replay_job(&record, "test", &requests, changes).unwrap());
     // Every cost of the model's own at zero: the replay's time is the recording's.
     let yaml = format!(
-        "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, memory: 8GiB}}\n\
+        "cluster:\n  host_node: false\n  head: {{cpu: {cpus}, cores: {cores}, memory: 8GiB}}\n\
          scheduler: {{call_submit_cost: 0s, actor_call_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 0s, worker_start_latency: 0s, idle_worker_cpu: 0, sleep_overshoot: 0s, \
          worker_first_call_latency: 0s}}\n"
@@ -151,6 +157,27 @@ fn a_fix_shortens_the_job_by_what_it_removed() {
     let fix = Fix::parse("Sink.write=500ms").unwrap();
     let (makespan, _) = replay_makespan(1, &[fix]);
     assert!((makespan - 5.6).abs() < 0.06, "with the write at 0.5 s: {makespan} s");
+}
+
+#[test]
+fn calls_said_to_compute_wait_for_the_cores_where_held_ones_do_not() {
+    // On 4 CPUs the four 1 s maps run side by side (3.6 s in all). Said to compute, they
+    // share the cores: on one core each waits for the one before it, and the job ends
+    // about 3 s later; on four cores nothing waits, and it ends as it did.
+    let computing = [CpuBody::parse("map=1s").unwrap()];
+    let changes = Changes { fixes: &[], cpu: &computing };
+    let (held, _) = replay_on(recorded(), 4, 1, Changes::default());
+    let (one_core, job) = replay_on(recorded(), 4, 1, changes);
+    let (four_cores, _) = replay_on(recorded(), 4, 4, changes);
+    assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.computes_us == 1_000_000));
+    assert!(job.calls.iter().filter(|c| c.name != "map").all(|c| c.computes_us == 0));
+    assert!((held - 3.6).abs() < 0.1, "held, on one core: {held} s");
+    assert!(one_core > held + 2.4, "computing on one core: {one_core} s, held: {held} s");
+    assert!((four_cores - held).abs() < 0.01, "computing on four cores: {four_cores} s, held: {held} s");
+    // More than a call holds computes all of it, no more.
+    let all = [CpuBody::parse("map=10s").unwrap()];
+    let (capped, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &all });
+    assert!((capped - one_core).abs() < 0.01, "10 s asked of 1 s calls: {capped} s against {one_core} s");
 }
 
 #[test]
@@ -207,6 +234,20 @@ fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
     let (code, _, err) = run(&["--fix", "Nope.run=1s"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--fix Nope.run: no call of job 01000000 matches"), "{err}");
+    let (code, _, err) = run(&["--cpu", "Nope.run@AB=1s"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--cpu Nope.run@ab: no call of job 01000000 matches"), "{err}");
+    let (code, _, err) = run(&["--cpu", "map=soon"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--cpu \"map=soon\""), "{err}");
+    // A replay with calls said to compute says its band was not measured so.
+    let (code, report, err) = run(&["--cpu", "map=500ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: --cpu map: calls that compute on the cores"), "{err}");
+    let report = report.unwrap();
+    assert!(report["replay_warnings"].to_string().contains("--cpu map"), "{report}");
+    let computing = report["jobs"][0]["makespan"].as_f64().unwrap();
+    assert!(computing > one_cpu, "maps said to compute on the one CPU's core: {computing} s against {one_cpu} s");
 }
 
 #[test]

@@ -74,6 +74,13 @@ pub(super) struct SimulateArgs {
     /// most DURATION, e.g. `--fix Worker.process@<actor id>=50ms` (a sleep removed).
     #[arg(long = "fix", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::Fix::parse)]
     fix: Vec<rayscope::flow::replay::Fix>,
+    /// Say a recorded function computes (repeatable): each call of NAME (on actor ACTOR
+    /// only, if given) spends the first DURATION of its held time as CPU work on its
+    /// node's cores, so it slows where more runs than the machine has cores (`cores:`),
+    /// e.g. `--cpu produce=40ms`. A trace does not say what share of a call was CPU; held
+    /// time is otherwise a wait that uses no core.
+    #[arg(long = "cpu", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::CpuBody::parse)]
+    cpu: Vec<rayscope::flow::replay::CpuBody>,
     /// The costs the model runs with, beneath any the config sets itself: `trace` (the
     /// replayed job's own, read from its trace as `rayscope calibrate` reads them; the
     /// default with --replay), `reference` (the shipped defaults, one reference machine's;
@@ -133,7 +140,7 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     set_purge_delay(PURGE_NEVER);
     disable_transparent_huge_pages();
     let (replay, trace_costs) = match &args.replay {
-        Some(dir) => match recorded_job(dir, args.job.as_deref(), &args.fix) {
+        Some(dir) => match recorded_job(dir, args.job.as_deref(), changes(&args)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -176,11 +183,13 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             job.recorded_makespan_us as f64 / 1e6
         );
         let end_unknown = job.end_unknown();
-        for w in unplaceable.iter().chain(&end_unknown) {
+        let computing = cpu_warning(&args);
+        for w in unplaceable.iter().chain(&end_unknown).chain(&computing) {
             eprintln!("warning: {w}");
         }
         warnings.extend(unplaceable);
         warnings.extend(end_unknown);
+        warnings.extend(computing);
         change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), warnings));
     }
     let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {
@@ -302,12 +311,34 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The job `--replay DIR [--job ID] [--fix ...]` names, as a workload, with the shape
-/// it was recorded on and the costs its trace shows.
+/// The band a prediction is printed with was measured on replays whose calls only held
+/// their workers: one with `--cpu` says so.
+fn cpu_warning(args: &SimulateArgs) -> Option<String> {
+    let names: Vec<String> = args
+        .cpu
+        .iter()
+        .map(|c| format!("{}{}", c.name, c.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default()))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "--cpu {}: calls that compute on the cores were not in the replays the band was measured on (each \
+             call held its worker, docs/observe.md, \"Calls that compute\")",
+            names.join(", ")
+        )
+    })
+}
+
+/// What `--fix` and `--cpu` change of the recorded job.
+fn changes(args: &SimulateArgs) -> rayscope::flow::replay::Changes<'_> {
+    rayscope::flow::replay::Changes { fixes: &args.fix, cpu: &args.cpu }
+}
+
+/// The job `--replay DIR [--job ID] [--fix ...] [--cpu ...]` names, as a workload, with
+/// the shape it was recorded on and the costs its trace shows.
 fn recorded_job(
     dir: &std::path::Path,
     job: Option<&str>,
-    fixes: &[rayscope::flow::replay::Fix],
+    changes: rayscope::flow::replay::Changes,
 ) -> Result<(Option<Replayed>, Option<rayscope::calibrate::TraceCosts>), String> {
     let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default()).map_err(|e| e.to_string())?;
     let record = match job {
@@ -338,7 +369,7 @@ fn recorded_job(
         })
         .unwrap_or_default();
     let source = dir.display().to_string();
-    let job = rayscope::flow::replay::replay_job(&record, &source, &requests, fixes)
+    let job = rayscope::flow::replay::replay_job(&record, &source, &requests, changes)
         .map(std::sync::Arc::new)
         .map_err(|e| e.to_string())?;
     let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
@@ -383,6 +414,7 @@ fn sweep_runs(
                         bands::warnings(shape, &c, measured)
                             .into_iter()
                             .chain(bands::unplaceable(job, &c))
+                            .chain(cpu_warning(args))
                             .collect::<Vec<_>>(),
                     ));
                 }

@@ -24,7 +24,8 @@ pub enum ReplayKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ReplayStep {
     /// The body ran (or slept) this long, µs: held as recorded, using no CPU of the
-    /// model's (Ray does not say whether it computed or slept).
+    /// model's (Ray does not say whether it computed or slept), but for what its call
+    /// is said to compute ([`ReplayCall::computes_us`]).
     Hold(u64),
     /// It submitted this call (index into [`ReplayJob::calls`]).
     Submit(u32),
@@ -54,6 +55,10 @@ pub struct ReplayCall {
     /// first on a worker in the replay (`ReplayJob::for_first_call_cost`).
     pub first_on_worker: bool,
     pub steps: Vec<ReplayStep>,
+    /// The first µs of its held time (at most all of it) are CPU work on its node's
+    /// cores, not held alone (`simulate --cpu`; 0: none). Made so when its program is
+    /// built, after any other change to its stretches.
+    pub computes_us: u64,
 }
 
 /// A recorded job, call 0 its driver.
@@ -186,6 +191,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker,
             steps,
+            computes_us: 0,
         }
     }
 

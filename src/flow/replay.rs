@@ -18,9 +18,9 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-/// `NAME[@ACTOR]=DURATION`: every held stretch of the calls of `NAME` (`Class.method`
-/// or a function), on the actor `ACTOR` only if given (its id as the API writes it),
-/// takes at most `DURATION`.
+/// `--fix NAME[@ACTOR]=DURATION`: every held stretch of the calls of `NAME`
+/// (`Class.method` or a function), on the actor `ACTOR` only if given (its id as the API
+/// writes it), takes at most `DURATION`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fix {
     pub name: String,
@@ -28,51 +28,90 @@ pub struct Fix {
     pub at_most_us: u64,
 }
 
-/// Why a job cannot be replayed as asked: a `--fix` that does not parse or matches no
-/// call, or a job that has not ended or recorded nothing.
+/// `--cpu NAME[@ACTOR]=DURATION`: each call of `NAME` (on `ACTOR` only, if given)
+/// computes for the first `DURATION` of its held time (at most all of it): work on its
+/// node's cores, which waits for them as Ray's overheads do, rather than time that holds
+/// the worker alone. A trace does not say what share of a call was CPU; the person who
+/// wrote the function does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuBody {
+    pub name: String,
+    pub actor: Option<String>,
+    pub us: u64,
+}
+
+/// Why a job cannot be replayed as asked: a `--fix` or `--cpu` (the flag, first) that
+/// does not parse or matches no call, or a job that has not ended or recorded nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("--fix {0:?}: write NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms")]
-    FixShape(String),
-    #[error("--fix {0:?}: no method or function named")]
-    FixUnnamed(String),
-    #[error("--fix {0:?}: {1}")]
-    FixDuration(String, crate::config::units::UnitError),
+    #[error("{0} {1:?}: write NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms")]
+    ChangeShape(&'static str, String),
+    #[error("{0} {1:?}: no method or function named")]
+    ChangeUnnamed(&'static str, String),
+    #[error("{0} {1:?}: {2}")]
+    ChangeDuration(&'static str, String, crate::config::units::UnitError),
     #[error(
-        "--fix {0}: no call of job {1} matches (names are Class.method or a function, actors as the API writes them)"
+        "{0} {1}: no call of job {2} matches (names are Class.method or a function, actors as the API writes them)"
     )]
-    FixMatchesNothing(String, String),
+    ChangeMatchesNothing(&'static str, String, String),
     #[error("job {0} has not ended: only a finished job can be replayed")]
     NotEnded(String),
     #[error("job {0} has no recorded calls")]
     NoCalls(String),
 }
 
+/// `NAME[@ACTOR]=DURATION` as (name, actor, µs), for `flag`'s errors.
+fn parse_change(flag: &'static str, s: &str) -> Result<(String, Option<String>, u64), ReplayError> {
+    let (target, dur) = s.split_once('=').ok_or_else(|| ReplayError::ChangeShape(flag, s.to_string()))?;
+    let (name, actor) = match target.split_once('@') {
+        Some((n, a)) => (n.trim(), Some(a.trim().to_ascii_lowercase())),
+        None => (target.trim(), None),
+    };
+    if name.is_empty() {
+        return Err(ReplayError::ChangeUnnamed(flag, s.to_string()));
+    }
+    let d = crate::config::units::parse_duration(dur.trim())
+        .map_err(|e| ReplayError::ChangeDuration(flag, s.to_string(), e))?;
+    Ok((name.to_string(), actor, d.as_micros()))
+}
+
+/// Whether a change for `name` (on `actor`, if given) applies to a call of `target`.
+fn applies(name: &str, actor: Option<&str>, target: &crate::snapshot::flow::Target) -> bool {
+    name == target.class_name() && actor.is_none_or(|a| target.actor_id().as_deref() == Some(a))
+}
+
 impl Fix {
     pub fn parse(s: &str) -> Result<Fix, ReplayError> {
-        let (target, dur) = s.split_once('=').ok_or_else(|| ReplayError::FixShape(s.to_string()))?;
-        let (name, actor) = match target.split_once('@') {
-            Some((n, a)) => (n.trim(), Some(a.trim().to_ascii_lowercase())),
-            None => (target.trim(), None),
-        };
-        if name.is_empty() {
-            return Err(ReplayError::FixUnnamed(s.to_string()));
-        }
-        let d =
-            crate::config::units::parse_duration(dur.trim()).map_err(|e| ReplayError::FixDuration(s.to_string(), e))?;
-        Ok(Fix { name: name.to_string(), actor, at_most_us: d.as_micros() })
+        let (name, actor, at_most_us) = parse_change("--fix", s)?;
+        Ok(Fix { name, actor, at_most_us })
     }
 }
 
-/// The job in `job`'s records as a replay. `requests` gives each call's resource
-/// request by span id (calls it lacks request nothing). Errors: a job not ended, or a
-/// fix that matches no call (a typo must not pass for "no change").
+impl CpuBody {
+    pub fn parse(s: &str) -> Result<CpuBody, ReplayError> {
+        let (name, actor, us) = parse_change("--cpu", s)?;
+        Ok(CpuBody { name, actor, us })
+    }
+}
+
+/// What a person changes of a recorded job before it runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Changes<'a> {
+    pub fixes: &'a [Fix],
+    pub cpu: &'a [CpuBody],
+}
+
+/// The job in `job`'s records as a replay, with `changes` made to it. `requests` gives
+/// each call's resource request by span id (calls it lacks request nothing). Errors: a
+/// job not ended, or a change that matches no call (a typo must not pass for "no
+/// change").
 pub fn replay_job(
     job: &JobRecord,
     source: &str,
     requests: &BTreeMap<u64, Vec<(String, f64)>>,
-    fixes: &[Fix],
+    changes: Changes,
 ) -> Result<ReplayJob, ReplayError> {
+    let fixes = changes.fixes;
     let at = job.end_us.ok_or_else(|| ReplayError::NotEnded(job.job_hex.to_string()))?;
     let spans = Spans::replay(job, at);
     let root = spans.root().ok_or_else(|| ReplayError::NoCalls(job.job_hex.to_string()))?;
@@ -98,6 +137,7 @@ pub fn replay_job(
     let first_calls: std::collections::BTreeSet<usize> = first_on.values().map(|&(_, i)| i).collect();
     let mut slots: BTreeMap<u64, u32> = BTreeMap::new();
     let mut matched = vec![false; fixes.len()];
+    let mut cpu_matched = vec![false; changes.cpu.len()];
     let mut calls = Vec::with_capacity(order.len());
     for &i in &order {
         let s = &spans.spans[i];
@@ -115,15 +155,21 @@ pub fn replay_job(
         let cap = fixes
             .iter()
             .enumerate()
-            .filter(|(_, f)| {
-                f.name == target.class_name()
-                    && f.actor.as_deref().is_none_or(|a| target.actor_id().as_deref() == Some(a))
-            })
+            .filter(|(_, f)| applies(&f.name, f.actor.as_deref(), target))
             .map(|(k, f)| {
                 matched[k] = true;
                 f.at_most_us
             })
             .min();
+        // Several that apply: the one for its actor, else the last given.
+        let computes_us = changes
+            .cpu
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| applies(&c.name, c.actor.as_deref(), target))
+            .inspect(|(k, _)| cpu_matched[*k] = true)
+            .max_by_key(|(k, c)| (c.actor.is_some(), *k))
+            .map_or(0, |(_, c)| c.us);
         let steps = match first_start(&spans, i) {
             Some(start) => timeline(&spans, i, start, &children[i])
                 .into_iter()
@@ -145,6 +191,7 @@ pub fn replay_job(
             return_bytes: s.return_bytes,
             first_on_worker: first_calls.contains(&i) && i != root,
             steps,
+            computes_us,
         });
     }
     let lost: Vec<bool> = order
@@ -153,10 +200,15 @@ pub fn replay_job(
         .collect();
     submit_producers_first(&mut calls);
     hold_lost_ends_as_typical(&mut calls, &lost);
+    let unmatched = |flag, name: &str, actor: Option<&str>| {
+        let actor = actor.map(|a| format!("@{a}")).unwrap_or_default();
+        ReplayError::ChangeMatchesNothing(flag, format!("{name}{actor}"), job.job_hex.to_string())
+    };
     if let Some(k) = matched.iter().position(|m| !m) {
-        let f = &fixes[k];
-        let actor = f.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default();
-        return Err(ReplayError::FixMatchesNothing(format!("{}{actor}", f.name), job.job_hex.to_string()));
+        return Err(unmatched("--fix", &fixes[k].name, fixes[k].actor.as_deref()));
+    }
+    if let Some(k) = cpu_matched.iter().position(|m| !m) {
+        return Err(unmatched("--cpu", &changes.cpu[k].name, changes.cpu[k].actor.as_deref()));
     }
     Ok(ReplayJob {
         source: format!("{source} job {}", job.job_hex),
@@ -262,6 +314,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker: false,
             steps,
+            computes_us: 0,
         };
         let hold = |us| vec![ReplayStep::Hold(us)];
         let mut calls = vec![
@@ -295,6 +348,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker: false,
             steps,
+            computes_us: 0,
         };
         use ReplayStep::{Get, Hold, Submit};
         // The driver's records list a reduce of reduces (1) before the reduce it takes (2)
@@ -332,5 +386,10 @@ mod tests {
         assert!(Fix::parse("Worker.process").unwrap_err().to_string().contains("NAME[@ACTOR]=DURATION"));
         assert!(Fix::parse("=1s").unwrap_err().to_string().contains("no method"));
         assert!(Fix::parse("f=soon").is_err());
+        assert_eq!(
+            CpuBody::parse("produce@Ab=40ms").unwrap(),
+            CpuBody { name: "produce".into(), actor: Some("ab".into()), us: 40_000 }
+        );
+        assert!(CpuBody::parse("produce").unwrap_err().to_string().starts_with("--cpu \"produce\": write NAME"));
     }
 }

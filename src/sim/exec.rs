@@ -13,6 +13,7 @@ use super::follow::{cx, Follow};
 use super::gcs::actors::{ActorManager, NewActor};
 use super::objects::pull::must_pull;
 use super::objects::{get_cost, put_cost_on, unref_object};
+use super::raylet::node_cpu::Priority;
 use super::raylet::task_run::running_attempt;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
@@ -63,6 +64,20 @@ impl Engine {
                     let us = slept(&self.cfg.scheduler, *us);
                     run.pc += 1;
                     self.clock.schedule_in(us, Event::OpDone(tid, attempt));
+                    return;
+                }
+                Op::Cpu(us) => {
+                    let us = *us;
+                    run.pc += 1;
+                    let done = match node {
+                        Some(n) => {
+                            super::raylet::count_cpu_busy(&mut self.model, n, us);
+                            let priority = Priority::of_process_running(&self.model.tasks[&tid]);
+                            self.cpus.work(n, priority, self.clock.now, us)
+                        }
+                        None => self.clock.now + us,
+                    };
+                    self.clock.schedule_at(done, Event::OpDone(tid, attempt));
                     return;
                 }
                 Op::Hold(us) => {

@@ -137,6 +137,10 @@ pub enum Op {
     /// A recorded stretch of a replayed call: holds the worker exactly this long (the
     /// recording already holds the sleep's overshoot and the calls' submit costs).
     Hold(u64),
+    /// CPU work of this many µs on its node's cores (a replayed call's computing, `simulate
+    /// --cpu`): it ends when the cores have done it, so it slows when more work than the
+    /// machine has cores runs there.
+    Cpu(u64),
     /// Submit `count` calls of a remote function. With `take_futures`, the futures held
     /// so far are split evenly among them as arguments (a reduce step); with `with_puts`,
     /// every call also takes each object the caller put (a broadcast input).

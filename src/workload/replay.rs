@@ -3,7 +3,8 @@
 //!
 //! Owns: turning a [`ReplayJob`] into specs. A held stretch is an `Op::Hold` (the worker
 //! is held, no CPU of the model's is used: Ray's rows do not say whether the call computed
-//! or slept; the overshoot of a sleep and the submit costs are in the stretches already); a
+//! or slept; the overshoot of a sleep and the submit costs are in the stretches already),
+//! but for the first `computes_us` of a call's held time, an `Op::Cpu` (`simulate --cpu`); a
 //! submit is an [`Op::Replay`], which pays no submit cost; a `ray.get` is an `Op::Get`.
 //! Must never: change the recorded calls' order or their parents.
 
@@ -41,21 +42,28 @@ impl Builder<'_> {
             } else {
                 self.request(cpu, gpu, memory, &custom)
             };
+            let mut computes = call.computes_us;
             let program: Vec<Op> = call
                 .steps
                 .iter()
-                .map(|s| match s {
-                    ReplayStep::Hold(us) => Op::Hold(*us),
-                    ReplayStep::Get => Op::Get,
+                .flat_map(|s| match s {
+                    // The first of its held time computes (`--cpu`), the rest is held.
+                    ReplayStep::Hold(us) => {
+                        let cpu = computes.min(*us);
+                        computes -= cpu;
+                        let ops = [(cpu > 0).then_some(Op::Cpu(cpu)), (*us > cpu).then_some(Op::Hold(us - cpu))];
+                        ops.into_iter().flatten().collect::<Vec<_>>()
+                    }
+                    ReplayStep::Get => vec![Op::Get],
                     ReplayStep::Submit(c) => {
                         let callee = &job.calls[*c as usize];
-                        Op::Replay {
+                        vec![Op::Replay {
                             spec: spec_of(*c),
                             call: *c,
                             actor: callee.actor,
                             create: callee.kind == ReplayKind::ActorCreation,
                             deps: callee.deps.clone().into_boxed_slice(),
-                        }
+                        }]
                     }
                 })
                 .collect();
