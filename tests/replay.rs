@@ -228,18 +228,16 @@ fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
         "{why}"
     );
     assert!(err.contains("warning: 2 call(s) of reduce ask for {CPU: 1}"), "{err}");
-    let (code, _, err) = run(&["--job", "ffffffff"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("--job ffffffff: the trace has no such job (jobs: 01000000)"), "{err}");
-    let (code, _, err) = run(&["--fix", "Nope.run=1s"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("--fix Nope.run: no call of job 01000000 matches"), "{err}");
-    let (code, _, err) = run(&["--cpu", "Nope.run@AB=1s"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("--cpu Nope.run@ab: no call of job 01000000 matches"), "{err}");
-    let (code, _, err) = run(&["--cpu", "map=soon"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("--cpu \"map=soon\""), "{err}");
+    for (args, says) in [
+        (["--job", "ffffffff"], "--job ffffffff: the trace has no such job (jobs: 01000000)"),
+        (["--fix", "Nope.run=1s"], "--fix Nope.run: no call of job 01000000 matches"),
+        (["--cpu", "Nope.run@AB=1s"], "--cpu Nope.run@ab: no call of job 01000000 matches"),
+        (["--cpu", "map=soon"], "--cpu \"map=soon\""),
+    ] {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     // A replay with calls said to compute says its band was not measured so.
     let (code, report, err) = run(&["--cpu", "map=500ms"]);
     assert_eq!(code, Some(0), "{err}");
