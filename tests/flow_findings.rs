@@ -29,7 +29,7 @@ fn call(kind: ReplayKind, name: &str, actor: Option<u32>, cpu: f64, steps: Vec<R
         return_bytes: 0,
         first_on_worker: false,
         steps,
-        computes_us: 0,
+        computes: Default::default(),
     }
 }
 

@@ -44,7 +44,7 @@ fn call(kind: ReplayKind, name: &str, steps: Vec<ReplayStep>) -> ReplayCall {
         return_bytes: 0,
         first_on_worker: false,
         steps,
-        computes_us: 0,
+        computes: Default::default(),
     }
 }
 

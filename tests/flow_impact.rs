@@ -169,7 +169,7 @@ fn the_replay_of_ray_get_in_a_loop_gives_back_its_makespan() {
         return_bytes: 0,
         first_on_worker: false,
         steps,
-        computes_us: 0,
+        computes: Default::default(),
     };
     let mut calls =
         vec![ReplayCall { kind: ReplayKind::Driver, name: "_main".into(), class: "_main".into(), ..f(vec![]) }];

@@ -7,7 +7,7 @@
 
 mod common;
 
-use rayscope::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
+use rayscope::config::replay::{Computes, ReplayConfig, ReplayKind, ReplayStep};
 use rayscope::config::{self, WorkloadConfig};
 use rayscope::flow::replay::{replay_job, Changes, CpuBody, Fix};
 use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
@@ -169,15 +169,21 @@ fn calls_said_to_compute_wait_for_the_cores_where_held_ones_do_not() {
     let (held, _) = replay_on(recorded(), 4, 1, Changes::default());
     let (one_core, job) = replay_on(recorded(), 4, 1, changes);
     let (four_cores, _) = replay_on(recorded(), 4, 4, changes);
-    assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.computes_us == 1_000_000));
-    assert!(job.calls.iter().filter(|c| c.name != "map").all(|c| c.computes_us == 0));
+    assert!(job.calls.iter().filter(|c| c.name == "map").all(|c| c.computes == Computes::First(1_000_000)));
+    assert!(job.calls.iter().filter(|c| c.name != "map").all(|c| c.computes == Computes::Nothing));
     assert!((held - 3.6).abs() < 0.1, "held, on one core: {held} s");
     assert!(one_core > held + 2.4, "computing on one core: {one_core} s, held: {held} s");
     assert!((four_cores - held).abs() < 0.01, "computing on four cores: {four_cores} s, held: {held} s");
-    // More than a call holds computes all of it, no more.
-    let all = [CpuBody::parse("map=10s").unwrap()];
-    let (capped, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &all });
-    assert!((capped - one_core).abs() < 0.01, "10 s asked of 1 s calls: {capped} s against {one_core} s");
+    // More than a call holds computes all of it, no more; so does all of it as a share.
+    for all in ["map=10s", "map=100%"] {
+        let all = [CpuBody::parse(all).unwrap()];
+        let (capped, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &all });
+        assert!((capped - one_core).abs() < 0.01, "{all:?} of 1 s calls: {capped} s against {one_core} s");
+    }
+    // Half of each: the four maps' halves wait in turn on the core (1.5 s more).
+    let half = [CpuBody::parse("map=50%").unwrap()];
+    let (halves, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &half });
+    assert!((halves - held - 1.5).abs() < 0.1, "half of each map computing: {halves} s, held: {held} s");
 }
 
 #[test]

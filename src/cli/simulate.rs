@@ -75,11 +75,12 @@ pub(super) struct SimulateArgs {
     #[arg(long = "fix", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::Fix::parse)]
     fix: Vec<rayscope::flow::replay::Fix>,
     /// Say a recorded function computes (repeatable): each call of NAME (on actor ACTOR
-    /// only, if given) spends the first DURATION of its held time as CPU work on its
-    /// node's cores, so it slows where more runs than the machine has cores (`cores:`),
-    /// e.g. `--cpu produce=40ms`. A trace does not say what share of a call was CPU; held
-    /// time is otherwise a wait that uses no core.
-    #[arg(long = "cpu", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::CpuBody::parse)]
+    /// only, if given) spends the first DURATION of its held time, or PERCENT of it, as
+    /// CPU work on its node's cores, so it slows where more runs than the machine has
+    /// cores (`cores:`), e.g. `--cpu produce=40ms` or `--cpu Trainer.step=100%`. A trace
+    /// does not say what share of a call was CPU; held time is otherwise a wait that
+    /// uses no core.
+    #[arg(long = "cpu", value_name = "NAME[@ACTOR]=DURATION|PERCENT", requires = "replay", value_parser = rayscope::flow::replay::CpuBody::parse)]
     cpu: Vec<rayscope::flow::replay::CpuBody>,
     /// The costs the model runs with, beneath any the config sets itself: `trace` (the
     /// replayed job's own, read from its trace as `rayscope calibrate` reads them; the

@@ -25,7 +25,7 @@ pub enum ReplayKind {
 pub enum ReplayStep {
     /// The body ran (or slept) this long, µs: held as recorded, using no CPU of the
     /// model's (Ray does not say whether it computed or slept), but for what its call
-    /// is said to compute ([`ReplayCall::computes_us`]).
+    /// is said to compute ([`ReplayCall::computes`]).
     Hold(u64),
     /// It submitted this call (index into [`ReplayJob::calls`]).
     Submit(u32),
@@ -55,10 +55,33 @@ pub struct ReplayCall {
     /// first on a worker in the replay (`ReplayJob::for_first_call_cost`).
     pub first_on_worker: bool,
     pub steps: Vec<ReplayStep>,
-    /// The first µs of its held time (at most all of it) are CPU work on its node's
-    /// cores, not held alone (`simulate --cpu`; 0: none). Made so when its program is
-    /// built, after any other change to its stretches.
-    pub computes_us: u64,
+    /// How much of its held time, from the first, is CPU work on its node's cores rather
+    /// than held alone (`simulate --cpu`). Made so when its program is built, after any
+    /// other change to its stretches.
+    pub computes: Computes,
+}
+
+/// What a call computes of its held time ([`ReplayCall::computes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Computes {
+    /// Nothing: all of it is held.
+    #[default]
+    Nothing,
+    /// Its first this many µs (at most all of it).
+    First(u64),
+    /// This share of it (0 to 1), from its first µs.
+    Share(f64),
+}
+
+impl Computes {
+    /// The µs computed of `held` µs.
+    pub fn of(self, held: u64) -> u64 {
+        match self {
+            Computes::Nothing => 0,
+            Computes::First(us) => us.min(held),
+            Computes::Share(share) => ((held as f64 * share.clamp(0.0, 1.0)).round() as u64).min(held),
+        }
+    }
 }
 
 /// A recorded job, call 0 its driver.
@@ -191,7 +214,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker,
             steps,
-            computes_us: 0,
+            computes: Computes::Nothing,
         }
     }
 

@@ -12,7 +12,7 @@
 
 use super::spans::Spans;
 use super::whatif::{first_start, timeline, Step};
-use crate::config::replay::{median_holds, ReplayCall, ReplayJob, ReplayKind, ReplayStep};
+use crate::config::replay::{median_holds, Computes, ReplayCall, ReplayJob, ReplayKind, ReplayStep};
 use crate::snapshot::flow::{JobRecord, TargetKind};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -28,16 +28,16 @@ pub struct Fix {
     pub at_most_us: u64,
 }
 
-/// `--cpu NAME[@ACTOR]=DURATION`: each call of `NAME` (on `ACTOR` only, if given)
-/// computes for the first `DURATION` of its held time (at most all of it): work on its
-/// node's cores, which waits for them as Ray's overheads do, rather than time that holds
-/// the worker alone. A trace does not say what share of a call was CPU; the person who
-/// wrote the function does.
+/// `--cpu NAME[@ACTOR]=DURATION|PERCENT`: each call of `NAME` (on `ACTOR` only, if
+/// given) computes for the first `DURATION` of its held time (at most all of it), or for
+/// `PERCENT` of it: work on its node's cores, which waits for them as Ray's overheads do,
+/// rather than time that holds the worker alone. A trace does not say what share of a
+/// call was CPU; the person who wrote the function does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuBody {
     pub name: String,
     pub actor: Option<String>,
-    pub us: u64,
+    pub computes: Computes,
 }
 
 /// Why a job cannot be replayed as asked: a `--fix` or `--cpu` (the flag, first) that
@@ -50,6 +50,8 @@ pub enum ReplayError {
     ChangeUnnamed(&'static str, String),
     #[error("{0} {1:?}: {2}")]
     ChangeDuration(&'static str, String, crate::config::units::UnitError),
+    #[error("--cpu {0:?}: a share is a percentage above 0 and at most 100, e.g. produce=25%")]
+    CpuShare(String),
     #[error(
         "{0} {1}: no call of job {2} matches (names are Class.method or a function, actors as the API writes them)"
     )]
@@ -60,9 +62,9 @@ pub enum ReplayError {
     NoCalls(String),
 }
 
-/// `NAME[@ACTOR]=DURATION` as (name, actor, µs), for `flag`'s errors.
-fn parse_change(flag: &'static str, s: &str) -> Result<(String, Option<String>, u64), ReplayError> {
-    let (target, dur) = s.split_once('=').ok_or_else(|| ReplayError::ChangeShape(flag, s.to_string()))?;
+/// `NAME[@ACTOR]=VALUE` as (name, actor, value), for `flag`'s errors.
+fn parse_target<'s>(flag: &'static str, s: &'s str) -> Result<(String, Option<String>, &'s str), ReplayError> {
+    let (target, value) = s.split_once('=').ok_or_else(|| ReplayError::ChangeShape(flag, s.to_string()))?;
     let (name, actor) = match target.split_once('@') {
         Some((n, a)) => (n.trim(), Some(a.trim().to_ascii_lowercase())),
         None => (target.trim(), None),
@@ -70,9 +72,14 @@ fn parse_change(flag: &'static str, s: &str) -> Result<(String, Option<String>, 
     if name.is_empty() {
         return Err(ReplayError::ChangeUnnamed(flag, s.to_string()));
     }
-    let d = crate::config::units::parse_duration(dur.trim())
-        .map_err(|e| ReplayError::ChangeDuration(flag, s.to_string(), e))?;
-    Ok((name.to_string(), actor, d.as_micros()))
+    Ok((name.to_string(), actor, value.trim()))
+}
+
+/// A change's DURATION in µs, for `flag`'s errors about `s`.
+fn parse_us(flag: &'static str, s: &str, value: &str) -> Result<u64, ReplayError> {
+    let d =
+        crate::config::units::parse_duration(value).map_err(|e| ReplayError::ChangeDuration(flag, s.to_string(), e))?;
+    Ok(d.as_micros())
 }
 
 /// Whether a change for `name` (on `actor`, if given) applies to a call of `target`.
@@ -82,15 +89,22 @@ fn applies(name: &str, actor: Option<&str>, target: &crate::snapshot::flow::Targ
 
 impl Fix {
     pub fn parse(s: &str) -> Result<Fix, ReplayError> {
-        let (name, actor, at_most_us) = parse_change("--fix", s)?;
-        Ok(Fix { name, actor, at_most_us })
+        let (name, actor, value) = parse_target("--fix", s)?;
+        Ok(Fix { name, actor, at_most_us: parse_us("--fix", s, value)? })
     }
 }
 
 impl CpuBody {
     pub fn parse(s: &str) -> Result<CpuBody, ReplayError> {
-        let (name, actor, us) = parse_change("--cpu", s)?;
-        Ok(CpuBody { name, actor, us })
+        let (name, actor, value) = parse_target("--cpu", s)?;
+        let computes = match value.strip_suffix('%') {
+            Some(pct) => match pct.trim().parse::<f64>() {
+                Ok(p) if p > 0.0 && p <= 100.0 => Computes::Share(p / 100.0),
+                _ => return Err(ReplayError::CpuShare(s.to_string())),
+            },
+            None => Computes::First(parse_us("--cpu", s, value)?),
+        };
+        Ok(CpuBody { name, actor, computes })
     }
 }
 
@@ -162,14 +176,14 @@ pub fn replay_job(
             })
             .min();
         // Several that apply: the one for its actor, else the last given.
-        let computes_us = changes
+        let computes = changes
             .cpu
             .iter()
             .enumerate()
             .filter(|(_, c)| applies(&c.name, c.actor.as_deref(), target))
             .inspect(|(k, _)| cpu_matched[*k] = true)
             .max_by_key(|(k, c)| (c.actor.is_some(), *k))
-            .map_or(0, |(_, c)| c.us);
+            .map_or(Computes::Nothing, |(_, c)| c.computes);
         let steps = match first_start(&spans, i) {
             Some(start) => timeline(&spans, i, start, &children[i])
                 .into_iter()
@@ -191,7 +205,7 @@ pub fn replay_job(
             return_bytes: s.return_bytes,
             first_on_worker: first_calls.contains(&i) && i != root,
             steps,
-            computes_us,
+            computes,
         });
     }
     let lost: Vec<bool> = order
@@ -314,7 +328,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker: false,
             steps,
-            computes_us: 0,
+            computes: Default::default(),
         };
         let hold = |us| vec![ReplayStep::Hold(us)];
         let mut calls = vec![
@@ -348,7 +362,7 @@ mod tests {
             return_bytes: 0,
             first_on_worker: false,
             steps,
-            computes_us: 0,
+            computes: Default::default(),
         };
         use ReplayStep::{Get, Hold, Submit};
         // The driver's records list a reduce of reduces (1) before the reduce it takes (2)
@@ -388,8 +402,14 @@ mod tests {
         assert!(Fix::parse("f=soon").is_err());
         assert_eq!(
             CpuBody::parse("produce@Ab=40ms").unwrap(),
-            CpuBody { name: "produce".into(), actor: Some("ab".into()), us: 40_000 }
+            CpuBody { name: "produce".into(), actor: Some("ab".into()), computes: Computes::First(40_000) }
         );
+        assert_eq!(CpuBody::parse("f=25%").unwrap().computes, Computes::Share(0.25));
+        assert_eq!(CpuBody::parse("f= 100 %").unwrap().computes, Computes::Share(1.0));
         assert!(CpuBody::parse("produce").unwrap_err().to_string().starts_with("--cpu \"produce\": write NAME"));
+        for bad in ["f=0%", "f=101%", "f=much%", "f=-5%"] {
+            assert!(CpuBody::parse(bad).unwrap_err().to_string().contains("a share is a percentage"), "{bad}");
+        }
+        assert!(CpuBody::parse("f=soon").unwrap_err().to_string().starts_with("--cpu \"f=soon\""));
     }
 }

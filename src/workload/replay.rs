@@ -4,7 +4,7 @@
 //! Owns: turning a [`ReplayJob`] into specs. A held stretch is an `Op::Hold` (the worker
 //! is held, no CPU of the model's is used: Ray's rows do not say whether the call computed
 //! or slept; the overshoot of a sleep and the submit costs are in the stretches already),
-//! but for the first `computes_us` of a call's held time, an `Op::Cpu` (`simulate --cpu`); a
+//! but for what a call computes of its held time, from its first µs, an `Op::Cpu` (`simulate --cpu`); a
 //! submit is an [`Op::Replay`], which pays no submit cost; a `ray.get` is an `Op::Get`.
 //! Must never: change the recorded calls' order or their parents.
 
@@ -42,7 +42,8 @@ impl Builder<'_> {
             } else {
                 self.request(cpu, gpu, memory, &custom)
             };
-            let mut computes = call.computes_us;
+            let held: u64 = call.steps.iter().map(|s| if let ReplayStep::Hold(us) = s { *us } else { 0 }).sum();
+            let mut computes = call.computes.of(held);
             let program: Vec<Op> = call
                 .steps
                 .iter()
