@@ -44,7 +44,7 @@ pub struct CpuBody {
 /// does not parse or matches no call, or a job that has not ended or recorded nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("{0} {1:?}: write NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms")]
+    #[error("{0} {1:?}: write {form}", form = form(.0))]
     ChangeShape(&'static str, String),
     #[error("{0} {1:?}: no method or function named")]
     ChangeUnnamed(&'static str, String),
@@ -60,6 +60,14 @@ pub enum ReplayError {
     NotEnded(String),
     #[error("job {0} has no recorded calls")]
     NoCalls(String),
+}
+
+/// How `flag`'s value is written, with an example.
+fn form(flag: &str) -> &'static str {
+    match flag {
+        "--cpu" => "NAME[@ACTOR]=DURATION or NAME[@ACTOR]=PERCENT, e.g. produce=40ms or Trainer.step=100%",
+        _ => "NAME[@ACTOR]=DURATION, e.g. Worker.process=50ms",
+    }
 }
 
 /// `NAME[@ACTOR]=VALUE` as (name, actor, value), for `flag`'s errors.
@@ -406,7 +414,11 @@ mod tests {
         );
         assert_eq!(CpuBody::parse("f=25%").unwrap().computes, Computes::Share(0.25));
         assert_eq!(CpuBody::parse("f= 100 %").unwrap().computes, Computes::Share(1.0));
-        assert!(CpuBody::parse("produce").unwrap_err().to_string().starts_with("--cpu \"produce\": write NAME"));
+        assert_eq!(
+            CpuBody::parse("produce").unwrap_err().to_string(),
+            "--cpu \"produce\": write NAME[@ACTOR]=DURATION or NAME[@ACTOR]=PERCENT, e.g. produce=40ms or \
+             Trainer.step=100%"
+        );
         for bad in ["f=0%", "f=101%", "f=much%", "f=-5%"] {
             assert!(CpuBody::parse(bad).unwrap_err().to_string().contains("a share is a percentage"), "{bad}");
         }
