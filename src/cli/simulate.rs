@@ -315,11 +315,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
 /// The band a prediction is printed with was measured on replays whose calls only held
 /// their workers: one with `--cpu` says so.
 fn cpu_warning(args: &SimulateArgs) -> Option<String> {
-    let names: Vec<String> = args
-        .cpu
-        .iter()
-        .map(|c| format!("{}{}", c.name, c.actor.as_deref().map(|a| format!("@{a}")).unwrap_or_default()))
-        .collect();
+    let names: Vec<String> =
+        args.cpu.iter().map(|c| rayscope::flow::replay::target_text(&c.name, c.actor.as_deref())).collect();
     (!names.is_empty()).then(|| {
         format!(
             "--cpu {}: calls that compute on the cores were not in the replays the band was measured on (each \

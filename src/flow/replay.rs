@@ -90,6 +90,14 @@ fn parse_us(flag: &'static str, s: &str, value: &str) -> Result<u64, ReplayError
     Ok(d.as_micros())
 }
 
+/// A change's target as the command line wrote it: `NAME` or `NAME@ACTOR`.
+pub fn target_text(name: &str, actor: Option<&str>) -> String {
+    match actor {
+        Some(a) => format!("{name}@{a}"),
+        None => name.to_string(),
+    }
+}
+
 /// Whether a change for `name` (on `actor`, if given) applies to a call of `target`.
 fn applies(name: &str, actor: Option<&str>, target: &crate::snapshot::flow::Target) -> bool {
     name == target.class_name() && actor.is_none_or(|a| target.actor_id().as_deref() == Some(a))
@@ -223,8 +231,7 @@ pub fn replay_job(
     submit_producers_first(&mut calls);
     hold_lost_ends_as_typical(&mut calls, &lost);
     let unmatched = |flag, name: &str, actor: Option<&str>| {
-        let actor = actor.map(|a| format!("@{a}")).unwrap_or_default();
-        ReplayError::ChangeMatchesNothing(flag, format!("{name}{actor}"), job.job_hex.to_string())
+        ReplayError::ChangeMatchesNothing(flag, target_text(name, actor), job.job_hex.to_string())
     };
     if let Some(k) = matched.iter().position(|m| !m) {
         return Err(unmatched("--fix", &fixes[k].name, fixes[k].actor.as_deref()));

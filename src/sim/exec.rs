@@ -13,7 +13,6 @@ use super::follow::{cx, Follow};
 use super::gcs::actors::{ActorManager, NewActor};
 use super::objects::pull::must_pull;
 use super::objects::{get_cost, put_cost_on, unref_object};
-use super::raylet::node_cpu::Priority;
 use super::raylet::task_run::running_attempt;
 use crate::config::{DurationDist, SchedulerConfig};
 use crate::model::*;
@@ -69,14 +68,10 @@ impl Engine {
                 Op::Cpu(us) => {
                     let us = *us;
                     run.pc += 1;
-                    let done = match node {
-                        Some(n) => {
-                            super::raylet::count_cpu_busy(&mut self.model, n, us);
-                            let priority = Priority::of_process_running(&self.model.tasks[&tid]);
-                            self.cpus.work(n, priority, self.clock.now, us)
-                        }
-                        None => self.clock.now + us,
-                    };
+                    if let Some(n) = node {
+                        super::raylet::count_cpu_busy(&mut self.model, n, us);
+                    }
+                    let done = caller_work::place_work(cx!(self), tid, us);
                     self.clock.schedule_at(done, Event::OpDone(tid, attempt));
                     return;
                 }

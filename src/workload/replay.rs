@@ -4,8 +4,9 @@
 //! Owns: turning a [`ReplayJob`] into specs. A held stretch is an `Op::Hold` (the worker
 //! is held, no CPU of the model's is used: Ray's rows do not say whether the call computed
 //! or slept; the overshoot of a sleep and the submit costs are in the stretches already),
-//! but for what a call computes of its held time, from its first µs, an `Op::Cpu` (`simulate --cpu`); a
-//! submit is an [`Op::Replay`], which pays no submit cost; a `ray.get` is an `Op::Get`.
+//! but for what a call computes of its held time, from its first µs, an `Op::Cpu`
+//! (`simulate --cpu`); a submit is an [`Op::Replay`], which pays no submit cost; a
+//! `ray.get` is an `Op::Get`.
 //! Must never: change the recorded calls' order or their parents.
 
 use super::{Builder, JobTemplate, Op};
@@ -44,30 +45,33 @@ impl Builder<'_> {
             };
             let held: u64 = call.steps.iter().map(|s| if let ReplayStep::Hold(us) = s { *us } else { 0 }).sum();
             let mut computes = call.computes.of(held);
-            let program: Vec<Op> = call
-                .steps
-                .iter()
-                .flat_map(|s| match s {
+            let mut program: Vec<Op> = Vec::with_capacity(call.steps.len());
+            for step in &call.steps {
+                match step {
                     // The first of its held time computes (`--cpu`), the rest is held.
                     ReplayStep::Hold(us) => {
                         let cpu = computes.min(*us);
                         computes -= cpu;
-                        let ops = [(cpu > 0).then_some(Op::Cpu(cpu)), (*us > cpu).then_some(Op::Hold(us - cpu))];
-                        ops.into_iter().flatten().collect::<Vec<_>>()
+                        if cpu > 0 {
+                            program.push(Op::Cpu(cpu));
+                        }
+                        if *us > cpu {
+                            program.push(Op::Hold(us - cpu));
+                        }
                     }
-                    ReplayStep::Get => vec![Op::Get],
+                    ReplayStep::Get => program.push(Op::Get),
                     ReplayStep::Submit(c) => {
                         let callee = &job.calls[*c as usize];
-                        vec![Op::Replay {
+                        program.push(Op::Replay {
                             spec: spec_of(*c),
                             call: *c,
                             actor: callee.actor,
                             create: callee.kind == ReplayKind::ActorCreation,
                             deps: callee.deps.clone().into_boxed_slice(),
-                        }]
+                        });
                     }
-                })
-                .collect();
+                }
+            }
             let name = self.names.intern(&call.name);
             let class = self.names.intern(&call.class);
             let s = &mut self.specs[first as usize + i];

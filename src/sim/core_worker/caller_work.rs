@@ -127,7 +127,7 @@ pub(crate) fn resume_at(cx: &mut Cx, tid: TaskId, attempt: u32, done: Option<u64
 
 /// `busy` µs of the task's work placed on its node's cores now: when it ends. A
 /// driver's work runs at normal priority, a worker process's reniced.
-fn place_work(cx: &mut Cx, tid: TaskId, busy: u64) -> u64 {
+pub(crate) fn place_work(cx: &mut Cx, tid: TaskId, busy: u64) -> u64 {
     place_work_leasing(cx, tid, busy, |_, _| 0)
 }
 
