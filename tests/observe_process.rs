@@ -259,3 +259,105 @@ fn a_recording_stopped_before_its_job_settled_reads_it_once_more_and_says_so() {
         .collect();
     assert!(recorded.contains(&"02".repeat(24)), "the late report is in the trace: {recorded}");
 }
+
+/// A Ray dashboard that lists two worker processes and nothing else: `pids[0]` and
+/// `pids[1]`. Every other listing is empty, every other path a 404.
+fn ray_listing_workers(pids: [u32; 2]) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut asked = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !asked.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => asked.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&asked).lines().next().unwrap_or_default().to_string();
+            let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+            let listing = |rows: Vec<serde_json::Value>| serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}});
+            let body = if path == "/api/version" {
+                Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_cpu_times"}))
+            } else if path == "/api/jobs/" {
+                Some(serde_json::json!([]))
+            } else if path.starts_with("/api/v0/workers") {
+                let row = |k: usize| {
+                    serde_json::json!({"worker_id": format!("{:02x}", k + 1).repeat(28), "node_id": "ab".repeat(28),
+                        "pid": pids[k], "worker_type": "WORKER", "is_alive": true})
+                };
+                Some(listing(vec![row(0), row(1)]))
+            } else if path.starts_with("/api/v0/") {
+                Some(listing(Vec::new()))
+            } else {
+                None
+            };
+            let (status, body) = match body {
+                Some(b) => ("200 OK", b.to_string()),
+                None => ("404 Not Found", "{}".to_string()),
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// The `worker_cpu` records of the trace in `dir`: (pid, CPU ms) of each reading.
+fn cpu_readings(dir: &std::path::Path) -> Vec<(u64, u64)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for path in entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")) {
+        for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            if v["kind"] == "worker_cpu" {
+                for pair in v["cpu_ms"].as_array().into_iter().flatten() {
+                    out.push((pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_else() {
+    // A busy process titled as Ray titles a worker, and one that is not a Ray worker:
+    // Ray's worker table lists both.
+    let mut worker =
+        Command::new("bash").args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"]).spawn().unwrap();
+    let mut other = Command::new("sleep").arg("60").spawn().unwrap();
+    let ray = ray_listing_workers([worker.id(), other.id()]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let mut child =
+        observe(&["--ray", &ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let readings = loop {
+        let r = cpu_readings(&trace);
+        if r.iter().filter(|(pid, _)| *pid == u64::from(worker.id())).count() >= 3 || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = wait_with_deadline(&mut child, Duration::from_secs(5)).expect("rayscope exits within 5 s");
+    for p in [&mut worker, &mut other] {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    assert!(status.success(), "{status:?}");
+    let mine: Vec<u64> = readings.iter().filter(|(pid, _)| *pid == u64::from(worker.id())).map(|r| r.1).collect();
+    assert!(mine.len() >= 3, "the busy worker's CPU time read at least 3 times: {readings:?}");
+    assert!(mine.windows(2).all(|w| w[0] < w[1]), "each reading written is one that moved: {mine:?}");
+    assert!(
+        readings.iter().all(|(pid, _)| *pid != u64::from(other.id())),
+        "a process that is not a Ray worker is never read: {readings:?}"
+    );
+}

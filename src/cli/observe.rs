@@ -46,6 +46,8 @@ pub(super) struct ObserveArgs {
     trace: Option<PathBuf>,
     /// Append everything observed to a trace in DIR (created if missing), which
     /// `rayscope observe --trace`, `rayscope flow --trace` and `simulate --replay` read.
+    /// While recording, the CPU time of Ray's workers on this machine is read too (ten
+    /// times a second), so a replay knows which functions computed.
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
     /// The trace's bound: past it the oldest segments are deleted [default: 1GiB].

@@ -8,7 +8,7 @@
 //! from Ray's Event Export (`push.rs`), the trace on disk (`trace.rs`), the snapshot
 //! and Flow Insight's records made from them (`publish.rs`, `flow.rs`; the waits Ray
 //! does not record are inferred in `inferred.rs`, the calls' arguments matched from the
-//! object listing in `args.rs`), and the thread that runs it all
+//! object listing in `args.rs`), the workers' CPU time read beside them (`cpu_times.rs`), and the thread that runs it all
 //! (`runner.rs`), one per observed cluster, kept apart by the registry of clusters
 //! (`clusters.rs`).
 //! Must never: import `sim` for anything but the handle readers already hold
@@ -17,6 +17,7 @@
 
 pub mod args;
 pub mod clusters;
+pub mod cpu_times;
 pub mod flow;
 mod inferred;
 pub mod loss;

@@ -11,14 +11,16 @@
 //! Must never: block a reader (snapshots go through the same `ArcSwap` the engine's
 //! do), or hold more than the store's caps.
 
+use super::cpu_times::CpuSampler;
 use super::publish::{snapshot, ClusterInfo, FlowCache};
 use super::pull::{PullOptions, Puller, RayClient};
 use super::push::{PushCounters, Target};
-use super::store::{Store, StoreLimits};
+use super::store::{Change, Store, StoreLimits};
 use super::trace::{self, Header, TraceLimits, TraceLock, TraceWriter};
 use crate::sim::runner::EngineHandle;
 use crate::snapshot::{ObservedView, RayMetricsTarget, Snapshot};
 use arc_swap::ArcSwap;
+use rustc_hash::FxHashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -188,6 +190,10 @@ pub(crate) fn start_live(
         push: Arc::new(PushCounters::default()),
         server,
         session: session.clone(),
+        cpu: CpuSampler::default(),
+        cpu_unrecorded: Vec::new(),
+        cpu_recorded_at: Instant::now(),
+        task_pids: FxHashSet::default(),
     };
     state.poll();
     let out = Arc::new(ArcSwap::from_pointee(state.publish()));
@@ -275,7 +281,22 @@ struct Loop {
     push: Arc<PushCounters>,
     server: Arc<PushCounters>,
     session: Arc<Mutex<String>>,
+    /// Reads the workers' CPU time while recording (`cpu_times.rs`).
+    cpu: CpuSampler,
+    /// Readings taken and not yet written: written together at most every
+    /// [`CPU_RECORD_EVERY`], not synced to disk ten times a second.
+    cpu_unrecorded: Vec<Change>,
+    cpu_recorded_at: Instant,
+    /// Workers' pids named by pushed task events (a push-only observer has no worker
+    /// table), at most [`MAX_TASK_PIDS`].
+    task_pids: FxHashSet<u32>,
 }
+
+/// The workers' CPU readings are written to the trace at most this often.
+pub const CPU_RECORD_EVERY: Duration = Duration::from_secs(1);
+
+/// Pushed workers' pids kept for reading their CPU time; past it, the set starts over.
+const MAX_TASK_PIDS: usize = 4_096;
 
 impl Loop {
     fn run(
@@ -294,6 +315,7 @@ impl Loop {
                     self.store.now_ms = super::now_ms();
                     let changed: Vec<_> = batch.iter().filter_map(|c| self.store.apply(c)).collect();
                     drop(batch);
+                    self.note_task_pids(&changed);
                     self.server.queued_bytes.fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
                     self.record(&changed);
                     if !changed.is_empty() {
@@ -304,6 +326,7 @@ impl Loop {
                 // The server is gone (it is stopping): no more pushes, and no spinning.
                 Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
             }
+            self.read_cpu();
             // A snapshot that kept a big job's older records (rebuilt too recently for
             // its cost) is followed by another, or a push-only observer that hears
             // nothing more would show them for good.
@@ -317,6 +340,7 @@ impl Loop {
                 dirty_since = self.cache.is_stale().then(Instant::now);
             }
         }
+        self.record_cpu();
         let unsettled = self.store.unsettled_ended_jobs();
         if self.record.is_none() || unsettled.is_empty() {
             return;
@@ -368,12 +392,57 @@ impl Loop {
             }
             self.last_error = first;
         }
+        self.note_task_pids(&r.changes);
         self.record(&r.changes);
+        self.record_cpu();
         if let Some(info) = &self.puller.info {
             let mut known = self.session.lock().unwrap_or_else(|e| e.into_inner());
             if *known != info.session_name {
                 known.clone_from(&info.session_name);
             }
+        }
+    }
+
+    fn note_task_pids(&mut self, changes: &[Change]) {
+        if self.record.is_none() {
+            return;
+        }
+        for c in changes {
+            if let Change::Task(t) = c {
+                if let Some(pid) = t.worker_pid.filter(|_| t.end_time_ms.is_none()) {
+                    if self.task_pids.len() >= MAX_TASK_PIDS {
+                        self.task_pids.clear();
+                    }
+                    self.task_pids.insert(pid);
+                }
+            }
+        }
+    }
+
+    /// While recording, read the workers' CPU time when a round is due, and write the
+    /// readings every [`CPU_RECORD_EVERY`].
+    fn read_cpu(&mut self) {
+        if self.record.is_none() || !self.cpu.due() {
+            return;
+        }
+        let table = self.store.workers.iter().filter(|w| w.worker_type == "WORKER").filter_map(|w| w.pid);
+        let pids: std::collections::BTreeSet<u32> = table.chain(self.task_pids.iter().copied()).collect();
+        if let Some(round) = self.cpu.round(pids, super::now_ms()) {
+            self.store.now_ms = super::now_ms();
+            if let Some(c) = self.store.apply(&Change::WorkerCpu(round)) {
+                self.cpu_unrecorded.push(c);
+            }
+        }
+        if self.cpu_recorded_at.elapsed() >= CPU_RECORD_EVERY {
+            self.record_cpu();
+        }
+    }
+
+    fn record_cpu(&mut self) {
+        self.cpu_recorded_at = Instant::now();
+        if !self.cpu_unrecorded.is_empty() {
+            let readings = std::mem::take(&mut self.cpu_unrecorded);
+            self.record(&readings);
         }
     }
 

@@ -21,6 +21,7 @@
 //! (the wall clock only bounds which times are plausible).
 
 use super::args::ArgSightings;
+use super::cpu_times::{CpuReadings, WorkerCpu};
 use super::merge;
 use super::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedObject, ObservedPg, ObservedTask};
 use super::workers::{ObservedWorker, Workers};
@@ -74,6 +75,8 @@ pub enum Change {
     Task(ObservedTask),
     PlacementGroup(ObservedPg),
     Worker(ObservedWorker),
+    /// Worker processes' CPU time, read on the observer's machine (`cpu_times.rs`).
+    WorkerCpu(WorkerCpu),
 }
 
 /// What was observed, merged.
@@ -129,6 +132,8 @@ pub struct Store {
     pub objects: Vec<ObservedObject>,
     /// Worker processes seen, with their starts, capped.
     pub workers: Workers,
+    /// Worker processes' CPU time as read on the observer's machine, capped.
+    pub cpu: CpuReadings,
     /// Running calls' arguments seen in object listings, until their calls are known.
     pub arg_sightings: ArgSightings,
     /// Bumped on every change, so a producer can tell whether to rebuild.
@@ -267,6 +272,7 @@ impl Store {
             Change::Task(t) => self.apply_task(t).map(Change::Task),
             Change::PlacementGroup(p) => self.apply_pg(p).then(|| change.clone()),
             Change::Worker(w) => self.workers.apply(w).then(|| change.clone()),
+            Change::WorkerCpu(c) => self.cpu.apply(c).then(|| change.clone()),
         };
         if merged.is_some() {
             self.generation += 1;
@@ -274,7 +280,7 @@ impl Store {
                 Change::Job(j) => job_number(&j.job_id),
                 Change::Actor(a) => job_number(&a.job_id),
                 Change::Task(t) => job_number(&t.job_id),
-                Change::Node(_) | Change::PlacementGroup(_) | Change::Worker(_) => None,
+                Change::Node(_) | Change::PlacementGroup(_) | Change::Worker(_) | Change::WorkerCpu(_) => None,
             };
             if let Some(job) = job.filter(|j| self.tasks_by_job.contains_key(j)) {
                 self.job_generation.insert(job, self.generation);
@@ -299,6 +305,7 @@ impl Store {
             Change::Node(n) => [n.start_time_ms, n.end_time_ms].iter().flatten().all(|t| *t <= latest),
             Change::PlacementGroup(_) => true,
             Change::Worker(w) => [w.launch_ms, w.launched_ms].iter().flatten().all(ok),
+            Change::WorkerCpu(c) => ok(&c.at_ms),
         }
     }
 

@@ -469,6 +469,7 @@ fn latest_ms(c: &Change) -> u64 {
         Change::Actor(a) => a.end_time_ms.or(a.start_time_ms).unwrap_or(0),
         Change::PlacementGroup(_) => 0,
         Change::Worker(w) => w.launched_ms.or(w.launch_ms).unwrap_or(0),
+        Change::WorkerCpu(c) => c.at_ms,
     }
 }
 

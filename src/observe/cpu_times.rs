@@ -1,0 +1,254 @@
+//! Ray's worker processes' CPU time, read on the observer's own machine.
+//!
+//! A task row says when a call ran, not whether it computed or slept: a replay that
+//! only holds each call's time runs a computing function as if it had a core to
+//! itself. The kernel keeps each process's CPU time (`/proc/<pid>/stat`, what Ray's
+//! reporter reads as `cpu_times`), so an observer beside the workers reads it a few
+//! times a second, and `calibrate` divides it among the calls that ran
+//! (`calibrate::bodies`).
+//!
+//! Owns: reading a process's CPU time, telling a Ray worker from any other process
+//! (its title, which Ray sets to `ray::...`, and its start time, so a reused pid is
+//! never taken for the worker), the readings kept (bounded), and their trace record.
+//! Must never: read a process that is not a Ray worker, hold more than
+//! [`MAX_READINGS`] readings, or cost the observer more than a few hundred reads a
+//! round ([`MAX_PIDS_A_ROUND`]).
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// How often the workers' CPU time is read: a call of 100 ms or more spans readings.
+pub const READ_EVERY: Duration = Duration::from_millis(100);
+
+/// Processes read a round at most (a node of 64 CPUs has 64 task workers and a few
+/// actors'; the rest wait for a later round).
+pub const MAX_PIDS_A_ROUND: usize = 512;
+
+/// Readings kept, every process together: at 10 a second for 16 workers, 50 minutes.
+pub const MAX_READINGS: usize = 500_000;
+
+/// One round of readings: the worker processes whose CPU time moved since the round
+/// before (a process whose time did not move is not written again).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCpu {
+    /// When they were read, Unix ms.
+    pub at_ms: u64,
+    /// Each process's pid and its CPU time so far (user and system, every thread), ms.
+    pub cpu_ms: Vec<(u32, u64)>,
+}
+
+/// One process's reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub at_ms: u64,
+    pub pid: u32,
+    pub cpu_ms: u64,
+}
+
+/// The readings kept, oldest first; past [`MAX_READINGS`] the oldest go.
+#[derive(Debug, Default)]
+pub struct CpuReadings {
+    readings: VecDeque<Reading>,
+    /// Readings dropped for the cap.
+    pub dropped: u64,
+}
+
+impl CpuReadings {
+    /// Keep a round's readings: whether any was new.
+    pub fn apply(&mut self, round: &WorkerCpu) -> bool {
+        for &(pid, cpu_ms) in &round.cpu_ms {
+            if self.readings.len() >= MAX_READINGS {
+                self.readings.pop_front();
+                self.dropped += 1;
+            }
+            self.readings.push_back(Reading { at_ms: round.at_ms, pid, cpu_ms });
+        }
+        !round.cpu_ms.is_empty()
+    }
+
+    /// Each process's readings in time order.
+    pub fn by_pid(&self) -> FxHashMap<u32, Vec<Reading>> {
+        let mut out: FxHashMap<u32, Vec<Reading>> = FxHashMap::default();
+        for r in &self.readings {
+            out.entry(r.pid).or_default().push(*r);
+        }
+        for list in out.values_mut() {
+            list.sort_by_key(|r| r.at_ms);
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.readings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.readings.is_empty()
+    }
+}
+
+/// A process being read: its start time (so a reused pid is told apart) and its last
+/// CPU time written.
+#[derive(Clone, Copy, Debug)]
+struct Followed {
+    started: u64,
+    cpu_ms: u64,
+}
+
+/// The observer's reader of worker CPU times, one per observed cluster.
+#[derive(Debug)]
+pub struct CpuSampler {
+    followed: FxHashMap<u32, Followed>,
+    /// Pids of processes that had ended when read: the worker table keeps its dead
+    /// workers, and they are not looked for again.
+    gone: rustc_hash::FxHashSet<u32>,
+    next: Instant,
+    ms_per_tick: f64,
+}
+
+impl Default for CpuSampler {
+    fn default() -> Self {
+        // SAFETY: sysconf reads a constant of the running kernel.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        CpuSampler {
+            followed: FxHashMap::default(),
+            gone: Default::default(),
+            next: Instant::now(),
+            ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
+        }
+    }
+}
+
+impl CpuSampler {
+    /// Whether a round is due.
+    pub fn due(&self) -> bool {
+        Instant::now() >= self.next
+    }
+
+    /// Read the CPU time of those of `pids` that are Ray workers on this machine: the
+    /// round's readings of the processes whose time moved, or `None` if none did.
+    pub fn round(&mut self, pids: impl IntoIterator<Item = u32>, at_ms: u64) -> Option<WorkerCpu> {
+        self.next = Instant::now() + READ_EVERY;
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for pid in pids {
+            if seen == MAX_PIDS_A_ROUND {
+                break;
+            }
+            if self.gone.contains(&pid) {
+                continue;
+            }
+            seen += 1;
+            let Some((started, ticks)) = read_stat(pid) else {
+                self.followed.remove(&pid);
+                if self.gone.len() >= 16 * MAX_PIDS_A_ROUND {
+                    self.gone.clear();
+                }
+                self.gone.insert(pid);
+                continue;
+            };
+            let cpu_ms = (ticks as f64 * self.ms_per_tick).round() as u64;
+            match self.followed.get_mut(&pid) {
+                Some(f) if f.started == started => {
+                    if f.cpu_ms != cpu_ms {
+                        f.cpu_ms = cpu_ms;
+                        out.push((pid, cpu_ms));
+                    }
+                }
+                // Asked again each round: a process takes Ray's title only once it runs.
+                _ if is_ray_worker(pid) => {
+                    self.followed.insert(pid, Followed { started, cpu_ms });
+                    out.push((pid, cpu_ms));
+                }
+                _ => {
+                    self.followed.remove(&pid);
+                }
+            }
+        }
+        (!out.is_empty()).then_some(WorkerCpu { at_ms, cpu_ms: out })
+    }
+}
+
+/// A process's start time and CPU ticks (user and system), from `/proc/<pid>/stat`.
+fn read_stat(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// After the command's closing parenthesis (a title may hold spaces and parentheses),
+/// fields 14 and 15 are utime and stime, field 22 the start time (proc(5)).
+fn parse_stat(text: &str) -> Option<(u64, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // `rest` starts at field 3 (the state).
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some((field(22)?, field(14)? + field(15)?))
+}
+
+/// Ray titles its worker processes `ray::IDLE`, `ray::<function>`, `ray::<Class>`.
+fn is_ray_worker(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"ray::"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_gives_its_start_and_its_user_and_system_ticks_whatever_its_title_holds() {
+        let line = "4242 (ray::a (b) c) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 9 0 777 1000 10 rest";
+        assert_eq!(parse_stat(line), Some((777, 175)));
+        assert_eq!(parse_stat("4242 (x) S 1"), None);
+        assert_eq!(parse_stat("no parenthesis"), None);
+    }
+
+    #[test]
+    fn a_process_not_titled_as_a_ray_worker_is_not_read() {
+        // This test's own process is no Ray worker.
+        let mut s = CpuSampler::default();
+        assert_eq!(s.round([std::process::id()], 1), None);
+        assert_eq!(s.round([u32::MAX - 1], 2), None, "a pid that is no process");
+    }
+
+    #[test]
+    fn a_process_titled_as_a_ray_worker_is_read_as_its_cpu_time_moves() {
+        // `exec -a` gives the busy loop the title Ray gives its workers.
+        let mut child = std::process::Command::new("bash")
+            .args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"])
+            .spawn()
+            .expect("bash runs");
+        let pid = child.id();
+        let mut s = CpuSampler::default();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        while Instant::now() < deadline && seen.last().is_none_or(|&ms| ms < 50) {
+            if let Some(round) = s.round([pid], seen.len() as u64) {
+                assert_eq!(round.cpu_ms.len(), 1);
+                assert_eq!(round.cpu_ms[0].0, pid);
+                seen.push(round.cpu_ms[0].1);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(seen.last().is_some_and(|&ms| ms >= 50), "its CPU time moved: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "a round writes only a time that moved: {seen:?}");
+        assert_eq!(s.round([pid], 99), None, "an ended process is not read");
+    }
+
+    #[test]
+    fn readings_are_kept_by_process_in_time_order_and_bounded() {
+        let mut r = CpuReadings::default();
+        assert!(!r.apply(&WorkerCpu { at_ms: 5, cpu_ms: vec![] }));
+        assert!(r.apply(&WorkerCpu { at_ms: 20, cpu_ms: vec![(7, 30), (8, 1)] }));
+        assert!(r.apply(&WorkerCpu { at_ms: 10, cpu_ms: vec![(7, 10)] }));
+        let by = r.by_pid();
+        assert_eq!(by[&7].iter().map(|x| (x.at_ms, x.cpu_ms)).collect::<Vec<_>>(), vec![(10, 10), (20, 30)]);
+        for i in 0..MAX_READINGS as u64 {
+            r.apply(&WorkerCpu { at_ms: 100 + i, cpu_ms: vec![(9, i)] });
+        }
+        assert_eq!((r.len(), r.dropped), (MAX_READINGS, 3));
+    }
+}
