@@ -10,6 +10,7 @@ mod common;
 use rayscope::config::replay::{Computes, ReplayConfig, ReplayKind, ReplayStep};
 use rayscope::config::{self, WorkloadConfig};
 use rayscope::flow::replay::{replay_job, Changes, CpuBody, Fix};
+use rayscope::observe::cpu_times::WorkerCpu;
 use rayscope::observe::publish::{snapshot, ClusterInfo, FlowCache};
 use rayscope::observe::rows::{ObservedActor, ObservedTask};
 use rayscope::observe::store::{Change, Store};
@@ -93,7 +94,7 @@ fn replay_makespan(cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::repl
 }
 
 fn replay_of(store: Store, cpus: u32, fixes: &[Fix]) -> (f64, Arc<rayscope::config::replay::ReplayJob>) {
-    replay_on(store, cpus, cpus, Changes { fixes, cpu: &[] })
+    replay_on(store, cpus, cpus, Changes { fixes, ..Default::default() })
 }
 
 /// The replay of `store` with `changes`, on a head of `cpus` logical CPUs over `cores`
@@ -165,7 +166,7 @@ fn calls_said_to_compute_wait_for_the_cores_where_held_ones_do_not() {
     // share the cores: on one core each waits for the one before it, and the job ends
     // about 3 s later; on four cores nothing waits, and it ends as it did.
     let computing = [CpuBody::parse("map=1s").unwrap()];
-    let changes = Changes { fixes: &[], cpu: &computing };
+    let changes = Changes { cpu: &computing, ..Default::default() };
     let (held, _) = replay_on(recorded(), 4, 1, Changes::default());
     let (one_core, job) = replay_on(recorded(), 4, 1, changes);
     let (four_cores, _) = replay_on(recorded(), 4, 4, changes);
@@ -177,12 +178,12 @@ fn calls_said_to_compute_wait_for_the_cores_where_held_ones_do_not() {
     // More than a call holds computes all of it, no more; so does all of it as a share.
     for all in ["map=10s", "map=100%"] {
         let all = [CpuBody::parse(all).unwrap()];
-        let (capped, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &all });
+        let (capped, _) = replay_on(recorded(), 4, 1, Changes { cpu: &all, ..Default::default() });
         assert!((capped - one_core).abs() < 0.01, "{all:?} of 1 s calls: {capped} s against {one_core} s");
     }
     // Half of each: the four maps' halves wait in turn on the core (1.5 s more).
     let half = [CpuBody::parse("map=50%").unwrap()];
-    let (halves, _) = replay_on(recorded(), 4, 1, Changes { fixes: &[], cpu: &half });
+    let (halves, _) = replay_on(recorded(), 4, 1, Changes { cpu: &half, ..Default::default() });
     assert!((halves - held - 1.5).abs() < 0.1, "half of each map computing: {halves} s, held: {held} s");
 }
 
@@ -215,7 +216,10 @@ fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
     let (code, report, err) = run(&[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("recorded makespan 7.100 s"), "{err}");
-    let one_cpu = report.unwrap()["jobs"][0]["makespan"].as_f64().unwrap();
+    let report = report.unwrap();
+    let not_read = report["bodies_cpu"]["not_read"].as_str().unwrap_or_else(|| panic!("{report}"));
+    assert!(not_read.contains("no CPU readings"), "a trace without readings holds every call: {not_read}");
+    let one_cpu = report["jobs"][0]["makespan"].as_f64().unwrap();
     assert!(one_cpu > 7.0, "with the model's own costs on 1 CPU: {one_cpu} s");
     let (code, sweep, err) = run(&["--sweep", "cluster.head.cpu=1,4"]);
     assert_eq!(code, Some(0), "{err}");
@@ -252,6 +256,60 @@ fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
     assert!(report["replay_warnings"].to_string().contains("--cpu map"), "{report}");
     let computing = report["jobs"][0]["makespan"].as_f64().unwrap();
     assert!(computing > one_cpu, "maps said to compute on the one CPU's core: {computing} s against {one_cpu} s");
+}
+
+#[test]
+fn a_trace_with_its_workers_cpu_time_replays_the_functions_that_computed_on_the_cores() {
+    // The maps ran on worker 100, computing 60 % of their time; the rest slept. Its CPU
+    // time read every 100 ms, as a recording observer beside it reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut changes: Vec<Change> = Vec::new();
+    let store = recorded();
+    changes.extend(store.nodes.iter().cloned().map(Change::Node));
+    changes.extend(store.jobs.values().cloned().map(Change::Job));
+    changes.extend(store.actors.values().cloned().map(Change::Actor));
+    for t in store.tasks.values().flat_map(|t| t.attempts.iter().cloned()) {
+        let pid = if t.actor_id.is_some() { 200 } else { 100 };
+        changes.push(Change::Task(ObservedTask { worker_pid: Some(pid), ..t }));
+    }
+    let map_ms_by =
+        |at: u64| -> u64 { (0..4).map(|k| at.clamp(100 + 1_000 * k, 1_100 + 1_000 * k) - (100 + 1_000 * k)).sum() };
+    for at in (0..=7_200).step_by(100) {
+        let cpu_ms = (0.6 * map_ms_by(at) as f64).round() as u64;
+        changes.push(Change::WorkerCpu(WorkerCpu { at_ms: T0 + at, cpu_ms: vec![(100, cpu_ms), (200, at / 1_000)] }));
+    }
+    let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
+    w.append(&changes).unwrap();
+    drop(w);
+    // Four CPUs on one core: the maps run side by side, and computing they share it.
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 1, memory: 8GiB}\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args =
+            vec!["simulate", "--config", cluster.to_str().unwrap(), "--replay", dir.path().to_str().unwrap()];
+        args.extend(["--report", "json"]);
+        args.extend(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let report = run(&[]);
+    let measured = report["bodies_cpu"]["measured"].as_array().unwrap_or_else(|| panic!("{report}"));
+    let map = measured.iter().find(|b| b["name"] == "map").unwrap_or_else(|| panic!("{report}"));
+    let share = map["share"].as_f64().unwrap();
+    assert!((share - 0.6).abs() < 0.05 && map["computes"] == true, "{map}");
+    assert!(measured.iter().all(|b| b["name"] != "Sink.write" || b["computes"] == false), "{report}");
+    let computing = report["jobs"][0]["makespan"].as_f64().unwrap();
+    // `--cpu map=0%` says they only held, as a replay did before the readings.
+    let held = run(&["--cpu", "map=0%"])["jobs"][0]["makespan"].as_f64().unwrap();
+    assert!(computing > held + 1.0, "the maps computing on one core: {computing} s, held: {held} s");
+    // `calibrate` says the same.
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+        .args(["calibrate", "--trace", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&text.stdout).to_string() + &String::from_utf8_lossy(&text.stderr);
+    assert!(said.contains("bodies' CPU, from 2 workers' CPU time") && said.contains("map 60 %"), "{said}");
 }
 
 #[test]

@@ -19,6 +19,7 @@
 //! report a cost it did not measure as measured.
 
 pub mod bands;
+pub mod bodies;
 pub mod costs_file;
 mod figures;
 
@@ -89,6 +90,8 @@ pub struct TraceCosts {
     pub figures: Vec<Figure>,
     pub derived: Vec<DerivedCost>,
     pub fallbacks: Vec<Fallback>,
+    /// Each function's CPU share of its held time, from the workers' CPU readings.
+    pub bodies: bodies::Bodies,
 }
 
 const LEASE: &[&str] = &["scheduler.lease_latency", "scheduler.dispatch_cost"];
@@ -163,7 +166,9 @@ pub fn from_store(store: &Store, job: &str, source: &str) -> TraceCosts {
     let tasks: Vec<&ObservedTask> =
         store.tasks.values().map(|e| e.last()).filter(|t| t.job_id == job && t.kind != "DRIVER_TASK").collect();
     let figures = figures::read(store, &tasks);
-    costs_of(source, job, figures)
+    let mut costs = costs_of(source, job, figures);
+    costs.bodies = bodies::read(store, &tasks);
+    costs
 }
 
 /// The reference machine's costs, by config path, as a config takes them.
@@ -243,7 +248,14 @@ fn costs_of(source: &str, job: &str, figures: Vec<Figure>) -> TraceCosts {
             Fallback { value: value_text(&v), key, why }
         })
         .collect();
-    TraceCosts { source: source.to_string(), job: job.to_string(), figures, derived, fallbacks }
+    TraceCosts {
+        source: source.to_string(),
+        job: job.to_string(),
+        figures,
+        derived,
+        fallbacks,
+        bodies: bodies::Bodies::default(),
+    }
 }
 
 /// The figure a cost would come from, and what the job must hold for it.
@@ -290,6 +302,9 @@ impl TraceCosts {
         for f in &self.figures {
             let _ = writeln!(out, "#   {}: {} over {} ({})", f.name, figure_text(f), f.samples, f.how);
         }
+        for line in self.bodies.text() {
+            let _ = writeln!(out, "# {line}");
+        }
         for section in ["scheduler", "object_store"] {
             let derived: Vec<&DerivedCost> =
                 self.derived.iter().filter(|d| d.key.starts_with(&format!("{section}."))).collect();
@@ -326,6 +341,9 @@ impl TraceCosts {
                 .map(|d| format!("{} {}", d.key, d.value))
                 .collect();
             let _ = writeln!(out, "  {} {} over {}: {}", f.name, figure_text(f), f.samples, set.join(", "));
+        }
+        for line in self.bodies.text() {
+            let _ = writeln!(out, "  {line}");
         }
         let _ = writeln!(
             out,

@@ -74,12 +74,12 @@ pub(super) struct SimulateArgs {
     /// most DURATION, e.g. `--fix Worker.process@<actor id>=50ms` (a sleep removed).
     #[arg(long = "fix", value_name = "NAME[@ACTOR]=DURATION", requires = "replay", value_parser = rayscope::flow::replay::Fix::parse)]
     fix: Vec<rayscope::flow::replay::Fix>,
-    /// Say a recorded function computes (repeatable): each call of NAME (on actor ACTOR
-    /// only, if given) spends the first DURATION of its held time, or PERCENT of it, as
-    /// CPU work on its node's cores, so it slows where more runs than the machine has
-    /// cores (`cores:`), e.g. `--cpu produce=40ms` or `--cpu Trainer.step=100%`. A trace
-    /// does not say what share of a call was CPU; held time is otherwise a wait that
-    /// uses no core.
+    /// Say what a recorded function computes (repeatable): each call of NAME (on actor
+    /// ACTOR only, if given) spends the first DURATION of its held time, or PERCENT of
+    /// it, as CPU work on its node's cores, so it slows where more runs than the machine
+    /// has cores (`cores:`), e.g. `--cpu produce=40ms`, `--cpu Trainer.step=100%`. A
+    /// trace recorded beside the workers gives each function's share itself (the report's
+    /// `bodies' CPU`); this replaces it, and `--cpu NAME=0%` holds NAME's calls.
     #[arg(long = "cpu", value_name = "NAME[@ACTOR]=DURATION|PERCENT", requires = "replay", value_parser = rayscope::flow::replay::CpuBody::parse)]
     cpu: Vec<rayscope::flow::replay::CpuBody>,
     /// The costs the model runs with, beneath any the config sets itself: `trace` (the
@@ -150,6 +150,7 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         },
         None => (None, None),
     };
+    let bodies = trace_costs.as_ref().map(|t| t.bodies.clone());
     let default_costs = if replay.is_some() { CostsArg::Trace } else { CostsArg::Reference };
     let plan = match Plan::new(args.costs.as_ref().unwrap_or(&default_costs), trace_costs) {
         Ok(p) => p,
@@ -264,6 +265,15 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             let mut json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
             json["costs"] = serde_json::json!(sourced);
             json["costs_origin"] = plan.line().into();
+            if let Some(b) = &bodies {
+                json["bodies_cpu"] = serde_json::json!({
+                    "measured": b.bodies,
+                    "not_read": b.why_none,
+                    "overridden_by": args.cpu.iter()
+                        .map(|c| rayscope::flow::replay::target_text(&c.name, c.actor.as_deref()))
+                        .collect::<Vec<_>>(),
+                });
+            }
             if let Some((p, warnings)) = &prediction {
                 json["prediction"] = serde_json::json!(p);
                 json["replay_warnings"] = serde_json::json!(warnings);
@@ -279,6 +289,12 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             print!("{}", report.to_text());
             if account {
                 print!("{}", super::costs::text(&sourced));
+            }
+            for line in bodies.iter().flat_map(|b| b.text()) {
+                println!("  {line}");
+            }
+            if !args.cpu.is_empty() && bodies.is_some() {
+                println!("  --cpu replaces the trace's share for the calls it names");
             }
             if let Some((p, warnings)) = &prediction {
                 println!("  prediction        {}", p.line());
@@ -328,7 +344,7 @@ fn cpu_warning(args: &SimulateArgs) -> Option<String> {
 
 /// What `--fix` and `--cpu` change of the recorded job.
 fn changes(args: &SimulateArgs) -> rayscope::flow::replay::Changes<'_> {
-    rayscope::flow::replay::Changes { fixes: &args.fix, cpu: &args.cpu }
+    rayscope::flow::replay::Changes { fixes: &args.fix, cpu: &args.cpu, measured: &[] }
 }
 
 /// The job `--replay DIR [--job ID] [--fix ...] [--cpu ...]` names, as a workload, with
@@ -367,10 +383,20 @@ fn recorded_job(
         })
         .unwrap_or_default();
     let source = dir.display().to_string();
+    let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
+    let measured: Vec<rayscope::flow::replay::CpuBody> = costs
+        .bodies
+        .computing()
+        .map(|b| rayscope::flow::replay::CpuBody {
+            name: b.name.clone(),
+            actor: None,
+            computes: rayscope::config::replay::Computes::Share(b.share),
+        })
+        .collect();
+    let changes = rayscope::flow::replay::Changes { measured: &measured, ..changes };
     let job = rayscope::flow::replay::replay_job(&record, &source, &requests, changes)
         .map(std::sync::Arc::new)
         .map_err(|e| e.to_string())?;
-    let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
     let shape = bands::recorded_shape(&store, &costs.job);
     Ok((Some(Replayed { job, shape }), Some(costs)))
 }

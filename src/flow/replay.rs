@@ -31,8 +31,9 @@ pub struct Fix {
 /// `--cpu NAME[@ACTOR]=DURATION|PERCENT`: each call of `NAME` (on `ACTOR` only, if
 /// given) computes for the first `DURATION` of its held time (at most all of it), or for
 /// `PERCENT` of it: work on its node's cores, which waits for them as Ray's overheads do,
-/// rather than time that holds the worker alone. A trace does not say what share of a
-/// call was CPU; the person who wrote the function does.
+/// rather than time that holds the worker alone. `0%` says it only holds. Ray's task rows
+/// do not say what share of a call was CPU: a trace recorded beside the workers does
+/// (`calibrate::bodies`), and a replay takes those shares unless this says otherwise.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuBody {
     pub name: String,
@@ -50,7 +51,7 @@ pub enum ReplayError {
     ChangeUnnamed(&'static str, String),
     #[error("{0} {1:?}: {2}")]
     ChangeDuration(&'static str, String, crate::config::units::UnitError),
-    #[error("--cpu {0:?}: a share is a percentage above 0 and at most 100, e.g. produce=25%")]
+    #[error("--cpu {0:?}: a share is a percentage from 0 (only holds) to 100, e.g. produce=25%")]
     CpuShare(String),
     #[error(
         "{0} {1}: no call of job {2} matches (names are Class.method or a function, actors as the API writes them)"
@@ -115,6 +116,7 @@ impl CpuBody {
         let (name, actor, value) = parse_target("--cpu", s)?;
         let computes = match value.strip_suffix('%') {
             Some(pct) => match pct.trim().parse::<f64>() {
+                Ok(0.0) => Computes::Nothing,
                 Ok(p) if p > 0.0 && p <= 100.0 => Computes::Share(p / 100.0),
                 _ => return Err(ReplayError::CpuShare(s.to_string())),
             },
@@ -124,11 +126,15 @@ impl CpuBody {
     }
 }
 
-/// What a person changes of a recorded job before it runs.
+/// What a person changes of a recorded job before it runs, and what its trace measured
+/// of it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Changes<'a> {
     pub fixes: &'a [Fix],
     pub cpu: &'a [CpuBody],
+    /// The bodies' CPU the trace measured (`calibrate::bodies`), for the calls no `cpu`
+    /// names: each matches its function by construction, so none is an error.
+    pub measured: &'a [CpuBody],
 }
 
 /// The job in `job`'s records as a replay, with `changes` made to it. `requests` gives
@@ -199,7 +205,9 @@ pub fn replay_job(
             .filter(|(_, c)| applies(&c.name, c.actor.as_deref(), target))
             .inspect(|(k, _)| cpu_matched[*k] = true)
             .max_by_key(|(k, c)| (c.actor.is_some(), *k))
-            .map_or(Computes::Nothing, |(_, c)| c.computes);
+            .map(|(_, c)| c.computes)
+            .or_else(|| changes.measured.iter().find(|c| applies(&c.name, None, target)).map(|c| c.computes))
+            .unwrap_or(Computes::Nothing);
         let steps = match first_start(&spans, i) {
             Some(start) => timeline(&spans, i, start, &children[i])
                 .into_iter()
@@ -426,7 +434,8 @@ mod tests {
             "--cpu \"produce\": write NAME[@ACTOR]=DURATION or NAME[@ACTOR]=PERCENT, e.g. produce=40ms or \
              Trainer.step=100%"
         );
-        for bad in ["f=0%", "f=101%", "f=much%", "f=-5%"] {
+        assert_eq!(CpuBody::parse("f=0%").unwrap().computes, Computes::Nothing, "0 % holds, over a trace's share");
+        for bad in ["f=101%", "f=much%", "f=-5%"] {
             assert!(CpuBody::parse(bad).unwrap_err().to_string().contains("a share is a percentage"), "{bad}");
         }
         assert!(CpuBody::parse("f=soon").unwrap_err().to_string().starts_with("--cpu \"f=soon\""));

@@ -16,7 +16,7 @@
 use super::inferred::{argument_waits, get_waits, Pending};
 use super::measured::measured_waits;
 use super::outcome::{self, Caller};
-use super::rows::is_put_id;
+use super::rows::{is_put_id, ObservedTask};
 use super::store::{Store, TaskEntry};
 use crate::model::Histogram;
 use crate::snapshot::flow::{Chunked, EdgeAgg, JobRecord, Rec, Target, TargetKind, DURATION_BUCKETS};
@@ -66,8 +66,7 @@ pub struct Totals {
 }
 
 /// The callee of a task: (kind, class, method, actor).
-fn callee(store: &Store, t: &TaskEntry) -> (TargetKind, String, String, Option<u64>) {
-    let last = t.last();
+fn callee(store: &Store, last: &ObservedTask) -> (TargetKind, String, String, Option<u64>) {
     let name = if last.name.is_empty() { last.func_or_class_name.as_str() } else { last.name.as_str() };
     let actor = last.actor_id.as_deref().and_then(|a| store.actor_number(a));
     match (last.kind.as_str(), actor) {
@@ -81,6 +80,20 @@ fn callee(store: &Store, t: &TaskEntry) -> (TargetKind, String, String, Option<u
             (TargetKind::Method, class, method, actor)
         }
         _ => (TargetKind::Function, name.to_string(), name.to_string(), None),
+    }
+}
+
+/// A call's name as its frame and a replay's `--cpu` write it: `Class.method`, or the
+/// function's.
+pub(crate) fn call_name(store: &Store, task: &ObservedTask) -> String {
+    let (kind, class, method, _) = callee(store, task);
+    frame_name(kind, &class, &method)
+}
+
+fn frame_name(kind: TargetKind, class: &str, method: &str) -> String {
+    match kind {
+        TargetKind::Method => format!("{class}.{method}"),
+        _ => class.to_string(),
     }
 }
 
@@ -196,11 +209,8 @@ pub fn job_record(store: &Store, job: u32, totals: &mut Totals) -> Option<JobRec
             };
             stack.pop();
             let (p_submit, p_start, p_depth, p_frame) = placed[&parent];
-            let (kind, class, method, actor) = callee(store, t);
-            let frame_name = match kind {
-                TargetKind::Method => format!("{class}.{method}"),
-                _ => class.clone(),
-            };
+            let (kind, class, method, actor) = callee(store, t.last());
+            let frame_name = frame_name(kind, &class, &method);
             let frame = *frame_index.entry(frame_name.clone()).or_insert_with(|| {
                 frames.push(frame_name.clone());
                 (frames.len() - 1) as u32
