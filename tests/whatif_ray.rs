@@ -57,6 +57,11 @@ fn a_recorded_job_predicted_on_another_shape_holds_against_rays_own_runs() {
     let program = &record.programs[0];
     assert_eq!((program.program.as_str(), program.shapes.len()), (PROGRAM, 1), "{section}");
     assert!(!program.figures.is_empty(), "calibrate read no cost from the recorded trace: {section}");
+    // The observer beside the workers read their CPU time, and calibrate divided it.
+    assert!(
+        program.figures.iter().any(|f| f.starts_with("bodies' CPU, from")),
+        "the recording holds no worker's CPU time read beside it: {section}"
+    );
     let shape = &program.shapes[0];
     let missed = if !program.same_shape_within() {
         Some(format!(
