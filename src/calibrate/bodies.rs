@@ -160,11 +160,14 @@ pub(super) fn read(store: &Store, tasks: &[&ObservedTask]) -> Bodies {
         }
         workers += usize::from(used);
     }
-    if rows.len() < width + MIN_SPARE_INTERVALS {
+    // The fit's unknowns: the columns some interval holds (a function whose every call
+    // was a first call on its worker is none).
+    let unknowns = (0..width).filter(|&j| rows.iter().any(|(x, _)| x[j] != 0.0)).count();
+    if rows.len() < unknowns + MIN_SPARE_INTERVALS {
         return none(&format!(
             "{} intervals between readings show the job's calls cleanly, {} needed",
             rows.len(),
-            width + MIN_SPARE_INTERVALS
+            unknowns + MIN_SPARE_INTERVALS
         ));
     }
     let Some((beta, errors)) = least_squares(&rows, width) else {
