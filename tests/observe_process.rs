@@ -162,24 +162,12 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
-/// A Ray dashboard just big enough for one poller: its version, one job that ended
-/// half a second ago, and that job's tasks, the second of which Ray has only from the
-/// second listing on (its last report, landed after the end). Every other listing is a
-/// 404. Returns its URL and how many task listings it answered.
-fn ray_whose_last_report_lands_late() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+/// A dashboard on a loopback port, answering each GET with `answer(path)` as JSON, or a
+/// 404 where it gives none; its URL.
+fn fake_ray(answer: impl Fn(&str) -> Option<serde_json::Value> + Send + 'static) -> String {
     use std::io::{Read, Write};
-    use std::sync::atomic::Ordering;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = reads.clone();
-    let end = now_ms() - 500;
-    let task = |n: u8, at: u64| {
-        serde_json::json!({"task_id": format!("{n:02x}").repeat(24), "job_id": "01000000", "name": "f",
-            "func_or_class_name": "f", "type": "NORMAL_TASK", "state": "FINISHED",
-            "events": [{"state": "PENDING_NODE_ASSIGNMENT", "created_ms": at}, {"state": "RUNNING", "created_ms": at + 10},
-                       {"state": "FINISHED", "created_ms": at + 100}]})
-    };
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
@@ -193,22 +181,7 @@ fn ray_whose_last_report_lands_late() -> (String, std::sync::Arc<std::sync::atom
             }
             let line = String::from_utf8_lossy(&asked).lines().next().unwrap_or_default().to_string();
             let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
-            let body = if path == "/api/version" {
-                Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_late_report"}))
-            } else if path == "/api/jobs/" {
-                Some(serde_json::json!([{"job_id": "01000000", "status": "SUCCEEDED", "entrypoint": "python job.py",
-                    "start_time": end - 2_000, "end_time": end}]))
-            } else if path.starts_with("/api/v0/tasks") {
-                let earlier = counted.fetch_add(1, Ordering::SeqCst);
-                let mut rows = vec![task(1, end - 1_500)];
-                if earlier > 0 {
-                    rows.push(task(2, end - 400));
-                }
-                Some(serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}}))
-            } else {
-                None
-            };
-            let (status, body) = match body {
+            let (status, body) = match answer(&path) {
                 Some(b) => ("200 OK", b.to_string()),
                 None => ("404 Not Found", "{}".to_string()),
             };
@@ -217,6 +190,41 @@ fn ray_whose_last_report_lands_late() -> (String, std::sync::Arc<std::sync::atom
                 "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
+        }
+    });
+    url
+}
+
+/// A Ray dashboard just big enough for one poller: its version, one job that ended
+/// half a second ago, and that job's tasks, the second of which Ray has only from the
+/// second listing on (its last report, landed after the end). Every other listing is a
+/// 404. Returns its URL and how many task listings it answered.
+fn ray_whose_last_report_lands_late() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reads.clone();
+    let end = now_ms() - 500;
+    let task = |n: u8, at: u64| {
+        serde_json::json!({"task_id": format!("{n:02x}").repeat(24), "job_id": "01000000", "name": "f",
+            "func_or_class_name": "f", "type": "NORMAL_TASK", "state": "FINISHED",
+            "events": [{"state": "PENDING_NODE_ASSIGNMENT", "created_ms": at}, {"state": "RUNNING", "created_ms": at + 10},
+                       {"state": "FINISHED", "created_ms": at + 100}]})
+    };
+    let url = fake_ray(move |path| {
+        if path == "/api/version" {
+            Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_late_report"}))
+        } else if path == "/api/jobs/" {
+            Some(serde_json::json!([{"job_id": "01000000", "status": "SUCCEEDED", "entrypoint": "python job.py",
+                    "start_time": end - 2_000, "end_time": end}]))
+        } else if path.starts_with("/api/v0/tasks") {
+            let earlier = counted.fetch_add(1, Ordering::SeqCst);
+            let mut rows = vec![task(1, end - 1_500)];
+            if earlier > 0 {
+                rows.push(task(2, end - 400));
+            }
+            Some(serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}}))
+        } else {
+            None
         }
     });
     (url, reads)
@@ -263,50 +271,24 @@ fn a_recording_stopped_before_its_job_settled_reads_it_once_more_and_says_so() {
 /// A Ray dashboard that lists two worker processes and nothing else: `pids[0]` and
 /// `pids[1]`. Every other listing is empty, every other path a 404.
 fn ray_listing_workers(pids: [u32; 2]) -> String {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let mut asked = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !asked.windows(4).any(|w| w == b"\r\n\r\n") {
-                match conn.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => asked.extend_from_slice(&buf[..n]),
-                }
-            }
-            let line = String::from_utf8_lossy(&asked).lines().next().unwrap_or_default().to_string();
-            let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
-            let listing = |rows: Vec<serde_json::Value>| serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}});
-            let body = if path == "/api/version" {
-                Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_cpu_times"}))
-            } else if path == "/api/jobs/" {
-                Some(serde_json::json!([]))
-            } else if path.starts_with("/api/v0/workers") {
-                let row = |k: usize| {
-                    serde_json::json!({"worker_id": format!("{:02x}", k + 1).repeat(28), "node_id": "ab".repeat(28),
+    fake_ray(move |path| {
+        let listing = |rows: Vec<serde_json::Value>| serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}});
+        if path == "/api/version" {
+            Some(serde_json::json!({"ray_version": "2.60.0", "session_name": "session_cpu_times"}))
+        } else if path == "/api/jobs/" {
+            Some(serde_json::json!([]))
+        } else if path.starts_with("/api/v0/workers") {
+            let row = |k: usize| {
+                serde_json::json!({"worker_id": format!("{:02x}", k + 1).repeat(28), "node_id": "ab".repeat(28),
                         "pid": pids[k], "worker_type": "WORKER", "is_alive": true})
-                };
-                Some(listing(vec![row(0), row(1)]))
-            } else if path.starts_with("/api/v0/") {
-                Some(listing(Vec::new()))
-            } else {
-                None
             };
-            let (status, body) = match body {
-                Some(b) => ("200 OK", b.to_string()),
-                None => ("404 Not Found", "{}".to_string()),
-            };
-            let _ = write!(
-                conn,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            Some(listing(vec![row(0), row(1)]))
+        } else if path.starts_with("/api/v0/") {
+            Some(listing(Vec::new()))
+        } else {
+            None
         }
-    });
-    url
+    })
 }
 
 /// The `worker_cpu` records of the trace in `dir`: (pid, CPU ms) of each reading.

@@ -119,6 +119,38 @@ fn replay_on(store: Store, cpus: u32, cores: u32, changes: Changes) -> (f64, Arc
     (report.jobs[0].makespan.expect("the replay ends"), job)
 }
 
+/// `store`'s records as `rayscope observe --record` writes them.
+fn records_of(store: &Store) -> Vec<Change> {
+    let mut changes: Vec<Change> = store.nodes.iter().cloned().map(Change::Node).collect();
+    changes.extend(store.jobs.values().cloned().map(Change::Job));
+    changes.extend(store.actors.values().cloned().map(Change::Actor));
+    changes.extend(store.tasks.values().flat_map(|t| t.attempts.iter().cloned().map(Change::Task)));
+    changes
+}
+
+/// A trace of `changes` in `dir`, and beside it `cluster.yaml`, a head of `head`.
+fn write_trace(dir: &std::path::Path, changes: Vec<Change>, head: &str) {
+    let mut w = TraceWriter::open(dir, TraceLimits::default(), Header::default()).unwrap();
+    w.append(&changes).unwrap();
+    drop(w);
+    std::fs::write(dir.join("cluster.yaml"), format!("cluster:\n  host_node: false\n  head: {head}\n")).unwrap();
+}
+
+/// `rayscope simulate --replay` of the trace `write_trace` left in `dir`, on its
+/// cluster, with `extra`: its exit code, its JSON report and its stderr.
+fn simulate_replay(dir: &std::path::Path, extra: &[&str]) -> (Option<i32>, Option<serde_json::Value>, String) {
+    let cluster = dir.join("cluster.yaml");
+    let mut args = vec!["simulate", "--config", cluster.to_str().unwrap(), "--replay", dir.to_str().unwrap()];
+    args.extend(["--report", "json"]);
+    args.extend(extra);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
+    (
+        out.status.code(),
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).ok(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
 #[test]
 fn a_replay_on_the_recorded_shape_takes_the_recorded_time_and_keeps_the_calls() {
     let (makespan, job) = replay_makespan(1, &[]);
@@ -191,28 +223,8 @@ fn calls_said_to_compute_wait_for_the_cores_where_held_ones_do_not() {
 fn the_command_line_replays_a_recorded_trace_and_sweeps_it() {
     // The same records, as `rayscope observe --record` writes them.
     let dir = tempfile::tempdir().unwrap();
-    let store = recorded();
-    let mut changes: Vec<Change> = store.nodes.iter().cloned().map(Change::Node).collect();
-    changes.extend(store.jobs.values().cloned().map(Change::Job));
-    changes.extend(store.actors.values().cloned().map(Change::Actor));
-    changes.extend(store.tasks.values().flat_map(|t| t.attempts.iter().cloned().map(Change::Task)));
-    let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
-    w.append(&changes).unwrap();
-    drop(w);
-    let cluster = dir.path().join("cluster.yaml");
-    std::fs::write(&cluster, "cluster:\n  host_node: false\n  head: {cpu: 1, memory: 8GiB}\n").unwrap();
-    let run = |extra: &[&str]| {
-        let mut args =
-            vec!["simulate", "--config", cluster.to_str().unwrap(), "--replay", dir.path().to_str().unwrap()];
-        args.extend(["--report", "json"]);
-        args.extend(extra);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
-        (
-            out.status.code(),
-            serde_json::from_slice::<serde_json::Value>(&out.stdout).ok(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
+    write_trace(dir.path(), records_of(&recorded()), "{cpu: 1, memory: 8GiB}");
+    let run = |extra: &[&str]| simulate_replay(dir.path(), extra);
     let (code, report, err) = run(&[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("recorded makespan 7.100 s"), "{err}");
@@ -263,14 +275,11 @@ fn a_trace_with_its_workers_cpu_time_replays_the_functions_that_computed_on_the_
     // The maps ran on worker 100, computing 60 % of their time; the rest slept. Its CPU
     // time read every 100 ms, as a recording observer beside it reads it.
     let dir = tempfile::tempdir().unwrap();
-    let mut changes: Vec<Change> = Vec::new();
-    let store = recorded();
-    changes.extend(store.nodes.iter().cloned().map(Change::Node));
-    changes.extend(store.jobs.values().cloned().map(Change::Job));
-    changes.extend(store.actors.values().cloned().map(Change::Actor));
-    for t in store.tasks.values().flat_map(|t| t.attempts.iter().cloned()) {
-        let pid = if t.actor_id.is_some() { 200 } else { 100 };
-        changes.push(Change::Task(ObservedTask { worker_pid: Some(pid), ..t }));
+    let mut changes = records_of(&recorded());
+    for c in &mut changes {
+        if let Change::Task(t) = c {
+            t.worker_pid = Some(if t.actor_id.is_some() { 200 } else { 100 });
+        }
     }
     let map_ms_by =
         |at: u64| -> u64 { (0..4).map(|k| at.clamp(100 + 1_000 * k, 1_100 + 1_000 * k) - (100 + 1_000 * k)).sum() };
@@ -278,20 +287,12 @@ fn a_trace_with_its_workers_cpu_time_replays_the_functions_that_computed_on_the_
         let cpu_ms = (0.6 * map_ms_by(at) as f64).round() as u64;
         changes.push(Change::WorkerCpu(WorkerCpu { at_ms: T0 + at, cpu_ms: vec![(100, cpu_ms), (200, at / 1_000)] }));
     }
-    let mut w = TraceWriter::open(dir.path(), TraceLimits::default(), Header::default()).unwrap();
-    w.append(&changes).unwrap();
-    drop(w);
     // Four CPUs on one core: the maps run side by side, and computing they share it.
-    let cluster = dir.path().join("cluster.yaml");
-    std::fs::write(&cluster, "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 1, memory: 8GiB}\n").unwrap();
+    write_trace(dir.path(), changes, "{cpu: 4, cores: 1, memory: 8GiB}");
     let run = |extra: &[&str]| {
-        let mut args =
-            vec!["simulate", "--config", cluster.to_str().unwrap(), "--replay", dir.path().to_str().unwrap()];
-        args.extend(["--report", "json"]);
-        args.extend(extra);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope")).args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        let (code, report, err) = simulate_replay(dir.path(), extra);
+        assert_eq!(code, Some(0), "{err}");
+        report.unwrap()
     };
     let report = run(&[]);
     let measured = report["bodies_cpu"]["measured"].as_array().unwrap_or_else(|| panic!("{report}"));
