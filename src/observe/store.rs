@@ -274,7 +274,8 @@ impl Store {
             Change::Worker(w) => self.workers.apply(w).then(|| change.clone()),
             Change::WorkerCpu(c) => self.cpu.apply(c).then(|| change.clone()),
         };
-        if merged.is_some() {
+        // Readings of CPU time are in no snapshot: they leave what readers see unchanged.
+        if merged.is_some() && !matches!(change, Change::WorkerCpu(_)) {
             self.generation += 1;
             let job = match change {
                 Change::Job(j) => job_number(&j.job_id),
