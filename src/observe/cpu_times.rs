@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 
 /// Processes read a round at most (a node of 64 CPUs has 64 task workers and a few
-/// actors'; the rest wait for a later round).
+/// actors'). Past it, each round goes on after the last pid the round before read, so
+/// every process is read, less often.
 pub const MAX_PIDS_A_ROUND: usize = 512;
 
 /// Readings kept, every process together: at 10 a second for 16 workers, 50 minutes.
@@ -106,6 +107,8 @@ pub struct CpuSampler {
     gone: rustc_hash::FxHashSet<u32>,
     next: Instant,
     ms_per_tick: f64,
+    /// The last pid a round read when it stopped at [`MAX_PIDS_A_ROUND`].
+    resume_after: Option<u32>,
 }
 
 impl Default for CpuSampler {
@@ -117,6 +120,7 @@ impl Default for CpuSampler {
             gone: Default::default(),
             next: Instant::now(),
             ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
+            resume_after: None,
         }
     }
 }
@@ -131,6 +135,7 @@ impl CpuSampler {
     /// round's readings of the processes whose time moved, or `None` if none did.
     pub fn round(&mut self, pids: impl IntoIterator<Item = u32>, at_ms: u64) -> Option<WorkerCpu> {
         self.next = Instant::now() + READ_EVERY;
+        let pids = in_turn(pids, self.resume_after.take());
         let mut out = Vec::new();
         let mut seen = 0;
         for pid in pids {
@@ -141,6 +146,9 @@ impl CpuSampler {
                 continue;
             }
             seen += 1;
+            if seen == MAX_PIDS_A_ROUND {
+                self.resume_after = Some(pid);
+            }
             let Some((started, ticks)) = read_stat(pid) else {
                 self.followed.remove(&pid);
                 if self.gone.len() >= 16 * MAX_PIDS_A_ROUND {
@@ -169,6 +177,18 @@ impl CpuSampler {
         }
         (!out.is_empty()).then_some(WorkerCpu { at_ms, cpu_ms: out })
     }
+}
+
+/// `pids` sorted, each once, starting after `after` and wrapping round.
+fn in_turn(pids: impl IntoIterator<Item = u32>, after: Option<u32>) -> Vec<u32> {
+    let mut pids: Vec<u32> = pids.into_iter().collect();
+    pids.sort_unstable();
+    pids.dedup();
+    if let Some(last) = after {
+        let from = pids.partition_point(|&p| p <= last);
+        pids.rotate_left(from);
+    }
+    pids
 }
 
 /// A process's start time and CPU ticks (user and system), from `/proc/<pid>/stat`.
@@ -236,6 +256,22 @@ mod tests {
         assert!(seen.last().is_some_and(|&ms| ms >= 50), "its CPU time moved: {seen:?}");
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "a round writes only a time that moved: {seen:?}");
         assert_eq!(s.round([pid], 99), None, "an ended process is not read");
+    }
+
+    #[test]
+    fn past_the_rounds_cap_the_next_round_goes_on_where_it_stopped() {
+        // Pids that are no process are read (and found gone) once each, in turn.
+        let mut s = CpuSampler::default();
+        let pids: Vec<u32> = (0..MAX_PIDS_A_ROUND as u32 + 10).map(|k| u32::MAX - 1 - k).collect();
+        s.round(pids.iter().copied(), 1);
+        assert_eq!(s.gone.len(), MAX_PIDS_A_ROUND);
+        let lowest = u32::MAX - 1 - (MAX_PIDS_A_ROUND as u32 + 9);
+        assert_eq!(s.resume_after, Some(lowest + MAX_PIDS_A_ROUND as u32 - 1), "it stopped at its 512th pid");
+        s.round(pids.iter().copied(), 2);
+        assert_eq!(s.gone.len(), pids.len(), "the second round read the 10 the first left");
+        assert_eq!(in_turn([4, 1, 3, 2, 3], Some(2)), vec![3, 4, 1, 2]);
+        assert_eq!(in_turn([4, 1, 3], None), vec![1, 3, 4]);
+        assert_eq!(in_turn([4, 1, 3], Some(9)), vec![1, 3, 4]);
     }
 
     #[test]
