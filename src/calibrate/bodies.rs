@@ -162,15 +162,15 @@ pub(super) fn read(store: &Store, tasks: &[&ObservedTask]) -> Bodies {
     }
     // The fit's unknowns: the columns some interval holds (a function whose every call
     // was a first call on its worker is none).
-    let unknowns = (0..width).filter(|&j| rows.iter().any(|(x, _)| x[j] != 0.0)).count();
-    if rows.len() < unknowns + MIN_SPARE_INTERVALS {
+    let unknowns: Vec<usize> = (0..width).filter(|&j| rows.iter().any(|(x, _)| x[j] != 0.0)).collect();
+    if rows.len() < unknowns.len() + MIN_SPARE_INTERVALS {
         return none(&format!(
             "{} intervals between readings show the job's calls cleanly, {} needed",
             rows.len(),
-            unknowns + MIN_SPARE_INTERVALS
+            unknowns.len() + MIN_SPARE_INTERVALS
         ));
     }
-    let Some((beta, errors)) = least_squares(&rows, width) else {
+    let Some((beta, errors)) = least_squares(&rows, width, &unknowns) else {
         return none("the readings do not tell the functions apart (every interval holds them alike)");
     };
     let mut bodies = Vec::new();
@@ -197,10 +197,10 @@ fn none(why: &str) -> Bodies {
     Bodies { why_none: Some(why.to_string()), ..Default::default() }
 }
 
-/// The least-squares fit of `y = x·β` and each coefficient's standard error; `None`
-/// where the columns are not independent. A column all zero (nothing ran in it) gets 0.
-fn least_squares(rows: &[(Vec<f64>, f64)], width: usize) -> Option<(Vec<f64>, Vec<f64>)> {
-    let used: Vec<usize> = (0..width).filter(|&j| rows.iter().any(|(x, _)| x[j] != 0.0)).collect();
+/// The least-squares fit of `y = x·β` over the columns `used` (those some row holds) and
+/// each coefficient's standard error; `None` where those columns are not independent. A
+/// column not used gets 0.
+fn least_squares(rows: &[(Vec<f64>, f64)], width: usize, used: &[usize]) -> Option<(Vec<f64>, Vec<f64>)> {
     let p = used.len();
     let mut xtx = vec![vec![0.0; p]; p];
     let mut xty = vec![0.0; p];
@@ -375,10 +375,10 @@ mod tests {
     fn the_fit_recovers_known_coefficients_and_refuses_dependent_columns() {
         let rows: Vec<(Vec<f64>, f64)> =
             (0..20).map(|i| (vec![i as f64, 1.0], 2.0 * i as f64 + 5.0)).collect::<Vec<_>>();
-        let (beta, err) = least_squares(&rows, 2).unwrap();
+        let (beta, err) = least_squares(&rows, 2, &[0, 1]).unwrap();
         assert!((beta[0] - 2.0).abs() < 1e-9 && (beta[1] - 5.0).abs() < 1e-9, "{beta:?}");
         assert!(err.iter().all(|e| *e < 1e-6));
         let same: Vec<(Vec<f64>, f64)> = (0..20).map(|i| (vec![i as f64, 2.0 * i as f64], 1.0)).collect();
-        assert_eq!(least_squares(&same, 2), None);
+        assert_eq!(least_squares(&same, 2, &[0, 1]), None);
     }
 }

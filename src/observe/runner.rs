@@ -427,8 +427,9 @@ impl Loop {
         }
         let table = self.store.workers.iter().filter(|w| w.worker_type == "WORKER").filter_map(|w| w.pid);
         let pids: std::collections::BTreeSet<u32> = table.chain(self.task_pids.iter().copied()).collect();
-        if let Some(round) = self.cpu.round(pids, super::now_ms()) {
-            self.store.now_ms = super::now_ms();
+        let now = super::now_ms();
+        if let Some(round) = self.cpu.round(pids, now) {
+            self.store.now_ms = now;
             if let Some(c) = self.store.apply(&Change::WorkerCpu(round)) {
                 self.cpu_unrecorded.push(c);
             }
