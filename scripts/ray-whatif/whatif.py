@@ -229,12 +229,17 @@ def replay(args, shape, trace, job, work):
 
 def figures(said):
     """`rayscope calibrate`'s figures, from its summary: each line between its first and
-    the list of costs it could not determine."""
+    the list of costs it could not determine. A line indented under a figure (a function's
+    CPU share under "bodies' CPU") belongs to that figure."""
     out = []
     for line in said.splitlines()[1:]:
         if not line.startswith("  ") or line.startswith("  not determined"):
             break
-        out.append(line.strip())
+        if line.startswith("    ") and out:
+            sep = " " if out[-1].endswith(":") else ", "
+            out[-1] += sep + line.strip()
+        else:
+            out.append(line.strip())
     return out
 
 
