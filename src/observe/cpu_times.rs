@@ -9,14 +9,16 @@
 //!
 //! Owns: reading a process's CPU time, telling a Ray worker from any other process
 //! (its title, which Ray sets to `ray::...`, and its start time, so a reused pid is
-//! never taken for the worker), the readings kept (bounded), and their trace record.
-//! Must never: read a process that is not a Ray worker, hold more than
+//! never taken for the worker), telling the observed node's worker from another
+//! cluster's or another node's that holds the same pid here (the raylet that started
+//! it names its node), the readings kept (bounded), and their trace record.
+//! Must never: read a process that is not a Ray worker of the node named, hold more than
 //! [`MAX_READINGS`] readings, or cost the observer more than a few hundred reads a
 //! round ([`MAX_PIDS_A_ROUND`]).
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How often the workers' CPU time is read: a call of 100 ms or more spans readings.
@@ -131,11 +133,12 @@ impl CpuSampler {
         Instant::now() >= self.next
     }
 
-    /// Read the CPU time of those of `pids` that are Ray workers on this machine: the
+    /// Read the CPU time of those of `workers` (pid → the node Ray lists it on, hex; ""
+    /// where no node is known) that are Ray workers of that node on this machine: the
     /// round's readings of the processes whose time moved, or `None` if none did.
-    pub fn round(&mut self, pids: impl IntoIterator<Item = u32>, at_ms: u64) -> Option<WorkerCpu> {
+    pub fn round(&mut self, workers: &BTreeMap<u32, String>, at_ms: u64) -> Option<WorkerCpu> {
         self.next = Instant::now() + READ_EVERY;
-        let pids = in_turn(pids, self.resume_after.take());
+        let pids = in_turn(workers.keys().copied(), self.resume_after.take());
         let mut out = Vec::new();
         let mut seen = 0;
         for pid in pids {
@@ -166,7 +169,7 @@ impl CpuSampler {
                     }
                 }
                 // Asked again each round: a process takes Ray's title only once it runs.
-                _ if is_ray_worker(pid) => {
+                _ if is_ray_worker(pid) && started_by_node(pid, &workers[&pid]) => {
                     self.followed.insert(pid, Followed { started, cpu_ms });
                     out.push((pid, cpu_ms));
                 }
@@ -212,6 +215,34 @@ fn is_ray_worker(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"ray::"))
 }
 
+/// Whether the process `pid` here is the worker Ray lists on `node`: its parent, the
+/// raylet that started it, names its node (`--node_id=<hex>`, Ray 2.60's raylet). A pid
+/// listed on another host, or a worker of another cluster on this machine, has the
+/// same number here under another raylet. True where `node` is unknown or the parent
+/// names no node (nothing to tell them apart by).
+fn started_by_node(pid: u32, node: &str) -> bool {
+    if node.is_empty() {
+        return true;
+    }
+    let Some(parent) = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|t| parent_in_stat(&t))
+    else {
+        return false;
+    };
+    std::fs::read(format!("/proc/{parent}/cmdline")).is_ok_and(|c| names_node(&c, node))
+}
+
+/// The parent pid in a `/proc/<pid>/stat` line: field 4, after the title.
+fn parent_in_stat(text: &str) -> Option<u32> {
+    text[text.rfind(')')? + 1..].split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether a command line (NUL-separated) that names a node (`--node_id=`) names `node`;
+/// true where it names none.
+fn names_node(cmdline: &[u8], node: &str) -> bool {
+    let named = cmdline.split(|&b| b == 0).find_map(|arg| arg.strip_prefix(b"--node_id="));
+    named.is_none_or(|id| id.eq_ignore_ascii_case(node.as_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,12 +255,17 @@ mod tests {
         assert_eq!(parse_stat("no parenthesis"), None);
     }
 
+    /// Pids on no known node.
+    fn anywhere(pids: impl IntoIterator<Item = u32>) -> BTreeMap<u32, String> {
+        pids.into_iter().map(|p| (p, String::new())).collect()
+    }
+
     #[test]
     fn a_process_not_titled_as_a_ray_worker_is_not_read() {
         // This test's own process is no Ray worker.
         let mut s = CpuSampler::default();
-        assert_eq!(s.round([std::process::id()], 1), None);
-        assert_eq!(s.round([u32::MAX - 1], 2), None, "a pid that is no process");
+        assert_eq!(s.round(&anywhere([std::process::id()]), 1), None);
+        assert_eq!(s.round(&anywhere([u32::MAX - 1]), 2), None, "a pid that is no process");
     }
 
     #[test]
@@ -244,7 +280,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut seen = Vec::new();
         while Instant::now() < deadline && seen.last().is_none_or(|&ms| ms < 50) {
-            if let Some(round) = s.round([pid], seen.len() as u64) {
+            if let Some(round) = s.round(&anywhere([pid]), seen.len() as u64) {
                 assert_eq!(round.cpu_ms.len(), 1);
                 assert_eq!(round.cpu_ms[0].0, pid);
                 seen.push(round.cpu_ms[0].1);
@@ -255,7 +291,38 @@ mod tests {
         let _ = child.wait();
         assert!(seen.last().is_some_and(|&ms| ms >= 50), "its CPU time moved: {seen:?}");
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "a round writes only a time that moved: {seen:?}");
-        assert_eq!(s.round([pid], 99), None, "an ended process is not read");
+        assert_eq!(s.round(&anywhere([pid]), 99), None, "an ended process is not read");
+    }
+
+    #[test]
+    fn a_worker_is_read_only_as_the_node_its_raylet_names() {
+        // A "raylet" that names its node starts a process titled as Ray's workers, and
+        // says its pid.
+        let mut raylet = std::process::Command::new("bash")
+            .args(["-c", "exec -a ray::burn sleep 60 & echo $!; wait", "raylet", "--node_id=AB12"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("bash runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(raylet.stdout.take().unwrap()), &mut line).unwrap();
+        let worker: u32 = line.trim().parse().expect("the worker's pid");
+        // The pid is said before the forked shell has become the titled process.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_ray_worker(worker) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let on = |node: &str| [(worker, node.to_string())].into_iter().collect::<BTreeMap<_, _>>();
+        // Its CPU time may not move: a first sight is read whatever it is.
+        let read_on = |node: &str| CpuSampler::default().round(&on(node), 1).is_some();
+        let (this_node, other_node, unknown) = (read_on("ab12"), read_on("cd34"), read_on(""));
+        // SAFETY: kill(2) on a pid this test started.
+        unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+        let _ = raylet.wait();
+        assert!(this_node, "the worker of the node its raylet names is read");
+        assert!(!other_node, "a pid listed on another node is another process here");
+        assert!(unknown, "a pid on no known node is read as before");
+        assert!(names_node(b"raylet\0--node_manager_port=0\0", "cd34"), "a raylet that names no node");
+        assert_eq!(parent_in_stat("42 (ray::a) b) S 17 42 42 0"), Some(17));
     }
 
     #[test]
@@ -263,11 +330,11 @@ mod tests {
         // Pids that are no process are read (and found gone) once each, in turn.
         let mut s = CpuSampler::default();
         let pids: Vec<u32> = (0..MAX_PIDS_A_ROUND as u32 + 10).map(|k| u32::MAX - 1 - k).collect();
-        s.round(pids.iter().copied(), 1);
+        s.round(&anywhere(pids.iter().copied()), 1);
         assert_eq!(s.gone.len(), MAX_PIDS_A_ROUND);
         let lowest = u32::MAX - 1 - (MAX_PIDS_A_ROUND as u32 + 9);
         assert_eq!(s.resume_after, Some(lowest + MAX_PIDS_A_ROUND as u32 - 1), "it stopped at its 512th pid");
-        s.round(pids.iter().copied(), 2);
+        s.round(&anywhere(pids.iter().copied()), 2);
         assert_eq!(s.gone.len(), pids.len(), "the second round read the 10 the first left");
         assert_eq!(in_turn([4, 1, 3, 2, 3], Some(2)), vec![3, 4, 1, 2]);
         assert_eq!(in_turn([4, 1, 3], None), vec![1, 3, 4]);

@@ -20,7 +20,7 @@ use super::trace::{self, Header, TraceLimits, TraceLock, TraceWriter};
 use crate::sim::runner::EngineHandle;
 use crate::snapshot::{ObservedView, RayMetricsTarget, Snapshot};
 use arc_swap::ArcSwap;
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -193,7 +193,7 @@ pub(crate) fn start_live(
         cpu: CpuSampler::default(),
         cpu_unrecorded: Vec::new(),
         cpu_recorded_at: Instant::now(),
-        task_pids: FxHashSet::default(),
+        task_pids: FxHashMap::default(),
     };
     state.poll();
     let out = Arc::new(ArcSwap::from_pointee(state.publish()));
@@ -288,8 +288,8 @@ struct Loop {
     cpu_unrecorded: Vec<Change>,
     cpu_recorded_at: Instant,
     /// Workers' pids named by pushed task events (a push-only observer has no worker
-    /// table), at most [`MAX_TASK_PIDS`].
-    task_pids: FxHashSet<u32>,
+    /// table), each with its node's id, at most [`MAX_TASK_PIDS`].
+    task_pids: FxHashMap<u32, String>,
 }
 
 /// The workers' CPU readings are written to the trace at most this often.
@@ -413,7 +413,7 @@ impl Loop {
                     if self.task_pids.len() >= MAX_TASK_PIDS {
                         self.task_pids.clear();
                     }
-                    self.task_pids.insert(pid);
+                    self.task_pids.insert(pid, t.node_id.clone().unwrap_or_default());
                 }
             }
         }
@@ -425,10 +425,13 @@ impl Loop {
         if self.record.is_none() || !self.cpu.due() {
             return;
         }
-        let table = self.store.workers.iter().filter(|w| w.worker_type == "WORKER").filter_map(|w| w.pid);
-        let pids: std::collections::BTreeSet<u32> = table.chain(self.task_pids.iter().copied()).collect();
+        // Each pid with the node Ray lists it on: the worker table's where it has one.
+        let mut workers: std::collections::BTreeMap<u32, String> =
+            self.task_pids.iter().map(|(pid, node)| (*pid, node.clone())).collect();
+        let table = self.store.workers.iter().filter(|w| w.worker_type == "WORKER");
+        workers.extend(table.filter_map(|w| Some((w.pid?, w.node_id.clone()))));
         let now = super::now_ms();
-        if let Some(round) = self.cpu.round(pids, now) {
+        if let Some(round) = self.cpu.round(&workers, now) {
             self.store.now_ms = now;
             if let Some(c) = self.store.apply(&Change::WorkerCpu(round)) {
                 self.cpu_unrecorded.push(c);
