@@ -10,7 +10,7 @@
 //!
 //! `cargo bench --bench worker_cpu` (`RAYSCOPE_BENCH_WORKERS=N` for another count)
 
-use rayscope::observe::cpu_times::{CpuSampler, MAX_PIDS_A_ROUND, READ_EVERY};
+use rayscope::observe::cpu_times::{is_ray_worker, CpuSampler, MAX_PIDS_A_ROUND, READ_EVERY};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -30,10 +30,6 @@ impl Drop for Workers {
     }
 }
 
-fn titled(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"ray::"))
-}
-
 fn main() {
     let count: usize =
         std::env::var("RAYSCOPE_BENCH_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PIDS_A_ROUND);
@@ -48,7 +44,7 @@ fn main() {
     // reads the parent's command line, as under a real raylet.
     let listed: BTreeMap<u32, String> = workers.0.iter().map(|c| (c.id(), "ab12".to_string())).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !listed.keys().all(|&p| titled(p)) {
+    while !listed.keys().all(|&p| is_ray_worker(p)) {
         assert!(Instant::now() < deadline, "the processes did not start within 30 s");
         std::thread::sleep(Duration::from_millis(10));
     }

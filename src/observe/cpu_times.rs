@@ -211,7 +211,7 @@ fn parse_stat(text: &str) -> Option<(u64, u64)> {
 }
 
 /// Ray titles its worker processes `ray::IDLE`, `ray::<function>`, `ray::<Class>`.
-fn is_ray_worker(pid: u32) -> bool {
+pub fn is_ray_worker(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"ray::"))
 }
 
