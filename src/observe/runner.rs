@@ -413,7 +413,11 @@ impl Loop {
                     if self.task_pids.len() >= MAX_TASK_PIDS {
                         self.task_pids.clear();
                     }
-                    self.task_pids.insert(pid, t.node_id.clone().unwrap_or_default());
+                    // A later part of a task's events may not name its node again.
+                    let node = self.task_pids.entry(pid).or_default();
+                    if let Some(id) = &t.node_id {
+                        node.clone_from(id);
+                    }
                 }
             }
         }
