@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
 /// How often the workers' CPU time is read: a call of 100 ms or more spans readings.
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 
+/// A process whose CPU time does not move is written again this often (ms): a resting
+/// worker's time moves a clock tick (10 ms) now and then, and an interval between its
+/// readings would otherwise span many calls, which leaves the fit few intervals.
+pub const WRITE_AT_LEAST_EVERY_MS: u64 = 500;
+
 /// Processes read a round at most (a node of 64 CPUs has 64 task workers and a few
 /// actors'). Past it, each round goes on after the last pid the round before read, so
 /// every process is read, less often.
@@ -32,8 +37,8 @@ pub const MAX_PIDS_A_ROUND: usize = 512;
 /// Readings kept, every process together: at 10 a second for 16 workers, 50 minutes.
 pub const MAX_READINGS: usize = 500_000;
 
-/// One round of readings: the worker processes whose CPU time moved since the round
-/// before (a process whose time did not move is not written again).
+/// One round of readings: the worker processes whose CPU time moved since it was last
+/// written, or was last written [`WRITE_AT_LEAST_EVERY_MS`] ago.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerCpu {
     /// When they were read, Unix ms.
@@ -92,12 +97,13 @@ impl CpuReadings {
     }
 }
 
-/// A process being read: its start time (so a reused pid is told apart) and its last
-/// CPU time written.
+/// A process being read: its start time (so a reused pid is told apart), and its last
+/// CPU time written and when.
 #[derive(Clone, Copy, Debug)]
 struct Followed {
     started: u64,
     cpu_ms: u64,
+    written_at_ms: u64,
 }
 
 /// The observer's reader of worker CPU times, one per observed cluster.
@@ -135,7 +141,8 @@ impl CpuSampler {
 
     /// Read the CPU time of those of `workers` (pid → the node Ray lists it on, hex; ""
     /// where no node is known) that are Ray workers of that node on this machine: the
-    /// round's readings of the processes whose time moved, or `None` if none did.
+    /// round's readings of the processes whose time moved or is due to be written again,
+    /// or `None` if there are none.
     pub fn round(&mut self, workers: &BTreeMap<u32, String>, at_ms: u64) -> Option<WorkerCpu> {
         self.next = Instant::now() + READ_EVERY;
         let pids = in_turn(workers.keys().copied(), self.resume_after.take());
@@ -163,14 +170,14 @@ impl CpuSampler {
             let cpu_ms = (ticks as f64 * self.ms_per_tick).round() as u64;
             match self.followed.get_mut(&pid) {
                 Some(f) if f.started == started => {
-                    if f.cpu_ms != cpu_ms {
-                        f.cpu_ms = cpu_ms;
+                    if f.cpu_ms != cpu_ms || at_ms >= f.written_at_ms + WRITE_AT_LEAST_EVERY_MS {
+                        *f = Followed { started, cpu_ms, written_at_ms: at_ms };
                         out.push((pid, cpu_ms));
                     }
                 }
                 // Asked again each round: a process takes Ray's title only once it runs.
                 _ if is_ray_worker(pid) && started_by_node(pid, &workers[&pid]) => {
-                    self.followed.insert(pid, Followed { started, cpu_ms });
+                    self.followed.insert(pid, Followed { started, cpu_ms, written_at_ms: at_ms });
                     out.push((pid, cpu_ms));
                 }
                 _ => {
@@ -290,8 +297,30 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(seen.last().is_some_and(|&ms| ms >= 50), "its CPU time moved: {seen:?}");
+        // The rounds are 1 ms apart on the clock passed: none is due to be written again.
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "a round writes only a time that moved: {seen:?}");
         assert_eq!(s.round(&anywhere([pid]), 99), None, "an ended process is not read");
+    }
+
+    #[test]
+    fn a_resting_worker_is_written_again_every_so_often_though_its_time_does_not_move() {
+        let mut child =
+            std::process::Command::new("bash").args(["-c", "exec -a ray::nap sleep 60"]).spawn().expect("bash runs");
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_ray_worker(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut s = CpuSampler::default();
+        let first = s.round(&anywhere([pid]), 1_000);
+        let soon = s.round(&anywhere([pid]), 1_000 + WRITE_AT_LEAST_EVERY_MS - 1);
+        let later = s.round(&anywhere([pid]), 1_000 + WRITE_AT_LEAST_EVERY_MS);
+        let _ = child.kill();
+        let _ = child.wait();
+        let first = first.expect("a first sight is written");
+        assert_eq!(soon, None, "a time that did not move is not written again at once");
+        let later = later.expect("written again once due");
+        assert_eq!((later.at_ms, later.cpu_ms), (1_000 + WRITE_AT_LEAST_EVERY_MS, first.cpu_ms));
     }
 
     #[test]
