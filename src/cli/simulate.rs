@@ -354,7 +354,9 @@ fn recorded_job(
     job: Option<&str>,
     changes: rayscope::flow::replay::Changes,
 ) -> Result<(Option<Replayed>, Option<rayscope::calibrate::TraceCosts>), String> {
-    let snap = rayscope::observe::runner::trace_snapshot(dir, Default::default()).map_err(|e| e.to_string())?;
+    // One read serves the replay (the snapshot's calls) and the costs (the store's).
+    let (snap, store) =
+        rayscope::observe::runner::trace_snapshot_and_store(dir, Default::default()).map_err(|e| e.to_string())?;
     let record = match job {
         Some(j) => snap.flow.job(j).cloned().ok_or_else(|| {
             let known: Vec<&str> = snap.flow.jobs.values().map(|j| j.job_hex.as_str()).collect();
@@ -383,7 +385,7 @@ fn recorded_job(
         })
         .unwrap_or_default();
     let source = dir.display().to_string();
-    let (store, costs) = rayscope::calibrate::from_trace(dir, Some(&record.job_hex)).map_err(|e| e.to_string())?;
+    let costs = rayscope::calibrate::from_store(&store, &record.job_hex, &format!("{source} job {}", record.job_hex));
     let measured: Vec<rayscope::flow::replay::CpuBody> = costs
         .bodies
         .computing()

@@ -219,6 +219,16 @@ pub(crate) fn start_live(
 
 /// The snapshot of a recorded trace: every job it holds, as of its newest record.
 pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snapshot, trace::TraceError> {
+    trace_snapshot_and_store(dir, limits).map(|(snap, _)| snap)
+}
+
+/// [`trace_snapshot`], with the store it was built from, for a reader that also needs
+/// what a snapshot does not carry (`calibrate::from_store` reads the workers' CPU
+/// readings): one read of the trace serves both.
+pub fn trace_snapshot_and_store(
+    dir: &std::path::Path,
+    limits: StoreLimits,
+) -> Result<(Snapshot, Store), trace::TraceError> {
     let (store, read) = trace::read(dir, limits)?;
     for bad in &read.bad_lines {
         tracing::warn!(line = %bad, "trace line skipped");
@@ -243,7 +253,7 @@ pub fn trace_snapshot(dir: &std::path::Path, limits: StoreLimits) -> Result<Snap
     };
     fill_store_counters(&store, &mut view);
     snap.observed = Some(Arc::new(view));
-    Ok(snap)
+    Ok((snap, store))
 }
 
 /// What the store says of its caps and what it refused, into `v`.
