@@ -269,8 +269,15 @@ fn a_recording_stopped_before_its_job_settled_reads_it_once_more_and_says_so() {
 }
 
 /// A Ray dashboard that lists two worker processes and nothing else: `pids[0]` and
-/// `pids[1]`. Every other listing is empty, every other path a 404.
+/// `pids[1]`, on a node it does not list. Every other listing is empty, every other
+/// path a 404.
 fn ray_listing_workers(pids: [u32; 2]) -> String {
+    ray_listing_workers_on_nodes([(pids[0], "ab"), (pids[1], "ab")], Vec::new())
+}
+
+/// The same, each worker on the node whose id is its byte repeated (`"ab"`: `abab…`),
+/// and `nodes` listed as (that byte, the node's address).
+fn ray_listing_workers_on_nodes(workers: [(u32, &'static str); 2], nodes: Vec<(&'static str, &'static str)>) -> String {
     fake_ray(move |path| {
         let listing = |rows: Vec<serde_json::Value>| serde_json::json!({"result": true, "data": {"result": {"result": rows, "total": rows.len()}}});
         if path == "/api/version" {
@@ -279,10 +286,13 @@ fn ray_listing_workers(pids: [u32; 2]) -> String {
             Some(serde_json::json!([]))
         } else if path.starts_with("/api/v0/workers") {
             let row = |k: usize| {
-                serde_json::json!({"worker_id": format!("{:02x}", k + 1).repeat(28), "node_id": "ab".repeat(28),
-                        "pid": pids[k], "worker_type": "WORKER", "is_alive": true})
+                serde_json::json!({"worker_id": format!("{:02x}", k + 1).repeat(28), "node_id": workers[k].1.repeat(28),
+                        "pid": workers[k].0, "worker_type": "WORKER", "is_alive": true})
             };
             Some(listing(vec![row(0), row(1)]))
+        } else if path.starts_with("/api/v0/nodes") {
+            let row = |(id, ip): &(&str, &str)| serde_json::json!({"node_id": id.repeat(28), "node_ip": ip, "state": "ALIVE", "is_head_node": false});
+            Some(listing(nodes.iter().map(row).collect()))
         } else if path.starts_with("/api/v0/") {
             Some(listing(Vec::new()))
         } else {
@@ -342,4 +352,39 @@ fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_
         readings.iter().all(|(pid, _)| *pid != u64::from(other.id())),
         "a process that is not a Ray worker is never read: {readings:?}"
     );
+}
+
+#[test]
+fn a_recording_reads_no_worker_of_a_node_on_another_host() {
+    // Two busy processes titled as Ray's workers. Ray lists one on a node at this
+    // machine's loopback address, the other on a node at another host's address: that
+    // pid here is some other process, whatever its title.
+    let busy = || Command::new("bash").args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"]).spawn().unwrap();
+    let (mut here, mut there) = (busy(), busy());
+    let ray = ray_listing_workers_on_nodes(
+        [(here.id(), "ab"), (there.id(), "cd")],
+        vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let mut child =
+        observe(&["--ray", &ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let read = |r: &[(u64, u64)], pid: u32| r.iter().filter(|(p, _)| *p == u64::from(pid)).count();
+    let readings = loop {
+        let r = cpu_readings(&trace);
+        if read(&r, here.id()) >= 3 || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = wait_with_deadline(&mut child, Duration::from_secs(5)).expect("rayscope exits within 5 s");
+    for p in [&mut here, &mut there] {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    assert!(status.success(), "{status:?}");
+    assert!(read(&readings, here.id()) >= 3, "the worker of the node on this machine is read: {readings:?}");
+    assert_eq!(read(&readings, there.id()), 0, "a pid listed on another host is never read: {readings:?}");
 }

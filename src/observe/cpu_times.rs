@@ -11,7 +11,8 @@
 //! (its title, which Ray sets to `ray::...`, and its start time, so a reused pid is
 //! never taken for the worker), telling the observed node's worker from another
 //! cluster's or another node's that holds the same pid here (the raylet that started
-//! it names its node), the readings kept (bounded), and their trace record.
+//! it names its node), telling a node on this machine from one on another host (its
+//! address), the readings kept (bounded), and their trace record.
 //! Must never: read a process that is not a Ray worker of the node named, hold more than
 //! [`MAX_READINGS`] readings, or cost the observer more than a few hundred reads a
 //! round ([`MAX_PIDS_A_ROUND`]).
@@ -19,6 +20,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// How often the workers' CPU time is read: a call of 100 ms or more spans readings.
@@ -117,6 +119,9 @@ pub struct CpuSampler {
     ms_per_tick: f64,
     /// The last pid a round read when it stopped at [`MAX_PIDS_A_ROUND`].
     resume_after: Option<u32>,
+    /// This machine's own addresses, read once; None where they could not be read
+    /// (every node is then taken for this machine's, as where no address is told).
+    local_ips: Option<Vec<IpAddr>>,
 }
 
 impl Default for CpuSampler {
@@ -129,11 +134,27 @@ impl Default for CpuSampler {
             next: Instant::now(),
             ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
             resume_after: None,
+            local_ips: local_ips(),
         }
     }
 }
 
+/// Every address of this machine's interfaces, if they can be read.
+fn local_ips() -> Option<Vec<IpAddr>> {
+    let networks = sysinfo::Networks::new_with_refreshed_list().ok()?;
+    Some(networks.values().flat_map(|n| n.ip_networks().iter().map(|net| net.addr)).collect())
+}
+
 impl CpuSampler {
+    /// Whether the node at `ip` (Ray's `node_ip`) runs on this machine: a loopback
+    /// address (`ray.cluster_utils.Cluster` gives each node one), one of this machine's
+    /// own, or one that cannot be told (none given, or this machine's unread).
+    pub fn on_this_machine(&self, ip: &str) -> bool {
+        let Ok(ip) = ip.parse::<IpAddr>() else { return true };
+        let Some(own) = &self.local_ips else { return true };
+        ip.is_loopback() || ip.is_unspecified() || own.contains(&ip)
+    }
+
     /// Whether a round is due.
     pub fn due(&self) -> bool {
         Instant::now() >= self.next
@@ -352,6 +373,24 @@ mod tests {
         assert!(unknown, "a pid on no known node is read as before");
         assert!(names_node(b"raylet\0--node_manager_port=0\0", "cd34"), "a raylet that names no node");
         assert_eq!(parent_in_stat("42 (ray::a) b) S 17 42 42 0"), Some(17));
+    }
+
+    #[test]
+    fn a_node_is_on_this_machine_at_a_loopback_or_an_own_address_or_where_none_is_told() {
+        let s = CpuSampler::default();
+        assert!(s.on_this_machine("127.0.0.3"), "a local cluster's node");
+        assert!(s.on_this_machine("::1"));
+        assert!(s.on_this_machine(""), "no address: nothing to tell by");
+        let own = local_ips().expect("this machine's interfaces are read");
+        for ip in &own {
+            assert!(s.on_this_machine(&ip.to_string()), "{ip} is this machine's");
+        }
+        // Documentation addresses: one of them is no interface here.
+        let elsewhere = ["203.0.113.77", "198.51.100.77", "192.0.2.77"]
+            .into_iter()
+            .find(|a| !own.contains(&a.parse().unwrap()))
+            .expect("not all three are this machine's");
+        assert!(!s.on_this_machine(elsewhere), "{elsewhere} is another host's");
     }
 
     #[test]

@@ -444,6 +444,15 @@ impl Loop {
             self.task_pids.iter().map(|(pid, node)| (*pid, node.clone())).collect();
         let table = self.store.workers.iter().filter(|w| w.worker_type == "WORKER");
         workers.extend(table.filter_map(|w| Some((w.pid?, w.node_id.clone()))));
+        // A worker on a node at another host's address is no process here: it is not
+        // read, and takes no place in a round's cap from this machine's workers.
+        let elsewhere: rustc_hash::FxHashSet<&str> = (self.store.nodes.iter())
+            .filter(|n| !self.cpu.on_this_machine(&n.node_ip))
+            .map(|n| n.node_id.as_str())
+            .collect();
+        if !elsewhere.is_empty() {
+            workers.retain(|_, node| !elsewhere.contains(node.as_str()));
+        }
         let now = super::now_ms();
         if let Some(round) = self.cpu.round(&workers, now) {
             self.store.now_ms = now;
