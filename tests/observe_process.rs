@@ -318,73 +318,71 @@ fn cpu_readings(dir: &std::path::Path) -> Vec<(u64, u64)> {
     out
 }
 
-#[test]
-fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_else() {
-    // A busy process titled as Ray titles a worker, and one that is not a Ray worker:
-    // Ray's worker table lists both.
-    let mut worker =
-        Command::new("bash").args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"]).spawn().unwrap();
-    let mut other = Command::new("sleep").arg("60").spawn().unwrap();
-    let ray = ray_listing_workers([worker.id(), other.id()]);
+/// A busy process titled as Ray titles a worker.
+fn busy_ray_worker() -> std::process::Child {
+    Command::new("bash").args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"]).spawn().unwrap()
+}
+
+/// How many readings of `pid` are in `readings`.
+fn reads_of(readings: &[(u64, u64)], pid: u32) -> usize {
+    readings.iter().filter(|(p, _)| *p == u64::from(pid)).count()
+}
+
+/// Record the Ray at `ray` until `busy`'s CPU time is read 3 times (30 s at most), stop
+/// the observer (which must exit cleanly within 5 s), end `processes`, and return the
+/// trace's readings.
+fn record_until_read_thrice(ray: &str, busy: u32, processes: &mut [std::process::Child]) -> Vec<(u64, u64)> {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace");
     let mut child =
-        observe(&["--ray", &ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
+        observe(&["--ray", ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let readings = loop {
         let r = cpu_readings(&trace);
-        if r.iter().filter(|(pid, _)| *pid == u64::from(worker.id())).count() >= 3 || Instant::now() > deadline {
+        if reads_of(&r, busy) >= 3 || Instant::now() > deadline {
             break r;
         }
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = wait_with_deadline(&mut child, Duration::from_secs(5)).expect("rayscope exits within 5 s");
-    for p in [&mut worker, &mut other] {
+    for p in processes {
         let _ = p.kill();
         let _ = p.wait();
     }
     assert!(status.success(), "{status:?}");
-    let mine: Vec<u64> = readings.iter().filter(|(pid, _)| *pid == u64::from(worker.id())).map(|r| r.1).collect();
+    readings
+}
+
+#[test]
+fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_else() {
+    // A busy Ray worker, and a process that is not one: Ray's worker table lists both.
+    let worker = busy_ray_worker();
+    let other = Command::new("sleep").arg("60").spawn().unwrap();
+    let (worker_pid, other_pid) = (worker.id(), other.id());
+    let ray = ray_listing_workers([worker_pid, other_pid]);
+    let readings = record_until_read_thrice(&ray, worker_pid, &mut [worker, other]);
+    let mine: Vec<u64> = readings.iter().filter(|(pid, _)| *pid == u64::from(worker_pid)).map(|r| r.1).collect();
     assert!(mine.len() >= 3, "the busy worker's CPU time read at least 3 times: {readings:?}");
     assert!(mine.windows(2).all(|w| w[0] < w[1]), "each reading written is one that moved: {mine:?}");
     assert!(
-        readings.iter().all(|(pid, _)| *pid != u64::from(other.id())),
+        readings.iter().all(|(pid, _)| *pid != u64::from(other_pid)),
         "a process that is not a Ray worker is never read: {readings:?}"
     );
 }
 
 #[test]
 fn a_recording_reads_no_worker_of_a_node_on_another_host() {
-    // Two busy processes titled as Ray's workers. Ray lists one on a node at this
-    // machine's loopback address, the other on a node at another host's address: that
-    // pid here is some other process, whatever its title.
-    let busy = || Command::new("bash").args(["-c", "exec -a ray::burn bash -c 'while :; do :; done'"]).spawn().unwrap();
-    let (mut here, mut there) = (busy(), busy());
+    // Two busy Ray workers. Ray lists one on a node at this machine's loopback address,
+    // the other on a node at another host's address: that pid here is some other
+    // process, whatever its title.
+    let (here, there) = (busy_ray_worker(), busy_ray_worker());
+    let (here_pid, there_pid) = (here.id(), there.id());
     let ray = ray_listing_workers_on_nodes(
-        [(here.id(), "ab"), (there.id(), "cd")],
+        [(here_pid, "ab"), (there_pid, "cd")],
         vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
     );
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace");
-    let mut child =
-        observe(&["--ray", &ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let read = |r: &[(u64, u64)], pid: u32| r.iter().filter(|(p, _)| *p == u64::from(pid)).count();
-    let readings = loop {
-        let r = cpu_readings(&trace);
-        if read(&r, here.id()) >= 3 || Instant::now() > deadline {
-            break r;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let status = wait_with_deadline(&mut child, Duration::from_secs(5)).expect("rayscope exits within 5 s");
-    for p in [&mut here, &mut there] {
-        let _ = p.kill();
-        let _ = p.wait();
-    }
-    assert!(status.success(), "{status:?}");
-    assert!(read(&readings, here.id()) >= 3, "the worker of the node on this machine is read: {readings:?}");
-    assert_eq!(read(&readings, there.id()), 0, "a pid listed on another host is never read: {readings:?}");
+    let readings = record_until_read_thrice(&ray, here_pid, &mut [here, there]);
+    assert!(reads_of(&readings, here_pid) >= 3, "the worker of the node on this machine is read: {readings:?}");
+    assert_eq!(reads_of(&readings, there_pid), 0, "a pid listed on another host is never read: {readings:?}");
 }
