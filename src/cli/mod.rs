@@ -98,8 +98,11 @@ figure is read between Ray's state stamps (whole ms), over every call of the job
 (PENDING_NODE_ASSIGNMENT to SUBMITTED_TO_WORKER on an idle worker: lease_latency, dispatch_cost), the push and the \
 worker's start of a call (SUBMITTED_TO_WORKER to RUNNING: owner_push_cost, task_push_latency, call_start_cost, \
 task_worker_cost), the caller's `.remote()` loops (call_submit_cost, actor_call_submit_cost), a worker process's \
-start (worker_start_cpu, worker_start_latency) and an argument's transfer from another node (transfer_bandwidth). \
-A figure sets its costs in the reference machine's proportions. Every other cost, and any whose figure the job \
+start (worker_start_cpu, worker_start_latency), a task worker's first call beyond its function's later ones \
+(worker_first_call_latency), an actor's first call after its creation (actor_first_call_latency) and an argument's \
+transfer from another node (transfer_bandwidth). Where the recording read the workers' CPU time, it also says what \
+share of each function's calls is CPU (`bodies' CPU`, a comment in the fragment: `simulate --replay` reads it from \
+the trace, and `--cpu` overrides it). A figure sets its costs in the reference machine's proportions. Every other cost, and any whose figure the job \
 does not show, keeps the reference machine's value: the fragment names each one and why (a sleep's overshoot, \
 for one, is in no stamp). `simulate --replay DIR` reads the same costs from its trace by default; `--costs FILE` \
 runs with a fragment (see docs/observe.md, \"What-ifs on a recorded job\"). \
