@@ -102,8 +102,8 @@ start (worker_start_cpu, worker_start_latency), a task worker's first call beyon
 (worker_first_call_latency), an actor's first call after its creation (actor_first_call_latency) and an argument's \
 transfer from another node (transfer_bandwidth). Where the recording read the workers' CPU time, it also says what \
 share of each function's calls is CPU (`bodies' CPU`, a comment in the fragment: `simulate --replay` reads it from \
-the trace, and `--cpu` overrides it). A figure sets its costs in the reference machine's proportions. Every other cost, and any whose figure the job \
-does not show, keeps the reference machine's value: the fragment names each one and why (a sleep's overshoot, \
+the trace, and `--cpu` overrides it). A figure sets its costs in the reference machine's proportions. Every other \
+cost, and any whose figure the job does not show, keeps the reference machine's value: the fragment names each one and why (a sleep's overshoot, \
 for one, is in no stamp). `simulate --replay DIR` reads the same costs from its trace by default; `--costs FILE` \
 runs with a fragment (see docs/observe.md, \"What-ifs on a recorded job\"). \
 Exit status: 0 done, 2 bad input (no trace, no such job), 1 a file that cannot be written."
