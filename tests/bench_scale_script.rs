@@ -76,6 +76,23 @@ fn dry_run_plans_both_builds_in_turn_and_builds_nothing() {
 }
 
 #[test]
+fn pgo_plans_this_tree_through_build_pgo_and_only_with_against() {
+    let o = bench_scale(&["--pgo"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("go with --against REV"), "{}", text(&o.stderr));
+    if head().is_none() {
+        return;
+    }
+    let o = bench_scale(&["--against", "HEAD", "--pgo", "--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
+    let current = &plan["plan"]["current"];
+    assert_eq!(current["pgo"], true);
+    assert_eq!(Path::new(current["binary"].as_str().unwrap()), repo().join("target/pgo/release/rayscope"));
+    assert!(current["build"].as_str().unwrap().ends_with("scripts/build-pgo"), "{current}");
+}
+
+#[test]
 fn a_revision_that_is_not_a_commit_is_refused_by_name() {
     if head().is_none() {
         return; // outside a git checkout every --against fails, as the dry-run test checks
