@@ -93,7 +93,14 @@ pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx,
 /// evicted under pressure), and spilling and eviction themselves.
 pub(crate) struct PlasmaStores {
     pub(crate) primaries: Vec<VecDeque<ObjectId>>,
+    /// The secondary copies in eviction order are `held` then `secondaries`.
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
+    /// The oldest secondary copies, each found pinned by a lease when eviction last
+    /// looked, with the node's `Raylets::unpinned` then. While no pin there has been let
+    /// go, they are pinned still and eviction passes them without a look: a reducer
+    /// pulling its 10,000th argument onto a full store no longer rescans the 9,999
+    /// before it.
+    pub(crate) held: Vec<(VecDeque<ObjectId>, u64)>,
     /// `object_store.spill_threshold`: the fraction of a store at which spilling starts.
     spill_threshold: f64,
 }
@@ -101,7 +108,7 @@ pub(crate) struct PlasmaStores {
 /// What plasma must know of a node's running work when it evicts: the tasks leased
 /// there and the actors placed there, whose arguments are in use.
 pub(crate) struct InUse<'a> {
-    pub(crate) raylets: &'a Raylets,
+    pub(crate) raylets: &'a mut Raylets,
     pub(crate) actors: &'a dyn ActorsOn,
 }
 
@@ -114,7 +121,7 @@ pub(crate) trait ActorsOn {
 
 impl PlasmaStores {
     pub(crate) fn new(spill_threshold: f64) -> PlasmaStores {
-        PlasmaStores { primaries: Vec::new(), secondaries: Vec::new(), spill_threshold }
+        PlasmaStores { primaries: Vec::new(), secondaries: Vec::new(), held: Vec::new(), spill_threshold }
     }
 
     /// Bring the slot `n`'s next primary copy takes into cache (`cache_hint`): a return
@@ -136,9 +143,11 @@ impl PlasmaStores {
         if i >= self.primaries.len() {
             self.primaries.resize_with(i + 1, VecDeque::new);
             self.secondaries.resize_with(i + 1, VecDeque::new);
+            self.held.resize_with(i + 1, Default::default);
         }
         self.primaries[i] = VecDeque::new();
         self.secondaries[i] = VecDeque::new();
+        self.held[i] = Default::default();
     }
 
     /// Put bytes into a node's plasma store; spill when usage crosses the threshold.
@@ -270,31 +279,53 @@ impl PlasmaStores {
     /// over capacity. Without this, copies fetched by attempts that were killed or have
     /// finished stayed until their object was freed, and a node could stay above its
     /// memory threshold for good: every task started there was OOM-killed and retried.
+    #[inline(never)]
     fn evict_secondaries(&mut self, m: &mut Model, in_use: InUse, node: NodeIdx, now: u64) {
         let i = node.index();
-        if m.nodes()[i].store.used.0 <= m.nodes()[i].store.capacity.0 || self.secondaries[i].is_empty() {
+        if m.nodes()[i].store.used.0 <= m.nodes()[i].store.capacity.0 {
             return;
         }
-        let running_actor_tasks =
-            in_use.actors.on(node).iter().filter_map(|a| m.actors().get(a)).flat_map(|a| a.running.iter().copied());
-        let in_use: rustc_hash::FxHashSet<ObjectId> = in_use
-            .raylets
-            .leased_on(node)
+        let unpinned = in_use.raylets.unpinned(node);
+        let held = &mut self.held[i];
+        if held.1 != unpinned {
+            // A pin was let go: what was held goes back to the queue's front, in order.
+            for id in held.0.drain(..).rev() {
+                self.secondaries[i].push_front(id);
+            }
+            held.1 = unpinned;
+        }
+        if self.secondaries[i].is_empty() {
+            return;
+        }
+        #[cfg(debug_assertions)]
+        self.check_held(m, &in_use, node);
+        // The calls actor workers run here are few: their arguments are gathered afresh.
+        let actor_args: rustc_hash::FxHashSet<ObjectId> = in_use
+            .actors
+            .on(node)
             .iter()
-            .copied()
-            .chain(running_actor_tasks)
-            .filter_map(|t| m.tasks.get(&t))
+            .filter_map(|a| m.actors().get(a))
+            .flat_map(|a| a.running.iter())
+            .filter_map(|t| m.tasks.get(t))
             .flat_map(|t| t.args.iter().copied())
             .collect();
+        // Copies kept in use go back in front of the queue, after `held`: those pinned
+        // by leases join `held` until one is kept for an actor's call alone.
         let mut kept = Vec::new();
         while m.nodes()[i].store.used.0 > m.nodes()[i].store.capacity.0 {
             let Some(id) = self.secondaries[i].pop_front() else { break };
-            let Some(o) = m.objects.get_mut(&id) else { continue };
+            let Some(o) = m.objects.get(&id) else { continue };
             let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
-            if in_use.contains(&id) {
+            let pinned = in_use.raylets.pinned(node, id, m);
+            if pinned && kept.is_empty() {
+                self.held[i].0.push_back(id);
+                continue;
+            }
+            if pinned || actor_args.contains(&id) {
                 kept.push(id);
                 continue;
             }
+            let o = m.objects.get_mut(&id).expect("looked up above");
             o.copies.swap_remove(pos);
             let size = o.size;
             Self::remove(m, node, size);
@@ -302,6 +333,26 @@ impl PlasmaStores {
         }
         for id in kept.into_iter().rev() {
             self.secondaries[i].push_front(id);
+        }
+    }
+
+    /// Debug builds prove `held` against its meaning: every copy in it is on the node and
+    /// is an argument of a task leased there.
+    #[cfg(debug_assertions)]
+    fn check_held(&self, m: &Model, in_use: &InUse, node: NodeIdx) {
+        let leased_args: rustc_hash::FxHashSet<ObjectId> = in_use
+            .raylets
+            .leased_on(node)
+            .iter()
+            .filter_map(|t| m.tasks.get(t))
+            .flat_map(|t| t.args.iter().copied())
+            .collect();
+        for id in &self.held[node.index()].0 {
+            assert!(leased_args.contains(id), "plasma held {id:?} on node {node:?} without a lease using it");
+            assert!(
+                m.objects.get(id).is_some_and(|o| o.copies.contains(&node)),
+                "plasma held {id:?} on node {node:?} with no copy there"
+            );
         }
     }
 }
@@ -319,7 +370,7 @@ impl PlasmaStores {
         id: ObjectId,
         size: u64,
     ) -> Option<Follow> {
-        let in_use = InUse { raylets: &*cx.raylets, actors };
+        let in_use = InUse { raylets: &mut *cx.raylets, actors };
         self.add(cx.model, in_use, node, id, size, cx.clock.now);
         let threshold = cx.cfg.memory_monitor.usage_threshold;
         let look = size > 0 && threshold > 0.0 && cx.model.nodes()[node.index()].over_memory_threshold(threshold);
@@ -412,7 +463,7 @@ impl PlasmaStores {
         }
         self.primaries[node.index()].clear();
         for c in promoted_on {
-            let in_use = InUse { raylets: &*cx.raylets, actors };
+            let in_use = InUse { raylets: &mut *cx.raylets, actors };
             self.maybe_spill(cx.model, in_use, c, cx.clock.now);
         }
         lost.into_iter().map(Follow::ReconstructOrFail).collect()

@@ -65,7 +65,7 @@ pub(crate) fn fail_released(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, e
     let (kind, actor, node) = (t.kind, t.actor.get(), t.node.get());
     if kind == TaskType::DriverTask {
         if let Some(n) = node {
-            cx.raylets.lease_returned(n, tid);
+            cx.raylets.lease_returned(n, tid, cx.model);
         }
     }
     if let Some(a) = actor {

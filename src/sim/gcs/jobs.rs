@@ -148,7 +148,7 @@ impl JobManager {
             return (id, follows);
         }
         cx.model.set_job_status(id, JobStatus::Running, now, "driver running");
-        cx.raylets.lease_granted(head, driver_id);
+        cx.raylets.lease_granted(head, driver_id, cx.model);
         cx.model.set_task_state(driver_id, TaskState::Running, now);
         flow.job_started(cx.model, cx.runs, id, driver_id, head, now);
         (id, smallvec![Follow::RunProgram(driver_id)])

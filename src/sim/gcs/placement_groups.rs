@@ -174,7 +174,7 @@ impl PlacementGroupManager {
             Some(bd) if placed && bd.node.is_some() && fits(&bd.available, &req) => {
                 take(&mut bd.available, &req);
                 let node = bd.node.expect("placed bundle has a node");
-                cx.raylets.lease_granted(node, tid);
+                cx.raylets.lease_granted(node, tid, cx.model);
                 let t = cx.model.tasks.get_mut(&tid).expect("task exists");
                 t.node = Some(node).into();
                 t.holds_resources = true;

@@ -13,8 +13,9 @@
 //! engine does, after a release), or be bypassed: [`Key`] can only be made in this
 //! file, and `model::Available` has no other way to change in place.
 
-use crate::model::{FixedPoint, Model, Node, NodeIdx, ResVec, ResourceId, ResourceRequest, TaskId};
+use crate::model::{FixedPoint, Model, Node, NodeIdx, ObjectId, ResVec, ResourceId, ResourceRequest, TaskId};
 use crate::scheduler::Scheduler;
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// Proof that a change of availability comes from the node runtime. Its field is
@@ -147,6 +148,41 @@ struct Raylet {
     /// Tasks blocked in `ray.get` whose CPU was lent back, waiting to take it again
     /// (first come, first served).
     resuming: VecDeque<TaskId>,
+    /// How many leased tasks here hold each object as an argument: Ray's raylet pins a
+    /// granted task's arguments, and plasma may not evict a pinned copy. Kept only once
+    /// plasma has asked ([`Raylets::pinned`]), since only a store over capacity asks.
+    pins: Option<FxHashMap<ObjectId, u32>>,
+    /// How many times a pin here was let go (a count fell to zero, or every lease went
+    /// at once); it never goes back, even when the slot is reused.
+    unpinned: u64,
+}
+
+/// Pins are counted only where a store went over capacity: out of line, so that the
+/// lease paths every task takes stay small.
+impl Raylet {
+    #[cold]
+    #[inline(never)]
+    fn pin_args(&mut self, tid: TaskId, m: &Model) {
+        let (Some(pins), Some(t)) = (&mut self.pins, m.tasks.get(&tid)) else { return };
+        for a in t.args.iter() {
+            *pins.entry(*a).or_insert(0) += 1;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unpin_args(&mut self, tid: TaskId, m: &Model) {
+        let (Some(pins), Some(t)) = (&mut self.pins, m.tasks.get(&tid)) else { return };
+        for a in t.args.iter() {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = pins.entry(*a) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                    self.unpinned += 1;
+                }
+            }
+        }
+    }
 }
 
 impl Raylets {
@@ -156,12 +192,17 @@ impl Raylets {
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, Raylet::default);
         }
-        self.nodes[i] = Raylet::default();
+        self.reset(i);
     }
 
     /// A node died: give back what its lists grew to while it was alive.
     pub(crate) fn lost(&mut self, n: NodeIdx) {
-        self.nodes[n.index()] = Raylet::default();
+        self.reset(n.index());
+    }
+
+    fn reset(&mut self, i: usize) {
+        let unpinned = self.nodes[i].unpinned + 1;
+        self.nodes[i] = Raylet { unpinned, ..Raylet::default() };
     }
 
     /// What `n`'s lists hold room for: (leases, tasks waiting to resume).
@@ -183,19 +224,50 @@ impl Raylets {
         }
     }
 
-    /// `tid` holds a lease on `n` now (a driver counts, to die with its node).
+    /// `tid` holds a lease on `n` now (a driver counts, to die with its node); `m` has
+    /// its arguments, which the lease pins.
     #[inline]
-    pub(crate) fn lease_granted(&mut self, n: NodeIdx, tid: TaskId) {
-        self.nodes[n.index()].leased.push(tid);
+    pub(crate) fn lease_granted(&mut self, n: NodeIdx, tid: TaskId, m: &Model) {
+        let r = &mut self.nodes[n.index()];
+        r.leased.push(tid);
+        if r.pins.is_some() {
+            r.pin_args(tid, m);
+        }
     }
 
-    /// `tid` no longer holds a lease on `n` (if it did).
+    /// `tid` no longer holds a lease on `n` (if it did); its pins go with it.
     #[inline]
-    pub(crate) fn lease_returned(&mut self, n: NodeIdx, tid: TaskId) {
-        let list = &mut self.nodes[n.index()].leased;
-        if let Some(pos) = list.iter().position(|x| *x == tid) {
-            list.swap_remove(pos);
+    pub(crate) fn lease_returned(&mut self, n: NodeIdx, tid: TaskId, m: &Model) {
+        let r = &mut self.nodes[n.index()];
+        let Some(pos) = r.leased.iter().position(|x| *x == tid) else { return };
+        r.leased.swap_remove(pos);
+        if r.pins.is_some() {
+            r.unpin_args(tid, m);
         }
+    }
+
+    /// Whether a task leased on `n` holds `id` as an argument. The first question about
+    /// a node counts its leases' pins; leases keep them counted from then on.
+    #[inline]
+    pub(crate) fn pinned(&mut self, n: NodeIdx, id: ObjectId, m: &Model) -> bool {
+        let r = &mut self.nodes[n.index()];
+        let pins = r.pins.get_or_insert_with(|| {
+            let mut pins = FxHashMap::default();
+            for t in r.leased.iter().filter_map(|t| m.tasks.get(t)) {
+                for a in t.args.iter() {
+                    *pins.entry(*a).or_insert(0) += 1;
+                }
+            }
+            pins
+        });
+        pins.contains_key(&id)
+    }
+
+    /// How many times a pin on `n` was let go: while this stays the same, every object
+    /// found pinned there is pinned still.
+    #[inline]
+    pub(crate) fn unpinned(&self, n: NodeIdx) -> u64 {
+        self.nodes[n.index()].unpinned
     }
 
     /// The tasks leased on `n`, in no particular order.
@@ -206,7 +278,11 @@ impl Raylets {
 
     /// Take every lease on `n` (the node died: they fail with it).
     pub(crate) fn take_leased(&mut self, n: NodeIdx) -> Vec<TaskId> {
-        std::mem::take(&mut self.nodes[n.index()].leased)
+        let r = &mut self.nodes[n.index()];
+        if r.pins.take().is_some() {
+            r.unpinned += 1;
+        }
+        std::mem::take(&mut r.leased)
     }
 
     /// Per node slot, its leases (for the invariants and the views).
@@ -277,16 +353,49 @@ mod tests {
     }
 
     #[test]
+    fn pins_are_counted_from_the_first_question_and_every_release_is_seen() {
+        use crate::model::{JobId, NameId, Task, TaskType};
+        let mut m = engine().model;
+        let n = NodeIdx(1);
+        let (x, y) = (ObjectId(100), ObjectId(101));
+        for (t, args) in [(1, vec![x, y]), (2, vec![x]), (3, vec![y])] {
+            let mut task = Task::new(TaskId(t), JobId(1), NameId(0), TaskType::NormalTask, 0, n, 0);
+            task.args = args.into();
+            m.tasks.insert(TaskId(t), task);
+        }
+        let mut r = Raylets::default();
+        r.joined(n);
+        r.lease_granted(n, TaskId(1), &m);
+        r.lease_granted(n, TaskId(2), &m);
+        assert!(r.pinned(n, x, &m) && r.pinned(n, y, &m), "the first question counts the leases already held");
+        assert!(!r.pinned(n, ObjectId(102), &m), "no lease uses it");
+        let before = r.unpinned(n);
+        r.lease_granted(n, TaskId(3), &m);
+        r.lease_returned(n, TaskId(1), &m);
+        assert!(r.pinned(n, x, &m) && r.pinned(n, y, &m), "tasks 2 and 3 still use x and y");
+        assert_eq!(r.unpinned(n), before, "no pin was let go");
+        r.lease_returned(n, TaskId(2), &m);
+        assert!(!r.pinned(n, x, &m), "x's last lease went");
+        assert_eq!(r.unpinned(n), before + 1);
+        r.take_leased(n);
+        assert!(!r.pinned(n, y, &m), "the node's leases all went at once");
+        assert_eq!(r.unpinned(n), before + 2);
+        r.lost(n);
+        assert!(r.unpinned(n) > before + 2, "a slot reset never reads as unchanged");
+    }
+
+    #[test]
     fn raylet_lists_follow_leases_and_getters_and_start_empty_in_a_reused_slot() {
+        let m = engine().model;
         let mut r = Raylets::default();
         let n = NodeIdx(2);
         r.joined(n);
         assert_eq!(r.leases().count(), 3, "one list per slot up to the node");
         for t in [7, 8, 9] {
-            r.lease_granted(n, TaskId(t));
+            r.lease_granted(n, TaskId(t), &m);
         }
-        r.lease_returned(n, TaskId(7));
-        r.lease_returned(n, TaskId(42)); // never leased: nothing changes
+        r.lease_returned(n, TaskId(7), &m);
+        r.lease_returned(n, TaskId(42), &m); // never leased: nothing changes
         let mut leased = r.leased_on(n).to_vec();
         leased.sort();
         assert_eq!(leased, [TaskId(8), TaskId(9)]);

@@ -276,11 +276,11 @@ pub(crate) fn finish(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId) -> Follo
         // The actor keeps its resources for its lifetime: the lease becomes the actor's.
         cx.model.tasks.get_mut(&tid).expect("task exists").holds_resources = false;
         if let Some(n) = node {
-            cx.raylets.lease_returned(n, tid);
+            cx.raylets.lease_returned(n, tid, cx.model);
         }
     } else if kind == TaskType::DriverTask {
         if let Some(n) = node {
-            cx.raylets.lease_returned(n, tid);
+            cx.raylets.lease_returned(n, tid, cx.model);
         }
     } else if kind == TaskType::NormalTask {
         // Its owner may push the worker its next task on the same lease.

@@ -27,8 +27,8 @@ impl ClusterQueues {
         let Some(kept) = self.kept_lease(cx, done) else { return release_lease(cx, done) };
         let (node, next) = (kept.node, kept.next);
         self.pop(cx.model, kept.class);
-        cx.raylets.lease_returned(node, done);
-        cx.raylets.lease_granted(node, next);
+        cx.raylets.lease_returned(node, done, cx.model);
+        cx.raylets.lease_granted(node, next, cx.model);
         for (id, holds) in [(done, false), (next, true)] {
             if let Some(t) = cx.model.tasks.get_mut(&id) {
                 t.node = Some(node).into();
@@ -85,7 +85,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let spec_id = cx.model.tasks[&tid].spec;
     let specs = cx.specs;
     cx.local_resources().reserve(node, &specs[spec_id as usize].request);
-    cx.raylets.lease_granted(node, tid);
+    cx.raylets.lease_granted(node, tid, cx.model);
     let report_period = cx.cfg.scheduler.resource_report_period.as_micros();
     let m = &mut *cx.model;
     let node_started = m.nodes()[node.index()].started_at;
@@ -238,7 +238,7 @@ pub(crate) fn release_lease(cx: &mut Cx, tid: TaskId) -> Follows {
     let Some(node) = t.node.get() else { return Follows::new() };
     let cpu_released = std::mem::take(&mut t.cpu_released);
     let (spec, bundle, kind) = (t.spec, t.bundle.get(), t.kind);
-    cx.raylets.lease_returned(node, tid);
+    cx.raylets.lease_returned(node, tid, cx.model);
     if kind == TaskType::NormalTask {
         cx.cpus.task_lease_returned(node);
     }
