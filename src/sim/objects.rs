@@ -95,14 +95,21 @@ pub(crate) struct PlasmaStores {
     pub(crate) primaries: Vec<VecDeque<ObjectId>>,
     /// The secondary copies in eviction order are `held` then `secondaries`.
     pub(crate) secondaries: Vec<VecDeque<ObjectId>>,
-    /// The oldest secondary copies, each found pinned by a lease when eviction last
-    /// looked, with the node's `Raylets::unpinned` then. While no pin there has been let
-    /// go, they are pinned still and eviction passes them without a look: a reducer
-    /// pulling its 10,000th argument onto a full store no longer rescans the 9,999
-    /// before it.
-    pub(crate) held: Vec<(VecDeque<ObjectId>, u64)>,
+    /// Per node, the oldest secondary copies, each found pinned by a lease.
+    pub(crate) held: Vec<HeldCopies>,
     /// `object_store.spill_threshold`: the fraction of a store at which spilling starts.
     spill_threshold: f64,
+}
+
+/// A node's oldest secondary copies, each found pinned by a lease when eviction last
+/// looked. While no pin there has been let go since (`Raylets::unpinned` still reads
+/// `unpinned_seen`), they are pinned still and eviction passes them without a look: a
+/// reducer pulling its 10,000th argument onto a full store no longer rescans the 9,999
+/// before it.
+#[derive(Default)]
+pub(crate) struct HeldCopies {
+    pub(crate) copies: VecDeque<ObjectId>,
+    unpinned_seen: u64,
 }
 
 /// What plasma must know of a node's running work when it evicts: the tasks leased
@@ -287,12 +294,12 @@ impl PlasmaStores {
         }
         let unpinned = in_use.raylets.unpinned(node);
         let held = &mut self.held[i];
-        if held.1 != unpinned {
+        if held.unpinned_seen != unpinned {
             // A pin was let go: what was held goes back to the queue's front, in order.
-            for id in held.0.drain(..).rev() {
+            for id in held.copies.drain(..).rev() {
                 self.secondaries[i].push_front(id);
             }
-            held.1 = unpinned;
+            held.unpinned_seen = unpinned;
         }
         if self.secondaries[i].is_empty() {
             return;
@@ -318,7 +325,7 @@ impl PlasmaStores {
             let Some(pos) = o.copies.iter().position(|c| *c == node) else { continue };
             let pinned = in_use.raylets.pinned(node, id, m);
             if pinned && kept.is_empty() {
-                self.held[i].0.push_back(id);
+                self.held[i].copies.push_back(id);
                 continue;
             }
             if pinned || actor_args.contains(&id) {
@@ -347,7 +354,7 @@ impl PlasmaStores {
             .filter_map(|t| m.tasks.get(t))
             .flat_map(|t| t.args.iter().copied())
             .collect();
-        for id in &self.held[node.index()].0 {
+        for id in &self.held[node.index()].copies {
             assert!(leased_args.contains(id), "plasma held {id:?} on node {node:?} without a lease using it");
             assert!(
                 m.objects.get(id).is_some_and(|o| o.copies.contains(&node)),

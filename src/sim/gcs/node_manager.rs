@@ -329,7 +329,7 @@ mod tests {
             assert_eq!(e.actor_manager.capacity_on(n), 0, "node {i}: actors");
             assert_eq!(e.plasma.primaries[i].capacity(), 0, "node {i}: plasma primaries");
             assert_eq!(e.plasma.secondaries[i].capacity(), 0, "node {i}: plasma secondaries");
-            assert_eq!(e.plasma.held[i].0.capacity(), 0, "node {i}: plasma's held copies");
+            assert_eq!(e.plasma.held[i].copies.capacity(), 0, "node {i}: plasma's held copies");
         }
         e.check_scheduler_index().expect("the index holds exactly the alive nodes");
 

@@ -157,6 +157,12 @@ struct Raylet {
     unpinned: u64,
 }
 
+fn count_pins(pins: &mut FxHashMap<ObjectId, u32>, args: &[ObjectId]) {
+    for a in args {
+        *pins.entry(*a).or_insert(0) += 1;
+    }
+}
+
 /// Pins are counted only where a store went over capacity: out of line, so that the
 /// lease paths every task takes stay small.
 impl Raylet {
@@ -164,9 +170,7 @@ impl Raylet {
     #[inline(never)]
     fn pin_args(&mut self, tid: TaskId, m: &Model) {
         let (Some(pins), Some(t)) = (&mut self.pins, m.tasks.get(&tid)) else { return };
-        for a in t.args.iter() {
-            *pins.entry(*a).or_insert(0) += 1;
-        }
+        count_pins(pins, &t.args);
     }
 
     #[cold]
@@ -254,9 +258,7 @@ impl Raylets {
         let pins = r.pins.get_or_insert_with(|| {
             let mut pins = FxHashMap::default();
             for t in r.leased.iter().filter_map(|t| m.tasks.get(t)) {
-                for a in t.args.iter() {
-                    *pins.entry(*a).or_insert(0) += 1;
-                }
+                count_pins(&mut pins, &t.args);
             }
             pins
         });
