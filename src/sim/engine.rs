@@ -251,6 +251,7 @@ impl Engine {
 
     fn handle(&mut self, ev: Event) {
         self.prefetch_ahead(&ev);
+        self.cpus.time_is(self.clock.now);
         match ev {
             Event::StartJob(t) => {
                 self.jobs.start_reached();

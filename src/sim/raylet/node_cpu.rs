@@ -58,6 +58,10 @@ pub(crate) struct NodeCpus {
     /// The scheduler's settings, alike on every node: kept once here, so a node slot (a
     /// dead node's kept for the views included) stays small.
     settings: CpuSettings,
+    /// No work placed from now on arrives before this time: the virtual time of the
+    /// event the engine is handling ([`NodeCpus::time_is`]). A core free by then is as
+    /// free as any other ([`NodeCpu::run_as_is`]).
+    floor: u64,
 }
 
 /// What every node's cores are run by: the scheduler's settings, not a node type's.
@@ -145,7 +149,7 @@ const MIN_SHARE: f64 = 0.05;
 impl NodeCpus {
     /// No node yet; every node's cores run by `settings`.
     pub(crate) fn new(settings: CpuSettings) -> Self {
-        NodeCpus { nodes: Vec::new(), settings }
+        NodeCpus { nodes: Vec::new(), settings, floor: 0 }
     }
 
     /// A node joined (or came back in a reused slot) with `cores` physical cores, room
@@ -205,13 +209,22 @@ impl NodeCpus {
         }
     }
 
+    /// Virtual time has reached `now`: every piece of work placed from here on arrives
+    /// at `now` or later. The engine says so before it handles each event.
+    #[inline]
+    pub(crate) fn time_is(&mut self, now: u64) {
+        debug_assert!(now >= self.floor, "virtual time never goes back");
+        self.floor = now;
+    }
+
     /// `cost` of `n`'s work, placed `now` and arriving at `arrives`, on the cores of the
     /// machine `n` runs on ([`NodeCpu::run`]).
     fn run_on(&mut self, n: NodeIdx, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
         let settings = self.settings;
+        let floor = self.floor;
         let host = self.machine_of(n);
         match self.node_mut(host) {
-            Some(machine) => machine.run(&settings, now, arrives, cost, slicing),
+            Some(machine) => machine.run(&settings, floor, now, arrives, cost, slicing),
             None => arrives + cost,
         }
     }
@@ -364,8 +377,9 @@ impl NodeCpus {
             return now;
         }
         let host = self.machine_of(n);
+        let floor = self.floor;
         let Some(machine) = self.node_mut(host) else { return now + cost };
-        machine.run_as_is(now, cost)
+        machine.run_as_is(floor, now, cost)
     }
 
     /// Work of `n`'s raylet (one thread): it waits for the raylet's earlier work too.
@@ -523,9 +537,9 @@ impl NodeCpu {
     /// driver's loop back for its whole length). A piece is not slowed by sliced work
     /// that arrives after it, nor a queued piece placed before a sliced one pushed back
     /// by it: the queued work placed after is, by as much.
-    fn run(&mut self, settings: &CpuSettings, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
+    fn run(&mut self, settings: &CpuSettings, floor: u64, now: u64, arrives: u64, cost: u64, slicing: Slicing) -> u64 {
         let cost = self.loaded(settings.idle_cpu, cost);
-        let end = self.run_as_is(arrives, cost);
+        let end = self.run_as_is(floor, arrives, cost);
         if slicing == Slicing::Queued {
             return end;
         }
@@ -537,9 +551,20 @@ impl NodeCpu {
     }
 
     /// `cost` on the core that comes free first, no sooner than it arrives. Cores free
-    /// at the same time are alike: which of them is taken changes no time.
-    fn run_as_is(&mut self, arrives: u64, cost: u64) -> u64 {
-        let Some(free) = self.cores.iter_mut().min() else { return arrives + cost };
+    /// at the same time are alike: which of them is taken changes no time. So are cores
+    /// free by `floor` (no piece placed from now on arrives before it): each starts any
+    /// later piece on its arrival. The first such core is taken without a look at the
+    /// rest: on a node whose cores are mostly free (Ray's overheads between long task
+    /// bodies), the first core or the second.
+    fn run_as_is(&mut self, floor: u64, arrives: u64, cost: u64) -> u64 {
+        debug_assert!(arrives >= floor, "work arrives no sooner than virtual time now");
+        let free = match self.cores.iter_mut().find(|free| **free <= floor) {
+            Some(free) => free,
+            None => match self.cores.iter_mut().min() {
+                Some(free) => free,
+                None => return arrives + cost,
+            },
+        };
         let end = arrives.max(*free) + cost;
         *free = end;
         end

@@ -279,3 +279,28 @@ fn a_guest_nodes_idle_processes_load_the_head_machine_until_it_goes() {
     cpus.lost(guest);
     assert_eq!(cpus.work(head, Priority::Worker, 3_000, 10), 3_010);
 }
+
+#[test]
+fn a_core_free_before_virtual_time_is_as_good_as_the_earliest() {
+    // Two cores free at 10 and 40; virtual time is 50. Either starts a piece arriving at
+    // 60 on arrival, so the one taken changes no time from here on.
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
+    cpus.work(node(), Priority::Worker, 0, 10);
+    cpus.work(node(), Priority::Worker, 0, 40);
+    cpus.time_is(50);
+    assert_eq!(cpus.thread_work(node(), Thread::OwnerOfTask(TaskId(1)), Priority::Worker, 50, 60, 5), 65);
+    assert_eq!(cpus.work(node(), Priority::Worker, 50, 5), 55, "the other core is still free at 50");
+    assert_eq!(cpus.work(node(), Priority::Worker, 50, 5), 60, "then the earliest free, at 55");
+}
+
+#[test]
+fn work_placed_ahead_of_virtual_time_leaves_the_earliest_core_to_work_due_sooner() {
+    // A start placed for 100 while virtual time is 0 must take the core free first (at
+    // 10), not one free by 100 that only the start's own time makes look alike: a piece
+    // placed next at time 0 still finds the core free at 30.
+    let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
+    cpus.work(node(), Priority::Worker, 0, 30);
+    cpus.work(node(), Priority::Worker, 0, 10);
+    assert_eq!(cpus.start_worker(node(), 100, 50, 0), 150);
+    assert_eq!(cpus.work(node(), Priority::Worker, 0, 5), 35, "the core free at 30 is left");
+}
