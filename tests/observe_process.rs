@@ -328,14 +328,20 @@ fn reads_of(readings: &[(u64, u64)], pid: u32) -> usize {
     readings.iter().filter(|(p, _)| *p == u64::from(pid)).count()
 }
 
-/// Record the Ray at `ray` until `busy`'s CPU time is read 3 times (30 s at most), stop
-/// the observer (which must exit cleanly within 5 s), end `processes`, and return the
-/// trace's readings.
-fn record_until_read_thrice(ray: &str, busy: u32, processes: &mut [std::process::Child]) -> Vec<(u64, u64)> {
+/// Record the Ray at `ray` (with `more` flags) until `busy`'s CPU time is read 3 times
+/// (30 s at most), stop the observer (which must exit cleanly within 5 s), end
+/// `processes`, and return the trace's readings.
+fn record_until_read_thrice(
+    ray: &str,
+    more: &[&str],
+    busy: u32,
+    processes: &mut [std::process::Child],
+) -> Vec<(u64, u64)> {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace");
-    let mut child =
-        observe(&["--ray", ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"]).spawn().unwrap();
+    let mut args = vec!["--ray", ray, "--record", trace.to_str().unwrap(), "--poll-every", "200ms"];
+    args.extend_from_slice(more);
+    let mut child = observe(&args).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let readings = loop {
         let r = cpu_readings(&trace);
@@ -361,7 +367,7 @@ fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_
     let other = Command::new("sleep").arg("60").spawn().unwrap();
     let (worker_pid, other_pid) = (worker.id(), other.id());
     let ray = ray_listing_workers([worker_pid, other_pid]);
-    let readings = record_until_read_thrice(&ray, worker_pid, &mut [worker, other]);
+    let readings = record_until_read_thrice(&ray, &[], worker_pid, &mut [worker, other]);
     let mine: Vec<u64> = readings.iter().filter(|(pid, _)| *pid == u64::from(worker_pid)).map(|r| r.1).collect();
     assert!(mine.len() >= 3, "the busy worker's CPU time read at least 3 times: {readings:?}");
     assert!(mine.windows(2).all(|w| w[0] < w[1]), "each reading written is one that moved: {mine:?}");
@@ -382,7 +388,22 @@ fn a_recording_reads_no_worker_of_a_node_on_another_host() {
         [(here_pid, "ab"), (there_pid, "cd")],
         vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
     );
-    let readings = record_until_read_thrice(&ray, here_pid, &mut [here, there]);
+    let readings = record_until_read_thrice(&ray, &[], here_pid, &mut [here, there]);
     assert!(reads_of(&readings, here_pid) >= 3, "the worker of the node on this machine is read: {readings:?}");
     assert_eq!(reads_of(&readings, there_pid), 0, "a pid listed on another host is never read: {readings:?}");
+}
+
+#[test]
+fn a_node_address_named_as_this_machines_has_its_workers_read() {
+    // As above, but the user says the second node's address is this machine's (a NAT'ed
+    // --node-ip-address that no interface here shows): its worker is read too.
+    let (here, there) = (busy_ray_worker(), busy_ray_worker());
+    let (here_pid, there_pid) = (here.id(), there.id());
+    let ray = ray_listing_workers_on_nodes(
+        [(here_pid, "ab"), (there_pid, "cd")],
+        vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
+    );
+    let readings = record_until_read_thrice(&ray, &["--local-node-ip", "203.0.113.77"], there_pid, &mut [here, there]);
+    assert!(reads_of(&readings, there_pid) >= 3, "the worker of the node named as local is read: {readings:?}");
+    assert!(reads_of(&readings, here_pid) >= 1, "and the loopback node's still is: {readings:?}");
 }

@@ -50,6 +50,12 @@ pub(super) struct ObserveArgs {
     /// times a second), so a replay knows which functions computed.
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
+    /// A node address that is this machine's though none of its interfaces shows it
+    /// (a NAT'ed or public --node-ip-address): the recording reads its workers' CPU
+    /// time too. Without it a worker of a node at such an address is taken for another
+    /// host's and not read. Repeatable.
+    #[arg(long, value_name = "IP", requires = "record")]
+    local_node_ip: Vec<std::net::IpAddr>,
     /// The trace's bound: past it the oldest segments are deleted [default: 1GiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes, default_value = "1GiB")]
     record_max_bytes: u64,
@@ -169,6 +175,7 @@ pub(super) fn observe(args: ObserveArgs) -> ExitCode {
     opts.max_clusters = args.max_clusters as usize;
     opts.poll_every = args.poll_every;
     opts.limits = StoreLimits { max_tasks: args.max_tasks as usize, ..StoreLimits::default() };
+    opts.local_node_ips = args.local_node_ip.clone();
     opts.record = args
         .record
         .clone()

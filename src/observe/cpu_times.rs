@@ -122,20 +122,14 @@ pub struct CpuSampler {
     /// This machine's own addresses, read once; None where they could not be read
     /// (every node is then taken for this machine's, as where no address is told).
     local_ips: Option<Vec<IpAddr>>,
+    /// Addresses the user named as this machine's though no interface shows them
+    /// (`observe --local-node-ip`: a NAT'ed or public `--node-ip-address`).
+    named_local_ips: Vec<IpAddr>,
 }
 
 impl Default for CpuSampler {
     fn default() -> Self {
-        // SAFETY: sysconf reads a constant of the running kernel.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        CpuSampler {
-            followed: FxHashMap::default(),
-            gone: Default::default(),
-            next: Instant::now(),
-            ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
-            resume_after: None,
-            local_ips: local_ips(),
-        }
+        CpuSampler::with_local_node_ips(Vec::new())
     }
 }
 
@@ -146,13 +140,30 @@ fn local_ips() -> Option<Vec<IpAddr>> {
 }
 
 impl CpuSampler {
+    /// A sampler that also takes the nodes at `named` for this machine's, beside the
+    /// addresses its interfaces show.
+    pub fn with_local_node_ips(named: Vec<IpAddr>) -> Self {
+        // SAFETY: sysconf reads a constant of the running kernel.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        CpuSampler {
+            followed: FxHashMap::default(),
+            gone: Default::default(),
+            next: Instant::now(),
+            ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
+            resume_after: None,
+            local_ips: local_ips(),
+            named_local_ips: named,
+        }
+    }
+
     /// Whether the node at `ip` (Ray's `node_ip`) runs on this machine: a loopback
     /// address (`ray.cluster_utils.Cluster` gives each node one), one of this machine's
-    /// own, or one that cannot be told (none given, or this machine's unread).
+    /// own or named as such, or one that cannot be told (none given, or this machine's
+    /// unread).
     pub fn on_this_machine(&self, ip: &str) -> bool {
         let Ok(ip) = ip.parse::<IpAddr>() else { return true };
         let Some(own) = &self.local_ips else { return true };
-        ip.is_loopback() || ip.is_unspecified() || own.contains(&ip)
+        ip.is_loopback() || ip.is_unspecified() || own.contains(&ip) || self.named_local_ips.contains(&ip)
     }
 
     /// Whether a round is due.
@@ -391,6 +402,9 @@ mod tests {
             .find(|a| !own.contains(&a.parse().unwrap()))
             .expect("not all three are this machine's");
         assert!(!s.on_this_machine(elsewhere), "{elsewhere} is another host's");
+        let named = CpuSampler::with_local_node_ips(vec![elsewhere.parse().unwrap()]);
+        assert!(named.on_this_machine(elsewhere), "{elsewhere}, named as this machine's, is");
+        assert!(!named.on_this_machine("2001:db8::77"), "an address not named is still another host's");
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub struct ObserveOptions {
     pub record: Option<(PathBuf, TraceLimits)>,
     /// How long a pushed body may take to arrive (`push::BODY_DEADLINE`).
     pub push_body_deadline: Duration,
+    /// Node addresses that are this machine's though none of its interfaces shows
+    /// them (`--local-node-ip`): their workers' CPU time is read while recording.
+    pub local_node_ips: Vec<std::net::IpAddr>,
 }
 
 /// The name of the cluster an unnamed source observes.
@@ -126,6 +129,7 @@ impl ObserveOptions {
             limits: StoreLimits::default(),
             record: None,
             push_body_deadline: super::push::BODY_DEADLINE,
+            local_node_ips: Vec::new(),
         }
     }
 }
@@ -190,7 +194,7 @@ pub(crate) fn start_live(
         push: Arc::new(PushCounters::default()),
         server,
         session: session.clone(),
-        cpu: CpuSampler::default(),
+        cpu: CpuSampler::with_local_node_ips(opts.local_node_ips.clone()),
         cpu_unrecorded: Vec::new(),
         cpu_recorded_at: Instant::now(),
         task_pids: FxHashMap::default(),
