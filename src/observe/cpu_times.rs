@@ -39,6 +39,10 @@ pub const MAX_PIDS_A_ROUND: usize = 512;
 /// Readings kept, every process together: at 10 a second for 16 workers, 50 minutes.
 pub const MAX_READINGS: usize = 500_000;
 
+/// How often this machine's interface addresses are read again: an address added while
+/// the observer runs (a new interface, a DHCP lease) counts as this machine's from then.
+pub const REREAD_ADDRESSES_EVERY: Duration = Duration::from_secs(60);
+
 /// One round of readings: the worker processes whose CPU time moved since it was last
 /// written, or was last written [`WRITE_AT_LEAST_EVERY_MS`] ago.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -119,9 +123,11 @@ pub struct CpuSampler {
     ms_per_tick: f64,
     /// The last pid a round read when it stopped at [`MAX_PIDS_A_ROUND`].
     resume_after: Option<u32>,
-    /// This machine's own addresses, read once; None where they could not be read
-    /// (every node is then taken for this machine's, as where no address is told).
+    /// This machine's own addresses, read every [`REREAD_ADDRESSES_EVERY`]; None where
+    /// they could not be read (every node is then taken for this machine's, as where no
+    /// address is told).
     local_ips: Option<Vec<IpAddr>>,
+    local_ips_read_at: Instant,
     /// Addresses the user named as this machine's though no interface shows them
     /// (`observe --local-node-ip`: a NAT'ed or public `--node-ip-address`).
     named_local_ips: Vec<IpAddr>,
@@ -152,7 +158,17 @@ impl CpuSampler {
             ms_per_tick: if ticks > 0 { 1000.0 / ticks as f64 } else { 10.0 },
             resume_after: None,
             local_ips: local_ips(),
+            local_ips_read_at: Instant::now(),
             named_local_ips: named,
+        }
+    }
+
+    /// Read this machine's addresses again if they were last read
+    /// [`REREAD_ADDRESSES_EVERY`] ago (or longer).
+    pub fn refresh_local_ips(&mut self) {
+        if self.local_ips_read_at.elapsed() >= REREAD_ADDRESSES_EVERY {
+            self.local_ips = local_ips();
+            self.local_ips_read_at = Instant::now();
         }
     }
 
@@ -402,6 +418,18 @@ mod tests {
             .find(|a| !own.contains(&a.parse().unwrap()))
             .expect("not all three are this machine's");
         assert!(!s.on_this_machine(elsewhere), "{elsewhere} is another host's");
+        // Addresses read before an interface came up are read again once they are due.
+        let mut stale = CpuSampler { local_ips: Some(Vec::new()), ..CpuSampler::default() };
+        let an_own = own.iter().find(|ip| !ip.is_loopback()).map(|ip| ip.to_string());
+        let long_ago = Instant::now().checked_sub(REREAD_ADDRESSES_EVERY);
+        if let (Some(ip), Some(long_ago)) = (&an_own, long_ago) {
+            assert!(!stale.on_this_machine(ip), "not among the addresses read");
+            stale.refresh_local_ips();
+            assert!(!stale.on_this_machine(ip), "read again only when due");
+            stale.local_ips_read_at = long_ago;
+            stale.refresh_local_ips();
+            assert!(stale.on_this_machine(ip), "{ip} is found once the addresses are read again");
+        }
         let named = CpuSampler::with_local_node_ips(vec![elsewhere.parse().unwrap()]);
         assert!(named.on_this_machine(elsewhere), "{elsewhere}, named as this machine's, is");
         assert!(!named.on_this_machine("2001:db8::77"), "an address not named is still another host's");

@@ -443,6 +443,7 @@ impl Loop {
         if self.record.is_none() || !self.cpu.due() {
             return;
         }
+        self.cpu.refresh_local_ips();
         // Each pid with the node Ray lists it on: the worker table's where it has one.
         let mut workers: std::collections::BTreeMap<u32, String> =
             self.task_pids.iter().map(|(pid, node)| (*pid, node.clone())).collect();
