@@ -377,17 +377,26 @@ fn a_recording_reads_the_cpu_time_of_rays_workers_on_its_machine_and_of_nothing_
     );
 }
 
+/// The address of the second node [`workers_here_and_at_another_address`] lists.
+const ANOTHER_HOSTS_ADDRESS: &str = "203.0.113.77";
+
+/// Two busy Ray workers, and a Ray that lists the first on a node at this machine's
+/// loopback address and the second on a node at [`ANOTHER_HOSTS_ADDRESS`].
+fn workers_here_and_at_another_address() -> (String, std::process::Child, std::process::Child) {
+    let (here, there) = (busy_ray_worker(), busy_ray_worker());
+    let ray = ray_listing_workers_on_nodes(
+        [(here.id(), "ab"), (there.id(), "cd")],
+        vec![("ab", "127.0.0.1"), ("cd", ANOTHER_HOSTS_ADDRESS)],
+    );
+    (ray, here, there)
+}
+
 #[test]
 fn a_recording_reads_no_worker_of_a_node_on_another_host() {
-    // Two busy Ray workers. Ray lists one on a node at this machine's loopback address,
-    // the other on a node at another host's address: that pid here is some other
-    // process, whatever its title.
-    let (here, there) = (busy_ray_worker(), busy_ray_worker());
+    // Ray lists the second worker on a node at another host's address: that pid here is
+    // some other process, whatever its title.
+    let (ray, here, there) = workers_here_and_at_another_address();
     let (here_pid, there_pid) = (here.id(), there.id());
-    let ray = ray_listing_workers_on_nodes(
-        [(here_pid, "ab"), (there_pid, "cd")],
-        vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
-    );
     let readings = record_until_read_thrice(&ray, &[], here_pid, &mut [here, there]);
     assert!(reads_of(&readings, here_pid) >= 3, "the worker of the node on this machine is read: {readings:?}");
     assert_eq!(reads_of(&readings, there_pid), 0, "a pid listed on another host is never read: {readings:?}");
@@ -397,13 +406,10 @@ fn a_recording_reads_no_worker_of_a_node_on_another_host() {
 fn a_node_address_named_as_this_machines_has_its_workers_read() {
     // As above, but the user says the second node's address is this machine's (a NAT'ed
     // --node-ip-address that no interface here shows): its worker is read too.
-    let (here, there) = (busy_ray_worker(), busy_ray_worker());
+    let (ray, here, there) = workers_here_and_at_another_address();
     let (here_pid, there_pid) = (here.id(), there.id());
-    let ray = ray_listing_workers_on_nodes(
-        [(here_pid, "ab"), (there_pid, "cd")],
-        vec![("ab", "127.0.0.1"), ("cd", "203.0.113.77")],
-    );
-    let readings = record_until_read_thrice(&ray, &["--local-node-ip", "203.0.113.77"], there_pid, &mut [here, there]);
+    let named = ["--local-node-ip", ANOTHER_HOSTS_ADDRESS];
+    let readings = record_until_read_thrice(&ray, &named, there_pid, &mut [here, there]);
     assert!(reads_of(&readings, there_pid) >= 3, "the worker of the node named as local is read: {readings:?}");
     assert!(reads_of(&readings, here_pid) >= 1, "and the loopback node's still is: {readings:?}");
 }
