@@ -24,6 +24,10 @@ use rand_chacha::ChaCha8Rng;
 /// (their submit cost each) and yields.
 const SUBMIT_CHUNK: u32 = 1_000;
 
+/// How far a replayed caller's next calls are looked at for the backlog behind a call:
+/// more than any node's start slots, so the count the raylet prestarts from is exact, and
+/// a caller of a million same-instant calls costs a bounded look per call.
+const BACKLOG_LOOKAHEAD: usize = 1024;
 impl Engine {
     /// Run a task's program from its program counter until it blocks or ends.
     pub(crate) fn run_program(&mut self, tid: TaskId) {
@@ -261,6 +265,7 @@ impl Engine {
                 args.extend_from_slice(&inputs[lo..hi]);
             }
             let args: ObjectList = args.into();
+            self.queues.submitting(Some((tid, count - 1 - i as u32)));
             let (_, ret, follows) = super::core_worker::tasks::submit(
                 cx!(self),
                 &mut self.flow,
@@ -270,6 +275,7 @@ impl Engine {
             self.follow_all(follows);
             returns.push(ret);
         }
+        self.queues.submitting(None);
         // The consumers now hold the inputs; the submitter's own references go.
         for f in inputs {
             unref_object(&mut self.model, f);
@@ -409,6 +415,8 @@ impl Engine {
                 "a replayed call takes the return of a call not submitted yet: that argument is left out"
             );
         }
+        let behind = if on.is_none() { self.replay_calls_behind(tid, spec) } else { 0 };
+        self.queues.submitting(Some((tid, behind)));
         let (_, ret, follows) = super::core_worker::tasks::submit(
             cx!(self),
             &mut self.flow,
@@ -416,11 +424,30 @@ impl Engine {
             super::core_worker::tasks::Call { spec, parent: tid, args, actor: on, bundle: None },
         );
         self.follow_all(follows);
+        self.queues.submitting(None);
         self.replay.set_output(job, call, ret);
         let follows = hold_futures(&mut self.model, &mut self.runs, tid, attempt, vec![ret]);
         self.follow_all(follows);
         // Past a call answered at once (this very attempt ended meanwhile), stop.
         !running_attempt(&self.model, tid, attempt)
+    }
+
+    /// How many calls of the same function replayed caller `tid` submits right behind
+    /// the one of `spec` it is submitting now (recorded in the same instant: no held time
+    /// between): the backlog its lease request carries. Counted up to
+    /// [`BACKLOG_LOOKAHEAD`]: a raylet prestarts no more than its free start slots.
+    fn replay_calls_behind(&self, tid: TaskId, spec: u32) -> u32 {
+        let (Some(t), Some(run)) = (self.model.tasks.get(&tid), self.runs.get(&tid)) else { return 0 };
+        let name = self.specs[spec as usize].name;
+        let next = self.specs[t.spec as usize].program.get(run.pc as usize..).unwrap_or_default();
+        next.iter()
+            .take(BACKLOG_LOOKAHEAD)
+            .map_while(|op| match op {
+                Op::Replay { spec: s, actor: None, create: false, .. } => Some(*s),
+                _ => None,
+            })
+            .filter(|s| self.specs[*s as usize].name == name)
+            .count() as u32
     }
 
     /// Returns true when the task must wait (it sleeps, or pays for the call it submitted);

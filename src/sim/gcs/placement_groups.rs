@@ -196,7 +196,7 @@ impl PlacementGroupManager {
                 let (dispatch, lease) = (cx.cfg.scheduler.dispatch_cost, cx.cfg.scheduler.lease_latency);
                 let granted = cx.cpus.raylet_work(node, now, dispatch.as_micros()) + lease.as_micros();
                 let (event, at, _) =
-                    crate::sim::raylet::cluster_queues::after_grant(cx, tid, attempt, kind, node, granted);
+                    crate::sim::raylet::cluster_queues::after_grant(cx, tid, attempt, kind, node, granted, 0);
                 cx.clock.schedule_at(at, event);
                 Follows::new()
             }

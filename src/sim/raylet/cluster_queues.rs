@@ -49,9 +49,18 @@ pub(crate) struct ClusterQueues {
     /// The raylets' look at these queues every debug-dump period, and the GC rounds it
     /// sets off.
     pub(crate) gc: GcRounds,
+    /// A caller submitting a run of calls: its task, and how many it submits behind the
+    /// one being scheduled now (the backlog Ray's owner reports with a lease request).
+    submitting: Option<(TaskId, u32)>,
 }
 
 impl ClusterQueues {
+    /// Caller `parent` is submitting a call with `behind` more of its kind right after
+    /// it (None: no run of calls under way).
+    pub(crate) fn submitting(&mut self, run: Option<(TaskId, u32)>) {
+        self.submitting = run;
+    }
+
     /// Tasks waiting for resources, in every class.
     pub(crate) fn waiting_count(&self) -> usize {
         self.waiting_count
@@ -251,8 +260,13 @@ impl ClusterQueues {
             } else {
                 None
             };
+        // The backlog behind it: its class waiting, and its caller's calls still to come
+        // in the run it is submitting.
+        let parent = t.parent.get();
+        let behind = self.submitting.filter(|(caller, _)| Some(*caller) == parent).map_or(0, |(_, n)| n);
+        let waiting = self.by_class.get(&(spec_id, None)).map_or(0, |q| q.len() as u32);
         match cx.sched.schedule(cx.model.nodes(), &spec.request, strategy, owner_node, locality, cx.rng) {
-            Decision::Node(n) => grant_lease(cx, tid, n, false),
+            Decision::Node(n) => grant_lease(cx, tid, n, false, behind + waiting),
             Decision::Wait { only } => {
                 self.wait((spec_id, only), tid, owner_node);
                 self.gc.task_waits(cx);
@@ -327,7 +341,8 @@ impl ClusterQueues {
                     continue;
                 }
                 let Some(tid) = self.pop(cx.model, key) else { continue };
-                grant_lease(cx, tid, node, true);
+                let backlog = self.by_class.get(&key).map_or(0, |q| q.len() as u32);
+                grant_lease(cx, tid, node, true, backlog);
                 granted = true;
             }
             if !granted || self.waiting_count() == 0 {

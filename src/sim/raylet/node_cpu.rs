@@ -42,12 +42,12 @@ use crate::config::Config;
 use crate::model::{ActorId, NodeIdx, TaskId};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 mod priority;
+mod worker_pool;
 use priority::NormalWork;
 pub(crate) use priority::Priority;
+use worker_pool::StartSlots;
 
 /// Every node's cores, by node slot.
 pub(crate) struct NodeCpus {
@@ -119,8 +119,9 @@ struct NodeCpu {
     /// Actors up here whose process answers no call before a time (its first work's
     /// `scheduler.worker_first_call_latency`), until a call starts after it.
     fresh_actors: FxHashMap<ActorId, u64>,
-    /// When each worker-start slot comes free, earliest on top.
-    startups: BinaryHeap<Reverse<u64>>,
+    /// The raylet's worker-start slots, and the task-worker processes starting there
+    /// that no lease holds yet.
+    starts: StartSlots,
     /// When an actor's creation last began its run here, which the raylet's look reads
     /// as progress for a while (`gc_rounds.rs`).
     last_actor_up: Option<u64>,
@@ -169,7 +170,7 @@ impl NodeCpus {
             raylet_free: 0,
             threads: FxHashMap::default(),
             fresh_actors: FxHashMap::default(),
-            startups: (0..startup_concurrency.max(1)).map(|_| Reverse(0)).collect(),
+            starts: StartSlots::new(startup_concurrency),
             last_actor_up: None,
             processes: prestarted,
             machine: on,
@@ -249,28 +250,56 @@ impl NodeCpus {
         }
     }
 
-    /// A normal task's lease on `n` is granted: which worker runs it. A new one is
-    /// started when every task worker there is leased; else an idle one that has run a
-    /// call before goes first (Ray's pool hands out its most recently used worker).
-    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx) -> TaskWorker {
-        let Some(node) = self.node_mut(n) else { return TaskWorker::Warm };
+    /// A normal task's lease on `n` reaches its raylet at `at`: which worker runs it, and
+    /// when. First the raylet prestarts for `backlog` more tasks of its owner waiting
+    /// behind it, up to `available_cpus` (the node's, this lease's included) less the
+    /// workers idle or starting, in free start slots only (`prestart`). Then an idle
+    /// worker that has run a call before goes first (Ray's pool hands out its most
+    /// recently used), else an idle fresh one; with none, a process already starting
+    /// serves it or its request starts one ([`worker_pool`]).
+    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx, at: u64, pool: PoolAsk) -> LeaseWorker {
+        let floor = self.floor;
+        let Some(node) = self.node_mut(n) else { return LeaseWorker { ready: at, first_call: false, launched: 0 } };
+        let up = node.starts.settle(floor);
+        node.task_workers += up;
+        node.fresh_workers += up;
         let idle = node.idle_task_workers();
+        let mut launched = 0;
+        if pool.prestart && pool.cost.cpu > 0 {
+            let wanted = pool.available_cpus.min(pool.backlog);
+            let mut usable = idle + node.starts.unclaimed();
+            while usable < wanted && self.node(n).is_some_and(|node| node.starts.free_at(at)) {
+                let launch = self.launch(n, at, pool.cost).expect("the node has a record");
+                self.node_mut(n).expect("made above").starts.starting(launch);
+                launched += 1;
+                usable += 1;
+            }
+        }
+        let node = self.node_mut(n).expect("made above");
         node.task_leases += 1;
-        if idle == 0 {
-            node.task_workers += 1;
-            return TaskWorker::Started;
+        if idle > 0 {
+            let first_call = node.take_idle_worker(idle);
+            return LeaseWorker { ready: at, first_call, launched };
         }
-        if node.take_idle_worker(idle) {
-            TaskWorker::Fresh
-        } else {
-            TaskWorker::Warm
+        node.task_workers += 1;
+        if let Some(early) = node.starts.serves_before_a_start(at) {
+            return LeaseWorker { ready: at.max(early.up), first_call: true, launched };
         }
+        let own = self.launch(n, at, pool.cost).expect("the node has a record");
+        let node = self.node_mut(n).expect("made above");
+        node.starts.starting(own);
+        let first = node.starts.first_up().expect("its own start is there");
+        LeaseWorker { ready: at.max(first.up), first_call: true, launched: launched + 1 }
     }
 
     /// An actor's creation leased on `n` takes an idle task worker's process, if there
     /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
     pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
+        let floor = self.floor;
         let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return false };
+        let up = node.starts.settle(floor);
+        node.task_workers += up;
+        node.fresh_workers += up;
         let idle = node.idle_task_workers();
         if idle == 0 {
             return false;
@@ -422,31 +451,54 @@ impl NodeCpus {
         end
     }
 
-    /// A worker process starting on `n` at `now`: it waits for a start slot, then its
-    /// `cpu` µs of work share the cores; it answers `latency` µs after that work ends
-    /// (what a start waits on beside the CPU). Returns when it is up.
-    /// A slot is held for the CPU work only: a start with none holds no slot. The process
-    /// counts as alive from its start's reservation, so the starts queued behind it pay
-    /// for its idle share as Ray's later starts do.
+    /// A worker process starting on `n` at `now` for an actor: it waits for a start
+    /// slot, then its `cpu` µs of work share the cores; it answers `latency` µs after that
+    /// work ends (what a start waits on beside the CPU). Returns when it is up.
     pub(crate) fn start_worker(&mut self, n: NodeIdx, now: u64, cpu: u64, latency: u64) -> u64 {
-        if cpu == 0 {
-            if let Some(node) = self.node_mut(n) {
-                node.processes += 1;
-                self.guests_started(n, 1);
-            }
-            return now + latency;
+        self.launch(n, now, StartCost { cpu, latency }).map_or(now + cpu + latency, |launch| launch.up)
+    }
+
+    /// A worker process launched on `n` at `now` in the next start slot (None past the
+    /// last node slot). A slot is held for the CPU work only: a start with none holds no
+    /// slot and is up `latency` after `now`. The process counts as alive from its
+    /// start's reservation, so the starts queued behind it pay for its idle share as
+    /// Ray's later starts do.
+    fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost) -> Option<worker_pool::Launch> {
+        let node = self.node_mut(n)?;
+        let begins = node.starts.next_begins(now);
+        if cost.cpu > 0 && begins.is_none() {
+            // A dead node's record: no cores, no slots, no process to count.
+            let ends = now + cost.cpu;
+            return Some(node.starts.launched(ends, ends + cost.latency));
         }
-        let Some(node) = self.node_mut(n) else { return now + cpu + latency };
-        let Some(Reverse(slot_free)) = node.startups.pop() else { return now + cpu + latency };
-        let start = now.max(slot_free);
-        // Counted from now: the starts queued after this one run while it is alive. Ray
-        // renices a worker once it is up: its start runs at normal priority, time-sliced.
         node.processes += 1;
         self.guests_started(n, 1);
-        let end = self.run_on(n, now, start, cpu, Slicing::Sliced);
-        self.node_mut(n).expect("made above").startups.push(Reverse(end));
-        end + latency
+        let node = self.node_mut(n).expect("made above");
+        let Some(begins) = begins.filter(|_| cost.cpu > 0) else {
+            return Some(node.starts.launched(0, now + cost.latency));
+        };
+        // Ray renices a worker once it is up: its start runs at normal priority, time-sliced.
+        let ends = self.run_on(n, now, begins, cost.cpu, Slicing::Sliced);
+        Some(self.node_mut(n).expect("made above").starts.launched(ends, ends + cost.latency))
     }
+}
+
+/// What starting a worker process costs: its CPU work, then how long until it answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StartCost {
+    pub cpu: u64,
+    pub latency: u64,
+}
+
+/// The worker a normal task's lease gets ([`NodeCpus::task_lease_granted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeaseWorker {
+    /// When it can take the task.
+    pub ready: u64,
+    /// Whether the task is its first call (its reply comes late).
+    pub first_call: bool,
+    /// Worker processes the request launched (its own, and the prestarts it asked for).
+    pub launched: u32,
 }
 
 /// A process's one thread that serves its work in turn ([`NodeCpus::thread_work`]).
@@ -502,15 +554,18 @@ impl NodeMachine {
     }
 }
 
-/// The worker a normal task's lease gets ([`NodeCpus::task_lease_granted`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TaskWorker {
-    /// One that has run a call before: ready at once.
-    Warm,
-    /// An idle one that has not run a call yet: its first reply comes late.
-    Fresh,
-    /// None idle: a new one starts (and its first reply comes late too).
-    Started,
+/// What a normal task's lease asks of its node's worker pool
+/// ([`NodeCpus::task_lease_granted`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PoolAsk {
+    /// Tasks of its owner waiting behind it (Ray's lease request carries the count).
+    pub backlog: u32,
+    /// The node's whole CPUs available, this lease's included.
+    pub available_cpus: u32,
+    /// Whether the raylet prestarts for the backlog (Ray's `enable_worker_prestart`).
+    pub prestart: bool,
+    /// What a start costs there.
+    pub cost: StartCost,
 }
 
 impl NodeCpu {

@@ -12,7 +12,7 @@ use super::SchedulingClass;
 use crate::model::*;
 use crate::sim::clock::Event;
 use crate::sim::follow::{Cx, Follow, Follows};
-use crate::sim::raylet::node_cpu::{Priority, TaskWorker, Thread};
+use crate::sim::raylet::node_cpu::{PoolAsk, Priority, StartCost, Thread};
 use crate::sim::raylet::node_runtime::LocalResources;
 use smallvec::smallvec;
 
@@ -79,8 +79,9 @@ struct KeptLease {
 /// Reserve resources on `node` and send the task there (the raylet grants the lease).
 /// `freed` says the grant serves resources just freed there: a task whose owner sits on
 /// another node learns of them at the node's next resource report, the CPUs held idle
-/// meanwhile (Ray's raylets see each other's resources that late).
-pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) {
+/// meanwhile (Ray's raylets see each other's resources that late). `backlog`: tasks of
+/// the same kind waiting behind it, which the raylet prestarts workers for.
+pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool, backlog: u32) {
     let now = cx.now();
     let spec_id = cx.model.tasks[&tid].spec;
     let specs = cx.specs;
@@ -111,7 +112,7 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
     let hist = if kind == TaskType::ActorCreationTask { 1 } else { 0 };
     m.placement_ms[hist].observe(placement_ms);
     let granted = now + delay;
-    let (event, at, push) = after_grant(cx, tid, attempt, kind, node, granted);
+    let (event, at, push) = after_grant(cx, tid, attempt, kind, node, granted, backlog);
     if let Some(run) = cx.runs.get_mut(&tid) {
         run.lease_expires_at = at + push + cx.cfg.scheduler.worker_lease_timeout.as_micros();
     }
@@ -121,7 +122,8 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool) 
 }
 
 /// What follows a lease of task `tid` on `node` reaching its owner at `granted`: a worker
-/// for it ([`worker_ready`]), then, for a normal task, its owner's push. Returns the event
+/// for it ([`worker_ready`], `backlog` tasks of its kind waiting behind it), then, for a
+/// normal task, its owner's push. Returns the event
 /// to schedule, when, and the push latency still to come after it (for `Event::Push`).
 ///
 /// With an idle worker the push's io-thread work is placed now. After a worker start it
@@ -134,8 +136,9 @@ pub(crate) fn after_grant(
     kind: TaskType,
     node: NodeIdx,
     granted: u64,
+    backlog: u32,
 ) -> (Event, u64, u64) {
-    let ready = worker_ready(cx, tid, kind, node, granted);
+    let ready = worker_ready(cx, tid, kind, node, granted, backlog);
     match kind {
         TaskType::NormalTask if ready == granted => (Event::Dispatch(tid, attempt), owner_pushes(cx, tid, granted), 0),
         TaskType::NormalTask => (Event::Push(tid, attempt), ready, cx.cfg.scheduler.task_push_latency.as_micros()),
@@ -193,38 +196,43 @@ fn next_report(now: u64, started: u64, period: u64) -> u64 {
 }
 
 /// When task `tid` leased on `node` at `at` has a worker to run on: an actor's creation
-/// takes an idle task worker's process, else starts its own; a normal task starts a
-/// task worker when every one there is busy. A start's CPU work shares the node's cores
-/// within the raylet's start slots. A task worker's first call is marked
-/// (`Run::first_call`): Ray's reply to it comes `worker_first_call_latency` late, the
-/// lease held meanwhile, and that is CPU work on the node's cores after the body, so it
-/// waits behind the worker starts it shares them with.
-fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64) -> u64 {
+/// takes an idle task worker's process, else starts its own; a normal task gets one from
+/// the node's worker pool (`NodeCpus::task_lease_granted`: an idle one, one already
+/// starting, or a start of its own), the raylet prestarting for the `backlog` behind it
+/// first. A start's CPU work shares the node's cores within the raylet's start slots. A
+/// task worker's first call is marked (`Run::first_call`): Ray's reply to it comes
+/// `worker_first_call_latency` late, the lease held meanwhile, and that is CPU work on
+/// the node's cores after the body, so it waits behind the worker starts it shares them
+/// with.
+fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64, backlog: u32) -> u64 {
     let s = &cx.cfg.scheduler;
-    let start = || (s.worker_start_cpu.as_micros(), s.worker_start_latency.as_micros());
-    let (ready, started, first_call) = match kind {
-        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, false, false),
-        TaskType::ActorCreationTask => {
-            let (cpu, latency) = start();
-            (cx.cpus.start_worker(node, at, cpu, latency), true, false)
+    let cost = StartCost { cpu: s.worker_start_cpu.as_micros(), latency: s.worker_start_latency.as_micros() };
+    let (ready, launched, first_call) = match kind {
+        TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, 0, false),
+        TaskType::ActorCreationTask => (cx.cpus.start_worker(node, at, cost.cpu, cost.latency), 1, false),
+        TaskType::NormalTask => {
+            let ask =
+                PoolAsk { backlog, available_cpus: available_cpus(cx, tid, node), prestart: s.worker_prestart, cost };
+            let worker = cx.cpus.task_lease_granted(node, at, ask);
+            (worker.ready, worker.launched, worker.first_call)
         }
-        TaskType::NormalTask => match cx.cpus.task_lease_granted(node) {
-            TaskWorker::Warm => (at, false, false),
-            TaskWorker::Fresh => (at, false, true),
-            TaskWorker::Started => {
-                let (cpu, latency) = start();
-                (cx.cpus.start_worker(node, at, cpu, latency), true, true)
-            }
-        },
-        _ => (at, false, false),
+        _ => (at, 0, false),
     };
-    if started {
-        cx.model.worker_processes_started(node, 1);
+    if launched > 0 {
+        cx.model.worker_processes_started(node, u64::from(launched));
     }
     if let Some(run) = cx.runs.get_mut(&tid) {
         run.first_call = first_call;
     }
     ready
+}
+
+/// The whole CPUs `node` has available to the lease of `tid` (granted, so its own are
+/// counted back in), as Ray's raylet reads them when the request arrives.
+fn available_cpus(cx: &Cx, tid: TaskId, node: NodeIdx) -> u32 {
+    let own = cx.model.tasks.get(&tid).map_or(0, |t| cx.specs[t.spec as usize].request.get(ResourceId::CPU).0);
+    let free = cx.model.nodes()[node.index()].available.get(ResourceId::CPU).0;
+    ((free + own).max(0) / FixedPoint::from_units(1).0) as u32
 }
 
 /// Give a lease back (task finished, failed or moved); CPU lent during `ray.get` is not

@@ -10,6 +10,23 @@ fn machine(cores: u32, startup_concurrency: u32) -> NodeMachine {
     NodeMachine { cores, startup_concurrency, prestarted: 0, on: None }
 }
 
+/// What a lease got in the tests that ask no prestart and whose starts cost nothing.
+#[derive(Debug, PartialEq)]
+enum Got {
+    Warm,
+    Fresh,
+    Started,
+}
+
+fn lease(cpus: &mut NodeCpus) -> Got {
+    let worker = cpus.task_lease_granted(node(), 0, PoolAsk::default());
+    match (worker.launched, worker.first_call) {
+        (0, false) => Got::Warm,
+        (0, true) => Got::Fresh,
+        _ => Got::Started,
+    }
+}
+
 /// Cores run by `settings`, with one node of `machine` joined.
 fn cpus_on(settings: CpuSettings, machine: NodeMachine) -> NodeCpus {
     let mut cpus = NodeCpus::new(settings);
@@ -119,41 +136,41 @@ fn idle_processes_leave_less_of_the_cores() {
 #[test]
 fn task_workers_start_once_and_are_reused() {
     let mut cpus = cpus_on(CpuSettings::default(), machine(2, 2));
-    let started = |w| w == TaskWorker::Started;
-    assert!(started(cpus.task_lease_granted(node())), "the first lease starts a worker");
-    assert!(started(cpus.task_lease_granted(node())), "two at once need two");
+    let started = |w| w == Got::Started;
+    assert!(started(lease(&mut cpus)), "the first lease starts a worker");
+    assert!(started(lease(&mut cpus)), "two at once need two");
     cpus.task_lease_returned(node());
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm, "a returned worker is reused");
+    assert_eq!(lease(&mut cpus), Got::Warm, "a returned worker is reused");
     cpus.task_lease_returned(node());
     cpus.task_lease_returned(node());
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
-    assert!(started(cpus.task_lease_granted(node())), "a third at once needs a third");
+    assert_eq!(lease(&mut cpus), Got::Warm);
+    assert_eq!(lease(&mut cpus), Got::Warm);
+    assert!(started(lease(&mut cpus)), "a third at once needs a third");
 }
 
 #[test]
 fn prestarted_workers_serve_the_first_leases_and_actors_take_idle_ones() {
     let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "a prestarted worker, no start");
+    assert_eq!(lease(&mut cpus), Got::Fresh, "a prestarted worker, no start");
     cpus.task_lease_returned(node());
     // One warm and one fresh idle: the warm one goes first.
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Warm);
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+    assert_eq!(lease(&mut cpus), Got::Warm);
+    assert_eq!(lease(&mut cpus), Got::Fresh);
+    assert_eq!(lease(&mut cpus), Got::Started);
     cpus.task_lease_returned(node());
     // An actor takes the idle worker's process; the next task needs a new one.
     assert!(cpus.actor_takes_idle_worker(node()));
     assert!(!cpus.actor_takes_idle_worker(node()), "none idle is left");
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Started);
+    assert_eq!(lease(&mut cpus), Got::Started);
 }
 
 #[test]
 fn an_actor_takes_a_warm_worker_before_a_fresh_one() {
     let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh);
+    assert_eq!(lease(&mut cpus), Got::Fresh);
     cpus.task_lease_returned(node());
     assert!(cpus.actor_takes_idle_worker(node()), "the warm one");
-    assert_eq!(cpus.task_lease_granted(node()), TaskWorker::Fresh, "the fresh one is still there");
+    assert_eq!(lease(&mut cpus), Got::Fresh, "the fresh one is still there");
 }
 
 #[test]
@@ -191,8 +208,8 @@ fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
         assert_eq!(cpus.work(node(), Priority::Normal, 0, 10), 10, "the driver is time-sliced");
         assert_eq!(cpus.work(node(), Priority::Worker, 0, 10), 120);
         // Two busy task workers: the driver's piece takes 1 + 2 × 0.5 times as long.
-        cpus.task_lease_granted(node());
-        cpus.task_lease_granted(node());
+        lease(&mut cpus);
+        lease(&mut cpus);
         assert_eq!(cpus.work(node(), Priority::Normal, 1_000, 10), 1_020);
         cpus.task_lease_returned(node());
         cpus.task_lease_returned(node());
@@ -210,7 +227,7 @@ fn a_submit_loop_counts_the_idle_workers_its_calls_will_lease() {
     assert_eq!(cpus.work_leasing(node(), Priority::Normal, 100, 10, 1), 115);
     assert_eq!(cpus.work_leasing(node(), Priority::Normal, 200, 10, 5), 220);
     // One leased already: it is busy, and only the other idle one is added.
-    cpus.task_lease_granted(node());
+    lease(&mut cpus);
     assert_eq!(cpus.work_leasing(node(), Priority::Normal, 300, 10, 5), 320);
     // A worker's own work is queued, never stretched.
     assert_eq!(cpus.work_leasing(node(), Priority::Worker, 400, 10, 5), 410);
@@ -303,4 +320,60 @@ fn work_placed_ahead_of_virtual_time_leaves_the_earliest_core_to_work_due_sooner
     cpus.work(node(), Priority::Worker, 0, 10);
     assert_eq!(cpus.start_worker(node(), 100, 50, 0), 150);
     assert_eq!(cpus.work(node(), Priority::Worker, 0, 5), 35, "the core free at 30 is left");
+}
+
+/// A 6-CPU head on 2 cores with its 2 prestarted workers, and a burst of 6 leases
+/// arriving at 100 with the rest of a 12-task burst behind each: how many processes the
+/// pool launches, and when each lease has a worker.
+fn burst_of_six(prestart: bool) -> (u32, Vec<u64>) {
+    let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
+    cpus.time_is(100);
+    let cost = StartCost { cpu: 500, latency: 2 };
+    let (mut launched, mut ready) = (0, Vec::new());
+    for i in 0..6u32 {
+        let ask = PoolAsk { backlog: 11 - i, available_cpus: 6 - i, prestart, cost };
+        let worker = cpus.task_lease_granted(node(), 100, ask);
+        launched += worker.launched;
+        ready.push(worker.ready);
+    }
+    (launched, ready)
+}
+
+#[test]
+fn a_burst_leaves_one_process_over_as_ray_s_pool_does() {
+    // Ray 2.60 (runs/worker-pool-log.json): the second lease request prestarts into both
+    // start slots; the first to register serves the oldest waiting lease and its slot
+    // starts the next lease's request; the second prestarted then serves that lease, so
+    // the chain of requests ends one process over: five launched for four.
+    let (launched, ready) = burst_of_six(true);
+    assert_eq!(launched, 5, "two prestarts, three requests");
+    // Two idle at once; then both prestarts (time-sliced, each a core: up at 602), then
+    // the two requests started in their slots at 600 (up at 1,102).
+    assert_eq!(ready, vec![100, 100, 602, 602, 1_102, 1_102]);
+    let spare = cpus_after_burst();
+    assert_eq!(spare, 1, "the last request's process serves no lease");
+}
+
+#[test]
+fn without_prestart_each_lease_starts_its_own_and_none_is_over() {
+    let (launched, ready) = burst_of_six(false);
+    assert_eq!(launched, 4);
+    assert_eq!(ready, vec![100, 100, 602, 602, 1_102, 1_102]);
+}
+
+/// Idle task workers once every start of [`burst_of_six`] is up and its leases hold.
+fn cpus_after_burst() -> u32 {
+    let mut cpus = cpus_on(CpuSettings::default(), NodeMachine { prestarted: 2, ..machine(2, 2) });
+    cpus.time_is(100);
+    let cost = StartCost { cpu: 500, latency: 2 };
+    for i in 0..6u32 {
+        cpus.task_lease_granted(node(), 100, PoolAsk { backlog: 11 - i, available_cpus: 6 - i, prestart: true, cost });
+    }
+    cpus.time_is(10_000);
+    // An actor takes an idle task worker if there is one: the spare.
+    let mut idle = 0;
+    while cpus.actor_takes_idle_worker(node()) {
+        idle += 1;
+    }
+    idle
 }
