@@ -147,9 +147,10 @@ const SHAPE: Band = Band {
     high: 0.138,
     source: "docs/fidelity.md, \"What-ifs on a recorded job\" (scripts/ray-whatif/runs/whatif.json): three \
              programs recorded on a 2-CPU head, predicted on 1 and 6 CPUs and with a second node on the same \
-             machine, against each of Ray's runs there (five series: three and five runs a shape on a quiet \
-             2-core Intel Xeon VM, 2026-12-02; three of three on a 2-core AMD EPYC VM, 2026-12-04 and 12-05, \
-             the last two with the bodies' CPU read from the workers)",
+             machine, against each of Ray's runs there (six series: three and five runs a shape on a quiet \
+             2-core Intel Xeon VM, 2026-12-02; four of three on a 2-core AMD EPYC VM, 2026-12-04 to 12-06, \
+             the last three with the bodies' CPU read from the workers, the last predicted with Ray's worker \
+             prestart)",
 };
 
 impl Change {
