@@ -185,6 +185,14 @@ fn every_worker_process_the_pool_starts_is_counted_prestarted_ones_included() {
          \x20 - {kind: actor_pool, start: 10s, actors: 2, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n",
     );
     assert_eq!(tasks_then_actors, 4, "2 prestarted and 2 started for the tasks; the actors took idle ones");
+    // With Ray's prestart for the backlog (`worker_prestart`): one process prestarted as
+    // the first lease arrives, the third lease's own start, and the fourth lease's, which
+    // the prestarted process serves first, so Ray's pool leaves that one over, idle.
+    let with_prestart = started(
+        "  - {kind: fan_out, tasks: 4, task_duration: 1s}\n\
+         scheduler: {worker_prestart: true}\n",
+    );
+    assert_eq!(with_prestart, 5, "2 prestarted and 3 started for the tasks, one of them over");
     // Five actors alone: two take the prestarted workers, three start a process each.
     let actors = started("  - {kind: actor_pool, actors: 5, calls_per_actor: 1, call_duration: 10ms, num_cpus: 0}\n");
     assert_eq!(actors, 5, "2 prestarted and 3 started for the actors");

@@ -72,8 +72,11 @@ pub struct SchedulerConfig {
     /// first has its raylet start processes for the owner's backlog behind it (the fewer
     /// of the CPUs available and that backlog, less the workers idle or starting), in
     /// free start slots only. With a lease's own request for a worker, this leaves one
-    /// process over after a burst (`sim/raylet/node_cpu/worker_pool.rs`).
-    #[serde(default = "yes")]
+    /// process over after a burst (`sim/raylet/node_cpu/worker_pool.rs`). Off by
+    /// default, a what-if: the model's start takes a core from the calls' work for its
+    /// whole CPU, and charges that spare start far more than Ray's runs show
+    /// (docs/benchmarks-history.md, "Ray's worker pool, read from its own log").
+    #[serde(default)]
     pub worker_prestart: bool,
     /// How late a task worker's first call's reply reaches its owner (the lease is held
     /// meanwhile); later calls on that worker do not pay it. Measured, not fitted:
@@ -203,7 +206,7 @@ impl Default for SchedulerConfig {
             driver_slowdown_per_busy_worker: default_driver_slowdown_per_busy_worker(),
             maximum_startup_concurrency: None,
             prestart_worker_first_driver: true,
-            worker_prestart: true,
+            worker_prestart: false,
             worker_first_call_latency: default_worker_first_call_latency(),
             actor_first_call_latency: None,
             debug_dump_period: default_debug_dump_period(),

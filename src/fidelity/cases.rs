@@ -128,10 +128,10 @@ pub fn leaves_out(workload: &str) -> &'static str {
              (`scheduler.worker_niceness: 15` gives them Ray's; its costs are not fitted for it: BENCHMARKS.md, \
              \"Two priorities on a node's cores\"); and a raylet starting workers for a backlog starts one more than \
              its CPUs need, last, which runs no call (spare_worker.py: 5 task workers at 4 CPUs, 7 at 6, in 9 runs \
-             of 9), as the model's pool does too (`scheduler.worker_prestart`, worker_pool_log.py), but Ray's \
-             1,000-call run pays little for that start where the model's start takes a core from the calls' work \
-             for its 0.47 s: at 4 CPUs, 1,000 calls end 0.24 s later with it (docs/benchmarks-history.md, \
-             \"Ray's worker pool, read from its own log\")"
+             of 9), where the model starts as many as its leases need: its pool can follow Ray's rules \
+             (`scheduler.worker_prestart: true`, worker_pool_log.py), but its start then takes a core from the \
+             calls' work for its 0.47 s, and 1,000 calls at 4 CPUs end 0.24 s later, where Ray's run pays little \
+             for its spare (docs/benchmarks-history.md, \"Ray's worker pool, read from its own log\")"
         }
         "noop_submit" => {
             "the loop is `scheduler.call_submit_cost` a call after `scheduler.first_submit_cost` once, both \
