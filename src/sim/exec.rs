@@ -28,6 +28,7 @@ const SUBMIT_CHUNK: u32 = 1_000;
 /// more than any node's start slots, so the count the raylet prestarts from is exact, and
 /// a caller of a million same-instant calls costs a bounded look per call.
 const BACKLOG_LOOKAHEAD: usize = 1024;
+
 impl Engine {
     /// Run a task's program from its program counter until it blocks or ends.
     pub(crate) fn run_program(&mut self, tid: TaskId) {

@@ -55,8 +55,8 @@ pub(crate) struct ClusterQueues {
 }
 
 impl ClusterQueues {
-    /// Caller `parent` is submitting a call with `behind` more of its kind right after
-    /// it (None: no run of calls under way).
+    /// A caller is submitting a call, with this many more of its kind right after it
+    /// (None: no run of calls under way).
     pub(crate) fn submitting(&mut self, run: Option<(TaskId, u32)>) {
         self.submitting = run;
     }

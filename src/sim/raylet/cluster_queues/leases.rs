@@ -123,8 +123,8 @@ pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool, 
 
 /// What follows a lease of task `tid` on `node` reaching its owner at `granted`: a worker
 /// for it ([`worker_ready`], `backlog` tasks of its kind waiting behind it), then, for a
-/// normal task, its owner's push. Returns the event
-/// to schedule, when, and the push latency still to come after it (for `Event::Push`).
+/// normal task, its owner's push. Returns the event to schedule, when, and the push
+/// latency still to come after it (for `Event::Push`).
 ///
 /// With an idle worker the push's io-thread work is placed now. After a worker start it
 /// is a start away, and the work would hold a core idle until then (the cores serve work
@@ -199,7 +199,7 @@ fn next_report(now: u64, started: u64, period: u64) -> u64 {
 /// takes an idle task worker's process, else starts its own; a normal task gets one from
 /// the node's worker pool (`NodeCpus::task_lease_granted`: an idle one, one already
 /// starting, or a start of its own), the raylet prestarting for the `backlog` behind it
-/// first. A start's CPU work shares the node's cores within the raylet's start slots. A
+/// first where `scheduler.worker_prestart` says so. A start's CPU work shares the node's cores within the raylet's start slots. A
 /// task worker's first call is marked (`Run::first_call`): Ray's reply to it comes
 /// `worker_first_call_latency` late, the lease held meanwhile, and that is CPU work on
 /// the node's cores after the body, so it waits behind the worker starts it shares them
@@ -211,8 +211,10 @@ fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64
         TaskType::ActorCreationTask if cx.cpus.actor_takes_idle_worker(node) => (at, 0, false),
         TaskType::ActorCreationTask => (cx.cpus.start_worker(node, at, cost.cpu, cost.latency), 1, false),
         TaskType::NormalTask => {
-            let ask =
-                PoolAsk { backlog, available_cpus: available_cpus(cx, tid, node), prestart: s.worker_prestart, cost };
+            // The CPUs free matter only to a prestart: not looked up on the common path.
+            let prestart = s.worker_prestart;
+            let available_cpus = if prestart { available_cpus(cx, tid, node) } else { 0 };
+            let ask = PoolAsk { backlog, available_cpus, prestart, cost };
             let worker = cx.cpus.task_lease_granted(node, at, ask);
             (worker.ready, worker.launched, worker.first_call)
         }
