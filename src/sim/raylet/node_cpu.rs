@@ -48,6 +48,7 @@ mod worker_pool;
 use priority::NormalWork;
 pub(crate) use priority::Priority;
 use worker_pool::StartSlots;
+pub(crate) use worker_pool::{LeaseWorker, PoolAsk, StartCost};
 
 /// Every node's cores, by node slot.
 pub(crate) struct NodeCpus {
@@ -260,9 +261,7 @@ impl NodeCpus {
     pub(crate) fn task_lease_granted(&mut self, n: NodeIdx, at: u64, pool: PoolAsk) -> LeaseWorker {
         let floor = self.floor;
         let Some(node) = self.node_mut(n) else { return LeaseWorker { ready: at, first_call: false, launched: 0 } };
-        let up = node.starts.settle(floor);
-        node.task_workers += up;
-        node.fresh_workers += up;
+        node.settle_starts(floor);
         let idle = node.idle_task_workers();
         let mut launched = 0;
         if pool.prestart && pool.cost.cpu > 0 {
@@ -297,9 +296,7 @@ impl NodeCpus {
     pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
         let floor = self.floor;
         let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return false };
-        let up = node.starts.settle(floor);
-        node.task_workers += up;
-        node.fresh_workers += up;
+        node.settle_starts(floor);
         let idle = node.idle_task_workers();
         if idle == 0 {
             return false;
@@ -465,40 +462,21 @@ impl NodeCpus {
     /// Ray's later starts do.
     fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost) -> Option<worker_pool::Launch> {
         let node = self.node_mut(n)?;
-        let begins = node.starts.next_begins(now);
-        if cost.cpu > 0 && begins.is_none() {
+        let begins = match (cost.cpu, node.starts.next_begins(now)) {
+            (0, _) => None,
             // A dead node's record: no cores, no slots, no process to count.
-            let ends = now + cost.cpu;
-            return Some(node.starts.launched(ends, ends + cost.latency));
-        }
+            (cpu, None) => return Some(node.starts.launched(now + cpu, now + cpu + cost.latency)),
+            (_, Some(begins)) => Some(begins),
+        };
         node.processes += 1;
         self.guests_started(n, 1);
-        let node = self.node_mut(n).expect("made above");
-        let Some(begins) = begins.filter(|_| cost.cpu > 0) else {
-            return Some(node.starts.launched(0, now + cost.latency));
+        let Some(begins) = begins else {
+            return Some(self.node_mut(n).expect("made above").starts.launched(0, now + cost.latency));
         };
         // Ray renices a worker once it is up: its start runs at normal priority, time-sliced.
         let ends = self.run_on(n, now, begins, cost.cpu, Slicing::Sliced);
         Some(self.node_mut(n).expect("made above").starts.launched(ends, ends + cost.latency))
     }
-}
-
-/// What starting a worker process costs: its CPU work, then how long until it answers.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct StartCost {
-    pub cpu: u64,
-    pub latency: u64,
-}
-
-/// The worker a normal task's lease gets ([`NodeCpus::task_lease_granted`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LeaseWorker {
-    /// When it can take the task.
-    pub ready: u64,
-    /// Whether the task is its first call (its reply comes late).
-    pub first_call: bool,
-    /// Worker processes the request launched (its own, and the prestarts it asked for).
-    pub launched: u32,
 }
 
 /// A process's one thread that serves its work in turn ([`NodeCpus::thread_work`]).
@@ -554,21 +532,15 @@ impl NodeMachine {
     }
 }
 
-/// What a normal task's lease asks of its node's worker pool
-/// ([`NodeCpus::task_lease_granted`]).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct PoolAsk {
-    /// Tasks of its owner waiting behind it (Ray's lease request carries the count).
-    pub backlog: u32,
-    /// The node's whole CPUs available, this lease's included.
-    pub available_cpus: u32,
-    /// Whether the raylet prestarts for the backlog (Ray's `enable_worker_prestart`).
-    pub prestart: bool,
-    /// What a start costs there.
-    pub cost: StartCost,
-}
-
 impl NodeCpu {
+    /// The task-worker processes started for no lease that are up by `floor` join the
+    /// idle ones, fresh.
+    fn settle_starts(&mut self, floor: u64) {
+        let up = self.starts.settle(floor);
+        self.task_workers += up;
+        self.fresh_workers += up;
+    }
+
     /// Task workers up here that no lease holds.
     fn idle_task_workers(&self) -> u32 {
         self.task_workers.saturating_sub(self.task_leases)

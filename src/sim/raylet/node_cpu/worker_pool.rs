@@ -24,6 +24,38 @@
 
 use smallvec::SmallVec;
 
+/// What starting a worker process costs: its CPU work, then how long until it answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StartCost {
+    pub cpu: u64,
+    pub latency: u64,
+}
+
+/// The worker a normal task's lease gets ([`NodeCpus::task_lease_granted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeaseWorker {
+    /// When it can take the task.
+    pub ready: u64,
+    /// Whether the task is its first call (its reply comes late).
+    pub first_call: bool,
+    /// Worker processes the request launched (its own, and the prestarts it asked for).
+    pub launched: u32,
+}
+
+/// What a normal task's lease asks of its node's worker pool
+/// ([`NodeCpus::task_lease_granted`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PoolAsk {
+    /// Tasks of its owner waiting behind it (Ray's lease request carries the count).
+    pub backlog: u32,
+    /// The node's whole CPUs available, this lease's included.
+    pub available_cpus: u32,
+    /// Whether the raylet prestarts for the backlog (Ray's `enable_worker_prestart`).
+    pub prestart: bool,
+    /// What a start costs there.
+    pub cost: StartCost,
+}
+
 /// A process launched in a slot: when it registers, and its place in launch order
 /// (registrations at one time go in that order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
