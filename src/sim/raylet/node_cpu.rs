@@ -37,6 +37,10 @@
 //! worker-start slots and when an actor's creation last began there (which the raylet's
 //! look reads: `gc_rounds.rs`). Must never: be read for anything but timing (the event log
 //! sees only the times it gives), or change a node's resources.
+//!
+//! The worker processes' side (a lease's worker, starts, actors' processes) is in
+//! `node_cpu/processes.rs`, the start slots in `node_cpu/worker_pool.rs`, the priorities
+//! in `node_cpu/priority.rs`.
 
 use crate::config::Config;
 use crate::model::{ActorId, NodeIdx, TaskId};
@@ -44,11 +48,12 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 mod priority;
+mod processes;
 mod worker_pool;
 use priority::NormalWork;
 pub(crate) use priority::Priority;
 use worker_pool::StartSlots;
-pub(crate) use worker_pool::{LeaseWorker, PoolAsk, StartCost};
+pub(crate) use worker_pool::{PoolAsk, StartCost};
 
 /// Every node's cores, by node slot.
 pub(crate) struct NodeCpus {
@@ -251,111 +256,6 @@ impl NodeCpus {
         }
     }
 
-    /// A normal task's lease on `n` reaches its raylet at `at`: which worker runs it, and
-    /// when. First the raylet prestarts for `backlog` more tasks of its owner waiting
-    /// behind it, up to `available_cpus` (the node's, this lease's included) less the
-    /// workers idle or starting, in free start slots only (`prestart`). Then an idle
-    /// worker that has run a call before goes first (Ray's pool hands out its most
-    /// recently used), else an idle fresh one; with none, a process already starting
-    /// serves it or its request starts one ([`worker_pool`]).
-    pub(crate) fn task_lease_granted(&mut self, n: NodeIdx, at: u64, pool: PoolAsk) -> LeaseWorker {
-        let floor = self.floor;
-        let Some(node) = self.node_mut(n) else { return LeaseWorker { ready: at, first_call: false, launched: 0 } };
-        node.settle_starts(floor);
-        let idle = node.idle_task_workers();
-        let mut launched = 0;
-        if pool.prestart && pool.cost.cpu > 0 {
-            let wanted = pool.available_cpus.min(pool.backlog);
-            let mut usable = idle + node.starts.unclaimed();
-            while usable < wanted && self.node(n).is_some_and(|node| node.starts.free_at(at)) {
-                let launch = self.launch(n, at, pool.cost).expect("the node has a record");
-                self.node_mut(n).expect("made above").starts.starting(launch);
-                launched += 1;
-                usable += 1;
-            }
-        }
-        let node = self.node_mut(n).expect("made above");
-        node.task_leases += 1;
-        if idle > 0 {
-            let first_call = node.take_idle_worker(idle);
-            return LeaseWorker { ready: at, first_call, launched };
-        }
-        node.task_workers += 1;
-        if let Some(early) = node.starts.serves_before_a_start(at) {
-            return LeaseWorker { ready: at.max(early.up), first_call: true, launched };
-        }
-        let own = self.launch(n, at, pool.cost).expect("the node has a record");
-        let node = self.node_mut(n).expect("made above");
-        node.starts.starting(own);
-        let first = node.starts.first_up().expect("its own start is there");
-        LeaseWorker { ready: at.max(first.up), first_call: true, launched: launched + 1 }
-    }
-
-    /// An actor's creation leased on `n` takes an idle task worker's process, if there
-    /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
-    pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
-        let floor = self.floor;
-        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return false };
-        node.settle_starts(floor);
-        let idle = node.idle_task_workers();
-        if idle == 0 {
-            return false;
-        }
-        node.take_idle_worker(idle);
-        node.task_workers -= 1;
-        true
-    }
-
-    /// A normal task's lease on `n` is back: its worker is idle for the next one.
-    pub(crate) fn task_lease_returned(&mut self, n: NodeIdx) {
-        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
-            node.task_leases = node.task_leases.saturating_sub(1);
-        }
-    }
-
-    /// `actor`'s process on `n` began its creation at `now`: it answers no call before
-    /// `answers_from`.
-    pub(crate) fn actor_up(&mut self, n: NodeIdx, actor: ActorId, now: u64, answers_from: u64) {
-        if let Some(node) = self.node_mut(n) {
-            node.fresh_actors.insert(actor, answers_from);
-            node.last_actor_up = Some(now);
-        }
-    }
-
-    /// When an actor's creation last began on `n`, if one has since it joined.
-    pub(crate) fn last_actor_up(&self, n: NodeIdx) -> Option<u64> {
-        self.node(n).and_then(|node| node.last_actor_up)
-    }
-
-    /// A call to `actor` on `n` starts at `now`: the earliest it may begin (`now` once
-    /// the actor's first-work window is over, which is then forgotten).
-    pub(crate) fn actor_answers_from(&mut self, n: NodeIdx, actor: ActorId, now: u64) -> u64 {
-        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return now };
-        match node.fresh_actors.get(&actor) {
-            Some(&from) if from > now => from,
-            Some(_) => {
-                node.fresh_actors.remove(&actor);
-                now
-            }
-            None => now,
-        }
-    }
-
-    /// `actor`'s worker process on `n` exited.
-    pub(crate) fn process_exited(&mut self, n: NodeIdx, actor: ActorId) {
-        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
-            let had = node.processes > 0;
-            node.processes = node.processes.saturating_sub(1);
-            node.fresh_actors.remove(&actor);
-            self.guests_exited(n, u32::from(had));
-        }
-    }
-
-    /// Worker processes alive on `n` (actors' and the task workers' pool).
-    pub(crate) fn processes(&self, n: NodeIdx) -> u32 {
-        self.node(n).map_or(0, |node| node.processes)
-    }
-
     /// A node died: what its heaps held goes.
     pub(crate) fn lost(&mut self, n: NodeIdx) {
         let processes = self.node(n).map_or(0, |node| node.processes);
@@ -447,36 +347,6 @@ impl NodeCpus {
         self.node_mut(n).expect("made above").threads.insert(thread, end);
         end
     }
-
-    /// A worker process starting on `n` at `now` for an actor: it waits for a start
-    /// slot, then its `cpu` µs of work share the cores; it answers `latency` µs after that
-    /// work ends (what a start waits on beside the CPU). Returns when it is up.
-    pub(crate) fn start_worker(&mut self, n: NodeIdx, now: u64, cpu: u64, latency: u64) -> u64 {
-        self.launch(n, now, StartCost { cpu, latency }).map_or(now + cpu + latency, |launch| launch.up)
-    }
-
-    /// A worker process launched on `n` at `now` in the next start slot (None past the
-    /// last node slot). A slot is held for the CPU work only: a start with none holds no
-    /// slot and is up `latency` after `now`. The process counts as alive from its
-    /// start's reservation, so the starts queued behind it pay for its idle share as
-    /// Ray's later starts do.
-    fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost) -> Option<worker_pool::Launch> {
-        let node = self.node_mut(n)?;
-        let begins = match (cost.cpu, node.starts.next_begins(now)) {
-            (0, _) => None,
-            // A dead node's record: no cores, no slots, no process to count.
-            (cpu, None) => return Some(node.starts.launched(now + cpu, now + cpu + cost.latency)),
-            (_, Some(begins)) => Some(begins),
-        };
-        node.processes += 1;
-        self.guests_started(n, 1);
-        let Some(begins) = begins else {
-            return Some(self.node_mut(n).expect("made above").starts.launched(0, now + cost.latency));
-        };
-        // Ray renices a worker once it is up: its start runs at normal priority, time-sliced.
-        let ends = self.run_on(n, now, begins, cost.cpu, Slicing::Sliced);
-        Some(self.node_mut(n).expect("made above").starts.launched(ends, ends + cost.latency))
-    }
 }
 
 /// A process's one thread that serves its work in turn ([`NodeCpus::thread_work`]).
@@ -533,29 +403,6 @@ impl NodeMachine {
 }
 
 impl NodeCpu {
-    /// The task-worker processes started for no lease that are up by `floor` join the
-    /// idle ones, fresh.
-    fn settle_starts(&mut self, floor: u64) {
-        let up = self.starts.settle(floor);
-        self.task_workers += up;
-        self.fresh_workers += up;
-    }
-
-    /// Task workers up here that no lease holds.
-    fn idle_task_workers(&self) -> u32 {
-        self.task_workers.saturating_sub(self.task_leases)
-    }
-
-    /// One of `idle` idle task workers is taken: a warm one if any (false), else a
-    /// fresh one (true).
-    fn take_idle_worker(&mut self, idle: u32) -> bool {
-        if idle > self.fresh_workers {
-            return false;
-        }
-        self.fresh_workers -= 1;
-        true
-    }
-
     /// `cost`, stretched by the idle processes' share, placed at `now` and arriving at
     /// `arrives`. Every piece is charged to all the cores, so a queued piece waits for
     /// what came before it. A time-sliced piece instead shares the cores with the
