@@ -6,13 +6,14 @@ with `rayscope observe --record`, read that cluster's costs from the trace
 
     python whatif.py --rayscope BIN --work DIR --out FILE
                      [--programs sleep_reduce,actor_tree,mixed] [--shapes head1,head6,two_nodes]
-                     [--runs 3] [--record-shape head2]
+                     [--runs 3] [--record-shape head2] [--keep-traces runs/traces/SERIES]
     python whatif.py --merge PART.json... --out FILE   (one record of several, programs in order)
-    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR... --out FILE
+    python whatif.py --repredict RECORD.json --rayscope BIN --work DIR... --out FILE [--skip-missing]
         (the model's figures again from the traces kept in each series' DIR, Ray's runs
         as recorded: after a change to calibrate or the model, without running Ray again;
         a merged record takes one DIR per series, each program finding its recording by
-        the Ray session named in the record)
+        the Ray session named in the record, and the model told the cores of the machine
+        the series ran on; --skip-missing keeps the figures of a program with none kept)
 
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
@@ -219,8 +220,10 @@ def rayscope_json(args, argv, summary_on="stdout"):
     return done.stderr if summary_on == "stderr" else done.stdout
 
 
-def replay(args, shape, trace, job, work):
-    cfg = model_config(shape, os.cpu_count(), os.path.join(work, f"{shape}.yaml"))
+def replay(args, shape, trace, job, work, cores=None):
+    """The model's makespan of the recorded job on `shape`, on a machine of `cores`
+    physical cores (this machine's by default; a repredict gives the series' own)."""
+    cfg = model_config(shape, cores or os.cpu_count(), os.path.join(work, f"{shape}.yaml"))
     out = json.loads(rayscope_json(args, ["simulate", "--config", cfg, "--replay", trace, "--job", job,
                                           "--report", "json"]))
     j = out["jobs"][0]
@@ -321,13 +324,20 @@ def session_of(trace):
         return json.loads(f.readline()).get("session_name")
 
 
-def recording_of(program, works):
-    """The work dir of `works` that holds `program`'s recording: the one made on the
-    record's session, or the only one there is when the record names none."""
+def recordings_of(program, works):
+    """The work dirs of `works` that hold `program`'s recording: those made on the
+    record's session, or every one there is when the record names none."""
     found = [w for w in works if os.path.isdir(os.path.join(w, program["program"], "record", "trace"))]
     wanted = program.get("session")
     if wanted:
         found = [w for w in found if session_of(os.path.join(w, program["program"], "record", "trace")) == wanted]
+    return found
+
+
+def recording_of(program, works):
+    """The one work dir of `works` that holds `program`'s recording."""
+    found = recordings_of(program, works)
+    wanted = program.get("session")
     if len(found) != 1:
         where = ", ".join(works)
         which = f"made on Ray session {wanted}" if wanted else "(the record names no session: give one --work)"
@@ -338,21 +348,32 @@ def recording_of(program, works):
 def repredict(args):
     with open(args.repredict) as f:
         record = json.load(f)
+    # What the model is given is written apart from the recordings, which may be the
+    # ones committed under runs/traces.
+    scratch = tempfile.mkdtemp(prefix="whatif-repredict-")
     for p in record["programs"]:
+        if args.skip_missing and not recordings_of(p, args.work):
+            log(f"--repredict: {p['program']} of session {p.get('session')}: no recording kept, its figures as recorded")
+            continue
         work = recording_of(p, args.work)
         trace = os.path.join(work, "record", "trace")
         p["session"] = session_of(trace)
+        out = os.path.join(scratch, p["session"])
+        os.makedirs(out, exist_ok=True)
+        # The series' machine, not this one: the model is told the cores Ray ran on.
+        cores = p.get("machine", record["machine"])["cores"]
         said = rayscope_json(args, ["calibrate", "--trace", trace, "--job", p["job"], "--out",
-                                    os.path.join(work, "costs.yaml")], summary_on="stderr")
+                                    os.path.join(out, "costs.yaml")], summary_on="stderr")
         p["figures"] = figures(said)
-        same = replay(args, p["record_shape"], trace, p["job"], work)["makespan_s"]
+        same = replay(args, p["record_shape"], trace, p["job"], out, cores)["makespan_s"]
         p["same_shape"] = {"model_s": round(same, 3), "error": round((same - p["recorded_s"]) / p["recorded_s"], 4)}
         for row in p["shapes"]:
-            predicted = replay(args, row["shape"], trace, p["job"], work)
+            predicted = replay(args, row["shape"], trace, p["job"], out, cores)
             row.update(summary(row["runs_s"], predicted["makespan_s"]))
             row.pop("band", None)
             if predicted["prediction"] is not None:
                 row["band"] = predicted["prediction"]
+    shutil.rmtree(scratch, ignore_errors=True)
     record["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with open(args.out, "w") as f:
         json.dump(record, f, indent=1)
@@ -366,6 +387,8 @@ def main():
         ap.add_argument("--rayscope", required=True)
         ap.add_argument("--work", required=True, nargs="+", help="each series' work dir")
         ap.add_argument("--out", required=True)
+        ap.add_argument("--skip-missing", action="store_true",
+                        help="a program whose recording is in no DIR keeps its figures as recorded")
         return repredict(ap.parse_args())
     if "--merge" in sys.argv:
         ap = argparse.ArgumentParser()
@@ -382,6 +405,8 @@ def main():
     ap.add_argument("--record-shape", default="head2", choices=sorted(SHAPES))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--object-mb", type=int, default=0, help="mixed: each producer's object, MB")
+    ap.add_argument("--keep-traces", help="copy each program's recorded trace here, as DIR/PROGRAM/record/trace "
+                    "(runs/traces/SERIES, committed beside the record, is what --repredict reads later)")
     args = ap.parse_args()
     args.shapes = [s for s in args.shapes.split(",") if s]
     for s in args.shapes:
@@ -394,6 +419,10 @@ def main():
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results = [prove(args, p) for p in args.programs.split(",") if p]
+    if args.keep_traces:
+        for p in results:
+            kept = os.path.join(args.keep_traces, p["program"], "record", "trace")
+            shutil.copytree(os.path.join(args.work, p["program"], "record", "trace"), kept, dirs_exist_ok=True)
     record = {
         "ray": ray.__version__,
         "started": started,
