@@ -351,6 +351,19 @@ def repredict(args):
     # What the model is given is written apart from the recordings, which may be the
     # ones committed under runs/traces.
     scratch = tempfile.mkdtemp(prefix="whatif-repredict-")
+    try:
+        repredict_into(args, record, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    record["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
+def repredict_into(args, record, scratch):
+    """Each program of `record` with a recording in `args.work` gets the model's figures
+    again, the configs and costs it needs written under `scratch`."""
     for p in record["programs"]:
         if args.skip_missing and not recordings_of(p, args.work):
             log(f"--repredict: {p['program']} of session {p.get('session')}: no recording kept, its figures as recorded")
@@ -373,11 +386,6 @@ def repredict(args):
             row.pop("band", None)
             if predicted["prediction"] is not None:
                 row["band"] = predicted["prediction"]
-    shutil.rmtree(scratch, ignore_errors=True)
-    record["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
 
 
 def main():
@@ -422,7 +430,9 @@ def main():
     if args.keep_traces:
         for p in results:
             kept = os.path.join(args.keep_traces, p["program"], "record", "trace")
-            shutil.copytree(os.path.join(args.work, p["program"], "record", "trace"), kept, dirs_exist_ok=True)
+            # The observer's lock file is no part of the trace.
+            shutil.copytree(os.path.join(args.work, p["program"], "record", "trace"), kept, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(".lock"))
     record = {
         "ray": ray.__version__,
         "started": started,
