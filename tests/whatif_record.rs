@@ -7,7 +7,8 @@
 //! there), so the report never shows one build's predictions beside another's traces.
 //!
 //! Ray's runs are as recorded: this needs no Ray, only python3 (scripts/test installs it)
-//! to run the script's `--repredict`, about two seconds.
+//! to run the script's `--repredict`, about a second. Ray's runs on the other shapes are
+//! kept beside each recording (gzipped); their makespans are the record's.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -28,18 +29,23 @@ fn kept_series() -> Vec<PathBuf> {
     dirs
 }
 
+/// A trace folder's segments (`*.jsonl`, or `*.jsonl.gz` for Ray's kept runs), in order.
+fn segments(trace: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(trace)
+        .unwrap_or_else(|e| panic!("{}: {e}", trace.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl") || p.to_string_lossy().ends_with(".jsonl.gz"))
+        .collect();
+    out.sort();
+    out
+}
+
 /// The sessions of the recordings kept in `series` (each program's trace header).
 fn sessions_in(series: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for program in std::fs::read_dir(series).unwrap() {
         let trace = program.unwrap().path().join("record/trace");
-        let mut segments: Vec<PathBuf> = std::fs::read_dir(&trace)
-            .unwrap_or_else(|e| panic!("{}: {e}", trace.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        segments.sort();
-        let first = std::fs::read_to_string(&segments[0]).unwrap();
+        let first = std::fs::read_to_string(&segments(&trace)[0]).unwrap();
         let header: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
         out.push(header["session_name"].as_str().expect("a trace header names its session").to_string());
     }
@@ -105,4 +111,47 @@ fn the_kept_series_are_what_this_build_predicts_from_their_traces() {
         );
     }
     assert_eq!(compared, kept.len(), "every kept recording is a program of the record: {kept:?}");
+}
+
+/// The job's start to end, in ms, as the last job line of a trace lists it (what
+/// whatif.py reads from Ray's Jobs API as a run's makespan).
+fn job_makespan_ms(trace_text: &str) -> Option<i64> {
+    let last =
+        trace_text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).rfind(|r| r["kind"] == "job")?;
+    Some(last["end_time"].as_i64()? - last["start_time"].as_i64()?)
+}
+
+#[test]
+fn the_kept_runs_of_ray_are_the_records_runs() {
+    use std::io::Read;
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(whatif_dir().join("runs/whatif.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for series in kept_series() {
+        let sessions = sessions_in(&series);
+        for program in record["programs"].as_array().unwrap() {
+            if !sessions.iter().any(|s| program["session"] == s.as_str()) {
+                continue;
+            }
+            let dir = series.join(program["program"].as_str().unwrap());
+            let text: String =
+                segments(&dir.join("record/trace")).iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+            let recorded = (program["recorded_s"].as_f64().unwrap() * 1000.0).round() as i64;
+            assert_eq!(job_makespan_ms(&text), Some(recorded), "{}: the recording's job", dir.display());
+            for shape in program["shapes"].as_array().unwrap() {
+                for (i, run) in shape["runs_s"].as_array().unwrap().iter().enumerate() {
+                    let trace = dir.join(format!("{}-{i}/trace", shape["shape"].as_str().unwrap()));
+                    let mut text = String::new();
+                    for gz in segments(&trace) {
+                        let file = std::fs::File::open(gz).unwrap();
+                        flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap();
+                    }
+                    let ms = (run.as_f64().unwrap() * 1000.0).round() as i64;
+                    assert_eq!(job_makespan_ms(&text), Some(ms), "{}: Ray's run", trace.display());
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "no run of Ray kept beside a recording");
 }

@@ -37,6 +37,7 @@ against the recorded job, and per shape the prediction and band, Ray's runs, med
 range and error. Holds /tmp/real-ray.lock (one real Ray on the machine at a time).
 """
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -345,6 +346,26 @@ def recording_of(program, works):
     return os.path.join(found[0], program["program"])
 
 
+def keep_traces(work, kept, runs):
+    """Copy a program's recording from its work dir to `kept` as it is (`--repredict`
+    reads it there), and the trace of each of Ray's `runs` on the other shapes gzipped
+    (SHAPE-I/trace/*.jsonl.gz: Ray's own timeline of each run, for a look beside the
+    replay's; about a twentieth of the size). The observer's lock file is no part of a
+    trace."""
+    shutil.copytree(os.path.join(work, "record", "trace"), os.path.join(kept, "record", "trace"),
+                    dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lock"))
+    for run in runs:
+        src = os.path.join(work, run, "trace")
+        if not os.path.isdir(src):
+            continue
+        dst = os.path.join(kept, run, "trace")
+        os.makedirs(dst, exist_ok=True)
+        for name in sorted(os.listdir(src)):
+            if name.endswith(".jsonl"):
+                with open(os.path.join(src, name), "rb") as f, gzip.open(os.path.join(dst, name + ".gz"), "wb") as g:
+                    shutil.copyfileobj(f, g)
+
+
 def repredict(args):
     with open(args.repredict) as f:
         record = json.load(f)
@@ -414,7 +435,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--object-mb", type=int, default=0, help="mixed: each producer's object, MB")
     ap.add_argument("--keep-traces", help="copy each program's recorded trace here, as DIR/PROGRAM/record/trace "
-                    "(runs/traces/SERIES, committed beside the record, is what --repredict reads later)")
+                    "(runs/traces/SERIES, committed beside the record, is what --repredict reads later), "
+                    "and each of Ray's runs on the other shapes gzipped, as DIR/PROGRAM/SHAPE-I/trace")
     args = ap.parse_args()
     args.shapes = [s for s in args.shapes.split(",") if s]
     for s in args.shapes:
@@ -429,10 +451,8 @@ def main():
     results = [prove(args, p) for p in args.programs.split(",") if p]
     if args.keep_traces:
         for p in results:
-            kept = os.path.join(args.keep_traces, p["program"], "record", "trace")
-            # The observer's lock file is no part of the trace.
-            shutil.copytree(os.path.join(args.work, p["program"], "record", "trace"), kept, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(".lock"))
+            keep_traces(os.path.join(args.work, p["program"]), os.path.join(args.keep_traces, p["program"]),
+                        [f"{row['shape']}-{i}" for row in p["shapes"] for i in range(len(row["runs_s"]))])
     record = {
         "ray": ray.__version__,
         "started": started,
