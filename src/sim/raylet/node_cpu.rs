@@ -199,7 +199,7 @@ impl NodeCpus {
     fn host_of_guest(&mut self, n: NodeIdx) -> Option<&mut NodeCpu> {
         let host = self.machine_of(n);
         (host != n).then_some(())?;
-        self.nodes.get_mut(host.index()).and_then(|slot| slot.as_deref_mut())
+        self.existing_mut(host)
     }
 
     /// `count` worker processes started on `n`: a guest's count on its host's machine too.
@@ -246,6 +246,13 @@ impl NodeCpus {
     #[inline]
     fn node(&self, n: NodeIdx) -> Option<&NodeCpu> {
         self.nodes.get(n.index()).and_then(|slot| slot.as_deref())
+    }
+
+    /// `n`'s record to change if it has one: unlike [`Self::node_mut`], an empty slot
+    /// stays empty (a count taken back, or a window forgotten, makes no record).
+    #[inline]
+    fn existing_mut(&mut self, n: NodeIdx) -> Option<&mut NodeCpu> {
+        self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut())
     }
 
     /// Bring `n`'s record into cache ahead of work placed there (`cache_hint`).

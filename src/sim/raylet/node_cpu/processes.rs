@@ -57,7 +57,7 @@ impl NodeCpus {
     /// is one (true): it needs no start. Ray pops actors' workers from the same pool.
     pub(crate) fn actor_takes_idle_worker(&mut self, n: NodeIdx) -> bool {
         let floor = self.floor;
-        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return false };
+        let Some(node) = self.existing_mut(n) else { return false };
         node.settle_starts(floor);
         let idle = node.idle_task_workers();
         if idle == 0 {
@@ -70,7 +70,7 @@ impl NodeCpus {
 
     /// A normal task's lease on `n` is back: its worker is idle for the next one.
     pub(crate) fn task_lease_returned(&mut self, n: NodeIdx) {
-        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
+        if let Some(node) = self.existing_mut(n) {
             node.task_leases = node.task_leases.saturating_sub(1);
         }
     }
@@ -92,7 +92,7 @@ impl NodeCpus {
     /// A call to `actor` on `n` starts at `now`: the earliest it may begin (`now` once
     /// the actor's first-work window is over, which is then forgotten).
     pub(crate) fn actor_answers_from(&mut self, n: NodeIdx, actor: ActorId, now: u64) -> u64 {
-        let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) else { return now };
+        let Some(node) = self.existing_mut(n) else { return now };
         match node.fresh_actors.get(&actor) {
             Some(&from) if from > now => from,
             Some(_) => {
@@ -105,7 +105,7 @@ impl NodeCpus {
 
     /// `actor`'s worker process on `n` exited.
     pub(crate) fn process_exited(&mut self, n: NodeIdx, actor: ActorId) {
-        if let Some(node) = self.nodes.get_mut(n.index()).and_then(|slot| slot.as_deref_mut()) {
+        if let Some(node) = self.existing_mut(n) {
             let had = node.processes > 0;
             node.processes = node.processes.saturating_sub(1);
             node.fresh_actors.remove(&actor);
