@@ -155,3 +155,52 @@ fn the_kept_runs_of_ray_are_the_records_runs() {
     }
     assert!(checked > 0, "no run of Ray kept beside a recording");
 }
+
+/// `timeline.py` (the kept runs set beside a replay) lists every worker process a kept
+/// run's trace holds, with its start's length, and the run's calls.
+#[test]
+fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
+    use std::io::Read;
+    let series = kept_series();
+    let run = series
+        .iter()
+        .map(|s| s.join("sleep_reduce/head6-0/trace"))
+        .find(|p| p.is_dir())
+        .expect("a kept 6-CPU run of the sleep-bound program");
+    let mut text = String::new();
+    for gz in segments(&run) {
+        flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()).read_to_string(&mut text).unwrap();
+    }
+    let rows: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let workers: std::collections::BTreeMap<i64, i64> = rows
+        .iter()
+        .filter(|r| r["kind"] == "worker")
+        .filter_map(|r| Some((r["pid"].as_i64()?, r["launched_ms"].as_i64()? - r["launch_ms"].as_i64()?)))
+        .collect();
+    assert!(workers.len() > 2, "the run started workers during its job: {workers:?}");
+
+    let out = Command::new("python3")
+        .arg(whatif_dir().join("timeline.py"))
+        .arg(&run)
+        .args(["--calls", "60"])
+        .output()
+        .expect("python3 runs timeline.py");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.starts_with(&format!("Ray: {} worker processes", workers.len())), "{said}");
+    for (pid, took) in &workers {
+        let listed = said.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.first() == Some(&pid.to_string().as_str()) && f.get(3) == Some(&took.to_string().as_str())
+        });
+        assert!(listed, "worker {pid} (start {took} ms) is not listed:\n{said}");
+    }
+    // Every call of the job but the driver's, each once.
+    let calls = said.lines().skip_while(|l| !l.trim_start().starts_with("ran")).skip(1).count();
+    let tasks: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter(|r| r["kind"] == "task" && r["type"] != "DRIVER_TASK")
+        .filter_map(|r| r["task_id"].as_str())
+        .collect();
+    assert_eq!(calls, tasks.len(), "{said}");
+}
