@@ -278,6 +278,10 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert_eq!(source("scheduler.sleep_overshoot").as_deref(), Some("reference"));
     assert!(by_trace["costs_origin"].as_str().unwrap().contains("this trace's"), "{by_trace}");
     assert!(by_trace.get("calibration_warning").is_none(), "costs from the trace are no config's change: {by_trace}");
+    // The suite's errors were measured with the reference costs: a replay with its
+    // trace's is not quoted them (its band is `prediction`'s).
+    let quoted = |r: &serde_json::Value| r.get("measured").and_then(|m| m.as_array()).map_or(0, |m| m.len());
+    assert_eq!(quoted(&by_trace), 0, "{by_trace}");
     assert_eq!(by_trace["prediction"]["change"], "same_shape");
     // A costs file written by calibrate gives the same run; the reference, another.
     let file = dir.path().join("costs.yaml");
@@ -289,6 +293,8 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     let by_reference = json(&["--costs", "reference"]);
     assert_ne!(by_reference["event_log_sha256"], by_trace["event_log_sha256"]);
     assert_eq!(source_of(&by_reference, "scheduler.call_submit_cost"), "reference");
+    assert!(quoted(&by_reference) > 0, "the reference costs are the suite's: {by_reference}");
+    assert_eq!(quoted(&by_file), 0, "{by_file}");
     // A cost the config sets stays the config's.
     let by_config = json(&["--set", "scheduler.call_submit_cost=7us"]);
     assert_eq!(source_of(&by_config, "scheduler.call_submit_cost"), "config");
@@ -300,6 +306,7 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert!(text.contains("prediction        predicted makespan") && text.contains("more or fewer CPUs"), "{text}");
     assert!(text.contains("WARNING: 100.000× the recorded CPUs (400 against 4)"), "{text}");
     assert!(text.contains("costs             ") && text.contains("from this trace:"), "{text}");
+    assert!(!text.contains("measured on Ray"), "{text}");
     // A sweep bands each value's prediction and warns where a value is far out.
     let sweep = json(&["--sweep", "cluster.head.cpu=2,398"]);
     let predictions = sweep["predictions"].as_array().unwrap_or_else(|| panic!("{sweep}"));
@@ -308,6 +315,7 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert_eq!(predictions[1]["prediction"]["change"], "shape");
     assert!(predictions[1]["replay_warnings"][0].as_str().unwrap().contains("the recorded CPUs"), "{sweep}");
     assert_eq!(source_of(&sweep, "scheduler.call_submit_cost"), "trace");
+    assert_eq!(quoted(&sweep), 0, "{sweep}");
     let (code, _, err) = rayscope(&["simulate", "--config", &same, "--costs", "trace"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--costs trace: only a replay has a trace"), "{err}");

@@ -135,12 +135,22 @@ impl Plan {
         }
     }
 
+    /// Whether the suite's errors (docs/fidelity.md's rows, the report's "measured on
+    /// Ray") apply to a run with these costs: they were measured with the reference
+    /// machine's, so only a run with those is quoted them. A replay with its trace's
+    /// costs carries its own band instead (`prediction`).
+    pub fn quotes_the_suite(&self) -> bool {
+        matches!(self.origin, Origin::Reference)
+    }
+
     /// The report's calibration line and warning made true of these costs: costs the
-    /// trace or the file set are no config's change, and only the config's are named.
+    /// trace or the file set are no config's change, and only the config's are named;
+    /// the suite's errors, measured with other costs, are not quoted.
     pub fn adjust(&self, report: &mut rayscope::sim::Report, by_config: &[String]) {
-        if matches!(self.origin, Origin::Reference) {
+        if self.quotes_the_suite() {
             return;
         }
+        report.measured.clear();
         report.calibration = self.line();
         report.calibration_beyond.retain(|r| !r.starts_with(CHANGED_COSTS_REASON));
         report.calibration_beyond.extend(changed_costs_reason(by_config));
