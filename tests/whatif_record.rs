@@ -113,6 +113,16 @@ fn the_kept_series_are_what_this_build_predicts_from_their_traces() {
     assert_eq!(compared, kept.len(), "every kept recording is a program of the record: {kept:?}");
 }
 
+/// A kept run of Ray's whole trace: its gzipped segments, in order, as one text.
+fn gzipped_text(trace: &Path) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    for gz in segments(trace) {
+        flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()).read_to_string(&mut text).unwrap();
+    }
+    text
+}
+
 /// The job's start to end, in ms, as the last job line of a trace lists it (what
 /// whatif.py reads from Ray's Jobs API as a run's makespan).
 fn job_makespan_ms(trace_text: &str) -> Option<i64> {
@@ -123,7 +133,6 @@ fn job_makespan_ms(trace_text: &str) -> Option<i64> {
 
 #[test]
 fn the_kept_runs_of_ray_are_the_records_runs() {
-    use std::io::Read;
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(whatif_dir().join("runs/whatif.json")).unwrap()).unwrap();
     let mut checked = 0;
@@ -141,11 +150,7 @@ fn the_kept_runs_of_ray_are_the_records_runs() {
             for shape in program["shapes"].as_array().unwrap() {
                 for (i, run) in shape["runs_s"].as_array().unwrap().iter().enumerate() {
                     let trace = dir.join(format!("{}-{i}/trace", shape["shape"].as_str().unwrap()));
-                    let mut text = String::new();
-                    for gz in segments(&trace) {
-                        let file = std::fs::File::open(gz).unwrap();
-                        flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap();
-                    }
+                    let text = gzipped_text(&trace);
                     let ms = (run.as_f64().unwrap() * 1000.0).round() as i64;
                     assert_eq!(job_makespan_ms(&text), Some(ms), "{}: Ray's run", trace.display());
                     checked += 1;
@@ -160,17 +165,13 @@ fn the_kept_runs_of_ray_are_the_records_runs() {
 /// run's trace holds, with its start's length, and the run's calls.
 #[test]
 fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
-    use std::io::Read;
     let series = kept_series();
     let run = series
         .iter()
         .map(|s| s.join("sleep_reduce/head6-0/trace"))
         .find(|p| p.is_dir())
         .expect("a kept 6-CPU run of the sleep-bound program");
-    let mut text = String::new();
-    for gz in segments(&run) {
-        flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()).read_to_string(&mut text).unwrap();
-    }
+    let text = gzipped_text(&run);
     let rows: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let workers: std::collections::BTreeMap<i64, i64> = rows
         .iter()
