@@ -454,10 +454,11 @@ fn sweep_runs(
     }
     let seed = configs.first().map_or(0, |(_, c, _, _)| c.sim.seed);
     let mut measured: Vec<rayscope::config::calibration::Measured> = Vec::new();
-    let quoted = configs.iter().filter(|_| plan.quotes_the_suite());
-    for m in quoted.flat_map(|(_, c, _, _)| rayscope::config::calibration::measured_for(c)) {
-        if !measured.iter().any(|known| known.workload == m.workload) {
-            measured.push(m);
+    if plan.quotes_the_suite() {
+        for m in configs.iter().flat_map(|(_, c, _, _)| rayscope::config::calibration::measured_for(c)) {
+            if !measured.iter().any(|known| known.workload == m.workload) {
+                measured.push(m);
+            }
         }
     }
     let mut sweep = rayscope::sim::sweep::Sweep {
