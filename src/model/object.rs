@@ -1,9 +1,9 @@
 //! The object table (what Ray keeps at each object's owner).
 
 use super::compact_option::CompactOption;
+use super::few::Few;
 use super::ids::{JobId, NodeIdx, TaskId};
 use super::object_list::ObjectList;
-use smallvec::SmallVec;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
 pub enum ObjectStatus {
@@ -33,15 +33,15 @@ pub struct Object {
     /// Whether the primary copy is spilled to the primary node's disk.
     pub spilled: bool,
     /// Secondary in-memory copies made by transfers: a few at most (a map output's
-    /// copy at its reducer), held inline like `waiters`.
-    pub copies: SmallVec<[NodeIdx; 4]>,
+    /// copy at its reducer), the first held inline like `waiters`'.
+    pub copies: Few<NodeIdx>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
     /// Whether the owner holds this object among its futures (and counts it while unresolved).
     pub owner_waits: bool,
     /// Tasks waiting for this object as an argument: almost always none or one (a
     /// map output's one reducer), held inline so a million of them allocate nothing.
-    pub waiters: SmallVec<[TaskId; 1]>,
+    pub waiters: Few<TaskId>,
     pub created_at: u64,
     /// Lineage: the producer's spec and arguments, to re-execute it if every copy is lost.
     pub spec: u32,
