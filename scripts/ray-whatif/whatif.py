@@ -18,7 +18,9 @@ with `rayscope observe --record`, read that cluster's costs from the trace
 The long series runs a program at a time (a few minutes of Ray each), then merges.
 
 Every run, the recording included, is its cluster's first driver on a fresh cluster (the
-idle workers each node had as it began are kept as `idle_workers_at_start`), watched by
+idle workers each node had as it began are kept as `idle_workers_at_start`), begun once
+the machine is quiet (its cores under 0.3 busy for a second: a new cluster's agents boot
+for seconds after its nodes register), watched by
 `rayscope observe` (so every run bears the same observer's load), with the
 program lingering 2.5 s before it disconnects (as the recording needs; see
 programs.py). A run's makespan is the job's start to end as Ray's Jobs API lists it:
@@ -55,6 +57,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "ray-common"))
 from driven import cpu_model, hold_real_ray  # noqa: E402
 
 LINGER_S = "2.5"
+# A cluster is settled once the machine uses under this many cores over a whole window
+# (an idle head and its observer use about 0.05; its agents' boot, one to two).
+QUIET_CORES = 0.3
+QUIET_WINDOW_S = 1.0
+QUIET_DEADLINE_S = 30
 STORE = 200 * 1024 * 1024
 SHAPES = {
     "head1": {"head": 1, "nodes": []},
@@ -93,6 +100,36 @@ def wait(what, deadline_s, probe):
             last = e
         time.sleep(0.2)
     raise RuntimeError(f"{what}: not within {deadline_s} s ({last})")
+
+
+def cores_busy():
+    """(busy, total) jiffies of the whole machine since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def wait_until_quiet(deadline_s=QUIET_DEADLINE_S):
+    """Wait until the machine uses less than QUIET_CORES of its cores over a whole
+    QUIET_WINDOW_S. A new cluster's agents (the dashboard's, the runtime env's) can boot
+    for seconds after its nodes register: in one run the dashboard agent was a second old
+    and used three quarters of a core as the driver began. A job begun beside that boot
+    shares the cores with however much of it is left, which no recording or replay knows
+    of. Returns the seconds waited; on a machine busy with other work, the deadline's,
+    logged, and the run goes on."""
+    begun = time.monotonic()
+    busy, total = cores_busy()
+    used = 0.0
+    while time.monotonic() - begun < deadline_s:
+        time.sleep(QUIET_WINDOW_S)
+        busy2, total2 = cores_busy()
+        used = (busy2 - busy) / max(1, total2 - total) * (os.cpu_count() or 1)
+        if used < QUIET_CORES:
+            return time.monotonic() - begun
+        busy, total = busy2, total2
+    log(f"  the machine was still using {used:.2f} cores after {deadline_s} s: running anyway")
+    return deadline_s
 
 
 def start_cluster(shape, temp_dir, dashboard_port):
@@ -178,6 +215,7 @@ def one_run(args, program, shape, run_dir, record):
                                     stderr=open(os.path.join(run_dir, "observe.log"), "w"))
         base = f"http://127.0.0.1:{listen}"
         wait("rayscope observe answers", 90, lambda: get_json(f"{base}/api/observe"))
+        settled_s = wait_until_quiet()
         argv = [sys.executable, os.path.join(HERE, "programs.py"), program, "--address", cluster.address,
                 "--linger-s", LINGER_S]
         if args.object_mb:
@@ -201,7 +239,8 @@ def one_run(args, program, shape, run_dir, record):
                 jobs = get_json(f"{base}/api/flow/jobs")["jobs"]
                 return any(x["job_id"] == job and (x.get("observed") or {}).get("settled") is True for x in jobs)
             wait(f"the observer settled job {job}'s record", 120, settled)
-        log(f"  {program} on {shape}: idle workers per node at the start {cluster.idle_at_start}")
+        log(f"  {program} on {shape}: the cluster settled in {settled_s:.1f} s; idle workers per node at the "
+            f"start {cluster.idle_at_start}")
         return job, makespan, trace, cluster.idle_at_start
     finally:
         if observer:
