@@ -127,11 +127,11 @@ pub struct Band {
 }
 
 const SAME_SHAPE: Band = Band {
-    low: -0.022,
+    low: -0.027,
     high: 0.013,
     source: "docs/observe.md, \"Replay on another shape\": the seed job replayed on its recorded 2-CPU node, \
              six runs on two VMs, 2026-11-27 to 11-30 (-2.2 … +1.3 %); docs/fidelity.md, \"What-ifs on a \
-             recorded job\": three programs on their recorded 2-CPU head, three series on two VMs (-2.2 … +0.8 %)",
+             recorded job\": three programs on their recorded 2-CPU head, seven series on two VMs (-2.7 … +1.2 %)",
 };
 const FIX: Band = Band {
     low: -0.070,
@@ -147,9 +147,9 @@ const SHAPE: Band = Band {
     high: 0.138,
     source: "docs/fidelity.md, \"What-ifs on a recorded job\" (scripts/ray-whatif/runs/whatif.json): three \
              programs recorded on a 2-CPU head, predicted on 1 and 6 CPUs and with a second node on the same \
-             machine, against each of Ray's runs there (six series: three and five runs a shape on a quiet \
-             2-core Intel Xeon VM, 2026-12-02; four of three on a 2-core AMD EPYC VM, 2026-12-04 to 12-06, \
-             the last three with the bodies' CPU read from the workers)",
+             machine, against each of Ray's runs there (seven series: three and five runs a shape on a quiet \
+             2-core Intel Xeon VM, 2026-12-02; five of three on a 2-core AMD EPYC VM, 2026-12-04 to 12-06, \
+             the last four with the bodies' CPU read from the workers)",
 };
 
 impl Change {
