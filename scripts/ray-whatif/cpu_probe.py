@@ -8,7 +8,7 @@ driver), with every process's CPU time read from /proc every 100 ms.
 
 For each run (the shapes in turn, `--rounds` times) it prints
 * the CPU used, in ms, by each kind of process (raylet, GCS, dashboard processes, the
-  observer, the driver, starting workers (`python`), registered workers (`ray::`)), over
+  observer, the driver, starting workers, registered workers), over
   the 0.9 s before the job's first call and two windows after it;
 * each worker process of Ray's worker table: launched and registered (ms from the job's
   start), its CPU time when it registered, and its first call's run, with its CPU time
@@ -35,8 +35,13 @@ import timeline  # noqa: E402
 import whatif  # noqa: E402
 from driven import hold_real_ray  # noqa: E402
 
-KINDS = ["raylet", "gcs_server", "rayscope", "dashboard", "log_monitor", "monitor.py", "programs.py", "ray::",
-         "runtime_env"]
+# A process's kind: its executable's name for Ray's own binaries and the observer, else
+# the first of these its command line holds. A worker is `python ... default_worker.py`
+# while it starts and retitles itself `ray::IDLE` (then `ray::FUNCTION`) once up.
+BINARIES = ["raylet", "gcs_server", "rayscope"]
+SCRIPTS = [("ray::", "registered worker"), ("default_worker.py", "starting worker"),
+           ("programs.py", "driver"), ("dashboard", "dashboard"), ("runtime_env", "runtime env agent"),
+           ("log_monitor", "log monitor"), ("monitor.py", "autoscaler monitor"), ("cpu_probe.py", "this probe")]
 TICK_S = 0.1
 
 
@@ -56,7 +61,7 @@ def processes():
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat.rsplit(")", 1)[1].split()
         ticks = int(fields[11]) + int(fields[12])  # utime + stime
-        kind = next((k for k in KINDS if k in cmd or k in name), name)
+        kind = name if name in BINARIES else next((k for key, k in SCRIPTS if key in cmd), name)
         out[int(pid)] = (kind, ticks * 1000 // os.sysconf("SC_CLK_TCK"))
     return out
 
@@ -82,15 +87,17 @@ def sampled_run(args, shape, run_dir):
 def report(shape, makespan, trace, samples):
     start, workers, calls = timeline.ray_timeline(trace)
 
-    def at(ms):
-        return min(samples, key=lambda s: abs(s[0] - (start + ms)))[1]
-
     print(f"{shape}: makespan {makespan:.3f} s")
     for lo, hi in [(-900, 0), (0, 1200), (1200, 2500)]:
-        before, after = at(lo), at(hi)
+        # Each tick's CPU goes to the kind the process was at the tick's start: a worker
+        # that registers inside the window keeps its start's CPU as a start's.
+        ticks = [s for s in samples if start + lo <= s[0] <= start + hi]
         used = collections.Counter()
-        for pid, (kind, cpu) in after.items():
-            used[kind] += max(0, cpu - before.get(pid, (kind, 0))[1])
+        for (_, before), (_, after) in zip(ticks, ticks[1:]):
+            for pid, (kind, cpu) in after.items():
+                # A process new this tick began within it: all its CPU is the tick's.
+                was_kind, was_cpu = before.get(pid, (kind, 0))
+                used[was_kind] += max(0, cpu - was_cpu)
         top = ", ".join(f"{k} {v}" for k, v in used.most_common(8) if v)
         print(f"  {lo:>5}..{hi:<5} ms: {sum(used.values())} ms of CPU: {top}")
 
