@@ -22,6 +22,9 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
+from procs import proc_cpu  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 MiB = 1024 * 1024
@@ -89,26 +92,6 @@ def get(base, path, timeout=120):
         status = e.code
         ctype = e.headers.get("Content-Type")
     return status, ctype, body, time.perf_counter() - t0
-
-
-def proc_cpu():
-    """{pid: (name, cmd, utime+stime seconds)} of every process on the machine."""
-    hz = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                st = f.read()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
-        except OSError:
-            continue
-        rest = st[st.rfind(")") + 2:].split()
-        name = st[st.find("(") + 1:st.rfind(")")]
-        out[int(pid)] = (name, cmd, (int(rest[11]) + int(rest[12])) / hz)
-    return out
 
 
 def cpu_delta(before, after):

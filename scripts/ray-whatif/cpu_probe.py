@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "ray-common"))
 import timeline  # noqa: E402
 import whatif  # noqa: E402
 from driven import hold_real_ray  # noqa: E402
+from procs import proc_cpu  # noqa: E402
 
 # A process's kind: its executable's name for Ray's own binaries and the observer, else
 # the first of these its command line holds. A worker is `python ... default_worker.py`
@@ -47,23 +48,8 @@ TICK_S = 0.1
 
 def processes():
     """pid -> (kind, CPU ms) of every process readable now."""
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()[:200].replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        ticks = int(fields[11]) + int(fields[12])  # utime + stime
-        kind = name if name in BINARIES else next((k for key, k in SCRIPTS if key in cmd), name)
-        out[int(pid)] = (kind, ticks * 1000 // os.sysconf("SC_CLK_TCK"))
-    return out
+    return {pid: (name if name in BINARIES else next((k for key, k in SCRIPTS if key in cmd), name), round(cpu * 1000))
+            for pid, (name, cmd, cpu) in proc_cpu().items()}
 
 
 def sampled_run(args, shape, run_dir):
