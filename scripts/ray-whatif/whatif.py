@@ -58,7 +58,8 @@ from driven import cpu_model, hold_real_ray  # noqa: E402
 
 LINGER_S = "2.5"
 # A cluster is settled once the machine uses under this many cores over a whole window
-# (an idle head and its observer use about 0.05; its agents' boot, one to two).
+# (a settled head, no job, used 0.0 to 0.16 of the machine's cores in half seconds; its
+# agents' boot, over one).
 QUIET_CORES = 0.3
 QUIET_WINDOW_S = 1.0
 QUIET_DEADLINE_S = 30
