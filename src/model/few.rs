@@ -2,10 +2,10 @@
 //! until it holds two.
 //!
 //! An object's secondary copies and the tasks waiting for it are such lists: a map
-//! output gets one copy (at its reducer's node) and one waiter (the reducer), a few
-//! broadcast objects get more. At `examples/scale.yaml`'s peak a million objects are
-//! live at once, and a `SmallVec` with one inline slot took 24 bytes each for both
-//! (docs/benchmarks-history.md, issue 58).
+//! output gets at most one copy (at its reducer's node) and one waiter (a reducer
+//! submitted before it was sealed), a few broadcast objects get more. At
+//! `examples/scale.yaml`'s peak a million objects are live at once, most with neither,
+//! and a `SmallVec` took 24 bytes for each list (docs/benchmarks-history.md, issue 58).
 //!
 //! Owns: its items in the order they were pushed, except where `swap_remove` moves the
 //! last into the gap (as `Vec`'s does). Must never: keep a `Many` of fewer than two (so

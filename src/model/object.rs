@@ -33,7 +33,7 @@ pub struct Object {
     /// Whether the primary copy is spilled to the primary node's disk.
     pub spilled: bool,
     /// Secondary in-memory copies made by transfers: a few at most (a map output's
-    /// copy at its reducer), the first held inline like `waiters`'.
+    /// copy at its reducer), the first held inline, as `waiters`' is.
     pub copies: Few<NodeIdx>,
     /// References: the owner's handle plus each pending consumer.
     pub refs: u32,
