@@ -67,15 +67,14 @@ impl<T> Few<T> {
     /// # Panics
     /// If `index` is out of bounds, as `Vec::swap_remove` does.
     pub fn swap_remove(&mut self, index: usize) -> T {
-        match std::mem::take(self) {
+        match self {
             Few::None => panic!("swap_remove index {index} on an empty list"),
-            Few::One(item) => {
+            Few::One(_) => {
                 assert_eq!(index, 0, "swap_remove index {index} on a list of one");
-                item
+                self.pop().expect("a list of one")
             }
-            Few::Many(mut items) => {
+            Few::Many(items) => {
                 let item = items.swap_remove(index);
-                *self = Few::Many(items);
                 self.settle();
                 item
             }
@@ -84,15 +83,14 @@ impl<T> Few<T> {
 
     /// Removes and returns the last item.
     pub fn pop(&mut self) -> Option<T> {
+        if let Few::Many(items) = self {
+            let item = items.pop();
+            self.settle();
+            return item;
+        }
         match std::mem::take(self) {
-            Few::None => None,
             Few::One(item) => Some(item),
-            Few::Many(mut items) => {
-                let item = items.pop();
-                *self = Few::Many(items);
-                self.settle();
-                item
-            }
+            _ => None,
         }
     }
 
