@@ -36,7 +36,7 @@ fn help_names_every_option_and_the_older_form() {
     let o = bench_scale(&["--help"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let help = text(&o.stdout);
-    for flag in ["--against REV", "--rounds N", "--config FILE", "--json", "--dry-run", "--clean", "RUNS"] {
+    for flag in ["--against REV", "--rounds N", "--config FILE", "--callgrind", "--json", "--dry-run", "--clean", "RUNS"] {
         assert!(help.contains(flag), "--help does not mention {flag}:\n{help}");
     }
     assert!(help.contains("target/bench-scale/<sha>"), "--help does not say where REV is built:\n{help}");
@@ -90,6 +90,36 @@ fn pgo_plans_this_tree_through_build_pgo_and_only_with_against() {
     assert_eq!(current["pgo"], true);
     assert_eq!(Path::new(current["binary"].as_str().unwrap()), repo().join("target/pgo/release/rayscope"));
     assert!(current["build"].as_str().unwrap().ends_with("scripts/build-pgo"), "{current}");
+}
+
+#[test]
+fn callgrind_plans_one_counted_run_each_at_two_percent_of_scale_yaml() {
+    let o = bench_scale(&["--callgrind"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("go with --against REV"), "{}", text(&o.stderr));
+    let o = bench_scale(&["--against", "HEAD", "--callgrind", "--rounds", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("leave out --rounds"), "{}", text(&o.stderr));
+    if head().is_none() {
+        return;
+    }
+    let o = bench_scale(&["--against", "HEAD", "--callgrind", "--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
+    let plan = &plan["plan"];
+    assert_eq!(plan["rounds"], 1, "the counts do not move between runs: one run each");
+    assert_eq!(plan["callgrind"]["scaled_to_2_percent"], true);
+    let valgrind: Vec<&str> = plan["callgrind"]["valgrind"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(valgrind.contains(&"--tool=callgrind") && valgrind.contains(&"--cache-sim=yes"), "{valgrind:?}");
+    let command: Vec<&str> = plan["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(command.contains(&"workloads[0].tasks=20000"), "scale.yaml runs at 2 %: {command:?}");
+
+    // Another config runs as written.
+    let o = bench_scale(&["--against", "HEAD", "--callgrind", "--config", "examples/default.yaml", "--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
+    assert_eq!(plan["plan"]["callgrind"]["scaled_to_2_percent"], false);
+    assert!(!plan["plan"]["command"].to_string().contains("--set"), "{}", plan["plan"]["command"]);
 }
 
 #[test]
