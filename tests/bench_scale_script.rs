@@ -25,6 +25,21 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `args` (a `--dry-run --json`) succeed: the plan they print.
+fn dry_plan(args: &[&str]) -> serde_json::Value {
+    let o = bench_scale(args);
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
+    printed["plan"].clone()
+}
+
+/// `args` are refused as a usage error whose message says `says`.
+fn refused(args: &[&str], says: &str) {
+    let o = bench_scale(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+    assert!(text(&o.stderr).contains(says), "{args:?} should say {says:?}: {}", text(&o.stderr));
+}
+
 /// HEAD's commit, or None where the tree is not a git checkout (a source tarball).
 fn head() -> Option<String> {
     let o = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(repo()).output().ok()?;
@@ -54,10 +69,7 @@ fn dry_run_plans_both_builds_in_turn_and_builds_nothing() {
     };
     let worktree = repo().join("target/bench-scale").join(&sha);
     let existed = worktree.exists();
-    let o = bench_scale(&["--against", "HEAD", "--rounds", "3", "--dry-run", "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
-    let plan = &plan["plan"];
+    let plan = &dry_plan(&["--against", "HEAD", "--rounds", "3", "--dry-run", "--json"]);
     assert_eq!(plan["against"]["sha"], sha.as_str());
     assert_eq!(Path::new(plan["against"]["worktree"].as_str().unwrap()), worktree);
     assert_eq!(Path::new(plan["config"].as_str().unwrap()), repo().join("examples/scale.yaml"));
@@ -79,16 +91,12 @@ fn dry_run_plans_both_builds_in_turn_and_builds_nothing() {
 
 #[test]
 fn pgo_plans_this_tree_through_build_pgo_and_only_with_against() {
-    let o = bench_scale(&["--pgo"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("go with --against REV"), "{}", text(&o.stderr));
+    refused(&["--pgo"], "go with --against REV");
     if head().is_none() {
         return;
     }
-    let o = bench_scale(&["--against", "HEAD", "--pgo", "--dry-run", "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
-    let current = &plan["plan"]["current"];
+    let plan = dry_plan(&["--against", "HEAD", "--pgo", "--dry-run", "--json"]);
+    let current = &plan["current"];
     assert_eq!(current["pgo"], true);
     assert_eq!(Path::new(current["binary"].as_str().unwrap()), repo().join("target/pgo/release/rayscope"));
     assert!(current["build"].as_str().unwrap().ends_with("scripts/build-pgo"), "{current}");
@@ -96,19 +104,12 @@ fn pgo_plans_this_tree_through_build_pgo_and_only_with_against() {
 
 #[test]
 fn callgrind_plans_one_counted_run_each_at_two_percent_of_scale_yaml() {
-    let o = bench_scale(&["--callgrind"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("go with --against REV"), "{}", text(&o.stderr));
-    let o = bench_scale(&["--against", "HEAD", "--callgrind", "--rounds", "3"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("leave out --rounds"), "{}", text(&o.stderr));
+    refused(&["--callgrind"], "go with --against REV");
+    refused(&["--against", "HEAD", "--callgrind", "--rounds", "3"], "leave out --rounds");
     if head().is_none() {
         return;
     }
-    let o = bench_scale(&["--against", "HEAD", "--callgrind", "--dry-run", "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
-    let plan = &plan["plan"];
+    let plan = &dry_plan(&["--against", "HEAD", "--callgrind", "--dry-run", "--json"]);
     assert_eq!(plan["rounds"], 1, "the counts barely move between runs: one run each");
     assert_eq!(plan["callgrind"]["scaled_to_2_percent"], true);
     let valgrind: Vec<&str> =
@@ -118,12 +119,10 @@ fn callgrind_plans_one_counted_run_each_at_two_percent_of_scale_yaml() {
     assert!(command.contains(&"workloads[0].tasks=20000"), "scale.yaml runs at 2 %: {command:?}");
 
     // Another config runs as written.
-    let o =
-        bench_scale(&["--against", "HEAD", "--callgrind", "--config", "examples/default.yaml", "--dry-run", "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--dry-run --json prints JSON");
-    assert_eq!(plan["plan"]["callgrind"]["scaled_to_2_percent"], false);
-    assert!(!plan["plan"]["command"].to_string().contains("--set"), "{}", plan["plan"]["command"]);
+    let plan =
+        dry_plan(&["--against", "HEAD", "--callgrind", "--config", "examples/default.yaml", "--dry-run", "--json"]);
+    assert_eq!(plan["callgrind"]["scaled_to_2_percent"], false);
+    assert!(!plan["command"].to_string().contains("--set"), "{}", plan["command"]);
 }
 
 #[test]
@@ -131,10 +130,7 @@ fn a_revision_that_is_not_a_commit_is_refused_by_name() {
     if head().is_none() {
         return; // outside a git checkout every --against fails, as the dry-run test checks
     }
-    let o = bench_scale(&["--against", "no-such-revision-anywhere", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
-    assert!(err.contains("'no-such-revision-anywhere' is not a commit"), "{err}");
+    refused(&["--against", "no-such-revision-anywhere", "--dry-run"], "'no-such-revision-anywhere' is not a commit");
 }
 
 #[test]
@@ -147,14 +143,8 @@ fn a_missing_config_is_refused_by_name() {
 
 #[test]
 fn bad_arguments_are_usage_errors_that_say_what_is_valid() {
-    for (args, says) in [
-        (&["--against", "HEAD", "--rounds", "0"][..], "--rounds must be at least 1"),
-        (&["3", "--against", "HEAD"][..], "with --against use --rounds N"),
-        (&["--json"][..], "go with --against REV"),
-        (&["--rounds", "x"][..], "invalid int value"),
-    ] {
-        let o = bench_scale(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(text(&o.stderr).contains(says), "{args:?} should say {says:?}: {}", text(&o.stderr));
-    }
+    refused(&["--against", "HEAD", "--rounds", "0"], "--rounds must be at least 1");
+    refused(&["3", "--against", "HEAD"], "with --against use --rounds N");
+    refused(&["--json"], "go with --against REV");
+    refused(&["--rounds", "x"], "invalid int value");
 }
