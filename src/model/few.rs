@@ -36,14 +36,14 @@ impl<T> std::ops::Deref for Few<T> {
 
 impl<T> Few<T> {
     pub fn push(&mut self, item: T) {
-        match std::mem::take(self) {
-            Few::None => *self = Few::One(item),
-            Few::One(first) => *self = Few::Many(Box::new(vec![first, item])),
-            Few::Many(mut items) => {
-                items.push(item);
-                *self = Few::Many(items);
-            }
+        if let Few::Many(items) = self {
+            items.push(item);
+            return;
         }
+        *self = match std::mem::take(self) {
+            Few::One(first) => Few::Many(Box::new(vec![first, item])),
+            _ => Few::One(item),
+        };
     }
 
     /// Keeps the items `keep` says yes to, in their order.
