@@ -84,6 +84,29 @@ def free_port():
         return s.getsockname()[1]
 
 
+class GaveUp(RuntimeError):
+    """A probe's failure that waiting longer cannot mend."""
+
+
+def serving_address(process, log_path):
+    """The address a `rayscope observe --listen 127.0.0.1:0 --log-format json` serves on,
+    from its log; None until it says. The port is the kernel's pick at bind time: one
+    chosen beforehand can be taken meanwhile by any of the cluster's own servers, which
+    then answer our probes in gRPC."""
+    if process.poll() is not None:
+        with open(log_path) as f:
+            raise GaveUp(f"rayscope observe exited ({process.returncode}): {f.read()[-2000:]}")
+    with open(log_path) as f:
+        for line in f:
+            try:
+                fields = json.loads(line).get("fields", {})
+            except ValueError:
+                continue
+            if fields.get("message") == "serving":
+                return fields["address"]
+    return None
+
+
 def get_json(url, timeout=10):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.load(r)
@@ -97,6 +120,8 @@ def wait(what, deadline_s, probe):
             got = probe()
             if got:
                 return got
+        except GaveUp:
+            raise
         except Exception as e:  # noqa: BLE001 (not up yet)
             last = e
         time.sleep(0.2)
@@ -201,7 +226,7 @@ def one_run(args, program, shape, run_dir, record):
     """A fresh cluster of `shape`, `rayscope observe` watching it, the program as its
     first driver: (job id, the Jobs API's makespan in s, the trace dir)."""
     os.makedirs(run_dir, exist_ok=True)
-    dashboard, listen = free_port(), free_port()
+    dashboard = free_port()
     trace = os.path.join(run_dir, "trace")
     # Ray's socket paths must fit 107 bytes: its temp files go in a short dir of their own.
     ray_temp = tempfile.mkdtemp(prefix="rw-", dir="/tmp")
@@ -209,12 +234,12 @@ def one_run(args, program, shape, run_dir, record):
     observer = None
     try:
         cmd = [args.rayscope, "observe", "--ray", f"http://127.0.0.1:{dashboard}",
-               "--listen", f"127.0.0.1:{listen}", "--poll-every", "500ms"]
+               "--listen", "127.0.0.1:0", "--log-format", "json", "--poll-every", "500ms"]
         if record:
             cmd += ["--record", trace]
-        observer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                                    stderr=open(os.path.join(run_dir, "observe.log"), "w"))
-        base = f"http://127.0.0.1:{listen}"
+        observer_log = os.path.join(run_dir, "observe.log")
+        observer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(observer_log, "w"))
+        base = f"http://{wait('rayscope observe serves', 90, lambda: serving_address(observer, observer_log))}"
         wait("rayscope observe answers", 90, lambda: get_json(f"{base}/api/observe"))
         settled_s = wait_until_quiet()
         argv = [sys.executable, os.path.join(HERE, "programs.py"), program, "--address", cluster.address,
