@@ -20,6 +20,7 @@ mod common;
 mod ray_env;
 mod ray_panels;
 
+use common::free_port;
 use ray_env::ray_python;
 
 use std::io::{Read, Write};
@@ -70,10 +71,6 @@ fn rayscope() -> (Killed, String) {
     let child = Killed(child);
     std::thread::spawn(move || for _ in lines {});
     (child, address)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A plain HTTP/1.1 exchange on loopback; returns (status, body).

@@ -21,13 +21,13 @@ cluster is up, is {"step": "ready", "sd_file": <Ray's service-discovery file>, .
 """
 
 import os
-import socket
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
 from driven import answer_privately, hold_real_ray, kill_processes_using, say  # noqa: E402
+from ports import free_port  # noqa: E402
 
 import ray
 from ray.cluster_utils import Cluster
@@ -37,12 +37,6 @@ WORKER_IP = "127.0.0.2"
 
 # Ray's log lines go to stderr from here on; answers to the test, to stdout (`say`).
 answer_privately()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def meminfo():

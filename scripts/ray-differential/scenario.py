@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
 import expose  # noqa: E402  (the exposition parser and the series normalization)
 from driven import kill_processes_using  # noqa: E402
+from ports import free_port  # noqa: E402
 
 HEADROOM_BYTES = 3 << 30  # the OOM node's threshold: memory in use now plus this
 CLUSTER = [None]  # the cluster being driven, shut down however main() ends
@@ -41,12 +42,6 @@ REPORT_MS = 2000  # Ray's metrics report period for this run (default 10 s), so 
 # How long a raylet keeps trying to reach a dead GCS before it exits (default 60 s; with
 # it, worker-2 answered for 122 s after the head died): shorter, so the last step is quick.
 GCS_RECONNECT_S = 20
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mem_bytes():

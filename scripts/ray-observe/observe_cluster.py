@@ -14,7 +14,6 @@ import fcntl
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,16 +23,11 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
 from procs import proc_cpu  # noqa: E402
+from ports import free_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 MiB = 1024 * 1024
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def log(*a):

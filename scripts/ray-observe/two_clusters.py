@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ray-common"))
 from driven import answer_privately, hold_real_ray, say, wait_for_event_aggregator  # noqa: E402
+from ports import free_port  # noqa: E402
 
 answer_privately()
 
@@ -63,12 +63,6 @@ total = sum(ray.get([ROOT.remote(i) for i in range(2)]))
 time.sleep(2.5)
 print(json.dumps({"job_id": job, "total": total}))
 '''
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Head:

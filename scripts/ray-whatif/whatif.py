@@ -44,7 +44,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,6 +54,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ray-common"))
 from driven import cpu_model, hold_real_ray  # noqa: E402
+from ports import free_port  # noqa: E402
 
 LINGER_S = "2.5"
 # A cluster is settled once the machine uses under this many cores over a whole window
@@ -76,12 +76,6 @@ CHANGE = {"head1": "fewer CPUs", "head2": "CPUs", "head6": "more CPUs", "two_nod
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class GaveUp(RuntimeError):

@@ -18,6 +18,8 @@ mod ray_env;
 #[allow(unused_imports)]
 pub use ray_env::{ray_oldest_python, ray_python};
 
+pub use common::free_port;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -223,11 +225,6 @@ pub fn start_prometheus(binary: &Path, dir: &Path, config: &str) -> (Proc, Strin
         dir.join("prometheus.log"),
     );
     (proc, addr)
-}
-
-/// A loopback port nobody listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// One HTTP/1.0 request; returns (status, body). Connection errors are status 0.

@@ -183,3 +183,32 @@ pub fn observed_job_opening(
         }),
     ]
 }
+
+/// A loopback port nobody listens on now, for a server the test starts next.
+///
+/// A port the kernel picked for us and we let go of is the next one it may hand to
+/// anyone asking, and a Ray cluster booting beside a test asks hundreds of times (its
+/// servers bind port 0; every outgoing connection draws a port too): once, the
+/// what-if test's observer found its port answering in gRPC. So the port comes from
+/// below the kernel's ephemeral range and above Ray's worker ports (10002–19999), where
+/// nothing is handed out unasked. Each test process walks that span from an offset of
+/// its own, so tests running in parallel in one binary never draw the same port.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    static DRAWN: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral_low.saturating_sub(LOW);
+    let offset = std::process::id().wrapping_mul(7_919);
+    for _ in 0..span.min(4_096) {
+        let port = LOW + offset.wrapping_add(DRAWN.fetch_add(1, Ordering::Relaxed)) % span;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
+    // No room below the ephemeral range (or all of it taken): the kernel's pick.
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
