@@ -202,9 +202,11 @@ pub fn free_port() -> u16 {
         .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
         .unwrap_or(32_768);
     let span = ephemeral_low.saturating_sub(LOW);
-    let offset = std::process::id().wrapping_mul(7_919);
+    // Reduced first: a sum that wrapped past u32::MAX would revisit ports already drawn.
+    let offset = (u64::from(std::process::id()) * 7_919 % u64::from(span.max(1))) as u32;
     for _ in 0..span.min(4_096) {
-        let port = LOW + offset.wrapping_add(DRAWN.fetch_add(1, Ordering::Relaxed)) % span;
+        let drawn = DRAWN.fetch_add(1, Ordering::Relaxed) % span;
+        let port = LOW + (offset + drawn) % span;
         if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
             return port as u16;
         }
