@@ -373,11 +373,13 @@ fn a_push_due_after_a_worker_start_holds_no_core_idle_before_it() {
     // other two tasks. The prestarted workers' pushes go at once; the started ones' when
     // their leases reach the owner, after the starts. Placed at the grant instead, a push
     // due at 100 ms would hold its core from now on, and the second start would wait for
-    // it and end at 200 ms.
+    // it and end at 200 ms. (The starts beside the two busy prestarted workers are not
+    // slowed by them here: `driver_slowdown_per_busy_worker: 0`.)
     let yaml = "cluster:\n  host_node: false\n  head: {cpu: 4, cores: 2, memory: 16GiB}\n\
          scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, call_start_cost: 0s, task_worker_cost: 0s, task_reply_cost: 0s, lease_latency: 0s, \
          dispatch_cost: 0s, worker_start_cpu: 100ms, worker_start_latency: 0s, sleep_overshoot: 0s, \
-         idle_worker_cpu: 0, owner_push_cost: 1ms, task_push_latency: 0s, worker_first_call_latency: 0s}\n\
+         idle_worker_cpu: 0, owner_push_cost: 1ms, task_push_latency: 0s, worker_first_call_latency: 0s, \
+         driver_slowdown_per_busy_worker: 0}\n\
          workloads:\n  - {kind: fan_out, tasks: 4, task_duration: 1s}\n";
     assert_eq!(at(yaml, 2_000).1, 2, "the prestarted workers' tasks run at once");
     assert_eq!(at(yaml, 99_999).1, 2);

@@ -214,9 +214,9 @@ fn submit_figure(calls: &[Call], kind: &str, name: &'static str, fields: &'stati
 
 /// A worker process's start: an actor's creation (PENDING_NODE_ASSIGNMENT to RUNNING)
 /// or a task worker's first call (to SUBMITTED_TO_WORKER) that took longer than a
-/// lease on a worker already up, less the lease (and a creation's push and start).
-/// The lower quartile: a lone start, as the model shares a node's cores among starts
-/// itself.
+/// lease on a worker already up, less the lease (and a creation's push and start), as
+/// it would have taken beside no busy task worker ([`alone`]). The lower quartile: a
+/// lone start, as the model shares a node's cores among starts itself.
 fn start_figure(calls: &[Call], lease_us: f64, push_us: f64) -> Option<Figure> {
     let mut values = Vec::new();
     for (c, prev) in previous_end_on_worker(calls) {
@@ -232,7 +232,8 @@ fn start_figure(calls: &[Call], lease_us: f64, push_us: f64) -> Option<Figure> {
         // lease of a driver onto its prestarted workers took 20 ms on a loaded 2-core VM,
         // which is no process start (a Python worker importing Ray takes hundreds of ms).
         if let Some(w) = waited.filter(|w| *w > (2.0 * lease_us + 5_000.0).max(MIN_START_US)) {
-            values.push(w);
+            let busy = c.task.node_id.as_deref().map_or(0, |node| busy_on(calls.iter().map(|c| c.task), node, asked));
+            values.push(alone(w, busy));
         }
     }
     if values.len() < MIN_STARTS {
@@ -242,8 +243,8 @@ fn start_figure(calls: &[Call], lease_us: f64, push_us: f64) -> Option<Figure> {
     let value = values[(values.len() - 1) / 4];
     Some(Figure {
         name: "worker start",
-        how: "actor creations and task workers' first calls that started a process, less the lease: the lower \
-              quartile (a lone start)",
+        how: "actor creations and task workers' first calls that started a process, less the lease, each as it \
+              would take beside no busy task worker: the lower quartile (a lone start)",
         fields: WORKER_START,
         value,
         samples: values.len(),
@@ -330,6 +331,26 @@ fn actor_first_call_figure(calls: &[Call]) -> Option<Figure> {
     })
 }
 
+/// How many of `tasks` (normal tasks) ran on `node` at `at_ms`, from SUBMITTED_TO_WORKER
+/// to their end: the task workers busy beside a start launched then.
+fn busy_on<'a>(tasks: impl Iterator<Item = &'a ObservedTask>, node: &str, at_ms: u64) -> u32 {
+    let ran = |t: &ObservedTask| Some((t.event_ms("SUBMITTED_TO_WORKER")?, t.ended_ms()?));
+    tasks
+        .filter(|t| t.kind == "NORMAL_TASK" && t.node_id.as_deref() == Some(node))
+        .filter_map(ran)
+        .filter(|&(from, to)| from <= at_ms && at_ms < to)
+        .count() as u32
+}
+
+/// A start that took `took` µs beside `busy` busy task workers, as it would take alone:
+/// the model slows a start by `scheduler.driver_slowdown_per_busy_worker` for each
+/// (`sim/raylet/node_cpu/processes.rs`), so a figure read beside them would be slowed
+/// twice.
+fn alone(took: f64, busy: u32) -> f64 {
+    let slowdown = crate::config::SchedulerConfig::default().driver_slowdown_per_busy_worker;
+    took / (1.0 + slowdown * f64::from(busy))
+}
+
 /// A worker process's start as Ray's worker table has it, where the task rows show
 /// none (every call ran on a prestarted worker, which no call waited for): launch to
 /// registration of the task and actor workers on the nodes the job's calls ran on: the
@@ -344,8 +365,11 @@ fn worker_table_start(store: &Store, tasks: &[&ObservedTask]) -> Option<Figure> 
         .workers
         .iter()
         .filter(|w| nodes.contains(w.node_id.as_str()))
-        .filter_map(|w| w.start_ms())
-        .map(|ms| ms as f64 * 1000.0)
+        .filter_map(|w| {
+            let took = w.start_ms()? as f64 * 1000.0;
+            let busy = w.launch_ms.map_or(0, |at| busy_on(tasks.iter().copied(), &w.node_id, at));
+            Some(alone(took, busy))
+        })
         .filter(|us| *us >= MIN_START_US)
         .collect();
     if values.is_empty() {
@@ -355,7 +379,7 @@ fn worker_table_start(store: &Store, tasks: &[&ObservedTask]) -> Option<Figure> 
     Some(Figure {
         name: "worker start",
         how: "Ray's worker table: task and actor workers' launch to registration, on the job's nodes (its calls \
-              waited for no start): the median",
+              waited for no start), each as it would take beside no busy task worker: the median",
         fields: WORKER_START,
         value: crate::fidelity::median(&values),
         samples: values.len(),
@@ -468,6 +492,21 @@ mod tests {
         let start = costs.figures.iter().find(|f| f.name == "worker start").expect("read from the table");
         assert_eq!((start.value, start.samples), (1_131_000.0, 2), "the pair's median: {start:?}");
         assert!(start.how.contains("worker table"), "{}", start.how);
+    }
+
+    /// A start launched while two of the job's tasks ran on its node is read as it would
+    /// take alone: the model slows a start beside busy workers itself.
+    #[test]
+    fn a_start_beside_running_tasks_is_read_as_it_would_take_alone() {
+        // Each on a worker from 101 ms to its end at 251 ms, on node "n".
+        let tasks: Vec<ObservedTask> = (1..=2).map(|pid| first_call(&format!("t{pid}"), pid, 100, 101)).collect();
+        assert_eq!(busy_on(tasks.iter(), "n", 200), 2);
+        assert_eq!(busy_on(tasks.iter(), "n", 100), 0, "asked for, not yet on a worker");
+        assert_eq!(busy_on(tasks.iter(), "n", 251), 0, "ended");
+        assert_eq!(busy_on(tasks.iter(), "other", 200), 0, "another node's");
+        let slowdown = crate::config::SchedulerConfig::default().driver_slowdown_per_busy_worker;
+        assert!((alone(1_000_000.0, 2) - 1_000_000.0 / (1.0 + 2.0 * slowdown)).abs() < 1e-6);
+        assert_eq!(alone(1_000_000.0, 0), 1_000_000.0, "beside none: as read");
     }
 
     #[test]

@@ -53,7 +53,9 @@ pub struct SchedulerConfig {
     /// busy on its node: that work takes `1 + this × busy workers` times as long, a
     /// submit loop counting the idle workers its own calls lease from its start. Ray's
     /// driver loop waits runnable while its reniced workers run. Measured, not fitted:
-    /// loop_wait.py's 100,000-call loops.
+    /// loop_wait.py's 100,000-call loops. A worker process's start, at the same
+    /// priority, loses as much to each task lease on its node whose worker is up when
+    /// it is launched.
     #[serde(default = "default_driver_slowdown_per_busy_worker")]
     pub driver_slowdown_per_busy_worker: f64,
     /// Worker processes a raylet starts at once (Ray's `maximum_startup_concurrency`;

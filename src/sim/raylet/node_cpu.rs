@@ -18,9 +18,10 @@
 //! runnable threads: a driver's own work (its Python: the submit loop) and a worker
 //! process's start. Each runs as long as it takes with the other such work running
 //! beside it, and never waits for a worker's work; the worker work placed after it
-//! waits for it. A driver's own work also loses part of its core to each task worker
-//! busy on its node (`scheduler.driver_slowdown_per_busy_worker`): Ray's driver loop
-//! waits runnable while reniced workers run (loop_wait.py).
+//! waits for it. Each also loses part of its core to each task worker busy on its node
+//! when it is placed (`scheduler.driver_slowdown_per_busy_worker`): Ray's driver loop
+//! waits runnable while reniced workers run (loop_wait.py), and its starts during a job
+//! take longer than those before it.
 //!
 //! Ray renices each worker process once it is up (`scheduler.worker_niceness`). When
 //! that is set above 0, work has two priorities ([`Priority`]): the raylet's and the
@@ -147,6 +148,10 @@ struct NodeCpu {
     /// Idle task workers that have not run a call yet (prestarted ones): their first
     /// call's reply comes late (`scheduler.worker_first_call_latency`).
     fresh_workers: u32,
+    /// When the workers of the task leases served by a process still starting come up:
+    /// those leases are not busy yet ([`NodeCpu::busy_task_workers`]). Entries up by the
+    /// floor are dropped as leases are granted.
+    leases_awaiting_start: SmallVec<[u64; 4]>,
 }
 
 /// However many idle processes a node holds, work still gets this share of its cores
@@ -184,6 +189,7 @@ impl NodeCpus {
             task_leases: 0,
             task_workers: prestarted,
             fresh_workers: prestarted,
+            leases_awaiting_start: SmallVec::new(),
         }));
         self.guests_started(n, prestarted);
     }
@@ -288,7 +294,6 @@ impl NodeCpus {
         if cost == 0 {
             return now;
         }
-        let settings = self.settings;
         if self.node_mut(n).is_none() {
             return now + cost;
         }
@@ -298,8 +303,16 @@ impl NodeCpus {
         let end = self.run_on(n, now, now, cost, Slicing::Sliced);
         let node = self.node(n).expect("made above");
         let busy = node.task_leases + leasing.min(node.idle_task_workers());
-        let slowdown = 1.0 + settings.driver_slowdown * busy as f64;
-        now + ((end - now) as f64 * slowdown).round() as u64
+        self.slowed_by_busy_workers(now, end, busy)
+    }
+
+    /// The end of normal-priority work that began at `from` and would end at `end`, once
+    /// it has lost its part of a core to each of `busy` task workers busy beside it
+    /// (`scheduler.driver_slowdown_per_busy_worker`): a nice-0 process waits runnable
+    /// while the reniced workers run.
+    fn slowed_by_busy_workers(&self, from: u64, end: u64, busy: u32) -> u64 {
+        let slowdown = 1.0 + self.settings.driver_slowdown * f64::from(busy);
+        from + ((end - from) as f64 * slowdown).round() as u64
     }
 
     /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a

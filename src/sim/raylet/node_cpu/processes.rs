@@ -4,7 +4,7 @@
 //! processes from their creation to their exit.
 //!
 //! Owns: every change to a node record's process fields (task workers idle, fresh and
-//! leased, live processes, each actor's first-work window) but a node's joining and
+//! leased, leases awaiting a start, live processes, each actor's first-work window) but a node's joining and
 //! death (`super`). Must never: decide which lease a starting process serves (the start
 //! slots do, [`super::worker_pool`]), or place work but a start's.
 
@@ -25,12 +25,14 @@ impl NodeCpus {
         let Some(node) = self.node_mut(n) else { return LeaseWorker { ready: at, first_call: false, launched: 0 } };
         node.settle_starts(floor);
         let idle = node.idle_task_workers();
+        // The starts this lease asks for run beside the workers busy now, not beside it.
+        let busy = node.busy_task_workers(at);
         let mut launched = 0;
         if pool.prestart && pool.cost.cpu > 0 {
             let wanted = pool.available_cpus.min(pool.backlog);
             let mut usable = idle + node.starts.unclaimed();
             while usable < wanted && self.node(n).is_some_and(|node| node.starts.free_at(at)) {
-                let launch = self.launch(n, at, pool.cost).expect("the node has a record");
+                let launch = self.launch(n, at, pool.cost, busy).expect("the node has a record");
                 self.node_mut(n).expect("made above").starts.starting(launch);
                 launched += 1;
                 usable += 1;
@@ -44,12 +46,14 @@ impl NodeCpus {
         }
         node.task_workers += 1;
         if let Some(early) = node.starts.serves_before_a_start(at) {
+            node.awaits_start(at, early.up);
             return LeaseWorker { ready: at.max(early.up), first_call: true, launched };
         }
-        let own = self.launch(n, at, pool.cost).expect("the node has a record");
+        let own = self.launch(n, at, pool.cost, busy).expect("the node has a record");
         let node = self.node_mut(n).expect("made above");
         node.starts.starting(own);
         let first = node.starts.first_up().expect("its own start is there");
+        node.awaits_start(at, first.up);
         LeaseWorker { ready: at.max(first.up), first_call: true, launched: launched + 1 }
     }
 
@@ -122,15 +126,16 @@ impl NodeCpus {
     /// slot, then its `cpu` µs of work share the cores; it answers `latency` µs after that
     /// work ends (what a start waits on beside the CPU). Returns when it is up.
     pub(crate) fn start_worker(&mut self, n: NodeIdx, now: u64, cpu: u64, latency: u64) -> u64 {
-        self.launch(n, now, StartCost { cpu, latency }).map_or(now + cpu + latency, |launch| launch.up)
+        let busy = self.node(n).map_or(0, |node| node.busy_task_workers(now));
+        self.launch(n, now, StartCost { cpu, latency }, busy).map_or(now + cpu + latency, |launch| launch.up)
     }
 
     /// A worker process launched on `n` at `now` in the next start slot (None past the
-    /// last node slot). A slot is held for the CPU work only: a start with none holds no
+    /// last node slot), beside `busy` task workers running calls there. A slot is held for the CPU work only: a start with none holds no
     /// slot and is up `latency` after `now`. The process counts as alive from its
     /// start's reservation, so the starts queued behind it pay for its idle share as
     /// Ray's later starts do.
-    fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost) -> Option<worker_pool::Launch> {
+    fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost, busy: u32) -> Option<worker_pool::Launch> {
         let node = self.node_mut(n)?;
         let begins = match (cost.cpu, node.starts.next_begins(now)) {
             (0, _) => None,
@@ -144,7 +149,11 @@ impl NodeCpus {
             return Some(self.node_mut(n).expect("made above").starts.launched(0, now + cost.latency));
         };
         // Ray renices a worker once it is up: its start runs at normal priority, time-sliced.
+        // Like a driver's own work, it loses part of its core to each task worker busy
+        // here: Ray's starts during a job took longer than those before it, the more so
+        // the more workers ran (docs/benchmarks-history.md, "A start beside busy workers").
         let ends = self.run_on(n, now, begins, cost.cpu, Slicing::Sliced);
+        let ends = self.slowed_by_busy_workers(begins, ends, busy);
         Some(self.node_mut(n).expect("made above").starts.launched(ends, ends + cost.latency))
     }
 }
@@ -156,6 +165,22 @@ impl NodeCpu {
         let up = self.starts.settle(floor);
         self.task_workers += up;
         self.fresh_workers += up;
+        self.leases_awaiting_start.retain(|up| *up > floor);
+    }
+
+    /// A task lease granted at `at` waits for a process that comes up at `up`.
+    fn awaits_start(&mut self, at: u64, up: u64) {
+        if up > at {
+            self.leases_awaiting_start.push(up);
+        }
+    }
+
+    /// Task leases here whose worker is up at `now` and runs their call: those a start
+    /// launched now loses part of its core to. A lease waiting for a process to come up
+    /// is not busy yet.
+    fn busy_task_workers(&self, now: u64) -> u32 {
+        let waiting = self.leases_awaiting_start.iter().filter(|up| **up > now).count() as u32;
+        self.task_leases.saturating_sub(waiting)
     }
 
     /// Task workers up here that no lease holds.

@@ -218,6 +218,32 @@ fn a_drivers_work_is_time_sliced_and_slowed_by_busy_task_workers() {
 }
 
 #[test]
+fn a_start_is_slowed_by_the_task_workers_busy_when_it_is_launched() {
+    let settings = CpuSettings { driver_slowdown: 0.5, ..CpuSettings::default() };
+    let mut cpus = cpus_on(settings, NodeMachine { cores: 4, startup_concurrency: 4, prestarted: 2, on: None });
+    // Nothing leased: a start's 100 µs of work take 100 µs.
+    assert_eq!(cpus.start_worker(node(), 0, 100, 5), 105);
+    // Both idle workers leased and busy: the next start takes 1 + 2 × 0.5 times as long;
+    // its latency after the work is not stretched.
+    assert_eq!(lease(&mut cpus), Got::Fresh);
+    assert_eq!(lease(&mut cpus), Got::Fresh);
+    assert_eq!(cpus.start_worker(node(), 1_000, 100, 5), 1_205);
+    // Their leases back: as it is again.
+    cpus.task_lease_returned(node());
+    cpus.task_lease_returned(node());
+    assert_eq!(cpus.start_worker(node(), 2_000, 100, 5), 2_105);
+    // A lease waiting for a process to come up is not busy: on a node with no idle
+    // worker, a lease starts its own, and a start beside it is not slowed by that lease;
+    // once its worker is up (at 100 + 5), it is.
+    let mut cpus = cpus_on(settings, NodeMachine { cores: 4, startup_concurrency: 4, prestarted: 0, on: None });
+    let ask = PoolAsk { cost: StartCost { cpu: 100, latency: 5 }, ..PoolAsk::default() };
+    let leased = cpus.task_lease_granted(node(), 0, ask);
+    assert_eq!((leased.ready, leased.launched), (105, 1));
+    assert_eq!(cpus.start_worker(node(), 0, 100, 5), 105);
+    assert_eq!(cpus.start_worker(node(), 1_000, 100, 5), 1_155, "one busy: 1.5 times as long");
+}
+
+#[test]
 fn a_submit_loop_counts_the_idle_workers_its_calls_will_lease() {
     let settings = CpuSettings { driver_slowdown: 0.5, ..CpuSettings::default() };
     let mut cpus = cpus_on(settings, NodeMachine { cores: 2, startup_concurrency: 2, prestarted: 2, on: None });
