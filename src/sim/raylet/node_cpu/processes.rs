@@ -4,9 +4,10 @@
 //! processes from their creation to their exit.
 //!
 //! Owns: every change to a node record's process fields (task workers idle, fresh and
-//! leased, leases awaiting a start, live processes, each actor's first-work window) but a node's joining and
-//! death (`super`). Must never: decide which lease a starting process serves (the start
-//! slots do, [`super::worker_pool`]), or place work but a start's.
+//! leased, leases awaiting a start, live processes, each actor's first-work window) but
+//! a node's joining and death (`super`). Must never: decide which lease a starting
+//! process serves (the start slots do, [`super::worker_pool`]), or place work but a
+//! start's.
 
 use super::worker_pool::{self, LeaseWorker, PoolAsk, StartCost};
 use super::{NodeCpu, NodeCpus, Slicing};
@@ -131,10 +132,10 @@ impl NodeCpus {
     }
 
     /// A worker process launched on `n` at `now` in the next start slot (None past the
-    /// last node slot), beside `busy` task workers running calls there. A slot is held for the CPU work only: a start with none holds no
-    /// slot and is up `latency` after `now`. The process counts as alive from its
-    /// start's reservation, so the starts queued behind it pay for its idle share as
-    /// Ray's later starts do.
+    /// last node slot), beside `busy` task workers running calls there. A slot is held
+    /// for the CPU work only: a start with none holds no slot and is up `latency` after
+    /// `now`. The process counts as alive from its start's reservation, so the starts
+    /// queued behind it pay for its idle share as Ray's later starts do.
     fn launch(&mut self, n: NodeIdx, now: u64, cost: StartCost, busy: u32) -> Option<worker_pool::Launch> {
         let node = self.node_mut(n)?;
         let begins = match (cost.cpu, node.starts.next_begins(now)) {
