@@ -2,26 +2,26 @@
 //! table): each a statistic between Ray's state stamps, the sum of some of the model's
 //! cost fields, taken only where the job holds enough calls that show it cleanly.
 //!
+//! The worker start's figure is in `figures/starts.rs`.
+//!
 //! Owns: which calls each figure reads, its thresholds, and how it summarises them.
 //! Must never: set a cost (that is `costs_of`'s, from the figures) or read anything but
 //! the job's rows and the worker table.
 
 use super::{
     reference_sum, Figure, ACTOR_FIRST_CALL, ACTOR_SUBMIT, FIRST_CALL, LEASE, PUSH_AND_START, SUBMIT, TRANSFER,
-    WORKER_START,
 };
 use crate::observe::rows::ObservedTask;
 use crate::observe::store::Store;
 use std::collections::BTreeMap;
 
+mod starts;
+use starts::{start_figure, worker_table_start};
+
 /// What each figure needs at least before it is taken: a whole-ms stamp resolves a
 /// sub-ms cost only on average.
 const MIN_CALLS: usize = 10;
 const MIN_BURST_CALLS: usize = 20;
-const MIN_STARTS: usize = 3;
-/// No worker process starts faster than this (µs): a wait shorter than it found a worker
-/// already up.
-const MIN_START_US: f64 = 100_000.0;
 /// An argument smaller than this moves in under a stamp's resolution on any network.
 const MIN_TRANSFER_BYTES: u64 = 1_000_000;
 /// Two submits of one caller this close (ms) are one loop's.
@@ -212,45 +212,6 @@ fn submit_figure(calls: &[Call], kind: &str, name: &'static str, fields: &'stati
     })
 }
 
-/// A worker process's start: an actor's creation (PENDING_NODE_ASSIGNMENT to RUNNING)
-/// or a task worker's first call (to SUBMITTED_TO_WORKER) that took longer than a
-/// lease on a worker already up, less the lease (and a creation's push and start), as
-/// it would have taken beside no busy task worker ([`alone`]). The lower quartile: a
-/// lone start, as the model shares a node's cores among starts itself.
-fn start_figure(calls: &[Call], lease_us: f64, push_us: f64) -> Option<Figure> {
-    let mut values = Vec::new();
-    for (c, prev) in previous_end_on_worker(calls) {
-        let Some(asked) = c.task.event_ms("PENDING_NODE_ASSIGNMENT") else { continue };
-        let waited = match c.task.kind.as_str() {
-            "ACTOR_CREATION_TASK" => {
-                us(asked, c.task.event_ms("RUNNING").or(c.task.started_ms())?).map(|w| w - lease_us - push_us)
-            }
-            "NORMAL_TASK" if prev.is_none() => us(asked, c.task.event_ms("SUBMITTED_TO_WORKER")?).map(|w| w - lease_us),
-            _ => None,
-        };
-        // Shorter than this took a worker already up (a prestarted or idle one): the first
-        // lease of a driver onto its prestarted workers took 20 ms on a loaded 2-core VM,
-        // which is no process start (a Python worker importing Ray takes hundreds of ms).
-        if let Some(w) = waited.filter(|w| *w > (2.0 * lease_us + 5_000.0).max(MIN_START_US)) {
-            let busy = c.task.node_id.as_deref().map_or(0, |node| busy_on(calls.iter().map(|c| c.task), node, asked));
-            values.push(alone(w, busy));
-        }
-    }
-    if values.len() < MIN_STARTS {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let value = values[(values.len() - 1) / 4];
-    Some(Figure {
-        name: "worker start",
-        how: "actor creations and task workers' first calls that started a process, less the lease, each as it \
-              would take beside no busy task worker: the lower quartile (a lone start)",
-        fields: WORKER_START,
-        value,
-        samples: values.len(),
-    })
-}
-
 /// What a task worker's first call costs beyond its body (Ray loads the function, and
 /// imports what it needs, on a worker's first call of it): each task worker's first
 /// call, RUNNING to FINISHED, less the median of that function's calls on workers that
@@ -331,61 +292,6 @@ fn actor_first_call_figure(calls: &[Call]) -> Option<Figure> {
     })
 }
 
-/// How many of `tasks` (normal tasks) ran on `node` at `at_ms`, from SUBMITTED_TO_WORKER
-/// to their end: the task workers busy beside a start launched then.
-fn busy_on<'a>(tasks: impl Iterator<Item = &'a ObservedTask>, node: &str, at_ms: u64) -> u32 {
-    let ran = |t: &ObservedTask| Some((t.event_ms("SUBMITTED_TO_WORKER")?, t.ended_ms()?));
-    tasks
-        .filter(|t| t.kind == "NORMAL_TASK" && t.node_id.as_deref() == Some(node))
-        .filter_map(ran)
-        .filter(|&(from, to)| from <= at_ms && at_ms < to)
-        .count() as u32
-}
-
-/// A start that took `took` µs beside `busy` busy task workers, as it would take alone:
-/// the model slows a start by `scheduler.driver_slowdown_per_busy_worker` for each
-/// (`sim/raylet/node_cpu/processes.rs`), so a figure read beside them would be slowed
-/// twice.
-fn alone(took: f64, busy: u32) -> f64 {
-    let slowdown = crate::config::SchedulerConfig::default().driver_slowdown_per_busy_worker;
-    took / (1.0 + slowdown * f64::from(busy))
-}
-
-/// A worker process's start as Ray's worker table has it, where the task rows show
-/// none (every call ran on a prestarted worker, which no call waited for): launch to
-/// registration of the task and actor workers on the nodes the job's calls ran on: the
-/// median. The prestarted ones start together, no more of them than the node's cores,
-/// so each is a lone start in the model's terms, and the lower quartile of a pair would
-/// keep only the luckier one: on a 2-core VM (Ray 2.60, six recordings of
-/// 2026-12-02) the pairs took 399 and 618, 583 and 727, 851 and 883 ms, where starts
-/// during the job on 6 CPUs took 510–820 ms.
-fn worker_table_start(store: &Store, tasks: &[&ObservedTask]) -> Option<Figure> {
-    let nodes: std::collections::BTreeSet<&str> = tasks.iter().filter_map(|t| t.node_id.as_deref()).collect();
-    let mut values: Vec<f64> = store
-        .workers
-        .iter()
-        .filter(|w| nodes.contains(w.node_id.as_str()))
-        .filter_map(|w| {
-            let took = w.start_ms()? as f64 * 1000.0;
-            let busy = w.launch_ms.map_or(0, |at| busy_on(tasks.iter().copied(), &w.node_id, at));
-            Some(alone(took, busy))
-        })
-        .filter(|us| *us >= MIN_START_US)
-        .collect();
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(Figure {
-        name: "worker start",
-        how: "Ray's worker table: task and actor workers' launch to registration, on the job's nodes (its calls \
-              waited for no start), each as it would take beside no busy task worker: the median",
-        fields: WORKER_START,
-        value: crate::fidelity::median(&values),
-        samples: values.len(),
-    })
-}
-
 /// An argument's transfer: a normal task that waited for its arguments
 /// (PENDING_ARGS_AVAIL) until a call of the same caller on another node ended with a
 /// return of `MIN_TRANSFER_BYTES` or more, then ran on its own node: its
@@ -437,6 +343,7 @@ fn transfer_figure(calls: &[Call], lease_us: f64) -> Option<Figure> {
 
 #[cfg(test)]
 mod tests {
+    use super::starts::{alone, busy_on};
     use super::*;
     use crate::observe::rows::ObservedJob;
     use crate::observe::store::Change;

@@ -22,6 +22,9 @@ pub mod units;
 pub mod validate;
 pub mod workloads;
 
+/// The reference machine's `scheduler.driver_slowdown_per_busy_worker`, which
+/// `rayscope calibrate` takes out of a recorded start (`calibrate/figures/starts.rs`).
+pub(crate) use defaults::DRIVER_SLOWDOWN_PER_BUSY_WORKER;
 pub use limits::LimitsConfig;
 pub use overrides::Override;
 pub use ray_series::MetricCardinality;
