@@ -1,33 +1,31 @@
 //! The GCS event log: every state change, as one text line.
 //!
-//! The whole log streams through a SHA-256 digest (`log_digest.rs`, and optionally to a
-//! file), so two runs can be compared byte for byte; only the newest `capacity` lines
-//! stay in memory.
+//! The engine writes each line encoded (`log_record.rs`: numbers as raw values, not yet
+//! digits); the log's text thread (`log_text.rs`) makes the text, streams it through a
+//! SHA-256 digest and optionally to a file, so two runs can be compared byte for byte.
+//! Only the newest `capacity` lines stay in memory, as text.
 
-use super::ids::HEX_DIGITS as HEX;
-use super::log_digest::LogDigest;
+use super::log_record;
+use super::log_text::LogText;
 use super::time::VirtualTime;
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::io::Write;
 
 pub struct EventLog {
     recent: VecDeque<LoggedEvent>,
     capacity: usize,
-    digest: LogDigest,
+    text: LogText,
     total: u64,
-    sink: Option<Box<dyn Write + Send>>,
-    sink_error: Option<std::io::Error>,
-    /// Lines not yet fed to `digest`, the one being written last: SHA-256 is a stream,
-    /// so hashing them a block of lines at a time gives the same digest for a fraction
-    /// of the per-call cost, and each line is written once, in place.
-    unhashed: String,
+    /// Lines not yet handed to `text`, encoded, the one being written last: handing them
+    /// over a batch at a time costs a fraction of a line at a time, and each line is
+    /// written once, in place.
+    unsent: Vec<u8>,
 }
 
-/// Bytes of lines gathered before they are hashed. Each batch wakes the digest's thread
-/// (a futex wake, about 10 µs on these VMs): scale.yaml writes about 320 MB of lines,
-/// 4,900 batches at 64 KiB, 1,200 at this size, for about 1 MiB more held in flight.
-const HASH_BATCH: usize = 256 * 1024;
+/// Bytes of encoded lines gathered before they are handed over. Each batch wakes the
+/// text thread (a futex wake, about 10 µs on these VMs): scale.yaml writes about 320 MB
+/// of text, some 1,200 batches at this size, for about 1 MiB more held in flight.
+const BATCH: usize = 256 * 1024;
 
 /// One event kept in memory for the state API.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -45,63 +43,49 @@ impl EventLog {
         EventLog {
             recent: VecDeque::with_capacity(capacity.min(1 << 16)),
             capacity,
-            digest: LogDigest::new(),
+            text: LogText::new(),
             total: 0,
-            sink: None,
-            sink_error: None,
-            unhashed: String::with_capacity(HASH_BATCH + 256),
+            unsent: Vec::with_capacity(BATCH + 256),
         }
     }
 
-    /// Also write every line to `sink` (e.g. `--events FILE`).
+    /// Also write every line from now on to `sink` (e.g. `--events FILE`).
     pub fn set_sink(&mut self, sink: Box<dyn Write + Send>) {
-        self.sink = Some(sink);
+        // The lines before it were not for the sink.
+        let batch = std::mem::take(&mut self.unsent);
+        self.unsent = self.text.update(batch);
+        self.text.set_sink(sink);
     }
 
     /// Start a line (`<time> <source> `), then its message piece by piece, recorded by
     /// [`Line::end`]. The only way a line is written; `log_event!` is this with one
     /// formatted piece, and the lines every task writes five of use the plain pieces,
-    /// which skip `core::fmt`'s machinery.
+    /// which skip `core::fmt`'s machinery and leave the digits to the text thread.
     pub fn line(&mut self, time_us: u64, source: &'static str) -> Line<'_> {
-        let start = self.unhashed.len();
-        let head = self.begin(time_us, source);
-        Line { log: self, time_us, source, start, head }
+        let head = log_record::begin(&mut self.unsent, time_us, source);
+        Line { log: self, time_us, source, head }
     }
 
-    /// Write "<time> <source> " and return where the message starts.
-    fn begin(&mut self, time_us: u64, source: &'static str) -> usize {
-        push_ascii(&mut self.unhashed, itoa::Buffer::new().format(time_us));
-        self.unhashed.push(' ');
-        self.unhashed.push_str(source);
-        self.unhashed.push(' ');
-        self.unhashed.len()
-    }
-
-    /// End the line written at `start..` of `unhashed` (its message from `head`): stream
-    /// it, keep it in the ring, hash a full batch.
-    fn commit(&mut self, time_us: u64, source: &'static str, start: usize, head: usize) {
-        self.unhashed.push('\n');
-        if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.write_all(&self.unhashed.as_bytes()[start..]) {
-                self.sink_error.get_or_insert(e);
-                self.sink = None;
-            }
-        }
+    /// End the line whose message's pieces begin at `head` of `unsent`: keep it in the
+    /// ring, hand over a full batch.
+    fn commit(&mut self, time_us: u64, source: &'static str, head: usize) {
+        log_record::end(&mut self.unsent);
         if self.capacity > 0 {
-            let text = &self.unhashed[head..self.unhashed.len() - 1];
             // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
-            let mut message = match self.recent.len() == self.capacity {
+            let message = match self.recent.len() == self.capacity {
                 true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
-                false => String::with_capacity(text.len()),
+                false => String::new(),
             };
-            message.clear();
-            message.push_str(text);
+            let mut bytes = message.into_bytes();
+            bytes.clear();
+            log_record::write_message(&self.unsent[head..], &mut bytes);
+            let message = String::from_utf8(bytes).expect("a record's text is UTF-8, as its pieces were");
             self.recent.push_back(LoggedEvent { seq: self.total, time_us: VirtualTime(time_us), source, message });
         }
         self.total += 1;
-        if self.unhashed.len() >= HASH_BATCH {
-            let full = std::mem::take(&mut self.unhashed);
-            self.unhashed = self.digest.update(full);
+        if self.unsent.len() >= BATCH {
+            let full = std::mem::take(&mut self.unsent);
+            self.unsent = self.text.update(full);
         }
     }
 
@@ -123,29 +107,15 @@ impl EventLog {
 
     /// Hex SHA-256 of every line recorded so far (the log so far, not just the kept part).
     pub fn sha256_hex(&self) -> String {
-        self.digest.hex(self.unhashed.as_bytes())
+        self.text.hex(&self.unsent)
     }
 
-    /// Flush the sink; returns the first write error, if any happened.
+    /// Hand over what is left and flush the sink; returns the first write error, if any
+    /// happened.
     pub fn finish(&mut self) -> std::io::Result<()> {
-        if let Some(sink) = self.sink.as_mut() {
-            if let Err(e) = sink.flush() {
-                self.sink_error.get_or_insert(e);
-            }
-        }
-        match self.sink_error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Append a few ASCII bytes one by one: for the handful of digits of a number this is
-/// cheaper than `push_str`'s call to `memcpy`.
-#[inline]
-fn push_ascii(out: &mut String, digits: &str) {
-    for b in digits.bytes() {
-        out.push(char::from(b));
+        let rest = std::mem::take(&mut self.unsent);
+        self.unsent = self.text.update(rest);
+        self.text.finish()
     }
 }
 
@@ -155,48 +125,41 @@ pub struct Line<'a> {
     log: &'a mut EventLog,
     time_us: u64,
     source: &'static str,
-    start: usize,
     head: usize,
 }
 
 impl Line<'_> {
     #[inline]
     pub fn text(self, s: &str) -> Self {
-        self.log.unhashed.push_str(s);
+        log_record::text(&mut self.log.unsent, s);
         self
     }
     /// As `{}` of an unsigned integer.
     #[inline]
     pub fn dec(self, v: u64) -> Self {
-        push_ascii(&mut self.log.unhashed, itoa::Buffer::new().format(v));
+        log_record::dec(&mut self.log.unsent, v);
         self
     }
     /// As `{:x}`: lower case, no leading zeros.
     #[inline]
     pub fn hex(self, v: u64) -> Self {
-        let digits = if v == 0 { 1 } else { 16 - v.leading_zeros() / 4 };
-        for shift in (0..digits).rev() {
-            self.log.unhashed.push(char::from(HEX[((v >> (shift * 4)) & 0xf) as usize]));
-        }
+        log_record::hex(&mut self.log.unsent, v);
         self
     }
     /// Formatted text, as `format_args!` writes it (what `log_event!` writes).
     #[inline]
     pub fn fmt(self, args: std::fmt::Arguments<'_>) -> Self {
-        let _ = self.log.unhashed.write_fmt(args);
+        log_record::fmt(&mut self.log.unsent, args);
         self
     }
     /// Each byte as two lower-case hex digits (`{:02x}` per byte), as Ray prints ids.
     #[inline]
     pub fn hex_bytes(self, bytes: &[u8]) -> Self {
-        for b in bytes {
-            self.log.unhashed.push(char::from(HEX[(b >> 4) as usize]));
-            self.log.unhashed.push(char::from(HEX[(b & 0xf) as usize]));
-        }
+        log_record::hex_bytes(&mut self.log.unsent, bytes);
         self
     }
     pub fn end(self) {
-        self.log.commit(self.time_us, self.source, self.start, self.head);
+        self.log.commit(self.time_us, self.source, self.head);
     }
 }
 
@@ -241,7 +204,7 @@ mod tests {
                 assert_eq!(log.sha256_hex(), d.iter().map(|b| format!("{b:02x}")).collect::<String>());
             }
         }
-        assert!(text.len() > 3 * HASH_BATCH);
+        assert!(text.len() > 3 * BATCH);
         let d = Sha256::digest(text.as_bytes());
         assert_eq!(log.sha256_hex(), d.iter().map(|b| format!("{b:02x}")).collect::<String>());
     }
