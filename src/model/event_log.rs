@@ -49,7 +49,9 @@ impl EventLog {
         }
     }
 
-    /// Also write every line from now on to `sink` (e.g. `--events FILE`).
+    /// Also write every line from now on to `sink` (e.g. `--events FILE`). The text
+    /// thread writes it a batch at a time: every line is in it once [`EventLog::finish`]
+    /// returns.
     pub fn set_sink(&mut self, sink: Box<dyn Write + Send>) {
         // The lines before it were not for the sink.
         let batch = std::mem::take(&mut self.unsent);

@@ -26,7 +26,8 @@ const HEX_NUMBER: u8 = 3;
 /// Bytes written as `{:02x}` each: their length (4 bytes) and the bytes.
 const HEX_BYTES: u8 = 4;
 
-/// Start a record: the line's time and source. Returns where its message's pieces begin.
+/// Start a record: the line's time and source (a short literal: past 255 bytes it would
+/// be cut). Returns where its message's pieces begin.
 #[inline]
 pub(super) fn begin(out: &mut Vec<u8>, time_us: u64, source: &'static str) -> usize {
     let source = &source.as_bytes()[..source.len().min(u8::MAX as usize)];
