@@ -3,7 +3,8 @@
 //! The engine writes each line encoded (`log_record.rs`: numbers as raw values, not yet
 //! digits); the log's text thread (`log_text.rs`) makes the text, streams it through a
 //! SHA-256 digest and optionally to a file, so two runs can be compared byte for byte.
-//! Only the newest `capacity` lines stay in memory, as text.
+//! Only the newest `capacity` lines stay in memory, encoded too: a line's text is made
+//! when it is read (a snapshot reads a few hundred; a served run writes far more).
 
 use super::log_record;
 use super::log_text::LogText;
@@ -12,7 +13,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 pub struct EventLog {
-    recent: VecDeque<LoggedEvent>,
+    recent: VecDeque<KeptLine>,
     capacity: usize,
     text: LogText,
     total: u64,
@@ -26,6 +27,14 @@ pub struct EventLog {
 /// text thread (a futex wake, about 10 µs on these VMs): scale.yaml writes about 320 MB
 /// of text, some 1,200 batches at this size, for about 1 MiB more held in flight.
 const BATCH: usize = 256 * 1024;
+
+/// A line kept in the ring: its message's pieces as encoded (`log_record.rs`).
+struct KeptLine {
+    seq: u64,
+    time_us: u64,
+    source: &'static str,
+    pieces: Vec<u8>,
+}
 
 /// One event kept in memory for the state API.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -74,15 +83,13 @@ impl EventLog {
         log_record::end(&mut self.unsent);
         if self.capacity > 0 {
             // Reuse the evicted entry's buffer: no allocation per event once the ring is full.
-            let message = match self.recent.len() == self.capacity {
-                true => self.recent.pop_front().map(|e| e.message).unwrap_or_default(),
-                false => String::new(),
+            let mut pieces = match self.recent.len() == self.capacity {
+                true => self.recent.pop_front().map(|e| e.pieces).unwrap_or_default(),
+                false => Vec::new(),
             };
-            let mut bytes = message.into_bytes();
-            bytes.clear();
-            log_record::write_message(&self.unsent[head..], &mut bytes);
-            let message = String::from_utf8(bytes).expect("a record's text is UTF-8, as its pieces were");
-            self.recent.push_back(LoggedEvent { seq: self.total, time_us: VirtualTime(time_us), source, message });
+            pieces.clear();
+            pieces.extend_from_slice(&self.unsent[head..]);
+            self.recent.push_back(KeptLine { seq: self.total, time_us, source, pieces });
         }
         self.total += 1;
         if self.unsent.len() >= BATCH {
@@ -95,9 +102,14 @@ impl EventLog {
         self.total
     }
 
-    /// Newest first.
-    pub fn recent(&self) -> impl Iterator<Item = &LoggedEvent> {
-        self.recent.iter().rev()
+    /// Newest first, each line's text made as it is read.
+    pub fn recent(&self) -> impl Iterator<Item = LoggedEvent> + '_ {
+        self.recent.iter().rev().map(|line| {
+            let mut text = Vec::with_capacity(line.pieces.len() + 16);
+            log_record::write_message(&line.pieces, &mut text);
+            let message = String::from_utf8(text).expect("a record's text is UTF-8, as its pieces were");
+            LoggedEvent { seq: line.seq, time_us: VirtualTime(line.time_us), source: line.source, message }
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -95,6 +95,6 @@ impl Engine {
 
     /// The newest `limit` events, newest first.
     pub fn recent_events(&self, limit: usize) -> Vec<LoggedEvent> {
-        self.model.log.recent().take(limit).cloned().collect()
+        self.model.log.recent().take(limit).collect()
     }
 }
