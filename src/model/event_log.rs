@@ -4,7 +4,7 @@
 //! digits); the log's text thread (`log_text.rs`) makes the text, streams it through a
 //! SHA-256 digest and optionally to a file, so two runs can be compared byte for byte.
 //! Only the newest `capacity` lines stay in memory, encoded too: a line's text is made
-//! when it is read (a snapshot reads a few hundred; a served run writes far more).
+//! when it is read (a snapshot reads a thousand; a served run writes far more).
 
 use super::log_record;
 use super::log_text::LogText;
