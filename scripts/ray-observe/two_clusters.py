@@ -86,10 +86,19 @@ class Head:
             "--min-worker-port", str(workers_from), "--max-worker-port", str(workers_from + 999),
             "--num-cpus", "1", "--object-store-memory", str(100 * 1024 * 1024), "--temp-dir", temp,
         ]
-        log = open(os.path.join(temp, "ray-start.log"), "w")
+        self.log_path = os.path.join(temp, "ray-start.log")
+        log = open(self.log_path, "w")
         # A group of its own: stopping it stops this head's processes and no other's.
         self.proc = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def start_output_tail(self, lines=15):
+        """The last lines `ray start` printed (the temp folder goes with the test)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return f"(unreadable: {e})"
 
     def address(self):
         return f"{self.ip}:{self.gcs_port}"
@@ -97,7 +106,8 @@ class Head:
     def wait_ready(self, deadline):
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name}: ray start exited with {self.proc.returncode}")
+                raise RuntimeError(f"{self.name}: ray start exited with {self.proc.returncode}; "
+                                   f"its output ends: {self.start_output_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.dashboard}/api/v0/nodes", timeout=5) as answer:
                     nodes = json.load(answer)["data"]["result"]["result"]
