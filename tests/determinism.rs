@@ -144,3 +144,30 @@ fn the_binary_writes_identical_events_files_for_one_seed() {
     let (sha_c, _) = run("c", "43");
     assert_ne!(sha_a, sha_c);
 }
+
+/// `--events -` writes the same log to standard output, and the report to standard
+/// error, so a pipe reads the log alone; no file named `-` appears.
+#[test]
+fn events_dash_writes_the_log_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow-insight.yaml");
+    let file = dir.path().join("file.events");
+    let simulate = |events: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
+            .current_dir(dir.path())
+            .args(["simulate", "--config", config.to_str().unwrap(), "--report", "json", "--quiet", "--events"])
+            .arg(events)
+            .output()
+            .unwrap()
+    };
+    let to_file = simulate(&file);
+    assert!(to_file.status.success(), "{}", String::from_utf8_lossy(&to_file.stderr));
+    let to_stdout = simulate(Path::new("-"));
+    assert!(to_stdout.status.success(), "{}", String::from_utf8_lossy(&to_stdout.stderr));
+    let logged = std::fs::read(&file).unwrap();
+    assert!(!logged.is_empty());
+    assert!(to_stdout.stdout == logged, "standard output holds the event log, byte for byte");
+    let report: serde_json::Value = serde_json::from_slice(&to_stdout.stderr).expect("the report on standard error");
+    assert_eq!(report["event_log_sha256"].as_str().unwrap(), sha256_hex(&logged));
+    assert!(!dir.path().join("-").exists(), "no file named -");
+}

@@ -19,6 +19,7 @@ use clap::ValueEnum;
 use rayscope::calibrate::bands;
 use rayscope::config::{self, Config, Override};
 use rayscope::model::VirtualTime;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,8 +38,9 @@ pub(super) struct SimulateArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     report: ReportFormat,
-    /// Write the full event log to this file.
-    #[arg(long, conflicts_with = "sweep")]
+    /// Write the full event log to this file; `-` writes it to standard output, and the
+    /// report to standard error.
+    #[arg(long, value_name = "FILE", conflicts_with = "sweep")]
     events: Option<PathBuf>,
     /// Override a config value without editing the file (repeatable), e.g.
     /// `--set cluster.node_types[0].count=400` or `--set 'workloads[0].task_duration={min: 1s, max: 3s}'`.
@@ -194,7 +196,9 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         warnings.extend(computing);
         change = Some((bands::Change::classify(shape, &cfg, args.fix.len()), warnings));
     }
+    let events_to_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
     let sink: Option<Box<dyn std::io::Write + Send>> = match &args.events {
+        Some(_) if events_to_stdout => Some(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout()))),
         Some(p) => {
             let f = std::fs::File::create(p).with_context(|| format!("cannot create events file {}", p.display()))?;
             Some(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
@@ -260,6 +264,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     });
     // A replayed job that did not end has no makespan to predict: say so, and why.
     let unended = change.as_ref().filter(|_| prediction.is_none()).map(|(_, warnings)| warnings);
+    // The report goes to standard output, unless the event log took it (`--events -`).
+    let mut text = String::new();
     match args.report {
         ReportFormat::Json if account => {
             let mut json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
@@ -282,33 +288,40 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
                 json["prediction"] = serde_json::Value::Null;
                 json["replay_warnings"] = serde_json::json!(warnings);
             }
-            println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
+            let _ = writeln!(text, "{}", serde_json::to_string_pretty(&json).expect("JSON"));
         }
-        ReportFormat::Json => println!("{}", report.to_json()),
+        ReportFormat::Json => {
+            let _ = writeln!(text, "{}", report.to_json());
+        }
         ReportFormat::Text => {
-            print!("{}", report.to_text());
+            text.push_str(&report.to_text());
             if account {
-                print!("{}", super::costs::text(&sourced));
+                text.push_str(&super::costs::text(&sourced));
             }
             for line in bodies.iter().flat_map(|b| b.text()) {
-                println!("  {line}");
+                let _ = writeln!(text, "  {line}");
             }
             if !args.cpu.is_empty() && bodies.is_some() {
-                println!("  --cpu replaces the trace's share for the calls it names");
+                let _ = writeln!(text, "  --cpu replaces the trace's share for the calls it names");
             }
             if let Some((p, warnings)) = &prediction {
-                println!("  prediction        {}", p.line());
+                let _ = writeln!(text, "  prediction        {}", p.line());
                 for w in warnings {
-                    println!("  WARNING: {w}");
+                    let _ = writeln!(text, "  WARNING: {w}");
                 }
             }
             if let Some(warnings) = unended {
-                println!("  prediction        none: the replayed job did not end");
+                let _ = writeln!(text, "  prediction        none: the replayed job did not end");
                 for w in warnings {
-                    println!("  WARNING: {w}");
+                    let _ = writeln!(text, "  WARNING: {w}");
                 }
             }
         }
+    }
+    if events_to_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
     }
     if let Some(w) = writer {
         let path = args.openmetrics.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
@@ -322,7 +335,8 @@ pub(super) fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         }
     }
     if let Some(e) = report.events_file_error {
-        eprintln!("error: writing the events file failed: {e}");
+        let to = if events_to_stdout { "standard output" } else { "the events file" };
+        eprintln!("error: writing the event log to {to} failed: {e}");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

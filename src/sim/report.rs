@@ -189,7 +189,7 @@ impl Report {
             let _ = writeln!(s, "  WARNING: {w}");
         }
         if let Some(e) = &self.events_file_error {
-            let _ = writeln!(s, "  WARNING: writing the events file failed: {e}");
+            let _ = writeln!(s, "  WARNING: writing the event log failed: {e}");
         }
         s
     }
