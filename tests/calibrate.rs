@@ -295,6 +295,36 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert_eq!(source_of(&by_reference, "scheduler.call_submit_cost"), "reference");
     assert!(quoted(&by_reference) > 0, "the reference costs are the suite's: {by_reference}");
     assert_eq!(quoted(&by_file), 0, "{by_file}");
+    // A start measured on the user's cluster brings Ray's own worker pool with it; the
+    // reference costs run the reference's pool, and a config's choice stands.
+    let pool = |r: &serde_json::Value| {
+        r["costs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["key"] == "scheduler.worker_prestart")
+            .map(|c| (c["value"].as_str().unwrap().to_string(), c["source"].as_str().unwrap().to_string()))
+    };
+    assert_eq!(source("scheduler.worker_start_cpu").as_deref(), Some("trace"), "{by_trace}");
+    assert_eq!(pool(&by_trace), Some(("true".into(), "trace".into())));
+    assert_eq!(pool(&by_file), Some(("true".into(), "file".into())));
+    assert_eq!(pool(&by_reference), None);
+    let without_pool = json(&["--set", "scheduler.worker_prestart=false"]);
+    assert_eq!(pool(&without_pool), Some(("false".into(), "config".into())));
+    // A recorded job replayed on 6 CPUs starts workers for its burst of leases, and the
+    // pool one more (a kept what-if recording: scripts/ray-whatif/runs/traces).
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts/ray-whatif/runs/traces/2026-12-06T15-56-46Z/mixed/record/trace");
+    let six = cluster(6);
+    let on_six = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--config", &six, "--replay", kept.to_str().unwrap(), "--report", "json"];
+        args.extend(extra);
+        let (code, out, err) = rayscope(&args);
+        assert_eq!(code, Some(0), "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["jobs"][0]["makespan"].as_f64().unwrap()
+    };
+    let (with, without) = (on_six(&[]), on_six(&["--set", "scheduler.worker_prestart=false"]));
+    assert!(with > without, "the spare's start takes the cores: {with} s against {without} s");
     // A cost the config sets stays the config's.
     let by_config = json(&["--set", "scheduler.call_submit_cost=7us"]);
     assert_eq!(source_of(&by_config, "scheduler.call_submit_cost"), "config");

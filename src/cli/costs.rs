@@ -59,17 +59,34 @@ pub(super) struct Plan {
     overrides: Vec<Override>,
 }
 
+/// Ray's worker pool (`enable_worker_prestart`, on in every Ray since 1.x), which a run
+/// with a measured worker start takes with it ([`Plan::new`]).
+const PRESTART: &str = "scheduler.worker_prestart";
+
+/// Where a trace's or a file's start was measured, the run also takes Ray's own worker
+/// pool: the reference machine runs it off only because its costs were fitted without
+/// it, where a start read from the user's cluster was fitted around nothing. A config
+/// or `--set` that sets `scheduler.worker_prestart` keeps its value.
+fn with_measured_pool(mut overrides: Vec<Override>) -> Vec<Override> {
+    if overrides.iter().any(|o| o.key == "scheduler.worker_start_cpu") {
+        overrides.push(Override::parse(&format!("{PRESTART}=true")).expect("a config path"));
+    }
+    overrides
+}
+
 impl Plan {
     pub fn new(arg: &CostsArg, trace: Option<TraceCosts>) -> Result<Plan, String> {
         match (arg, trace) {
             (CostsArg::Reference, _) => Ok(Plan { origin: Origin::Reference, overrides: Vec::new() }),
-            (CostsArg::Trace, Some(t)) => Ok(Plan { overrides: t.overrides(), origin: Origin::Trace(t) }),
+            (CostsArg::Trace, Some(t)) => {
+                Ok(Plan { overrides: with_measured_pool(t.overrides()), origin: Origin::Trace(t) })
+            }
             (CostsArg::Trace, None) => {
                 Err("--costs trace: only a replay has a trace to read costs from (give --replay DIR)".into())
             }
             (CostsArg::File(path), _) => {
                 let overrides = calibrate::costs_file::read(path).map_err(|e| e.to_string())?;
-                Ok(Plan { origin: Origin::File(path.clone()), overrides })
+                Ok(Plan { origin: Origin::File(path.clone()), overrides: with_measured_pool(overrides) })
             }
         }
     }
@@ -83,7 +100,14 @@ impl Plan {
     ) -> Result<(Config, Vec<Sourced>, Vec<String>), ExitCode> {
         let own = load(&[])?;
         let by_config = changed_costs(&own);
-        let taken: Vec<Override> = self.overrides.iter().filter(|o| !by_config.contains(&o.key)).cloned().collect();
+        // The pool is no cost, but the config's own choice of it stands like one.
+        let config_pool = own.scheduler.worker_prestart;
+        let taken: Vec<Override> = self
+            .overrides
+            .iter()
+            .filter(|o| !by_config.contains(&o.key) && !(config_pool && o.key == PRESTART))
+            .cloned()
+            .collect();
         let cfg = if taken.is_empty() { own } else { load(&taken)? };
         let source = match self.origin {
             Origin::Trace(_) => "trace",
@@ -108,6 +132,12 @@ impl Plan {
                 };
                 sourced.push(Sourced { key, value, source });
             }
+        }
+        if config_pool || taken.iter().any(|o| o.key == PRESTART) {
+            // `--set scheduler.worker_prestart=false` comes after the costs and wins.
+            let pool = cfg.scheduler.worker_prestart;
+            let source = if config_pool || !pool { "config" } else { source };
+            sourced.push(Sourced { key: PRESTART.to_string(), value: pool.to_string(), source });
         }
         Ok((cfg, sourced, by_config))
     }

@@ -75,9 +75,11 @@ pub struct SchedulerConfig {
     /// of the CPUs available and that backlog, less the workers idle or starting), in
     /// free start slots only. With a lease's own request for a worker, this leaves one
     /// process over after a burst (`sim/raylet/node_cpu/worker_pool.rs`). Off by
-    /// default, a what-if: the model's start takes a core from the calls' work for its
-    /// whole CPU, and charges that spare start far more than Ray's runs show
-    /// (docs/benchmarks-history.md, "Ray's worker pool, read from its own log").
+    /// default, as the reference machine's costs were fitted: there the model's start
+    /// takes a core from the calls' work for its whole CPU, and charges that spare start
+    /// more than the suite's runs show (docs/benchmarks-history.md, "Ray's worker pool,
+    /// read from its own log"). On in a replay whose worker start was measured (its
+    /// trace's or a costs file's), which was fitted around nothing (`cli/costs.rs`).
     #[serde(default)]
     pub worker_prestart: bool,
     /// How late a task worker's first call's reply reaches its owner (the lease is held
