@@ -105,7 +105,8 @@ impl Plan {
         let taken: Vec<Override> = self
             .overrides
             .iter()
-            .filter(|o| !by_config.contains(&o.key) && !(config_pool && o.key == PRESTART))
+            .filter(|o| !by_config.contains(&o.key))
+            .filter(|o| !(config_pool && o.key == PRESTART))
             .cloned()
             .collect();
         let cfg = if taken.is_empty() { own } else { load(&taken)? };

@@ -172,7 +172,7 @@ impl Engine {
                         .sum();
                     r.pc += 1;
                     self.follow(Follow::ReleaseTaskRefs(tid, false));
-                    if caller_work::work_then_resume(cx!(self), tid, attempt, cost.round() as u64) {
+                    if caller_work::work_then_resume(cx!(self), tid, attempt, crate::model::time::round_to_u64(cost)) {
                         return;
                     }
                 }

@@ -85,7 +85,7 @@ pub(crate) fn get_cost(cfg: &crate::config::Config, specs: &[crate::workload::Ca
 pub(crate) fn put_cost_on(cfg: &crate::config::Config, m: &Model, node: NodeIdx, size: u64) -> u64 {
     let s = &m.nodes()[node.index()].store;
     let fresh = (s.used.0 + size).saturating_sub(s.touched.0).min(size);
-    put_micros(cfg, size, fresh).round() as u64
+    crate::model::time::round_to_u64(put_micros(cfg, size, fresh))
 }
 
 /// The plasma stores: per node, the order each gives up copies in (primary copies

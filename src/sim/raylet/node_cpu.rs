@@ -312,7 +312,7 @@ impl NodeCpus {
     /// while the reniced workers run.
     fn slowed_by_busy_workers(&self, from: u64, end: u64, busy: u32) -> u64 {
         let slowdown = 1.0 + self.settings.driver_slowdown * f64::from(busy);
-        from + ((end - from) as f64 * slowdown).round() as u64
+        from + crate::model::time::round_to_u64((end - from) as f64 * slowdown)
     }
 
     /// `cost` µs of work by the node's idle processes themselves (a GC round): it takes a
@@ -474,7 +474,7 @@ impl NodeCpu {
         }
         let cores = self.cores.len().max(1) as f64;
         let left = (cores - idle_cpu * processes as f64).max(cores * MIN_SHARE);
-        (cost as f64 * cores / left).round() as u64
+        crate::model::time::round_to_u64(cost as f64 * cores / left)
     }
 }
 
