@@ -40,8 +40,15 @@ impl Engine {
             loop {
                 let mut next = self.route(f);
                 f = match next.len() {
-                    0 => break,
-                    1 => next.pop().expect("one follow-up"),
+                    0 => {
+                        forget_if_inline(next);
+                        break;
+                    }
+                    1 => {
+                        let only = next.pop().expect("one follow-up");
+                        forget_if_inline(next);
+                        only
+                    }
                     _ => {
                         push_follows(&mut self.follow_stack, next);
                         self.follow_stack.pop().expect("just pushed")
@@ -180,6 +187,18 @@ impl Engine {
             Follow::ReuseOrReleaseLease(t) => self.queues.reuse_or_release_lease(cx!(self), t),
             Follow::FinishReleased(t) => task_run::finish_released(cx!(self), &mut self.flow, t),
         }
+    }
+}
+
+/// Let an emptied list go without its drop: one held inline has nothing to free, and
+/// its drop is a call on every follow-up's path (1.3 % of an event's instructions).
+#[inline]
+fn forget_if_inline(follows: Follows) {
+    debug_assert!(follows.is_empty(), "only an emptied list is let go");
+    if follows.spilled() {
+        drop(follows);
+    } else {
+        std::mem::forget(follows);
     }
 }
 
