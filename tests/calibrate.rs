@@ -309,6 +309,11 @@ fn a_replay_runs_with_its_traces_costs_says_where_each_came_from_and_bands_its_p
     assert_eq!(pool(&by_trace), Some(("true".into(), "trace".into())));
     assert_eq!(pool(&by_file), Some(("true".into(), "file".into())));
     assert_eq!(pool(&by_reference), None);
+    // A fit's record sets a start too, but it is the suite's, fitted with the pool off.
+    let fit = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ray-calibration/runs/fit.json");
+    let by_fit = json(&["--costs", fit.to_str().unwrap()]);
+    assert_eq!(source_of(&by_fit, "scheduler.worker_start_cpu"), "file");
+    assert_eq!(pool(&by_fit), None);
     let without_pool = json(&["--set", "scheduler.worker_prestart=false"]);
     assert_eq!(pool(&without_pool), Some(("false".into(), "config".into())));
     // A recorded job replayed on 6 CPUs starts workers for its burst of leases, and the

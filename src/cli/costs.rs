@@ -63,8 +63,8 @@ pub(super) struct Plan {
 /// with a measured worker start takes with it ([`Plan::new`]).
 const PRESTART: &str = "scheduler.worker_prestart";
 
-/// Where a trace's or a file's start was measured, the run also takes Ray's own worker
-/// pool: the reference machine runs it off only because its costs were fitted without
+/// Where a trace's (or a `calibrate` fragment's) start was measured, the run also takes
+/// Ray's own worker pool: the reference machine runs it off only because its costs were fitted without
 /// it, where a start read from the user's cluster was fitted around nothing. A config
 /// or `--set` that sets `scheduler.worker_prestart` keeps its value.
 fn with_measured_pool(mut overrides: Vec<Override>) -> Vec<Override> {
@@ -86,7 +86,11 @@ impl Plan {
             }
             (CostsArg::File(path), _) => {
                 let overrides = calibrate::costs_file::read(path).map_err(|e| e.to_string())?;
-                Ok(Plan { origin: Origin::File(path.clone()), overrides: with_measured_pool(overrides) })
+                // A fit's record (`fit.json`) is the suite's costs, fitted with the pool
+                // off: it keeps it off. A fragment `calibrate` wrote was read from a trace.
+                let fitted = path.extension().is_some_and(|e| e == "json");
+                let overrides = if fitted { overrides } else { with_measured_pool(overrides) };
+                Ok(Plan { origin: Origin::File(path.clone()), overrides })
             }
         }
     }

@@ -79,7 +79,7 @@ pub struct SchedulerConfig {
     /// takes a core from the calls' work for its whole CPU, and charges that spare start
     /// more than the suite's runs show (docs/benchmarks-history.md, "Ray's worker pool,
     /// read from its own log"). On in a replay whose worker start was measured (its
-    /// trace's or a costs file's), which was fitted around nothing (`cli/costs.rs`).
+    /// trace's, or a `calibrate` fragment's), fitted around nothing (`cli/costs.rs`).
     #[serde(default)]
     pub worker_prestart: bool,
     /// How late a task worker's first call's reply reaches its owner (the lease is held
