@@ -64,9 +64,9 @@ pub(super) struct Plan {
 const PRESTART: &str = "scheduler.worker_prestart";
 
 /// Where a trace's (or a `calibrate` fragment's) start was measured, the run also takes
-/// Ray's own worker pool: the reference machine runs it off only because its costs were fitted without
-/// it, where a start read from the user's cluster was fitted around nothing. A config
-/// or `--set` that sets `scheduler.worker_prestart` keeps its value.
+/// Ray's own worker pool: the reference machine runs it off only because its costs were
+/// fitted without it, where a start read from the user's cluster was fitted around
+/// nothing. A config or `--set` that sets `scheduler.worker_prestart` keeps its value.
 fn with_measured_pool(mut overrides: Vec<Override>) -> Vec<Override> {
     if overrides.iter().any(|o| o.key == "scheduler.worker_start_cpu") {
         overrides.push(Override::parse(&format!("{PRESTART}=true")).expect("a config path"));
