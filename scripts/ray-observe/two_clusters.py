@@ -65,6 +65,10 @@ print(json.dumps({"job_id": job, "total": total}))
 '''
 
 
+# Each head's 1,000 worker ports: below the ports `free_port` draws (20000 up).
+WORKER_PORTS_FROM = {"east": 18_000, "west": 19_000}
+
+
 class Head:
     def __init__(self, name, ip, temp, dashboard_port, workers_from, push_to):
         self.name, self.ip = name, ip
@@ -154,10 +158,13 @@ def main():
     hold_real_ray(args.temp_dir)
     heads = {}
     try:
+        # Worker ports from Ray's own range (10002-19999), which the servers' ports
+        # (`free_port`, the tests' too) stay above: east's once took 20000-20999 and a
+        # dashboard port drawn at 20909 made `ray start` refuse to run.
         heads["east"] = Head("east", "127.0.0.1", os.path.join(args.temp_dir, "east"), args.east_dashboard_port,
-                             20000, None)
+                             WORKER_PORTS_FROM["east"], None)
         heads["west"] = Head("west", "127.0.0.2", os.path.join(args.temp_dir, "west"), args.west_dashboard_port,
-                             21000, args.west_push_to)
+                             WORKER_PORTS_FROM["west"], args.west_push_to)
         deadline = time.monotonic() + 120
         for h in heads.values():
             h.wait_ready(deadline)
