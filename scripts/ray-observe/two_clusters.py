@@ -65,7 +65,9 @@ print(json.dumps({"job_id": job, "total": total}))
 '''
 
 
-# Each head's 1,000 worker ports: below the ports `free_port` draws (20000 up).
+# Each head's 1,000 worker ports, from Ray's own range (10002-19999), which the servers'
+# ports (`free_port`, the tests' too) stay above: at 20000-20999 a dashboard port drawn
+# at 20909 once made `ray start` refuse to run.
 WORKER_PORTS_FROM = {"east": 18_000, "west": 19_000}
 
 
@@ -158,9 +160,6 @@ def main():
     hold_real_ray(args.temp_dir)
     heads = {}
     try:
-        # Worker ports from Ray's own range (10002-19999), which the servers' ports
-        # (`free_port`, the tests' too) stay above: east's once took 20000-20999 and a
-        # dashboard port drawn at 20909 made `ray start` refuse to run.
         heads["east"] = Head("east", "127.0.0.1", os.path.join(args.temp_dir, "east"), args.east_dashboard_port,
                              WORKER_PORTS_FROM["east"], None)
         heads["west"] = Head("west", "127.0.0.2", os.path.join(args.temp_dir, "west"), args.west_dashboard_port,

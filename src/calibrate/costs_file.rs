@@ -11,10 +11,16 @@ use crate::config::calibration::{CALIBRATED_OBJECT_STORE_COSTS, CALIBRATED_SCHED
 use crate::config::{self, Override};
 use std::path::Path;
 
+/// Whether `path` is a fit's record (`fit.json`: the suite's costs) rather than a
+/// fragment `rayscope calibrate` wrote from a trace.
+pub fn is_fit_record(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
 /// The costs in `path`, as overrides in the file's order.
 pub fn read(path: &Path) -> Result<Vec<Override>, CalibrateError> {
     let bad = |message: String| CalibrateError::CostsFile { path: path.to_path_buf(), message };
-    if path.extension().is_some_and(|e| e == "json") {
+    if is_fit_record(path) {
         return crate::fidelity::fit::read(path).map(|fit| fit.costs).map_err(|e| bad(e.to_string()));
     }
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;

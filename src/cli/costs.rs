@@ -88,7 +88,7 @@ impl Plan {
                 let overrides = calibrate::costs_file::read(path).map_err(|e| e.to_string())?;
                 // A fit's record (`fit.json`) is the suite's costs, fitted with the pool
                 // off: it keeps it off. A fragment `calibrate` wrote was read from a trace.
-                let fitted = path.extension().is_some_and(|e| e == "json");
+                let fitted = calibrate::costs_file::is_fit_record(path);
                 let overrides = if fitted { overrides } else { with_measured_pool(overrides) };
                 Ok(Plan { origin: Origin::File(path.clone()), overrides })
             }
