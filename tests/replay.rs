@@ -186,6 +186,32 @@ fn a_replayed_return_is_not_put_again_on_top_of_its_recorded_execution() {
 }
 
 #[test]
+fn calls_submitted_in_one_ms_are_replayed_in_the_order_ray_ran_them() {
+    // Ray stamps whole ms, and its State API lists calls by id (the order the observer
+    // first sees them in). Its owner hands calls of one kind to workers in the order it
+    // submitted them, so they ran in that order: here the reverse of their ids'. The
+    // replay submits, numbers and so serves them in the order they ran, not as listed.
+    let mut s = Store::new(Default::default());
+    let mut changes = common::observed_job_opening(JOB, "python order.py", 1.0, T0, 4_200);
+    changes.extend([
+        task("m3", "fourth", "NORMAL_TASK", None, 1.0, [100, 100, 3_100, 4_100]),
+        task("m5", "third", "NORMAL_TASK", None, 1.0, [100, 100, 2_100, 3_100]),
+        task("m7", "second", "NORMAL_TASK", None, 1.0, [100, 100, 1_100, 2_100]),
+        task("m9", "first", "NORMAL_TASK", None, 1.0, [100, 100, 100, 1_100]),
+    ]);
+    for c in changes {
+        s.apply(&c);
+    }
+    let (makespan, job) = replay_on(s, 1, 1, Changes::default());
+    let names: Vec<&str> = job.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["_main", "first", "second", "third", "fourth"]);
+    let submits: Vec<u32> =
+        job.calls[0].steps.iter().filter_map(|s| if let ReplayStep::Submit(c) = s { Some(*c) } else { None }).collect();
+    assert_eq!(submits, [1, 2, 3, 4]);
+    assert!((makespan - 4.2).abs() < 0.042, "replayed in {makespan} s, recorded 4.2 s");
+}
+
+#[test]
 fn a_fix_shortens_the_job_by_what_it_removed() {
     let fix = Fix::parse("Sink.write=500ms").unwrap();
     let (makespan, _) = replay_makespan(1, &[fix]);

@@ -152,9 +152,13 @@ pub fn replay_job(
     let spans = Spans::replay(job, at);
     let root = spans.root().ok_or_else(|| ReplayError::NoCalls(job.job_hex.to_string()))?;
     let children = spans.children();
-    // Call 0 is the driver, then every other call in submit order.
+    // Call 0 is the driver, then every other call in submit order; calls submitted in
+    // one ms in the order they began running (`submit_key`).
+    let key = submit_key(&spans);
     let mut order: Vec<usize> = vec![root];
-    order.extend((0..spans.spans.len()).filter(|&i| i != root));
+    let mut rest: Vec<usize> = (0..spans.spans.len()).filter(|&i| i != root).collect();
+    rest.sort_by_key(|&i| key(i));
+    order.extend(rest);
     let mut call_of = vec![0u32; spans.spans.len()];
     for (k, &i) in order.iter().enumerate() {
         call_of[i] = k as u32;
@@ -211,6 +215,14 @@ pub fn replay_job(
         let steps = match first_start(&spans, i) {
             Some(start) => timeline(&spans, i, start, &children[i])
                 .into_iter()
+                .filter(|step| !matches!(step, Step::Exec(0) | Step::Gap(0)))
+                .collect::<Vec<_>>()
+                .chunk_by(|a, b| matches!((a, b), (Step::Submit(x), Step::Submit(y)) if key(*x).0 == key(*y).0))
+                .flat_map(|run| {
+                    let mut run = run.to_vec();
+                    run.sort_by_key(|step| if let Step::Submit(c) = step { key(*c) } else { (0, 0, 0) });
+                    run
+                })
                 .filter_map(|step| match step {
                     Step::Exec(us) | Step::Gap(us) => (us > 0).then(|| ReplayStep::Hold(cap.map_or(us, |c| us.min(c)))),
                     Step::Submit(c) => Some(ReplayStep::Submit(call_of[c])),
@@ -256,12 +268,22 @@ pub fn replay_job(
     })
 }
 
+/// How calls are put in the order a caller submitted them: by their submit, then, among
+/// calls submitted in one ms (Ray stamps whole ms and lists those by id, in no order of
+/// their submits), by when each began running. Ray's owner hands its calls of one kind
+/// to workers in the order it submitted them, so the order they ran in is that order;
+/// a call that waited for another's return began after it. One never run goes last.
+fn submit_key(spans: &Spans) -> impl Fn(usize) -> (u64, u64, usize) + '_ {
+    move |i| (spans.spans[i].submit, first_start(spans, i).unwrap_or(u64::MAX), i)
+}
+
 /// Ray stamps a submit in whole ms, so the calls one caller submitted within a ms read
-/// as submitted at once, listed by id, their order unknown. A call that took another's
-/// return was submitted after it: in each run of submits with nothing held between them,
-/// a call is put after those whose returns it takes, the rest left as recorded. A replay
-/// that submitted the taker first would find no return to wait for and run it at once
-/// (a reduce of reduces before the last of its inputs).
+/// as submitted at once; they are put in the order they began running (`submit_key`),
+/// which calls that never ran do not tell. A call that took another's return was
+/// submitted after it: in each run of submits with nothing held between them, a call is
+/// put after those whose returns it takes, the rest left as they are. A replay that
+/// submitted the taker first would find no return to wait for and run it at once (a
+/// reduce of reduces before the last of its inputs).
 fn submit_producers_first(calls: &mut [ReplayCall]) {
     for i in 0..calls.len() {
         let mut steps = std::mem::take(&mut calls[i].steps);
