@@ -127,11 +127,11 @@ pub struct Band {
 }
 
 const SAME_SHAPE: Band = Band {
-    low: -0.027,
-    high: 0.018,
+    low: -0.022,
+    high: 0.013,
     source: "docs/observe.md, \"Replay on another shape\": the seed job replayed on its recorded 2-CPU node, \
              six runs on two VMs, 2026-11-27 to 11-30 (-2.2 … +1.3 %); docs/fidelity.md, \"What-ifs on a \
-             recorded job\": three programs on their recorded 2-CPU head, eight series on two VMs (-2.7 … +1.8 %)",
+             recorded job\": three programs on their recorded 2-CPU head, eight series on two VMs (-2.2 … +1.2 %)",
 };
 const FIX: Band = Band {
     low: -0.070,

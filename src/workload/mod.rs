@@ -73,6 +73,7 @@ pub struct Builder<'a> {
 
 impl Builder<'_> {
     fn reserve(&mut self) -> SpecId {
+        let id = self.specs.len() as SpecId;
         self.specs.push(CallSpec {
             kind: TaskType::NormalTask,
             name: self.names.intern(""),
@@ -86,8 +87,9 @@ impl Builder<'_> {
             max_retries: 0,
             retry_exceptions: false,
             actor: None,
+            class: id,
         });
-        (self.specs.len() - 1) as SpecId
+        id
     }
 
     fn request(&mut self, cpu: f64, gpu: f64, memory: u64, custom: &BTreeMap<String, f64>) -> ResourceRequest {

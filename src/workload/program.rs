@@ -64,6 +64,11 @@ pub struct CallSpec {
     pub retry_exceptions: bool,
     /// For actor constructors.
     pub actor: Option<ActorOptions>,
+    /// The spec whose scheduling class this one's calls queue in: its own, unless a
+    /// replay puts the calls of one function with one request in one class, as Ray's
+    /// scheduling class is the function and its request (`workload/replay.rs`). That
+    /// spec has the same request, so a class is read through it.
+    pub class: SpecId,
 }
 
 /// How a created actor's workload parameters are set.

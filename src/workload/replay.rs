@@ -1,5 +1,6 @@
 //! A recorded job as call specs: one spec per recorded call, its program the call's
-//! recorded steps (`config::replay`).
+//! recorded steps (`config::replay`); the normal calls of one function and request share
+//! a scheduling class (`CallSpec::class`), as in Ray.
 //!
 //! Owns: turning a [`ReplayJob`] into specs. A held stretch is an `Op::Hold` (the worker
 //! is held, no CPU of the model's is used: Ray's rows do not say whether the call computed
@@ -9,7 +10,7 @@
 //! `ray.get` is an `Op::Get`.
 //! Must never: change the recorded calls' order or their parents.
 
-use super::{Builder, JobTemplate, Op};
+use super::{Builder, JobTemplate, Op, SpecId};
 use crate::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
 use crate::model::{ResourceRequest, TaskType};
 use crate::workload::ActorOptions;
@@ -96,6 +97,25 @@ impl Builder<'_> {
                     });
                 }
             }
+        }
+        // Ray's scheduling class is the function and its request: its raylet serves
+        // classes in turn, and an owner keeps a lease for its next call of the same
+        // class. So a function's calls share one class here, read through the first.
+        let mut classes: Vec<SpecId> = Vec::new();
+        for id in first..first + job.calls.len() as SpecId {
+            let s = &self.specs[id as usize];
+            if s.kind != TaskType::NormalTask {
+                continue;
+            }
+            let same = |other: &&SpecId| {
+                let o = &self.specs[**other as usize];
+                o.name == s.name && o.request == s.request
+            };
+            let class = classes.iter().find(same).copied().unwrap_or(id);
+            if class == id {
+                classes.push(id);
+            }
+            self.specs[id as usize].class = class;
         }
         JobTemplate {
             name: c.name.clone(),

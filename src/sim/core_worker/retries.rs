@@ -13,6 +13,7 @@ use crate::sim::follow::{Cx, Follow, Follows};
 use crate::sim::gcs::actors::ActorManager;
 use crate::sim::raylet::cluster_queues::{release_lease, ClusterQueues};
 use crate::sim::raylet::node_runtime;
+use crate::workload::CallSpec;
 use smallvec::smallvec;
 
 /// A task attempt failed. Retries within its budget (system failures; application
@@ -51,7 +52,7 @@ pub(crate) fn fail(
             node_runtime::worker_heap_shrank(cx.model, n, heap);
         }
     }
-    unqueue_waiting(queues, cx.model, tid);
+    unqueue_waiting(queues, cx.model, cx.specs, tid);
     let mut follows = release_lease(cx, tid);
     follows.push(Follow::FailTaskReleased(tid, err, retry));
     follows
@@ -182,11 +183,11 @@ fn rewait_for_lost_args(cx: &mut Cx, queues: &mut ClusterQueues, tid: TaskId) ->
 }
 
 /// Take a task out of any wait queue it sits in.
-fn unqueue_waiting(queues: &mut ClusterQueues, m: &Model, tid: TaskId) {
+fn unqueue_waiting(queues: &mut ClusterQueues, m: &Model, specs: &[CallSpec], tid: TaskId) {
     let Some(t) = m.tasks.get(&tid) else { return };
     if t.state() != TaskState::PendingNodeAssignment || t.holds_resources || t.kind == TaskType::ActorTask {
         return;
     }
     let (spec, pg) = (t.spec, t.bundle.get().map(|(pg, _)| pg));
-    queues.unqueue(m, tid, spec, pg);
+    queues.unqueue(m, tid, spec, specs[spec as usize].class, pg);
 }

@@ -26,8 +26,8 @@ mod leases;
 pub(crate) use leases::{after_grant, grant_lease, push, release_lease};
 
 /// Ray's scheduling class: tasks that ask for the same thing, queued together. Here the
-/// call spec (one request shape and strategy) and, for hard node affinity, the one node
-/// the task may run on.
+/// call spec's class (`CallSpec::class`: one request shape and strategy, and in a replay
+/// one function) and, for hard node affinity, the one node the task may run on.
 pub(crate) type SchedulingClass = (u32, Option<NodeIdx>);
 
 #[derive(Default)]
@@ -165,12 +165,13 @@ impl ClusterQueues {
         std::mem::take(&mut self.infeasible).into_values().flatten().collect()
     }
 
-    /// Take a task of `m` of `spec` out of the queue it waits in (resources, infeasible,
-    /// or the bundle of `pg`). A queue left empty stays until it is next served.
-    pub(crate) fn unqueue(&mut self, m: &Model, tid: TaskId, spec: u32, pg: Option<PgId>) {
+    /// Take a task of `m` of `spec`, queued in `class`, out of the queue it waits in
+    /// (resources, infeasible, or the bundle of `pg`). A queue left empty stays until it
+    /// is next served.
+    pub(crate) fn unqueue(&mut self, m: &Model, tid: TaskId, spec: u32, class: u32, pg: Option<PgId>) {
         let mut found = false;
-        for (key, q) in self.by_class.range_mut((spec, None)..) {
-            if key.0 != spec {
+        for (key, q) in self.by_class.range_mut((class, None)..) {
+            if key.0 != class {
                 break;
             }
             if let Some(pos) = q.iter().position(|x| *x == tid) {
@@ -264,11 +265,12 @@ impl ClusterQueues {
         // in the run it is submitting.
         let parent = t.parent.get();
         let behind = self.submitting.filter(|(caller, _)| Some(*caller) == parent).map_or(0, |(_, n)| n);
-        let waiting = self.by_class.get(&(spec_id, None)).map_or(0, |q| q.len() as u32);
+        let class = spec.class;
+        let waiting = self.by_class.get(&(class, None)).map_or(0, |q| q.len() as u32);
         match cx.sched.schedule(cx.model.nodes(), &spec.request, strategy, owner_node, locality, cx.rng) {
             Decision::Node(n) => grant_lease(cx, tid, n, false, behind + waiting),
             Decision::Wait { only } => {
-                self.wait((spec_id, only), tid, owner_node);
+                self.wait((class, only), tid, owner_node);
                 self.gc.task_waits(cx);
             }
             Decision::Infeasible => {
@@ -341,8 +343,10 @@ impl ClusterQueues {
                     continue;
                 }
                 let Some(tid) = self.pop(cx.model, key) else { continue };
-                let backlog = self.by_class.get(&key).map_or(0, |q| q.len() as u32);
-                grant_lease(cx, tid, node, true, backlog);
+                // Ray's raylet prestarts for a request's backlog when the request
+                // arrives, with the CPUs free then (none, or it would not have waited),
+                // not when it is granted from the queue later.
+                grant_lease(cx, tid, node, true, 0);
                 granted = true;
             }
             if !granted || self.waiting_count() == 0 {

@@ -60,7 +60,8 @@ impl ClusterQueues {
         let same_key = |next: &Task| {
             next.kind == TaskType::NormalTask && next.bundle.is_none() && next.parent == t.parent && next.args == t.args
         };
-        [(t.spec, None), (t.spec, Some(node))].into_iter().find_map(|class| {
+        let class = cx.specs[t.spec as usize].class;
+        [(class, None), (class, Some(node))].into_iter().find_map(|class| {
             let next = cx.model.tasks.get(self.by_class.get(&class)?.front()?).filter(|n| same_key(n))?;
             Some(KeptLease { class, node, expires_at, next: next.id, next_attempt: next.attempt })
         })
@@ -80,7 +81,8 @@ struct KeptLease {
 /// `freed` says the grant serves resources just freed there: a task whose owner sits on
 /// another node learns of them at the node's next resource report, the CPUs held idle
 /// meanwhile (Ray's raylets see each other's resources that late). `backlog`: tasks of
-/// the same kind waiting behind it, which the raylet prestarts workers for.
+/// the same kind waiting behind it, which the raylet prestarts workers for; 0 for a
+/// request granted from the queue, since Ray's raylet prestarts when a request arrives.
 pub(crate) fn grant_lease(cx: &mut Cx, tid: TaskId, node: NodeIdx, freed: bool, backlog: u32) {
     let now = cx.now();
     let spec_id = cx.model.tasks[&tid].spec;
