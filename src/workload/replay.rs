@@ -12,8 +12,9 @@
 
 use super::{Builder, JobTemplate, Op, SpecId};
 use crate::config::replay::{ReplayConfig, ReplayKind, ReplayStep};
-use crate::model::{ResourceRequest, TaskType};
+use crate::model::{NameId, ResourceRequest, TaskType};
 use crate::workload::ActorOptions;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 impl Builder<'_> {
@@ -101,20 +102,13 @@ impl Builder<'_> {
         // Ray's scheduling class is the function and its request: its raylet serves
         // classes in turn, and an owner keeps a lease for its next call of the same
         // class. So a function's calls share one class here, read through the first.
-        let mut classes: Vec<SpecId> = Vec::new();
+        let mut classes: FxHashMap<(NameId, ResourceRequest), SpecId> = FxHashMap::default();
         for id in first..first + job.calls.len() as SpecId {
             let s = &self.specs[id as usize];
             if s.kind != TaskType::NormalTask {
                 continue;
             }
-            let same = |other: &&SpecId| {
-                let o = &self.specs[**other as usize];
-                o.name == s.name && o.request == s.request
-            };
-            let class = classes.iter().find(same).copied().unwrap_or(id);
-            if class == id {
-                classes.push(id);
-            }
+            let class = *classes.entry((s.name, s.request.clone())).or_insert(id);
             self.specs[id as usize].class = class;
         }
         JobTemplate {
