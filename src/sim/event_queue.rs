@@ -107,14 +107,14 @@ impl<E> EventQueue<E> {
     }
 
     /// When nothing is due at `last`, move `last` to the earliest queued time by splitting
-    /// the first non-empty bucket. False when the queue is empty. Out of line, and called
-    /// only when `due` is empty: each event's pop and peek look at `due` inline, where a
-    /// call on every look was an instruction-cache miss at the function's entry (the
-    /// largest share of its samples).
+    /// the first non-empty bucket (nothing, when the queue is empty). Out of line, and
+    /// called only when `due` is empty: each event's pop and peek look at `due` inline,
+    /// where a call on every look was an instruction-cache miss at the function's entry
+    /// (the largest share of its samples).
     #[inline(never)]
-    fn refill(&mut self) -> bool {
+    fn refill(&mut self) {
         if self.occupied == 0 {
-            return false;
+            return;
         }
         let i = self.occupied.trailing_zeros() as usize;
         let mut from = std::mem::take(&mut self.buckets[i]);
@@ -125,7 +125,6 @@ impl<E> EventQueue<E> {
         }
         // Keep the emptied bucket's allocation for its next entries.
         self.buckets[i] = from;
-        true
     }
 
     /// The time of the first entry.
