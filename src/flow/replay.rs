@@ -217,7 +217,10 @@ pub fn replay_job(
                 .into_iter()
                 .filter(|step| !matches!(step, Step::Exec(0) | Step::Gap(0)))
                 .collect::<Vec<_>>()
-                .chunk_by(|a, b| matches!((a, b), (Step::Submit(x), Step::Submit(y)) if key(*x).0 == key(*y).0))
+                .chunk_by(|a, b| {
+                    let submit = |c: &usize| spans.spans[*c].submit;
+                    matches!((a, b), (Step::Submit(x), Step::Submit(y)) if submit(x) == submit(y))
+                })
                 .flat_map(|run| {
                     let mut run = run.to_vec();
                     run.sort_by_key(|step| if let Step::Submit(c) = step { key(*c) } else { (0, 0, 0) });
