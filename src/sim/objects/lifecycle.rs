@@ -63,8 +63,14 @@ fn readers_then_free(
         return Follows::new();
     }
     let mut follows = Follows::with_capacity(readers + 1);
-    follows.extend(owner);
-    follows.extend(waiters);
+    // Pushed one by one: `extend`'s code for a mapped iterator was an instruction-cache
+    // miss on every sealed return a task waits for.
+    if let Some(owner) = owner {
+        follows.push(owner);
+    }
+    for waiter in waiters {
+        follows.push(waiter);
+    }
     follows.push(Follow::FreeIfUnreferenced(id));
     follows
 }
