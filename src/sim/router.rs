@@ -22,17 +22,20 @@ use smallvec::smallvec;
 impl Engine {
     /// Run one follow-up, and whatever it asks next, before returning.
     pub(crate) fn follow(&mut self, f: Follow) {
-        let base = self.follow_stack.len();
-        self.follow_down_to(base, f);
+        self.follow_all(smallvec![f]);
     }
 
     /// Run follow-ups in order, depth first: each one's own follow-ups run before the
-    /// next one, as the nested calls they stand for would have.
+    /// next one, as the nested calls they stand for would have. An explicit stack rather
+    /// than recursion, so a long chain of continuations cannot exhaust the thread's
+    /// stack. The engine keeps it: a follow-up that runs the interpreter (which calls
+    /// this again) pushes above `base` and drains back to it before this goes on.
     pub(crate) fn follow_all(&mut self, mut follows: Follows) {
         let base = self.follow_stack.len();
-        // Most lists hold one follow-up or none (an event's step, a component's next
-        // request): the first is run without the stack.
-        let first = match follows.len() {
+        // Most lists hold one follow-up or none (an event's step, a component's one
+        // request), and most follow-ups ask for one more or none: a chain of those runs
+        // without the stack, and only the rest of a longer list goes on it.
+        let mut f = match follows.len() {
             0 => {
                 forget_if_inline(follows);
                 return;
@@ -47,17 +50,7 @@ impl Engine {
                 self.follow_stack.pop().expect("just pushed")
             }
         };
-        self.follow_down_to(base, first);
-    }
-
-    /// Run `f`, what it asks next, and what is on the stack above `base`. An explicit
-    /// stack rather than recursion, so a long chain of continuations cannot exhaust the
-    /// thread's stack. The engine keeps it: a follow-up that runs the interpreter (which
-    /// calls this again) pushes above `base` and drains back to it before this goes on.
-    fn follow_down_to(&mut self, base: usize, mut f: Follow) {
         loop {
-            // Most follow-ups ask for one more or none: run a chain of single ones
-            // without the stack, and put the rest of a longer list on it.
             let mut next = self.route(f);
             f = match next.len() {
                 0 => {
