@@ -162,7 +162,7 @@ fn the_kept_runs_of_ray_are_the_records_runs() {
 }
 
 /// `timeline.py` (the kept runs set beside a replay) lists every worker process a kept
-/// run's trace holds, with its start's length, and the run's calls.
+/// run's trace holds, with its start's length and CPU, and the run's calls.
 #[test]
 fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
     let series = kept_series();
@@ -189,12 +189,44 @@ fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(said.starts_with(&format!("Ray: {} worker processes", workers.len())), "{said}");
+    // Each worker's CPU by its first call: the observer's last reading between its
+    // registration and its first call's start ("-" with none).
+    let registered: std::collections::BTreeMap<i64, i64> = rows
+        .iter()
+        .filter(|r| r["kind"] == "worker")
+        .filter_map(|r| Some((r["pid"].as_i64()?, r["launched_ms"].as_i64()?)))
+        .collect();
+    let mut first_call = std::collections::BTreeMap::<i64, i64>::new();
+    for r in rows.iter().filter(|r| r["kind"] == "task" && r["type"] != "DRIVER_TASK") {
+        let Some(pid) = r["worker_pid"].as_i64() else { continue };
+        let running =
+            r["events"].as_array().into_iter().flatten().find(|e| e[0] == "RUNNING").and_then(|e| e[1].as_i64());
+        if let Some(at) = running {
+            let entry = first_call.entry(pid).or_insert(at);
+            *entry = (*entry).min(at);
+        }
+    }
+    let mut cpu = std::collections::BTreeMap::<i64, i64>::new();
+    for r in rows.iter().filter(|r| r["kind"] == "worker_cpu") {
+        let at = r["at_ms"].as_i64().unwrap();
+        for reading in r["cpu_ms"].as_array().unwrap() {
+            let (pid, used) = (reading[0].as_i64().unwrap(), reading[1].as_i64().unwrap());
+            let after = registered.get(&pid).is_some_and(|reg| *reg <= at);
+            if after && first_call.get(&pid).is_none_or(|first| at <= *first) {
+                cpu.insert(pid, used);
+            }
+        }
+    }
+    assert!(!cpu.is_empty(), "no worker was read between its registration and its first call");
     for (pid, took) in &workers {
+        let used = cpu.get(pid).map_or("-".to_string(), |c| c.to_string());
         let listed = said.lines().any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            f.first() == Some(&pid.to_string().as_str()) && f.get(3) == Some(&took.to_string().as_str())
+            f.first() == Some(&pid.to_string().as_str())
+                && f.get(3) == Some(&took.to_string().as_str())
+                && f.get(4) == Some(&used.as_str())
         });
-        assert!(listed, "worker {pid} (start {took} ms) is not listed:\n{said}");
+        assert!(listed, "worker {pid} (start {took} ms, {used} ms of CPU) is not listed:\n{said}");
     }
     // Every call of the job but the driver's, each once.
     let calls = said.lines().skip_while(|l| !l.trim_start().starts_with("ran")).skip(1).count();

@@ -7,8 +7,11 @@ TRACE_DIR is a trace as `rayscope observe --record` wrote it, or as `whatif.py
 or `.../PROGRAM/SHAPE-I/trace`. It prints
 
 * each worker process Ray's worker table lists: when the raylet launched it and when it
-  registered, and whether that was before the job's first call (a prestart for the first
-  driver) or during the job;
+  registered, the CPU time it had used by the observer's last reading between its
+  registration and its first call (its start's CPU and little else; "-" where no reading
+  fell between, as for a recording's prestarts, read only from the job's start), and
+  whether it was launched before the job's first call (a prestart for the first driver)
+  or during the job;
 * the first N calls by when they began to run, each with its end, its worker and whether
   it was that worker's first call.
 
@@ -62,6 +65,24 @@ def ray_timeline(trace_dir):
     return start, sorted(workers.values(), key=lambda w: w["launch_ms"]), sorted(rows)
 
 
+def cpu_before_first_call(trace_dir, workers, calls, start):
+    """pid -> the CPU ms a worker process had used by the observer's last reading (ten a
+    second, `worker_cpu` rows) between its registration and its first call, or the end
+    of the trace if it ran none."""
+    registered = {w["pid"]: w["launched_ms"] for w in workers}
+    first = {}
+    for ran, _end, _name, pid in calls:
+        first.setdefault(pid, ran + start)
+    used = {}
+    for row in lines_of(trace_dir):
+        if row.get("kind") != "worker_cpu":
+            continue
+        for pid, cpu_ms in row["cpu_ms"]:
+            if registered.get(pid, float("inf")) <= row["at_ms"] <= first.get(pid, float("inf")):
+                used[pid] = cpu_ms
+    return used
+
+
 def model_calls(path):
     """(RUNNING ms, end ms, task) of each call in a model's event log (first attempt)."""
     began, ended = {}, {}
@@ -87,14 +108,15 @@ def main():
     args = ap.parse_args()
 
     start, workers, calls = ray_timeline(args.trace)
+    cpu = cpu_before_first_call(args.trace, workers, calls, start)
     print(f"Ray: {len(workers)} worker processes, {len(calls)} calls; ms from the job's start")
-    print(f"{'pid':>8} {'launched':>9} {'registered':>11} {'took':>6}  when")
+    print(f"{'pid':>8} {'launched':>9} {'registered':>11} {'took':>6} {'cpu':>5}  when")
     took = {"before the job": [], "in the job": []}
     for w in workers:
         launch, up = w["launch_ms"] - start, w["launched_ms"] - start
         when = "before the job" if launch < 0 else "in the job"
         took[when].append(up - launch)
-        print(f"{w['pid']:>8} {launch:>9} {up:>11} {up - launch:>6}  {when}")
+        print(f"{w['pid']:>8} {launch:>9} {up:>11} {up - launch:>6} {cpu.get(w['pid'], '-'):>5}  {when}")
     for when, ms in took.items():
         if ms:
             print(f"  starts {when}: {min(ms)}-{max(ms)} ms, median {statistics.median(ms):.0f}")
