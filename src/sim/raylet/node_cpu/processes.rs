@@ -163,12 +163,10 @@ impl NodeCpu {
     /// The task-worker processes started for no lease that are up by `floor` join the
     /// idle ones, fresh.
     fn settle_starts(&mut self, floor: u64) {
-        // Most leases find no process starting: the lists' code stays out of their path.
-        if self.starts.unclaimed() > 0 {
-            let up = self.starts.settle(floor);
-            self.task_workers += up;
-            self.fresh_workers += up;
-        }
+        let up = self.starts.settle(floor);
+        self.task_workers += up;
+        self.fresh_workers += up;
+        // Most leases find none awaiting a start: the list's code stays out of their path.
         if !self.leases_awaiting_start.is_empty() {
             self.leases_awaiting_start.retain(|up| *up > floor);
         }
