@@ -173,10 +173,11 @@ fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
         .expect("a kept 6-CPU run of the sleep-bound program");
     let text = gzipped_text(&run);
     let rows: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let workers: std::collections::BTreeMap<i64, i64> = rows
+    // pid -> (launched, registered), in ms.
+    let workers: std::collections::BTreeMap<i64, (i64, i64)> = rows
         .iter()
         .filter(|r| r["kind"] == "worker")
-        .filter_map(|r| Some((r["pid"].as_i64()?, r["launched_ms"].as_i64()? - r["launch_ms"].as_i64()?)))
+        .filter_map(|r| Some((r["pid"].as_i64()?, (r["launch_ms"].as_i64()?, r["launched_ms"].as_i64()?))))
         .collect();
     assert!(workers.len() > 2, "the run started workers during its job: {workers:?}");
 
@@ -191,11 +192,6 @@ fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
     assert!(said.starts_with(&format!("Ray: {} worker processes", workers.len())), "{said}");
     // Each worker's CPU by its first call: the observer's last reading between its
     // registration and its first call's start ("-" with none).
-    let registered: std::collections::BTreeMap<i64, i64> = rows
-        .iter()
-        .filter(|r| r["kind"] == "worker")
-        .filter_map(|r| Some((r["pid"].as_i64()?, r["launched_ms"].as_i64()?)))
-        .collect();
     let mut first_call = std::collections::BTreeMap::<i64, i64>::new();
     for r in rows.iter().filter(|r| r["kind"] == "task" && r["type"] != "DRIVER_TASK") {
         let Some(pid) = r["worker_pid"].as_i64() else { continue };
@@ -211,14 +207,15 @@ fn the_timeline_script_reads_a_kept_runs_workers_and_calls() {
         let at = r["at_ms"].as_i64().unwrap();
         for reading in r["cpu_ms"].as_array().unwrap() {
             let (pid, used) = (reading[0].as_i64().unwrap(), reading[1].as_i64().unwrap());
-            let after = registered.get(&pid).is_some_and(|reg| *reg <= at);
+            let after = workers.get(&pid).is_some_and(|(_, registered)| *registered <= at);
             if after && first_call.get(&pid).is_none_or(|first| at <= *first) {
                 cpu.insert(pid, used);
             }
         }
     }
     assert!(!cpu.is_empty(), "no worker was read between its registration and its first call");
-    for (pid, took) in &workers {
+    for (pid, (launched, registered)) in &workers {
+        let took = registered - launched;
         let used = cpu.get(pid).map_or("-".to_string(), |c| c.to_string());
         let listed = said.lines().any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();

@@ -42,10 +42,11 @@ def lines_of(trace_dir):
                     yield json.loads(line)
 
 
-def ray_timeline(trace_dir):
-    """(job start ms, workers, calls) of the trace's one job."""
+def ray_timeline(trace_dir, rows=None):
+    """(job start ms, workers, calls) of the trace's one job; `rows`, the trace's rows
+    when they were read already."""
     jobs, workers, calls = [], {}, {}
-    for row in lines_of(trace_dir):
+    for row in rows if rows is not None else lines_of(trace_dir):
         kind = row.get("kind")
         if kind == "job":
             jobs.append(row)
@@ -65,7 +66,7 @@ def ray_timeline(trace_dir):
     return start, sorted(workers.values(), key=lambda w: w["launch_ms"]), sorted(rows)
 
 
-def cpu_before_first_call(trace_dir, workers, calls, start):
+def cpu_before_first_call(rows, workers, calls, start):
     """pid -> the CPU ms a worker process had used by the observer's last reading (ten a
     second, `worker_cpu` rows) between its registration and its first call, or the end
     of the trace if it ran none."""
@@ -74,7 +75,7 @@ def cpu_before_first_call(trace_dir, workers, calls, start):
     for ran, _end, _name, pid in calls:
         first.setdefault(pid, ran + start)
     used = {}
-    for row in lines_of(trace_dir):
+    for row in rows:
         if row.get("kind") != "worker_cpu":
             continue
         for pid, cpu_ms in row["cpu_ms"]:
@@ -107,8 +108,9 @@ def main():
     ap.add_argument("--model-events", help="a replay's event log (simulate --events FILE)")
     args = ap.parse_args()
 
-    start, workers, calls = ray_timeline(args.trace)
-    cpu = cpu_before_first_call(args.trace, workers, calls, start)
+    rows = list(lines_of(args.trace))
+    start, workers, calls = ray_timeline(args.trace, rows)
+    cpu = cpu_before_first_call(rows, workers, calls, start)
     print(f"Ray: {len(workers)} worker processes, {len(calls)} calls; ms from the job's start")
     print(f"{'pid':>8} {'launched':>9} {'registered':>11} {'took':>6} {'cpu':>5}  when")
     took = {"before the job": [], "in the job": []}
