@@ -7,6 +7,8 @@
 //! Then `simulate --replay` runs with those costs by default, says where each came
 //! from, and prints its prediction with the band measured for that kind of change.
 
+mod common;
+
 use rayscope::calibrate::{self, bands};
 use rayscope::config::{self, scheduler::SchedulerConfig, WorkloadConfig};
 use rayscope::observe::rows::{ObservedActor, ObservedJob, ObservedNode, ObservedTask};
@@ -415,12 +417,7 @@ fn an_actor_trees_own_first_call_gap_keeps_its_same_shape_replay_within_two_perc
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("actor's first call 8.000 ms over 3"), "{err}");
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("head2.yaml");
-    std::fs::write(
-        &cfg,
-        "cluster:\n  host_node: false\n  head: {cpu: 2, cores: 2, memory: 8GiB, object_store_memory: 200MiB}\n",
-    )
-    .unwrap();
+    let cfg = common::head2_cluster(dir.path());
     let makespan = |extra: &[&str]| {
         let mut args = vec!["simulate", "--config", cfg.to_str().unwrap(), "--replay", trace, "--report", "json"];
         args.extend_from_slice(extra);

@@ -356,12 +356,7 @@ fn a_functions_calls_share_a_scheduling_class_so_a_consumer_runs_between_produce
     let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts/ray-whatif/runs/traces/2026-12-06T15-56-46Z/mixed/record/trace");
     let dir = tempfile::tempdir().unwrap();
-    let cluster = dir.path().join("head2.yaml");
-    std::fs::write(
-        &cluster,
-        "cluster:\n  host_node: false\n  head: {cpu: 2, cores: 2, memory: 8GiB, object_store_memory: 200MiB}\n",
-    )
-    .unwrap();
+    let cluster = common::head2_cluster(dir.path());
     let events = dir.path().join("events.log");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rayscope"))
         .args(["simulate", "--config", cluster.to_str().unwrap(), "--replay", trace.to_str().unwrap()])

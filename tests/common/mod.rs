@@ -214,3 +214,16 @@ pub fn free_port() -> u16 {
     // No room below the ephemeral range (or all of it taken): the kernel's pick.
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// Write a cluster of one 2-CPU head on 2 cores (the what-if harness's recorded shape,
+/// `scripts/ray-whatif/whatif.py`'s `head2`) into `dir`; its path, for `simulate
+/// --config` beside a `--replay`.
+pub fn head2_cluster(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("head2.yaml");
+    std::fs::write(
+        &path,
+        "cluster:\n  host_node: false\n  head: {cpu: 2, cores: 2, memory: 8GiB, object_store_memory: 200MiB}\n",
+    )
+    .expect("a temporary folder is writable");
+    path
+}
