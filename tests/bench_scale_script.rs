@@ -52,7 +52,7 @@ fn help_names_every_option_and_the_older_form() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let help = text(&o.stdout);
     for flag in
-        ["--against REV", "--rounds N", "--config FILE", "--callgrind", "--json", "--dry-run", "--clean", "RUNS"]
+        ["--against REV", "--rounds N", "--config FILE", "--callgrind", "--full", "--json", "--dry-run", "--clean", "RUNS"]
     {
         assert!(help.contains(flag), "--help does not mention {flag}:\n{help}");
     }
@@ -123,6 +123,12 @@ fn callgrind_plans_one_counted_run_each_at_two_percent_of_scale_yaml() {
         dry_plan(&["--against", "HEAD", "--callgrind", "--config", "examples/default.yaml", "--dry-run", "--json"]);
     assert_eq!(plan["callgrind"]["scaled_to_2_percent"], false);
     assert!(!plan["command"].to_string().contains("--set"), "{}", plan["command"]);
+
+    // --full counts scale.yaml at its own size; it means nothing without --callgrind.
+    refused(&["--against", "HEAD", "--full"], "goes with --callgrind");
+    let plan = dry_plan(&["--against", "HEAD", "--callgrind", "--full", "--dry-run", "--json"]);
+    assert_eq!(plan["callgrind"]["scaled_to_2_percent"], false);
+    assert!(!plan["command"].to_string().contains("--set"), "scale.yaml runs as written: {}", plan["command"]);
 }
 
 #[test]
