@@ -51,9 +51,17 @@ fn help_names_every_option_and_the_older_form() {
     let o = bench_scale(&["--help"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let help = text(&o.stdout);
-    for flag in
-        ["--against REV", "--rounds N", "--config FILE", "--callgrind", "--full", "--json", "--dry-run", "--clean", "RUNS"]
-    {
+    for flag in [
+        "--against REV",
+        "--rounds N",
+        "--config FILE",
+        "--callgrind",
+        "--full",
+        "--json",
+        "--dry-run",
+        "--clean",
+        "RUNS",
+    ] {
         assert!(help.contains(flag), "--help does not mention {flag}:\n{help}");
     }
     assert!(help.contains("target/bench-scale/<sha>"), "--help does not say where REV is built:\n{help}");
