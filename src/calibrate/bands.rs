@@ -131,7 +131,7 @@ const SAME_SHAPE: Band = Band {
     high: 0.013,
     source: "docs/observe.md, \"Replay on another shape\": the seed job replayed on its recorded 2-CPU node, \
              six runs on two VMs, 2026-11-27 to 11-30 (-2.2 … +1.3 %); docs/fidelity.md, \"What-ifs on a \
-             recorded job\": three programs on their recorded 2-CPU head, eight series on two VMs (-2.2 … +1.2 %)",
+             recorded job\": three programs on their recorded 2-CPU head, ten series on two VMs (-2.2 … +1.2 %)",
 };
 const FIX: Band = Band {
     low: -0.070,
@@ -147,10 +147,10 @@ const SHAPE: Band = Band {
     high: 0.138,
     source: "docs/fidelity.md, \"What-ifs on a recorded job\" (scripts/ray-whatif/runs/whatif.json): three \
              programs recorded on a 2-CPU head, predicted on 1 and 6 CPUs and with a second node on the same \
-             machine, against each of Ray's runs there (eight series: three and five runs a shape on a quiet \
+             machine, against each of Ray's runs there (ten series: three and five runs a shape on a quiet \
              2-core Intel Xeon VM, 2026-12-02; six of three on a 2-core AMD EPYC VM, 2026-12-04 to 12-07, \
              the last five with the bodies' CPU read from the workers; the last three replayed with Ray's \
-             worker pool)",
+             worker pool; two of three on the Intel Xeon VM, 2026-12-07, with all of these)",
 };
 
 impl Change {
