@@ -2,8 +2,8 @@
 //! (the object store's, a put's, a get's and a pull's, are tests/object_costs.rs): a
 //! raised error's cost, a placement group's commit and its nodes, an async actor's one
 //! event loop, a warmed-up actor pool, a node's prestarted workers and a worker's late
-//! first answer, the count of the processes a pool starts, and reniced workers yielding
-//! the cores. Each
+//! first answer, the count of the processes a pool starts, reniced workers yielding
+//! the cores, and the first call of a process started for it run before its renice. Each
 //! runs end to end with the invariants checked, and compares the same config with the
 //! cost on and off, so the test fails if the engine stops charging it.
 
@@ -455,4 +455,32 @@ fn a_callers_creation_loop_goes_ahead_of_the_worker_starts_its_actors_ask_for() 
     let submitted = |t: u64| at(yaml, t).0;
     assert_eq!(submitted(79_999), submitted(0), "nothing more goes while the loop is on the core");
     assert_eq!(submitted(80_000), submitted(0) + 2, "the loop paid, both calls go");
+}
+
+#[test]
+fn a_worker_started_for_a_call_begins_it_beside_the_starts_queued_after_its_own() {
+    // Three CPUs on one core, one start at a time, no prestarted worker: three tasks
+    // each start a process (1 s of the core), placed at their grants, so the core is
+    // held to 3 s. Ray hands the first process its call before it renices it (20–80 ms
+    // after it registers), so the call's start (10 ms) runs beside the second start, as
+    // normal work, and does not wait for the third: the call runs at about 1 s, not 3.
+    let e = run("cluster:\n  host_node: false\n  head: {cpu: 3, cores: 1, memory: 16GiB}\n\
+         scheduler: {call_submit_cost: 0s, first_submit_cost: 0s, owner_push_cost: 0s, call_start_cost: 10ms, task_worker_cost: 0s, task_reply_cost: 0s, \
+         lease_latency: 0s, dispatch_cost: 0s, task_push_latency: 0s, sleep_overshoot: 0s, idle_worker_cpu: 0, \
+         worker_start_cpu: 1s, worker_start_latency: 0s, worker_first_call_latency: 0s, prestart_worker_first_driver: false}\n\
+         workloads:\n  - {kind: fan_out, tasks: 3, task_duration: 0s}\n");
+    let mut began: Vec<f64> = e
+        .model
+        .log
+        .recent()
+        .filter(|l| l.source == "task" && l.message.ends_with(" RUNNING attempt=0") && !l.message.starts_with("1 "))
+        .map(|l| l.time_us.as_secs_f64())
+        .collect();
+    began.sort_by(f64::total_cmp);
+    assert_eq!(began.len(), 3, "three tasks ran: {began:?}");
+    assert!(
+        began[0] > 1.0 && began[0] < 1.05,
+        "the first call began at {} s, not just after its worker came up at 1 s",
+        began[0]
+    );
 }

@@ -23,6 +23,10 @@ pub(crate) struct Run {
     /// `scheduler.worker_first_call_latency` on its node's cores before it replies
     /// (set at each grant by `cluster_queues::worker_ready`, spent once).
     pub(crate) first_call: bool,
+    /// Its worker came up for this lease: Ray hands it this call before it renices the
+    /// process (20–80 ms after it registers), so the call's start runs at normal
+    /// priority (set at each grant by `cluster_queues::worker_ready`, spent once).
+    pub(crate) unreniced: bool,
     /// A driver's: it has submitted a task or created an actor before, so its next
     /// `.remote()` pays no `scheduler.first_submit_cost` (an actor's process keeps the
     /// same flag on its actor, `Actor::submitted`: its calls are runs of their own).
@@ -42,6 +46,7 @@ impl Default for Run {
             pc: 0,
             begin_due: false,
             first_call: false,
+            unreniced: false,
             submitted: false,
             flow: u32::MAX,
             lease_expires_at: 0,

@@ -26,7 +26,9 @@
 //! Ray renices each worker process once it is up (`scheduler.worker_niceness`). When
 //! that is set above 0, work has two priorities ([`Priority`]): the raylet's and the
 //! drivers' threads share the cores with the work above too, and a worker's work gets
-//! the cores that work leaves.
+//! the cores that work leaves. The renice comes 20–80 ms after a process registers, and
+//! a process started for a lease is handed that call first: the call's start is normal
+//! work, time-sliced like the starts beside it rather than queued behind them.
 //!
 //! Nodes may share one machine (`node_types[].on_head_machine`: several raylets on one
 //! host, as `ray.cluster_utils.Cluster` runs them): a guest node's work then takes the

@@ -120,10 +120,13 @@ pub(crate) fn start(cx: &mut Cx, flow: &mut FlowRecorder, tid: TaskId, node: Nod
         _ => now,
     };
     if cost > 0 || answers_from > now {
-        cx.runs.get_mut(&tid).expect("a live task has a run").begin_due = true;
+        let run = cx.runs.get_mut(&tid).expect("a live task has a run");
+        run.begin_due = true;
+        // A process that came up for this call is not reniced yet.
+        let priority = if std::mem::take(&mut run.unreniced) { Priority::Normal } else { Priority::Worker };
         let due = match concurrent {
             Some(a) => cx.cpus.thread_work(node, Thread::ActorLoop(a), Priority::Worker, now, now, cost),
-            None => cx.cpus.work(node, Priority::Worker, now, cost),
+            None => cx.cpus.work(node, priority, now, cost),
         }
         .max(answers_from);
         cx.clock.schedule_at(due, Event::Begin(tid, attempt));

@@ -227,6 +227,7 @@ fn worker_ready(cx: &mut Cx, tid: TaskId, kind: TaskType, node: NodeIdx, at: u64
     }
     if let Some(run) = cx.runs.get_mut(&tid) {
         run.first_call = first_call;
+        run.unreniced = ready > at;
     }
     ready
 }

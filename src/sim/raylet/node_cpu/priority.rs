@@ -43,7 +43,8 @@ impl NormalWork {
 /// workers and actors alike) get what they leave (runs/README.md, first_call.py).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Priority {
-    /// The raylet, a driver, a worker process's start.
+    /// The raylet, a driver, a worker process's start (and the start of the call a
+    /// process came up for, handed to it before Ray renices it).
     Normal,
     /// A worker process that is up: its calls, replies, submits and pushes.
     Worker,
