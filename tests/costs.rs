@@ -3,7 +3,7 @@
 //! raised error's cost, a placement group's commit and its nodes, an async actor's one
 //! event loop, a warmed-up actor pool, a node's prestarted workers and a worker's late
 //! first answer, the count of the processes a pool starts, reniced workers yielding
-//! the cores, and the first call of a process started for it run before its renice. Each
+//! the cores, and a process's first call begun before its renice. Each
 //! runs end to end with the invariants checked, and compares the same config with the
 //! cost on and off, so the test fails if the engine stops charging it.
 
